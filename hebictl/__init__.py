@@ -1,0 +1,1 @@
+"""hebictl: controller for robot arms built from HEBI Robotics modules."""
