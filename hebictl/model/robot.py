@@ -1,0 +1,287 @@
+"""RobotModel: the public face of a loaded robot (kinematics, Jacobians, dynamics).
+
+Every array function takes ``q`` of shape ``(nq,)`` or a batch ``(B, nq)`` and returns the
+result with a leading ``B`` axis for a batch; the batch runs inside the compiled kernels, never
+in a Python loop.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from hebictl.errors import ModelError
+from hebictl.model import kernels
+from hebictl.model.tree import Body, Frame, JointKind
+
+FloatArray = NDArray[np.float64]
+
+#: Frame-type names accepted by :meth:`RobotModel.forward_kinematics`, with hebi-py's spellings.
+FRAME_ALIASES = {
+    "output": "output", "com": "com", "centerofmass": "com", "input": "input",
+    "end_effector": "end_effector", "endeffector": "end_effector", "ee": "end_effector",
+    "link": "link",
+}
+
+
+class _FrameSet:
+    """Kernel tables for the frames of one kind."""
+
+    __slots__ = ("R", "body", "frames", "p")
+
+    def __init__(self, frames: Sequence[Frame]) -> None:
+        self.frames = tuple(frames)
+        self.body = np.array([f.body for f in frames], dtype=np.int64)
+        self.R = np.ascontiguousarray(np.array([f.offset[:3, :3] for f in frames]).reshape(-1, 3, 3))
+        self.p = np.ascontiguousarray(np.array([f.offset[:3, 3] for f in frames]).reshape(-1, 3))
+
+
+class RobotModel:
+    """A kinematic tree with inertias and named frames, built by :class:`ModelBuilder`."""
+
+    def __init__(self, *, name: str, bodies: tuple[Body, ...], frames: tuple[Frame, ...],
+                 base: FloatArray, gravity: FloatArray, source: str | None, format: str,
+                 metadata: Mapping[str, Any]) -> None:
+        self.name = name
+        self.bodies = bodies
+        self.frames = frames
+        self.base = base
+        self.gravity = gravity
+        self.source = source
+        self.format = format
+        self.metadata = dict(metadata)
+        n = len(bodies)
+        qi = np.zeros(n, dtype=np.int64)
+        vi = np.zeros(n, dtype=np.int64)
+        nq = nv = 0
+        for i, b in enumerate(bodies):
+            qi[i], vi[i] = nq, nv
+            nq += b.joint.nq
+            nv += b.joint.nv
+        self.nq, self.nv = nq, nv
+        self._t = kernels.Tables(
+            parent=np.array([b.parent for b in bodies], dtype=np.int64),
+            kind=np.array([int(b.joint.kind) for b in bodies], dtype=np.int64),
+            qi=qi, vi=vi,
+            place_R=np.ascontiguousarray(np.array([b.placement[:3, :3] for b in bodies]).reshape(n, 3, 3)),
+            place_p=np.ascontiguousarray(np.array([b.placement[:3, 3] for b in bodies]).reshape(n, 3)),
+            axis=np.array([b.joint.axis for b in bodies], dtype=np.float64).reshape(n, 3),
+            scale=np.array([b.joint.scale for b in bodies], dtype=np.float64),
+            mass=np.array([b.inertia.mass for b in bodies], dtype=np.float64),
+            com=np.array([b.inertia.com for b in bodies], dtype=np.float64).reshape(n, 3),
+            inertia=np.array([b.inertia.rotational for b in bodies], dtype=np.float64).reshape(n, 3, 3),
+            base_R=np.ascontiguousarray(base[:3, :3]), base_p=np.ascontiguousarray(base[:3, 3]),
+        )
+        kinds: dict[str, list[Frame]] = {}
+        for f in frames:
+            kinds.setdefault(f.kind, []).append(f)
+        kinds["link"] = [Frame(kind="link", body=i, offset=np.eye(4), name=b.name)
+                         for i, b in enumerate(bodies)]
+        self._frame_sets = {k: _FrameSet(v) for k, v in kinds.items()}
+        self._zero_v: FloatArray = np.zeros((1, nv))
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def dof(self) -> int:
+        """Degrees of freedom (number of velocity coordinates)."""
+        return self.nv
+
+    @cached_property
+    def joint_bodies(self) -> tuple[int, ...]:
+        """Indices of the bodies whose joint moves, in coordinate order."""
+        return tuple(i for i, b in enumerate(self.bodies) if b.joint.kind is not JointKind.FIXED)
+
+    @cached_property
+    def joint_names(self) -> tuple[str, ...]:
+        return tuple(self.bodies[i].joint.name for i in self.joint_bodies)
+
+    @cached_property
+    def q_names(self) -> tuple[str, ...]:
+        """One name per position coordinate (1-DoF joints carry the joint's name)."""
+        return tuple(n for i in self.joint_bodies
+                     for n in _names(self.bodies[i].joint.name, self.bodies[i].joint.kind, "q"))
+
+    @cached_property
+    def v_names(self) -> tuple[str, ...]:
+        """One name per velocity coordinate; efforts are returned in this order."""
+        return tuple(n for i in self.joint_bodies
+                     for n in _names(self.bodies[i].joint.name, self.bodies[i].joint.kind, "v"))
+
+    @cached_property
+    def link_names(self) -> tuple[str, ...]:
+        return tuple(b.name for b in self.bodies)
+
+    def frame_count(self, frame: str = "output") -> int:
+        return len(self._frame_set(frame).frames)
+
+    def frame_names(self, frame: str = "output") -> tuple[str | None, ...]:
+        return tuple(f.name for f in self._frame_set(frame).frames)
+
+    @cached_property
+    def masses(self) -> FloatArray:
+        """Mass [kg] of each body that has a "com" frame, in frame order (hebi-py's order for HRDF)."""
+        fs = self._frame_sets.get("com")
+        if fs is None or not fs.frames:
+            return np.array([b.inertia.mass for b in self.bodies])
+        return np.array([self.bodies[f.body].inertia.mass if f.body >= 0 else 0.0 for f in fs.frames])
+
+    @cached_property
+    def total_mass(self) -> float:
+        return float(self._t.mass.sum())
+
+    @cached_property
+    def position_limits(self) -> tuple[FloatArray, FloatArray]:
+        """(lower, upper) per 1-DoF joint coordinate [rad or m]; ±inf for unlimited/multi-DoF."""
+        lo, hi = [], []
+        for i in self.joint_bodies:
+            j = self.bodies[i].joint
+            if j.nq == 1:
+                lo.append(j.lower)
+                hi.append(j.upper)
+            else:
+                lo.extend([-math.inf] * j.nq)
+                hi.extend([math.inf] * j.nq)
+        return np.array(lo), np.array(hi)
+
+    @cached_property
+    def max_speeds(self) -> FloatArray:
+        return np.array([v for i in self.joint_bodies for v in [self.bodies[i].joint.max_velocity]
+                         * self.bodies[i].joint.nv])
+
+    @cached_property
+    def max_efforts(self) -> FloatArray:
+        return np.array([v for i in self.joint_bodies for v in [self.bodies[i].joint.max_effort]
+                         * self.bodies[i].joint.nv])
+
+    def neutral_configuration(self) -> FloatArray:
+        """Zeros for 1-DoF joints, identity quaternions for ball/free joints."""
+        q = np.zeros(self.nq)
+        for i in self.joint_bodies:
+            b = self.bodies[i]
+            k = b.joint.kind
+            s = int(self._t.qi[i])
+            if k is JointKind.BALL:
+                q[s] = 1.0
+            elif k is JointKind.FREE:
+                q[s:s + 3] = b.metadata.get("default_position", (0.0, 0.0, 0.0))
+                q[s + 3:s + 7] = b.metadata.get("default_quaternion", (1.0, 0.0, 0.0, 0.0))
+        return q
+
+    # ------------------------------------------------------------------ queries
+    def _frame_set(self, frame: str) -> _FrameSet:
+        key = FRAME_ALIASES.get(frame.replace("-", "_").lower()) if isinstance(frame, str) else None
+        if key is None:
+            key = FRAME_ALIASES.get(frame.replace("-", "").replace("_", "").lower()) if isinstance(frame, str) else None
+        fs = self._frame_sets.get(key) if key else None
+        if fs is None:
+            known = sorted(self._frame_sets)
+            raise ModelError(f"unknown frame type {frame!r}; this model has {known}")
+        return fs
+
+    def _batch(self, x: ArrayLike, width: int, what: str) -> tuple[FloatArray, bool]:
+        arr = np.asarray(x, dtype=np.float64)
+        if arr.ndim == 1 and arr.shape[0] == width:
+            return arr.reshape(1, width), False
+        if arr.ndim == 2 and arr.shape[1] == width:
+            return np.ascontiguousarray(arr), True
+        if arr.ndim == 0 and width == 1:
+            return arr.reshape(1, 1), False
+        raise ModelError(f"{what} must have shape ({width},) or (B, {width}); got {arr.shape}")
+
+    def _gravity(self, gravity: ArrayLike | None) -> FloatArray:
+        if gravity is None:
+            return self.gravity
+        g = np.asarray(gravity, dtype=np.float64).reshape(-1)
+        if g.shape != (3,):
+            raise ModelError(f"gravity must be 3 numbers [m/s²], got {gravity!r}")
+        return g
+
+    def forward_kinematics(self, q: ArrayLike, frame: str = "output") -> FloatArray:
+        """World 4x4 poses of every frame of type ``frame``: (n, 4, 4), or (B, n, 4, 4)."""
+        fs = self._frame_set(frame)
+        Q, batched = self._batch(q, self.nq, "q")
+        t = self._t
+        out = np.empty((Q.shape[0], fs.body.shape[0], 4, 4))
+        kernels.frame_poses_batch(Q, t.parent, t.kind, t.qi, t.place_R, t.place_p, t.axis, t.scale,
+                                  t.base_R, t.base_p, fs.body, fs.R, fs.p, out)
+        return out if batched else out[0]
+
+    def link_poses(self, q: ArrayLike) -> FloatArray:
+        """World pose of every body (link) frame: (n_bodies, 4, 4) or batched."""
+        return self.forward_kinematics(q, "link")
+
+    def end_effector(self, q: ArrayLike, index: int = 0) -> FloatArray:
+        """World pose of end effector ``index``: (4, 4) or (B, 4, 4)."""
+        poses = self.forward_kinematics(q, "end_effector")
+        return poses[..., index, :, :]
+
+    def jacobians(self, q: ArrayLike, frame: str = "com") -> FloatArray:
+        """World-frame Jacobians [linear; angular] of each frame's origin: (n, 6, nv) or batched."""
+        fs = self._frame_set(frame)
+        Q, batched = self._batch(q, self.nq, "q")
+        t = self._t
+        out = np.empty((Q.shape[0], fs.body.shape[0], 6, self.nv))
+        kernels.jacobians_batch(Q, t.parent, t.kind, t.qi, t.vi, t.place_R, t.place_p, t.axis, t.scale,
+                                t.base_R, t.base_p, fs.body, fs.R, fs.p, out)
+        return out if batched else out[0]
+
+    def jacobian_end_effector(self, q: ArrayLike, index: int = 0) -> FloatArray:
+        """Jacobian of end effector ``index``: (6, nv) or (B, 6, nv)."""
+        return self.jacobians(q, "end_effector")[..., index, :, :]
+
+    def gravity_compensation(self, q: ArrayLike, gravity: ArrayLike | None = None) -> FloatArray:
+        """Efforts [N·m or N] that hold the robot still at ``q`` against ``gravity`` [m/s², world].
+
+        Same sign convention as hebi-py's ``get_grav_comp_efforts``: ``-sum J_com^T m g``.
+        """
+        Q, batched = self._batch(q, self.nq, "q")
+        t = self._t
+        out = np.empty((Q.shape[0], self.nv))
+        kernels.gravity_batch(Q, self._gravity(gravity), t.parent, t.kind, t.qi, t.vi, t.place_R,
+                              t.place_p, t.axis, t.scale, t.mass, t.com, t.base_R, t.base_p, out)
+        return out if batched else out[0]
+
+    def inverse_dynamics(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
+                         gravity: ArrayLike | None = None) -> FloatArray:
+        """Full rigid-body inverse dynamics (RNEA, rotational inertia included) [N·m or N].
+
+        ``qd``/``qdd`` are velocity coordinates (local angular/linear velocities for ball and
+        free joints, as in pinocchio).
+        """
+        Q, batched = self._batch(q, self.nq, "q")
+        V, _ = self._batch(qd, self.nv, "qd")
+        A, _ = self._batch(qdd, self.nv, "qdd")
+        if not (V.shape[0] == A.shape[0] == Q.shape[0]):
+            raise ModelError(f"q, qd and qdd batch sizes differ: {Q.shape[0]}, {V.shape[0]}, {A.shape[0]}")
+        t = self._t
+        out = np.empty((Q.shape[0], self.nv))
+        kernels.rnea_batch(Q, V, A, self._gravity(gravity), t.parent, t.kind, t.qi, t.vi, t.place_R,
+                           t.place_p, t.axis, t.scale, t.mass, t.com, t.inertia, t.base_R, t.base_p, out)
+        return out if batched else out[0]
+
+    def inverse_kinematics(self, target: Any = None, seed: ArrayLike | None = None, **kwargs: Any) -> Any:
+        """Solve for joint positions reaching ``target``; see :func:`hebictl.model.ik.solve`."""
+        from hebictl.model.ik import solve
+
+        return solve(self, target=target, seed=seed, **kwargs)
+
+    def __repr__(self) -> str:
+        return (f"RobotModel({self.name!r}, format={self.format!r}, dof={self.dof}, "
+                f"bodies={len(self.bodies)}, mass={self.total_mass:.3f} kg)")
+
+
+def _names(joint: str, kind: JointKind, which: str) -> tuple[str, ...]:
+    if kind in (JointKind.REVOLUTE, JointKind.PRISMATIC):
+        return (joint,)
+    if kind is JointKind.BALL:
+        return tuple(f"{joint}_{c}" for c in (("qw", "qx", "qy", "qz") if which == "q" else ("wx", "wy", "wz")))
+    if kind is JointKind.FREE:
+        if which == "q":
+            return tuple(f"{joint}_{c}" for c in ("x", "y", "z", "qw", "qx", "qy", "qz"))
+        return tuple(f"{joint}_{c}" for c in ("vx", "vy", "vz", "wx", "wy", "wz"))
+    return ()
