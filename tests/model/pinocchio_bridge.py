@@ -30,10 +30,14 @@ def to_pinocchio(model: RobotModel):
         else:
             assert j.scale == 1.0, "pinocchio has no joint scale; test scale separately"
             axis = np.array(j.axis)
-            jm = {JointKind.REVOLUTE: lambda: pin.JointModelRevoluteUnaligned(axis),
-                  JointKind.PRISMATIC: lambda: pin.JointModelPrismaticUnaligned(axis),
-                  JointKind.BALL: pin.JointModelSpherical,
-                  JointKind.FREE: pin.JointModelFreeFlyer}[j.kind]()
+            if j.kind is JointKind.REVOLUTE:
+                jm = pin.JointModelRevoluteUnaligned(axis)
+            elif j.kind is JointKind.PRISMATIC:
+                jm = pin.JointModelPrismaticUnaligned(axis)
+            elif j.kind is JointKind.BALL:
+                jm = pin.JointModelSpherical()
+            else:
+                jm = pin.JointModelFreeFlyer()
             jid = pm.addJoint(pj, jm, pin.SE3(placement[:3, :3], placement[:3, 3]), j.name)
             body_pose = np.eye(4)
         attach.append((jid, body_pose))

@@ -90,7 +90,8 @@ def test_batch_equals_single_calls():
         ("fk", model.forward_kinematics(Q, "output"), [model.forward_kinematics(q, "output") for q in Q]),
         ("jac", model.jacobians(Q, "com"), [model.jacobians(q, "com") for q in Q]),
         ("grav", model.gravity_compensation(Q), [model.gravity_compensation(q) for q in Q]),
-        ("rnea", model.inverse_dynamics(Q, V, A), [model.inverse_dynamics(q, v, a) for q, v, a in zip(Q, V, A)]),
+        ("rnea", model.inverse_dynamics(Q, V, A),
+         [model.inverse_dynamics(q, v, a) for q, v, a in zip(Q, V, A, strict=True)]),
     ]:
         assert np.array_equal(batch, np.stack(single)), name
 
