@@ -1,1 +1,71 @@
-"""hebictl: controller for robot arms built from HEBI Robotics modules."""
+"""hebictl: controller for robot arms built from HEBI Robotics modules.
+
+Public API (imported lazily so ``import hebictl`` stays fast and optional extras stay optional)::
+
+    import hebictl
+    model = hebictl.load_model("kit.hrdf")
+    cfg = hebictl.load_config("arm.cfg.yaml")
+    arm = hebictl.Arm.from_config(cfg, backend="mock")
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from hebictl.errors import (
+    CommandRejected,
+    ConfigError,
+    FormatError,
+    HardwareError,
+    HebictlError,
+    IKFailed,
+    LimitViolation,
+    ModelError,
+    WatchdogExpired,
+)
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "load_model": "hebictl.formats",
+    "load_model_string": "hebictl.formats",
+    "detect_format": "hebictl.formats",
+    "RobotModel": "hebictl.model.robot",
+    "ModelBuilder": "hebictl.model.tree",
+    "IKResult": "hebictl.model.ik",
+    "load_config": "hebictl.config",
+    "RobotConfig": "hebictl.config",
+    "load_gains": "hebictl.gains",
+    "create_trajectory": "hebictl.trajectory",
+    "Trajectory": "hebictl.trajectory",
+    "Arm": "hebictl.control.arm",
+    "Goal": "hebictl.control.goal",
+    "open_backend": "hebictl.hardware.base",
+}
+
+__all__ = [
+    "CommandRejected",
+    "ConfigError",
+    "FormatError",
+    "HardwareError",
+    "HebictlError",
+    "IKFailed",
+    "LimitViolation",
+    "ModelError",
+    "WatchdogExpired",
+    *sorted(_LAZY),
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hebictl' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -37,11 +37,15 @@ class FormatError(HebictlError):
 class ConfigError(HebictlError):
     """A robot config (YAML) or gains file (XML) is invalid; names the file and the key."""
 
-    def __init__(self, message: str, file: str | Path | None = None, key: str | None = None) -> None:
+    def __init__(self, message: str, file: str | Path | None = None, key: str | None = None,
+                 line: int | None = None) -> None:
         self.message = message
         self.file = str(file) if file is not None else None
         self.key = key
+        self.line = line
         where = self.file or "<config>"
+        if line is not None:
+            where = f"{where}:{line}"
         if key:
             where = f"{where} [{key}]"
         super().__init__(f"{where}: {message}")

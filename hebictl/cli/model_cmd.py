@@ -1,0 +1,147 @@
+"""``hebictl model info|validate|fk|convert FILE``: inspect and convert robot descriptions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hebictl.errors import ModelError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("model", help="inspect, check and convert robot description files")
+    msub = p.add_subparsers(dest="model_command", required=True, metavar="ACTION")
+
+    info = msub.add_parser("info", help="elements, joints, masses and end effectors of a model")
+    info.add_argument("file", type=Path, nargs="?", help="robot file (default: the bundled 6-DoF X-series kit)")
+    info.add_argument("--json", action="store_true", help="machine-readable output")
+    info.set_defaults(func=cmd_info)
+
+    val = msub.add_parser("validate", help="exit 0 if the file loads, else print the error (file:line)")
+    val.add_argument("file", type=Path)
+    val.set_defaults(func=cmd_validate)
+
+    fk = msub.add_parser("fk", help="forward kinematics at a configuration")
+    fk.add_argument("file", type=Path)
+    fk.add_argument("--q", type=float, nargs="*", default=None, help="joint positions [rad or m] (default zeros)")
+    fk.add_argument("--frame", default="end_effector", help="output | com | input | end_effector | link")
+    fk.add_argument("--json", action="store_true")
+    fk.set_defaults(func=cmd_fk)
+
+    conv = msub.add_parser("convert", help="write the model as URDF, MJCF or SDF")
+    conv.add_argument("file", type=Path)
+    conv.add_argument("--to", required=True, choices=["urdf", "mjcf", "sdf"])
+    conv.add_argument("-o", "--output", type=Path, help="output file (default: stdout)")
+    conv.set_defaults(func=cmd_convert)
+
+
+def default_kit() -> Path:
+    """The bundled kit used when no file is given."""
+    from hebictl.resources import bundled_kit
+
+    return bundled_kit()
+
+
+def load_with_warnings(path: Path):
+    """Load a model, printing each format warning as one ``warning:`` line on stderr."""
+    from hebictl.formats import load_model
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = load_model(path)
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    return model
+
+
+def _summary(model) -> dict[str, Any]:
+    elements = model.metadata.get("elements", [])
+    lo, hi = model.position_limits
+    return {
+        "file": model.source,
+        "format": model.format,
+        "name": model.name,
+        "dof": model.dof,
+        "total_mass_kg": model.total_mass,
+        "bodies": len(model.bodies),
+        "elements": [{k: v for k, v in e.items() if k in ("kind", "type", "tag", "mass", "line", "file")}
+                     for e in elements],
+        "joints": [{"name": n, "lower": float(a), "upper": float(b), "max_velocity": float(v),
+                    "max_effort": float(e)}
+                   for n, a, b, v, e in zip(model.v_names if model.nq == model.nv else model.q_names, lo, hi,
+                                            model.max_speeds, model.max_efforts, strict=False)],
+        "masses_kg": [float(m) for m in model.masses],
+        "end_effectors": model.frame_count("end_effector") if "end_effector" in model._frame_sets else 0,
+    }
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    model = load_with_warnings(args.file or default_kit())
+    s = _summary(model)
+    if args.json:
+        print(json.dumps(s, indent=2, default=float))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"[bold]{s['file']}[/bold]  format={s['format']}  dof={s['dof']}  bodies={s['bodies']}  "
+                  f"total mass={s['total_mass_kg']:.4f} kg  end effectors={s['end_effectors']}")
+    if s["elements"]:
+        t = Table(title="Elements", show_lines=False)
+        for col in ("#", "kind", "type", "tag", "mass [kg]"):
+            t.add_column(col, justify="right" if col in ("#", "mass [kg]") else "left")
+        for i, e in enumerate(s["elements"]):
+            mass = e.get("mass")
+            t.add_row(str(i), str(e.get("kind", "")), str(e.get("type", "") or ""), str(e.get("tag", "") or ""),
+                      "" if mass is None else f"{mass:.4f}")
+        console.print(t)
+    t = Table(title="Joints")
+    for col in ("name", "lower", "upper", "max velocity", "max effort"):
+        t.add_column(col, justify="left" if col == "name" else "right")
+    for j in s["joints"]:
+        t.add_row(j["name"], f"{j['lower']:.4g}", f"{j['upper']:.4g}", f"{j['max_velocity']:.4g}",
+                  f"{j['max_effort']:.4g}")
+    console.print(t)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    model = load_with_warnings(args.file)
+    print(f"ok: {args.file} ({model.format}, {model.dof} DoF, {len(model.bodies)} bodies, "
+          f"{model.total_mass:.4f} kg)")
+    return 0
+
+
+def cmd_fk(args: argparse.Namespace) -> int:
+    model = load_with_warnings(args.file)
+    q = model.neutral_configuration() if args.q is None else np.array(args.q, dtype=float)
+    if q.shape != (model.nq,):
+        raise ModelError(f"--q needs {model.nq} values ({', '.join(model.q_names)}), got {q.size}")
+    poses = model.forward_kinematics(q, args.frame)
+    if args.json:
+        print(json.dumps({"q": q.tolist(), "frame": args.frame, "poses": poses.tolist()}))
+        return 0
+    np.set_printoptions(precision=6, suppress=True)
+    for i, T in enumerate(poses):
+        print(f"{args.frame}[{i}]:\n{T}")
+    return 0
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from hebictl.formats.writers import convert
+
+    model = load_with_warnings(args.file)
+    text = convert(model, args.to)
+    if args.output:
+        args.output.write_text(text)
+        print(f"wrote {args.output} ({args.to})", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,342 @@
+"""hebictl.config against hebi-py's ``hebi.config.load_config`` and ``hebi.arm.create_from_config``."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hebictl.config import (
+    COMMON_PLUGIN_KEYS,
+    KNOWN_PLUGINS,
+    PluginConfig,
+    RobotConfig,
+    load_config,
+)
+from hebictl.errors import ConfigError
+from hebictl.gains import load_gains
+from tests.conftest import CORPUS_DIR
+
+HEBI_CORPUS = "hebi"
+ARM_CONFIGS = "hebi-python-examples/kits/arms/config"
+
+
+def _corpus_params(pattern: str) -> list:
+    """Corpus files as test ids; one placeholder (which skips) when the corpus is absent."""
+    root = CORPUS_DIR / HEBI_CORPUS
+    files = sorted(root.rglob(pattern)) if root.is_dir() else []
+    return [pytest.param(str(f.relative_to(CORPUS_DIR)), id=str(f.relative_to(root))) for f in files] or [
+        pytest.param(None, id="corpus-absent")]
+
+
+def _hebi_defaults(hebi) -> tuple[float, float]:
+    """hebi.arm.create's defaults: feedback frequency (Hz), command lifetime (ms)."""
+    params = inspect.signature(hebi.arm.create).parameters
+    return float(params["control_frequency"].default), float(params["command_lifetime"].default)
+
+
+def _assert_matches_hebi(ours: RobotConfig, theirs, hebi) -> None:
+    """Every field of our config equals hebi's load_config result, resolved as hebi resolves it."""
+    frequency, lifetime_ms = _hebi_defaults(hebi)
+    assert ours.version == theirs.version
+    assert ours.names == tuple(theirs.names)
+    expected_families = theirs.families * len(theirs.names) if len(theirs.families) == 1 else theirs.families
+    assert ours.families == tuple(expected_families)
+    assert ours.hrdf == (Path(theirs.hrdf).resolve() if theirs.hrdf is not None else None)
+    assert ours.gains == {role: Path(p).resolve() for role, p in theirs.gains.items()}
+    assert ours.folder == Path(theirs.config_location).resolve()
+    assert ours.feedback_frequency == (float(theirs.feedback_frequency)
+                                       if theirs.feedback_frequency is not None else frequency)
+    # create_from_config multiplies the YAML's seconds by 1000 before hebi.arm.create
+    assert ours.command_lifetime == (theirs.command_lifetime * 1000.0
+                                     if theirs.command_lifetime is not None else lifetime_ms)
+    assert ours.user_data == (theirs.user_data or {})
+    raw_plugins = theirs.plugins or []
+    assert len(ours.plugins) == len(raw_plugins)
+    for plugin, raw in zip(ours.plugins, raw_plugins, strict=True):
+        assert plugin.type == raw["type"]
+        assert plugin.enabled == raw.get("enabled", True)
+        assert plugin.ramp_time == float(raw.get("ramp_time", 0.0))
+        assert plugin.name == raw.get("name", _hebi_default_names(hebi).get(raw["type"]))
+        assert plugin.params == {k: v for k, v in raw.items() if k not in ("type", "name", "enabled",
+                                                                            "ramp_time")}
+
+
+def _hebi_referenced_files(theirs) -> list[tuple[str, str]]:
+    """(key, path) of every file hebi's config points at, in the order hebictl checks them."""
+    refs = [("hrdf", theirs.hrdf)] if theirs.hrdf is not None else []
+    return refs + [(f"gains.{role}", p) for role, p in theirs.gains.items()]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", _corpus_params("*.cfg.yaml"))
+def test_corpus_configs_agree_with_hebi(rel, corpus_dir, hebi):
+    """Each corpus config loads with the same fields as hebi's, or fails where hebi (or its files) fail."""
+    path = corpus_dir / rel
+    try:
+        theirs = hebi.config.load_config(str(path))
+    except Exception:
+        with pytest.raises(ConfigError) as err:
+            load_config(path)
+        assert err.value.file == str(path.resolve())
+        return
+
+    missing = [(key, p) for key, p in _hebi_referenced_files(theirs) if not os.path.isfile(p)]
+    if missing:  # hebi's loader does not look; hebi.arm.create_from_config would fail on it
+        with pytest.raises(ConfigError) as err:
+            load_config(path)
+        assert (err.value.file, err.value.key) == (str(path.resolve()), missing[0][0])
+        assert "file not found" in err.value.message
+        ours = load_config(path, require_files=False)
+    else:
+        ours = load_config(path)
+    _assert_matches_hebi(ours, theirs, hebi)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", _corpus_params("*.cfg.yaml"))
+def test_corpus_configs_fit_their_model_and_gains(rel, corpus_dir, hebi):
+    """check_against passes with hebi's DoF count of the HRDF and the default gains file."""
+    path = corpus_dir / rel
+    cfg = load_config(path, require_files=False)
+    if cfg.hrdf is None or not cfg.hrdf.is_file():
+        pytest.skip(f"{rel}: HRDF {cfg.hrdf} is not in the corpus")
+    try:
+        dof = hebi.robot_model.import_from_hrdf(str(cfg.hrdf)).dof_count
+    except RuntimeError as exc:
+        pytest.skip(f"hebi-py cannot import {cfg.hrdf.name}: {exc}")
+    default = cfg.gains.get("default")
+    gains = load_gains(default) if default is not None and default.is_file() else None
+    cfg.check_against(dof, gains)
+    with pytest.raises(ConfigError) as err:
+        cfg.check_against(dof + 1, None)
+    assert err.value.key == "names"
+
+
+def _hebi_create_from_config_blocks(hebi) -> dict[str, str]:
+    """Source of each ``plugin['type'] == ...`` branch of hebi.arm.create_from_config."""
+    source = inspect.getsource(hebi.arm.create_from_config)
+    parts = re.split(r"plugin\['type'\] == '(\w+)'", source)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def _hebi_default_names(hebi) -> dict[str, str]:
+    return {type_: re.search(r"plugin\.get\('name', '(\w+)'\)", body).group(1)
+            for type_, body in _hebi_create_from_config_blocks(hebi).items()}
+
+
+def test_plugin_registry_matches_hebi_create_from_config(hebi):
+    """KNOWN_PLUGINS lists exactly hebi's plugin types, their default names and the keys they read."""
+    blocks = _hebi_create_from_config_blocks(hebi)
+    assert set(KNOWN_PLUGINS) == set(blocks)
+    for type_, body in blocks.items():
+        read = set(re.findall(r"plugin(?:\.get\()?\[?'(\w+)'", body)) - COMMON_PLUGIN_KEYS
+        assert set(KNOWN_PLUGINS[type_].params) == read, type_
+        assert KNOWN_PLUGINS[type_].default_name == _hebi_default_names(hebi)[type_]
+
+
+def test_plugin_defaults_match_hebi(hebi, tmp_path):
+    """Registry defaults equal the defaults hebi's plugin classes and create_from_config use."""
+    from hebi._internal.plugins import DoubledJointMirror, GravCompEffortPlugin
+
+    path = _write(tmp_path, BASE + "plugins:\n  - type: GravityCompensationEffort\n")
+    plugin = load_config(path).plugins[0]
+    grav = inspect.signature(GravCompEffortPlugin.__init__).parameters
+    np.testing.assert_array_equal(np.reshape(plugin.param("imu_rotation_offset"), (3, 3)),
+                                  grav["imu_rotation_offset"].default)
+    assert plugin.param("imu_feedback_index") == grav["imu_feedback_index"].default
+    assert plugin.param("imu_frame_index") == grav["imu_frame_index"].default
+    assert plugin.name == "gravComp" and plugin.enabled is True and plugin.ramp_time == 0.0
+    mirror = PluginConfig("DoubledJointMirror", "d", params={"index": 1})
+    assert mirror.param("mirror") == inspect.signature(DoubledJointMirror.__init__).parameters["mirror"].default
+    with pytest.raises(KeyError):
+        plugin.param("kp")
+
+
+# ------------------------------------------------------------------ small configs in tmp_path
+
+BASE = textwrap.dedent("""\
+    version: 1.1
+    families: Arm
+    names: [J1, J2, J3]
+    hrdf: model.hrdf
+    gains: gains.xml
+    """)
+
+
+def _write(tmp_path: Path, text: str, files: tuple[str, ...] = ("model.hrdf", "gains.xml")) -> Path:
+    """Write a config and empty stand-ins for the files it references (only existence is checked)."""
+    for name in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).touch()
+    path = tmp_path / "robot.cfg.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_paths_resolve_like_hebi(tmp_path, hebi):
+    """Relative hrdf/gains resolve against the YAML's folder, absolute ones stay; strings mean 'default'."""
+    other = tmp_path / "elsewhere" / "grip.xml"
+    sub = tmp_path / "cfg"
+    sub.mkdir()
+    path = _write(sub, textwrap.dedent(f"""\
+        version: 1.0
+        families: [Arm, Arm]
+        names: [J1, J2]
+        hrdf: ../shared/model.hrdf
+        gains: {{default: g/arm.xml, gripper: {other}}}
+        user_data: {{layout: layouts/a.json}}
+        """), files=("../shared/model.hrdf", "g/arm.xml", "../elsewhere/grip.xml"))
+    ours = load_config(path)
+    _assert_matches_hebi(ours, hebi.config.load_config(str(path)), hebi)
+    assert ours.hrdf == tmp_path / "shared" / "model.hrdf"
+    assert ours.gains["gripper"] == other
+    assert ours.resolve(ours.user_data["layout"]) == sub / "layouts" / "a.json"
+
+    single = load_config(_write(tmp_path, BASE))
+    _assert_matches_hebi(single, hebi.config.load_config(str(tmp_path / "robot.cfg.yaml")), hebi)
+    assert single.families == ("Arm",) * 3 and set(single.gains) == {"default"}
+
+
+def test_unknown_plugin_type_warns_and_is_kept(tmp_path, hebi):
+    """hebi skips plugin types it does not know, so hebictl keeps them with a warning, not an error."""
+    path = _write(tmp_path, BASE + "plugins:\n  - {type: FancyNewPlugin, name: f, stiffness: 3}\n")
+    with pytest.warns(UserWarning, match="FancyNewPlugin"):
+        cfg = load_config(path)
+    assert cfg.plugins == (PluginConfig("FancyNewPlugin", "f", True, 0.0, {"stiffness": 3}),)
+    assert cfg.plugin("FancyNewPlugin") is cfg.plugins[0] and cfg.plugins[0].spec is None
+    assert hebi.config.load_config(str(path)).plugins[0]["type"] == "FancyNewPlugin"
+
+
+def test_unknown_version_warns(tmp_path):
+    """A version other than 1.0/1.1 loads (hebi does not check) but warns."""
+    with pytest.warns(UserWarning, match="version 2.0"):
+        cfg = load_config(_write(tmp_path, BASE.replace("1.1", "2.0")))
+    assert cfg.version == "2.0"
+
+
+CHECK_PLUGINS = BASE + textwrap.dedent("""\
+    plugins:
+      - {type: EffortOffset, offset: [0, -7]}
+      - {type: DoubledJointMirror, group_family: Arm, group_name: J2B, index: 3}
+    """)
+
+
+@pytest.mark.parametrize(("dof", "width", "key"), [
+    (4, None, "names"),
+    (3, 2, "gains.default"),
+    (3, None, "plugins[0].offset"),
+])
+def test_check_against_names_the_mismatch(dof, width, key, tmp_path):
+    """check_against reports name count, gains width and per-joint plugin sizes by key."""
+    path = _write(tmp_path, CHECK_PLUGINS)
+    if width is not None:
+        (tmp_path / "gains.xml").write_text(f"<group_gains><position><kp>{' 1' * width}</kp></position>"
+                                            "</group_gains>")
+    cfg = load_config(path)
+    with pytest.raises(ConfigError) as err:
+        cfg.check_against(dof, load_gains(tmp_path / "gains.xml") if width else None)
+    assert (err.value.file, err.value.key) == (str(path), key)
+
+
+def test_check_against_mirror_index(tmp_path):
+    """A DoubledJointMirror index beyond the joints is an error naming the plugin's index."""
+    path = _write(tmp_path, CHECK_PLUGINS.replace("[0, -7]", "[0, -7, 0]"))
+    with pytest.raises(ConfigError) as err:
+        load_config(path).check_against(3, None)
+    assert err.value.key == "plugins[1].index"
+    load_config(_write(tmp_path, path.read_text().replace("index: 3", "index: 2"))).check_against(3, None)
+
+
+IMPEDANCE = "  - type: ImpedanceController\n    gains_in_end_effector_frame: true\n"
+
+# (id, config text, files to create, expected key, expected text in message, does hebi's load_config
+# reject it too?). Rows hebi accepts are ones hebi.arm.create_from_config or the robot would trip on.
+BAD_CONFIGS = [
+    ("unknown-key", BASE + "waypoints: [1, 2]\n", None, "waypoints", "unknown key", True),
+    ("missing-names", BASE.replace("names: [J1, J2, J3]\n", ""), None, "names", "missing", True),
+    ("missing-version", BASE.replace("version: 1.1\n", ""), None, "version", "missing", True),
+    ("names-not-strings", BASE.replace("[J1, J2, J3]", "[J1, 2, J3]"), None, "names[1]", "string", False),
+    ("names-empty", BASE.replace("[J1, J2, J3]", "[]"), None, "names", "empty", False),
+    ("families-names-mismatch", BASE.replace("families: Arm", "families: [A, B]"), None, "families",
+     "2 families for 3 names", False),
+    ("duplicate-module", BASE.replace("[J1, J2, J3]", "[J1, J2, J1]"), None, "names[2]", "twice", False),
+    ("missing-hrdf-file", BASE, ("gains.xml",), "hrdf", "file not found", False),
+    ("missing-gains-file", BASE.replace("gains: gains.xml", "gains: {default: gains.xml, gripper: g.xml}"),
+     None, "gains.gripper", "file not found", False),
+    ("hrdf-null", BASE.replace("hrdf: model.hrdf", "hrdf:"), None, "hrdf", "file path", True),
+    ("gains-wrong-type", BASE.replace("gains: gains.xml", "gains: [a.xml]"), None, "gains", "mapping", True),
+    ("frequency-not-number", BASE + "feedback_frequency: fast\n", None, "feedback_frequency", "number",
+     False),
+    ("frequency-negative", BASE + "feedback_frequency: -5\n", None, "feedback_frequency", "positive", False),
+    ("lifetime-bool", BASE + "command_lifetime: true\n", None, "command_lifetime", "number", False),
+    ("bad-yaml", BASE + "plugins: [\n  - type: X\n", None, None, "line 7, column 3", True),
+    ("bad-yaml-indent", "version: 1.1\nnames: [J1]\n  families: Arm\n", None, None, "line 3", True),
+    ("duplicate-yaml-key", BASE + "names: [J4]\n", None, None, "line 6", False),
+    ("top-level-list", "- version: 1.1\n", None, None, "mapping", True),
+    ("empty-file", "", None, None, "empty", True),
+    ("user-data-list", BASE + "user_data: [1, 2]\n", None, "user_data", "mapping", False),
+    ("plugins-not-list", BASE + "plugins: {type: EffortOffset}\n", None, "plugins", "list", True),
+    ("plugin-no-type", BASE + "plugins:\n  - {name: gc}\n", None, "plugins[0].type", "no type", False),
+    ("plugin-type-not-string", BASE + "plugins:\n  - {type: 3}\n", None, "plugins[0].type", "int", False),
+    ("plugin-unknown-param", BASE + "plugins:\n  - {type: GravityCompensationEffort, gain: 2}\n", None,
+     "plugins[0].gain", "unknown parameter", False),
+    ("plugin-enabled-not-bool", BASE + "plugins:\n  - {type: EndEffectorWrench, enabled: maybe}\n", None,
+     "plugins[0].enabled", "true or false", False),
+    ("plugin-ramp-negative", BASE + "plugins:\n  - {type: EndEffectorWrench, ramp_time: -1}\n", None,
+     "plugins[0].ramp_time", ">= 0", False),
+    ("impedance-missing-frame-flag", BASE + "plugins:\n  - {type: ImpedanceController, kp: [1,1,1,1,1,1],"
+     " kd: [1,1,1,1,1,1]}\n", None, "plugins[0].gains_in_end_effector_frame", "requires", False),
+    ("impedance-kp-length", BASE + "plugins:\n" + IMPEDANCE + "    kp: [1, 1, 1, 1, 1]\n    kd: [1,1,1,1,1,1]\n",
+     None, "plugins[0].kp", "6 numbers", False),
+    ("impedance-kd-non-numeric", BASE + "plugins:\n" + IMPEDANCE + "    kp: [1,1,1,1,1,1]\n"
+     "    kd: [1, 1, x, 1, 1, 1]\n", None, "plugins[0].kd[2]", "number", False),
+    ("mirror-negative-index", BASE + "plugins:\n  - {type: DoubledJointMirror, group_family: A, "
+     "group_name: B, index: -1}\n", None, "plugins[0].index", ">= 0", False),
+    ("mirror-two-modules", BASE + "plugins:\n  - {type: DoubledJointMirror, group_family: A, "
+     "group_name: [B, C], index: 1}\n", None, "plugins[0].group_name", "one module", False),
+    ("overtorque-limit-missing", BASE + "plugins:\n  - {type: GravityCompensationEffort}\n"
+     "  - {type: OvertorqueFaultMonitor}\n", None, "plugins[1].base_torque_error_limit", "requires", False),
+    ("plugin-name-twice", BASE + "plugins:\n  - {type: EffortOffset, name: x, offset: 1}\n"
+     "  - {type: EndEffectorWrench, name: x}\n", None, "plugins[1].name", "twice", False),
+]
+
+
+@pytest.mark.parametrize(("text", "files", "key", "message", "hebi_rejects"),
+                         [pytest.param(*row[1:], id=row[0]) for row in BAD_CONFIGS])
+def test_bad_configs_name_file_and_key(text, files, key, message, hebi_rejects, tmp_path, hebi):
+    """Bad configs raise ConfigError naming the file and the key (or the YAML line)."""
+    path = _write(tmp_path, text, files if files is not None else ("model.hrdf", "gains.xml"))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert err.value.file == str(path)
+    assert err.value.key == key
+    assert message in err.value.message
+    assert str(path) in str(err.value)
+    if hebi_rejects:
+        with pytest.raises(Exception):  # noqa: B017 - hebi raises KeyError/ValueError/TypeError/YAMLError
+            hebi.config.load_config(str(path))
+
+
+def test_missing_config_file(tmp_path):
+    """A config path that does not exist is a ConfigError naming it."""
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path / "absent.cfg.yaml")
+    assert err.value.file == str(tmp_path / "absent.cfg.yaml")
+
+
+def test_corpus_arm_config_values(corpus_dir):
+    """A known kit config reads to the values written in it (seconds turned into milliseconds)."""
+    cfg = load_config(corpus_dir / HEBI_CORPUS / ARM_CONFIGS / "A-2085-06G.cfg.yaml")
+    assert cfg.names[0] == "J1_base" and len(cfg.names) == 6
+    assert cfg.feedback_frequency == 100.0 and cfg.command_lifetime == 250.0
+    assert set(cfg.gains) == {"default", "gripper"}
+    impedance = cfg.plugin("ImpedanceController")
+    assert impedance is not None and impedance.enabled is False and impedance.ramp_time == 5.0
+    assert impedance.params["kp"] == [50, 50, 50, 0, 0, 0]
+    assert cfg.plugin("EffortOffset").name == "gasSpringCompensation"
