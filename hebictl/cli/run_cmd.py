@@ -1,0 +1,220 @@
+"""``hebictl run``, ``hebictl check-config`` and ``hebictl plot``.
+
+``run`` is the main job: open the arm from a robot config, move to the config's home position
+(``user_data.home_position``), follow an optional goal, hold under gravity compensation, and on
+Ctrl-C hold briefly, then release (command nothing) and close. Progress and loop statistics are
+shown live with rich.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hebictl.errors import ConfigError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    run = sub.add_parser("run", help="run an arm: home, follow a goal, hold (mock, sim or real modules)")
+    run.add_argument("config", type=Path, nargs="?", help="robot config YAML (default: the bundled 6-DoF kit)")
+    run.add_argument("--backend", default="mock", choices=["mock", "hebi", "hebi-imitation", "sim"])
+    run.add_argument("--goal", type=float, nargs="+", metavar="RAD", help="joint positions to move to after home")
+    run.add_argument("--goal-time", type=float, default=None, help="seconds for the goal move (default: estimated)")
+    run.add_argument("--hold", type=float, default=2.0,
+                     help="seconds to hold at the end under gravity compensation (inf: until Ctrl-C)")
+    run.add_argument("--rate", type=float, default=None, help="control rate [Hz] (default: feedback_frequency)")
+    run.add_argument("--plot", type=Path, help="save a plot of commanded vs. measured position and effort")
+    run.add_argument("--record", type=Path, help="save the run as .npz (plot later with hebictl plot)")
+    run.add_argument("--no-home", action="store_true", help="skip the move to user_data.home_position")
+    run.add_argument("--quiet", action="store_true", help="no live display")
+    run.set_defaults(func=cmd_run)
+
+    chk = sub.add_parser("check-config", help="load a robot config, its HRDF and gains, and cross-check them")
+    chk.add_argument("config", type=Path)
+    chk.set_defaults(func=cmd_check_config)
+
+    plot = sub.add_parser("plot", help="plot a recording saved with hebictl run --record")
+    plot.add_argument("recording", type=Path)
+    plot.add_argument("-o", "--output", type=Path, default=Path("hebictl-run.png"))
+    plot.set_defaults(func=cmd_plot)
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    from hebictl.config import load_config
+    from hebictl.formats import load_model
+    from hebictl.gains import load_gains
+
+    cfg = load_config(args.config)
+    if cfg.hrdf is None:
+        raise ConfigError("no hrdf given", file=cfg.path, key="hrdf")
+    model = load_model(cfg.hrdf)
+    gains = {k: load_gains(p) for k, p in cfg.gains.items()}
+    cfg.check_against(model.dof, gains.get("default"))
+    print(f"ok: {cfg.path}: {len(cfg.names)} modules {', '.join(cfg.names)}; hrdf {cfg.hrdf.name} "
+          f"({model.dof} DoF, {model.total_mass:.3f} kg); gains {', '.join(gains) or 'none'}; "
+          f"plugins {', '.join(p.type for p in cfg.plugins) or 'none'}")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from hebictl.control.recorder import Recorder
+    from hebictl.plot import plot_recording
+
+    out = plot_recording(Recorder.load(args.recording), args.output, title=str(args.recording))
+    print(f"wrote {out}")
+    return 0
+
+
+def _home(cfg: Any, dof: int) -> np.ndarray | None:
+    home = cfg.user_data.get("home_position")
+    if home is None:
+        return None
+    arr = np.asarray(home, dtype=float)
+    if arr.shape != (dof,):
+        raise ConfigError(f"home_position needs {dof} values, got {arr.size}", file=cfg.path,
+                          key="user_data.home_position")
+    return arr
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from hebictl.config import load_config
+    from hebictl.control.arm import Arm
+    from hebictl.control.goal import Goal
+    from hebictl.control.loop import FixedRateLoop, LoopStats
+    from hebictl.control.recorder import Recorder
+    from hebictl.hardware.clock import MonotonicClock
+    from hebictl.resources import bundled_config
+
+    cfg = load_config(args.config or bundled_config())
+    clock = MonotonicClock()
+    arm = Arm.from_config(cfg, backend=args.backend, clock=clock)
+    rate = args.rate or cfg.feedback_frequency
+    rec = Recorder(arm.dof, arm.model.joint_names) if (args.plot or args.record) else None
+    phases: list[tuple[str, np.ndarray | None, float | None]] = []
+    home = None if args.no_home else _home(cfg, arm.dof)
+    if home is not None:
+        phases.append(("home", home, None))
+    if args.goal is not None:
+        if len(args.goal) != arm.dof:
+            raise ConfigError(f"--goal needs {arm.dof} positions ({', '.join(arm.model.joint_names)}), "
+                              f"got {len(args.goal)}")
+        phases.append(("goal", np.array(args.goal), args.goal_time))
+    phases.append(("hold", None, args.hold))
+
+    state: dict[str, Any] = {"phase": 0, "phase_start": None, "stats": None, "interrupted": False,
+                             "release_at": None}
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if state["interrupted"]:
+            raise KeyboardInterrupt
+        state["interrupted"] = True
+
+    def start_phase() -> None:
+        _name, target, duration = phases[state["phase"]]
+        state["phase_start"] = clock.now()
+        if target is not None:
+            goal = Goal(arm.dof)
+            goal.add_waypoint(t=duration, position=target)
+            arm.set_goal(goal)
+
+    def step() -> bool:
+        arm.update()
+        arm.send()
+        if rec is not None and np.isfinite(arm.last_feedback.position).all():
+            fb, cmd = arm.last_feedback, arm.pending_command
+            rec.record(clock.now(), cmd.position, fb.position, cmd.velocity, fb.velocity, cmd.effort, fb.effort)
+        now = clock.now()
+        if state["interrupted"]:
+            if state["release_at"] is None:
+                arm.hold(reason="interrupt", detail="Ctrl-C: holding before release")
+                state["release_at"] = now + 0.5
+            elif now >= state["release_at"]:
+                arm.stop("release", "released after Ctrl-C")
+                arm.update()
+                arm.send()
+                return False
+            return True
+        if state["phase_start"] is None:
+            if arm.last_feedback.sequence > 0:
+                start_phase()
+            return True
+        _name, target, duration = phases[state["phase"]]
+        done = arm.at_goal if target is not None else (duration is not None and now - state["phase_start"] >= duration)
+        if done:
+            if state["phase"] + 1 >= len(phases):
+                return False
+            state["phase"] += 1
+            start_phase()
+        return True
+
+    def report(stats: LoopStats) -> None:
+        state["stats"] = stats
+
+    loop = FixedRateLoop(step, rate, clock, report=report)
+    old = signal.signal(signal.SIGINT, on_sigint)
+    live = None
+    try:
+        if not args.quiet and sys.stdout.isatty():
+            from rich.live import Live
+
+            live = Live(_panel(arm, phases, state, rate), refresh_per_second=8, transient=False)
+            live.start()
+            loop.report = lambda s: (report(s), live.update(_panel(arm, phases, state, rate)))
+        stats = loop.run()
+    finally:
+        signal.signal(signal.SIGINT, old)
+        if live is not None:
+            live.update(_panel(arm, phases, state, rate))
+            live.stop()
+        arm.close()
+    _summary(arm, phases, state, stats, rate)
+    if rec is not None:
+        if args.record:
+            rec.save(args.record)
+            print(f"recording: {args.record}")
+        if args.plot:
+            from hebictl.plot import plot_recording
+
+            plot_recording(rec, args.plot, title=f"{cfg.path.name} on {args.backend}")
+            print(f"plot: {args.plot}")
+    return 1 if any(e.kind not in ("interrupt", "release", "hold", "goal", "cleared") for e in arm.events.events) else 0
+
+
+def _panel(arm: Any, phases: list, state: dict, rate: float) -> Any:
+    from rich.table import Table
+
+    t = Table(title=f"hebictl run — {arm.model.name} on {arm.backend!r}"[:100], show_header=False)
+    i = min(state["phase"], len(phases) - 1)
+    t.add_row("phase", f"{phases[i][0]} ({i + 1}/{len(phases)})")
+    t.add_row("state", arm.state.value)
+    t.add_row("goal progress", f"{100 * arm.goal_progress:5.1f} %")
+    pos = arm.last_feedback.position
+    t.add_row("position [rad]", " ".join(f"{x:+.3f}" for x in pos))
+    t.add_row("effort [N·m]", " ".join(f"{x:+.2f}" for x in arm.pending_command.effort))
+    s = state.get("stats")
+    if s is not None:
+        t.add_row("loop", f"{rate:.0f} Hz target; period p50 {s.period_p50 * 1e3:.3f} ms, "
+                          f"p99 {s.period_p99 * 1e3:.3f} ms, max {s.period_max * 1e3:.3f} ms; "
+                          f"overruns {s.overruns}, missed {s.missed_cycles}")
+    if arm.events.last is not None:
+        e = arm.events.last
+        t.add_row("last event", f"{e.kind}: {e.detail}")
+    return t
+
+
+def _summary(arm: Any, phases: list, state: dict, stats: Any, rate: float) -> None:
+    from rich.console import Console
+
+    c = Console()
+    c.print(f"[bold]done[/bold]: state={arm.state.value}, phases={', '.join(p[0] for p in phases)}, "
+            f"final position [rad]: {np.array2string(arm.last_feedback.position, precision=4)}")
+    if stats is not None and stats.cycles:
+        c.print(f"loop at {rate:.0f} Hz: period p50 {stats.period_p50 * 1e3:.3f} ms, p99 "
+                f"{stats.period_p99 * 1e3:.3f} ms, overruns {stats.overruns}, missed {stats.missed_cycles}")
+    for e in arm.events.events:
+        c.print(f"  event t={e.time:.3f}s {e.kind} -> {e.state.value}: {e.detail}")

@@ -1,0 +1,46 @@
+"""Plots of a recorded run: commanded vs. measured position, tracking error and efforts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from hebictl.control.recorder import Recorder
+from hebictl.errors import HebictlError
+
+
+def plot_recording(rec: Recorder, out: str | Path, title: str = "hebictl run") -> Path:
+    """Write a PNG (or any matplotlib format by extension) with one column per quantity."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise HebictlError("plotting needs matplotlib: pip install 'hebictl[plot]'") from exc
+    if len(rec) == 0:
+        raise HebictlError("nothing was recorded; cannot plot an empty run")
+    t = rec.times - rec.times[0]
+    fig, axes = plt.subplots(3, 1, figsize=(11, 9), sharex=True)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for j, name in enumerate(rec.joint_names):
+        c = colors[j % len(colors)]
+        axes[0].plot(t, rec.series("position_command")[:, j], "--", color=c, lw=1)
+        axes[0].plot(t, rec.series("position")[:, j], "-", color=c, lw=1, label=name)
+        axes[1].plot(t, 1e3 * rec.tracking_error()[:, j], color=c, lw=1, label=name)
+        axes[2].plot(t, rec.series("effort_command")[:, j], "--", color=c, lw=1)
+        axes[2].plot(t, rec.series("effort")[:, j], "-", color=c, lw=1, label=name)
+    err = np.nanmax(np.abs(rec.tracking_error())) if np.isfinite(rec.tracking_error()).any() else float("nan")
+    axes[0].set_ylabel("position [rad]\n(dashed: command)")
+    axes[1].set_ylabel("tracking error [mrad]")
+    axes[1].set_title(f"max |error| = {1e3 * err:.3f} mrad", fontsize=9)
+    axes[2].set_ylabel("effort [N·m]\n(dashed: command)")
+    axes[2].set_xlabel("time [s]")
+    axes[0].legend(loc="upper right", fontsize=8, ncol=2)
+    fig.suptitle(title)
+    fig.tight_layout()
+    out = Path(out)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
