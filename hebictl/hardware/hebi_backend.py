@@ -1,0 +1,240 @@
+"""Backend on hebi-py's ``Group``: real modules found by ``Lookup``, or hebi's imitation group.
+
+Both variants run the same code, so tests on ``"hebi-imitation"`` exercise exactly the
+hebi-py calls the real robot uses. The hot path reuses one ``GroupFeedback`` and one
+``GroupCommand`` and reads velocity, effort and orientation through the zero-copy views hebi-py
+keeps on a ``GroupFeedback``, so a read+write allocates (almost) nothing.
+
+Differences of the imitation group (hebi-py 2.16) that this backend papers over or documents:
+its feedback has no timestamps (``receive_time`` is 0) and no IMU, so ``Feedback.time`` is the
+read time and ``orientation`` is NaN; ``get_next_feedback`` returns at once whatever
+``feedback_frequency`` is; feedback echoes the last command (NaN where it was not commanded),
+and commands never expire.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hebictl.errors import CommandRejected, ConfigError, HardwareError
+from hebictl.hardware.base import Backend, Command, Feedback
+from hebictl.hardware.clock import Clock, MonotonicClock
+from hebictl.hardware.registry import resolve_modules
+
+with contextlib.redirect_stdout(io.StringIO()):  # hebi-py prints "matplotlib not found" on import
+    import hebi
+
+__all__ = ["HebiBackend", "open_hebi", "open_hebi_imitation"]
+
+
+class HebiBackend(Backend):
+    """A hebi-py ``Group`` behind the :class:`~hebictl.hardware.base.Backend` interface."""
+
+    def __init__(self, group: Any, names: Sequence[str], families: Sequence[str], *, clock: Clock,
+                 imitation: bool = False, feedback_frequency: float = 100.0,
+                 command_lifetime: float = 0.25, gains_timeout_s: float = 0.5) -> None:
+        """Wrap ``group`` (a ``hebi.Group``) whose modules are ``names``/``families`` in order.
+
+        ``feedback_frequency`` [Hz], ``command_lifetime`` [s] (0 = commands never expire),
+        ``gains_timeout_s`` [s] to wait for the modules to acknowledge gains.
+        """
+        self._names = tuple(names)
+        self._families = tuple(families)
+        n = int(group.size)
+        if n != len(self._names) or n != len(self._families):
+            raise HardwareError(f"hebi group has {n} modules but {len(self._names)} names were given")
+        self._n = n
+        self._group: Any | None = group
+        self._clock = clock
+        self._imitation = imitation
+        self._gains_timeout_s = float(gains_timeout_s)
+        self._fbk = hebi.GroupFeedback(n)
+        self._cmd = hebi.GroupCommand(n)
+        # Zero-copy float32 views into the reused GroupFeedback (refreshed by every reuse).
+        self._vel_view = self._fbk.velocity
+        self._eff_view = self._fbk.effort
+        self._ori_view = self._fbk.orientation
+        self._ori_bad = np.empty((n, 4), dtype=bool)
+        self._ori_bad_row = np.empty(n, dtype=bool)
+        self._seq = 0
+        self.feedback_frequency = feedback_frequency
+        self.command_lifetime = command_lifetime
+
+    # ------------------------------------------------------------------ Backend properties
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self._names
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        return self._families
+
+    @property
+    def size(self) -> int:
+        return self._n
+
+    @property
+    def hebi_group(self) -> Any:
+        """The underlying ``hebi.Group`` (for logging, info requests, ...)."""
+        return self._live_group()
+
+    @property
+    def feedback_frequency(self) -> float:
+        return float(self._live_group().feedback_frequency)
+
+    @feedback_frequency.setter
+    def feedback_frequency(self, hz: float) -> None:
+        hz = float(hz)
+        if not (math.isfinite(hz) and hz >= 0.0):
+            raise ConfigError(f"feedback frequency must be finite and >= 0 Hz, got {hz!r}",
+                              key="feedback_frequency")
+        self._live_group().feedback_frequency = hz
+
+    @property
+    def command_lifetime(self) -> float:
+        return self._live_group().command_lifetime * 1e-3  # hebi keeps milliseconds
+
+    @command_lifetime.setter
+    def command_lifetime(self, seconds: float) -> None:
+        seconds = float(seconds)
+        if not (math.isfinite(seconds) and seconds >= 0.0):
+            raise ConfigError(f"command lifetime must be finite and >= 0 s, got {seconds!r}",
+                              key="command_lifetime")
+        self._live_group().command_lifetime = round(seconds * 1e3)
+
+    # ------------------------------------------------------------------ Backend methods
+    def read(self, into: Feedback, timeout_s: float = 0.1) -> bool:
+        """``Group.get_next_feedback`` into the reused GroupFeedback, then copy into ``into``."""
+        group = self._group
+        if group is None:
+            raise HardwareError("hebi backend is closed")
+        if not 0.0 <= timeout_s < math.inf:
+            raise HardwareError(f"read timeout must be finite and >= 0 s, got {timeout_s!r}")
+        if into.position.shape[0] != self._n:
+            raise HardwareError(f"feedback buffer is for {into.position.shape[0]} modules, "
+                                f"the group has {self._n}")
+        fbk = group.get_next_feedback(timeout_ms=math.ceil(timeout_s * 1e3), reuse_fbk=self._fbk)
+        if fbk is None:
+            return False
+        rx_time = self._clock.now()
+        fbk.get_position(into.position)
+        np.copyto(into.velocity, self._vel_view)
+        np.copyto(into.effort, self._eff_view)
+        fbk.get_position_command(into.position_command)
+        fbk.get_velocity_command(into.velocity_command)
+        fbk.get_effort_command(into.effort_command)
+        if self._imitation:
+            into.time.fill(rx_time)
+            into.orientation.fill(np.nan)
+        else:
+            np.copyto(into.time, fbk.receive_time)
+            ori = into.orientation
+            np.copyto(ori, self._ori_view)
+            # A module without an IMU must read all-NaN, not a partly filled quaternion.
+            np.isnan(ori, out=self._ori_bad)
+            np.any(self._ori_bad, axis=1, out=self._ori_bad_row)
+            if self._ori_bad_row.any():
+                ori[self._ori_bad_row] = np.nan
+        self._seq += 1
+        into.sequence = self._seq
+        into.rx_time = rx_time
+        return True
+
+    def write(self, command: Command) -> bool:
+        """Fill the reused GroupCommand (NaN = not commanded) and ``Group.send_command`` it."""
+        group = self._group
+        if group is None:
+            raise HardwareError("hebi backend is closed")
+        n = self._n
+        if command.position.shape[0] != n or command.velocity.shape[0] != n or command.effort.shape[0] != n:
+            raise CommandRejected("size_mismatch", f"command has {command.position.shape[0]} entries, "
+                                  f"the group has {n} modules")
+        cmd = self._cmd
+        cmd.position = command.position
+        cmd.velocity = command.velocity
+        cmd.effort = command.effort
+        return bool(group.send_command(cmd))
+
+    def set_gains(self, gains: object) -> None:
+        """Send ``gains.apply_to(group_command)`` and wait for the modules to acknowledge it."""
+        group = self._live_group()
+        apply_to = getattr(gains, "apply_to", None)
+        if not callable(apply_to):
+            raise ConfigError(f"gains must have an apply_to(hebi.GroupCommand) method, "
+                              f"got {type(gains).__name__}", key="gains")
+        gains_cmd = hebi.GroupCommand(self._n)
+        apply_to(gains_cmd)
+        if not group.send_command_with_acknowledgement(gains_cmd,
+                                                       timeout_ms=math.ceil(self._gains_timeout_s * 1e3)):
+            raise HardwareError(f"modules {list(self._names)} did not acknowledge the gains within "
+                                f"{self._gains_timeout_s} s")
+
+    def close(self) -> None:
+        """Stop feedback and drop the group (hebi releases it when collected); idempotent."""
+        group, self._group = self._group, None
+        if group is not None:
+            group.feedback_frequency = 0.0
+            group.clear_feedback_handlers()
+
+    def __repr__(self) -> str:
+        kind = "imitation" if self._imitation else "hebi"
+        state = "closed" if self._group is None else f"{self._n} modules"
+        return f"HebiBackend({kind}, {list(self._names)}, {state})"
+
+    def _live_group(self) -> Any:
+        if self._group is None:
+            raise HardwareError("hebi backend is closed")
+        return self._group
+
+
+def _entry_label(entry: Any) -> str:
+    return f"{entry.family}/{entry.name}"
+
+
+def open_hebi(*, names: Sequence[str] | None = None, families: str | Sequence[str] | None = None,
+              dof: int | None = None, clock: Clock | None = None, lookup_timeout_s: float = 3.0,
+              interfaces: Sequence[str] | None = None, feedback_frequency: float = 100.0,
+              command_lifetime: float = 0.25, gains_timeout_s: float = 0.5) -> HebiBackend:
+    """Factory registered as ``"hebi"``: find real modules by family and name.
+
+    Waits up to ``lookup_timeout_s`` [s] for every module to be discovered, on the network
+    ``interfaces`` (broadcast addresses such as ``"10.10.10.255"``; default all but loopback).
+    Raises HardwareError naming the missing modules and everything the lookup did see.
+    """
+    names_t, families_t = resolve_modules(names, families, dof)
+    if not (math.isfinite(lookup_timeout_s) and lookup_timeout_s >= 0.0):
+        raise ConfigError(f"lookup timeout must be finite and >= 0 s, got {lookup_timeout_s!r}",
+                          key="lookup_timeout_s")
+    if isinstance(interfaces, str):
+        interfaces = [interfaces]
+    lookup = hebi.Lookup(list(interfaces) if interfaces else [])
+    group = lookup.get_group_from_names(list(families_t), list(names_t),
+                                        timeout_ms=math.ceil(lookup_timeout_s * 1e3))
+    if group is None:
+        seen = [_entry_label(e) for e in (lookup.entrylist or [])]
+        wanted = [f"{f}/{n}" for f, n in zip(families_t, names_t, strict=True)]
+        missing = [w for w in wanted if w not in seen]
+        raise HardwareError(
+            f"hebi lookup found no group for {wanted} within {lookup_timeout_s} s; missing: {missing}; "
+            f"the lookup saw: {seen if seen else 'no modules'}")
+    return HebiBackend(group, names_t, families_t, clock=clock if clock is not None else MonotonicClock(),
+                       feedback_frequency=feedback_frequency, command_lifetime=command_lifetime,
+                       gains_timeout_s=gains_timeout_s)
+
+
+def open_hebi_imitation(*, names: Sequence[str] | None = None,
+                        families: str | Sequence[str] | None = None, dof: int | None = None,
+                        clock: Clock | None = None, feedback_frequency: float = 100.0,
+                        command_lifetime: float = 0.25) -> HebiBackend:
+    """Factory registered as ``"hebi-imitation"``: ``hebi.util.create_imitation_group(n)``."""
+    names_t, families_t = resolve_modules(names, families, dof, default_family="Imitation")
+    group = hebi.util.create_imitation_group(len(names_t))
+    return HebiBackend(group, names_t, families_t, clock=clock if clock is not None else MonotonicClock(),
+                       imitation=True, feedback_frequency=feedback_frequency,
+                       command_lifetime=command_lifetime)

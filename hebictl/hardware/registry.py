@@ -1,0 +1,141 @@
+"""Backends by name: ``open_backend("mock", names=[...])`` instead of importing each backend.
+
+A backend is a *factory* ``factory(*, names, families, dof, clock, **options) -> Backend``; it
+turns ``names``/``families``/``dof`` into per-module tuples with :func:`resolve_modules` (giving its
+own default family), so every backend reads them the same way. Built-in
+ones are listed as dotted paths and imported only when opened, so ``import hebictl`` never loads
+hebi-py's C library or MuJoCo. Other packages add backends either by calling
+:func:`register_backend` or through the ``hebictl.backends`` entry-point group (value
+``"package.module:factory"``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
+from typing import Any
+
+from hebictl.errors import ConfigError, HardwareError
+from hebictl.hardware.base import Backend
+from hebictl.hardware.clock import Clock
+
+__all__ = ["BackendFactory", "available_backends", "open_backend", "register_backend",
+           "resolve_modules"]
+
+BackendFactory = Callable[..., Backend]
+ENTRY_POINT_GROUP = "hebictl.backends"
+
+# Imported on first use; "sim" lives in the top-level sim_backend package (needs MuJoCo).
+_BUILTIN: dict[str, str] = {
+    "mock": "hebictl.hardware.mock:open_mock",
+    "hebi": "hebictl.hardware.hebi_backend:open_hebi",
+    "hebi-imitation": "hebictl.hardware.hebi_backend:open_hebi_imitation",
+    "sim": "sim_backend:open_sim",
+}
+_registered: dict[str, BackendFactory | str] = {}
+
+
+def register_backend(name: str, factory: BackendFactory | str) -> None:
+    """Make ``open_backend(name, ...)`` call ``factory`` (a callable or ``"module:attr"`` path).
+
+    Re-registering a name replaces the previous factory, so a test or plugin can override a
+    built-in backend.
+    """
+    if not name or not isinstance(name, str):
+        raise HardwareError(f"backend name must be a non-empty string, got {name!r}")
+    if not (callable(factory) or (isinstance(factory, str) and ":" in factory)):
+        raise HardwareError(f"backend {name!r}: factory must be callable or 'module:attr', got {factory!r}")
+    _registered[name] = factory
+
+
+def _entry_point_backends() -> dict[str, str]:
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def available_backends() -> tuple[str, ...]:
+    """Every name :func:`open_backend` accepts (whether or not its dependencies are installed)."""
+    return tuple(sorted({*_BUILTIN, *_entry_point_backends(), *_registered}))
+
+
+def _load_factory(name: str) -> BackendFactory:
+    spec = _registered.get(name)
+    if spec is None:
+        spec = _entry_point_backends().get(name) or _BUILTIN.get(name)
+    if spec is None:
+        raise HardwareError(f"unknown backend {name!r}; valid backends: {', '.join(available_backends())}")
+    if callable(spec):
+        return spec
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise HardwareError(
+            f"backend {name!r} is not available: importing {module_name!r} failed ({exc})") from exc
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise HardwareError(
+            f"backend {name!r} is not available: module {module_name!r} has no factory {attr!r}")
+    return factory
+
+
+def resolve_modules(names: Sequence[str] | None, families: str | Sequence[str] | None,
+                    dof: int | None, *, default_family: str | None = None
+                    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Module names and one family per module, from whatever subset the caller gave.
+
+    Without ``names``, ``dof`` modules are named ``J1..Jn``. A single family (a string or a
+    one-element list) applies to every module, as in hebi-py's ``get_group_from_names``.
+    """
+    if names is None:
+        if dof is None:
+            raise ConfigError("give module names or the number of modules (dof)", key="names")
+        if not (isinstance(dof, int) and dof >= 1):
+            raise ConfigError(f"dof must be a positive integer, got {dof!r}", key="dof")
+        names = [f"J{i + 1}" for i in range(dof)]
+    if isinstance(names, str):
+        raise ConfigError(f"names must be a list of module names, got the string {names!r}", key="names")
+    names_t = tuple(str(n) for n in names)
+    if not names_t:
+        raise ConfigError("names is empty", key="names")
+    if dof is not None and dof != len(names_t):
+        raise ConfigError(f"dof={dof} but {len(names_t)} module names were given", key="dof")
+    if families is None:
+        if default_family is None:
+            raise ConfigError("give the module families", key="families")
+        families = default_family
+    fam_t = (families,) if isinstance(families, str) else tuple(str(f) for f in families)
+    if len(fam_t) == 1:
+        fam_t = fam_t * len(names_t)
+    if len(fam_t) != len(names_t):
+        raise ConfigError(f"{len(fam_t)} families for {len(names_t)} modules "
+                          "(give one family, or one per module)", key="families")
+    return names_t, fam_t
+
+
+def open_backend(name: str, *, names: Sequence[str] | None = None,
+                 families: str | Sequence[str] | None = None, dof: int | None = None,
+                 clock: Clock | None = None, **options: Any) -> Backend:
+    """Open the backend registered as ``name`` for the given modules.
+
+    ``options`` are the backend's own keyword arguments (``time_constant_s`` for ``"mock"``,
+    ``lookup_timeout_s`` for ``"hebi"``, ...); one it does not take raises ConfigError naming it.
+    ``clock`` defaults to the backend's choice (wall time for all built-in backends).
+    """
+    factory = _load_factory(name)
+    kwargs: dict[str, Any] = {"names": names, "families": families, "dof": dof, "clock": clock, **options}
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # builtins / C callables: let the call itself complain
+        signature = None
+    if signature is not None:
+        params = signature.parameters
+        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        if not takes_any:
+            unknown = sorted(k for k in options if k not in params)
+            if unknown:
+                allowed = sorted(k for k in params if k not in ("names", "families", "dof", "clock"))
+                raise ConfigError(f"backend {name!r} does not take option(s) {', '.join(unknown)}; "
+                                  f"it takes: {', '.join(allowed) or 'none'}", key=unknown[0])
+    return factory(**kwargs)

@@ -1,0 +1,135 @@
+"""The hebi-py backend on hebi's own imitation group, and the real-hardware lookup failing cleanly."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from hebictl.errors import ConfigError, HardwareError
+from hebictl.hardware import Command, Feedback, SimClock, open_backend
+from hebictl.hardware.hebi_backend import HebiBackend
+
+N = 6
+
+
+@pytest.fixture
+def imitation():
+    """A 6-module hebi-imitation backend."""
+    with open_backend("hebi-imitation", names=[f"M{i}" for i in range(N)], families="Arm") as b:
+        yield b
+
+
+def random_command(rng: np.random.Generator) -> Command:
+    """Random setpoints with about a third of the entries left NaN (not commanded)."""
+    cmd = Command(position=rng.uniform(-3, 3, N), velocity=rng.uniform(-2, 2, N),
+                  effort=rng.uniform(-5, 5, N))
+    for arr in (cmd.position, cmd.velocity, cmd.effort):
+        arr[rng.random(N) < 0.35] = np.nan
+    return cmd
+
+
+def test_feedback_equals_hebi_group_feedback(imitation, hebi):
+    """Every copied field equals what hebi-py's own GroupFeedback accessors report for the same sample."""
+    rng = np.random.default_rng(7)
+    group = imitation.hebi_group
+    ours = Feedback.empty(N)
+    for _ in range(20):
+        imitation.write(random_command(rng))
+        assert imitation.read(ours)
+        theirs = group.get_next_feedback(reuse_fbk=hebi.GroupFeedback(N))  # imitation: same sample again
+        for name in ("position", "velocity", "effort", "position_command", "velocity_command",
+                     "effort_command"):
+            np.testing.assert_array_equal(getattr(ours, name), getattr(theirs, name).astype(np.float64),
+                                          err_msg=name)
+
+
+def test_imitation_has_no_imu_and_no_timestamps(imitation):
+    """Imitation feedback: orientation all NaN, time = the read time, sequence counts reads."""
+    fbk = Feedback.empty(N)
+    before = time.perf_counter()
+    assert imitation.read(fbk)
+    assert imitation.read(fbk)
+    assert np.isnan(fbk.orientation).all()
+    assert np.all(fbk.time == fbk.rx_time) and before <= fbk.rx_time <= time.perf_counter()
+    assert fbk.sequence == 2
+
+
+def test_rates_reach_the_hebi_group(imitation):
+    """feedback_frequency [Hz] and command_lifetime [s -> ms] are set on the hebi Group itself."""
+    imitation.feedback_frequency = 500.0
+    imitation.command_lifetime = 0.1
+    group = imitation.hebi_group
+    assert group.feedback_frequency == 500.0
+    assert group.command_lifetime == 100
+
+
+class RecordingGains:
+    """Stand-in for hebictl.gains.GroupGains: applies a HEBI gains XML with hebi-py's own reader."""
+
+    def __init__(self, path):
+        self.path = path
+        self.applied_to = []
+
+    def apply_to(self, group_command):
+        group_command.read_gains(str(self.path))
+        self.applied_to.append(group_command)
+
+
+def test_set_gains_sends_a_separate_acknowledged_command(imitation, corpus_dir, hebi):
+    """set_gains builds a fresh GroupCommand via apply_to and sends it; control commands are untouched."""
+    gains = RecordingGains(corpus_dir / "hebi/hebi-python-examples/kits/arms/config/gains/A-2085-06.xml")
+    imitation.set_gains(gains)
+    (cmd,) = gains.applied_to
+    assert isinstance(cmd, hebi.GroupCommand) and cmd.size == N
+    np.testing.assert_allclose(cmd.position_kp, [50, 75, 30, 10, 5, 5])
+    fbk = Feedback.empty(N)
+    imitation.write(Command(position=np.linspace(0.0, 0.5, N)))
+    imitation.read(fbk)
+    np.testing.assert_allclose(fbk.position, np.linspace(0.0, 0.5, N), rtol=0, atol=1e-7)
+
+
+def test_gains_without_apply_to_rejected(imitation):
+    """An object without apply_to is a ConfigError naming 'gains'."""
+    with pytest.raises(ConfigError) as err:
+        imitation.set_gains({"kp": 1.0})
+    assert err.value.key == "gains"
+
+
+def test_close_stops_feedback(imitation):
+    """close() sets the group's feedback frequency to 0 and makes the group unreachable."""
+    group = imitation.hebi_group
+    imitation.close()
+    assert group.feedback_frequency == 0.0
+    with pytest.raises(HardwareError):
+        _ = imitation.hebi_group
+    with pytest.raises(HardwareError):
+        imitation.feedback_frequency = 100.0
+
+
+def test_group_size_must_match_names(hebi):
+    """Wrapping a group whose size differs from the module list is a HardwareError."""
+    with pytest.raises(HardwareError, match="3 modules"):
+        HebiBackend(hebi.util.create_imitation_group(3), ["a", "b"], ["F", "F"], clock=SimClock())
+
+
+def test_lookup_without_modules_fails_within_timeout():
+    """No modules on the (loopback-only) network: HardwareError naming what was missing, in time."""
+    timeout_s = 0.3
+    start = time.perf_counter()
+    with pytest.raises(HardwareError) as err:
+        open_backend("hebi", names=["J1", "J2"], families="NoSuchArm", lookup_timeout_s=timeout_s,
+                     interfaces=["127.0.0.1"])
+    elapsed = time.perf_counter() - start
+    assert elapsed < timeout_s + 2.0
+    message = str(err.value)
+    assert "NoSuchArm/J1" in message and "NoSuchArm/J2" in message
+    assert "the lookup saw: no modules" in message
+
+
+def test_lookup_timeout_validated():
+    """A negative lookup timeout is a ConfigError naming the option."""
+    with pytest.raises(ConfigError) as err:
+        open_backend("hebi", names=["J1"], families="A", lookup_timeout_s=-1.0)
+    assert err.value.key == "lookup_timeout_s"
