@@ -186,6 +186,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _panel(arm: Any, phases: list, state: dict, rate: float) -> Any:
+    from rich.markup import escape
     from rich.table import Table
 
     t = Table(title=f"hebictl run — {arm.model.name} on {arm.backend!r}"[:100], show_header=False)
@@ -194,8 +195,8 @@ def _panel(arm: Any, phases: list, state: dict, rate: float) -> Any:
     t.add_row("state", arm.state.value)
     t.add_row("goal progress", f"{100 * arm.goal_progress:5.1f} %")
     pos = arm.last_feedback.position
-    t.add_row("position [rad]", " ".join(f"{x:+.3f}" for x in pos))
-    t.add_row("effort [N·m]", " ".join(f"{x:+.2f}" for x in arm.pending_command.effort))
+    t.add_row("position \\[rad]", " ".join(f"{x:+.3f}" for x in pos))
+    t.add_row("effort \\[N·m]", " ".join(f"{x:+.2f}" for x in arm.pending_command.effort))
     s = state.get("stats")
     if s is not None:
         t.add_row("loop", f"{rate:.0f} Hz target; period p50 {s.period_p50 * 1e3:.3f} ms, "
@@ -203,18 +204,19 @@ def _panel(arm: Any, phases: list, state: dict, rate: float) -> Any:
                           f"overruns {s.overruns}, missed {s.missed_cycles}")
     if arm.events.last is not None:
         e = arm.events.last
-        t.add_row("last event", f"{e.kind}: {e.detail}")
+        t.add_row("last event", escape(f"{e.kind}: {e.detail}"))
     return t
 
 
 def _summary(arm: Any, phases: list, state: dict, stats: Any, rate: float) -> None:
     from rich.console import Console
+    from rich.markup import escape
 
     c = Console()
     c.print(f"[bold]done[/bold]: state={arm.state.value}, phases={', '.join(p[0] for p in phases)}, "
-            f"final position [rad]: {np.array2string(arm.last_feedback.position, precision=4)}")
+            f"final position \\[rad]: {np.array2string(arm.last_feedback.position, precision=4)}")
     if stats is not None and stats.cycles:
         c.print(f"loop at {rate:.0f} Hz: period p50 {stats.period_p50 * 1e3:.3f} ms, p99 "
                 f"{stats.period_p99 * 1e3:.3f} ms, overruns {stats.overruns}, missed {stats.missed_cycles}")
     for e in arm.events.events:
-        c.print(f"  event t={e.time:.3f}s {e.kind} -> {e.state.value}: {e.detail}")
+        c.print(f"  event t={e.time:.3f}s {e.kind} -> {e.state.value}: {escape(e.detail)}")

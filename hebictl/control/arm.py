@@ -42,13 +42,15 @@ class Arm:
     def __init__(self, model: RobotModel, backend: Backend, *, clock: Clock,
                  plugins: Sequence[ArmPlugin] = (), limits: Limits | None = None,
                  watchdog_timeout: float = 0.25, feedback_timeout: float | None = None,
-                 missed_feedback_limit: int = 2,
+                 missed_feedback_limit: int = 2, idle: str = "hold",
                  backend_name: str = "mock", backend_options: dict[str, Any] | None = None,
                  user_data: dict[str, Any] | None = None) -> None:
         """``watchdog_timeout`` [s]: no fresh feedback for this long stops the arm.
         ``feedback_timeout`` [s]: how long ``update`` waits for feedback (default 2 periods).
         ``missed_feedback_limit``: consecutive cycles without fresh feedback tolerated (the last
-        command is repeated) before the arm holds."""
+        command is repeated) before the arm holds.
+        ``idle``: what the arm commands with no goal: ``"hold"`` the last position (default), or
+        ``"gravcomp"``: no position/velocity, only plugin efforts (hand-guiding, like hebi.arm)."""
         if model.nq != model.nv:
             raise ConfigError("the Arm controls 1-DoF joints only (the model has ball or free joints)")
         if backend.size != model.dof:
@@ -83,6 +85,8 @@ class Arm:
         self._hold_position: FloatArray | None = None
         self._input_frames: FloatArray | None = None
         self._extra_backends: list[Backend] = []
+        self.idle = "hold"
+        self.set_idle(idle)
         self.plugins: list[ArmPlugin] = []
         for p in plugins:
             self.add_plugin(p)
@@ -202,7 +206,7 @@ class Arm:
     def cancel_goal(self) -> None:
         """Drop the goal and hold where the trajectory is now (hebi-py drops to no command;
         holding is the safer default for a controller that may be carrying a load)."""
-        if self._trajectory is not None:
+        if self._trajectory is not None and self.idle == "hold":
             self._hold_position = self._trajectory.get_state(self._last_time)[0].copy()
         self._trajectory = None
 
@@ -242,6 +246,16 @@ class Arm:
         """Command nothing from now on (latched until :meth:`clear_fault`)."""
         self._trajectory = None
         self._enter(ArmState.STOPPED, reason, detail)
+
+    def set_idle(self, idle: str) -> None:
+        """Choose what to command without a goal: ``"hold"`` or ``"gravcomp"`` (hand-guiding)."""
+        if idle not in ("hold", "gravcomp"):
+            raise ConfigError(f"idle must be 'hold' or 'gravcomp', got {idle!r}", key="idle")
+        self.idle = idle
+        if idle == "gravcomp":
+            self._hold_position = None
+        elif self._have_feedback and self._trajectory is None and self._hold_position is None:
+            self._hold_position = self.last_feedback.position.copy()
 
     def clear_fault(self) -> None:
         """Leave HOLD/STOPPED: hold the current feedback position in RUNNING state."""
@@ -288,9 +302,11 @@ class Arm:
             return self._on_missing_feedback(now)
         self._last_seq = fb.sequence
         self._missed = 0
-        if not (np.all(np.isfinite(fb.position)) and np.all(np.isfinite(fb.velocity))):
+        # position is what every plugin and the hold need; velocity may legitimately be NaN
+        # (hebi's imitation group echoes an uncommanded velocity as NaN)
+        if not np.all(np.isfinite(fb.position)):
             self._last_time = now
-            bad = int(np.argmax(~(np.isfinite(fb.position) & np.isfinite(fb.velocity))))
+            bad = int(np.argmax(~np.isfinite(fb.position)))
             if self.state is ArmState.RUNNING:
                 self.hold(self._last_good_position(), reason="feedback_nan",
                           detail=f"NaN/inf feedback from module {bad} ({self.backend.names[bad]})")
@@ -300,6 +316,8 @@ class Arm:
                 self.pending_command.clear()
             return False
         fb.copy_into(self.last_feedback)
+        if not self._have_feedback and self.idle == "hold" and self._hold_position is None:
+            self._hold_position = fb.position.copy()  # first feedback: hold where the arm is
         self._have_feedback = True
         self._last_fresh_time = now
         self._input_frames = None

@@ -212,7 +212,7 @@ class ImpedanceController(ArmPlugin):
         pos_err = np.empty(6)
         pos_err[:3] = desired[:3, 3] - actual[:3, 3]
         pos_err[3:] = _rotation_error(desired[:3, :3] @ actual[:3, :3].T)
-        vel_err = J @ (cmd.velocity - fbk.velocity)
+        vel_err = J @ np.nan_to_num(cmd.velocity - fbk.velocity)  # NaN velocity feedback: no damping
         vel_err[3:] = 0.0
         R = actual[:3, :3] if self.gains_in_end_effector_frame else np.eye(3)
         pos_err = np.concatenate([R.T @ pos_err[:3], R.T @ pos_err[3:]])
