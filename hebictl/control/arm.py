@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 FloatArray = NDArray[np.float64]
+# Enum member lookups go through a descriptor on every access; the hot path compares against these.
+_RUNNING, _HOLD, _STOPPED = ArmState.RUNNING, ArmState.HOLD, ArmState.STOPPED
 
 
 class Arm:
@@ -247,6 +249,15 @@ class Arm:
         self._trajectory = None
         self._enter(ArmState.STOPPED, reason, detail)
 
+    def set_joint_limits(self, minimum: ArrayLike, maximum: ArrayLike) -> None:
+        """Position limits [rad or m] for goals, commands and feedback checks (like hebi.arm)."""
+        lo = np.broadcast_to(np.asarray(minimum, dtype=np.float64), (self.dof,)).copy()
+        hi = np.broadcast_to(np.asarray(maximum, dtype=np.float64), (self.dof,)).copy()
+        if np.any(lo > hi):
+            raise ConfigError("joint limits: a minimum is above its maximum", key="joint_limits")
+        self.limits.position_min, self.limits.position_max = lo, hi
+        self.limits.refresh()
+
     def set_idle(self, idle: str) -> None:
         """Choose what to command without a goal: ``"hold"`` or ``"gravcomp"`` (hand-guiding)."""
         if idle not in ("hold", "gravcomp"):
@@ -292,7 +303,7 @@ class Arm:
             fresh = self.backend.read(fb, self.feedback_timeout)
         except HardwareError as exc:
             fresh = False
-            if self.state is not ArmState.STOPPED:
+            if self.state is not _STOPPED:
                 self._last_time = self.clock.now()
                 self.stop("hardware_error", str(exc))
         now = self.clock.now()
@@ -304,18 +315,19 @@ class Arm:
         self._missed = 0
         # position is what every plugin and the hold need; velocity may legitimately be NaN
         # (hebi's imitation group echoes an uncommanded velocity as NaN)
-        if not np.all(np.isfinite(fb.position)):
+        if not math.isfinite(fb.position.sum()):
             self._last_time = now
             bad = int(np.argmax(~np.isfinite(fb.position)))
-            if self.state is ArmState.RUNNING:
+            if self.state is _RUNNING:
                 self.hold(self._last_good_position(), reason="feedback_nan",
                           detail=f"NaN/inf feedback from module {bad} ({self.backend.names[bad]})")
-            if self.state is ArmState.HOLD:
+            if self.state is _HOLD:
                 self._hold_command()
             else:
                 self.pending_command.clear()
             return False
-        fb.copy_into(self.last_feedback)
+        # swap buffers instead of copying: the next read refills the older one
+        self._fbk, self.last_feedback = self.last_feedback, fb
         if not self._have_feedback and self.idle == "hold" and self._hold_position is None:
             self._hold_position = fb.position.copy()  # first feedback: hold where the arm is
         self._have_feedback = True
@@ -324,18 +336,18 @@ class Arm:
         self._dt = max(now - self._last_time, 0.0)
         self._last_time = now
 
-        if self.state is ArmState.STOPPED:
+        if self.state is _STOPPED:
             self.pending_command.clear()
             return True
         joint = self.limits.position_violation(fb.position)
-        if joint >= 0 and self.state is ArmState.RUNNING:
+        if joint >= 0 and self.state is _RUNNING:
             clamped = np.clip(fb.position, self.limits.position_min, self.limits.position_max)
             self.hold(clamped, reason="position_limit",
                       detail=f"joint {joint} ({self.model.joint_names[joint]}) at {fb.position[joint]:.4f} "
                              f"beyond [{self.limits.position_min[joint]:.4f}, {self.limits.position_max[joint]:.4f}]")
 
         cmd = self.pending_command
-        if self.state is ArmState.HOLD or (self._trajectory is None and self._hold_position is not None):
+        if self.state is _HOLD or (self._trajectory is None and self._hold_position is not None):
             self.trajectory_state = None
             cmd.position[:] = self._hold_position if self._hold_position is not None else fb.position
             cmd.velocity[:] = 0.0
@@ -352,8 +364,7 @@ class Arm:
         ok = True
         for plugin in self.plugins:
             ok = plugin.update(self, self._dt) and ok
-        if self.limits.clamp_command(cmd.position, cmd.velocity, cmd.effort) and self.state is ArmState.RUNNING:
-            log.debug("command clamped to limits at t=%.4f", now)
+        self.limits.clamp_command(cmd.position, cmd.velocity, cmd.effort)
         return ok
 
     def _last_good_position(self) -> FloatArray:
@@ -365,7 +376,7 @@ class Arm:
 
     def _on_missing_feedback(self, now: float) -> bool:
         self._last_time = now
-        if self.state is ArmState.STOPPED:
+        if self.state is _STOPPED:
             self.pending_command.clear()
             return False
         if now - self._last_fresh_time > self.watchdog_timeout:
@@ -374,9 +385,9 @@ class Arm:
             self.pending_command.clear()
             return False
         self._missed += 1
-        if self._missed <= self.missed_feedback_limit and self.state is ArmState.RUNNING:
+        if self._missed <= self.missed_feedback_limit and self.state is _RUNNING:
             return False  # repeat the last command: one late sample is not a fault
-        if self.state is ArmState.RUNNING and self._have_feedback:
+        if self.state is _RUNNING and self._have_feedback:
             self.hold(self._last_good_position(), reason="feedback_lost",
                       detail=f"no fresh feedback for {self._missed} cycles")
         if self._have_feedback or self._hold_position is not None:

@@ -73,7 +73,11 @@ class FixedRateLoop:
     """Calls ``step()`` every ``1/rate_hz`` seconds on ``clock`` until it returns False or ``stop()``."""
 
     def __init__(self, step: Callable[[], bool | None], rate_hz: float, clock: Clock, *,
-                 report: Callable[[LoopStats], None] | None = None, report_every: float = 1.0) -> None:
+                 report: Callable[[LoopStats], None] | None = None, report_every: float = 1.0,
+                 paced_by_step: bool = False) -> None:
+        """``paced_by_step``: ``step`` itself blocks until the next cycle (e.g. a backend's
+        blocking feedback read, as hebi-py's Arm runs); the loop then only measures, and a cycle
+        longer than 1.5 periods counts as an overrun."""
         if not rate_hz > 0:
             raise ValueError(f"rate_hz must be > 0, got {rate_hz}")
         self.step = step
@@ -81,6 +85,7 @@ class FixedRateLoop:
         self.clock = clock
         self.report = report
         self.report_every = report_every
+        self.paced_by_step = paced_by_step
         self._running = False
         self._window = _Window(int(rate_hz * report_every * 2) + 16)
         self.total = _Window(0)  # counts only
@@ -102,27 +107,30 @@ class FixedRateLoop:
         last_start = math.nan
         window_start = t0
         while self._running:
-            clock.sleep_until(deadline)
+            if not self.paced_by_step:
+                clock.sleep_until(deadline)
             start = clock.now()
             if start >= end:
                 break
             result = self.step()
             done = clock.now()
-            if not math.isnan(last_start):
-                self._window.add(start - last_start, done - start)
+            measured = start - last_start
+            if not math.isnan(measured):
+                self._window.add(measured, done - start)
             last_start = start
             self.cycles += 1
             k += 1
-            deadline = t0 + k * period
-            if done > deadline:
-                self._window.overruns += 1
-                self.total.overruns += 1
-                skip = math.floor((done - deadline) / period) + 1 if done - deadline >= period else 0
-                if skip:
+            if self.paced_by_step:
+                if measured > 1.5 * period:
+                    self._count_overrun(0)
+            else:
+                deadline = t0 + k * period
+                if done > deadline:
+                    # skip every deadline already in the past instead of running them back to back
+                    skip = math.floor((done - deadline) / period) + 1 if done - deadline >= period else 0
                     k += skip
                     deadline = t0 + k * period
-                    self._window.missed += skip
-                    self.total.missed += skip
+                    self._count_overrun(skip)
             if done - window_start >= self.report_every:
                 self._flush(done - window_start)
                 window_start = done
@@ -132,6 +140,12 @@ class FixedRateLoop:
             self._flush(clock.now() - window_start)
         self._running = False
         return self.last_stats or self._window.stats(0.0)
+
+    def _count_overrun(self, skipped: int) -> None:
+        self._window.overruns += 1
+        self.total.overruns += 1
+        self._window.missed += skipped
+        self.total.missed += skipped
 
     def _flush(self, window: float) -> None:
         self.last_stats = self._window.stats(window)

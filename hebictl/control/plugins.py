@@ -120,8 +120,10 @@ class GravityCompensationEffort(ArmPlugin):
         if self.enabled_ratio == 0.0:
             return True
         self.gravity = self.world_gravity(arm)
-        self.efforts[:] = arm.model.gravity_compensation(arm.last_feedback.position, self.gravity)
-        arm.pending_command.effort += self.efforts * self.enabled_ratio
+        arm.model.gravity_compensation_into(arm.last_feedback.position, self.gravity, self.efforts)
+        if self.enabled_ratio != 1.0:
+            self.efforts *= self.enabled_ratio
+        arm.pending_command.effort += self.efforts
         return True
 
 
@@ -144,8 +146,10 @@ class DynamicsCompensationEffort(ArmPlugin):
         if state is None or self.enabled_ratio == 0.0:
             return True
         p, v, a = state
-        self.efforts[:] = arm.model.inverse_dynamics(p, v, a, self._ZERO_G)
-        arm.pending_command.effort += self.efforts * self.enabled_ratio
+        arm.model.inverse_dynamics_into(p, v, a, self._ZERO_G, self.efforts)
+        if self.enabled_ratio != 1.0:
+            self.efforts *= self.enabled_ratio
+        arm.pending_command.effort += self.efforts
         return True
 
 
@@ -164,7 +168,8 @@ class EffortOffset(ArmPlugin):
 
     def update(self, arm: Arm, dt: float) -> bool:
         self._ramp(dt)
-        arm.pending_command.effort += self.offset * self.enabled_ratio
+        if self.enabled_ratio:
+            arm.pending_command.effort += self.offset * self.enabled_ratio
         return True
 
 
@@ -201,7 +206,7 @@ class ImpedanceController(ArmPlugin):
     def update(self, arm: Arm, dt: float) -> bool:
         self._ramp(dt)
         cmd = arm.pending_command
-        if not self.enabled or np.isnan(cmd.position).any() or np.isnan(cmd.velocity).any():
+        if not self.enabled_ratio or np.isnan(cmd.position).any() or np.isnan(cmd.velocity).any():
             self.i_err[:] = 0.0
             return True
         model = arm.model

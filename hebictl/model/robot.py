@@ -264,6 +264,25 @@ class RobotModel:
                            t.place_p, t.axis, t.scale, t.mass, t.com, t.inertia, t.base_R, t.base_p, out)
         return out if batched else out[0]
 
+    # ------------------------------------------------------------------ control-loop fast paths
+    def gravity_compensation_into(self, q: FloatArray, gravity: FloatArray, out: FloatArray) -> None:
+        """:meth:`gravity_compensation` for one configuration into ``out`` (nv,), unchecked.
+
+        For the 1 kHz loop: ``q`` (nq,) and ``gravity`` (3,) must already be C-contiguous float64;
+        skipping validation and allocation saves more time than the kernel itself takes.
+        """
+        t = self._t
+        kernels.gravity_batch(q.reshape(1, -1), gravity, t.parent, t.kind, t.qi, t.vi, t.place_R, t.place_p,
+                              t.axis, t.scale, t.mass, t.com, t.base_R, t.base_p, out.reshape(1, -1))
+
+    def inverse_dynamics_into(self, q: FloatArray, qd: FloatArray, qdd: FloatArray, gravity: FloatArray,
+                              out: FloatArray) -> None:
+        """:meth:`inverse_dynamics` for one configuration into ``out`` (nv,), unchecked (see above)."""
+        t = self._t
+        kernels.rnea_batch(q.reshape(1, -1), qd.reshape(1, -1), qdd.reshape(1, -1), gravity, t.parent, t.kind,
+                           t.qi, t.vi, t.place_R, t.place_p, t.axis, t.scale, t.mass, t.com, t.inertia,
+                           t.base_R, t.base_p, out.reshape(1, -1))
+
     def inverse_kinematics(self, target: Any = None, seed: ArrayLike | None = None, **kwargs: Any) -> Any:
         """Solve for joint positions reaching ``target``; see :func:`hebictl.model.ik.solve`."""
         from hebictl.model.ik import solve

@@ -153,7 +153,9 @@ def test_nan_feedback_holds_in_the_same_cycle():
 def test_position_limit_violation_holds_at_the_limit():
     """Feedback beyond a joint limit (plus tolerance): hold at the clamped position."""
     arm, clock = _running_arm()
-    arm.limits.position_max[1] = float(arm.last_feedback.position[1]) - 0.1
+    hi = np.full(6, np.inf)
+    hi[1] = float(arm.last_feedback.position[1]) - 0.1
+    arm.set_joint_limits(-np.inf, hi)
     arm.update()
     assert arm.state is ArmState.HOLD
     assert arm.events.last.kind == "position_limit"
@@ -192,7 +194,7 @@ def test_disconnected_module_stops_the_arm():
 def test_goal_outside_limits_is_rejected():
     """A waypoint beyond the joint limits is refused before it reaches the trajectory."""
     arm, clock = _running_arm()
-    arm.limits.position_max[:] = 1.0
+    arm.set_joint_limits(-1.0, 1.0)
     with pytest.raises(CommandRejected, match="out_of_limits"):
         arm.set_goal(Goal(6).add_waypoint(t=1.0, position=np.full(6, 2.0)))
 

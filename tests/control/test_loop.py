@@ -64,3 +64,14 @@ def test_rate_must_be_positive():
     """A zero or negative rate is rejected at construction."""
     with pytest.raises(ValueError, match="rate_hz"):
         FixedRateLoop(lambda: None, 0.0, SimClock())
+
+
+def test_paced_loop_lets_the_step_set_the_rate():
+    """paced_by_step: no sleeping by the loop; the step's own blocking sets the period."""
+    clock = SimClock()
+    loop = FixedRateLoop(lambda: clock.advance(0.002 if clock.now() < 0.5 else 0.004), 500.0, clock,
+                         paced_by_step=True)
+    stats = loop.run(duration=1.0)
+    assert loop.cycles == 250 + 125
+    assert loop.total.overruns == 124, "periods between the 125 slow cycles (4 ms > 1.5 x 2 ms)"
+    assert stats.period_max == pytest.approx(0.004)

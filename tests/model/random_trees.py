@@ -33,7 +33,8 @@ def random_tree(seed: int, n: int = 8, kinds: tuple[JointKind, ...] = (JointKind
         parent = -1 if i == 0 else (int(rng.integers(0, i)) if branching else i - 1)
         kind = root if (i == 0 and root is not None) else kinds[int(rng.integers(len(kinds)))]
         joint = Joint.fixed() if kind is JointKind.FIXED else Joint(f"j{i}", kind, axis=rng.normal(size=3))
-        placement = transform(Rotation.random(random_state=rng.integers(1 << 30)).as_matrix(), rng.uniform(-0.3, 0.3, 3))
+        R = Rotation.random(random_state=rng.integers(1 << 30)).as_matrix()
+        placement = transform(R, rng.uniform(-0.3, 0.3, 3))
         body = b.add_body(f"b{i}", parent, placement, joint, random_inertia(rng))
         b.add_frame("com", body, transform(np.eye(3), np.array(b.bodies[body].inertia.com)))
         b.add_frame("output", body, transform(Rotation.random(random_state=i).as_matrix(), rng.uniform(-0.2, 0.2, 3)))
