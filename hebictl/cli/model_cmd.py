@@ -25,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     val = msub.add_parser("validate", help="exit 0 if the file loads, else print the error (file:line)")
     val.add_argument("file", type=Path)
+    val.add_argument("--strict", action="store_true",
+                     help="HRDF: also reject the spec violations hebi-py tolerates (otherwise warnings)")
     val.set_defaults(func=cmd_validate)
 
     fk = msub.add_parser("fk", help="forward kinematics at a configuration")
@@ -48,13 +50,14 @@ def default_kit() -> Path:
     return bundled_kit()
 
 
-def load_with_warnings(path: Path):
+def load_with_warnings(path: Path, *, strict: bool = False):
     """Load a model, printing each format warning as one ``warning:`` line on stderr."""
-    from hebictl.formats import load_model
+    from hebictl.formats import detect_format, load_model
 
+    options = {"strict": True} if strict and detect_format(path) == "hrdf" else {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = load_model(path)
+        model = load_model(path, **options)
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
     return model
@@ -77,7 +80,7 @@ def _summary(model) -> dict[str, Any]:
                    for n, a, b, v, e in zip(model.v_names if model.nq == model.nv else model.q_names, lo, hi,
                                             model.max_speeds, model.max_efforts, strict=False)],
         "masses_kg": [float(m) for m in model.masses],
-        "end_effectors": model.frame_count("end_effector") if "end_effector" in model._frame_sets else 0,
+        "end_effectors": model.frame_count("end_effector"),
     }
 
 
@@ -113,7 +116,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    model = load_with_warnings(args.file)
+    model = load_with_warnings(args.file, strict=args.strict)
     print(f"ok: {args.file} ({model.format}, {model.dof} DoF, {len(model.bodies)} bodies, "
           f"{model.total_mass:.4f} kg)")
     return 0

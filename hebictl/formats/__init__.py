@@ -58,10 +58,15 @@ def detect_format(path: str | Path | None = None, text: str | bytes | None = Non
         raise FormatError("no XML root element found; expected HRDF, URDF, SDF, MJCF, SKEL, x_xy or OpenRAVE",
                           path)
     root = m.group(1).decode().split(":")[-1]
-    if root.lower() == "robot":
-        # HRDF and URDF (and OpenRAVE) share <robot>: URDF names it and has <link>/<joint name=>
-        return "urdf" if re.search(rb"<robot[^>]*\bname\s*=", body) or b"<link " in body else (
-            "openrave" if re.search(rb"<\s*(KinBody|Body|Robot)\b", body[m.end():]) else "hrdf")
+    if root == "robot":
+        # HRDF and URDF share <robot>: URDF robots carry name=, HRDF robots version= (1.0.0 may
+        # have neither; then URDF's <link name=...> children tell them apart)
+        tag = body[m.start():body.find(b">", m.start()) + 1]
+        if re.search(rb"\bname\s*=", tag):
+            return "urdf"
+        if re.search(rb"\bversion\s*=", tag):
+            return "hrdf"
+        return "urdf" if re.search(rb"<link\s+name\s*=", body) else "hrdf"
     fmt = _ROOTS.get(root) or _ROOTS.get(root.lower())
     if fmt is None:
         if root in ("Robot", "KinBody", "Environment"):

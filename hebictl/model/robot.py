@@ -25,8 +25,10 @@ FloatArray = NDArray[np.float64]
 FRAME_ALIASES = {
     "output": "output", "com": "com", "centerofmass": "com", "input": "input",
     "end_effector": "end_effector", "endeffector": "end_effector", "ee": "end_effector",
-    "link": "link",
+    "link": "link", "mesh": "mesh", "site": "site",
 }
+#: Frame kinds every model answers, with zero frames when it has none (hebi-py returns empty too).
+STANDARD_KINDS = ("output", "com", "input", "end_effector", "link")
 
 
 class _FrameSet:
@@ -36,7 +38,7 @@ class _FrameSet:
 
     def __init__(self, frames: Sequence[Frame]) -> None:
         self.frames = tuple(frames)
-        self.body = np.array([f.body for f in frames], dtype=np.int64)
+        self.body = np.array([f.body for f in frames], dtype=np.int64).reshape(-1)
         self.R = np.ascontiguousarray(np.array([f.offset[:3, :3] for f in frames]).reshape(-1, 3, 3))
         self.p = np.ascontiguousarray(np.array([f.offset[:3, 3] for f in frames]).reshape(-1, 3))
 
@@ -82,6 +84,8 @@ class RobotModel:
             kinds.setdefault(f.kind, []).append(f)
         kinds["link"] = [Frame(kind="link", body=i, offset=np.eye(4), name=b.name)
                          for i, b in enumerate(bodies)]
+        for kind in STANDARD_KINDS:
+            kinds.setdefault(kind, [])
         self._frame_sets = {k: _FrameSet(v) for k, v in kinds.items()}
         self._zero_v: FloatArray = np.zeros((1, nv))
 
