@@ -89,3 +89,7 @@ class CommandRejected(HebictlError):
         self.reason = reason
         self.detail = detail
         super().__init__(f"{reason}: {detail}" if detail else reason)
+
+
+class TrajectoryError(HebictlError):
+    """Waypoints or limits do not define a valid trajectory (names the argument and index)."""

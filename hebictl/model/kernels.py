@@ -96,72 +96,193 @@ def _joint_motion(kind, axis, scale, q, qi, R, p):
 
 
 @njit(cache=_CACHE)
-def body_poses(q, parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp):
-    """World pose (bR (n,3,3), bp (n,3)) of every body frame at configuration q."""
+def body_poses(q, parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp, Rj, pj):
+    """World pose (bR (n,3,3), bp (n,3)) of every body frame at configuration q.
+
+    Written out in scalars (no temporaries, no array views): this is the innermost loop of every
+    query. ``Rj`` (3,3) and ``pj`` (3,) are scratch for ball/free joints, passed in so batch loops
+    allocate nothing.
+    """
     n = parent.shape[0]
-    Rj = np.empty((3, 3))
-    pj = np.empty(3)
     for i in range(n):
-        _joint_motion(kind[i], axis[i], scale[i], q, qi[i], Rj, pj)
+        k = kind[i]
+        m00 = m11 = m22 = 1.0
+        m01 = m02 = m10 = m12 = m20 = m21 = 0.0
+        t0 = t1 = t2 = 0.0
+        if k == REVOLUTE:
+            th = scale[i] * q[qi[i]]
+            c = np.cos(th)
+            s = np.sin(th)
+            v = 1.0 - c
+            x = axis[i, 0]
+            y = axis[i, 1]
+            z = axis[i, 2]
+            m00 = c + x * x * v
+            m01 = x * y * v - z * s
+            m02 = x * z * v + y * s
+            m10 = y * x * v + z * s
+            m11 = c + y * y * v
+            m12 = y * z * v - x * s
+            m20 = z * x * v - y * s
+            m21 = z * y * v + x * s
+            m22 = c + z * z * v
+        elif k == PRISMATIC:
+            d = scale[i] * q[qi[i]]
+            t0 = axis[i, 0] * d
+            t1 = axis[i, 1] * d
+            t2 = axis[i, 2] * d
+        elif k in (BALL, FREE):
+            o = qi[i]
+            if k == FREE:
+                t0 = q[o]
+                t1 = q[o + 1]
+                t2 = q[o + 2]
+                o += 3
+            _quat_to_R(q[o], q[o + 1], q[o + 2], q[o + 3], Rj)
+            m00 = Rj[0, 0]
+            m01 = Rj[0, 1]
+            m02 = Rj[0, 2]
+            m10 = Rj[1, 0]
+            m11 = Rj[1, 1]
+            m12 = Rj[1, 2]
+            m20 = Rj[2, 0]
+            m21 = Rj[2, 1]
+            m22 = Rj[2, 2]
+        p00 = place_R[i, 0, 0]
+        p01 = place_R[i, 0, 1]
+        p02 = place_R[i, 0, 2]
+        p10 = place_R[i, 1, 0]
+        p11 = place_R[i, 1, 1]
+        p12 = place_R[i, 1, 2]
+        p20 = place_R[i, 2, 0]
+        p21 = place_R[i, 2, 1]
+        p22 = place_R[i, 2, 2]
+        l00 = p00 * m00 + p01 * m10 + p02 * m20
+        l01 = p00 * m01 + p01 * m11 + p02 * m21
+        l02 = p00 * m02 + p01 * m12 + p02 * m22
+        l10 = p10 * m00 + p11 * m10 + p12 * m20
+        l11 = p10 * m01 + p11 * m11 + p12 * m21
+        l12 = p10 * m02 + p11 * m12 + p12 * m22
+        l20 = p20 * m00 + p21 * m10 + p22 * m20
+        l21 = p20 * m01 + p21 * m11 + p22 * m21
+        l22 = p20 * m02 + p21 * m12 + p22 * m22
+        lt0 = place_p[i, 0] + p00 * t0 + p01 * t1 + p02 * t2
+        lt1 = place_p[i, 1] + p10 * t0 + p11 * t1 + p12 * t2
+        lt2 = place_p[i, 2] + p20 * t0 + p21 * t1 + p22 * t2
         par = parent[i]
-        # local = placement @ motion
-        for a in range(3):
-            for b in range(3):
-                acc = 0.0
-                for k in range(3):
-                    acc += place_R[i, a, k] * Rj[k, b]
-                bR[i, a, b] = acc  # temporarily local rotation
-        lp0 = place_p[i, 0] + place_R[i, 0, 0] * pj[0] + place_R[i, 0, 1] * pj[1] + place_R[i, 0, 2] * pj[2]
-        lp1 = place_p[i, 1] + place_R[i, 1, 0] * pj[0] + place_R[i, 1, 1] * pj[1] + place_R[i, 1, 2] * pj[2]
-        lp2 = place_p[i, 2] + place_R[i, 2, 0] * pj[0] + place_R[i, 2, 1] * pj[1] + place_R[i, 2, 2] * pj[2]
         if par < 0:
-            PR = base_R
-            Pp = base_p
+            a00 = base_R[0, 0]
+            a01 = base_R[0, 1]
+            a02 = base_R[0, 2]
+            a10 = base_R[1, 0]
+            a11 = base_R[1, 1]
+            a12 = base_R[1, 2]
+            a20 = base_R[2, 0]
+            a21 = base_R[2, 1]
+            a22 = base_R[2, 2]
+            b0 = base_p[0]
+            b1 = base_p[1]
+            b2 = base_p[2]
         else:
-            PR = bR[par]
-            Pp = bp[par]
-        for a in range(3):
-            r0 = bR[i, 0, a]
-            r1 = bR[i, 1, a]
-            r2 = bR[i, 2, a]
-            Rj[0, a] = PR[0, 0] * r0 + PR[0, 1] * r1 + PR[0, 2] * r2
-            Rj[1, a] = PR[1, 0] * r0 + PR[1, 1] * r1 + PR[1, 2] * r2
-            Rj[2, a] = PR[2, 0] * r0 + PR[2, 1] * r1 + PR[2, 2] * r2
-        for a in range(3):
-            bp[i, a] = Pp[a] + PR[a, 0] * lp0 + PR[a, 1] * lp1 + PR[a, 2] * lp2
-            for b in range(3):
-                bR[i, a, b] = Rj[a, b]
+            a00 = bR[par, 0, 0]
+            a01 = bR[par, 0, 1]
+            a02 = bR[par, 0, 2]
+            a10 = bR[par, 1, 0]
+            a11 = bR[par, 1, 1]
+            a12 = bR[par, 1, 2]
+            a20 = bR[par, 2, 0]
+            a21 = bR[par, 2, 1]
+            a22 = bR[par, 2, 2]
+            b0 = bp[par, 0]
+            b1 = bp[par, 1]
+            b2 = bp[par, 2]
+        bR[i, 0, 0] = a00 * l00 + a01 * l10 + a02 * l20
+        bR[i, 0, 1] = a00 * l01 + a01 * l11 + a02 * l21
+        bR[i, 0, 2] = a00 * l02 + a01 * l12 + a02 * l22
+        bR[i, 1, 0] = a10 * l00 + a11 * l10 + a12 * l20
+        bR[i, 1, 1] = a10 * l01 + a11 * l11 + a12 * l21
+        bR[i, 1, 2] = a10 * l02 + a11 * l12 + a12 * l22
+        bR[i, 2, 0] = a20 * l00 + a21 * l10 + a22 * l20
+        bR[i, 2, 1] = a20 * l01 + a21 * l11 + a22 * l21
+        bR[i, 2, 2] = a20 * l02 + a21 * l12 + a22 * l22
+        bp[i, 0] = b0 + a00 * lt0 + a01 * lt1 + a02 * lt2
+        bp[i, 1] = b1 + a10 * lt0 + a11 * lt1 + a12 * lt2
+        bp[i, 2] = b2 + a20 * lt0 + a21 * lt1 + a22 * lt2
 
 
 @njit(cache=_CACHE)
 def _frames_from_bodies(bR, bp, base_R, base_p, f_body, f_R, f_p, out):
-    """out[f] = pose(body f) @ offset(f) as 4x4 homogeneous matrices."""
+    """out[f] = pose(body f) @ offset(f) as 4x4 homogeneous matrices (scalar code, as body_poses)."""
     m = f_body.shape[0]
     for f in range(m):
         b = f_body[f]
         if b < 0:
-            PR = base_R
-            Pp = base_p
+            a00 = base_R[0, 0]
+            a01 = base_R[0, 1]
+            a02 = base_R[0, 2]
+            a10 = base_R[1, 0]
+            a11 = base_R[1, 1]
+            a12 = base_R[1, 2]
+            a20 = base_R[2, 0]
+            a21 = base_R[2, 1]
+            a22 = base_R[2, 2]
+            t0 = base_p[0]
+            t1 = base_p[1]
+            t2 = base_p[2]
         else:
-            PR = bR[b]
-            Pp = bp[b]
-        for a in range(3):
-            for c in range(3):
-                out[f, a, c] = PR[a, 0] * f_R[f, 0, c] + PR[a, 1] * f_R[f, 1, c] + PR[a, 2] * f_R[f, 2, c]
-            out[f, a, 3] = Pp[a] + PR[a, 0] * f_p[f, 0] + PR[a, 1] * f_p[f, 1] + PR[a, 2] * f_p[f, 2]
-            out[f, 3, a] = 0.0
+            a00 = bR[b, 0, 0]
+            a01 = bR[b, 0, 1]
+            a02 = bR[b, 0, 2]
+            a10 = bR[b, 1, 0]
+            a11 = bR[b, 1, 1]
+            a12 = bR[b, 1, 2]
+            a20 = bR[b, 2, 0]
+            a21 = bR[b, 2, 1]
+            a22 = bR[b, 2, 2]
+            t0 = bp[b, 0]
+            t1 = bp[b, 1]
+            t2 = bp[b, 2]
+        o00 = f_R[f, 0, 0]
+        o01 = f_R[f, 0, 1]
+        o02 = f_R[f, 0, 2]
+        o10 = f_R[f, 1, 0]
+        o11 = f_R[f, 1, 1]
+        o12 = f_R[f, 1, 2]
+        o20 = f_R[f, 2, 0]
+        o21 = f_R[f, 2, 1]
+        o22 = f_R[f, 2, 2]
+        u0 = f_p[f, 0]
+        u1 = f_p[f, 1]
+        u2 = f_p[f, 2]
+        out[f, 0, 0] = a00 * o00 + a01 * o10 + a02 * o20
+        out[f, 0, 1] = a00 * o01 + a01 * o11 + a02 * o21
+        out[f, 0, 2] = a00 * o02 + a01 * o12 + a02 * o22
+        out[f, 0, 3] = t0 + a00 * u0 + a01 * u1 + a02 * u2
+        out[f, 1, 0] = a10 * o00 + a11 * o10 + a12 * o20
+        out[f, 1, 1] = a10 * o01 + a11 * o11 + a12 * o21
+        out[f, 1, 2] = a10 * o02 + a11 * o12 + a12 * o22
+        out[f, 1, 3] = t1 + a10 * u0 + a11 * u1 + a12 * u2
+        out[f, 2, 0] = a20 * o00 + a21 * o10 + a22 * o20
+        out[f, 2, 1] = a20 * o01 + a21 * o11 + a22 * o21
+        out[f, 2, 2] = a20 * o02 + a21 * o12 + a22 * o22
+        out[f, 2, 3] = t2 + a20 * u0 + a21 * u1 + a22 * u2
+        out[f, 3, 0] = 0.0
+        out[f, 3, 1] = 0.0
+        out[f, 3, 2] = 0.0
         out[f, 3, 3] = 1.0
 
 
-@njit(cache=_CACHE)
+@njit(cache=_CACHE, nogil=True)
 def frame_poses_batch(Q, parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p,
                       f_body, f_R, f_p, out):
     """out (B, m, 4, 4): world pose of each selected frame for each configuration in Q (B, nq)."""
     n = parent.shape[0]
     bR = np.empty((n, 3, 3))
     bp = np.empty((n, 3))
+    Rj = np.empty((3, 3))
+    pj = np.empty(3)
     for k in range(Q.shape[0]):
-        body_poses(Q[k], parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp)
+        body_poses(Q[k], parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp, Rj, pj)
         _frames_from_bodies(bR, bp, base_R, base_p, f_body, f_R, f_p, out[k])
 
 
@@ -199,7 +320,7 @@ def _motion_columns(kind, axis, scale, R, col):
     return 0
 
 
-@njit(cache=_CACHE)
+@njit(cache=_CACHE, nogil=True)
 def jacobians_batch(Q, parent, kind, qi, vi, place_R, place_p, axis, scale, base_R, base_p,
                     f_body, f_R, f_p, out):
     """out (B, m, 6, nv): world-frame [linear; angular] Jacobian of each frame's origin."""
@@ -207,10 +328,12 @@ def jacobians_batch(Q, parent, kind, qi, vi, place_R, place_p, axis, scale, base
     m = f_body.shape[0]
     bR = np.empty((n, 3, 3))
     bp = np.empty((n, 3))
+    Rj = np.empty((3, 3))
+    pj = np.empty(3)
     col = np.empty((6, 6))
     fp = np.empty(3)
     for k in range(Q.shape[0]):
-        body_poses(Q[k], parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp)
+        body_poses(Q[k], parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp, Rj, pj)
         J = out[k]
         J[:] = 0.0
         for f in range(m):
@@ -237,7 +360,7 @@ def jacobians_batch(Q, parent, kind, qi, vi, place_R, place_p, axis, scale, base
                 j = parent[j]
 
 
-@njit(cache=_CACHE)
+@njit(cache=_CACHE, nogil=True)
 def gravity_batch(Q, gravity, parent, kind, qi, vi, place_R, place_p, axis, scale, mass, com,
                   base_R, base_p, out):
     """out (B, nv): efforts that hold the tree still against ``gravity`` (world, m/s²).
@@ -248,11 +371,13 @@ def gravity_batch(Q, gravity, parent, kind, qi, vi, place_R, place_p, axis, scal
     n = parent.shape[0]
     bR = np.empty((n, 3, 3))
     bp = np.empty((n, 3))
+    Rj = np.empty((3, 3))
+    pj = np.empty(3)
     F = np.empty((n, 3))
     M = np.empty((n, 3))  # moment about the world origin
     col = np.empty((6, 6))
     for k in range(Q.shape[0]):
-        body_poses(Q[k], parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp)
+        body_poses(Q[k], parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp, Rj, pj)
         for i in range(n):
             c0 = bp[i, 0] + bR[i, 0, 0] * com[i, 0] + bR[i, 0, 1] * com[i, 1] + bR[i, 0, 2] * com[i, 2]
             c1 = bp[i, 1] + bR[i, 1, 0] * com[i, 0] + bR[i, 1, 1] * com[i, 1] + bR[i, 1, 2] * com[i, 2]
@@ -286,7 +411,7 @@ def gravity_batch(Q, gravity, parent, kind, qi, vi, place_R, place_p, axis, scal
                                   + col[3, c] * F[i, 0] + col[4, c] * F[i, 1] + col[5, c] * F[i, 2])
 
 
-@njit(cache=_CACHE)
+@njit(cache=_CACHE, nogil=True)
 def rnea_batch(Q, V, A, gravity, parent, kind, qi, vi, place_R, place_p, axis, scale, mass, com,
                inertia, base_R, base_p, out):
     """out (B, nv): inverse dynamics tau = M(q) qdd + C(q, qd) qd + g(q) (recursive Newton-Euler).
@@ -300,6 +425,8 @@ def rnea_batch(Q, V, A, gravity, parent, kind, qi, vi, place_R, place_p, axis, s
     n = parent.shape[0]
     bR = np.empty((n, 3, 3))
     bp = np.empty((n, 3))
+    Rj = np.empty((3, 3))
+    pj = np.empty(3)
     w = np.empty((n, 3))
     v = np.empty((n, 3))
     dw = np.empty((n, 3))
@@ -313,7 +440,7 @@ def rnea_batch(Q, V, A, gravity, parent, kind, qi, vi, place_R, place_p, axis, s
         q = Q[k]
         qd = V[k]
         qdd = A[k]
-        body_poses(q, parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp)
+        body_poses(q, parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp, Rj, pj)
         for i in range(n):
             par = parent[i]
             if par < 0:

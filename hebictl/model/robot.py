@@ -7,8 +7,11 @@ in a Python loop.
 
 from __future__ import annotations
 
+import itertools
 import math
+import os
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any
 
@@ -17,6 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from hebictl.errors import ModelError
 from hebictl.model import kernels
+from hebictl.model.fusion import FusedTree, fuse
 from hebictl.model.tree import Body, Frame, JointKind
 
 FloatArray = NDArray[np.float64]
@@ -32,15 +36,49 @@ STANDARD_KINDS = ("output", "com", "input", "end_effector", "link")
 
 
 class _FrameSet:
-    """Kernel tables for the frames of one kind."""
+    """Kernel tables for the frames of one kind, re-expressed on the fused (moving) bodies."""
 
-    __slots__ = ("R", "body", "frames", "p")
+    __slots__ = ("R", "body", "frames", "kind", "p")
 
-    def __init__(self, frames: Sequence[Frame]) -> None:
+    def __init__(self, kind: str, frames: Sequence[Frame], fused: FusedTree) -> None:
+        self.kind = kind
         self.frames = tuple(frames)
-        self.body = np.array([f.body for f in frames], dtype=np.int64).reshape(-1)
-        self.R = np.ascontiguousarray(np.array([f.offset[:3, :3] for f in frames]).reshape(-1, 3, 3))
-        self.p = np.ascontiguousarray(np.array([f.offset[:3, 3] for f in frames]).reshape(-1, 3))
+        mapped = [fused.remap(f) for f in frames]
+        self.body = np.array([b for b, _ in mapped], dtype=np.int64).reshape(-1)
+        self.R = np.ascontiguousarray(np.array([T[:3, :3] for _, T in mapped]).reshape(-1, 3, 3))
+        self.p = np.ascontiguousarray(np.array([T[:3, 3] for _, T in mapped]).reshape(-1, 3))
+
+
+#: batches at least this large are split across threads (the kernels release the GIL)
+PARALLEL_MIN_BATCH = 2048
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1), thread_name_prefix="hebictl-kernels")
+    return _POOL
+
+
+def _run(kernel: Any, batched: Sequence[FloatArray], args: Sequence[Any], out: FloatArray) -> None:
+    """kernel(*batched, *args, out), split over threads along the batch axis when it is large.
+
+    ``batched`` are the per-configuration inputs (sliced with ``out``); ``args`` are shared.
+    """
+    B = out.shape[0]
+    if B < PARALLEL_MIN_BATCH:
+        kernel(*batched, *args, out)
+        return
+    workers = min(os.cpu_count() or 1, B // (PARALLEL_MIN_BATCH // 2))
+    if workers < 2:
+        kernel(*batched, *args, out)
+        return
+    edges = np.linspace(0, B, workers + 1).astype(int)
+    futures = [_pool().submit(kernel, *(x[a:b] for x in batched), *args, out[a:b])
+               for a, b in itertools.pairwise(edges)]
+    for f in futures:
+        f.result()
 
 
 class RobotModel:
@@ -57,28 +95,10 @@ class RobotModel:
         self.source = source
         self.format = format
         self.metadata = dict(metadata)
-        n = len(bodies)
-        qi = np.zeros(n, dtype=np.int64)
-        vi = np.zeros(n, dtype=np.int64)
-        nq = nv = 0
-        for i, b in enumerate(bodies):
-            qi[i], vi[i] = nq, nv
-            nq += b.joint.nq
-            nv += b.joint.nv
-        self.nq, self.nv = nq, nv
-        self._t = kernels.Tables(
-            parent=np.array([b.parent for b in bodies], dtype=np.int64),
-            kind=np.array([int(b.joint.kind) for b in bodies], dtype=np.int64),
-            qi=qi, vi=vi,
-            place_R=np.ascontiguousarray(np.array([b.placement[:3, :3] for b in bodies]).reshape(n, 3, 3)),
-            place_p=np.ascontiguousarray(np.array([b.placement[:3, 3] for b in bodies]).reshape(n, 3)),
-            axis=np.array([b.joint.axis for b in bodies], dtype=np.float64).reshape(n, 3),
-            scale=np.array([b.joint.scale for b in bodies], dtype=np.float64),
-            mass=np.array([b.inertia.mass for b in bodies], dtype=np.float64),
-            com=np.array([b.inertia.com for b in bodies], dtype=np.float64).reshape(n, 3),
-            inertia=np.array([b.inertia.rotational for b in bodies], dtype=np.float64).reshape(n, 3, 3),
-            base_R=np.ascontiguousarray(base[:3, :3]), base_p=np.ascontiguousarray(base[:3, 3]),
-        )
+        self.nq = sum(b.joint.nq for b in bodies)
+        self.nv = sum(b.joint.nv for b in bodies)
+        self._fused = fuse(bodies, base)
+        self._t = self._fused.tables
         kinds: dict[str, list[Frame]] = {}
         for f in frames:
             kinds.setdefault(f.kind, []).append(f)
@@ -86,8 +106,17 @@ class RobotModel:
                          for i, b in enumerate(bodies)]
         for kind in STANDARD_KINDS:
             kinds.setdefault(kind, [])
-        self._frame_sets = {k: _FrameSet(v) for k, v in kinds.items()}
-        self._zero_v: FloatArray = np.zeros((1, nv))
+        self._frame_sets = {k: _FrameSet(k, v, self._fused) for k, v in kinds.items()}
+        t = self._t
+        # argument tuples built once: the kernels are called every control cycle
+        self._fk_args = {k: (t.parent, t.kind, t.qi, t.place_R, t.place_p, t.axis, t.scale, t.base_R, t.base_p,
+                             fs.body, fs.R, fs.p) for k, fs in self._frame_sets.items()}
+        self._jac_args = {k: (t.parent, t.kind, t.qi, t.vi, t.place_R, t.place_p, t.axis, t.scale, t.base_R,
+                              t.base_p, fs.body, fs.R, fs.p) for k, fs in self._frame_sets.items()}
+        self._grav_args = (t.parent, t.kind, t.qi, t.vi, t.place_R, t.place_p, t.axis, t.scale, t.mass, t.com,
+                           t.base_R, t.base_p)
+        self._rnea_args = (t.parent, t.kind, t.qi, t.vi, t.place_R, t.place_p, t.axis, t.scale, t.mass, t.com,
+                           t.inertia, t.base_R, t.base_p)
 
     # ------------------------------------------------------------------ structure
     @property
@@ -116,6 +145,10 @@ class RobotModel:
         return tuple(n for i in self.joint_bodies
                      for n in _names(self.bodies[i].joint.name, self.bodies[i].joint.kind, "v"))
 
+    def coordinate_index(self, body: int) -> tuple[int, int]:
+        """(first position coordinate, first velocity coordinate) of body ``body``'s joint."""
+        return self._fused.q_index[body], self._fused.v_index[body]
+
     @cached_property
     def link_names(self) -> tuple[str, ...]:
         return tuple(b.name for b in self.bodies)
@@ -136,7 +169,7 @@ class RobotModel:
 
     @cached_property
     def total_mass(self) -> float:
-        return float(self._t.mass.sum())
+        return float(sum(b.inertia.mass for b in self.bodies))
 
     @cached_property
     def position_limits(self) -> tuple[FloatArray, FloatArray]:
@@ -168,7 +201,7 @@ class RobotModel:
         for i in self.joint_bodies:
             b = self.bodies[i]
             k = b.joint.kind
-            s = int(self._t.qi[i])
+            s = self._fused.q_index[i]
             if k is JointKind.BALL:
                 q[s] = 1.0
             elif k is JointKind.FREE:
@@ -209,10 +242,8 @@ class RobotModel:
         """World 4x4 poses of every frame of type ``frame``: (n, 4, 4), or (B, n, 4, 4)."""
         fs = self._frame_set(frame)
         Q, batched = self._batch(q, self.nq, "q")
-        t = self._t
         out = np.empty((Q.shape[0], fs.body.shape[0], 4, 4))
-        kernels.frame_poses_batch(Q, t.parent, t.kind, t.qi, t.place_R, t.place_p, t.axis, t.scale,
-                                  t.base_R, t.base_p, fs.body, fs.R, fs.p, out)
+        _run(kernels.frame_poses_batch, (Q,), self._fk_args[fs.kind], out)
         return out if batched else out[0]
 
     def link_poses(self, q: ArrayLike) -> FloatArray:
@@ -228,10 +259,8 @@ class RobotModel:
         """World-frame Jacobians [linear; angular] of each frame's origin: (n, 6, nv) or batched."""
         fs = self._frame_set(frame)
         Q, batched = self._batch(q, self.nq, "q")
-        t = self._t
         out = np.empty((Q.shape[0], fs.body.shape[0], 6, self.nv))
-        kernels.jacobians_batch(Q, t.parent, t.kind, t.qi, t.vi, t.place_R, t.place_p, t.axis, t.scale,
-                                t.base_R, t.base_p, fs.body, fs.R, fs.p, out)
+        _run(kernels.jacobians_batch, (Q,), self._jac_args[fs.kind], out)
         return out if batched else out[0]
 
     def jacobian_end_effector(self, q: ArrayLike, index: int = 0) -> FloatArray:
@@ -244,10 +273,8 @@ class RobotModel:
         Same sign convention as hebi-py's ``get_grav_comp_efforts``: ``-sum J_com^T m g``.
         """
         Q, batched = self._batch(q, self.nq, "q")
-        t = self._t
         out = np.empty((Q.shape[0], self.nv))
-        kernels.gravity_batch(Q, self._gravity(gravity), t.parent, t.kind, t.qi, t.vi, t.place_R,
-                              t.place_p, t.axis, t.scale, t.mass, t.com, t.base_R, t.base_p, out)
+        _run(kernels.gravity_batch, (Q,), (self._gravity(gravity), *self._grav_args), out)
         return out if batched else out[0]
 
     def inverse_dynamics(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
@@ -262,10 +289,8 @@ class RobotModel:
         A, _ = self._batch(qdd, self.nv, "qdd")
         if not (V.shape[0] == A.shape[0] == Q.shape[0]):
             raise ModelError(f"q, qd and qdd batch sizes differ: {Q.shape[0]}, {V.shape[0]}, {A.shape[0]}")
-        t = self._t
         out = np.empty((Q.shape[0], self.nv))
-        kernels.rnea_batch(Q, V, A, self._gravity(gravity), t.parent, t.kind, t.qi, t.vi, t.place_R,
-                           t.place_p, t.axis, t.scale, t.mass, t.com, t.inertia, t.base_R, t.base_p, out)
+        _run(kernels.rnea_batch, (Q, V, A), (self._gravity(gravity), *self._rnea_args), out)
         return out if batched else out[0]
 
     # ------------------------------------------------------------------ control-loop fast paths

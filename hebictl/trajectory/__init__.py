@@ -42,7 +42,7 @@ mirrored.
 
 from __future__ import annotations
 
-from hebictl.trajectory.errors import TrajectoryError
+from hebictl.errors import TrajectoryError
 from hebictl.trajectory.segment_times import (
     SegmentTimeMethod,
     estimate_segment_times,

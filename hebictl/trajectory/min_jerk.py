@@ -31,7 +31,7 @@ import scipy.linalg
 import scipy.linalg.lapack
 from numpy.typing import NDArray
 
-from hebictl.trajectory.errors import TrajectoryError
+from hebictl.errors import TrajectoryError
 
 DENSE_MAX_WAYPOINTS = 40
 """Above this many waypoints the per-joint systems are solved in band storage (O(W), not O(W^3))."""
@@ -195,12 +195,12 @@ def _solve_shared(exact_hessian: NDArray[np.longdouble], free: NDArray[np.bool_]
     lu, pivots, info = scipy.linalg.lapack.dgetrf(exact_columns[free].astype(np.float64))
     if info != 0:
         raise TrajectoryError(f"minimum-jerk system is singular (LAPACK dgetrf info={info})")
-    for _ in range(_MAX_SOLVES):  # solve from zero, then refine
+    for step in range(_MAX_SOLVES):  # solve from zero, then refine
         # residual of the free rows: H_ff z_f + H_fg z_g = (H z)_f (H is symmetric)
         residual = -(states.astype(np.longdouble) @ exact_columns)
         correction = scipy.linalg.lapack.dgetrs(lu, pivots, residual.astype(np.float64).T)[0].T
         states[:, free] += correction
-        if _converged(correction, states):
+        if step and _converged(correction, states):
             break
 
 
@@ -222,14 +222,14 @@ def _solve_banded(exact_hessians: NDArray[np.longdouble], given: NDArray[np.bool
         system[band_rows[inside], cols[inside]] = 0.0  # rows
         system[_BAND, fixed] = 1.0
         systems.append(system)
-    for _ in range(_MAX_SOLVES):
+    for step in range(_MAX_SOLVES):
         residual = -_hessian_times(exact_hessians, states.astype(np.longdouble).reshape(joints, -1, 3))
         residual[given] = 0.0
         residual = residual.astype(np.float64)
         correction = np.array([scipy.linalg.solve_banded((_BAND, _BAND), systems[j], residual[j],
                                                          check_finite=False) for j in range(joints)])
         states += correction
-        if _converged(correction, states):
+        if step and _converged(correction, states):
             break
 
 

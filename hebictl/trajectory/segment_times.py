@@ -20,7 +20,7 @@ from enum import StrEnum
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from hebictl.trajectory.errors import TrajectoryError
+from hebictl.errors import TrajectoryError
 
 
 class SegmentTimeMethod(StrEnum):

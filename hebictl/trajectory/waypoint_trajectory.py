@@ -18,7 +18,7 @@ import numpy as np
 from numpy.polynomial import polynomial as npoly
 from numpy.typing import ArrayLike, NDArray
 
-from hebictl.trajectory.errors import TrajectoryError
+from hebictl.errors import TrajectoryError
 from hebictl.trajectory.min_jerk import check_determined, segment_coefficients, solve_waypoint_states
 
 State = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]
@@ -258,7 +258,9 @@ class Trajectory:
         for seg in range(derivative.shape[0]):
             for j in range(joints):
                 roots = npoly.polyroots(slope[seg, :, j]) if np.any(slope[seg, :, j]) else np.empty(0)
-                real = roots.real[(np.abs(roots.imag) <= 1e-12) & (roots.real > 0.0) & (roots.real < 1.0)]
+                # Nearly real roots count too: any point of [0, 1] is a safe candidate (its value is
+                # attained), and a close pair of real roots can come back as a complex pair.
+                real = roots.real[(np.abs(roots.imag) <= 1e-6) & (roots.real > 0.0) & (roots.real < 1.0)]
                 values = npoly.polyval(np.concatenate(([0.0, 1.0], real)), derivative[seg, :, j]) * scale[seg]
                 lo[j] = min(lo[j], values.min())
                 hi[j] = max(hi[j], values.max())

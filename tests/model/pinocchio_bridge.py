@@ -54,7 +54,7 @@ def q_to_pinocchio(model: RobotModel, q: np.ndarray) -> np.ndarray:
     out = []
     for i in model.joint_bodies:
         kind = model.bodies[i].joint.kind
-        s = int(model._t.qi[i])
+        s = model.coordinate_index(i)[0]
         if kind is JointKind.BALL:
             w, x, y, z = q[s:s + 4]
             out.extend([x, y, z, w])

@@ -46,7 +46,7 @@ def random_configuration(model: RobotModel, rng: np.random.Generator) -> np.ndar
     q = rng.uniform(-np.pi, np.pi, model.nq)
     for i in model.joint_bodies:
         kind = model.bodies[i].joint.kind
-        s = int(model._t.qi[i])
+        s = model.coordinate_index(i)[0]
         if kind is JointKind.BALL:
             q[s:s + 4] = Rotation.random(random_state=rng.integers(1 << 30)).as_quat(scalar_first=True)
         elif kind is JointKind.FREE:

@@ -119,3 +119,24 @@ def test_joint_scale_follows_chain_rule():
                                0.25 * unscaled.inverse_dynamics(0.25 * q, 0.25 * qd, 0.25 * qdd), atol=1e-12)
     np.testing.assert_allclose(scaled.jacobians(q, "output"), 0.25 * unscaled.jacobians(0.25 * q, "output"),
                                atol=1e-14)
+
+
+def test_threaded_batches_equal_serial_batches():
+    """Batches large enough to be split across threads return exactly the serial result."""
+    from hebictl.model import robot
+
+    model = random_tree(seed=7, n=9, kinds=ALL)
+    rng = np.random.default_rng(7)
+    B = robot.PARALLEL_MIN_BATCH * 2 + 3
+    Q = np.array([random_configuration(model, rng) for _ in range(B)])
+    V, A = rng.normal(size=(2, B, model.nv))
+    threaded = (model.forward_kinematics(Q), model.jacobians(Q), model.gravity_compensation(Q),
+                model.inverse_dynamics(Q, V, A))
+    old, robot.PARALLEL_MIN_BATCH = robot.PARALLEL_MIN_BATCH, 10**9
+    try:
+        serial = (model.forward_kinematics(Q), model.jacobians(Q), model.gravity_compensation(Q),
+                  model.inverse_dynamics(Q, V, A))
+    finally:
+        robot.PARALLEL_MIN_BATCH = old
+    for a, b in zip(threaded, serial, strict=True):
+        assert np.array_equal(a, b)
