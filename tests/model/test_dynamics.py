@@ -140,3 +140,30 @@ def test_threaded_batches_equal_serial_batches():
         robot.PARALLEL_MIN_BATCH = old
     for a, b in zip(threaded, serial, strict=True):
         assert np.array_equal(a, b)
+
+
+def _hrdf_kits():
+    from pathlib import Path
+
+    from tests.conftest import CORPUS_DIR
+
+    kits = sorted((Path(__file__).resolve().parents[2] / "hrdf_kits").glob("*.hrdf"))
+    corpus = CORPUS_DIR / "hebi" / "hebi-hrdf"
+    return kits + (sorted(corpus.glob("A-*.hrdf")) if corpus.is_dir() else [])
+
+
+@pytest.mark.parametrize("path", _hrdf_kits(), ids=lambda p: p.name)
+def test_hrdf_kit_inverse_dynamics_matches_pinocchio(path):
+    """HEBI kits (library inertias, gear-free joints): RNEA equals pinocchio's rnea to 1e-9."""
+    import hebictl
+
+    model = hebictl.load_model(path)
+    pm, _ = to_pinocchio(model)
+    pd = pm.createData()
+    rng = np.random.default_rng(11)
+    for _ in range(5):
+        q, qd, qdd = rng.uniform(-np.pi, np.pi, (3, model.dof))
+        ref = pin.rnea(pm, pd, q, qd, qdd)
+        np.testing.assert_allclose(model.inverse_dynamics(q, qd, qdd), ref, atol=1e-9)
+        np.testing.assert_allclose(model.gravity_compensation(q), pin.computeGeneralizedGravity(pm, pd, q),
+                                   atol=1e-9)
