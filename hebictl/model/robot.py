@@ -211,13 +211,16 @@ class RobotModel:
 
     # ------------------------------------------------------------------ queries
     def _frame_set(self, frame: str) -> _FrameSet:
-        key = FRAME_ALIASES.get(frame.replace("-", "_").lower()) if isinstance(frame, str) else None
-        if key is None:
-            key = FRAME_ALIASES.get(frame.replace("-", "").replace("_", "").lower()) if isinstance(frame, str) else None
-        fs = self._frame_sets.get(key) if key else None
+        """Frames of one kind: a known alias (hebi-py's spellings included) or any kind the model has."""
+        if not isinstance(frame, str):
+            raise ModelError(f"frame type must be a string, got {frame!r}")
+        fs = self._frame_sets.get(frame)
         if fs is None:
-            known = sorted(self._frame_sets)
-            raise ModelError(f"unknown frame type {frame!r}; this model has {known}")
+            key = FRAME_ALIASES.get(frame.replace("-", "_").lower()) or FRAME_ALIASES.get(
+                frame.replace("-", "").replace("_", "").lower())
+            fs = self._frame_sets.get(key) if key else None
+        if fs is None:
+            raise ModelError(f"unknown frame type {frame!r}; this model has {sorted(self._frame_sets)}")
         return fs
 
     def _batch(self, x: ArrayLike, width: int, what: str) -> tuple[FloatArray, bool]:

@@ -1,0 +1,286 @@
+"""Mass properties of solid shapes, and combining several into one body inertia.
+
+Formats that infer inertia from geometry (MJCF geoms, SKEL shapes, x_xy geoms, OpenRAVE
+``mimicgeom``) all need the same few formulas; they live here once. Shapes are centred at their
+own origin with MuJoCo's axis conventions (capsule and cylinder along z). Every function returns
+``(mass [kg], rotational inertia about the centroid [kg·m²], shape axes)`` for a given density
+[kg/m³]; :func:`combine` adds shapes posed in a body frame with the parallel-axis theorem.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+FloatArray = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class MassProperties:
+    """Mass [kg], centroid [m] and inertia about the centroid [kg·m²], in some frame."""
+
+    mass: float
+    com: FloatArray
+    inertia: FloatArray
+
+    def transformed(self, T: FloatArray) -> MassProperties:
+        """The same solid seen from a frame in which this one's frame has pose ``T`` (4x4)."""
+        R = T[:3, :3]
+        return MassProperties(self.mass, R @ self.com + T[:3, 3], R @ self.inertia @ R.T)
+
+
+# ---------------------------------------------------------------- volumes and unit inertias
+def sphere_volume(radius: float) -> float:
+    return 4.0 / 3.0 * math.pi * radius**3
+
+
+def sphere_inertia(mass: float, radius: float) -> FloatArray:
+    return np.eye(3) * (0.4 * mass * radius**2)
+
+
+def ellipsoid_volume(a: float, b: float, c: float) -> float:
+    """Volume [m³] of an ellipsoid with semi-axes a, b, c [m]."""
+    return 4.0 / 3.0 * math.pi * a * b * c
+
+
+def ellipsoid_inertia(mass: float, a: float, b: float, c: float) -> FloatArray:
+    return np.diag([mass * (b * b + c * c) / 5.0, mass * (a * a + c * c) / 5.0, mass * (a * a + b * b) / 5.0])
+
+
+def box_volume(hx: float, hy: float, hz: float) -> float:
+    """Volume [m³] of a box given its half sizes [m]."""
+    return 8.0 * hx * hy * hz
+
+
+def box_inertia(mass: float, hx: float, hy: float, hz: float) -> FloatArray:
+    """Inertia of a solid box with half sizes hx, hy, hz [m]."""
+    return np.diag([mass * (hy * hy + hz * hz) / 3.0, mass * (hx * hx + hz * hz) / 3.0,
+                    mass * (hx * hx + hy * hy) / 3.0])
+
+
+def cylinder_volume(radius: float, half_length: float) -> float:
+    return math.pi * radius * radius * 2.0 * half_length
+
+
+def cylinder_inertia(mass: float, radius: float, half_length: float) -> FloatArray:
+    """Solid cylinder along z with the given radius and half length [m]."""
+    h = 2.0 * half_length
+    ixx = mass * (3.0 * radius * radius + h * h) / 12.0
+    return np.diag([ixx, ixx, 0.5 * mass * radius * radius])
+
+
+def capsule_volume(radius: float, half_length: float) -> float:
+    """Cylinder of half length ``half_length`` along z capped by two hemispheres."""
+    return cylinder_volume(radius, half_length) + sphere_volume(radius)
+
+
+def capsule_inertia(mass: float, radius: float, half_length: float) -> FloatArray:
+    """Solid capsule along z: cylinder plus two hemispheres, each shifted by the parallel-axis theorem."""
+    h = 2.0 * half_length
+    v_cyl = cylinder_volume(radius, half_length)
+    v_sph = sphere_volume(radius)
+    m_cyl = mass * v_cyl / (v_cyl + v_sph)
+    m_sph = mass - m_cyl
+    ixx = m_cyl * (3.0 * radius * radius + h * h) / 12.0
+    izz = 0.5 * m_cyl * radius * radius
+    # hemispheres: 2/5 m r^2 about the centre of their flat face, then moved to the capsule centre
+    ixx += 0.4 * m_sph * radius * radius + m_sph * (h * h / 4.0 + 3.0 * h * radius / 8.0)
+    izz += 0.4 * m_sph * radius * radius
+    return np.diag([ixx, ixx, izz])
+
+
+# ---------------------------------------------------------------------- meshes
+def mesh_properties(vertices: FloatArray, faces: NDArray[np.int64], density: float) -> MassProperties:
+    """Mass properties of a closed triangle mesh (outward-facing triangles) of uniform density.
+
+    Sums signed tetrahedra between the origin and each triangle (exact for closed meshes).
+    Raises ValueError for a mesh that encloses no volume.
+    """
+    v = np.asarray(vertices, dtype=np.float64)
+    f = np.asarray(faces, dtype=np.int64)
+    a, b, c = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
+    vol6 = np.einsum("ij,ij->i", a, np.cross(b, c))  # 6 x signed tetra volume
+    volume = vol6.sum() / 6.0
+    if not abs(volume) > 1e-300:
+        raise ValueError("mesh encloses no volume")
+    if volume < 0:  # inward-facing triangles: flip
+        vol6, volume = -vol6, -volume
+    com = (vol6[:, None] * (a + b + c)).sum(axis=0) / (24.0 * volume)
+    # second moments  ∫ x_i x_j dV over each tetra (origin, a, b, c)
+    s = a + b + c
+    second = np.einsum("k,ki,kj->ij", vol6, a, a) + np.einsum("k,ki,kj->ij", vol6, b, b) \
+        + np.einsum("k,ki,kj->ij", vol6, c, c) + np.einsum("k,ki,kj->ij", vol6, s, s)
+    second /= 120.0  # = sum over tetras of V/20 (sum_v v v^T + s s^T), with V = vol6/6
+    mass = density * volume
+    cov = density * second - mass * np.outer(com, com)  # about the centroid
+    inertia = np.trace(cov) * np.eye(3) - cov
+    return MassProperties(mass, com, 0.5 * (inertia + inertia.T))
+
+
+def convex_hull_properties(vertices: FloatArray, density: float) -> MassProperties:
+    """Mass properties of the convex hull of a point cloud (what MuJoCo uses for face-less meshes)."""
+    from scipy.spatial import ConvexHull
+
+    pts = np.asarray(vertices, dtype=np.float64)
+    hull = ConvexHull(pts)
+    faces = hull.simplices.copy()
+    # orient every triangle outwards
+    centre = pts[hull.vertices].mean(axis=0)
+    a, b, c = pts[faces[:, 0]], pts[faces[:, 1]], pts[faces[:, 2]]
+    flip = np.einsum("ij,ij->i", np.cross(b - a, c - a), a - centre) < 0
+    faces[flip] = faces[flip][:, ::-1]
+    return mesh_properties(pts, faces, density)
+
+
+# ---------------------------------------------------------------------- combining
+def combine(parts: Iterable[MassProperties]) -> MassProperties:
+    """Sum of solids given in one frame: total mass, common centroid, inertia about it."""
+    parts = [p for p in parts if p.mass > 0.0]
+    if not parts:
+        return MassProperties(0.0, np.zeros(3), np.zeros((3, 3)))
+    mass = sum(p.mass for p in parts)
+    com = sum(p.mass * p.com for p in parts) / mass
+    inertia = np.zeros((3, 3))
+    for p in parts:
+        d = p.com - com
+        inertia += p.inertia + p.mass * (float(d @ d) * np.eye(3) - np.outer(d, d))
+    return MassProperties(mass, com, 0.5 * (inertia + inertia.T))
+
+
+def legacy_mesh_properties(vertices: FloatArray, faces: NDArray[np.int64], density: float) -> MassProperties:
+    """MuJoCo's default (``inertia="legacy"``) mesh mass properties, reproduced.
+
+    The centroid uses unsigned tetrahedra between the area-weighted surface centre and each
+    triangle; volume and inertia then use unsigned tetrahedra between that centroid and each
+    triangle. Equal to :func:`mesh_properties` for convex meshes; differs for others.
+    """
+    v = np.asarray(vertices, dtype=np.float64)
+    f = np.asarray(faces, dtype=np.int64)
+    a, b, c = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
+    area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
+    if not area.sum() > 0:
+        raise ValueError("mesh has no surface area")
+    centre = (area[:, None] * (a + b + c) / 3.0).sum(axis=0) / area.sum()
+    vol = np.abs(np.einsum("ij,ij->i", a - centre, np.cross(b - centre, c - centre))) / 6.0
+    if not vol.sum() > 0:
+        raise ValueError("mesh encloses no volume")
+    com = (vol[:, None] * (a + b + c + centre) / 4.0).sum(axis=0) / vol.sum()
+    a, b, c = a - com, b - com, c - com
+    vol6 = np.abs(np.einsum("ij,ij->i", a, np.cross(b, c)))
+    volume = vol6.sum() / 6.0
+    s = a + b + c
+    second = (np.einsum("k,ki,kj->ij", vol6, a, a) + np.einsum("k,ki,kj->ij", vol6, b, b)
+              + np.einsum("k,ki,kj->ij", vol6, c, c) + np.einsum("k,ki,kj->ij", vol6, s, s)) / 120.0
+    cov = density * second
+    inertia = np.trace(cov) * np.eye(3) - cov
+    return MassProperties(density * volume, com, 0.5 * (inertia + inertia.T))
+
+
+def load_mesh(path: str | Path) -> tuple[FloatArray, NDArray[np.int64]]:
+    """Vertices [file units] and triangles of an STL (binary or ASCII) or Wavefront OBJ file.
+
+    Only what mass properties need: positions and faces (polygons fanned into triangles).
+    Raises ValueError for other formats or unreadable content.
+    """
+    p = Path(path)
+    data = p.read_bytes()
+    suffix = p.suffix.lower()
+    if suffix == ".stl":
+        if data[:5].lower() == b"solid" and b"facet" in data[:1024]:
+            nums = [line.split()[1:] for line in data.decode(errors="replace").splitlines()
+                    if line.strip().startswith("vertex")]
+            v = np.array(nums, dtype=np.float64)
+        else:
+            if len(data) < 84:
+                raise ValueError("truncated binary STL")
+            n = int(np.frombuffer(data, dtype="<u4", count=1, offset=80)[0])
+            if len(data) < 84 + 50 * n:
+                raise ValueError("truncated binary STL")
+            rec = np.frombuffer(data, dtype=np.dtype([("n", "<f4", 3), ("v", "<f4", (3, 3)), ("a", "<u2")]),
+                                count=n, offset=84)
+            v = rec["v"].reshape(-1, 3).astype(np.float64)
+        if len(v) == 0 or len(v) % 3:
+            raise ValueError("no triangles in STL")
+        return v, np.arange(len(v), dtype=np.int64).reshape(-1, 3)
+    if suffix == ".obj":
+        verts: list[list[float]] = []
+        tris: list[list[int]] = []
+        for line in data.decode(errors="replace").splitlines():
+            parts = line.split()
+            if not parts:
+                continue
+            if parts[0] == "v":
+                verts.append([float(x) for x in parts[1:4]])
+            elif parts[0] == "f":
+                idx = [int(t.split("/")[0]) for t in parts[1:]]
+                idx = [i - 1 if i > 0 else len(verts) + i for i in idx]
+                tris.extend([idx[0], idx[k], idx[k + 1]] for k in range(1, len(idx) - 1))
+        if not tris:
+            raise ValueError("no faces in OBJ")
+        return np.array(verts, dtype=np.float64), np.array(tris, dtype=np.int64)
+    raise ValueError(f"unsupported mesh format {suffix!r} (STL and OBJ are read)")
+
+
+def principal_axes(inertia: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Principal moments (decreasing) and axes (rotation matrix columns) of a symmetric 3x3 inertia.
+
+    Follows MuJoCo's Jacobi iteration and sorting (``mju_eig3``) so that the axes — not just the
+    moments — are the ones MuJoCo picks; formats whose body frames move to the inertial frame
+    (MJCF free joints with ``align``) need the very same frame.
+    """
+    from scipy.spatial.transform import Rotation
+
+    eps = 1e-12  # MuJoCo's eigEPS = 1000 * mjMINVAL
+    I = np.asarray(inertia, dtype=np.float64)
+    q = np.array([1.0, 0.0, 0.0, 0.0])  # w x y z
+
+    def matrix(quat: FloatArray) -> FloatArray:
+        w, x, y, z = quat
+        return Rotation.from_quat([x, y, z, w]).as_matrix()
+
+    def mul(a: FloatArray, b: FloatArray) -> FloatArray:
+        w1, x1, y1, z1 = a
+        w2, x2, y2, z2 = b
+        out = np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                        w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+        return out / np.linalg.norm(out)
+
+    for _ in range(500):
+        V = matrix(q)
+        D = V.T @ I @ V
+        vals = np.diag(D).copy()
+        if abs(D[0, 1]) > abs(D[0, 2]) and abs(D[0, 1]) > abs(D[1, 2]):
+            r, c, axis = 0, 1, 2
+        elif abs(D[0, 2]) > abs(D[1, 2]):
+            r, c, axis = 0, 2, 1
+        else:
+            r, c, axis = 1, 2, 0
+        if abs(D[r, c]) < eps:
+            break
+        tau = (D[c, c] - D[r, r]) / (2.0 * D[r, c])
+        t = 1.0 / (tau + math.sqrt(1.0 + tau * tau)) if tau >= 0 else -1.0 / (-tau + math.sqrt(1.0 + tau * tau))
+        cos = 1.0 / math.sqrt(1.0 + t * t)
+        if cos > 1.0 - eps:
+            break
+        step = np.zeros(4)
+        half = math.sqrt(0.5 - 0.5 * cos)
+        step[axis + 1] = -half if tau >= 0 else half
+        if axis == 1:
+            step[axis + 1] = -step[axis + 1]
+        step[0] = math.sqrt(1.0 - step[axis + 1] ** 2)
+        q = mul(q, step / np.linalg.norm(step))
+    else:
+        vals = np.diag(matrix(q).T @ I @ matrix(q)).copy()
+    for j in range(3):  # bubble sort into decreasing order, turning the frame by 90 degrees per swap
+        j1 = j % 2
+        if vals[j1] + eps < vals[j1 + 1]:
+            vals[j1], vals[j1 + 1] = vals[j1 + 1], vals[j1]
+            turn = np.zeros(4)
+            turn[0] = turn[(j1 + 2) % 3 + 1] = 0.707106781186548
+            q = mul(q, turn)
+    return vals, matrix(q)
