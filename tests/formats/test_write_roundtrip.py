@@ -216,7 +216,7 @@ def _scaled() -> RobotModel:
     (_scaled, "mjcf", "has scale 0.5 (an HRDF gear_ratio of 2)"),
     (lambda: random_tree(4, n=5, kinds=(BALL,)), "urdf", "ball joint, which URDF cannot express"),
     (lambda: random_tree(6, n=4, kinds=(REV,), root=FREE), "mjcf", "MJCF free joints are world poses"),
-    (lambda: random_tree(6, n=4, kinds=(REV,)), "sdf", "cannot write format 'sdf'"),
+    (lambda: random_tree(6, n=4, kinds=(REV,)), "step", "cannot write format 'step'"),
 ], ids=["urdf-gear-ratio", "mjcf-gear-ratio", "urdf-ball", "mjcf-free-off-origin", "unknown-format"])
 def test_inexpressible_models_are_refused(model, fmt, fragment):
     """What a format cannot state is a FormatError, never a file that means something else."""
