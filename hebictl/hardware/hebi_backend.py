@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 
 from hebictl.errors import CommandRejected, ConfigError, HardwareError
-from hebictl.hardware.base import Backend, Command, Feedback
+from hebictl.hardware.base import Command, Feedback
 from hebictl.hardware.clock import Clock, MonotonicClock
+from hebictl.hardware.group import ModuleGroup, checked_frequency, checked_lifetime
 from hebictl.hardware.registry import resolve_modules
 
 with contextlib.redirect_stdout(io.StringIO()):  # hebi-py prints "matplotlib not found" on import
@@ -33,7 +34,7 @@ with contextlib.redirect_stdout(io.StringIO()):  # hebi-py prints "matplotlib no
 __all__ = ["HebiBackend", "open_hebi", "open_hebi_imitation"]
 
 
-class HebiBackend(Backend):
+class HebiBackend(ModuleGroup):
     """A hebi-py ``Group`` behind the :class:`~hebictl.hardware.base.Backend` interface."""
 
     def __init__(self, group: Any, names: Sequence[str], families: Sequence[str], *, clock: Clock,
@@ -44,12 +45,10 @@ class HebiBackend(Backend):
         ``feedback_frequency`` [Hz], ``command_lifetime`` [s] (0 = commands never expire),
         ``gains_timeout_s`` [s] to wait for the modules to acknowledge gains.
         """
-        self._names = tuple(names)
-        self._families = tuple(families)
+        super().__init__(names, families)
         n = int(group.size)
-        if n != len(self._names) or n != len(self._families):
+        if n != self._n or n != len(self._families):
             raise HardwareError(f"hebi group has {n} modules but {len(self._names)} names were given")
-        self._n = n
         self._group: Any | None = group
         self._clock = clock
         self._imitation = imitation
@@ -68,18 +67,6 @@ class HebiBackend(Backend):
 
     # ------------------------------------------------------------------ Backend properties
     @property
-    def names(self) -> tuple[str, ...]:
-        return self._names
-
-    @property
-    def families(self) -> tuple[str, ...]:
-        return self._families
-
-    @property
-    def size(self) -> int:
-        return self._n
-
-    @property
     def hebi_group(self) -> Any:
         """The underlying ``hebi.Group`` (for logging, info requests, ...)."""
         return self._live_group()
@@ -90,10 +77,7 @@ class HebiBackend(Backend):
 
     @feedback_frequency.setter
     def feedback_frequency(self, hz: float) -> None:
-        hz = float(hz)
-        if not (math.isfinite(hz) and hz >= 0.0):
-            raise ConfigError(f"feedback frequency must be finite and >= 0 Hz, got {hz!r}",
-                              key="feedback_frequency")
+        hz = checked_frequency(hz)
         self._live_group().feedback_frequency = hz
 
     @property
@@ -102,10 +86,7 @@ class HebiBackend(Backend):
 
     @command_lifetime.setter
     def command_lifetime(self, seconds: float) -> None:
-        seconds = float(seconds)
-        if not (math.isfinite(seconds) and seconds >= 0.0):
-            raise ConfigError(f"command lifetime must be finite and >= 0 s, got {seconds!r}",
-                              key="command_lifetime")
+        seconds = checked_lifetime(seconds)
         self._live_group().command_lifetime = round(seconds * 1e3)
 
     # ------------------------------------------------------------------ Backend methods

@@ -32,9 +32,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from hebictl.errors import CommandRejected, ConfigError, HardwareError
-from hebictl.hardware.base import Backend, Command, Feedback
+from hebictl.hardware.base import Command, Feedback
 from hebictl.hardware.clock import Clock, MonotonicClock
 from hebictl.hardware.faults import FaultKind, FaultSchedule
+from hebictl.hardware.group import ModuleGroup, checked_frequency, checked_lifetime
 from hebictl.hardware.registry import resolve_modules
 
 __all__ = ["EffortModel", "MockBackend", "open_mock"]
@@ -54,7 +55,7 @@ def _as_joint_array(value: ArrayLike, n: int, key: str, *, nonnegative: bool = F
     return arr
 
 
-class MockBackend(Backend):
+class MockBackend(ModuleGroup):
     """Simulated module group with first-order joint dynamics and injectable faults."""
 
     def __init__(self, names: Sequence[str], families: Sequence[str], *, clock: Clock,
@@ -70,12 +71,10 @@ class MockBackend(Backend):
         ``feedback_frequency`` [Hz], ``command_lifetime`` [s] (0 = never expires),
         ``history_size`` commands kept so delayed feedback can look back in time.
         """
-        self._names = tuple(names)
-        self._families = tuple(families)
-        n = len(self._names)
+        super().__init__(names, families)
+        n = self._n
         if n < 1 or len(self._families) != n:
             raise ConfigError(f"{n} names but {len(self._families)} families", key="families")
-        self._n = n
         self._clock = clock
         self.faults = FaultSchedule(clock, self._names)
         self.gains: object | None = None
@@ -152,18 +151,6 @@ class MockBackend(Backend):
 
     # ------------------------------------------------------------------ Backend properties
     @property
-    def names(self) -> tuple[str, ...]:
-        return self._names
-
-    @property
-    def families(self) -> tuple[str, ...]:
-        return self._families
-
-    @property
-    def size(self) -> int:
-        return self._n
-
-    @property
     def clock(self) -> Clock:
         """The clock this mock runs on."""
         return self._clock
@@ -174,10 +161,7 @@ class MockBackend(Backend):
 
     @feedback_frequency.setter
     def feedback_frequency(self, hz: float) -> None:
-        hz = float(hz)
-        if not (math.isfinite(hz) and hz >= 0.0):
-            raise ConfigError(f"feedback frequency must be finite and >= 0 Hz, got {hz!r}",
-                              key="feedback_frequency")
+        hz = checked_frequency(hz)
         # Restart the sample grid at the last delivered sample so no sample is repeated.
         self._grid_origin = self._last_sample_grid_time()
         self._k = 0 if self._seq else -1
@@ -189,10 +173,7 @@ class MockBackend(Backend):
 
     @command_lifetime.setter
     def command_lifetime(self, seconds: float) -> None:
-        seconds = float(seconds)
-        if not (math.isfinite(seconds) and seconds >= 0.0):
-            raise ConfigError(f"command lifetime must be finite and >= 0 s, got {seconds!r}",
-                              key="command_lifetime")
+        seconds = checked_lifetime(seconds)
         self._lifetime = seconds
 
     @property

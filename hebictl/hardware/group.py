@@ -1,0 +1,51 @@
+"""What every concrete backend shares: a fixed, named group of modules and checked rate settings.
+
+Backends subclass :class:`ModuleGroup` and keep only what differs (how feedback arrives, how
+commands leave); the names/families/size bookkeeping and the validation of
+``feedback_frequency`` and ``command_lifetime`` live here once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from hebictl.errors import ConfigError
+from hebictl.hardware.base import Backend
+
+
+def checked_frequency(hz: float) -> float:
+    """A feedback frequency [Hz]: finite and >= 0 (0 stops feedback)."""
+    hz = float(hz)
+    if not (math.isfinite(hz) and hz >= 0.0):
+        raise ConfigError(f"feedback frequency must be finite and >= 0 Hz, got {hz!r}", key="feedback_frequency")
+    return hz
+
+
+def checked_lifetime(seconds: float) -> float:
+    """A command lifetime [s]: finite and >= 0 (0 = commands never expire)."""
+    seconds = float(seconds)
+    if not (math.isfinite(seconds) and seconds >= 0.0):
+        raise ConfigError(f"command lifetime must be finite and >= 0 s, got {seconds!r}", key="command_lifetime")
+    return seconds
+
+
+class ModuleGroup(Backend):
+    """Base of the concrete backends: the modules' names and families, in group order."""
+
+    def __init__(self, names: Sequence[str], families: Sequence[str]) -> None:
+        self._names = tuple(names)
+        self._families = tuple(families)
+        self._n = len(self._names)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self._names
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        return self._families
+
+    @property
+    def size(self) -> int:
+        return self._n
