@@ -1,0 +1,162 @@
+"""The MuJoCo scene of an arm: hebictl's MJCF export of the model (plus payload) and one actuator per joint.
+
+Why through the shared exporter (:func:`hebictl.formats.write_mjcf.write_mjcf`): the simulated
+robot must be the very model the controller computes gravity compensation with; one exporter,
+checked against hebictl's kinematics and gravity torques, keeps them the same.
+
+What the scene adds to the exported MJCF: a ``general`` actuator per joint whose force is
+``ctrl + biasprm[2] * qvel`` (the actuator kernel sets both each step, see
+:mod:`sim_backend.actuator`), the ``implicitfast`` integrator (so that velocity term is
+integrated implicitly), the physics ``timestep``, and optional joint friction, damping and
+armature (reflected rotor inertia). Contacts stay off: the exported geoms are visual only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from hebictl.errors import ConfigError, ModelError
+from hebictl.formats.write_mjcf import write_mjcf
+from hebictl.formats.writers import body_names
+from hebictl.model.robot import RobotModel
+from hebictl.model.tree import JointKind
+from sim_backend.payload import Payload, strip_payload, with_payload
+
+__all__ = ["Scene", "build_scene"]
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+
+@dataclass(eq=False)
+class Scene:
+    """A compiled MuJoCo model of an arm and how hebictl's joints and modules map onto it."""
+
+    robot: RobotModel        # the physical model (with the simulated payload, if any)
+    xml: str                 # MJCF as exported (before actuators are added)
+    model: mujoco.MjModel
+    data: mujoco.MjData
+    qadr: IntArray           # (n,) qpos index of joint i (hebictl joint order)
+    dadr: IntArray           # (n,) qvel index of joint i
+    imu_body: IntArray       # (n,) MuJoCo body carrying module i's input frame
+    imu_offset: FloatArray   # (n, 4) quaternion w x y z of the input frame in that body
+
+    @property
+    def timestep(self) -> float:
+        return float(self.model.opt.timestep)
+
+
+def _per_joint(value: ArrayLike | None, n: int, key: str) -> FloatArray | None:
+    if value is None:
+        return None
+    try:
+        arr = np.array(np.broadcast_to(np.asarray(value, dtype=np.float64), (n,)))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"expected a number or {n} numbers, got {value!r}", key=key) from exc
+    if not np.all(np.isfinite(arr) & (arr >= 0.0)):
+        raise ConfigError(f"values must be finite and >= 0, got {arr}", key=key)
+    return arr
+
+
+def _quat(R: FloatArray) -> FloatArray:
+    q = np.empty(4)
+    mujoco.mju_mat2Quat(q, np.ascontiguousarray(R, dtype=np.float64).reshape(9))
+    return q
+
+
+def _module_frames(robot: RobotModel, mj: mujoco.MjModel) -> tuple[IntArray, FloatArray]:
+    """Per joint: the MuJoCo body and offset of its module's input frame (the IMU's frame).
+
+    The module's input frame is the ``input`` frame on the body the joint's body hangs from (the
+    actuator housing in an HRDF model), else that body's own frame. Bodies the MJCF lacks (none
+    today: the writer keeps every body) are walked up through their placements.
+    """
+    names = body_names(robot)
+    bodies, offsets = [], []
+    for jb in robot.joint_bodies:
+        hb = robot.bodies[jb].parent
+        frame = next((f for f in robot.frames if f.kind == "input" and f.body == hb and hb >= 0), None)
+        T = frame.offset.copy() if frame is not None else np.eye(4)
+        mj_id = -1
+        while hb >= 0:
+            mj_id = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_BODY, names[hb])
+            if mj_id >= 0:
+                break
+            T = robot.bodies[hb].placement @ T
+            hb = robot.bodies[hb].parent
+        if hb < 0:
+            mj_id, T = 0, robot.base @ T  # the world body
+        bodies.append(mj_id)
+        offsets.append(_quat(T[:3, :3]))
+    return np.array(bodies, dtype=np.int64), np.array(offsets).reshape(-1, 4)
+
+
+def build_scene(model: RobotModel, *, payload: Payload | None = None, timestep: float = 0.001,
+                friction: ArrayLike | None = None, damping: ArrayLike | None = None,
+                armature: ArrayLike | None = None) -> Scene:
+    """Compile ``model`` (any payload bodies it has replaced by ``payload``) for simulation.
+
+    ``timestep`` [s] physics step (the simulated firmware's control period too); ``friction``
+    [N·m] (Coulomb, MuJoCo ``frictionloss``), ``damping`` [N·m·s/rad] and ``armature`` [kg·m²]
+    per joint (or one value for all) are added to what the model itself declares.
+    """
+    if not (isinstance(timestep, int | float) and 0.0 < timestep <= 0.01):
+        raise ConfigError(f"timestep must be in (0, 0.01] s, got {timestep!r}", key="timestep")
+    if model.nq != model.nv or any(b.joint.kind not in (JointKind.FIXED, JointKind.REVOLUTE, JointKind.PRISMATIC)
+                                   for b in model.bodies):
+        raise ModelError("the sim backend simulates arms of 1-DoF joints (revolute or prismatic) on a fixed base")
+    n = model.dof
+    fr = _per_joint(friction, n, "friction")
+    dm = _per_joint(damping, n, "damping")
+    ar = _per_joint(armature, n, "armature")
+    robot = strip_payload(model)
+    if payload is not None and payload.mass > 0.0:
+        robot = with_payload(robot, payload)
+    xml = write_mjcf(robot, None)
+    spec = mujoco.MjSpec.from_string(xml)
+    for name in robot.joint_names:
+        act = spec.add_actuator()
+        act.name = f"module:{name}"
+        act.target = name
+        act.trntype = mujoco.mjtTrn.mjTRN_JOINT
+        act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
+        act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+        gain = np.zeros(10)
+        gain[0] = 1.0
+        act.gainprm = gain
+        act.biasprm = np.zeros(10)
+        act.ctrllimited = 0
+        act.forcelimited = 0
+    try:
+        mj = spec.compile()
+    except Exception as exc:  # mujoco raises ValueError with its compiler message
+        raise ModelError(f"MuJoCo rejected the exported model {robot.name!r}: {exc}") from exc
+    mj.opt.timestep = float(timestep)
+    mj.opt.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+    qadr, dadr = [], []
+    for i, name in enumerate(robot.joint_names):
+        jid = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_JOINT, name)
+        if jid < 0:
+            raise ModelError(f"joint {name!r} is missing from the exported MJCF")
+        qadr.append(int(mj.jnt_qposadr[jid]))
+        d = int(mj.jnt_dofadr[jid])
+        dadr.append(d)
+        aid = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_ACTUATOR, f"module:{name}")
+        if aid != i:
+            raise ModelError(f"actuator of joint {name!r} compiled at index {aid}, expected {i}")
+        if fr is not None:
+            mj.dof_frictionloss[d] += fr[i]
+        if dm is not None:
+            mj.dof_damping[d] += dm[i]
+        if ar is not None:
+            mj.dof_armature[d] += ar[i]
+    imu_body, imu_offset = _module_frames(robot, mj)
+    data = mujoco.MjData(mj)
+    return Scene(robot=robot, xml=xml, model=mj, data=data, qadr=np.array(qadr, dtype=np.int64),
+                 dadr=np.array(dadr, dtype=np.int64), imu_body=imu_body, imu_offset=imu_offset)
+
