@@ -85,7 +85,8 @@ class Arm:
         self._trajectory: Trajectory | None = None
         self.trajectory_state: tuple[FloatArray, FloatArray, FloatArray] | None = None
         self._hold_position: FloatArray | None = None
-        self._input_frames: FloatArray | None = None
+        self._input_frames = np.empty((model.frame_count("input"), 4, 4))
+        self._input_frames_valid = False
         self._extra_backends: list[Backend] = []
         self.idle = "hold"
         self.set_idle(idle)
@@ -283,8 +284,9 @@ class Arm:
 
     def input_frames(self) -> FloatArray:
         """FK 'input' frames at the current feedback (computed once per cycle, on demand)."""
-        if self._input_frames is None:
-            self._input_frames = self.model.forward_kinematics(self.last_feedback.position, "input")
+        if not self._input_frames_valid:
+            self.model.forward_kinematics_into(self.last_feedback.position, "input", self._input_frames)
+            self._input_frames_valid = True
         return self._input_frames
 
     def _hold_command(self) -> None:
@@ -332,7 +334,7 @@ class Arm:
             self._hold_position = fb.position.copy()  # first feedback: hold where the arm is
         self._have_feedback = True
         self._last_fresh_time = now
-        self._input_frames = None
+        self._input_frames_valid = False
         self._dt = max(now - self._last_time, 0.0)
         self._last_time = now
 

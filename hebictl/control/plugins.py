@@ -69,10 +69,14 @@ class ArmPlugin:
         return f"{type(self).__name__}(name={self.name!r}, enabled={self.enabled}, ratio={self.enabled_ratio:.2f})"
 
 
+def _gravity_direction(w: float, x: float, y: float, z: float) -> tuple[float, float, float]:
+    """World -z expressed in the frame of an IMU with orientation (w, x, y, z) (R^T @ [0, 0, -1])."""
+    return -2.0 * (x * z - y * w), -2.0 * (y * z + x * w), -1.0 + 2.0 * (x * x + y * y)
+
+
 def gravity_from_quaternion(q: FloatArray) -> FloatArray:
     """Unit vector of gravity (world -z) in the frame of an IMU with orientation q (w x y z)."""
-    w, x, y, z = q
-    return np.array([-2.0 * (x * z - y * w), -2.0 * (y * z + x * w), -1.0 + 2.0 * (x * x + y * y)])
+    return np.array(_gravity_direction(*(float(v) for v in q)))
 
 
 class GravityCompensationEffort(ArmPlugin):
@@ -97,23 +101,35 @@ class GravityCompensationEffort(ArmPlugin):
         self.fallback_gravity = None if gravity is None else np.asarray(gravity, dtype=np.float64).reshape(3)
         self.gravity = np.array([0.0, 0.0, -9.81])
         self.efforts = np.zeros(0)
+        self._g_imu = np.zeros(3)
+        self._static_rotation: FloatArray | None = None
 
     def on_associated(self, arm: Arm) -> None:
         if self.fallback_gravity is None:
             self.fallback_gravity = arm.model.gravity.copy()
         self.efforts = np.zeros(arm.dof)
+        # an IMU on the base module (the usual case) sits on a frame no joint moves: rotate once
+        static = arm.model.static_frame_pose("input", self.imu_frame_index)
+        self._static_rotation = None if static is None else static[:3, :3] @ self.imu_rotation_offset
 
     def world_gravity(self, arm: Arm) -> FloatArray:
-        """Gravity [m/s², world] from the IMU, or the fallback vector when there is none."""
-        quat = arm.last_feedback.orientation[self.imu_feedback_index]
-        if not np.all(np.isfinite(quat)):
+        """Gravity [m/s², world] from the IMU, or the fallback vector when there is none.
+
+        Scalar arithmetic on purpose: this runs every cycle and numpy's per-call overhead on
+        3-vectors would cost more than the maths.
+        """
+        w, x, y, z = arm.last_feedback.orientation[self.imu_feedback_index]
+        if not math.isfinite(w + x + y + z):
             return self.fallback_gravity  # type: ignore[return-value]
-        g = gravity_from_quaternion(quat)
-        norm = math.sqrt(float(g @ g))
-        if norm > 0.0:
-            g = g / norm * 9.81
+        gx, gy, gz = _gravity_direction(w, x, y, z)
+        norm = math.sqrt(gx * gx + gy * gy + gz * gz)
+        k = 9.81 / norm if norm > 0.0 else 0.0
+        g = self._g_imu
+        g[0], g[1], g[2] = gx * k, gy * k, gz * k
+        if self._static_rotation is not None:
+            return self._static_rotation @ g
         frame = arm.input_frames()[self.imu_frame_index, :3, :3]
-        return frame @ self.imu_rotation_offset @ g
+        return frame @ (self.imu_rotation_offset @ g)
 
     def update(self, arm: Arm, dt: float) -> bool:
         self._ramp(dt)

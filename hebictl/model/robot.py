@@ -156,6 +156,15 @@ class RobotModel:
     def frame_count(self, frame: str = "output") -> int:
         return len(self._frame_set(frame).frames)
 
+    def static_frame_pose(self, frame: str, index: int) -> FloatArray | None:
+        """World pose of frame ``index`` of kind ``frame`` if no joint moves it, else None."""
+        fs = self._frame_set(frame)
+        if fs.body[index] >= 0:
+            return None
+        T = np.eye(4)
+        T[:3, :3], T[:3, 3] = fs.R[index], fs.p[index]
+        return self.base @ T
+
     def frame_names(self, frame: str = "output") -> tuple[str | None, ...]:
         return tuple(f.name for f in self._frame_set(frame).frames)
 
@@ -306,6 +315,11 @@ class RobotModel:
         t = self._t
         kernels.gravity_batch(q.reshape(1, -1), gravity, t.parent, t.kind, t.qi, t.vi, t.place_R, t.place_p,
                               t.axis, t.scale, t.mass, t.com, t.base_R, t.base_p, out.reshape(1, -1))
+
+    def forward_kinematics_into(self, q: FloatArray, frame: str, out: FloatArray) -> None:
+        """:meth:`forward_kinematics` for one configuration into ``out`` (n, 4, 4), unchecked (see above)."""
+        kernels.frame_poses_batch(q.reshape(1, -1), *self._fk_args[self._frame_set(frame).kind],
+                                  out.reshape(1, *out.shape))
 
     def inverse_dynamics_into(self, q: FloatArray, qd: FloatArray, qdd: FloatArray, gravity: FloatArray,
                               out: FloatArray) -> None:

@@ -232,3 +232,18 @@ def test_config_dof_mismatch_names_the_key(tmp_path):
     with pytest.raises(ConfigError) as err:
         Arm.from_config(bad, clock=SimClock())
     assert err.value.key == "names" and "bad.cfg.yaml" in str(err.value)
+
+
+def test_gravity_from_a_tilted_base_imu():
+    """A base IMU reporting a 30° tilt about x: gravity in the model frame is R^T (0, 0, -9.81)."""
+    from scipy.spatial.transform import Rotation
+
+    tilt = Rotation.from_euler("x", 30, degrees=True)
+    arm, clock = _arm(orientation=tilt.as_quat(scalar_first=True))
+    with arm:
+        _step(arm, clock, 0.05)
+        grav = arm.plugin("GravityCompensationEffort")
+        expected = tilt.as_matrix().T @ np.array([0.0, 0.0, -9.81])
+        np.testing.assert_allclose(grav.gravity, expected, atol=1e-12)
+        q = arm.last_feedback.position
+        np.testing.assert_allclose(grav.efforts, arm.model.gravity_compensation(q, expected), atol=1e-12)

@@ -1,0 +1,300 @@
+"""The MQTT side of teleop: an asyncio task that connects to the broker, validates commands and
+hands them to the arm thread, and publishes the arm's state.
+
+One session = one connection: subscribe to ``cmd/#``, publish ``state/status`` (retained,
+``online``) with a last will that turns it ``offline`` if the connection dies, then run three
+tasks side by side (receive commands, publish acks, publish state at ``state_rate_hz``). When
+the session ends for any reason other than a requested stop, the arm is told the link is lost
+(it brakes, holds and drops to mode ``idle``) and the bridge reconnects with exponential
+back-off, capped at ``backoff_max`` seconds. Nothing resumes by itself after a reconnect.
+
+Every message is handled inside ``try``: a payload can get a command rejected, never the bridge
+killed. Order of checks: decode → envelope → body (:mod:`~hebictl.teleop.schema`) → freshness,
+order, rate (:mod:`~hebictl.teleop.admission`) → mode. Engaging the e-stop skips the admission
+checks (stale, reordered, rate-limited, even retained): refusing a stop is never the safe choice.
+Commands must not be retained on the broker (a retained goal would be replayed on every
+reconnect); a retained command is rejected with reason ``retained``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hebictl.errors import CommandRejected
+from hebictl.teleop.admission import Admission
+from hebictl.teleop.connection import BrokerSettings
+from hebictl.teleop.messages import Ack, ee_pose_payload, joints_payload, status_payload
+from hebictl.teleop.schema import (
+    CartesianGoalCommand,
+    CommandSchema,
+    EstopCommand,
+    JogCommand,
+    JointGoalCommand,
+    decode,
+    envelope,
+    loose_ids,
+    salvage_ids,
+)
+from hebictl.teleop.topics import Topics
+
+if TYPE_CHECKING:
+    import aiomqtt
+
+    from hebictl.teleop.runner import ArmRunner
+
+log = logging.getLogger(__name__)
+
+
+class MqttBridge:
+    """Connects one :class:`~hebictl.teleop.runner.ArmRunner` to a broker.
+
+    ``state_rate_hz`` [Hz] of ``state/joints`` and ``state/ee_pose``; ``status_period`` [s]
+    between retained status refreshes (a change is published at once); ``backoff_initial`` /
+    ``backoff_max`` [s] of reconnection; ``reject_ack_period`` [s]: repeated rejections of
+    streamed jog messages with the same client and reason are acked at most this often (a
+    1 kHz stream must not produce a 1 kHz ack stream)."""
+
+    def __init__(self, runner: ArmRunner, settings: BrokerSettings, arm_id: str, *,
+                 schema: CommandSchema | None = None, admission: Admission | None = None,
+                 state_rate_hz: float = 50.0, status_period: float = 0.5, backoff_initial: float = 0.1,
+                 backoff_max: float = 5.0, reject_ack_period: float = 0.2, identifier: str | None = None) -> None:
+        if not state_rate_hz > 0:
+            raise ValueError(f"state rate must be > 0 Hz, got {state_rate_hz}")
+        self.runner = runner
+        self.settings = settings
+        self.topics = Topics(arm_id)
+        arm = runner.arm
+        self.schema = schema or CommandSchema(arm.dof, arm.limits)
+        self.admission = admission or Admission()
+        self.state_period = 1.0 / state_rate_hz
+        self.status_period = status_period
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.reject_ack_period = reject_ack_period
+        self.identifier = identifier or f"hebictl-arm-{arm_id}"
+        self.stats: dict[str, int] = {"received": 0, "accepted": 0, "rejected": 0, "connects": 0,
+                                      "disconnects": 0, "acks_dropped": 0}
+        self.connected = asyncio.Event()
+        self._stopping: asyncio.Event | None = None
+        self._stop_requested = False
+        self._acks: asyncio.Queue[Ack] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._last_reject_ack: dict[tuple[str | None, str], float] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+    def stop(self) -> None:
+        """End :meth:`run` (thread-safe): publish ``offline``, disconnect, return."""
+        self._stop_requested = True
+        loop, stopping = self._loop, self._stopping
+        if loop is not None and stopping is not None:
+            loop.call_soon_threadsafe(stopping.set)
+
+    async def run(self) -> None:
+        """Connect, serve and reconnect until :meth:`stop` is called (or the task is cancelled)."""
+        import aiomqtt
+
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        if self._stop_requested:
+            self._stopping.set()
+        self._acks = asyncio.Queue(maxsize=1000)
+        self.runner.on_result = self._post_ack_threadsafe
+        backoff = self.backoff_initial
+        try:
+            while not self._stopping.is_set():
+                was_connected = False
+                reason = "connection failed"
+                try:
+                    will = aiomqtt.Will(self.topics.state("status"),
+                                        status_payload(None, self.topics.arm_id, online=False), qos=1, retain=True)
+                    async with aiomqtt.Client(**self.settings.client_options(), identifier=self.identifier,
+                                              will=will, clean_session=True, timeout=5.0) as client:
+                        was_connected = True
+                        backoff = self.backoff_initial
+                        self.stats["connects"] += 1
+                        await self._session(client)
+                except aiomqtt.MqttError as exc:
+                    reason = str(exc) or type(exc).__name__
+                finally:
+                    self.connected.clear()
+                if self._stopping.is_set():
+                    break
+                if was_connected:
+                    self.stats["disconnects"] += 1
+                    log.warning("lost the broker at %s: %s; arm holds, reconnecting", self.settings.url, reason)
+                    self.runner.link_lost(f"lost the broker at {self.settings.url}: {reason}")
+                else:
+                    log.info("cannot reach the broker at %s: %s; retry in %.2f s", self.settings.url, reason, backoff)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), timeout=backoff * random.uniform(0.8, 1.2))
+                backoff = min(backoff * 2.0, self.backoff_max)
+        finally:
+            self.runner.on_result = None
+
+    async def _session(self, client: aiomqtt.Client) -> None:
+        assert self._stopping is not None and self._acks is not None
+        while not self._acks.empty():  # acks for commands of a previous connection are stale
+            self._acks.get_nowait()
+        await client.subscribe(self.topics.all_commands, qos=1)
+        await self._publish_status(client)
+        self.connected.set()
+        tasks = [asyncio.create_task(self._receive(client), name="teleop-receive"),
+                 asyncio.create_task(self._publish_acks(client), name="teleop-acks"),
+                 asyncio.create_task(self._publish_states(client), name="teleop-states"),
+                 asyncio.create_task(self._stopping.wait(), name="teleop-stop")]
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._stopping.is_set():
+            with contextlib.suppress(Exception):
+                await client.publish(self.topics.state("status"),
+                                     status_payload(self.runner.snapshot, self.topics.arm_id, online=False,
+                                                    bridge=dict(self.stats)), qos=1, retain=True, timeout=2.0)
+            return
+        for t in done:
+            exc = t.exception()
+            if exc is not None:
+                raise exc
+        import aiomqtt
+
+        raise aiomqtt.MqttError("session ended")
+
+    # ------------------------------------------------------------------ inbound
+    async def _receive(self, client: aiomqtt.Client) -> None:
+        async for message in client.messages:
+            try:
+                await self.handle(message.topic.value, message.payload, retain=bool(message.retain))
+            except Exception:  # the bridge never dies of a message
+                log.exception("failed to handle a message on %s", message.topic.value)
+
+    async def handle(self, topic: str, payload: Any, *, retain: bool = False) -> None:
+        """Validate one message and hand it to the arm (or ack its rejection)."""
+        name = self.topics.command_name(topic)
+        if name is None:
+            return
+        self.stats["received"] += 1
+        received = self.runner.clock.now()
+        if not isinstance(payload, bytes | bytearray | str):
+            payload = b"" if payload is None else str(payload)
+        seq = client = None
+        try:
+            obj = decode(payload)
+            seq, client = loose_ids(obj)
+            env = envelope(obj)
+            cmd = self.schema.validate(name, obj, env)
+            if isinstance(cmd, EstopCommand) and cmd.engaged:
+                with contextlib.suppress(CommandRejected):
+                    self.admission.check_order(env)
+                self.stats["accepted"] += 1
+                self.runner.engage_estop(cmd)
+                return
+            if retain:
+                raise CommandRejected("retained", "commands must not be published with the retain flag")
+            self.admission.admit(name, env)
+            if isinstance(cmd, JogCommand):
+                if self.runner.mode != "jog":
+                    raise CommandRejected("wrong_mode", f"jog needs mode 'jog' (mode is {self.runner.mode!r})")
+                self.runner.offer_jog(cmd, received)
+            elif isinstance(cmd, CartesianGoalCommand):
+                self.runner.submit(name, await self._solve(cmd))
+            else:
+                self.runner.submit(name, cmd)
+            self.stats["accepted"] += 1
+        except CommandRejected as exc:
+            if seq is None and exc.reason == "not_finite":
+                seq, client = salvage_ids(payload)
+            self._reject(name, seq, client, exc)
+
+    async def _solve(self, cmd: CartesianGoalCommand) -> JointGoalCommand:
+        """IK from the arm's current commanded position; a target it cannot reach is rejected."""
+        if self.runner.estop_latched:
+            raise CommandRejected("estop_engaged", "the e-stop is engaged; release it, then set a mode")
+        if self.runner.mode != "position":
+            raise CommandRejected("wrong_mode", f"goals need mode 'position' (mode is {self.runner.mode!r})")
+        snap = self.runner.snapshot
+        seed = snap.command_position if np.all(np.isfinite(snap.command_position)) else snap.position
+        if not np.all(np.isfinite(seed)):
+            raise CommandRejected("no_feedback", "no arm position yet to start IK from")
+        model = self.runner.arm.model
+        result = await asyncio.to_thread(model.inverse_kinematics, cmd.position, seed, orientation=cmd.orientation)
+        if not result.converged:
+            what = f", orientation error {result.orientation_error:.3g} rad" if cmd.orientation is not None else ""
+            raise CommandRejected("ik_failed", f"no joint solution within the limits: position error "
+                                               f"{result.position_error:.3g} m{what} after "
+                                               f"{result.iterations} iterations")
+        return JointGoalCommand(cmd.envelope, (cmd.duration,), (np.asarray(result.q, dtype=np.float64),), (None,))
+
+    def _reject(self, name: str, seq: int | None, client: str | None, exc: CommandRejected) -> None:
+        self.stats["rejected"] += 1
+        self.runner.note_error(exc.reason, f"cmd/{name}: {exc.detail}")
+        if name == "jog":
+            now = time.monotonic()
+            key = (client, exc.reason)
+            if now - self._last_reject_ack.get(key, -1e9) < self.reject_ack_period:
+                return
+            if len(self._last_reject_ack) > 1024:
+                self._last_reject_ack.clear()
+            self._last_reject_ack[key] = now
+        self._post_ack(Ack(seq, client, name, False, exc.reason, exc.detail))
+
+    # ------------------------------------------------------------------ outbound
+    def _post_ack(self, ack: Ack) -> None:
+        q = self._acks
+        if q is None:
+            return
+        if q.full():
+            q.get_nowait()
+            self.stats["acks_dropped"] += 1
+        q.put_nowait(ack)
+
+    def _post_ack_threadsafe(self, ack: Ack) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._post_ack, ack)
+
+    async def _publish_acks(self, client: aiomqtt.Client) -> None:
+        assert self._acks is not None
+        topic = self.topics.state("ack")
+        while True:
+            ack = await self._acks.get()
+            await client.publish(topic, ack.to_payload(), qos=1, timeout=5.0)
+
+    async def _publish_status(self, client: aiomqtt.Client) -> None:
+        await client.publish(self.topics.state("status"),
+                             status_payload(self.runner.snapshot, self.topics.arm_id, online=True,
+                                            bridge=dict(self.stats)), qos=1, retain=True, timeout=5.0)
+
+    async def _publish_states(self, client: aiomqtt.Client) -> None:
+        names = self.runner.arm.model.joint_names
+        model = self.runner.arm.model
+        t_joints, t_pose = self.topics.state("joints"), self.topics.state("ee_pose")
+        last_key: tuple | None = None
+        last_status = time.monotonic()
+        next_tick = time.monotonic()
+        while True:
+            next_tick += self.state_period
+            delay = next_tick - time.monotonic()
+            if delay < -self.state_period:  # fell behind (e.g. a slow status publish): don't burst
+                next_tick = time.monotonic()
+                delay = 0.0
+            await asyncio.sleep(max(delay, 0.0))
+            snap = self.runner.snapshot
+            await client.publish(t_joints, joints_payload(snap, names), qos=0)
+            pose = model.end_effector(snap.position) if np.all(np.isfinite(snap.position)) else np.full((4, 4), np.nan)
+            await client.publish(t_pose, ee_pose_payload(snap, pose), qos=0)
+            key = (snap.state, snap.mode, snap.estop, snap.jogging, snap.braking, snap.at_goal,
+                   snap.last_error, snap.last_event, snap.gripper)
+            now = time.monotonic()
+            if key != last_key or now - last_status >= self.status_period:
+                last_key, last_status = key, now
+                await self._publish_status(client)

@@ -1,0 +1,110 @@
+"""What the arm publishes: acks and the ``state/*`` payloads, built from arm snapshots.
+
+All payloads are JSON objects carrying ``ts`` (the arm's wall clock, s since epoch). Numbers that
+are not finite (a module without effort feedback, say) are sent as ``null``, because JSON has no
+NaN and operators' parsers would choke on Python's ``NaN`` extension.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.spatial.transform import Rotation
+
+if TYPE_CHECKING:
+    from hebictl.teleop.runner import ArmSnapshot
+
+
+@dataclass(frozen=True)
+class Ack:
+    """Answer to one command: accepted, or rejected with a machine-readable ``reason``.
+
+    ``seq``/``client`` are None when the payload was too broken to read them."""
+
+    seq: int | None
+    client: str | None
+    topic: str
+    accepted: bool
+    reason: str = ""
+    detail: str = ""
+
+    def to_payload(self) -> bytes:
+        return json.dumps({**asdict(self), "ts": time.time()}).encode()
+
+    @classmethod
+    def from_payload(cls, payload: bytes) -> Ack:
+        return cls.from_dict(json.loads(payload))
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Ack:
+        return cls(d.get("seq"), d.get("client"), str(d.get("topic", "")), bool(d.get("accepted")),
+                   str(d.get("reason", "")), str(d.get("detail", "")))
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    """Last thing that went wrong: a rejected command or a safety event; ``time`` is wall time [s]."""
+
+    time: float
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class GripperState:
+    """Last accepted gripper command (the model has no gripper hardware: recorded and reported)."""
+
+    position: float      # 0 closed .. 1 open
+    action: str | None
+    seq: int
+    client: str
+    time: float          # wall time [s] of acceptance
+
+
+def finite_list(values: NDArray[np.float64]) -> list[float | None]:
+    """``values`` as a JSON-safe list (non-finite entries become None)."""
+    return [float(x) if math.isfinite(x) else None for x in values.tolist()]
+
+
+def joints_payload(snap: ArmSnapshot, names: tuple[str, ...]) -> bytes:
+    return json.dumps({"ts": snap.wall_time, "names": list(names), "position": finite_list(snap.position),
+                       "velocity": finite_list(snap.velocity), "effort": finite_list(snap.effort)}).encode()
+
+
+def ee_pose_payload(snap: ArmSnapshot, pose: NDArray[np.float64]) -> bytes:
+    """``position`` [m, world] and ``orientation`` (quaternion w x y z, world) of the end effector."""
+    if np.all(np.isfinite(pose)):
+        quat = Rotation.from_matrix(pose[:3, :3]).as_quat(scalar_first=True)
+        body = {"position": finite_list(pose[:3, 3]), "orientation": finite_list(quat)}
+    else:
+        body = {"position": None, "orientation": None}
+    return json.dumps({"ts": snap.wall_time, **body}).encode()
+
+
+def status_payload(snap: ArmSnapshot | None, arm_id: str, *, online: bool,
+                   bridge: dict[str, Any] | None = None) -> bytes:
+    """The retained ``state/status``: ``status`` online/offline, arm state, mode, e-stop, goal
+    progress, loop statistics, last error, gripper and bridge counters."""
+    body: dict[str, Any] = {"ts": time.time(), "arm_id": arm_id, "status": "online" if online else "offline"}
+    if snap is not None:
+        body.update({
+            "state": snap.state, "mode": snap.mode, "estop": snap.estop, "jogging": snap.jogging,
+            "braking": snap.braking, "goal_progress": snap.goal_progress, "at_goal": snap.at_goal,
+            "loop": None if snap.loop is None else {k: (v if math.isfinite(v) else None)
+                                                     for k, v in snap.loop.as_dict().items()},
+            "last_error": None if snap.last_error is None else asdict(snap.last_error),
+            "last_event": None if snap.last_event is None else {
+                "kind": snap.last_event.kind, "state": snap.last_event.state.value,
+                "detail": snap.last_event.detail},
+            "gripper": None if snap.gripper is None else asdict(snap.gripper),
+            "cycles": snap.cycle,
+        })
+    if bridge is not None:
+        body["bridge"] = bridge
+    return json.dumps(body).encode()

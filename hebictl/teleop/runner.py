@@ -1,0 +1,433 @@
+"""The arm thread: runs an :class:`~hebictl.control.arm.Arm` at a fixed rate and applies
+teleop commands between cycles.
+
+The arm loop is synchronous and must keep its rate whatever the network does, so it runs in its
+own thread (:class:`~hebictl.control.loop.FixedRateLoop`) and talks to the MQTT bridge only
+through lock-free hand-overs:
+
+* **commands** (goals, mode, stop, gripper, e-stop release) go through a FIFO queue that the
+  arm thread drains at the start of each cycle;
+* **e-stop engage and link loss** go through a separate priority deque, handled before anything
+  queued, so a backlog of goals can never delay a stop;
+* **jog** samples go through a :class:`~hebictl.teleop.jog.JogMailbox` (latest wins) that the
+  jog plugin reads inside the cycle, right after the feedback read;
+* **state** comes back as an immutable :class:`ArmSnapshot` rebuilt every cycle and published
+  by plain attribute assignment; **acks** through the ``on_result`` callback.
+
+Modes: ``idle`` (hold, no motion accepted: the start-up mode and where every fault lands),
+``position`` (joint/Cartesian goals), ``jog`` (velocity streaming) and ``gravcomp``
+(hand-guiding: gravity compensation only). Anything that stops the arm for safety — e-stop, loss
+of the broker, a safety event of the arm (limits, NaN or lost feedback, watchdog) — drops the
+mode to ``idle``, so nothing moves again until an operator sends a new ``cmd/mode``. The e-stop
+additionally latches: it must be released *and* a mode set.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+from numpy.typing import NDArray
+
+from hebictl.control.arm import Arm
+from hebictl.control.goal import Goal
+from hebictl.control.loop import FixedRateLoop, LoopStats
+from hebictl.control.safety import ArmState, SafetyEvent
+from hebictl.errors import CommandRejected
+from hebictl.teleop.braking import brake_profile
+from hebictl.teleop.jog import JogMailbox, JogPlugin
+from hebictl.teleop.messages import Ack, ErrorRecord, GripperState
+from hebictl.teleop.schema import (
+    EstopCommand,
+    GripperCommand,
+    JogCommand,
+    JointGoalCommand,
+    ModeCommand,
+    StopCommand,
+    TeleopCommand,
+)
+
+log = logging.getLogger(__name__)
+FloatArray = NDArray[np.float64]
+
+
+class Mode(StrEnum):
+    IDLE = "idle"
+    GRAVCOMP = "gravcomp"
+    POSITION = "position"
+    JOG = "jog"
+
+
+#: safety-event kinds the runner itself causes; any other kind is a fault of the arm
+OWN_EVENT_KINDS = frozenset({"goal", "cleared", "estop", "release", "teleop_stop", "teleop_jog_released",
+                             "teleop_jog_expired", "teleop_mode", "teleop_link_lost", "teleop_shutdown"})
+
+
+@dataclass(frozen=True)
+class ArmSnapshot:
+    """Everything the bridge publishes, copied out of the arm thread once per cycle."""
+
+    cycle: int
+    time: float              # s, arm clock
+    wall_time: float         # s since epoch
+    state: str
+    mode: str
+    estop: bool
+    jogging: bool
+    braking: bool
+    position: FloatArray     # rad, feedback
+    velocity: FloatArray     # rad/s, feedback
+    effort: FloatArray       # N·m, feedback
+    command_position: FloatArray
+    command_velocity: FloatArray
+    goal_progress: float
+    at_goal: bool
+    loop: LoopStats | None
+    last_error: ErrorRecord | None
+    last_event: SafetyEvent | None
+    gripper: GripperState | None
+
+
+class ArmRunner:
+    """Owns the arm thread. Thread-safe entry points: :meth:`submit`, :meth:`offer_jog`,
+    :meth:`engage_estop`, :meth:`link_lost`, :meth:`note_error`, :attr:`snapshot`, :attr:`mode`.
+
+    ``rate_hz`` [Hz] of the loop (default: the backend's feedback frequency); ``brake_decel``
+    [rad/s²] and ``brake_max_time`` [s] shape stops (see :mod:`hebictl.teleop.braking`);
+    ``jog_accel`` [rad/s²], ``jog_damping`` [m], ``jog_speed_fraction`` tune the jog plugin;
+    ``shutdown_hold`` [s] is how long the arm holds before being released on :meth:`close`.
+    """
+
+    def __init__(self, arm: Arm, *, rate_hz: float | None = None, brake_decel: float = 4.0,
+                 brake_max_time: float = 0.25, jog_accel: float = 8.0, jog_damping: float = 0.02,
+                 jog_speed_fraction: float = 1.0, shutdown_hold: float = 0.5) -> None:
+        self.arm = arm
+        self.clock = arm.clock
+        self.rate_hz = float(rate_hz or arm.backend.feedback_frequency or 200.0)
+        self.brake_decel = brake_decel
+        self.brake_max_time = brake_max_time
+        self.shutdown_hold = shutdown_hold
+        self.mailbox = JogMailbox()
+        # max_dt: after a stalled cycle integrate at most 3 periods, never jump the jog target ahead
+        self.jog = JogPlugin(self.mailbox, accel=jog_accel, damping=jog_damping, speed_fraction=jog_speed_fraction,
+                             max_dt=3.0 / self.rate_hz)
+        arm.add_plugin(self.jog)
+        self.on_result: Callable[[Ack], None] | None = None
+        self._queue: queue.SimpleQueue[tuple[str, TeleopCommand]] = queue.SimpleQueue()
+        self._priority: deque[tuple[str, object]] = deque()
+        self._mode = Mode.IDLE
+        self._estop = False
+        self._gripper: GripperState | None = None
+        self._last_error: ErrorRecord | None = None
+        self._stats: LoopStats | None = None
+        self._cycle = 0
+        self._events_seen = arm.events.dropped + len(arm.events.events)
+        self._consumed_jog = 0          # mailbox index up to which samples cannot (re)start a jog
+        self._closing: float | None = None
+        self._loop = FixedRateLoop(self.step, self.rate_hz, self.clock, report=self._on_stats)
+        self._thread: threading.Thread | None = None
+        self.snapshot: ArmSnapshot = self._make_snapshot()
+
+    # ------------------------------------------------------------------ thread-safe API
+    @property
+    def mode(self) -> str:
+        return self._mode.value
+
+    @property
+    def estop_latched(self) -> bool:
+        return self._estop
+
+    def submit(self, topic: str, command: TeleopCommand) -> None:
+        """Queue a command for the next cycle; its ack comes through :attr:`on_result`."""
+        self._queue.put((topic, command))
+
+    def offer_jog(self, command: JogCommand, received: float) -> None:
+        """Hand a jog sample received at ``received`` [s, arm clock] to the loop (latest wins)."""
+        self.mailbox.offer(command, received)
+
+    def engage_estop(self, command: EstopCommand | None, detail: str = "") -> None:
+        """Stop the arm at the next cycle start, ahead of anything queued (latched)."""
+        self._priority.append(("estop", (command, detail)))
+
+    def link_lost(self, detail: str) -> None:
+        """The broker is gone: brake, hold, and require a new mode command afterwards."""
+        self._priority.append(("link_lost", detail))
+
+    def note_error(self, reason: str, detail: str) -> None:
+        """Record a rejection made outside the arm thread, for the status's ``last_error``."""
+        self._last_error = ErrorRecord(time.time(), reason, detail)
+
+    # ------------------------------------------------------------------ thread control
+    def start(self) -> None:
+        if self._thread is not None:
+            raise RuntimeError("runner already started")
+        self._thread = threading.Thread(target=self._run, name="hebictl-arm", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._loop.run()
+        except BaseException:  # pragma: no cover - the step catches everything itself
+            log.exception("arm loop crashed")
+            raise
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Hold for ``shutdown_hold`` s, then release the arm (command nothing) and end the thread."""
+        if self._thread is None:
+            return
+        if self._closing is None:
+            self._closing = self.clock.now() + self.shutdown_hold
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._loop.stop()
+            self._thread.join(timeout)
+
+    def _on_stats(self, stats: LoopStats) -> None:
+        self._stats = stats
+
+    # ------------------------------------------------------------------ the cycle
+    def step(self) -> bool:
+        """One cycle: priority items, queued commands, jog supervision, ``update``, ``send``,
+        snapshot. The arm thread calls it; tests may call it directly on a SimClock arm."""
+        arm = self.arm
+        try:
+            while self._priority:
+                kind, payload = self._priority.popleft()
+                if kind == "estop":
+                    self._apply_estop_engage(*payload)  # type: ignore[misc]
+                else:
+                    self._apply_link_lost(str(payload))
+            while True:
+                try:
+                    topic, cmd = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                self._apply(topic, cmd)
+            if self._closing is not None:
+                return self._shutdown_step()
+            if self._mode is Mode.JOG:
+                self._supervise_jog()
+            arm.update()
+            arm.send()
+            self._check_events()
+        except Exception as exc:  # a bug here must not leave the modules with a stale command
+            log.exception("arm thread step failed")
+            try:
+                self.jog.halt()
+                arm.stop("internal_error", f"{type(exc).__name__}: {exc}")
+                self._to_idle()
+                self._last_error = ErrorRecord(time.time(), "internal_error", f"{type(exc).__name__}: {exc}")
+                arm.update()
+                arm.send()
+            except Exception:
+                log.exception("arm thread could not stop the arm")
+        self._cycle += 1
+        self.snapshot = self._make_snapshot()
+        return True
+
+    def _shutdown_step(self) -> bool:
+        arm = self.arm
+        if arm.state is ArmState.RUNNING:
+            self._brake("teleop_shutdown", "teleop shutting down: holding before release")
+        if self.clock.now() >= (self._closing or 0.0) and arm.state is not ArmState.STOPPED:
+            arm.stop("release", "teleop shut down: released")
+        arm.update()
+        arm.send()
+        self._cycle += 1
+        self.snapshot = self._make_snapshot()
+        return arm.state is not ArmState.STOPPED
+
+    def _make_snapshot(self) -> ArmSnapshot:
+        arm = self.arm
+        fb, cmd = arm.last_feedback, arm.pending_command
+        return ArmSnapshot(
+            cycle=self._cycle, time=self.clock.now(), wall_time=time.time(), state=arm.state.value,
+            mode=self._mode.value, estop=self._estop, jogging=self.jog.active, braking=self.jog.braking,
+            position=fb.position.copy(), velocity=fb.velocity.copy(), effort=fb.effort.copy(),
+            command_position=cmd.position.copy(), command_velocity=cmd.velocity.copy(),
+            goal_progress=arm.goal_progress, at_goal=arm.at_goal, loop=self._stats,
+            last_error=self._last_error, last_event=arm.events.last, gripper=self._gripper)
+
+    def _to_idle(self) -> None:
+        """Mode ``idle``: nothing moves until an operator sets a mode again."""
+        self._mode = Mode.IDLE
+        if self.arm.idle != "hold":
+            self.arm.set_idle("hold")
+
+    def _check_events(self) -> None:
+        """A safety event the runner did not cause (limits, feedback, watchdog) disarms teleop."""
+        log_ = self.arm.events
+        total = log_.dropped + len(log_.events)
+        if total == self._events_seen:
+            return
+        new = list(log_.events)[-(total - self._events_seen):] if total - self._events_seen <= len(log_.events) \
+            else list(log_.events)
+        self._events_seen = total
+        for ev in new:
+            if ev.kind not in OWN_EVENT_KINDS:
+                self.jog.halt()
+                self._to_idle()
+                self._last_error = ErrorRecord(time.time(), ev.kind, ev.detail)
+
+    # ------------------------------------------------------------------ acks
+    def _ack(self, topic: str, cmd: TeleopCommand | None, accepted: bool, reason: str = "", detail: str = "") -> None:
+        if not accepted:
+            self._last_error = ErrorRecord(time.time(), reason, detail)
+        cb = self.on_result
+        if cb is None:
+            return
+        env = None if cmd is None else cmd.envelope
+        try:
+            cb(Ack(None if env is None else env.seq, None if env is None else env.client, topic,
+                   accepted, reason, detail))
+        except Exception:
+            log.exception("ack callback failed")
+
+    # ------------------------------------------------------------------ motion helpers
+    def _brake(self, kind: str, detail: str) -> None:
+        """Decelerate whatever moves (jog or goal) to rest and hold there; hold if nothing moves."""
+        arm = self.arm
+        now = self.clock.now()
+        if arm.state is ArmState.STOPPED:
+            self.jog.halt()
+            return
+        if self.jog.active:
+            p, v = self.jog.halt()
+            self._consumed_jog = max(self._consumed_jog, self._latest_jog_index())
+        elif arm.state is ArmState.RUNNING and arm.trajectory is not None and not arm.at_goal:
+            p, v, _ = arm.trajectory.get_state(now)
+        else:
+            if arm.state is ArmState.RUNNING or not self.jog.braking:  # never cut a brake short
+                arm.hold(reason=kind, detail=detail)
+            return
+        profile = brake_profile(now, p, v, self.brake_decel, self.brake_max_time)
+        final = np.clip(profile.final_position, arm.limits.position_min, arm.limits.position_max)
+        arm.hold(final, reason=kind, detail=detail)
+        self.jog.play_brake(profile, arm.events.last)
+
+    def _moving(self) -> bool:
+        arm = self.arm
+        return self.jog.active or (arm.state is ArmState.RUNNING and arm.trajectory is not None and not arm.at_goal)
+
+    def _latest_jog_index(self) -> int:
+        s = self.mailbox.latest
+        return 0 if s is None else s.index
+
+    def _supervise_jog(self) -> None:
+        """Start a jog on a fresh dead-man sample; release it when let go or expired."""
+        s = self.mailbox.latest
+        if s is None:
+            return
+        now = self.clock.now()
+        if self.jog.active:
+            if not s.deadman:
+                self._brake("teleop_jog_released", f"dead-man released by {s.client} (seq {s.seq})")
+            elif now > s.expiry:
+                self._brake("teleop_jog_expired", f"jog stream stopped: last sample (seq {s.seq} from {s.client}) "
+                                                  f"expired {now - s.expiry:.3f} s ago")
+            return
+        if s.index <= self._consumed_jog or not s.deadman or now > s.expiry:
+            return
+        arm = self.arm
+        if arm.state is ArmState.STOPPED or self._estop:
+            return
+        cmd = arm.pending_command
+        start = cmd.position.copy() if np.all(np.isfinite(cmd.position)) else arm.last_feedback.position.copy()
+        velocity = cmd.velocity.copy() if np.all(np.isfinite(cmd.velocity)) else np.zeros(arm.dof)
+        if arm.trajectory is not None:
+            arm.cancel_goal()
+        if arm.state is ArmState.HOLD:
+            arm.clear_fault()
+        self.jog.start(start, s)
+        self.jog.velocity[:] = velocity
+
+    # ------------------------------------------------------------------ command handlers
+    def _apply(self, topic: str, cmd: TeleopCommand) -> None:
+        try:
+            if isinstance(cmd, EstopCommand):
+                if cmd.engaged:
+                    self._apply_estop_engage(cmd, "")
+                else:
+                    self._estop = False
+                    self._ack(topic, cmd, True, "", "e-stop released; send cmd/mode to resume")
+                return
+            if self._estop:
+                self._ack(topic, cmd, False, "estop_engaged", "the e-stop is engaged; release it, then set a mode")
+                return
+            if isinstance(cmd, ModeCommand):
+                self._apply_mode(topic, cmd)
+            elif isinstance(cmd, JointGoalCommand):
+                self._apply_goal(topic, cmd)
+            elif isinstance(cmd, StopCommand):
+                self._brake("teleop_stop", f"stop from {cmd.envelope.client} (seq {cmd.envelope.seq})")
+                self._ack(topic, cmd, True)
+            elif isinstance(cmd, GripperCommand):
+                self._gripper = GripperState(cmd.position, cmd.action, cmd.envelope.seq, cmd.envelope.client,
+                                             time.time())
+                self._ack(topic, cmd, True, "", "recorded (no gripper hardware in the model)")
+            else:
+                self._ack(topic, cmd, False, "unknown_topic", f"the arm thread does not handle {type(cmd).__name__}")
+        except CommandRejected as exc:
+            self._ack(topic, cmd, False, exc.reason, exc.detail)
+
+    def _apply_estop_engage(self, cmd: EstopCommand | None, detail: str) -> None:
+        who = f"{cmd.envelope.client} (seq {cmd.envelope.seq})" if cmd is not None else "the bridge"
+        self.jog.halt()
+        self.jog.brake = None
+        self._consumed_jog = max(self._consumed_jog, self._latest_jog_index())
+        self._estop = True
+        self.arm.stop("estop", detail or f"e-stop engaged by {who}")
+        self._to_idle()
+        self._last_error = ErrorRecord(time.time(), "estop", detail or f"e-stop engaged by {who}")
+        if cmd is not None:
+            self._ack("estop", cmd, True, "", "e-stop engaged (latched)")
+
+    def _apply_link_lost(self, detail: str) -> None:
+        self._brake("teleop_link_lost", detail)
+        self._consumed_jog = max(self._consumed_jog, self._latest_jog_index())
+        self._to_idle()
+        self._last_error = ErrorRecord(time.time(), "link_lost", detail)
+
+    def _apply_mode(self, topic: str, cmd: ModeCommand) -> None:
+        arm = self.arm
+        target = Mode(cmd.mode)
+        who = f"mode {target.value} from {cmd.envelope.client}"
+        if target is Mode.GRAVCOMP and (self._moving() or self.jog.braking):
+            raise CommandRejected("moving", "the arm is moving: send cmd/stop and wait for the hold before gravcomp")
+        if arm.state is ArmState.STOPPED:
+            arm.clear_fault()
+        if target is Mode.GRAVCOMP:
+            self.jog.halt()
+            self.jog.brake = None
+            arm.cancel_goal()
+            if arm.state is ArmState.HOLD:
+                arm.clear_fault()
+            arm.set_idle("gravcomp")
+        else:
+            if arm.idle != "hold":
+                arm.set_idle("hold")  # leaving hand-guiding: hold where the operator left the arm
+            elif target is not self._mode and self._moving():
+                self._brake("teleop_mode", who)
+        self._consumed_jog = max(self._consumed_jog, self._latest_jog_index())
+        self._mode = target
+        self._ack(topic, cmd, True)
+
+    def _apply_goal(self, topic: str, cmd: JointGoalCommand) -> None:
+        if self._mode is not Mode.POSITION:
+            raise CommandRejected("wrong_mode", f"goals need mode 'position' (mode is {self._mode.value!r})")
+        goal = Goal(self.arm.dof)
+        for t, p, v in zip(cmd.times, cmd.positions, cmd.velocities, strict=True):
+            goal.add_waypoint(t=t, position=p, velocity=v)
+        self.arm.set_goal(goal)
+        self._ack(topic, cmd, True)

@@ -1,0 +1,115 @@
+"""The teleop service: the arm thread and the MQTT bridge side by side, started and stopped together.
+
+``hebictl teleop`` runs :meth:`TeleopServer.run` in the main thread's event loop. Tests and the
+benchmark use :meth:`TeleopServer.start_background`, which runs the same coroutine in a thread of
+its own, so an operator client can live in the caller's event loop as it would in another process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from hebictl.control.arm import Arm
+from hebictl.teleop.admission import Admission, RateLimit
+from hebictl.teleop.bridge import MqttBridge
+from hebictl.teleop.connection import BrokerSettings
+from hebictl.teleop.runner import ArmRunner
+from hebictl.teleop.schema import CommandSchema
+
+log = logging.getLogger(__name__)
+
+
+class TeleopServer:
+    """One arm served over one broker.
+
+    ``rate_hz`` [Hz] of the arm loop (default: the backend's feedback frequency),
+    ``state_rate_hz`` [Hz] of ``state/joints`` and ``state/ee_pose``, ``max_age`` [s] of accepted
+    commands, ``rate_limits`` per command topic (default
+    :data:`~hebictl.teleop.admission.DEFAULT_RATE_LIMITS`); ``runner_options``,
+    ``schema_options`` and ``bridge_options`` go to :class:`ArmRunner`, :class:`CommandSchema`
+    and :class:`MqttBridge`."""
+
+    def __init__(self, arm: Arm, settings: BrokerSettings, arm_id: str = "arm", *, rate_hz: float | None = None,
+                 state_rate_hz: float = 50.0, max_age: float = 1.0,
+                 rate_limits: Mapping[str, RateLimit] | None = None,
+                 runner_options: Mapping[str, Any] | None = None, schema_options: Mapping[str, Any] | None = None,
+                 bridge_options: Mapping[str, Any] | None = None) -> None:
+        self.arm = arm
+        self.runner = ArmRunner(arm, rate_hz=rate_hz, **dict(runner_options or {}))
+        self.schema = CommandSchema(arm.dof, arm.limits, **dict(schema_options or {}))
+        self.admission = Admission(max_age=max_age, rate_limits=rate_limits)
+        self.bridge = MqttBridge(self.runner, settings, arm_id, schema=self.schema, admission=self.admission,
+                                 state_rate_hz=state_rate_hz, **dict(bridge_options or {}))
+        self._thread: threading.Thread | None = None
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+
+    async def run(self) -> None:
+        """Start the arm thread, serve until :meth:`stop`, then hold and release the arm."""
+        self.runner.start()
+        try:
+            self._started.set()
+            await self.bridge.run()
+        finally:
+            await asyncio.to_thread(self.runner.close)
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to finish (thread-safe)."""
+        self.bridge.stop()
+
+    # ------------------------------------------------------------------ background mode
+    def start_background(self, timeout: float = 10.0, *, wait_connected: bool = True) -> None:
+        """Run :meth:`run` in a thread; return once the bridge is connected (or ``timeout`` [s])."""
+        if self._thread is not None:
+            raise RuntimeError("server already started")
+        connected = threading.Event()
+
+        def main() -> None:
+            async def go() -> None:
+                async def watch() -> None:
+                    await self.bridge.connected.wait()
+                    connected.set()
+
+                watcher = asyncio.create_task(watch())
+                try:
+                    await self.run()
+                finally:
+                    watcher.cancel()
+
+            try:
+                asyncio.run(go())
+            except BaseException as exc:  # surfaced by stop_background
+                self._error = exc
+                self._started.set()
+                connected.set()
+
+        self._thread = threading.Thread(target=main, name="hebictl-teleop", daemon=True)
+        self._thread.start()
+        self._started.wait(timeout)
+        if wait_connected and not connected.wait(timeout):
+            raise TimeoutError(f"teleop bridge did not connect to {self.bridge.settings.url} within {timeout} s")
+        if self._error is not None:
+            raise self._error
+
+    def stop_background(self, timeout: float = 10.0) -> None:
+        if self._thread is None:
+            return
+        self.stop()
+        self._thread.join(timeout)
+        if self._thread.is_alive():  # the bridge is stuck: at least end the arm loop before returning
+            log.error("teleop server thread did not stop within %.1f s; stopping the arm loop directly", timeout)
+            self.runner.close()
+        self._thread = None
+        if self._error is not None:
+            raise self._error
+
+    def __enter__(self) -> TeleopServer:
+        self.start_background()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop_background()
