@@ -229,7 +229,7 @@ class Arm:
     # ------------------------------------------------------------------ safety actions
     def _enter(self, state: ArmState, kind: str, detail: str) -> None:
         self.state = state
-        self.events.record(self._last_time, kind, state, detail)
+        self.events.record(self.clock.now(), kind, state, detail)
 
     def hold(self, position: ArrayLike | None = None, *, reason: str = "hold", detail: str = "operator hold") -> None:
         """Hold ``position`` (default: where the arm is commanded/measured now)."""

@@ -213,7 +213,10 @@ class ArmRunner:
                     topic, cmd = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                self._apply(topic, cmd)
+                if self._closing is not None:
+                    self._ack(topic, cmd, False, "shutting_down", "teleop is shutting down")
+                else:
+                    self._apply(topic, cmd)
             if self._closing is not None:
                 return self._shutdown_step()
             if self._mode is Mode.JOG:

@@ -1,0 +1,207 @@
+"""The arm thread's command handling, stepped by hand on a SimClock (deterministic, no broker)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hebictl.control.arm import Arm
+from hebictl.control.safety import ArmState
+from hebictl.hardware.clock import SimClock
+from hebictl.teleop.runner import ArmRunner
+from hebictl.teleop.schema import (
+    Envelope,
+    EstopCommand,
+    JogCommand,
+    JointGoalCommand,
+    ModeCommand,
+    StopCommand,
+)
+
+from .conftest import HOME, KIT6
+
+RATE = 200.0
+DT = 1.0 / RATE
+
+
+@pytest.fixture
+def rig():
+    clock = SimClock()
+    arm = Arm.from_config(KIT6, backend="mock", clock=clock)
+    runner = ArmRunner(arm, rate_hz=RATE)
+    acks = []
+    runner.on_result = acks.append
+    runner.step()  # first feedback
+    yield runner, arm, clock, acks
+    arm.close()
+
+
+_seq = iter(range(1, 10**9))
+
+
+def env() -> Envelope:
+    return Envelope(next(_seq), 0.0, "op")
+
+
+def goal(q, t=1.0) -> JointGoalCommand:
+    return JointGoalCommand(env(), (t,), (np.asarray(q, dtype=float),), (None,))
+
+
+def steps(runner: ArmRunner, n: int) -> None:
+    for _ in range(n):
+        runner.step()
+
+
+def test_estop_is_handled_ahead_of_queued_goals(rig):
+    """Goals queued before an e-stop in the same cycle are rejected after it, the arm commands nothing."""
+    runner, arm, _, acks = rig
+    runner.submit("mode", ModeCommand(env(), "position"))
+    runner.step()
+    for _ in range(3):
+        runner.submit("joint_goal", goal(HOME))
+    runner.engage_estop(EstopCommand(env(), True))
+    runner.step()
+    assert [(a.topic, a.accepted, a.reason) for a in acks[1:]] == \
+        [("estop", True, "")] + [("joint_goal", False, "estop_engaged")] * 3
+    assert arm.state is ArmState.STOPPED and arm.trajectory is None
+    assert np.isnan(arm.pending_command.position).all()
+
+
+def test_estop_latched_until_released_and_mode_set(rig):
+    """After an e-stop: mode refused while engaged; released alone keeps the arm stopped; mode re-arms."""
+    runner, arm, _, acks = rig
+    runner.engage_estop(EstopCommand(env(), True))
+    runner.step()
+    runner.submit("mode", ModeCommand(env(), "position"))
+    runner.step()
+    assert acks[-1].reason == "estop_engaged" and arm.state is ArmState.STOPPED
+    runner.submit("estop", EstopCommand(env(), False))
+    steps(runner, 5)
+    assert acks[-1].accepted and arm.state is ArmState.STOPPED and runner.mode == "idle"
+    runner.submit("joint_goal", goal(HOME))
+    runner.step()
+    assert acks[-1].reason == "wrong_mode"
+    runner.submit("mode", ModeCommand(env(), "position"))
+    runner.submit("joint_goal", goal(HOME, 0.5))
+    steps(runner, int(0.6 * RATE))
+    assert acks[-1].accepted and arm.state is ArmState.RUNNING and arm.at_goal
+    np.testing.assert_allclose(arm.last_feedback.position, HOME, atol=1e-9)
+
+
+def test_jog_integrates_velocity_and_expires_after_ttl(rig):
+    """A joint jog moves joint 1 at v (after a slew ramp at 8 rad/s²); with no new sample it brakes
+    within one cycle after its ttl and holds at the brake profile's end."""
+    runner, arm, clock, acks = rig
+    runner.submit("mode", ModeCommand(env(), "jog"))
+    runner.step()
+    q0 = arm.pending_command.position.copy()
+    v = 0.4
+    ttl = 0.3
+    received = clock.now()
+    runner.offer_jog(JogCommand(env(), "joint", np.array([v, 0, 0, 0, 0, 0.0]), True, ttl), received)
+    jog_cycles = 0
+    while arm.events.last is None or arm.events.last.kind != "teleop_jog_expired":
+        runner.step()
+        jog_cycles += runner.jog.active
+        assert clock.now() < received + 1.0
+    ev = arm.events.last
+    expiry = received + ttl
+    assert expiry < ev.time <= expiry + DT + 1e-9
+    # continuous reference: a ramp at 8 rad/s² to v, then constant v, for the cycles the jog ran
+    ramp = v / 8.0
+    expected = v * (jog_cycles * DT - ramp / 2.0)
+    assert runner.jog.position[0] - q0[0] == pytest.approx(expected, abs=v * DT)
+    assert jog_cycles == pytest.approx(ttl * RATE, abs=2)
+    # braking: velocity ramps to zero, then the arm holds at the profile's end
+    steps(runner, int(0.3 * RATE))
+    assert arm.state is ArmState.HOLD and arm.pending_command.velocity[0] == 0.0
+    held = arm.pending_command.position.copy()
+    brake_time = v / runner.brake_decel
+    assert held[0] == pytest.approx(runner.jog.position[0] + 0.5 * v * brake_time, abs=1e-12)
+    steps(runner, 10)
+    np.testing.assert_array_equal(arm.pending_command.position, held)
+    np.testing.assert_allclose(arm.last_feedback.position, held, atol=1e-12)
+    assert not [a for a in acks if not a.accepted]
+
+
+def test_deadman_release_brakes_next_cycle_and_same_sample_cannot_restart(rig):
+    """deadman=false releases at the next cycle; an old sample never restarts the jog, a fresh one does."""
+    runner, arm, clock, _ = rig
+    runner.submit("mode", ModeCommand(env(), "jog"))
+    runner.step()
+    runner.offer_jog(JogCommand(env(), "joint", np.full(6, 0.2), True, 1.0), clock.now())
+    steps(runner, 20)
+    assert runner.jog.active
+    runner.offer_jog(JogCommand(env(), "joint", np.zeros(6), False, 1.0), clock.now())
+    runner.step()
+    assert arm.events.last.kind == "teleop_jog_released" and arm.state is ArmState.HOLD
+    steps(runner, 60)
+    assert not runner.jog.active and arm.state is ArmState.HOLD
+    runner.offer_jog(JogCommand(env(), "joint", np.full(6, -0.2), True, 1.0), clock.now())
+    steps(runner, 3)
+    assert runner.jog.active and arm.state is ArmState.RUNNING
+
+
+def test_link_loss_holds_and_requires_new_mode(rig):
+    """Losing the broker mid-goal brakes to a hold and drops to idle: the next goal is refused."""
+    runner, arm, _, acks = rig
+    runner.submit("mode", ModeCommand(env(), "position"))
+    runner.submit("joint_goal", goal(HOME, 2.0))
+    steps(runner, int(0.5 * RATE))
+    assert arm.state is ArmState.RUNNING and 0.1 < arm.goal_progress < 0.5
+    runner.link_lost("broker gone")
+    runner.step()
+    assert arm.state is ArmState.HOLD and runner.mode == "idle"
+    steps(runner, int(0.5 * RATE))
+    held = arm.last_feedback.position.copy()
+    steps(runner, 20)
+    np.testing.assert_allclose(arm.last_feedback.position, held, atol=1e-12)
+    runner.submit("joint_goal", goal(HOME))
+    runner.step()
+    assert acks[-1].reason == "wrong_mode"
+
+
+def test_arm_fault_disarms_teleop(rig):
+    """A safety event of the arm itself (NaN feedback) ends the jog and drops the mode to idle."""
+    runner, arm, clock, _ = rig
+    runner.submit("mode", ModeCommand(env(), "jog"))
+    runner.step()
+    runner.offer_jog(JogCommand(env(), "joint", np.full(6, 0.1), True, 5.0), clock.now())
+    steps(runner, 10)
+    assert runner.jog.active
+    arm.backend.faults.nan_feedback(2, ["position"])
+    steps(runner, 3)
+    assert arm.state is ArmState.HOLD and runner.mode == "idle" and not runner.jog.active
+    assert runner.snapshot.last_error.reason == "feedback_nan"
+
+
+def test_gravcomp_mode_commands_efforts_only(rig):
+    """Mode gravcomp releases position control (hand-guiding): position/velocity NaN, gravity efforts."""
+    runner, arm, _, _ = rig
+    runner.submit("mode", ModeCommand(env(), "gravcomp"))
+    steps(runner, 3)
+    cmd = arm.pending_command
+    assert np.isnan(cmd.position).all() and np.isnan(cmd.velocity).all()
+    q = arm.last_feedback.position
+    ramp = arm.plugin("gravComp").enabled_ratio
+    np.testing.assert_allclose(cmd.effort, ramp * arm.model.gravity_compensation(q), rtol=1e-9, atol=1e-9)
+    runner.submit("mode", ModeCommand(env(), "position"))
+    runner.step()
+    np.testing.assert_allclose(arm.pending_command.position, q, atol=1e-12)
+
+
+def test_gravcomp_refused_while_moving(rig):
+    """Going limp mid-goal would keep the arm's momentum: refused with 'moving' until stopped and held."""
+    runner, arm, _, acks = rig
+    runner.submit("mode", ModeCommand(env(), "position"))
+    runner.submit("joint_goal", goal(np.add(HOME, 0.5), 1.0))
+    steps(runner, 50)
+    runner.submit("mode", ModeCommand(env(), "gravcomp"))
+    runner.step()
+    assert acks[-1].reason == "moving" and runner.mode == "position" and arm.state is ArmState.RUNNING
+    runner.submit("stop", StopCommand(env()))
+    steps(runner, int(0.3 * RATE))
+    assert arm.state is ArmState.HOLD and not runner.jog.braking
+    runner.submit("mode", ModeCommand(env(), "gravcomp"))
+    runner.step()
+    assert acks[-1].accepted and runner.mode == "gravcomp"

@@ -1,0 +1,277 @@
+"""Teleop end to end: real mosquitto, real aiomqtt, the real Arm on the mock backend at 250 Hz."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from hebictl.config import load_config
+from hebictl.control.safety import ArmState
+from hebictl.teleop.client import TeleopClient
+
+from .conftest import ARM_ID, HOME, KIT6, LOOP_HZ, WriteRecorder, run
+
+pytestmark = pytest.mark.broker
+PERIOD = 1.0 / LOOP_HZ
+
+
+async def _home(c: TeleopClient, duration: float = 0.4) -> None:
+    assert (await c.mode("position")).accepted
+    ack = await c.joint_goal(HOME, duration=duration)
+    assert ack.accepted, ack
+    await c.wait_status(lambda s: s["at_goal"] and s["state"] == "running", timeout=3.0)
+
+
+def test_joint_goal_and_waypoints_reached(broker, make_server):
+    """A joint goal and a two-waypoint goal end exactly at their targets; status and joints report it."""
+    server = make_server(broker.url)
+
+    async def go():
+        async with TeleopClient(broker.url, ARM_ID, name="op") as c:
+            st = await c.wait_status(lambda s: s["status"] == "online")
+            assert st["mode"] == "idle" and st["state"] == "running"
+            await _home(c)
+            target = np.add(HOME, [0.3, -0.2, 0.1, 0.2, 0.3, -0.4])
+            ack = await c.joint_waypoints([{"t": 0.3, "positions": list(np.array(HOME) + 0.1)},
+                                           {"t": 0.6, "positions": list(target), "velocities": [0.0] * 6}])
+            assert ack.accepted, ack
+            await c.wait_status(lambda s: s["at_goal"], timeout=3.0)
+            await c.wait_for(lambda n, b: n == "joints" and np.allclose(b["position"], target, atol=1e-9))
+            assert c.joints["names"] == list(server.arm.model.joint_names)
+            return target
+
+    target = run(go())
+    np.testing.assert_allclose(server.runner.snapshot.position, target, atol=1e-9)
+
+
+def test_cartesian_goal_reaches_target_by_hebi_fk(broker, make_server, hebi):
+    """A Cartesian goal (position + orientation) ends where hebi-py's own FK of the final joints says;
+    an unreachable target is rejected with ik_failed and the arm does not move."""
+    server = make_server(broker.url)
+    ref = hebi.robot_model.import_from_hrdf(str(load_config(KIT6).hrdf))
+    T_home = ref.get_end_effector(np.array(HOME))
+    target = T_home[:3, 3] + [0.04, -0.03, 0.02]
+    R_goal = Rotation.from_rotvec([0.0, 0.1, 0.05]) * Rotation.from_matrix(T_home[:3, :3])
+    quat = R_goal.as_quat(scalar_first=True)
+
+    async def go():
+        async with TeleopClient(broker.url, ARM_ID, name="op") as c:
+            await _home(c)
+            ack = await c.cartesian_goal(target, orientation=quat, duration=0.5)
+            assert ack.accepted, ack
+            await asyncio.sleep(0.05)
+            await c.wait_status(lambda s: s["at_goal"], timeout=3.0)
+            await asyncio.sleep(0.05)
+            q_final = server.runner.snapshot.position.copy()
+            bad = await c.cartesian_goal([1.5, 0.0, 0.3], duration=0.5)
+            await asyncio.sleep(0.1)
+            return q_final, bad, c.ee_pose
+
+    q_final, bad, ee = run(go())
+    T = ref.get_end_effector(q_final)
+    np.testing.assert_allclose(T[:3, 3], target, atol=1e-6)
+    angle = (Rotation.from_matrix(T[:3, :3]).inv() * R_goal).magnitude()
+    assert angle < 1e-5
+    # state/ee_pose at rest is the same pose (published from the model's FK)
+    np.testing.assert_allclose(ee["position"], T[:3, 3], atol=1e-6)
+    assert (Rotation.from_quat(ee["orientation"], scalar_first=True).inv() * R_goal).magnitude() < 1e-5
+    assert not bad.accepted and bad.reason == "ik_failed", bad
+    np.testing.assert_allclose(server.runner.snapshot.position, q_final, atol=1e-12)
+
+
+async def _stream_jog(c: TeleopClient, velocity, seconds: float, *, space: str = "joint", rate: float = 100.0,
+                      ttl: float = 0.1) -> tuple[float, float]:
+    """Stream jog samples with the dead-man held; returns perf_counter times of the first and last publish."""
+    first = time.perf_counter()
+    end = first + seconds
+    last = first
+    while time.perf_counter() < end:
+        last = time.perf_counter()
+        await c.jog(velocity, space=space, ttl=ttl)
+        await asyncio.sleep(1.0 / rate)
+    return first, last
+
+
+def _event(server, kind: str):
+    return next((e for e in reversed(server.arm.events.events) if e.kind == kind), None)
+
+
+def test_jog_stream_stop_holds_within_ttl_plus_one_cycle(broker, make_server):
+    """When the jog stream stops, braking reaches the modules within ttl + one cycle of the last
+    sample's receipt and the arm then holds still under gravity compensation; letting go of the
+    dead-man brakes at the next cycle."""
+    server = make_server(broker.url)
+    writes = WriteRecorder(server.arm)
+    ttl, v = 0.1, 0.3
+    slack = 0.005  # thread wake-up jitter on a shared 2-core machine
+
+    async def go():
+        async with TeleopClient(broker.url, ARM_ID, name="op") as c:
+            await _home(c)
+            assert (await c.mode("jog")).accepted
+            q0 = server.runner.snapshot.position.copy()
+            await _stream_jog(c, [v, 0, 0, 0, 0, 0], 0.5, ttl=ttl)
+            await asyncio.sleep(ttl + 0.3)
+            last = server.runner.mailbox.latest
+            q1 = server.runner.snapshot.position.copy()
+            await asyncio.sleep(0.1)
+            q2 = server.runner.snapshot.position.copy()
+            # second stream on joint 2, released explicitly
+            await _stream_jog(c, [0, -v, 0, 0, 0, 0], 0.3, ttl=1.0)
+            await c.jog([0.0] * 6, deadman=False)
+            await asyncio.sleep(0.3)
+            return q0, q1, q2, last, server.runner.mailbox.latest
+
+    q0, q1, q2, last, release = run(go())
+    started = writes.first(0.0, lambda vel: vel[0] > 0)
+    braking = writes.first(last.expiry - ttl, lambda vel: vel[0] < v - 1e-9)
+    assert started is not None and braking is not None
+    assert last.expiry < braking <= last.expiry + PERIOD + slack, braking - last.expiry
+    # moved at v from the start (less half the slew ramp at 8 rad/s²) until braking, then half the
+    # brake time at 4 rad/s²
+    expected = v * (braking - started) - v * (v / 8.0) / 2 + v * (v / 4.0) / 2
+    assert q1[0] - q0[0] == pytest.approx(expected, abs=v * 2 * (PERIOD + slack))
+    np.testing.assert_allclose(q1[1:], q0[1:], atol=1e-12)      # only joint 1 was jogged
+    np.testing.assert_array_equal(q2, q1)                       # holding still
+    assert not release.deadman
+    released = writes.first(release.expiry - 1.0, lambda vel: vel[1] > -v + 1e-9)
+    assert released is not None and released - (release.expiry - 1.0) <= PERIOD + slack
+    assert _event(server, "teleop_jog_released") is not None
+    assert server.arm.state is ArmState.HOLD
+    cmd = server.arm.pending_command
+    np.testing.assert_array_equal(cmd.velocity, 0.0)
+    grav = server.arm.model.gravity_compensation(cmd.position)
+    np.testing.assert_allclose(cmd.effort, grav, rtol=1e-6, atol=1e-6)   # gravComp has ramped in by now
+
+
+def test_cartesian_jog_moves_end_effector_along_world_x(broker, make_server, hebi):
+    """A Cartesian jog of +x 0.05 m/s moves the end effector along world x (hebi-py FK), not y or z."""
+    server = make_server(broker.url)
+    ref = hebi.robot_model.import_from_hrdf(str(load_config(KIT6).hrdf))
+
+    async def go():
+        async with TeleopClient(broker.url, ARM_ID, name="op") as c:
+            await _home(c)
+            assert (await c.mode("jog")).accepted
+            q0 = server.runner.snapshot.position.copy()
+            t0, t1 = await _stream_jog(c, [0.05, 0, 0, 0, 0, 0], 0.4, space="cartesian")
+            t1 += 0.1  # ttl
+            await asyncio.sleep(0.3)
+            return q0, server.runner.snapshot.position.copy(), t1 - t0
+
+    q0, q1, elapsed = run(go())
+    T0, T1 = ref.get_end_effector(q0), ref.get_end_effector(q1)
+    d = T1[:3, 3] - T0[:3, 3]
+    assert 0.05 * elapsed * 0.7 < d[0] < 0.05 * elapsed * 1.3, d
+    assert np.all(np.abs(d[1:]) < 0.02 * d[0]), d
+    # zero angular velocity asked: orientation drifts only by the damping and the per-cycle integration
+    assert (Rotation.from_matrix(T0[:3, :3]).inv() * Rotation.from_matrix(T1[:3, :3])).magnitude() < 3e-3
+
+
+def test_estop_latches_until_released_and_mode_set(broker, make_server):
+    """E-stop mid-goal stops the arm (commands nothing); goals and modes are refused until it is
+    released; after release the arm stays stopped until a mode is set."""
+    server = make_server(broker.url)
+
+    async def go():
+        async with TeleopClient(broker.url, ARM_ID, name="op") as c:
+            await _home(c)
+            assert (await c.joint_goal(list(np.array(HOME) + 0.5), duration=3.0)).accepted
+            await asyncio.sleep(0.2)
+            assert (await c.estop(True)).accepted
+            st = await c.wait_status(lambda s: s["state"] == "stopped" and s["estop"])
+            assert st["mode"] == "idle"
+            assert np.isnan(server.arm.pending_command.position).all()
+            assert (await c.joint_goal(HOME)).reason == "estop_engaged"
+            assert (await c.mode("position")).reason == "estop_engaged"
+            assert (await c.estop(False)).accepted
+            await asyncio.sleep(0.1)
+            assert server.arm.state is ArmState.STOPPED
+            assert (await c.joint_goal(HOME)).reason == "wrong_mode"
+            assert (await c.mode("position")).accepted
+            await c.wait_status(lambda s: s["state"] != "stopped" and not s["estop"])
+            assert (await c.joint_goal(HOME, duration=0.3)).accepted
+            await c.wait_status(lambda s: s["at_goal"], timeout=3.0)
+
+    run(go())
+    np.testing.assert_allclose(server.runner.snapshot.position, HOME, atol=1e-9)
+
+
+def test_stale_reordered_and_malformed_commands_rejected(broker, make_server):
+    """Each bad command gets a rejection ack with its reason, and none of them moves the arm."""
+    server = make_server(broker.url, joint_limits=(-np.pi, np.pi))
+
+    async def go():
+        async with TeleopClient(broker.url, ARM_ID, name="op") as c:
+            await _home(c)
+            q0 = server.runner.snapshot.position.copy()
+            far = list(np.array(HOME) + 0.3)
+            results = {
+                "stale": await c.joint_goal(far, ts=time.time() - 5.0),
+                "from_future": await c.joint_goal(far, ts=time.time() + 5.0),
+                "out_of_order": await c.joint_goal(far, seq=1),
+                "not_finite": await c.send("joint_goal", {"positions": [*HOME[:5], float("nan")]}),
+                "out_of_limits": await c.joint_goal([0.0, 1.2, 1.8, 2.2, -1.57, 3.2]),
+                "velocity_limit": await c.joint_goal(HOME, velocities=[0, 2.5, 0, 0, 0, 0]),
+                "wrong_length": await c.joint_goal(HOME[:4]),
+                "unknown_field": await c.send("joint_goal", {"position": HOME}),
+                "wrong_mode": await c.jog([0.1] * 6, wait=True),
+            }
+            before = len(c.acks)
+            await c.publish_raw("cmd/joint_goal", b"{definitely not json", qos=1)
+            await c.wait_ack(lambda a: a.reason == "malformed_json")
+            raw = [(a.reason, a.seq) for a in c.acks[before:]]
+            await asyncio.sleep(0.2)
+            return q0, results, raw
+
+    q0, results, raw = run(go())
+    for reason, ack in results.items():
+        reason = "out_of_limits" if reason == "velocity_limit" else reason
+        assert ack is not None and not ack.accepted and ack.reason == reason, (reason, ack)
+    assert ("malformed_json", None) in raw
+    assert server.runner.mode == "position"
+    np.testing.assert_allclose(server.runner.snapshot.position, q0, atol=1e-12)
+    assert server.runner.snapshot.last_error.reason == "malformed_json"
+
+
+def test_retained_command_is_not_replayed_on_subscribe(broker, make_server):
+    """A command left retained on the broker reaches the arm when it subscribes: rejected, not obeyed."""
+
+    async def publish_then_serve():
+        async with TeleopClient(broker.url, ARM_ID, name="op") as c:
+            await c.publish_raw("cmd/mode", json.dumps({"seq": c.next_seq(), "ts": time.time(), "client": c.name,
+                                                        "mode": "jog"}), qos=1, retain=True)
+            server = await asyncio.to_thread(make_server, broker.url)
+            ack = await c.wait_ack(lambda a: a.reason == "retained")
+            await c.publish_raw("cmd/mode", b"", qos=1, retain=True)  # clear the retained message
+            return server, ack
+
+    server, ack = run(publish_then_serve())
+    assert ack.topic == "mode" and not ack.accepted
+    assert server.runner.mode == "idle"
+
+
+def test_goal_rate_limit(broker, make_server):
+    """A burst of 30 goals: the bucket (20/s, burst 5) lets about 5 through, the rest are rate_limited."""
+    make_server(broker.url)
+
+    async def go():
+        async with TeleopClient(broker.url, ARM_ID, name="op") as c:
+            assert (await c.mode("position")).accepted
+            seqs = [c.next_seq() for _ in range(30)]
+            for s in seqs:
+                await c.send("joint_goal", {"positions": HOME, "duration": 1.0}, seq=s, wait=False)
+            await c.wait_ack(lambda a: a.seq == seqs[-1], timeout=3.0)
+            await asyncio.sleep(0.1)
+            return [a for a in c.acks if a.seq in set(seqs)]
+
+    acks = run(go())
+    assert len(acks) == 30
+    limited = sum(a.reason == "rate_limited" for a in acks)
+    assert 23 <= limited <= 25, [a.reason for a in acks]
+    assert all(a.accepted for a in acks if a.reason != "rate_limited")

@@ -1,0 +1,107 @@
+"""``hebictl teleop-send`` against a running arm, and ``hebictl teleop`` as a real process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from hebictl.cli import main
+from hebictl.teleop.client import TeleopClient
+
+from .conftest import ARM_ID, HOME, REPO, run
+
+pytestmark = pytest.mark.broker
+
+
+def _send(url: str, *args: str) -> list[str]:
+    return ["teleop-send", "--broker", url, "--arm-id", ARM_ID, "--client", "cli", "--timeout", "3", *args]
+
+
+def test_teleop_send_commands_and_exit_codes(broker, make_server, capsys):
+    """Each teleop-send action prints its ack as JSON; exit 0 when accepted, 1 when rejected."""
+    server = make_server(broker.url)
+    cases = [
+        (["mode", "position"], 0, ""),
+        (["joint-goal", "--positions", "0", "1.2"], 1, "wrong_length"),
+        (["joint-goal", "--positions", *map(str, HOME), "--duration", "0.3"], 0, ""),
+        (["cartesian-goal", "--position", "5", "0", "0"], 1, "ik_failed"),
+        (["gripper", "--action", "close"], 0, ""),
+        (["stop"], 0, ""),
+        (["estop", "--engaged", "true"], 0, ""),
+        (["mode", "jog"], 1, "estop_engaged"),
+        (["estop", "--engaged", "false"], 0, ""),
+        (["mode", "jog"], 0, ""),
+        (["jog", "--velocity", "0.2", "0", "0", "0", "0", "0", "--for", "0.2", "--rate", "50"], 0, None),
+    ]
+    for args, code, reason in cases:
+        assert main(_send(broker.url, *args)) == code, args
+        out = capsys.readouterr().out.strip()
+        if reason is not None:
+            ack = json.loads(out)
+            assert ack["reason"] == reason and ack["accepted"] == (code == 0) and ack["client"] == "cli", (args, ack)
+    assert main(_send(broker.url, "status")) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["status"] == "online" and status["gripper"]["action"] == "close"
+    assert status["gripper"]["position"] == 0.0
+    assert server.runner.snapshot.gripper.client == "cli"
+
+
+def test_teleop_send_errors_are_one_line(broker, capsys):
+    """No arm listening, or a bad URL: a one-line error and exit code 2, no traceback."""
+    assert main(_send(broker.url, "--timeout", "0.3", "stop")) == 2
+    assert "no answer from arm" in capsys.readouterr().err
+    assert main(["teleop-send", "--broker", "http://x", "stop"]) == 2
+    assert "mqtt://" in capsys.readouterr().err
+
+
+def _spawn(url: str, arm_id: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    return subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--broker", url, "--arm-id", arm_id,
+                             "--rate", "200", "--state-rate", "20"], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_teleop_process_serves_and_leaves_offline_status(broker):
+    """`hebictl teleop` serves commands; killed hard, the broker publishes its last will (offline);
+    stopped with SIGTERM it publishes offline itself, holds, releases and exits 0."""
+
+    async def online_and_goal(arm_id: str) -> None:
+        async with TeleopClient(broker.url, arm_id, name="op") as c:
+            await c.wait_status(lambda s: s["status"] == "online" and s.get("cycles", 0) > 0, timeout=30.0)
+            assert (await c.mode("position")).accepted
+            assert (await c.joint_goal(HOME, duration=0.2)).accepted
+            await c.wait_status(lambda s: s["at_goal"], timeout=5.0)
+
+    async def status_of(arm_id: str) -> dict:
+        async with TeleopClient(broker.url, arm_id, name="watch") as c:
+            return await c.wait_status(lambda s: s["status"] == "offline", timeout=10.0)
+
+    proc = _spawn(broker.url, "proc1")
+    try:
+        run(online_and_goal("proc1"), timeout=40.0)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        will = run(status_of("proc1"))
+        assert "state" not in will  # the will is the bare offline notice registered at connect
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+    proc = _spawn(broker.url, "proc2")
+    try:
+        run(online_and_goal("proc2"), timeout=40.0)
+        t = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0, proc.stderr.read().decode()[-2000:]
+        assert time.monotonic() - t < 10
+        clean = run(status_of("proc2"))
+        assert clean["state"] in ("hold", "running") and "bridge" in clean
+    finally:
+        proc.kill()
+        proc.wait(10)
