@@ -98,6 +98,9 @@ class RobotModel:
         self.nq = sum(b.joint.nq for b in bodies)
         self.nv = sum(b.joint.nv for b in bodies)
         self._fused = fuse(bodies, base)
+        armature = [b.joint.armature for b in bodies for _ in range(b.joint.nv)]
+        #: reflected rotor inertia per velocity coordinate, or None when every joint has none
+        self._armature: FloatArray | None = np.array(armature) if any(armature) else None
         self._t = self._fused.tables
         kinds: dict[str, list[Frame]] = {}
         for f in frames:
@@ -303,6 +306,8 @@ class RobotModel:
             raise ModelError(f"q, qd and qdd batch sizes differ: {Q.shape[0]}, {V.shape[0]}, {A.shape[0]}")
         out = np.empty((Q.shape[0], self.nv))
         _run(kernels.rnea_batch, (Q, V, A), (self._gravity(gravity), *self._rnea_args), out)
+        if self._armature is not None:
+            out += self._armature * A
         return out if batched else out[0]
 
     # ------------------------------------------------------------------ control-loop fast paths
@@ -328,6 +333,8 @@ class RobotModel:
         kernels.rnea_batch(q.reshape(1, -1), qd.reshape(1, -1), qdd.reshape(1, -1), gravity, t.parent, t.kind,
                            t.qi, t.vi, t.place_R, t.place_p, t.axis, t.scale, t.mass, t.com, t.inertia,
                            t.base_R, t.base_p, out.reshape(1, -1))
+        if self._armature is not None:
+            out += self._armature * qdd
 
     def inverse_kinematics(self, target: Any = None, seed: ArrayLike | None = None, **kwargs: Any) -> Any:
         """Solve for joint positions reaching ``target``; see :func:`hebictl.model.ik.solve`."""

@@ -98,10 +98,13 @@ class Joint:
     max_effort: float = math.inf
     damping: float = 0.0
     friction: float = 0.0
+    armature: float = 0.0
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         axis = _vec3(self.axis, f"axis of joint {self.name!r}")
+        if not (math.isfinite(self.armature) and self.armature >= 0.0):
+            raise ModelError(f"joint {self.name!r}: armature must be finite and >= 0, got {self.armature}")
         if self.kind in (JointKind.REVOLUTE, JointKind.PRISMATIC):
             norm = float(np.linalg.norm(axis))
             if norm < 1e-12:

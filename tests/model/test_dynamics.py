@@ -167,3 +167,35 @@ def test_hrdf_kit_inverse_dynamics_matches_pinocchio(path):
         np.testing.assert_allclose(model.inverse_dynamics(q, qd, qdd), ref, atol=1e-9)
         np.testing.assert_allclose(model.gravity_compensation(q), pin.computeGeneralizedGravity(pm, pd, q),
                                    atol=1e-9)
+
+
+def test_armature_adds_reflected_inertia_like_mujoco():
+    """Joint armature enters inverse dynamics as MuJoCo's mj_inverse has it (armature on M's diagonal)."""
+    mujoco = pytest.importorskip("mujoco")
+    from hebictl.model.tree import Inertia, Joint, ModelBuilder
+
+    from .random_trees import transform
+
+    xml = """<mujoco><option gravity="0 0 -9.81"/><worldbody>
+      <body name="a" pos="0 0 0.1"><joint name="j0" type="hinge" axis="0 1 0" armature="0.02"/>
+        <inertial pos="0.1 0 0" mass="1.5" diaginertia="0.01 0.02 0.03"/>
+        <body name="c" pos="0.3 0 0"><joint name="j1" type="slide" axis="1 0 0" armature="0.5"/>
+          <inertial pos="0 0.05 0" mass="0.7" diaginertia="0.004 0.005 0.006"/></body></body>
+    </worldbody></mujoco>"""
+    mm = mujoco.MjModel.from_xml_string(xml)
+    md = mujoco.MjData(mm)
+    b = ModelBuilder("geared")
+    b.add_body("a", -1, transform(np.eye(3), [0, 0, 0.1]), Joint("j0", axis=(0, 1, 0), armature=0.02),
+               Inertia(1.5, (0.1, 0, 0), np.diag([0.01, 0.02, 0.03])))
+    b.add_body("c", 0, transform(np.eye(3), [0.3, 0, 0]), Joint("j1", JointKind.PRISMATIC, axis=(1, 0, 0),
+               armature=0.5), Inertia(0.7, (0, 0.05, 0), np.diag([0.004, 0.005, 0.006])))
+    model = b.build()
+    rng = np.random.default_rng(9)
+    for _ in range(3):
+        q, qd, qdd = rng.normal(size=(3, 2))
+        md.qpos[:], md.qvel[:], md.qacc[:] = q, qd, qdd
+        mujoco.mj_inverse(mm, md)
+        np.testing.assert_allclose(model.inverse_dynamics(q, qd, qdd), md.qfrc_inverse, atol=1e-9)
+        out = np.empty(2)
+        model.inverse_dynamics_into(q, qd, qdd, np.array([0, 0, -9.81]), out)
+        np.testing.assert_allclose(out, md.qfrc_inverse, atol=1e-9)
