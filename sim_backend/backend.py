@@ -43,8 +43,9 @@ from numpy.typing import ArrayLike
 
 from hebictl.errors import CommandRejected, ConfigError, HardwareError
 from hebictl.gains import GroupGains
-from hebictl.hardware.base import Backend, Command, Feedback
+from hebictl.hardware.base import Command, Feedback
 from hebictl.hardware.clock import Clock
+from hebictl.hardware.group import ModuleGroup, checked_frequency, checked_lifetime
 from sim_backend.actuator import ActuatorGroup, actuator_step
 from sim_backend.scene import Scene
 
@@ -85,7 +86,7 @@ def _display_available() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) or os.name == "nt"
 
 
-class SimBackend(Backend):
+class SimBackend(ModuleGroup):
     """Simulated HEBI modules on a MuJoCo model; see the module docstring for timing and semantics."""
 
     def __init__(self, names: Sequence[str], families: Sequence[str], scene: Scene, actuators: ActuatorGroup, *,
@@ -95,14 +96,12 @@ class SimBackend(Backend):
         ``actuators``; ``initial_position`` [rad or m] (default: zeros), ``feedback_frequency``
         [Hz], ``command_lifetime`` [s] (0 = never expires), ``viewer``: show MuJoCo's passive
         viewer when a display is available."""
-        self._names = tuple(names)
-        self._families = tuple(families)
-        n = len(self._names)
+        super().__init__(names, families)
+        n = self._n
         if len(self._families) != n:
             raise ConfigError(f"{n} names but {len(self._families)} families", key="families")
         if n != scene.qadr.shape[0] or n != actuators.size:
             raise ConfigError(f"{n} module names for a model of {scene.qadr.shape[0]} joints", key="names")
-        self._n = n
         self._clock = clock
         self.scene = scene
         self.actuators = actuators
@@ -150,18 +149,6 @@ class SimBackend(Backend):
 
     # ------------------------------------------------------------------ Backend properties
     @property
-    def names(self) -> tuple[str, ...]:
-        return self._names
-
-    @property
-    def families(self) -> tuple[str, ...]:
-        return self._families
-
-    @property
-    def size(self) -> int:
-        return self._n
-
-    @property
     def clock(self) -> Clock:
         """The clock this simulation follows."""
         return self._clock
@@ -194,9 +181,7 @@ class SimBackend(Backend):
 
     @feedback_frequency.setter
     def feedback_frequency(self, hz: float) -> None:
-        hz = float(hz)
-        if not (math.isfinite(hz) and hz >= 0.0):
-            raise ConfigError(f"feedback frequency must be finite and >= 0 Hz, got {hz!r}", key="feedback_frequency")
+        hz = checked_frequency(hz)
         # restart the sample grid at the last delivered sample so no sample is repeated
         self._grid_origin = self._last_sample_t if self._seq else self._clock.now()
         self._k = 0 if self._seq else -1
@@ -208,9 +193,7 @@ class SimBackend(Backend):
 
     @command_lifetime.setter
     def command_lifetime(self, seconds: float) -> None:
-        seconds = float(seconds)
-        if not (math.isfinite(seconds) and seconds >= 0.0):
-            raise ConfigError(f"command lifetime must be finite and >= 0 s, got {seconds!r}", key="command_lifetime")
+        seconds = checked_lifetime(seconds)
         self._lifetime = seconds
 
     @property
