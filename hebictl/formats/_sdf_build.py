@@ -9,7 +9,7 @@ conventions are documented in :mod:`hebictl.formats.sdf`.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -138,12 +138,22 @@ class Flattener:
                                       axes_J, e.data["limits"], {**e.data["metadata"], "drake_joint": e.data["drake"]}))
 
 
-def _stages(j: _JointInfo) -> list[tuple[JointKind, np.ndarray, str, dict[str, float]]]:
-    """The one-DoF (or ball/fixed) joints a SDF joint becomes, axes in the joint frame."""
-    a1, a2 = [*j.axes, None, None][:2]
-    l1, l2 = [*j.limits, {}, {}][:2]
+Stage = tuple[JointKind, np.ndarray, str, dict[str, float]]
+
+
+def _stages(j: _JointInfo) -> list[Stage]:
+    return joint_stages(j.type, j.axes, j.limits)
+
+
+def joint_stages(t: str, axes: Sequence[np.ndarray | None], limits: Sequence[Mapping[str, float]]) -> list[Stage]:
+    """The one-DoF (or ball/fixed) joints an SDF or Drake joint type becomes, axes in the joint frame.
+
+    Shared by the SDF and URDF readers (Drake's ``drake:joint`` types): each stage is (kind,
+    axis, name suffix, limits); a chain of several stages gets massless bodies in between.
+    """
+    a1, a2 = [*axes, None, None][:2]
+    l1, l2 = [*limits, {}, {}][:2]
     z = np.array([0.0, 0.0, 1.0])
-    t = j.type
     if t in ("revolute", "continuous"):
         lim = dict(l1)
         if t == "continuous":
@@ -168,9 +178,10 @@ def _stages(j: _JointInfo) -> list[tuple[JointKind, np.ndarray, str, dict[str, f
 
 
 def _joint(name: str, kind: JointKind, axis: np.ndarray, lim: Mapping[str, float], meta: Mapping[str, Any],
-           j: _JointInfo) -> Joint:
+           j: _JointInfo, armature: float = 0.0) -> Joint:
     try:
         return Joint(name, kind, tuple(axis), scale=meta.get("scale", 1.0), lower=lim.get("lower", -math.inf),
+                     armature=armature,
                      upper=lim.get("upper", math.inf),
                      max_velocity=lim.get("velocity", math.inf), max_effort=lim.get("effort", math.inf),
                      damping=lim.get("damping", 0.0), friction=lim.get("friction", 0.0), metadata=dict(meta))
@@ -223,9 +234,11 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
         for k, (kind, axis, suffix, lim) in enumerate(stages):
             jname = j.full + suffix
             last = k == len(stages) - 1
+            # Drake's reflected inertia acts on the joint's one coordinate (a screw's rotation)
+            arm = float(meta.get("armature", 0.0)) if k == 0 else 0.0
             if not last:
                 parent = builder.add_body(f"{j.child}__{jname}", parent, placement,
-                                          _joint(jname, kind, axis, lim, meta, j), None,
+                                          _joint(jname, kind, axis, lim, meta, j, arm), None,
                                           {"synthetic": j.type, "joint": j.full})
                 placement = np.eye(4)
                 continue
@@ -235,7 +248,7 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
                        or (kind is JointKind.REVOLUTE and np.linalg.norm(np.cross(p_CJ, axis_C)) <= 1e-12)
                        or (kind is JointKind.BALL and np.linalg.norm(p_CJ) <= 1e-12))
             if movable:
-                joint = _joint(jname, kind, axis_C, lim, meta, j) if kind is not JointKind.FIXED else \
+                joint = _joint(jname, kind, axis_C, lim, meta, j, arm) if kind is not JointKind.FIXED else \
                     Joint(jname, JointKind.FIXED, metadata=meta)
                 if kind is JointKind.BALL:  # ball rotation is about the joint frame's axes
                     joint = _joint(jname, kind, axis, lim, meta, j)
@@ -245,7 +258,8 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
                     index[j.child] = builder.add_body(j.child, parent, placement @ X_JC, joint, child.inertia,
                                                       child.metadata)
                     return
-            mid = builder.add_body(f"{j.child}__{jname}", parent, placement, _joint(jname, kind, axis, lim, meta, j),
+            mid = builder.add_body(f"{j.child}__{jname}", parent, placement,
+                                   _joint(jname, kind, axis, lim, meta, j, arm),
                                    None, {"synthetic": "joint_frame", "joint": j.full})
             offset = Joint(f"{jname}__offset", JointKind.FIXED, metadata=meta)
             index[j.child] = builder.add_body(j.child, mid, X_JC, offset, child.inertia, child.metadata)
@@ -253,10 +267,16 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
     def add_root(lname: str) -> None:
         info = links[lname]
         if floating_base and not info.static:
-            joint = Joint(lname, JointKind.FREE, metadata={"sdf_type": "free"})
-            meta = {**info.metadata, "default_position": tuple(info.X_W[:3, 3]),
-                    "default_quaternion": tuple(matrix_quat(info.X_W[:3, :3]))}
-            index[lname] = builder.add_body(lname, -1, None, joint, info.inertia, meta)
+            elem = info.scope.entities[info.name].elem
+            written = elem.get(f"{{{HEBICTL_NS}}}free_joint")  # hebictl's writer: the free joint's name and frame
+            joint = Joint(written if written is not None else lname, JointKind.FREE, metadata={"sdf_type": "free"})
+            X_WF = np.eye(4)
+            if elem.get(f"{{{HEBICTL_NS}}}free_joint_pose") is not None:
+                X_WF = info.scope.X_W @ _pose_attribute(elem, "free_joint_pose", flat.reader.file)  # type: ignore[attr-defined]
+            X_FL = inverse_transform(X_WF) @ info.X_W
+            meta = {**info.metadata, "default_position": tuple(X_FL[:3, 3]),
+                    "default_quaternion": tuple(matrix_quat(X_FL[:3, :3]))}
+            index[lname] = builder.add_body(lname, -1, X_WF, joint, info.inertia, meta)
         else:
             index[lname] = builder.add_body(lname, -1, info.X_W, Joint.fixed(f"{lname}__weld"), info.inertia,
                                             {**info.metadata, "welded_to_world": True})
@@ -304,6 +324,18 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
         X_WB = np.eye(4) if link is None else _body_pose(builder, body)
         builder.add_frame(kind, body, inverse_transform(X_WB) @ X_W, fname)
     return builder.build(gravity=gravity, metadata=metadata)
+
+
+def _pose_attribute(elem: etree._Element, key: str, file: str) -> np.ndarray:
+    """The transform in a ``hebictl:`` attribute "x y z roll pitch yaw" (hebictl's own writer's output)."""
+    text = elem.get(f"{{{HEBICTL_NS}}}{key}", "")
+    try:
+        values = [float(v) for v in text.split()]
+    except ValueError:
+        values = []
+    if len(values) != 6:
+        raise FormatError(f"hebictl:{key}={text!r} must be six numbers (x y z roll pitch yaw)", file, line_of(elem))
+    return transform(rpy_matrix(values[3:6]), values[:3])
 
 
 def _body_pose(builder: ModelBuilder, body: int) -> np.ndarray:

@@ -29,6 +29,7 @@ or are welded there with ``floating_base=False``. ``default_joint_positions`` ar
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Mapping
@@ -176,9 +177,7 @@ class _Scene:
                 jmeta = dict(joint.metadata)
                 if "sdf_joint" in jmeta:
                     jmeta["sdf_joint"] = prefix + jmeta["sdf_joint"]
-                joint = Joint(prefix + joint.name if joint.name else "", joint.kind, joint.axis, joint.scale,
-                              joint.lower, joint.upper, joint.max_velocity, joint.max_effort, joint.damping,
-                              joint.friction, jmeta)
+                joint = dataclasses.replace(joint, name=prefix + joint.name if joint.name else "", metadata=jmeta)
             placement = b.placement if parent is not None else model.base @ b.placement
             free_pose = None
             if parent is None:

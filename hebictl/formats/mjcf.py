@@ -31,8 +31,12 @@ What it follows (checked side by side with MuJoCo's own compiler in the tests):
   ``density`` (default 1000 kg/m³) or ``mass``. Mesh inertia needs the mesh data (inline
   ``vertex``/``face`` or an STL/OBJ file; vertices rounded to single precision as MuJoCo stores
   them): MuJoCo's default ``legacy`` algorithm, ``exact`` and ``convex`` are reproduced; a missing
-  mesh file is an error only when inertia must come from it. Builtin and plugin meshes,
-  primitives fitted to meshes and ``shellinertia`` are not supported where inertia needs them.
+  mesh file is an error only when inertia must come from it. Builtin meshes (``builtin="sphere"``,
+  ``supersphere``, ``supertorus``, ``hemisphere``, ``cone``, ``wedge``) are generated as MuJoCo does
+  (:mod:`hebictl.formats.builtin_meshes`); a mesh geom with ``mass="0"`` adds nothing, whatever its
+  mesh. Meshes a plugin computes (MuJoCo's SDF plugins run marching cubes in compiled code),
+  ``plate`` meshes (shell inertia), primitives fitted to meshes and ``shellinertia`` are not
+  supported where inertia needs them.
 * Actuators (``motor``, ``position``, ``velocity``, ``general``, ...) acting on a joint are kept
   in the joint metadata; their force bounds (``|gear| * forcerange``, or ``|gear| * ctrlrange`` for
   motors; summed over the joint's actuators) and the joint's ``actuatorfrcrange`` bound
@@ -42,9 +46,12 @@ What it follows (checked side by side with MuJoCo's own compiler in the tests):
   ``"end_effector"`` are added as for URDF (see :func:`hebictl.formats._xml.add_standard_frames`),
   unless the file was written by hebictl's MJCF writer, whose ``<custom>`` text restores the
   original frames.
-* Procedural elements that generate bodies (``<composite>``, ``<flexcomp>``) are not supported:
-  a clear FormatError. Tendons, equality constraints, contacts, sensors, visuals and cameras
-  do not change kinematics or gravity and are ignored.
+* ``<flexcomp>`` becomes the bodies MuJoCo makes of it: one per unpinned vertex, named
+  ``<name>_<vertex>``, with slide joints (:mod:`hebictl.formats.mjcf_flexcomp`; types from files and
+  interpolated dofs are not supported). The flex itself (elasticity, edges, contacts) only acts in
+  simulation and is not represented. ``<composite>`` is not supported: a clear FormatError.
+  Tendons, equality constraints, contacts, sensors, visuals and cameras do not change kinematics
+  or gravity and are ignored.
 """
 
 from __future__ import annotations
@@ -63,7 +70,7 @@ import numpy as np
 from lxml import etree
 
 from hebictl.errors import FormatError, ModelError
-from hebictl.formats import geometry
+from hebictl.formats import geometry, mjcf_flexcomp
 from hebictl.formats._xml import (
     add_standard_frames,
     axis_angle_matrix,
@@ -78,6 +85,7 @@ from hebictl.formats._xml import (
     rot_z,
     transform,
 )
+from hebictl.formats.builtin_meshes import builtin_mesh
 from hebictl.model.tree import Inertia, Joint, JointKind, ModelBuilder
 
 if TYPE_CHECKING:
@@ -86,14 +94,15 @@ if TYPE_CHECKING:
 FloatArray = np.ndarray
 MJMINVAL = 1e-15
 _SRC = "{urn:hebictl:src}file"  # marks elements spliced in from an included file
+_FLEX_FREE = "{urn:hebictl:src}flexfree"  # marks the vertex bodies of a flexcomp that pins nothing to its parent
 FRAMES_TEXT = "hebictl:frames"  # <custom><text name=...> written by write_mjcf: the model's frames
 JOINTS_TEXT = "hebictl:joints"  # ... and joint data MJCF has no attribute for (max_velocity, one-sided limits)
 
 _SECTIONS = {"compiler", "option", "size", "statistic", "visual", "asset", "worldbody", "default", "contact",
              "equality", "tendon", "actuator", "sensor", "keyframe", "custom", "extension", "deformable"}
-_BODY_CHILDREN = {"inertial", "joint", "freejoint", "geom", "site", "camera", "light", "body", "frame",
+_BODY_CHILDREN = {"inertial", "joint", "freejoint", "geom", "site", "camera", "light", "body", "frame", "flexcomp",
                   "replicate", "attach", "plugin"}
-_UNSUPPORTED = {"composite": "it generates bodies procedurally", "flexcomp": "it generates bodies procedurally"}
+_UNSUPPORTED = {"composite": "it generates bodies procedurally (cables, particles, grids)"}
 _ORIENT = ("quat", "axisangle", "euler", "xyaxes", "zaxis")
 _POSE = ("pos", *_ORIENT)
 _ATTRS: dict[str, set[str]] = {
@@ -460,6 +469,8 @@ class _Reader:
                 yield from self.replicate(el, T, ctx)
             elif tag == "attach":
                 yield from self.attach(el, T, ctx)
+            elif tag == "flexcomp":
+                yield from self.flexcomp(el, T, ctx)
             elif tag in ("camera", "light", "plugin"):
                 continue
             else:
@@ -480,6 +491,56 @@ class _Reader:
             sub = replace(ctx, suffix=f"{sep}{i:0{digits}d}{ctx.suffix}")
             yield from self.content(el, T @ Ti, sub)
             Ti = Ti @ step
+
+    def flexcomp(self, el: etree._Element, T: FloatArray, ctx: _Ctx) -> Iterator[_Item]:
+        """The vertex bodies of a ``<flexcomp>``, as ``<body>`` elements made here (see mjcf_flexcomp)."""
+        fields: dict[str, Any] = {"name": el.get("name", "")}
+        for attr in ("type", "dof"):
+            if el.get(attr) is not None:
+                fields[attr] = el.get(attr)
+        for attr, count in (("count", 3), ("dim", 1)):
+            if el.get(attr) is not None:
+                v = mjcf_flexcomp.parse_ints(self.floats(el, el.get(attr, ""), attr, count))
+                fields[attr] = v if count > 1 else v[0]
+        for attr, count in (("spacing", 3), ("scale", 3), ("mass", 1), ("inertiabox", 1), ("point", None)):
+            if el.get(attr) is not None:
+                v = tuple(float(x) for x in self.floats(el, el.get(attr, ""), attr, count))
+                fields[attr] = v[0] if count == 1 else v
+        if el.get("element") is not None:
+            fields["element"] = mjcf_flexcomp.parse_ints(self.floats(el, el.get("element", ""), "element"))
+        if el.get("rigid") is not None:
+            fields["rigid"] = _bool(el.get("rigid", ""), "rigid", self, el)
+        if el.get("file") is not None and el.get("type") not in ("mesh", "gmsh"):
+            raise self.fail("flexcomp file is only for types mesh and gmsh", el)
+        pins: dict[str, list[int]] = {"id": [], "range": [], "grid": [], "gridrange": []}
+        for pin in el.iterchildren("pin"):
+            for key in pins:
+                if pin.get(key) is not None:
+                    pins[key] += mjcf_flexcomp.parse_ints(self.floats(pin, pin.get(key, ""), key))
+        spec = mjcf_flexcomp.Flexcomp(**fields, pin_id=tuple(pins["id"]), pin_range=tuple(pins["range"]),
+                                      pin_grid=tuple(pins["grid"]), pin_gridrange=tuple(pins["gridrange"]))
+        pos = self.vec(el, "flexcomp", "pos", None, (0.0, 0.0, 0.0))
+        try:
+            # enclosing frames move the flexcomp's pose; its bodies keep the parent body's orientation (MuJoCo)
+            R = T[:3, :3] @ self.rotation(el, "flexcomp", ctx)
+            bodies, n_pinned = mjcf_flexcomp.vertex_bodies(spec, R, T[:3, :3] @ pos + T[:3, 3])
+        except ValueError as exc:
+            what = "unsupported <flexcomp>: " if "not supported" in str(exc) else "<flexcomp>: "
+            raise self.fail(what + str(exc), el) from None
+        for vb in bodies:
+            body = etree.Element("body", name=vb.name, pos=" ".join(repr(float(x)) for x in vb.position))
+            body.sourceline = el.sourceline
+            etree.SubElement(body, "inertial", pos="0 0 0", mass=repr(vb.mass),
+                             diaginertia=" ".join([repr(vb.inertia)] * 3))
+            for axis in vb.slide_axes:
+                etree.SubElement(body, "joint", type="slide", pos="0 0 0", axis=" ".join(repr(a) for a in axis))
+            if not n_pinned:
+                body.set(_FLEX_FREE, "1")
+            for child in body.iter():
+                child.sourceline = el.sourceline
+                if el.get(_SRC) is not None or self.where(el)[0] != self.file:
+                    child.set(_SRC, self.where(el)[0])
+            yield _Item("body", body, np.eye(4), ctx)
 
     def attach(self, el: etree._Element, T: FloatArray, ctx: _Ctx) -> Iterator[_Item]:
         model_name = el.get("model")
@@ -694,6 +755,8 @@ class _Reader:
                 raise self.fail(f"ball followed by rotation in body {name!r}", el)
         if sum(k.nv for k in kinds) > 6:
             raise self.fail(f"more than 6 dofs in body {name!r}", el)
+        if kinds and any(i.tag == "body" and i.elem.get(_FLEX_FREE) for i in items):
+            raise self.fail(f"body {name!r} has joints but no flex vertices/nodes are pinned to it", el)
         align = np.eye(4)
         if kinds == [JointKind.FREE]:
             spec = specs[0]
@@ -785,7 +848,8 @@ class _Reader:
             return {"kind": kind, "anchor": np.zeros(3), "offset": np.eye(4), "align": comp.alignfree,
                     "joint": Joint(name, kind, metadata=meta,
                                    damping=self.num(el, "joint", "damping", ctx, 0.0, cls),
-                                   friction=self.num(el, "joint", "frictionloss", ctx, 0.0, cls))}
+                                   friction=self.num(el, "joint", "frictionloss", ctx, 0.0, cls),
+                                   armature=self.num(el, "joint", "armature", ctx, 0.0, cls))}
         # a joint inside <frame> elements has its anchor and axis moved by them
         anchor = item.T[:3, :3] @ self.vec(el, "joint", "pos", ctx, (0.0, 0.0, 0.0), 3, cls) + item.T[:3, 3]
         axis = item.T[:3, :3] @ self.vec(el, "joint", "axis", ctx, (0.0, 0.0, 1.0), 3, cls)
@@ -829,7 +893,8 @@ class _Reader:
                           lower=lower, upper=upper, max_effort=max_effort,
                           max_velocity=extra.get("max_velocity", math.inf),
                           damping=self.num(el, "joint", "damping", ctx, 0.0, cls),
-                          friction=self.num(el, "joint", "frictionloss", ctx, 0.0, cls), metadata=meta)
+                          friction=self.num(el, "joint", "frictionloss", ctx, 0.0, cls),
+                          armature=self.num(el, "joint", "armature", ctx, 0.0, cls), metadata=meta)
         except ModelError as exc:
             raise self.fail(str(exc), el) from None
         offset = np.eye(4)
@@ -997,6 +1062,8 @@ class _Reader:
         mass_text = self.get(el, "geom", "mass", ctx, cls)
         density = self.num(el, "geom", "density", ctx, 1000.0, cls)
         if gtype in ("mesh", "sdf"):
+            if mass_text is not None and float(self.floats(el, mass_text, "mass", 1)[0]) == 0.0:
+                return None  # a massless mesh adds nothing, whatever its shape (MuJoCo's tactile sensor meshes)
             props = self.mesh_mass(el, ctx, cls, body)
             volume = props.mass  # computed with density 1
             if mass_text is not None:
@@ -1042,8 +1109,9 @@ class _Reader:
         if mesh is None:
             raise self.fail(f"mesh {mname!r} not found in geom", el)
         if mesh.find("plugin") is not None:
-            raise self.fail(f"body {body!r} takes its inertia from mesh {mname!r}, which a plugin generates; give the "
-                            "body an <inertial>", el)
+            raise self.fail(f"body {body!r} takes its inertia from mesh {mname!r}, which a plugin generates (MuJoCo "
+                            "meshes the plugin's compiled signed distance function by marching cubes, so the "
+                            "polyhedron and its inertia are not reproducible here); give the body an <inertial>", el)
         mcls = mesh.get("class") or "main"
         mdefaults = ctx.doc.defaults.get(mcls, {}).get("mesh", {})
         get = lambda key: mesh.get(key) if mesh.get(key) is not None else mdefaults.get(key)  # noqa: E731
@@ -1066,8 +1134,14 @@ class _Reader:
             except (ValueError, OSError) as exc:
                 raise self.fail(f"cannot read mesh {str(path)!r}: {exc}", mesh) from None
         elif mesh.get("builtin") is not None:
-            raise self.fail(f"body {body!r} takes its inertia from builtin mesh {mname!r}, which hebictl does not "
-                            "generate; give the body an <inertial>", el)
+            params = self.floats(mesh, mesh.get("params", ""), "params")
+            try:
+                V, F, forced = builtin_mesh(mesh.get("builtin", ""), params)
+            except ValueError as exc:
+                raise self.fail(f"mesh {mname!r}: {exc}", mesh) from None
+            if forced == "shell":
+                raise self.fail(f"body {body!r} takes its inertia from builtin mesh {mname!r}, a plate whose "
+                                "shell inertia is not supported; give the body an <inertial>", el)
         else:
             raise self.fail(f"mesh {mname!r} has neither vertex nor file", mesh)
         V = V.astype(np.float32).astype(np.float64)  # MuJoCo keeps mesh vertices in single precision
@@ -1082,14 +1156,22 @@ class _Reader:
         method = get("inertia") or "legacy"
         try:
             if F is None or method == "convex":
-                return geometry.convex_hull_properties(V, 1.0)
-            if method == "exact":
-                return geometry.mesh_properties(V, F, 1.0)
-            if method == "legacy":
-                return geometry.legacy_mesh_properties(V, F, 1.0)
+                props = geometry.convex_hull_properties(V, 1.0)
+            elif method == "exact":
+                props = geometry.mesh_properties(V, F, 1.0)
+            elif method == "legacy":
+                props = geometry.legacy_mesh_properties(V, F, 1.0)
+            else:
+                raise self.fail(f"mesh inertia {method!r} is not supported (use convex, exact or legacy)", mesh)
         except ValueError as exc:
             raise self.fail(f"mesh {mname!r}: {exc}", mesh) from None
-        raise self.fail(f"mesh inertia {method!r} is not supported (use convex, exact or legacy)", mesh)
+        # MuJoCo keeps a mesh's inertia as moments in the principal frame its Jacobi solver finds; that solver
+        # does not start rotating by less than ~1e-6 rad, so the tiny products of inertia of a nearly symmetric
+        # mesh (float-rounded vertices) are dropped: the mesh frame stays a permutation of the file's axes
+        moments, R = geometry.principal_axes(props.inertia)
+        if np.allclose(np.abs(R), np.round(np.abs(R)), rtol=0.0, atol=1e-12):
+            props = replace(props, inertia=R @ np.diag(moments) @ R.T)
+        return props
 
     # ------------------------------------------------------------------ frames saved by write_mjcf
     @staticmethod

@@ -21,7 +21,8 @@ with Drake (which parses SDF through libsdformat) on the corpus in the tests:
 * **Bodies.** Links without ``<inertial>`` weigh SDFormat's default 1 kg with unit inertia (as
   libsdformat and Drake). A link that no joint moves (a "free body" in a simulator) is welded
   to the world at its pose unless ``floating_base=True``, which gives it a free joint named
-  after the link whose neutral configuration is that pose. Links of ``<static>`` models are
+  after the link whose neutral configuration is that pose (files from hebictl's writer may name
+  the joint and its frame in ``hebictl:free_joint``/``hebictl:free_joint_pose``). Links of ``<static>`` models are
   always welded, and static models may only have fixed joints (as Drake requires).
 * **Joints.** revolute, continuous, prismatic, fixed and ball map to the kernel's kinds. The
   others become chains of massless bodies with one-DoF joints named ``<joint>_<suffix>``:
@@ -40,7 +41,9 @@ with Drake (which parses SDF through libsdformat) on the corpus in the tests:
   ``model.config``. URDF files load through :mod:`hebictl.formats.urdf`.
 * **Drake extensions** (``xmlns:drake="http://drake.mit.edu"``): ``drake:joint`` (ball, planar,
   prismatic, revolute, continuous, fixed, screw, universal), ``drake:mimic``, ``drake:gear_ratio``
-  and ``drake:rotor_inertia`` (reflected inertia = gear_ratio² · rotor_inertia in joint metadata),
+  and ``drake:rotor_inertia`` (reflected inertia = gear_ratio² · rotor_inertia, in joint metadata and,
+  on the one-axis joints Drake actuates — effort limit not 0 — as the joint's ``armature``; a
+  screw joint's on its ``_rotation`` coordinate),
   ``drake:acceleration``, ``drake:controller_gains``, ``drake:capsule``/``drake:ellipsoid``
   geometry, ``drake:collision_filter_group``, ``drake:ball_constraint``,
   ``drake:linear_bushing_rpy`` and ``drake:proximity_properties`` are kept as metadata.
@@ -908,6 +911,12 @@ class _Reader:
                 pitch = 1.0
             meta["screw_pitch"] = pitch
         self.read_drake_joint_extras(elem, file, meta)
+        # Drake actuates a one-axis joint unless its effort limit is exactly 0; only an actuator
+        # carries rotor inertia, so the reflected inertia is the joint's armature only then
+        actuated = (not drake and jtype in ("revolute", "continuous", "prismatic", "screw")
+                    and limits[0].get("effort", math.inf) != 0)
+        if "reflected_inertia" in meta and actuated:
+            meta["armature"] = meta["reflected_inertia"]
         scale = _child(elem, f"{{{HEBICTL_NS}}}scale")
         if scale is not None:
             meta["scale"] = _float(scale, file, 1.0, "hebictl:scale")
@@ -924,6 +933,8 @@ class _Reader:
             tag = local_name(c)
             if tag in ("gear_ratio", "rotor_inertia"):
                 meta[tag] = _float(c, file, 0.0, f"drake:{tag}")
+                if tag == "rotor_inertia" and meta[tag] < 0:
+                    raise FormatError(f"<drake:rotor_inertia> must be >= 0, got {meta[tag]}", file, line_of(c))
             elif tag == "mimic":
                 meta["mimic"] = {"joint": c.get("joint"),
                                  "multiplier": float(c.get("multiplier", "1")), "offset": float(c.get("offset", "0"))}

@@ -21,8 +21,19 @@ MoveIt use), checked side by side with pinocchio and MuJoCo in the tests:
   names (``package://``, ``file://`` or relative) are resolved where possible; missing meshes are
   reported in ``model.metadata["missing_meshes"]`` and one warning, never an error.
 * Drake's un-namespaced ``<frame name link xyz rpy>`` becomes a frame of kind ``"frame"``.
-  Namespaced extensions other than hebictl's own are ignored with a warning; ``xacro:`` elements
-  are an error (run xacro first).
+  Drake's extensions (:mod:`hebictl.formats._urdf_drake`, checked against Drake 1.51):
+  ``<drake:joint>`` ball (quaternion), universal (``_axis1`` about x, ``_axis2`` about y: Drake
+  ignores the axis), screw (``_rotation``, ``_translation``; ``drake:screw_thread_pitch`` in
+  metadata ``screw_pitch``) and planar (also the standard spelling: plane from the axis as Drake
+  does, damping one or three values); ``<limit drake:acceleration>`` → joint metadata
+  ``max_acceleration``; a SimpleTransmission's ``<actuator>`` ``drake:rotor_inertia``,
+  ``drake:gear_ratio``, ``drake:controller_gains`` → joint metadata and, as Drake applies them
+  (one-DoF joint, effort limit not 0), ``Joint.armature`` = gear_ratio² · rotor_inertia (a screw's
+  on ``_rotation``); ``<mimic>``/``<drake:mimic>`` metadata; ``drake:capsule``/``drake:ellipsoid``
+  shapes, ``drake:proximity_properties`` and ``drake:declare_convex`` in visual/collision metadata
+  (inertia stays the explicit ``<inertial>``); collision filter groups, ball constraints, bushings,
+  tendon constraints and spring-dampers in ``model.metadata["drake"]``. Other namespaced
+  elements and ``<gazebo>`` are ignored with a warning; ``xacro:`` elements are an error.
 * Frames added: ``"com"`` (one per link with mass, at its centre of mass, link axes),
   ``"output"`` and ``"end_effector"`` (the frames of leaf links, in body order). A file written
   by :func:`hebictl.formats.write_urdf.write_urdf` carries ``<hebictl:frame>`` elements instead,
@@ -46,6 +57,8 @@ import numpy as np
 from lxml import etree
 
 from hebictl.errors import FormatError, ModelError
+from hebictl.formats import _urdf_drake as drake
+from hebictl.formats._sdf_build import joint_stages
 from hebictl.formats._xml import (
     HEBICTL_NS,
     add_standard_frames,
@@ -66,12 +79,14 @@ if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel
 
 _JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
+_ONE_DOF = ("revolute", "continuous", "prismatic", "screw")
+_CHAIN_SUFFIXES = {"planar": ("_x", "_y", "_theta"), "universal": ("_axis1", "_axis2"),
+                   "screw": ("_rotation", "_translation")}
 _KNOWN_TOP = {"link", "joint", "material", "transmission", "gazebo", "frame"}
 _LINK_CHILDREN = {"inertial", "visual", "collision"}
 _JOINT_CHILDREN = {"origin", "parent", "child", "axis", "limit", "dynamics", "mimic", "safety_controller",
                    "calibration"}
 _XACRO_NS = ("http://ros.org/wiki/xacro", "http://www.ros.org/wiki/xacro")
-_DRAKE_NS = "http://drake.mit.edu"
 DBL_MAX = 1.7976931348623157e308
 _MASSLESS = Inertia.zero()
 
@@ -99,6 +114,8 @@ class _Joint:
     velocity: float = math.inf
     damping: float = 0.0
     friction: float = 0.0
+    drake: bool = False  # a <drake:joint>
+    armature: float = 0.0  # reflected rotor inertia of the actuators on it [kg·m² or kg]
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
@@ -113,6 +130,7 @@ class _Reader:
         self.ignored: dict[str, int] = {}
         self.resolved: dict[str, Path | None] = {}
         self.ancestors = () if base_dir is None else (base_dir, *base_dir.parents)
+        self.drake_notes: list[str] = []  # extensions Drake would skip (and so do we), for one warning
 
     def fail(self, message: str, elem: etree._Element | None = None) -> FormatError:
         return FormatError(message, self.file, line_of(elem))
@@ -172,7 +190,9 @@ class _Reader:
         kind = local_name(shape)
         out["type"] = kind
         f = self.file
-        if kind == "box":
+        if drake.is_drake(shape) and kind in ("capsule", "ellipsoid"):
+            out.update(drake.shape(shape, f))
+        elif kind == "box":
             out["size"] = attr_floats(shape, "size", f, 3, (0.0, 0.0, 0.0)).tolist()
         elif kind == "sphere":
             out["radius"] = attr_float(shape, "radius", f, 0.0)
@@ -189,11 +209,20 @@ class _Reader:
             out["mesh_path"] = str(path) if path is not None else None
             if path is None:
                 self.missing_meshes.append(uri)
+            if drake.drake_child(shape, "declare_convex") is not None:
+                out["declare_convex"] = True
         else:
             out["shape_element"] = etree.tostring(shape, encoding="unicode")
         mat = shape_parent.find("material")
         if mat is not None:
             out["material"] = _material(mat)
+        for c in elements(shape_parent):
+            if not drake.is_drake(c):
+                continue
+            if local_name(c) == "proximity_properties":
+                out["drake:proximity_properties"] = drake.proximity_properties(c, f)
+            else:  # illustration/perception properties, accepting_renderer, ...
+                out[f"drake:{local_name(c)}"] = dict(c.attrib)
         return out
 
     def resolve(self, uri: str) -> Path | None:
@@ -240,13 +269,22 @@ class _Reader:
             meta["collisions"] = collisions
         return _Link(name, el, self.inertial(el, name), meta)
 
-    def joint(self, el: etree._Element) -> _Joint:
+    def joint(self, el: etree._Element, is_drake: bool = False) -> _Joint:
         f = self.file
         name = require(el, "name", f)
         jtype = require(el, "type", f)
-        if jtype not in _JOINT_TYPES:
-            raise self.fail(f"joint {name!r} has unknown type {jtype!r}; expected one of {', '.join(_JOINT_TYPES)}",
-                            el)
+        if jtype in drake.UNSUPPORTED_JOINT_TYPES:
+            raise self.fail(f"joint {name!r}: Drake's {jtype} joint is not supported by hebictl", el)
+        if is_drake and jtype not in drake.DRAKE_JOINT_TYPES:
+            hint = " (a standard type: write it as <joint>)" if jtype in _JOINT_TYPES else ""
+            raise self.fail(f"<drake:joint> {name!r} has type {jtype!r}{hint}; expected one of "
+                            f"{', '.join(drake.DRAKE_JOINT_TYPES)}", el)
+        if not is_drake and jtype in drake.DRAKE_JOINT_TYPES and jtype not in _JOINT_TYPES:
+            raise self.fail(f"joint {name!r} of type {jtype} is one of Drake's joint types: write it as <drake:joint> "
+                            f"(xmlns:drake=\"{drake.DRAKE_NS}\")", el)
+        if jtype not in _JOINT_TYPES + drake.DRAKE_JOINT_TYPES:
+            raise self.fail(f"joint {name!r} has unknown type {jtype!r}; expected one of {', '.join(_JOINT_TYPES)} "
+                            f"(or, as <drake:joint>, {', '.join(drake.DRAKE_JOINT_TYPES)})", el)
         parent_el, child_el = el.find("parent"), el.find("child")
         if parent_el is None or child_el is None:
             raise self.fail(f"joint {name!r} needs both <parent link=...> and <child link=...>", el)
@@ -256,12 +294,16 @@ class _Reader:
         if axis_el is not None:
             axis = attr_floats(axis_el, "xyz", f, 3, (1.0, 0.0, 0.0))
             norm = float(np.linalg.norm(axis))
-            if jtype not in ("fixed", "floating") and norm < 1e-12:
+            if jtype not in ("fixed", "floating", "ball", "universal") and norm < 1e-12:
                 raise self.fail(f"joint {name!r} has a zero axis", axis_el)
             if norm > 0:
                 axis = axis / norm
-        j = _Joint(name, jtype, el, parent, child, self.origin(el), axis)
+        j = _Joint(name, jtype, el, parent, child, self.origin(el), axis, drake=is_drake)
         limit = el.find("limit")
+        if limit is not None and is_drake:
+            # Drake reads no <limit> of its own joint types (a standard planar joint keeps its ratings)
+            self.ignored[f"<{jtype} joint><limit>"] = self.ignored.get(f"<{jtype} joint><limit>", 0) + 1
+            limit = None
         if limit is None and jtype in ("revolute", "prismatic"):
             raise self.fail(f"joint {name!r} of type {jtype} needs a <limit effort=... velocity=...> element", el)
         if limit is not None:
@@ -277,20 +319,33 @@ class _Reader:
                 j.upper = _unbounded(attr_float(limit, "upper", f, 0.0))
                 if j.lower > j.upper:
                     raise self.fail(f"joint {name!r}: lower limit {j.lower} > upper limit {j.upper}", limit)
+            acc = drake.acceleration_limit(limit, f)
+            if acc is not None:
+                j.metadata["max_acceleration"] = acc
         dyn = el.find("dynamics")
         if dyn is not None:
-            j.damping = attr_float(dyn, "damping", f, 0.0)
+            if jtype == "planar" and dyn.get("damping") is not None:  # Drake: translation x, y and rotation
+                damping = attr_floats(dyn, "damping", f, (1, 3))
+                assert damping is not None
+                j.metadata["planar_damping"] = tuple(float(d) for d in np.broadcast_to(damping, 3))
+            else:
+                j.damping = attr_float(dyn, "damping", f, 0.0)
             j.friction = attr_float(dyn, "friction", f, 0.0)
-        mimic = el.find("mimic")
-        if mimic is not None:
-            j.metadata["mimic"] = {"joint": require(mimic, "joint", f),
-                                   "multiplier": attr_float(mimic, "multiplier", f, 1.0),
-                                   "offset": attr_float(mimic, "offset", f, 0.0), "line": mimic.sourceline}
+        if jtype == "screw":
+            j.metadata["screw_pitch"] = drake.screw_pitch(el, name, f)
+        for tag, mimic in (("mimic", el.find("mimic")), ("drake:mimic", drake.drake_child(el, "mimic"))):
+            if mimic is not None:
+                j.metadata["mimic"] = {"joint": require(mimic, "joint", f),
+                                       "multiplier": attr_float(mimic, "multiplier", f, 1.0),
+                                       "offset": attr_float(mimic, "offset", f, 0.0), "line": mimic.sourceline,
+                                       "element": tag}
         for key in ("safety_controller", "calibration"):
             sub = el.find(key)
             if sub is not None:
                 j.metadata[key] = dict(sub.attrib)
         for child in elements(el):
+            if drake.is_drake(child) and local_name(child) in ("mimic", "screw_thread_pitch"):
+                continue
             if namespace(child) is not None:
                 self.note_extension(child)
             elif local_name(child) not in _JOINT_CHILDREN:
@@ -321,9 +376,21 @@ class _Reader:
         transmissions: list[dict[str, Any]] = []
         drake_frames: list[etree._Element] = []
         hebictl_frames: list[etree._Element] = []
+        drake_elements: list[etree._Element] = []
+        transmission_elements: list[etree._Element] = []
         written_by_hebictl = False
         for el in elements(root):
             tag, ns = local_name(el), namespace(el)
+            if ns == drake.DRAKE_NS and tag == "joint":
+                j = self.joint(el, is_drake=True)
+                if j.name in joints:
+                    raise self.fail(f"duplicate joint name {j.name!r} (first at line {line_of(joints[j.name].elem)})",
+                                    el)
+                joints[j.name] = j
+                continue
+            if ns == drake.DRAKE_NS and tag in drake.MODEL_ELEMENTS:
+                drake_elements.append(el)
+                continue
             if ns is not None:
                 self.note_extension(el)
                 if ns == HEBICTL_NS and tag == "frame":
@@ -346,12 +413,25 @@ class _Reader:
                 materials[require(el, "name", self.file)] = _material(el)
             elif tag == "transmission":
                 transmissions.append(_transmission(el))
+                transmission_elements.append(el)
             elif tag == "frame":
                 drake_frames.append(el)
-            elif tag != "gazebo":
+            else:  # <gazebo> (simulator settings, which Drake ignores too) and unknown elements
                 self.ignored[f"<{tag}>"] = self.ignored.get(f"<{tag}>", 0) + 1
         if not links:
             raise self.fail("URDF has no <link>", root)
+        # a mimic names a joint, or one coordinate of a joint hebictl splits (hebictl's writer does that)
+        coordinates = set(joints) | {j.name + suffix for j in joints.values()
+                                     for suffix in _CHAIN_SUFFIXES.get(j.type, ())}
+        for j in joints.values():
+            mimic = j.metadata.get("mimic")
+            if mimic is not None and (mimic["joint"] not in coordinates or mimic["joint"] == j.name):
+                what = "itself" if mimic["joint"] == j.name else f"joint {mimic['joint']!r}, which does not exist"
+                raise FormatError(f"joint {j.name!r}: <{mimic['element']}> names {what}", self.file, mimic["line"])
+        for el, info in zip(transmission_elements, transmissions, strict=True):
+            self.transmission(el, info, joints)
+        frame_names = set(links) | {el.get("name", "") for el in drake_frames}
+        drake_meta = drake.model_elements(drake_elements, set(links), frame_names, self.file, self.note_extension)
         root_link, children = self.tree(links, joints, root)
 
         builder = ModelBuilder(robot_name, source=self.file if self.file != "<string>" else None, format="urdf")
@@ -384,9 +464,51 @@ class _Reader:
         if self.ignored:
             warnings.warn(f"{self.file}: ignored elements: "
                           + ", ".join(f"{k} x{v}" for k, v in sorted(self.ignored.items())), stacklevel=3)
-        return builder.build(metadata={"root_link": root_link, "materials": materials,
-                                       "transmissions": transmissions, "missing_meshes": self.missing_meshes,
-                                       "ignored_elements": dict(self.ignored)})
+        if self.drake_notes:
+            warnings.warn(f"{self.file}: " + "; ".join(self.drake_notes), stacklevel=3)
+        meta = {"root_link": root_link, "materials": materials, "transmissions": transmissions,
+                "missing_meshes": self.missing_meshes, "ignored_elements": dict(self.ignored)}
+        if drake_meta:
+            meta["drake"] = drake_meta
+        return builder.build(metadata=meta)
+
+    def transmission(self, el: etree._Element, info: dict[str, Any], joints: dict[str, _Joint]) -> None:
+        """Apply a transmission's Drake actuator extensions to its joint, with Drake's rules: only a
+        SimpleTransmission makes an actuator, not on a fixed joint or one with a zero effort limit,
+        and only on a one-degree-of-freedom joint; reflected inertia = gear_ratio² · rotor_inertia."""
+        actuator = el.find("actuator")
+        ext = drake.actuator_extensions(actuator, self.file) if actuator is not None else {}
+        if actuator is not None:
+            info["actuators"][0].update(ext)
+        if not ext:
+            return
+        where = f"transmission {info['name']!r} (line {el.sourceline})"
+        if "SimpleTransmission" not in (info.get("type") or el.get("type") or ""):
+            self.drake_notes.append(f"{where} is not a SimpleTransmission: Drake ignores it, and its actuator's "
+                                    "drake: settings")
+            return
+        jel = el.find("joint")
+        jname = jel.get("name") if jel is not None else None
+        if not jname:
+            raise self.fail(f"{where} needs a <joint name=...> for its drake: actuator settings", el)
+        if jname not in joints:
+            raise self.fail(f"transmission {info['name']!r} names joint {jname!r}, which does not exist", jel)
+        j = joints[jname]
+        if j.type == "fixed":
+            self.drake_notes.append(f"{where} acts on fixed joint {jname!r}: Drake skips it")
+            return
+        if j.type not in _ONE_DOF:
+            raise self.fail(f"transmission {info['name']!r}: Drake actuates only one-degree-of-freedom joints, and "
+                            f"joint {jname!r} is {j.type}", jel)
+        if j.effort == 0:
+            self.drake_notes.append(f"{where} acts on joint {jname!r}, whose effort limit is 0: Drake skips it")
+            return
+        j.metadata.update({k: v for k, v in ext.items()})
+        j.metadata["actuator"] = actuator.get("name") if actuator is not None else None
+        if "rotor_inertia" in ext:
+            reflected = ext["rotor_inertia"] * ext.get("gear_ratio", 1.0) ** 2
+            j.metadata["reflected_inertia"] = j.metadata.get("reflected_inertia", 0.0) + reflected
+            j.armature += reflected
 
     def tree(self, links: dict[str, _Link], joints: dict[str, _Joint],
              root: etree._Element) -> tuple[str, dict[str, list[_Joint]]]:
@@ -460,11 +582,14 @@ class _Reader:
     def add_joint(self, builder: ModelBuilder, index: dict[str, int], j: _Joint, child: _Link) -> None:
         parent = index[j.parent]
         meta = {**j.metadata, "urdf_type": j.type}
+        if j.drake:
+            meta["drake_joint"] = True
         common = dict(max_velocity=j.velocity, max_effort=j.effort, damping=j.damping, friction=j.friction)
         try:
             if j.type in ("revolute", "continuous", "prismatic"):
                 kind = JointKind.PRISMATIC if j.type == "prismatic" else JointKind.REVOLUTE
-                joint = Joint(j.name, kind, tuple(j.axis), lower=j.lower, upper=j.upper, metadata=meta, **common)
+                joint = Joint(j.name, kind, tuple(j.axis), lower=j.lower, upper=j.upper, metadata=meta,
+                              armature=j.armature, **common)
                 index[child.name] = builder.add_body(child.name, parent, j.origin, joint, child.inertia,
                                                      child.metadata)
             elif j.type == "fixed":
@@ -475,32 +600,33 @@ class _Reader:
                 index[child.name] = builder.add_body(child.name, parent, j.origin,
                                                      Joint(j.name, JointKind.FREE, metadata=meta, **common),
                                                      child.inertia, child.metadata)
-            else:  # planar
-                u, v = plane_axes(j.axis)
-                meta = {**meta, "planar_normal": tuple(j.axis)}
-                bx = builder.add_body(f"{child.name}__{j.name}_x", parent, j.origin,
-                                      Joint(f"{j.name}_x", JointKind.PRISMATIC, tuple(u), metadata=meta, **common),
-                                      None, {"synthetic": "planar"})
-                by = builder.add_body(f"{child.name}__{j.name}_y", bx, None,
-                                      Joint(f"{j.name}_y", JointKind.PRISMATIC, tuple(v), metadata=meta, **common),
-                                      None, {"synthetic": "planar"})
-                index[child.name] = builder.add_body(
-                    child.name, by, None,
-                    Joint(f"{j.name}_theta", JointKind.REVOLUTE, tuple(j.axis), metadata=meta, **common),
-                    child.inertia, child.metadata)
+            else:  # planar, ball, screw, universal: the chain SDF's Drake joints become
+                index[child.name] = self.add_chain(builder, parent, j, child, meta)
         except ModelError as exc:
             raise self.fail(f"joint {j.name!r}: {exc}", j.elem) from None
 
-
-def plane_axes(normal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """In-plane axes (u, v) of a planar joint with unit ``normal``: u from the least aligned coordinate axis."""
-    n = np.asarray(normal, dtype=np.float64)
-    k = int(np.argmin(np.abs(n)))
-    e = np.zeros(3)
-    e[k] = 1.0
-    u = e - (e @ n) * n
-    u /= np.linalg.norm(u)
-    return u, np.cross(n, u)
+    def add_chain(self, builder: ModelBuilder, parent: int, j: _Joint, child: _Link, meta: dict[str, Any]) -> int:
+        """A joint the kernels have no kind for, as Drake defines it: massless bodies between one-DoF
+        stages (:func:`hebictl.formats._sdf_build.joint_stages`); the child sits on the joint frame."""
+        R = np.eye(3)
+        if j.type == "planar":  # Drake: the plane's z is the axis, x/y the rotation closest to the joint frame
+            R = drake.closest_rotation_from_z(j.axis)
+            meta = {**meta, "planar_normal": tuple(j.axis)}
+        axes = [np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])] if j.type == "universal" else [j.axis]
+        stages = joint_stages(j.type, axes, [{"damping": j.damping}] * 2)
+        dampings = meta.get("planar_damping", (0.0,) * 3)
+        at, placement = parent, j.origin
+        for k, (kind, axis, suffix, lim) in enumerate(stages):
+            damping = dampings[k] if j.type == "planar" else lim.get("damping", 0.0)
+            joint = Joint(j.name + suffix, kind, tuple(R @ axis), damping=damping, friction=j.friction,
+                          max_velocity=j.velocity, max_effort=j.effort, armature=j.armature if k == 0 else 0.0,
+                          metadata=meta)
+            last = k == len(stages) - 1
+            name = child.name if last else f"{child.name}__{j.name}{suffix}"
+            at = builder.add_body(name, at, placement, joint, child.inertia if last else None,
+                                  child.metadata if last else {"synthetic": j.type, "joint": j.name})
+            placement = None
+        return at
 
 
 def _unbounded(value: float | None) -> float:

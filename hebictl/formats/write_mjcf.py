@@ -12,13 +12,14 @@
   such bodies 1e-13 kg and 1e-13 kg·m², which moves gravity torques by less than 1e-11 N·m.
 * ``max_effort`` becomes the joint's ``actuatorfrcrange``; limits bounded on both sides become
   ``range``. What MJCF has no attribute for (``max_velocity``, a limit bounded on one side
-  only) and all frames (as sites named ``<kind>:<name>``) are kept in ``<custom><text>`` JSON
-  that hebictl's reader restores.
+  only, a locked joint's lower == upper) and all frames (as sites named ``<kind>:<name>``) are
+  kept in ``<custom><text>`` JSON that hebictl's reader restores.
 * Visual geoms (``contype=conaffinity=0``, group 1): the body's MJCF geoms or URDF visuals when
   it came from those formats, HRDF mesh frames whose files exist, else capsules from the body
   origin to its children. Meshes whose files are absent are left out (MuJoCo would refuse them).
-* Not expressible, so refused with FormatError: joint scales != 1 (HRDF ``gear_ratio``) and free
-  joints that are not top-level bodies at the world origin (MuJoCo free joints are world poses).
+* Not expressible, so refused with FormatError: joint scales != 1 (HRDF ``gear_ratio``), free
+  joints that are not top-level bodies at the world origin (MuJoCo free joints are world poses)
+  and inertias whose principal moments break A + B >= C (unless ``balance_inertia=True``).
 * Body order: MJCF nests bodies, so a model whose bodies are not in depth-first order reads back
   in depth-first order (coordinates then follow that order; names are kept).
 """
@@ -61,8 +62,14 @@ def _principal(I: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return vals, vecs
 
 
-def write_mjcf(model: RobotModel, path: str | Path | None = None) -> str:
-    """MJCF text of ``model``; also written to ``path`` when given."""
+def write_mjcf(model: RobotModel, path: str | Path | None = None, *, balance_inertia: bool = False) -> str:
+    """MJCF text of ``model``; also written to ``path`` when given.
+
+    MuJoCo only accepts principal moments of inertia with A + B >= C (true of every rigid body).
+    A model that breaks it is refused unless ``balance_inertia=True``, which asks MuJoCo to even
+    out those bodies' moments (``<compiler balanceinertia>``), so the file then means a
+    different rotational inertia for them.
+    """
     check_expressible(model, "mjcf", path)
     where = None if path is None else str(path)
     names = body_names(model)
@@ -135,6 +142,10 @@ def write_mjcf(model: RobotModel, path: str | Path | None = None) -> str:
                                   where)
             vals = np.maximum(vals, 0.0)
             if vals[0] + vals[1] < vals[2] - _MJMINVAL:
+                if not balance_inertia:
+                    raise FormatError(f"body {b.name!r} has principal moments of inertia {fmt_floats(vals)} that break "
+                                      "A + B >= C, which MuJoCo requires: MJCF cannot hold this inertia unchanged "
+                                      "(balance_inertia=True lets MuJoCo even the moments out)", where)
                 unbalanced.append(names[i])
             inertial = etree.SubElement(body, "inertial", pos=fmt_floats(inertia.com), mass=repr(inertia.mass),
                                         diaginertia=fmt_floats(vals))
@@ -173,22 +184,27 @@ def _joint(body: etree._Element, j: Any, extras: dict[str, dict[str, float]]) ->
     if j.kind is JointKind.FIXED:
         return
     if j.kind is JointKind.FREE:
-        etree.SubElement(body, "freejoint", name=j.name)
+        if j.armature:  # <freejoint> has no armature attribute
+            etree.SubElement(body, "joint", name=j.name, type="free", armature=repr(j.armature))
+        else:
+            etree.SubElement(body, "freejoint", name=j.name)
     else:
         el = etree.SubElement(body, "joint", name=j.name,
                               type={JointKind.REVOLUTE: "hinge", JointKind.PRISMATIC: "slide",
                                     JointKind.BALL: "ball"}[j.kind])
         if j.kind is not JointKind.BALL:
             el.set("axis", fmt_floats(j.axis))
-            if math.isfinite(j.lower) and math.isfinite(j.upper):
+            if math.isfinite(j.lower) and math.isfinite(j.upper) and j.lower < j.upper:
                 el.set("range", fmt_floats((j.lower, j.upper)))
-            elif math.isfinite(j.lower) or math.isfinite(j.upper):
+            elif math.isfinite(j.lower) or math.isfinite(j.upper):  # one-sided, or locked (MuJoCo: range[0] < range[1])
                 extras.setdefault(j.name, {}).update(
                     {k: v for k, v in (("lower", j.lower), ("upper", j.upper)) if math.isfinite(v)})
         if j.damping:
             el.set("damping", repr(j.damping))
         if j.friction:
             el.set("frictionloss", repr(j.friction))
+        if j.armature:
+            el.set("armature", repr(j.armature))
         if math.isfinite(j.max_effort):
             el.set("actuatorfrcrange", fmt_floats((-j.max_effort, j.max_effort)))
     if math.isfinite(j.max_velocity):

@@ -11,8 +11,12 @@ The file is meant to be read back by any SDFormat tool *and* by hebictl without 
 * inertials carry the full inertia about the centre of mass in link axes (mass 0 for massless
   bodies: SDFormat would otherwise default to 1 kg);
 * scoped names ``A::B::link`` become nested ``<model>`` elements, so they read back unchanged;
-* free joints (only allowed on bodies hanging from the base) are links without a joint:
-  read them back with ``floating_base=True``;
+* free joints (only on bodies hanging from the base; below another link they are refused) are
+  links without a joint: read them back with ``floating_base=True``. The joint's name and the
+  frame its coordinates are relative to (when not the world) go to ``hebictl:free_joint`` and
+  ``hebictl:free_joint_pose`` (model frame) attributes of the link;
+* joint names never reuse a link's or nested model's name (SDFormat gives them one namespace):
+  a clashing joint gets a ``__joint`` suffix and its original name in ``hebictl:name``;
 * what SDFormat cannot say is kept in ``hebictl:`` elements other tools ignore: a joint's
   ``scale`` and the model's frames (``<hebictl:frame kind name link>``) so frame queries of
   every kind ("com", "output", "end_effector", ...) come back identical (``<hebictl:frames>``). Frames of kind
@@ -31,7 +35,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from lxml import etree
 
-from hebictl.errors import ModelError
+from hebictl.errors import FormatError, ModelError
+from hebictl.formats._urdf_drake import DRAKE_NS
 from hebictl.formats._xml import HEBICTL_NS, fmt_floats, matrix_rpy
 from hebictl.model.tree import JointKind
 
@@ -64,6 +69,16 @@ class _Nest:
     def __init__(self, root: etree._Element) -> None:
         self.root = root
         self.models: dict[str, etree._Element] = {"": root}
+        self.reserved: dict[str, set[str]] = {}  # per scope: link and model names written sooner or later
+
+    def reserve(self, full: str) -> None:
+        """Claim ``full``'s link name and its nested models' names before any joint picks a name."""
+        scope, _ = self.scope_of(full)
+        self.reserved.setdefault(scope, set()).add(self.local(full))
+        while scope:
+            parent, local = self.scope_of(scope)
+            self.reserved.setdefault(parent, set()).add(local)
+            scope = parent
 
     def scope_of(self, full: str) -> tuple[str, str]:
         """(scope path, local name) of a scoped name."""
@@ -113,6 +128,8 @@ def model_element(model: RobotModel, *, weld_root: bool = True) -> etree._Elemen
     nest = _Nest(root)
     names = model.link_names
     X_M = np.linalg.inv(model.base) @ model.link_poses(model.neutral_configuration()) if model.bodies else []
+    for b in model.bodies:  # SDFormat: links, joints and models of one scope share a namespace
+        nest.reserve(b.name)
     for i, b in enumerate(model.bodies):
         scope, local = nest.scope_of(b.name)
         link = _sub(nest.model(scope), "link", name=nest.local(b.name))
@@ -123,13 +140,20 @@ def model_element(model: RobotModel, *, weld_root: bool = True) -> etree._Elemen
         X = b.placement
         if b.joint.kind is JointKind.FREE:
             if b.parent >= 0:
-                raise ModelError(f"body {b.name!r}: SDFormat has no free joint below another link")
+                raise FormatError(f"body {b.name!r}: SDFormat has no free joint below another link (a link "
+                                  "without a joint floats in the world, so its coordinates could not be relative "
+                                  f"to {names[b.parent]!r})")
             default = np.eye(4)
             default[:3, 3] = b.metadata.get("default_position", (0.0, 0.0, 0.0))
             from hebictl.formats._xml import quat_matrix
 
             default[:3, :3] = quat_matrix(b.metadata.get("default_quaternion", (1.0, 0.0, 0.0, 0.0)))
             X = X @ default
+            if b.joint.name != b.name:  # SDFormat's free link has no joint to carry the name
+                link.set(f"{{{HEBICTL_NS}}}free_joint", b.joint.name)
+            if not (np.array_equal(b.placement, np.eye(4)) and np.array_equal(model.base, np.eye(4))):
+                # q is the pose relative to this frame (model frame), not SDFormat's world pose
+                link.set(f"{{{HEBICTL_NS}}}free_joint_pose", _pose_text(b.placement))
         rel = "__model__"
         if parent_name is not None:
             if not scope or parent_name.startswith(scope + SCOPE):
@@ -173,6 +197,7 @@ def _write_joint(nest: _Nest, model: RobotModel, i: int, weld_root: bool) -> Non
     if SCOPE in local:
         local = local.replace(SCOPE, "__")
     taken = {c.get("name") for c in nest.model(scope) if c.tag in ("link", "joint", "model", "frame")}
+    taken |= nest.reserved.get(scope, set())
     while local in taken:  # SDFormat: links, joints and models of one scope share a namespace
         local += "__joint"
     kind = {JointKind.REVOLUTE: "revolute", JointKind.PRISMATIC: "prismatic", JointKind.FIXED: "fixed",
@@ -193,6 +218,9 @@ def _write_joint(nest: _Nest, model: RobotModel, i: int, weld_root: bool) -> Non
         dyn = _sub(axis, "dynamics")
         _sub(dyn, "damping", _num(j.damping))
         _sub(dyn, "friction", _num(j.friction))
+        if j.armature:  # Drake's reflected inertia: rotor inertia · gear ratio², with the ratio 1
+            for tag, value in (("rotor_inertia", j.armature), ("gear_ratio", 1.0)):
+                etree.SubElement(el, f"{{{DRAKE_NS}}}{tag}", nsmap={"drake": DRAKE_NS}).text = _num(value)
     if j.scale != 1.0:
         _sub(el, f"{{{HEBICTL_NS}}}scale", _num(j.scale))
     if j.name and local != j.name:

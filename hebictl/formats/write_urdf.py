@@ -11,6 +11,9 @@
   ``<hebictl:frame kind link name xyz rpy>`` elements, which other URDF tools ignore.
 * Visuals: the link's URDF visuals if it came from URDF, HRDF mesh frames as mesh visuals, else
   thin cylinders from the link origin to its children ("bones").
+* Joint armature (revolute/prismatic) becomes Drake's reflected inertia: a SimpleTransmission
+  whose actuator has ``drake:rotor_inertia`` = armature and ``drake:gear_ratio`` 1 (namespace
+  declared), which hebictl's and Drake's readers both turn back into it.
 * Not expressible, so refused with FormatError: joint scales != 1 (HRDF ``gear_ratio``) and
   ball joints.
 """
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from lxml import etree
 
+from hebictl.formats._urdf_drake import DRAKE_NS
 from hebictl.formats._xml import HEBICTL_NS, fmt_floats, matrix_rpy
 from hebictl.formats.mjcf import z_to_vector
 from hebictl.formats.urdf import DBL_MAX
@@ -57,6 +61,11 @@ def _geometry(parent: etree._Element, shape: dict[str, Any]) -> bool:
         etree.SubElement(geo, "sphere", radius=_num(shape["radius"]))
     elif kind in ("cylinder", "capsule"):
         etree.SubElement(geo, kind, radius=_num(shape["radius"]), length=_num(shape["length"]))
+    elif kind == "drake:capsule":
+        etree.SubElement(geo, f"{{{DRAKE_NS}}}capsule", radius=_num(shape["radius"]), length=_num(shape["length"]))
+    elif kind == "drake:ellipsoid":
+        a, b, c = shape["radii"]
+        etree.SubElement(geo, f"{{{DRAKE_NS}}}ellipsoid", a=_num(a), b=_num(b), c=_num(c))
     elif kind == "mesh":
         el = etree.SubElement(geo, "mesh", filename=shape["filename"])
         if isinstance(shape.get("scale"), list):
@@ -81,7 +90,7 @@ def write_urdf(model: RobotModel, path: str | Path | None = None) -> str:
     """URDF text of ``model``; also written to ``path`` when given."""
     check_expressible(model, "urdf", path)
     names = body_names(model)
-    robot = etree.Element("robot", name=model.name or "robot", nsmap={"hebictl": HEBICTL_NS})
+    robot = etree.Element("robot", name=model.name or "robot", nsmap={"hebictl": HEBICTL_NS, "drake": DRAKE_NS})
     robot.append(etree.Comment(f" written by hebictl from {model.format} model {model.source or model.name} "))
     etree.SubElement(robot, f"{{{HEBICTL_NS}}}model", version="1")
 
@@ -112,6 +121,8 @@ def write_urdf(model: RobotModel, path: str | Path | None = None) -> str:
         _visuals(link, b.metadata, mesh_frames.get(i, []), sticks.get(i, []))
 
     joint_names: set[str] = {b.joint.name for b in model.bodies if b.joint.kind is not JointKind.FIXED}
+    armatures: list[tuple[str, float]] = []
+    transmission_names: set[str] = set()
     for i, b in enumerate(model.bodies):
         if b.parent < 0 and root is None:
             continue
@@ -141,6 +152,16 @@ def write_urdf(model: RobotModel, path: str | Path | None = None) -> str:
         if isinstance(mimic, dict) and mimic.get("joint"):
             etree.SubElement(joint, "mimic", joint=str(mimic["joint"]), multiplier=repr(float(mimic["multiplier"])),
                              offset=repr(float(mimic["offset"])))
+        if j.armature and j.kind in (JointKind.REVOLUTE, JointKind.PRISMATIC):
+            armatures.append((jname, j.armature))
+
+    for jname, armature in armatures:  # Drake's reflected inertia: rotor inertia · gear ratio², with the ratio 1
+        tr = etree.SubElement(robot, "transmission", name=unique(f"{jname}_transmission", transmission_names))
+        etree.SubElement(tr, "type").text = "transmission_interface/SimpleTransmission"
+        etree.SubElement(tr, "joint", name=jname)
+        act = etree.SubElement(tr, "actuator", name=f"{jname}_actuator")
+        etree.SubElement(act, f"{{{DRAKE_NS}}}rotor_inertia", value=repr(armature))
+        etree.SubElement(act, f"{{{DRAKE_NS}}}gear_ratio", value="1.0")
 
     for f in model.frames:
         if f.body >= 0:

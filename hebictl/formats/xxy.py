@@ -35,7 +35,9 @@ kinematics and inverse dynamics in the tests):
   from ``joint_axes={"body": axis | (axis1, axis2)}`` and otherwise uses ``(1, 0, 0)`` for rr,
   ``(0, 0, 1)``/``(1, 0, 0)`` for rr_imp and ``(1, 0, 0)``/``(0, 1, 0)`` for rsaddle, with a warning.
 * ``damping``, ``armature``, ``spring_stiff`` (one value per velocity coordinate of the joint) and
-  ``spring_zero`` (one per position coordinate) go to the joints (damping) and joint metadata.
+  ``spring_zero`` (one per position coordinate) go to the joints (damping, armature) and joint
+  metadata. hebictl's armature is one value per joint: a spherical or free joint whose axes
+  differ gets the largest, with a warning.
 * Mass and inertia come only from geoms: ``box`` (``dim`` = full edge lengths), ``sphere``
   (``dim`` = radius), ``cylinder`` and ``capsule`` (``dim`` = radius, length of the cylindrical part,
   along the geom's x axis), each at its ``pos``/``euler``/``quat``; ``xyz`` geoms are massless axes.
@@ -273,8 +275,17 @@ class _Reader:
             damping = float(dyn["damping"][vi]) if "damping" in dyn and width == 1 else 0.0
             if "damping" in dyn and width > 1:
                 jm["damping_per_axis"] = dyn["damping"][vi:vi + width].tolist()
+            armature = 0.0
+            if "armature" in dyn:  # hebictl's armature is one value per joint (each chain coordinate is one)
+                values = dyn["armature"][vi:vi + width]
+                armature = float(values[0])
+                if np.ptp(values) > 0:
+                    warnings.warn(f"{self.file}:{el.sourceline}: body {name!r}: armature {values.tolist()} differs "
+                                  f"between the {jtype} joint's axes; hebictl uses {float(values.max())} on each",
+                                  stacklevel=5)
+                    armature = float(values.max())
             try:
-                joint = Joint(jname, kind, axis, damping=damping, metadata=jm)
+                joint = Joint(jname, kind, axis, damping=damping, armature=armature, metadata=jm)
             except ModelError as exc:
                 raise self.fail(f"body {name!r}: {exc}", el) from None
             vi += width

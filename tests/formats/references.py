@@ -195,8 +195,15 @@ class Mujoco:
         self.d.act[:] = 0.0 if self.m.na else self.d.act
 
     def forward(self, q: np.ndarray) -> None:
+        """mj_forward at ``q`` without constraints: poses and bias forces do not depend on them, and random
+        poses of many small bodies (flex vertices) would make contacts overflow MuJoCo's arena."""
         self.set_q(q)
-        self.mj.mj_forward(self.m, self.d)
+        saved = self.m.opt.disableflags
+        self.m.opt.disableflags = saved | int(self.mj.mjtDisableBit.mjDSBL_CONSTRAINT)
+        try:
+            self.mj.mj_forward(self.m, self.d)
+        finally:
+            self.m.opt.disableflags = saved
 
     def link_poses(self, q: np.ndarray) -> dict[str, np.ndarray]:
         """World pose of every MuJoCo body (world excluded), by name."""

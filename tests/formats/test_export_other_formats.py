@@ -22,8 +22,8 @@ from .test_write_roundtrip import assert_same_model
 #: What a format cannot say, and the words its writer's refusal must contain.
 INEXPRESSIBLE = {
     "urdf": ("ball", "scale", "gear_ratio", "free"),
-    "mjcf": ("free joint", "top-level", "scale", "gear_ratio"),
-    "sdf": (),
+    "mjcf": ("free joint", "top-level", "scale", "gear_ratio", "A + B >= C"),
+    "sdf": ("free joint below another link",),
 }
 WRITERS = {"urdf": (write_urdf, load_urdf_string), "mjcf": (write_mjcf, load_mjcf_string),
            "sdf": (write_sdf, load_sdf_string)}

@@ -63,9 +63,15 @@ ROWS = [
     ("not-a-number", mj('<body name="b" pos="0 0 one">\n<joint/>\n<geom size="0.1"/>\n</body>'),
      "is not a list of numbers", 4, True),
     ("missing-include", mj(BODY, '<include file="nowhere.xml"/>'), "included file 'nowhere.xml' not found", 2, True),
-    # hebictl does not model flexible bodies; MuJoCo accepts this one
-    ("flexcomp", mj('<flexcomp name="f" type="grid" count="2 2 1" spacing="1 1 1" dim="2"/>'),
-     "unsupported MJCF element <flexcomp>", 4, False),
+    # hebictl does not generate the control-node bodies of interpolated flexcomps; MuJoCo accepts this one
+    ("flexcomp-trilinear", mj('<flexcomp name="f" type="grid" count="2 2 2" spacing="1 1 1" dim="3" '
+                              'dof="trilinear"/>'), "unsupported <flexcomp>: flexcomp dof 'trilinear'", 4, False),
+    ("flexcomp-count", mj('<flexcomp name="f" type="grid" count="0 2 1" spacing="1 1 1" dim="2"/>'),
+     "Count too small", 4, True),
+    ("flexcomp-unpinned-on-moving-body", mj('<body name="b">\n<freejoint/>\n<geom size="0.1"/>\n'
+                                            '<flexcomp name="f" type="grid" count="3 1 1" spacing="1 1 1" dim="1"/>'
+                                            '\n</body>'), "has joints but no flex vertices/nodes are pinned", 4,
+     True),
 ]
 
 

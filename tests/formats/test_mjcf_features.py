@@ -87,6 +87,31 @@ CASES = {
     "static-bodies-and-world-sites": world('<site name="w" pos="1 0 0"/><body name="table" pos="0 1 0">'
                                            '<geom type="box" size="1 1 0.1"/><body name="arm" pos="0 0 0.1">'
                                            '<joint name="j"/><geom size="0.1" pos="0.2 0 0"/></body></body>'),
+    **{f"builtin-mesh-{kind}": world(
+        '<body name="a" pos="0 0 1"><joint name="j" axis="1 1 0"/><geom type="mesh" mesh="m" pos="0.1 0 0" '
+        'euler="0 20 0" mass="2"/></body>',
+        f'<asset><mesh name="m" builtin="{kind}" params="{params}" scale="0.2 0.3 0.4"/></asset>')
+       for kind, params in (("sphere", "2"), ("hemisphere", "3"), ("supersphere", "12 0.4 1.5"),
+                            ("supertorus", "16 0.3 0.5 2"), ("cone", "6 0.5"), ("cone", "4 0"),
+                            ("wedge", "8 6 60 40 0.5"))},
+    **{f"flexcomp-{key}": world('<body name="parent" pos="0 0 1"><geom size="0.01"/><frame euler="0 0 30">'
+                                f'<flexcomp name="f" {attrs} pos="0.1 0.2 0" euler="10 0 0" mass="3" radius="0.001">'
+                                f'{inner}</flexcomp></frame></body>')
+       for key, attrs, inner in (
+           ("grid-1d", 'type="grid" dim="1" count="4 1 1" spacing="0.1 0.1 0.1"', ""),
+           ("grid-2d-pinned", 'type="grid" dim="2" count="3 4 1" spacing="0.1 0.1 0.1"',
+            '<pin id="0 5"/><pin gridrange="2 0 2 1"/>'),
+           ("grid-3d-2d-dofs", 'type="grid" dim="3" count="2 3 2" spacing="0.1 0.1 0.1" dof="2d"', ""),
+           ("circle", 'type="circle" dim="1" count="7 1 1" spacing="0.1 0.1 0.1"', ""),
+           ("square", 'type="square" count="3 3 1" spacing="0.1 0.1 0.1"', '<pin range="1 2"/>'),
+           ("disc", 'type="disc" count="5 5 1" spacing="0.1 0.1 0.1"', ""),
+           ("open-box", 'type="box" dim="2" count="3 4 3" spacing="0.1 0.1 0.1"', ""),
+           ("radial-box", 'type="box" dim="3" count="3 3 3" spacing="0.1 0.1 0.1" dof="radial"', ""),
+           ("cylinder", 'type="cylinder" dim="3" count="3 3 3" spacing="0.1 0.1 0.1" dof="radial"', ""),
+           ("ellipsoid", 'type="ellipsoid" dim="2" count="4 3 3" spacing="0.1 0.2 0.1" inertiabox="0.02"', ""),
+           ("direct", 'type="direct" dim="2" point="0 0 0 1 0 0 0 1 0 5 5 5 1 1 0" element="0 1 2 1 4 2" '
+            'scale="0.1 0.2 0.3"', ""),
+       )},
 }
 
 

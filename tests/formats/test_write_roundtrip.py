@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -66,6 +67,20 @@ def rebuilt(model: RobotModel, base: np.ndarray) -> RobotModel:
     return b.build(base=base, gravity=model.gravity)
 
 
+def with_armature(model: RobotModel, seed: int) -> RobotModel:
+    """``model`` with a random armature [kg·m² or kg] on each moving joint."""
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder(model.name, format=model.format)
+    for body in model.bodies:
+        joint = body.joint
+        if joint.kind is not FIX:
+            joint = dataclasses.replace(joint, armature=float(rng.uniform(0.001, 0.5)))
+        b.add_body(body.name, body.parent, body.placement, joint, body.inertia, body.metadata)
+    for f in model.frames:
+        b.add_frame(f.kind, f.body, f.offset, f.name)
+    return b.build(base=model.base, gravity=model.gravity)
+
+
 def source(name: str) -> RobotModel:
     if name in CORPUS:
         with warnings.catch_warnings():
@@ -78,6 +93,8 @@ def source(name: str) -> RobotModel:
             warnings.simplefilter("ignore")
             return load_model(corpus_path(*CORPUS["iiwa14"].split("/")), floating_base=True)
     seed = int(name.split("-")[-1])
+    if name.startswith("random-armature"):  # reflected rotor inertia on every moving joint
+        return with_armature(random_tree(seed, n=8, kinds=(REV, PRI, FIX)), seed)
     if name.startswith("random-chain"):
         return random_tree(seed, n=7, kinds=(REV, PRI, FIX), branching=False)
     if name.startswith("random-tree"):
@@ -88,7 +105,8 @@ def source(name: str) -> RobotModel:
     return rebuilt(random_tree(seed, n=8, kinds=(REV, PRI, FIX, BALL), root=FREE), np.eye(4))
 
 
-COMMON = [*CORPUS, "planar-mimic", "floating-iiwa", "random-chain-1", "random-tree-2", "random-tree-3"]
+COMMON = [*CORPUS, "planar-mimic", "floating-iiwa", "random-chain-1", "random-tree-2", "random-tree-3",
+          "random-armature-7"]
 URDF_CASES = [c for c in COMMON if c != "mjcf-humanoid"] + ["mjcf-humanoid"]
 MJCF_CASES = [*COMMON, "random-ball-4", "random-ball-5", "random-free-6"]
 
@@ -115,8 +133,8 @@ def assert_same_model(a: RobotModel, b: RobotModel) -> None:
         if ja.kind in (REV, PRI):  # a ball or free joint has no axis
             np.testing.assert_allclose(jb.axis, ja.axis, atol=1e-12)
             assert (jb.lower, jb.upper) == pytest.approx((ja.lower, ja.upper), abs=1e-12), ja.name
-        assert (jb.max_velocity, jb.max_effort, jb.damping, jb.friction) == pytest.approx(
-            (ja.max_velocity, ja.max_effort, ja.damping, ja.friction), abs=1e-12), ja.name
+        assert (jb.max_velocity, jb.max_effort, jb.damping, jb.friction, jb.armature) == pytest.approx(
+            (ja.max_velocity, ja.max_effort, ja.damping, ja.friction, ja.armature), abs=1e-12), ja.name
     rng = np.random.default_rng(9)
     for _ in range(3):
         q = random_q(a, rng)
