@@ -30,7 +30,7 @@ make_env() {  # $1 = name, $2 = import check, rest = pip requirements
   rm -rf "$dir"
   "$(find_python)" -m venv "$dir"
   "$dir/bin/python" -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
-  "$dir/bin/python" -m pip install --quiet "$@"
+  "$dir/bin/python" -m pip install --quiet "$@" 2> >(grep -v "^WARNING: Location" >&2)
   "$dir/bin/python" -c "$check"
   touch "$stamp"
 }
