@@ -246,6 +246,46 @@ class Mujoco:
             out[iv:iv + kind.nv] = f
         return out
 
+    def inverse_dynamics(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+        """``mj_inverse``'s ``qfrc_inverse`` for hebictl's (q, qd, qdd), in hebictl's velocity order.
+
+        Only rigid-body dynamics, armature and gravity (as the file configures it) remain: constraints
+        (contacts, equalities, limits, frictionloss) and passive forces (springs, dampers, gravcomp, fluid)
+        are disabled, and so is discrete-time inversion. Free joints: hebictl's linear velocity is in the
+        body's axes and its acceleration is the derivative of that (pinocchio's convention), MuJoCo's is in
+        world axes, so ``v_mj = R v`` and ``a_mj = R (a + w x v)``; the force's linear part comes back as
+        ``R^T f``.
+        """
+        mj = self.mj
+        self.set_q(q)
+        mj.mj_kinematics(self.m, self.d)  # body orientations, for the free joints' world axes
+        for jid, kind, _, iv in self.joints:
+            a = self.m.jnt_dofadr[jid]
+            v, dv = qd[iv:iv + kind.nv].copy(), qdd[iv:iv + kind.nv].copy()
+            if kind is JointKind.FREE:
+                R = self.d.xmat[self.m.jnt_bodyid[jid]].reshape(3, 3)
+                dv[:3] = R @ (dv[:3] + np.cross(v[3:], v[:3]))
+                v[:3] = R @ v[:3]
+            self.d.qvel[a:a + kind.nv], self.d.qacc[a:a + kind.nv] = v, dv
+        off = mj.mjtDisableBit
+        saved = self.m.opt.disableflags, self.m.opt.enableflags
+        self.m.opt.disableflags = saved[0] | int(off.mjDSBL_CONSTRAINT | off.mjDSBL_SPRING | off.mjDSBL_DAMPER)
+        self.m.opt.enableflags = saved[1] & ~int(mj.mjtEnableBit.mjENBL_INVDISCRETE)
+        try:
+            mj.mj_inverse(self.m, self.d)
+        finally:
+            self.m.opt.disableflags, self.m.opt.enableflags = saved
+        if self.d.qfrc_passive.any() or self.d.qfrc_constraint.any() or self.d.efm_active:
+            raise AssertionError("MuJoCo still applied passive or constraint forces in mj_inverse")
+        out = np.zeros(self.model.nv)
+        for jid, kind, _, iv in self.joints:
+            a = self.m.jnt_dofadr[jid]
+            f = self.d.qfrc_inverse[a:a + kind.nv].copy()
+            if kind is JointKind.FREE:
+                f[:3] = self.d.xmat[self.m.jnt_bodyid[jid]].reshape(3, 3).T @ f[:3]
+            out[iv:iv + kind.nv] = f
+        return out
+
     def mass_properties(self) -> dict[str, tuple[float, np.ndarray, np.ndarray]]:
         """Per body name: mass [kg], centre of mass and inertia about it in body axes."""
         out = {}

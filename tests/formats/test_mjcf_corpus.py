@@ -12,6 +12,7 @@ import pytest
 
 from hebictl.errors import FormatError
 from hebictl.formats.mjcf import load_mjcf
+from hebictl.model.tree import JointKind
 from tests.conftest import CORPUS_DIR, corpus_path
 
 from .references import Mujoco, ReferenceRejected, random_q
@@ -75,9 +76,30 @@ def _frame_poses(model, q, kind: str) -> dict[str, np.ndarray]:
     return {f.name: (links[f.body] if f.body >= 0 else base) @ f.offset for f in model.frames if f.kind == kind}
 
 
+def _check_inverse_dynamics(model, ref: Mujoco, q: np.ndarray, rng: np.random.Generator) -> None:
+    """RNEA plus armature equals ``mj_inverse`` (passive and constraint forces off) at random qd, qdd.
+
+    Free joints with armature get zero angular velocity: MuJoCo puts the armature on the derivative of
+    the world-axes linear velocity, hebictl on that of the body-axes one; they differ by ``a (w x v)``.
+    """
+    qd, qdd = rng.normal(size=(2, model.nv))
+    for i in model.joint_bodies:
+        joint = model.bodies[i].joint
+        if joint.kind is JointKind.FREE and joint.armature:
+            iv = model.coordinate_index(i)[1]
+            qd[iv + 3:iv + 6] = 0.0
+    expected = ref.inverse_dynamics(q, qd, qdd)
+    scale = max(1.0, float(np.abs(expected).max(initial=0.0)))
+    np.testing.assert_allclose(model.inverse_dynamics(q, qd, qdd), expected, rtol=0, atol=1e-9 * scale,
+                               err_msg="inverse dynamics")
+
+
 @pytest.mark.parametrize("rel", MJCF_FILES)
 def test_mjcf_matches_mujoco(rel):
-    """Body/site poses (1e-12), gravity (1e-9) and body masses/COMs equal MuJoCo's; rejects what MuJoCo rejects."""
+    """Body/site poses (1e-12), gravity and inverse dynamics (1e-9), masses and COMs equal MuJoCo's.
+
+    Files MuJoCo rejects, hebictl rejects too (or they fail for reasons outside what hebictl reads).
+    """
     path = corpus_path("mjcf", rel)
     try:
         ref = Mujoco(path)
@@ -143,6 +165,9 @@ def test_mjcf_matches_mujoco(rel):
     tol = LOOSE_POSES.get(rel, 1e-12)
     rng = np.random.default_rng(11)
     n_checks = 2 if model.nv < 200 else 1
+    motion_rng = np.random.default_rng(12)  # separate stream: the poses checked stay those of seed 11
+    # MuJoCo adds a tendon's armature as J^T a J to the mass matrix (plus its bias); hebictl has no tendons
+    compare_dynamics = not ref.m.tendon_armature.any()
     for _ in range(n_checks):
         q = random_q(model, rng)
         links = dict(zip(model.link_names, model.link_poses(q), strict=True))
@@ -155,4 +180,8 @@ def test_mjcf_matches_mujoco(rel):
             np.testing.assert_allclose(sites[name], T, atol=tol, err_msg=f"site {name}")
         np.testing.assert_allclose(model.gravity_compensation(q, gravity=ref.m.opt.gravity), ref.gravity(q),
                                    atol=1e-9, rtol=1e-11)
+        if compare_dynamics:
+            _check_inverse_dynamics(model, ref, q, motion_rng)
     RESULTS["agree with MuJoCo"] += 1
+    RESULTS["inverse dynamics: " + ("no degrees of freedom" if model.nv == 0 else "agree with mj_inverse"
+                                    if compare_dynamics else "not compared, tendon armature")] += 1
