@@ -46,13 +46,16 @@ def main() -> None:
 
     B = 10_000
     Q = rng.uniform(-np.pi, np.pi, (B, ours.dof))
+    # both sides reuse their output buffers (hebi-py's ``output=``, hebictl's ``out=``)
+    fk_out = np.empty((B, ref.get_frame_count("output"), 4, 4))
+    jac_out = np.empty((B, 1, 6, ours.dof))
     batched = []
     for name, ours_fn, ref_fn in [
-        ("FK", lambda: ours.forward_kinematics(Q, "output"),
+        ("FK", lambda: ours.forward_kinematics(Q, "output", out=fk_out),
          lambda: [ref.get_forward_kinematics_mat("output", x, output=out_fk) for x in Q]),
         ("gravity compensation", lambda: ours.gravity_compensation(Q, g),
          lambda: [ref.get_grav_comp_efforts(x, g) for x in Q]),
-        ("end-effector Jacobian", lambda: ours.jacobians(Q, "end_effector"),
+        ("end-effector Jacobian", lambda: ours.jacobians(Q, "end_effector", out=jac_out),
          lambda: [ref.get_jacobian_end_effector(x, output=out_j) for x in Q]),
     ]:
         ours_fn()

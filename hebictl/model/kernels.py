@@ -344,10 +344,25 @@ def jacobians_batch(Q, parent, kind, qi, vi, place_R, place_p, axis, scale, base
                 fp[a] = bp[b, a] + bR[b, a, 0] * f_p[f, 0] + bR[b, a, 1] * f_p[f, 1] + bR[b, a, 2] * f_p[f, 2]
             j = b
             while j >= 0:
-                nvj = _motion_columns(kind[j], axis[j], scale[j], bR[j], col)
                 r0 = fp[0] - bp[j, 0]
                 r1 = fp[1] - bp[j, 1]
                 r2 = fp[2] - bp[j, 2]
+                if kind[j] == REVOLUTE:  # the common case, written out: world axis times scale
+                    s = scale[j]
+                    x, y, z = axis[j, 0], axis[j, 1], axis[j, 2]
+                    w0 = s * (bR[j, 0, 0] * x + bR[j, 0, 1] * y + bR[j, 0, 2] * z)
+                    w1 = s * (bR[j, 1, 0] * x + bR[j, 1, 1] * y + bR[j, 1, 2] * z)
+                    w2 = s * (bR[j, 2, 0] * x + bR[j, 2, 1] * y + bR[j, 2, 2] * z)
+                    vc = vi[j]
+                    J[f, 0, vc] = w1 * r2 - w2 * r1
+                    J[f, 1, vc] = w2 * r0 - w0 * r2
+                    J[f, 2, vc] = w0 * r1 - w1 * r0
+                    J[f, 3, vc] = w0
+                    J[f, 4, vc] = w1
+                    J[f, 5, vc] = w2
+                    j = parent[j]
+                    continue
+                nvj = _motion_columns(kind[j], axis[j], scale[j], bR[j], col)
                 for c in range(nvj):
                     w0, w1, w2 = col[0, c], col[1, c], col[2, c]
                     vc = vi[j] + c

@@ -253,13 +253,27 @@ class RobotModel:
             raise ModelError(f"gravity must be 3 numbers [m/s²], got {gravity!r}")
         return g
 
-    def forward_kinematics(self, q: ArrayLike, frame: str = "output") -> FloatArray:
-        """World 4x4 poses of every frame of type ``frame``: (n, 4, 4), or (B, n, 4, 4)."""
+    def forward_kinematics(self, q: ArrayLike, frame: str = "output", *, out: FloatArray | None = None) -> FloatArray:
+        """World 4x4 poses of every frame of type ``frame``: (n, 4, 4), or (B, n, 4, 4).
+
+        ``out``: an array of the result's shape to fill instead of allocating one (large batches
+        spend much of their time faulting in fresh pages otherwise).
+        """
         fs = self._frame_set(frame)
         Q, batched = self._batch(q, self.nq, "q")
-        out = np.empty((Q.shape[0], fs.body.shape[0], 4, 4))
-        _run(kernels.frame_poses_batch, (Q,), self._fk_args[fs.kind], out)
-        return out if batched else out[0]
+        buf = self._output(out, (Q.shape[0], fs.body.shape[0], 4, 4), batched)
+        _run(kernels.frame_poses_batch, (Q,), self._fk_args[fs.kind], buf)
+        return buf if batched else buf[0]
+
+    @staticmethod
+    def _output(out: FloatArray | None, shape: tuple[int, ...], batched: bool) -> FloatArray:
+        """A C-contiguous float64 buffer of ``shape``: ``out`` (checked) or a new one."""
+        if out is None:
+            return np.empty(shape)
+        want = shape if batched else shape[1:]
+        if out.shape != want or out.dtype != np.float64 or not out.flags.c_contiguous:
+            raise ModelError(f"out must be a C-contiguous float64 array of shape {want}, got {out.shape} {out.dtype}")
+        return out if batched else out.reshape(shape)
 
     def link_poses(self, q: ArrayLike) -> FloatArray:
         """World pose of every body (link) frame: (n_bodies, 4, 4) or batched."""
@@ -270,13 +284,16 @@ class RobotModel:
         poses = self.forward_kinematics(q, "end_effector")
         return poses[..., index, :, :]
 
-    def jacobians(self, q: ArrayLike, frame: str = "com") -> FloatArray:
-        """World-frame Jacobians [linear; angular] of each frame's origin: (n, 6, nv) or batched."""
+    def jacobians(self, q: ArrayLike, frame: str = "com", *, out: FloatArray | None = None) -> FloatArray:
+        """World-frame Jacobians [linear; angular] of each frame's origin: (n, 6, nv) or batched.
+
+        ``out``: optional buffer of the result's shape, as for :meth:`forward_kinematics`.
+        """
         fs = self._frame_set(frame)
         Q, batched = self._batch(q, self.nq, "q")
-        out = np.empty((Q.shape[0], fs.body.shape[0], 6, self.nv))
-        _run(kernels.jacobians_batch, (Q,), self._jac_args[fs.kind], out)
-        return out if batched else out[0]
+        buf = self._output(out, (Q.shape[0], fs.body.shape[0], 6, self.nv), batched)
+        _run(kernels.jacobians_batch, (Q,), self._jac_args[fs.kind], buf)
+        return buf if batched else buf[0]
 
     def jacobian_end_effector(self, q: ArrayLike, index: int = 0) -> FloatArray:
         """Jacobian of end effector ``index``: (6, nv) or (B, 6, nv)."""

@@ -199,3 +199,20 @@ def test_armature_adds_reflected_inertia_like_mujoco():
         out = np.empty(2)
         model.inverse_dynamics_into(q, qd, qdd, np.array([0, 0, -9.81]), out)
         np.testing.assert_allclose(out, md.qfrc_inverse, atol=1e-9)
+
+
+def test_out_buffers_are_filled_and_checked():
+    """forward_kinematics/jacobians fill a given buffer (same values); a wrong buffer is a ModelError."""
+    from hebictl.errors import ModelError
+
+    model = random_tree(seed=8, n=6, kinds=ALL)
+    rng = np.random.default_rng(8)
+    Q = np.array([random_configuration(model, rng) for _ in range(4)])
+    fk = np.empty((4, model.frame_count("output"), 4, 4))
+    assert model.forward_kinematics(Q, "output", out=fk) is fk
+    assert np.array_equal(fk, model.forward_kinematics(Q, "output"))
+    one = np.empty((model.frame_count("com"), 6, model.nv))
+    model.jacobians(Q[0], "com", out=one)
+    assert np.array_equal(one, model.jacobians(Q[0], "com"))
+    with pytest.raises(ModelError, match="out must be"):
+        model.forward_kinematics(Q, "output", out=np.empty((3, 1, 4, 4)))
