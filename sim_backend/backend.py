@@ -45,7 +45,7 @@ from hebictl.errors import CommandRejected, ConfigError, HardwareError
 from hebictl.gains import GroupGains
 from hebictl.hardware.base import Command, Feedback
 from hebictl.hardware.clock import Clock
-from hebictl.hardware.group import ModuleGroup, checked_frequency, checked_lifetime
+from hebictl.hardware.group import ModuleGroup, checked_frequency
 from sim_backend.actuator import ActuatorGroup, actuator_step
 from sim_backend.scene import Scene
 
@@ -132,7 +132,6 @@ class SimBackend(ModuleGroup):
         self._k = -1
         self._seq = 0
         self._last_sample_t = math.nan
-        self._lifetime = 0.0
         self.feedback_frequency = feedback_frequency
         self.command_lifetime = command_lifetime
         # kernel arguments, bound once (views into MuJoCo's buffers stay valid for the model's life)
@@ -186,15 +185,6 @@ class SimBackend(ModuleGroup):
         self._grid_origin = self._last_sample_t if self._seq else self._clock.now()
         self._k = 0 if self._seq else -1
         self._fb_hz = hz
-
-    @property
-    def command_lifetime(self) -> float:
-        return self._lifetime
-
-    @command_lifetime.setter
-    def command_lifetime(self, seconds: float) -> None:
-        seconds = checked_lifetime(seconds)
-        self._lifetime = seconds
 
     @property
     def last_command(self) -> Command:

@@ -37,6 +37,7 @@ class ModuleGroup(Backend):
         self._names = tuple(names)
         self._families = tuple(families)
         self._n = len(self._names)
+        self._lifetime = 0.0
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -49,3 +50,12 @@ class ModuleGroup(Backend):
     @property
     def size(self) -> int:
         return self._n
+
+    @property
+    def command_lifetime(self) -> float:
+        """How long a command stays in force [s]; 0 = forever. Simulated groups keep it here."""
+        return self._lifetime
+
+    @command_lifetime.setter
+    def command_lifetime(self, seconds: float) -> None:
+        self._lifetime = checked_lifetime(seconds)

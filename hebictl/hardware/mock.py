@@ -35,7 +35,7 @@ from hebictl.errors import CommandRejected, ConfigError, HardwareError
 from hebictl.hardware.base import Command, Feedback
 from hebictl.hardware.clock import Clock, MonotonicClock
 from hebictl.hardware.faults import FaultKind, FaultSchedule
-from hebictl.hardware.group import ModuleGroup, checked_frequency, checked_lifetime
+from hebictl.hardware.group import ModuleGroup, checked_frequency
 from hebictl.hardware.registry import resolve_modules
 
 __all__ = ["EffortModel", "MockBackend", "open_mock"]
@@ -144,7 +144,6 @@ class MockBackend(ModuleGroup):
         self._last_sample_t = math.nan
         self._last_delivery_t = math.nan
         self._writes = 0
-        self._lifetime = 0.0
         self._closed = False
         self.feedback_frequency = feedback_frequency
         self.command_lifetime = command_lifetime
@@ -166,15 +165,6 @@ class MockBackend(ModuleGroup):
         self._grid_origin = self._last_sample_grid_time()
         self._k = 0 if self._seq else -1
         self._fb_hz = hz
-
-    @property
-    def command_lifetime(self) -> float:
-        return self._lifetime
-
-    @command_lifetime.setter
-    def command_lifetime(self, seconds: float) -> None:
-        seconds = checked_lifetime(seconds)
-        self._lifetime = seconds
 
     @property
     def write_count(self) -> int:
