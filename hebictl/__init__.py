@@ -41,7 +41,7 @@ _LAZY = {
     "Trajectory": "hebictl.trajectory",
     "Arm": "hebictl.control.arm",
     "Goal": "hebictl.control.goal",
-    "open_backend": "hebictl.hardware.base",
+    "open_backend": "hebictl.hardware.registry",
 }
 
 __all__ = [
