@@ -22,6 +22,7 @@ from hebictl.errors import (
     IKFailed,
     LimitViolation,
     ModelError,
+    TrajectoryError,
     WatchdogExpired,
 )
 
@@ -53,6 +54,7 @@ __all__ = [
     "IKFailed",
     "LimitViolation",
     "ModelError",
+    "TrajectoryError",
     "WatchdogExpired",
     *sorted(_LAZY),
 ]
