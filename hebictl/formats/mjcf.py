@@ -86,6 +86,7 @@ from hebictl.formats._xml import (
     transform,
 )
 from hebictl.formats.builtin_meshes import builtin_mesh
+from hebictl.formats.sdf_plugin_meshes import mesh_plugin_config, sdf_plugin_mesh
 from hebictl.model.tree import Inertia, Joint, JointKind, ModelBuilder
 
 if TYPE_CHECKING:
@@ -1108,14 +1109,19 @@ class _Reader:
         mesh = ctx.doc.meshes.get(mname)
         if mesh is None:
             raise self.fail(f"mesh {mname!r} not found in geom", el)
-        if mesh.find("plugin") is not None:
-            raise self.fail(f"body {body!r} takes its inertia from mesh {mname!r}, which a plugin generates (MuJoCo "
-                            "meshes the plugin's compiled signed distance function by marching cubes, so the "
-                            "polyhedron and its inertia are not reproducible here); give the body an <inertial>", el)
         mcls = mesh.get("class") or "main"
         mdefaults = ctx.doc.defaults.get(mcls, {}).get("mesh", {})
         get = lambda key: mesh.get(key) if mesh.get(key) is not None else mdefaults.get(key)  # noqa: E731
-        if mesh.get("vertex") is not None:
+        plugin = mesh.find("plugin") if mesh.get("file") is None else None  # MuJoCo: a file wins over a plugin
+        if plugin is not None:
+            if get("scale") is not None and np.any(self.floats(mesh, get("scale") or "", "scale", 3) != 1):
+                raise self.fail(f"attribute scale is not compatible with SDFs in mesh {mname!r}", mesh)
+            try:
+                V, F = sdf_plugin_mesh(*mesh_plugin_config(plugin, ctx.doc.root))
+            except ValueError as exc:
+                raise self.fail(f"body {body!r} takes its inertia from mesh {mname!r}, which a plugin generates: "
+                                f"{exc}; give the body an <inertial>", el) from None
+        elif mesh.get("vertex") is not None:
             V = self.floats(mesh, mesh.get("vertex", ""), "vertex")
             if len(V) % 3 or len(V) < 12:
                 raise self.fail("mesh vertex needs at least 4 points of 3 numbers", mesh)
@@ -1169,6 +1175,10 @@ class _Reader:
         # does not start rotating by less than ~1e-6 rad, so the tiny products of inertia of a nearly symmetric
         # mesh (float-rounded vertices) are dropped: the mesh frame stays a permutation of the file's axes
         moments, R = geometry.principal_axes(props.inertia)
+        if plugin is not None:
+            # MuJoCo leaves a plugin mesh's frame at the geom frame (mesh pos 0, quat identity) yet gives
+            # the geom the mesh's principal moments along its axes, about its origin: reproduced as is
+            return replace(props, com=np.zeros(3), inertia=np.diag(moments))
         if np.allclose(np.abs(R), np.round(np.abs(R)), rtol=0.0, atol=1e-12):
             props = replace(props, inertia=R @ np.diag(moments) @ R.T)
         return props
