@@ -45,7 +45,7 @@ from hebictl.errors import CommandRejected, ConfigError, HardwareError
 from hebictl.gains import GroupGains
 from hebictl.hardware.base import Command, Feedback
 from hebictl.hardware.clock import Clock
-from hebictl.hardware.group import ModuleGroup, checked_frequency
+from hebictl.hardware.group import ModuleGroup, checked_frequency, grid_index
 from sim_backend.actuator import ActuatorGroup, actuator_step
 from sim_backend.scene import Scene
 
@@ -207,7 +207,7 @@ class SimBackend(ModuleGroup):
         hz = self._fb_hz
         if hz > 0.0:
             origin = self._grid_origin
-            k = max(self._k + 1, math.ceil((now - origin) * hz - _EPS_T * hz))
+            k = grid_index(now, origin, hz, self._k)
             t_k = origin + k / hz
         if hz <= 0.0 or t_k > deadline:
             self._advance(deadline)

@@ -59,3 +59,16 @@ class ModuleGroup(Backend):
     @command_lifetime.setter
     def command_lifetime(self, seconds: float) -> None:
         self._lifetime = checked_lifetime(seconds)
+
+
+#: [s] a sample due within 1 ns of now counts as due now (grid times are sums of floats)
+GRID_EPS = 1e-9
+
+
+def grid_index(t: float, origin: float, hz: float, after: int) -> int:
+    """Index ``k > after`` of the first feedback instant ``origin + k/hz`` at or after ``t`` [s].
+
+    Simulated backends deliver feedback on this grid so that a reader polling at any rate sees
+    samples at exactly the configured frequency, never the same sample twice.
+    """
+    return max(after + 1, math.ceil((t - origin) * hz - GRID_EPS * hz))

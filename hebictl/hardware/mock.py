@@ -35,7 +35,7 @@ from hebictl.errors import CommandRejected, ConfigError, HardwareError
 from hebictl.hardware.base import Command, Feedback
 from hebictl.hardware.clock import Clock, MonotonicClock
 from hebictl.hardware.faults import FaultKind, FaultSchedule
-from hebictl.hardware.group import ModuleGroup, checked_frequency
+from hebictl.hardware.group import ModuleGroup, checked_frequency, grid_index
 from hebictl.hardware.registry import resolve_modules
 
 __all__ = ["EffortModel", "MockBackend", "open_mock"]
@@ -196,7 +196,7 @@ class MockBackend(ModuleGroup):
             clock.sleep_until(deadline)
             return False
         origin = self._grid_origin
-        k = max(self._k + 1, math.ceil((now - origin) * hz - _EPS_T * hz))
+        k = grid_index(now, origin, hz, self._k)
         t_k = origin + k / hz
         faults = self.faults
         sample_t = t_k
@@ -308,7 +308,7 @@ class MockBackend(ModuleGroup):
         while t_k <= deadline:
             drop = faults.first_active(FaultKind.DROPPED, t_k)
             if drop is not None:
-                k = max(k + 1, math.ceil((drop.end - origin) * hz - _EPS_T * hz)) if math.isfinite(
+                k = grid_index(drop.end, origin, hz, k) if math.isfinite(
                     drop.end) else k + 1 + math.ceil((deadline - t_k) * hz)
                 t_k = origin + k / hz
                 continue
@@ -319,7 +319,7 @@ class MockBackend(ModuleGroup):
             if sample_t >= self._t_open - _EPS_T:
                 return k, t_k, max(sample_t, self._t_open)
             # Nothing sampled that long ago exists yet: the first delayed sample is still in flight.
-            k = max(k + 1, math.ceil((self._t_open + delay.latency_s - origin) * hz - _EPS_T * hz))
+            k = grid_index(self._t_open + delay.latency_s, origin, hz, k)
             t_k = origin + k / hz
         return k, t_k, t_k
 
