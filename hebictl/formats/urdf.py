@@ -73,6 +73,7 @@ from hebictl.formats._xml import (
     rpy_matrix,
     transform,
 )
+from hebictl.formats.writers import unique
 from hebictl.model.tree import Inertia, Joint, JointKind, ModelBuilder
 
 if TYPE_CHECKING:
@@ -440,7 +441,7 @@ class _Reader:
         rl = links[root_link]
         root_joint = Joint.fixed()
         if floating_base:
-            jname = _unique("root_joint", used_joint_names)
+            jname = unique("root_joint", used_joint_names, first_suffix=1)
             root_joint = Joint(jname, JointKind.FREE)
         index[root_link] = builder.add_body(root_link, -1, None, root_joint, rl.inertia, rl.metadata)
         for j in self.joint_order(root_link, joints, children):
@@ -637,15 +638,6 @@ def _unbounded(value: float | None) -> float:
     if value <= -DBL_MAX:
         return -math.inf
     return value
-
-
-def _unique(name: str, used: set[str]) -> str:
-    out, k = name, 1
-    while out in used:
-        out = f"{name}_{k}"
-        k += 1
-    used.add(out)
-    return out
 
 
 def _is_numbers(text: str) -> bool:

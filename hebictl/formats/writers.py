@@ -54,9 +54,12 @@ def body_names(model: RobotModel) -> list[str]:
     return out
 
 
-def unique(name: str, used: set[str]) -> str:
-    """``name``, or ``name_2``, ``name_3``... whichever is not in ``used`` (which is updated)."""
-    out, k = name, 2
+def unique(name: str, used: set[str], first_suffix: int = 2) -> str:
+    """``name``, or ``name_2``, ``name_3``... whichever is not in ``used`` (which is updated).
+
+    ``first_suffix`` is the number tried first after ``name`` itself.
+    """
+    out, k = name, first_suffix
     while out in used:
         out = f"{name}_{k}"
         k += 1
