@@ -93,3 +93,54 @@ class CommandRejected(HebictlError):
 
 class TrajectoryError(HebictlError):
     """Waypoints or limits do not define a valid trajectory (names the argument and index)."""
+
+
+# --------------------------------------------------------------------------- warnings
+# Each area warns with its own class so a caller can filter one area (``warnings.simplefilter
+# ("error", UrdfWarning)``) or all of them (``HebictlWarning``). A warning means "accepted, as
+# the reference library accepts it, but a rule was bent"; ``--strict`` turns format warnings
+# into errors.
+
+
+class HebictlWarning(UserWarning):
+    """Root of every warning hebictl issues on purpose."""
+
+
+class FormatWarning(HebictlWarning):
+    """A robot description bends a rule its reference library tolerates; read anyway."""
+
+
+class HrdfWarning(FormatWarning):
+    """A questionable but accepted HRDF construct (e.g. an enum value in non-canonical case)."""
+
+
+class UrdfWarning(FormatWarning):
+    """A URDF construct pinocchio/Drake accept that the URDF spec does not."""
+
+
+class SdfWarning(FormatWarning):
+    """An SDFormat construct Drake/libsdformat accept outside its version's rules."""
+
+
+class MjcfWarning(FormatWarning):
+    """An MJCF construct MuJoCo accepts with a fallback."""
+
+
+class SkelWarning(FormatWarning):
+    """A SKEL construct DART accepts (e.g. a duplicate joint name it renames)."""
+
+
+class XxyWarning(FormatWarning):
+    """An x_xy construct imt-ring accepts."""
+
+
+class OpenraveWarning(FormatWarning):
+    """An OpenRAVE XML construct OpenRAVE accepts."""
+
+
+class DirectivesWarning(FormatWarning):
+    """A Drake model-directives construct Drake accepts."""
+
+
+class ConfigWarning(HebictlWarning):
+    """A robot config or gains file that loads but looks wrong (e.g. a misspelt user_data key)."""

@@ -45,12 +45,12 @@ import numpy as np
 from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
+from hebictl._typing import FloatArray
 from hebictl.errors import ConfigError, HardwareError
 from hebictl.gains import CONTROL_STRATEGIES, PID_BLOCKS, PID_FIELDS, GroupGains
 
 __all__ = ["ActuatorGroup", "default_gain_table", "gain_table"]
 
-FloatArray = NDArray[np.float64]
 _CACHE = os.environ.get("HEBICTL_NUMBA_CACHE", "1") != "0"
 
 # loop indices (PID_BLOCKS order) and gain-field indices (PID_FIELDS order)

@@ -19,6 +19,7 @@ import mujoco
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from hebictl._typing import FloatArray
 from hebictl.errors import ConfigError, ModelError
 from hebictl.formats.write_mjcf import write_mjcf
 from hebictl.formats.writers import body_names
@@ -28,7 +29,6 @@ from sim_backend.payload import Payload, strip_payload, with_payload
 
 __all__ = ["Scene", "build_scene"]
 
-FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 

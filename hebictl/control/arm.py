@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
+from hebictl._typing import FloatArray
 from hebictl.control.goal import Goal
 from hebictl.control.plugins import ArmPlugin, GravityCompensationEffort, plugin_from_config
 from hebictl.control.safety import ArmState, EventLog, Limits
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from hebictl.trajectory import Trajectory
 
 log = logging.getLogger(__name__)
-FloatArray = NDArray[np.float64]
 # Enum member lookups go through a descriptor on every access; the hot path compares against these.
 _RUNNING, _HOLD, _STOPPED = ArmState.RUNNING, ArmState.HOLD, ArmState.STOPPED
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
+from hebictl._typing import FloatArray
 from hebictl.errors import CommandRejected
 from hebictl.trajectory import Trajectory, create_trajectory, estimate_segment_times
-
-FloatArray = NDArray[np.float64]
 
 
 @dataclass

@@ -20,9 +20,10 @@ import math
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 from scipy.spatial.transform import Rotation
 
+from hebictl._typing import FloatArray
 from hebictl.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from hebictl.control.arm import Arm
 
 log = logging.getLogger(__name__)
-FloatArray = NDArray[np.float64]
 
 
 class ArmPlugin:

@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 from lxml import etree
 
+from hebictl._typing import FloatArray
 from hebictl.errors import FormatError
 from hebictl.formats import geometry
 from hebictl.formats._xml import axis_angle_matrix, parse_floats, quat_matrix, rot_x, transform
 
-FloatArray = np.ndarray
 TRANSFORM_TAGS = ("translation", "rotationaxis", "quat", "rotationmat")
 _CYL_TO_Y = rot_x(math.pi / 2)
 

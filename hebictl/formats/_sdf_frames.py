@@ -19,12 +19,10 @@ from typing import Any
 
 import numpy as np
 from lxml import etree
-from numpy.typing import NDArray
 
+from hebictl._typing import FloatArray
 from hebictl.errors import FormatError
 from hebictl.formats._xml import inverse_transform, line_of, quat_matrix, rpy_matrix, transform
-
-FloatArray = NDArray[np.float64]
 
 #: Separator of scoped names (``outer::inner::link``).
 SCOPE = "::"

@@ -19,13 +19,11 @@ from typing import Any
 
 import numpy as np
 from lxml import etree
-from numpy.typing import NDArray
 
+from hebictl._typing import FloatArray
 from hebictl.errors import FormatError
 from hebictl.formats import geometry
 from hebictl.formats._xml import elements, local_name, parse_floats
-
-FloatArray = NDArray[np.float64]
 
 #: shape element -> its parameters (child elements) and how many numbers each holds
 SHAPE_PARAMS: dict[str, dict[str, int]] = {

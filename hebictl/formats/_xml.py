@@ -14,12 +14,10 @@ from pathlib import Path
 
 import numpy as np
 from lxml import etree
-from numpy.typing import NDArray
 
+from hebictl._typing import FloatArray
 from hebictl.errors import FormatError
 from hebictl.model.tree import ModelBuilder
-
-FloatArray = NDArray[np.float64]
 
 #: XML namespace of hebictl's own extension elements in files it writes (frames of any kind).
 HEBICTL_NS = "urn:hebictl:model"

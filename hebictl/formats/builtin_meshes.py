@@ -17,7 +17,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-FloatArray = NDArray[np.float64]
+from hebictl._typing import FloatArray
+
 IntArray = NDArray[np.int64]
 
 #: builtin name -> number of parameters it takes

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-FloatArray = NDArray[np.float64]
+from hebictl._typing import FloatArray
 
 
 @dataclass(frozen=True)

@@ -49,9 +49,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 from lxml import etree
-from numpy.typing import NDArray
 
-from hebictl.errors import FormatError, ModelError
+from hebictl._typing import FloatArray
+from hebictl.errors import FormatError, HrdfWarning, ModelError
 from hebictl.formats.hrdf_grammar import (
     HEBI_PI,
     GrammarError,
@@ -64,11 +64,6 @@ from hebictl.formats.hrdf_grammar import (
 if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel
 
-FloatArray = NDArray[np.float64]
-
-
-class HrdfWarning(UserWarning):
-    """A questionable but accepted HRDF construct (e.g. an enum value in non-canonical case)."""
 
 
 #: Supported values of ``<robot version=...>``, oldest first; a missing version means 1.0.0.

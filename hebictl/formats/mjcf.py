@@ -69,6 +69,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from lxml import etree
 
+from hebictl._typing import FloatArray
 from hebictl.errors import FormatError, ModelError
 from hebictl.formats import geometry, mjcf_flexcomp
 from hebictl.formats._xml import (
@@ -92,7 +93,6 @@ from hebictl.model.tree import Inertia, Joint, JointKind, ModelBuilder
 if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel
 
-FloatArray = np.ndarray
 MJMINVAL = 1e-15
 _SRC = "{urn:hebictl:src}file"  # marks elements spliced in from an included file
 _FLEX_FREE = "{urn:hebictl:src}flexfree"  # marks the vertex bodies of a flexcomp that pins nothing to its parent

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-FloatArray = NDArray[np.float64]
+from hebictl._typing import FloatArray
+
 MJMINVAL = 1e-15
 
 GENERATED_TYPES = ("grid", "circle", "square", "disc", "box", "cylinder", "ellipsoid")

@@ -102,7 +102,6 @@ from hebictl.model.tree import Inertia
 if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel
 
-FloatArray = np.ndarray
 
 DRAKE_NS = "http://drake.mit.edu"
 SUPPORTED = ((1, 0), (1, 12))

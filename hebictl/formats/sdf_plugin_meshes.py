@@ -20,7 +20,8 @@ import numpy as np
 from lxml import etree
 from numpy.typing import NDArray
 
-FloatArray = NDArray[np.float64]
+from hebictl._typing import FloatArray
+
 IntArray = NDArray[np.int64]
 Distance = Callable[[FloatArray, FloatArray, FloatArray, tuple[float, ...]], FloatArray]
 

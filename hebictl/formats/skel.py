@@ -67,6 +67,7 @@ import numpy as np
 from lxml import etree
 from scipy.spatial.transform import Rotation
 
+from hebictl._typing import FloatArray
 from hebictl.errors import FormatError, ModelError
 from hebictl.formats import geometry
 from hebictl.formats._skel_shapes import Shape, dart_default_moment, moment_from_shapes, read_shape, text_floats
@@ -87,7 +88,6 @@ from hebictl.model.tree import Inertia, Joint, JointKind, ModelBuilder
 if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel
 
-FloatArray = np.ndarray
 _JOINT_TYPES = ("weld", "revolute", "prismatic", "screw", "universal", "ball", "euler", "translational",
                 "translational2d", "planar", "free")
 _ACTUATORS = ("force", "passive", "servo", "acceleration", "velocity", "locked", "mimic")

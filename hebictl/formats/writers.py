@@ -12,15 +12,14 @@ import re
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import NDArray
 
+from hebictl._typing import FloatArray
 from hebictl.errors import FormatError
 from hebictl.model.tree import JointKind
 
 if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel
 
-FloatArray = NDArray[np.float64]
 
 #: formats :func:`convert` can write, with the writer behind each
 FORMATS = {"urdf": ("hebictl.formats.write_urdf", "write_urdf"),

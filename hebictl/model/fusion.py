@@ -13,12 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
 
+from hebictl._typing import FloatArray
 from hebictl.model import kernels
 from hebictl.model.tree import Body, Frame, JointKind
-
-FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True)

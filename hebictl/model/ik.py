@@ -11,15 +11,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 from scipy.spatial.transform import Rotation
 
+from hebictl._typing import FloatArray
 from hebictl.errors import IKFailed, ModelError
 
 if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel
 
-FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True)

@@ -16,14 +16,13 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
+from hebictl._typing import FloatArray
 from hebictl.errors import ModelError
 from hebictl.model import kernels
 from hebictl.model.fusion import FusedTree, fuse
 from hebictl.model.tree import Body, Frame, JointKind
-
-FloatArray = NDArray[np.float64]
 
 #: Frame-type names accepted by :meth:`RobotModel.forward_kinematics`, with hebi-py's spellings.
 FRAME_ALIASES = {

@@ -28,14 +28,14 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
+from hebictl._typing import FloatArray
 from hebictl.errors import ModelError
 
 if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel
 
-FloatArray = NDArray[np.float64]
 
 
 class JointKind(IntEnum):

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
+from hebictl._typing import FloatArray
 from hebictl.control.plugins import ArmPlugin
 from hebictl.control.safety import ArmState, SafetyEvent
 from hebictl.teleop.braking import BrakeProfile
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from hebictl.control.arm import Arm
     from hebictl.teleop.schema import JogCommand
 
-FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
-from numpy.typing import NDArray
 
+from hebictl._typing import FloatArray
 from hebictl.control.arm import Arm
 from hebictl.control.goal import Goal
 from hebictl.control.loop import FixedRateLoop, LoopStats
@@ -55,7 +55,6 @@ from hebictl.teleop.schema import (
 )
 
 log = logging.getLogger(__name__)
-FloatArray = NDArray[np.float64]
 
 
 class Mode(StrEnum):

@@ -24,12 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
+from hebictl._typing import FloatArray
 from hebictl.control.safety import Limits
 from hebictl.errors import CommandRejected
-
-FloatArray = NDArray[np.float64]
 
 MAX_PAYLOAD_BYTES = 65536
 MODES = ("idle", "gravcomp", "position", "jog")
