@@ -33,7 +33,7 @@ _LAZY = {
     "load_model_string": "hebictl.formats",
     "detect_format": "hebictl.formats",
     "RobotModel": "hebictl.model.robot",
-    "ModelBuilder": "hebictl.model.tree",
+    "ModelBuilder": "hebictl.model.builder",
     "IKResult": "hebictl.model.ik",
     "load_config": "hebictl.config",
     "RobotConfig": "hebictl.config",

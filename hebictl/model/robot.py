@@ -81,7 +81,7 @@ def _run(kernel: Any, batched: Sequence[FloatArray], args: Sequence[Any], out: F
 
 
 class RobotModel:
-    """A kinematic tree with inertias and named frames, built by :class:`ModelBuilder`."""
+    """A kinematic tree with inertias and named frames, built by :class:`~hebictl.model.builder.ModelBuilder`."""
 
     def __init__(self, *, name: str, bodies: tuple[Body, ...], frames: tuple[Frame, ...],
                  base: FloatArray, gravity: FloatArray, source: str | None, format: str,

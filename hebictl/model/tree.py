@@ -1,8 +1,10 @@
 """The one in-memory robot model every format builds: bodies, joints and named frames.
 
 Every reader (HRDF, URDF, SDF, MJCF, ...) produces the same structure through
-:class:`ModelBuilder`, so kinematics, dynamics, export and the controller never care where a
-model came from.
+:class:`hebictl.model.builder.ModelBuilder`, so kinematics, dynamics, export and the controller
+never care where a model came from. This module holds only the plain data types (no import of
+the builder or of :class:`~hebictl.model.robot.RobotModel`), so every other model module can
+depend on it without a cycle.
 
 Conventions (shared with pinocchio where it has one):
 
@@ -22,20 +24,16 @@ Conventions (shared with pinocchio where it has one):
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from hebictl._typing import FloatArray
 from hebictl.errors import ModelError
-
-if TYPE_CHECKING:
-    from hebictl.model.robot import RobotModel
-
 
 
 class JointKind(IntEnum):
@@ -64,14 +62,16 @@ _NV = {JointKind.FIXED: 0, JointKind.REVOLUTE: 1, JointKind.PRISMATIC: 1, JointK
        JointKind.FREE: 6}
 
 
-def _vec3(value: ArrayLike, what: str) -> FloatArray:
+def checked_vec3(value: ArrayLike, what: str) -> FloatArray:
+    """``value`` as a (3,) float array; ModelError naming ``what`` if it is not 3 finite numbers."""
     arr = np.asarray(value, dtype=np.float64).reshape(-1)
     if arr.shape != (3,) or not np.all(np.isfinite(arr)):
         raise ModelError(f"{what} must be 3 finite numbers, got {value!r}")
     return arr
 
 
-def _pose(value: ArrayLike | None, what: str) -> FloatArray:
+def checked_pose(value: ArrayLike | None, what: str) -> FloatArray:
+    """``value`` as a 4x4 float array (identity for None); ModelError naming ``what`` if not finite 4x4."""
     if value is None:
         return np.eye(4)
     arr = np.array(value, dtype=np.float64)
@@ -102,7 +102,7 @@ class Joint:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        axis = _vec3(self.axis, f"axis of joint {self.name!r}")
+        axis = checked_vec3(self.axis, f"axis of joint {self.name!r}")
         if not (math.isfinite(self.armature) and self.armature >= 0.0):
             raise ModelError(f"joint {self.name!r}: armature must be finite and >= 0, got {self.armature}")
         if self.kind in (JointKind.REVOLUTE, JointKind.PRISMATIC):
@@ -141,7 +141,7 @@ class Inertia:
     def __post_init__(self) -> None:
         if not math.isfinite(self.mass) or self.mass < 0.0:
             raise ModelError(f"mass must be finite and >= 0, got {self.mass}")
-        com = _vec3(self.com, "center of mass")
+        com = checked_vec3(self.com, "center of mass")
         rot = np.asarray(self.rotational, dtype=np.float64)
         if rot.shape != (3, 3) or not np.all(np.isfinite(rot)):
             raise ModelError("rotational inertia must be a finite 3x3 matrix")
@@ -190,53 +190,14 @@ class Frame:
     name: str | None = None
 
 
-class ModelBuilder:
-    """Collects bodies and frames in topological order and freezes them into a RobotModel."""
+def __getattr__(name: str) -> Any:
+    """Transitional: ``from hebictl.model.tree import ModelBuilder`` while formats/ moves.
 
-    def __init__(self, name: str = "robot", source: str | None = None, format: str = "hrdf") -> None:
-        self.name = name
-        self.source = source
-        self.format = format
-        self._bodies: list[Body] = []
-        self._frames: list[Frame] = []
-        self._joint_names: set[str] = set()
+    The builder now lives in :mod:`hebictl.model.builder`; this lazy hook (an import cycle
+    tree -> builder -> robot -> fusion -> tree) goes once every importer is updated.
+    """
+    if name == "ModelBuilder":
+        from hebictl.model.builder import ModelBuilder
 
-    @property
-    def bodies(self) -> Sequence[Body]:
-        return tuple(self._bodies)
-
-    def add_body(self, name: str, parent: int, placement: ArrayLike | None = None,
-                 joint: Joint | None = None, inertia: Inertia | None = None,
-                 metadata: Mapping[str, Any] | None = None) -> int:
-        """Append a body below ``parent`` (-1 = base) and return its index."""
-        if not -1 <= parent < len(self._bodies):
-            raise ModelError(f"body {name!r}: parent index {parent} does not exist yet")
-        joint = joint or Joint.fixed()
-        if joint.kind is not JointKind.FIXED:
-            if not joint.name:
-                raise ModelError(f"body {name!r}: a moving joint needs a name")
-            if joint.name in self._joint_names:
-                raise ModelError(f"duplicate joint name {joint.name!r}")
-            self._joint_names.add(joint.name)
-        self._bodies.append(Body(name=name, parent=parent, placement=_pose(placement, f"placement of {name!r}"),
-                                 joint=joint, inertia=inertia or Inertia.zero(),
-                                 metadata=dict(metadata or {})))
-        return len(self._bodies) - 1
-
-    def add_frame(self, kind: str, body: int, offset: ArrayLike | None = None,
-                  name: str | None = None) -> int:
-        """Attach a frame of ``kind`` to ``body`` (-1 = base) at ``offset`` (body frame)."""
-        if not -1 <= body < len(self._bodies):
-            raise ModelError(f"frame {name or kind!r}: body index {body} does not exist")
-        self._frames.append(Frame(kind=kind, body=body, offset=_pose(offset, f"offset of frame {name or kind}"),
-                                  name=name))
-        return len(self._frames) - 1
-
-    def build(self, base: ArrayLike | None = None, gravity: ArrayLike = (0.0, 0.0, -9.81),
-              metadata: Mapping[str, Any] | None = None) -> RobotModel:
-        """Freeze into a :class:`hebictl.model.robot.RobotModel` (compiles the kernel tables)."""
-        from hebictl.model.robot import RobotModel
-
-        return RobotModel(name=self.name, bodies=tuple(self._bodies), frames=tuple(self._frames),
-                          base=_pose(base, "base transform"), gravity=_vec3(gravity, "gravity"),
-                          source=self.source, format=self.format, metadata=dict(metadata or {}))
+        return ModelBuilder
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

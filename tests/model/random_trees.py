@@ -6,7 +6,8 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from hebictl.model.robot import RobotModel
-from hebictl.model.tree import Inertia, Joint, JointKind, ModelBuilder
+from hebictl.model.builder import ModelBuilder
+from hebictl.model.tree import Inertia, Joint, JointKind
 
 
 def transform(R: np.ndarray, p: np.ndarray) -> np.ndarray:

@@ -98,7 +98,8 @@ def test_batch_equals_single_calls():
 
 def test_joint_scale_follows_chain_rule():
     """A joint with scale s moves like an unscaled joint at s*q and needs s times the effort."""
-    from hebictl.model.tree import Joint, ModelBuilder
+    from hebictl.model.builder import ModelBuilder
+    from hebictl.model.tree import Joint
 
     from .random_trees import random_inertia, transform
 
@@ -172,7 +173,8 @@ def test_hrdf_kit_inverse_dynamics_matches_pinocchio(path):
 def test_armature_adds_reflected_inertia_like_mujoco():
     """Joint armature enters inverse dynamics as MuJoCo's mj_inverse has it (armature on M's diagonal)."""
     mujoco = pytest.importorskip("mujoco")
-    from hebictl.model.tree import Inertia, Joint, ModelBuilder
+    from hebictl.model.builder import ModelBuilder
+    from hebictl.model.tree import Inertia, Joint
 
     from .random_trees import transform
 
