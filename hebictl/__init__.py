@@ -14,16 +14,30 @@ import importlib
 from typing import Any
 
 from hebictl.errors import (
+    ClockError,
     CommandRejected,
     ConfigError,
+    ConfigWarning,
+    DirectivesWarning,
     FormatError,
+    FormatWarning,
     HardwareError,
     HebictlError,
+    HebictlWarning,
+    HrdfWarning,
     IKFailed,
+    InstallationError,
     LimitViolation,
+    MjcfWarning,
     ModelError,
+    OpenraveWarning,
+    RecordingError,
+    SdfWarning,
+    SkelWarning,
+    TeleopError,
     TrajectoryError,
-    WatchdogExpired,
+    UrdfWarning,
+    XxyWarning,
 )
 
 __version__ = "0.1.0"
@@ -46,16 +60,30 @@ _LAZY = {
 }
 
 __all__ = [
+    "ClockError",
     "CommandRejected",
     "ConfigError",
+    "ConfigWarning",
+    "DirectivesWarning",
     "FormatError",
+    "FormatWarning",
     "HardwareError",
     "HebictlError",
+    "HebictlWarning",
+    "HrdfWarning",
     "IKFailed",
+    "InstallationError",
     "LimitViolation",
+    "MjcfWarning",
     "ModelError",
+    "OpenraveWarning",
+    "RecordingError",
+    "SdfWarning",
+    "SkelWarning",
+    "TeleopError",
     "TrajectoryError",
-    "WatchdogExpired",
+    "UrdfWarning",
+    "XxyWarning",
     *sorted(_LAZY),
 ]
 

@@ -63,23 +63,8 @@ class IKFailed(HebictlError):
         super().__init__(message)
 
 
-class LimitViolation(HebictlError):
-    """A joint position, velocity or effort limit was violated."""
-
-    def __init__(self, message: str, joint: str | None = None, value: float | None = None,
-                 limit: float | None = None) -> None:
-        self.joint = joint
-        self.value = value
-        self.limit = limit
-        super().__init__(message)
-
-
 class HardwareError(HebictlError):
     """A backend could not be reached, lost a module, or returned unusable feedback."""
-
-
-class WatchdogExpired(HardwareError):
-    """No fresh command or feedback arrived within the watchdog period."""
 
 
 class CommandRejected(HebictlError):
@@ -91,8 +76,42 @@ class CommandRejected(HebictlError):
         super().__init__(f"{reason}: {detail}" if detail else reason)
 
 
+class LimitViolation(CommandRejected):
+    """A goal asks a joint to go beyond its position limit; refused before any motion.
+
+    A :class:`CommandRejected` with ``reason == "out_of_limits"`` (so existing handlers keep
+    working) that also names the joint, the requested value and the limit it crosses. Limits hit
+    *while running* never raise: the control loop stops the arm and records a safety event.
+    """
+
+    def __init__(self, detail: str, joint: str | None = None, value: float | None = None,
+                 limit: float | None = None) -> None:
+        self.joint = joint
+        self.value = value
+        self.limit = limit
+        super().__init__("out_of_limits", detail)
+
+
 class TrajectoryError(HebictlError):
     """Waypoints or limits do not define a valid trajectory (names the argument and index)."""
+
+
+class InstallationError(HebictlError):
+    """Something hebictl needs is not installed: the bundled kits/configs (a non-editable
+    install), an optional extra (matplotlib for plots) or an external program (mosquitto).
+    The message says what to install."""
+
+
+class RecordingError(HebictlError):
+    """A recorded run cannot be used: the file is not a hebictl recording, or nothing was recorded."""
+
+
+class ClockError(HebictlError):
+    """A clock was given an impossible time: non-finite, negative step or spin period."""
+
+
+class TeleopError(HebictlError):
+    """The teleop link failed: the MQTT broker did not start, cannot be reached, or the arm did not answer."""
 
 
 # --------------------------------------------------------------------------- warnings

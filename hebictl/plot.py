@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from hebictl.control.recorder import Recorder
-from hebictl.errors import HebictlError
+from hebictl.errors import InstallationError, RecordingError
 
 
 def plot_recording(rec: Recorder, out: str | Path, title: str = "hebictl run") -> Path:
@@ -18,9 +18,9 @@ def plot_recording(rec: Recorder, out: str | Path, title: str = "hebictl run") -
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise HebictlError("plotting needs matplotlib: pip install 'hebictl[plot]'") from exc
+        raise InstallationError("plotting needs matplotlib: pip install 'hebictl[plot]'") from exc
     if len(rec) == 0:
-        raise HebictlError("nothing was recorded; cannot plot an empty run")
+        raise RecordingError("nothing was recorded; cannot plot an empty run")
     t = rec.times - rec.times[0]
     fig, axes = plt.subplots(3, 1, figsize=(11, 9), sharex=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hebictl.errors import HebictlError
+from hebictl.errors import InstallationError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 KITS_DIR = REPO_ROOT / "hrdf_kits"
@@ -15,8 +15,8 @@ DEFAULT_CONFIG = "x-series-6dof.cfg.yaml"
 
 def _existing(path: Path, what: str) -> Path:
     if not path.exists():
-        raise HebictlError(f"bundled {what} not found at {path}: hebictl must be installed from its repository "
-                           "(pip install -e .) for the bundled kits and configs")
+        raise InstallationError(f"bundled {what} not found at {path}: hebictl must be installed from its repository "
+                                "(pip install -e .) for the bundled kits and configs")
     return path
 
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hebictl.errors import ConfigError, HebictlError
+from hebictl.errors import ConfigError, TeleopError
 
 
 def _broker_args(p: argparse.ArgumentParser) -> None:
@@ -140,10 +140,10 @@ async def _send(args: argparse.Namespace) -> int:
         async with TeleopClient(settings, args.arm_id, name=args.client) as client:
             ack = await _dispatch(client, args)
     except aiomqtt.MqttError as exc:
-        raise HebictlError(f"broker {settings.url}: {exc}") from exc
+        raise TeleopError(f"broker {settings.url}: {exc}") from exc
     except TimeoutError as exc:
-        raise HebictlError(f"no answer from arm {args.arm_id!r} within {args.timeout} s "
-                           "(is hebictl teleop running with the same --arm-id?)") from exc
+        raise TeleopError(f"no answer from arm {args.arm_id!r} within {args.timeout} s "
+                          "(is hebictl teleop running with the same --arm-id?)") from exc
     if ack is None:
         return 0
     if isinstance(ack, dict):

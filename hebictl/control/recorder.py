@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from hebictl.errors import HebictlError
+from hebictl.errors import RecordingError
 
 FIELDS = ("position_command", "position", "velocity_command", "velocity", "effort_command", "effort")
 
@@ -68,10 +68,10 @@ class Recorder:
         try:
             z = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as exc:
-            raise HebictlError(f"{path}: not a hebictl recording ({exc})") from exc
+            raise RecordingError(f"{path}: not a hebictl recording ({exc})") from exc
         missing = [k for k in ("time", *FIELDS) if k not in z]
         if missing:
-            raise HebictlError(f"{path}: not a hebictl recording (missing {', '.join(missing)})")
+            raise RecordingError(f"{path}: not a hebictl recording (missing {', '.join(missing)})")
         names = tuple(str(x) for x in z["joint_names"]) if "joint_names" in z else ()
         rec = cls(z["position"].shape[1], names, chunk=max(1, z["time"].shape[0]))
         for i in range(z["time"].shape[0]):

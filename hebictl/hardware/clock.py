@@ -12,7 +12,7 @@ import math
 import time
 from typing import Protocol, runtime_checkable
 
-from hebictl.errors import HebictlError
+from hebictl.errors import ClockError
 
 __all__ = ["Clock", "MonotonicClock", "SimClock"]
 
@@ -42,7 +42,7 @@ class MonotonicClock:
 
     def __init__(self, spin_s: float = 0.0) -> None:
         if not (math.isfinite(spin_s) and spin_s >= 0.0):
-            raise HebictlError(f"MonotonicClock spin_s must be finite and >= 0, got {spin_s!r}")
+            raise ClockError(f"MonotonicClock spin_s must be finite and >= 0, got {spin_s!r}")
         self.spin_s = spin_s
 
     def now(self) -> float:
@@ -72,7 +72,7 @@ class SimClock:
 
     def __init__(self, start: float = 0.0) -> None:
         if not math.isfinite(start):
-            raise HebictlError(f"SimClock start time must be finite, got {start!r}")
+            raise ClockError(f"SimClock start time must be finite, got {start!r}")
         self._now = float(start)
 
     def now(self) -> float:
@@ -82,14 +82,14 @@ class SimClock:
     def sleep_until(self, t: float) -> None:
         """Jump to ``t`` [s] if it is in the future; a past ``t`` leaves time unchanged."""
         if not math.isfinite(t):
-            raise HebictlError(f"SimClock cannot sleep until non-finite time {t!r}")
+            raise ClockError(f"SimClock cannot sleep until non-finite time {t!r}")
         if t > self._now:
             self._now = float(t)
 
     def advance(self, dt: float) -> None:
         """Move time forward by ``dt`` >= 0 [s]."""
         if not (math.isfinite(dt) and dt >= 0.0):
-            raise HebictlError(f"SimClock can only advance by a finite dt >= 0, got {dt!r}")
+            raise ClockError(f"SimClock can only advance by a finite dt >= 0, got {dt!r}")
         self._now += dt
 
     def __repr__(self) -> str:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from hebictl.errors import HebictlError
+from hebictl.errors import InstallationError, TeleopError
 from hebictl.teleop.topics import PREFIX, check_arm_id
 
 
@@ -47,7 +47,7 @@ def write_password_file(path: Path, users: Mapping[str, str]) -> Path:
     """A mosquitto password file with hashed passwords for ``users`` (name -> password)."""
     tool = find_mosquitto_passwd()
     if tool is None:
-        raise HebictlError("mosquitto_passwd not found (apt-get install mosquitto)")
+        raise InstallationError("mosquitto_passwd not found (apt-get install mosquitto)")
     path.write_text("")
     path.chmod(0o600)
     for user, password in users.items():
@@ -84,7 +84,7 @@ class LocalBroker:
         self.port = port or free_port()
         self.binary = binary or find_mosquitto()
         if self.binary is None:
-            raise HebictlError("mosquitto not found (apt-get install mosquitto)")
+            raise InstallationError("mosquitto not found (apt-get install mosquitto)")
         self.users = dict(users or {})
         self.arms = dict(arms or {})
         self.operators = list(operators)
@@ -128,12 +128,12 @@ class LocalBroker:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise HebictlError(f"mosquitto exited with code {self.process.returncode}: {self.log_tail()}")
+                raise TeleopError(f"mosquitto exited with code {self.process.returncode}: {self.log_tail()}")
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
                 return
             time.sleep(0.02)
         self.stop()
-        raise HebictlError(f"mosquitto did not listen on port {self.port} within {timeout} s: {self.log_tail()}")
+        raise TeleopError(f"mosquitto did not listen on port {self.port} within {timeout} s: {self.log_tail()}")
 
     def stop(self, *, kill: bool = True, timeout: float = 5.0) -> None:
         """Kill (SIGKILL: a crash, no goodbye to clients) or terminate (SIGTERM) the broker."""
