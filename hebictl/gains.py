@@ -29,6 +29,7 @@ from lxml import etree
 from numpy.typing import NDArray
 
 from hebictl.errors import ConfigError
+from hebictl.limits import read_regular_file
 
 #: Per-joint fields of one PID block, in the order hebi-py writes them.
 PID_FIELDS: tuple[str, ...] = (
@@ -142,15 +143,15 @@ def load_gains(path: str | Path) -> GroupGains:
     The error's ``key`` is the element path (``position/kp``) and its message starts with
     ``line N`` taken from lxml's ``sourceline``.
     """
+    # a regular file within ReaderLimits.max_file_bytes: no /dev/zero, FIFO or over-long name
+    data = read_regular_file(path, what="gains file", error=ConfigError)
     path = Path(path)
     try:
-        tree = etree.parse(str(path), _PARSER)
-    except OSError as exc:
-        raise ConfigError(f"cannot read gains file: {exc}", file=path) from None
+        root = etree.fromstring(data, _PARSER, base_url=str(path))
     except etree.XMLSyntaxError as exc:
         line = exc.lineno if exc.lineno is not None else "?"
         raise ConfigError(f"line {line}: malformed XML: {exc.msg}", file=path) from None
-    return _parse_root(tree.getroot(), path)
+    return _parse_root(root, path)
 
 
 def _parse_root(root: etree._Element, path: Path) -> GroupGains:
