@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from hebictl.errors import ConfigError
+from hebictl.limits import check_path_text, is_regular_file
+from hebictl.yaml_load import describe, load_yaml
 
 if TYPE_CHECKING:
     from hebictl.gains import GroupGains
@@ -221,43 +221,13 @@ def load_config(path: str | Path, *, require_files: bool = True) -> RobotConfig:
     model or gains live elsewhere (hebi's own ``load_config`` does not look). Raises
     :class:`ConfigError` naming the file and the key (or the YAML line) of the first problem.
     """
-    path = Path(path).resolve()
+    path = Path(check_path_text(path, error=ConfigError, what="config path")).resolve()
     return _ConfigReader(path, require_files).read(_read_yaml(path))
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses duplicate mapping keys (PyYAML keeps the last silently)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            try:
-                duplicate = key in seen
-                seen.add(key)
-            except TypeError:  # unhashable key: let PyYAML report it
-                continue
-            if duplicate:
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark, f"duplicate key {key!r}",
-                    key_node.start_mark)
-        return super().construct_mapping(node, deep)
-
-
 def _read_yaml(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config: {exc}", file=path) from None
-    try:
-        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        context = f" ({exc.context})" if exc.context else ""
-        raise ConfigError(f"{where}YAML syntax error: {exc.problem}{context}", file=path) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"YAML error: {exc}", file=path) from None
+    """The YAML document, read with hebictl.yaml_load's size, depth, alias and type limits."""
+    return load_yaml(path)
 
 
 class _ConfigReader:
@@ -333,7 +303,7 @@ class _ConfigReader:
         return items
 
     def number(self, value: Any, key: str, minimum: float | None = None) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
             raise self.fail(f"must be a number, got {_kind(value)}", key=key)
         if minimum is not None and value < minimum:
             raise self.fail(f"must be >= {minimum:g}, got {value}", key=key)
@@ -349,8 +319,12 @@ class _ConfigReader:
         """A path relative to the config's folder (absolute paths stay), checked to exist."""
         if not isinstance(value, str) or not value:
             raise self.fail(f"must be a file path, got {_kind(value)}", key=key)
+        try:
+            check_path_text(value, error=ConfigError, what="path")
+        except ConfigError as exc:
+            raise self.fail(exc.message, key=key) from None
         resolved = (self.path.parent / value).resolve()
-        if self.require_files and not resolved.is_file():
+        if self.require_files and not is_regular_file(resolved):
             raise self.fail(f"file not found: {value} (looked for {resolved})", key=key)
         return resolved
 
@@ -425,7 +399,7 @@ class _ConfigReader:
                 raise self.fail(f"must be true or false, got {_kind(value)}", key=key)
         elif rule.kind == "index":
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise self.fail(f"must be an integer >= 0, got {value!r}", key=key)
+                raise self.fail(f"must be an integer >= 0, got {_kind(value)}", key=key)
         elif rule.kind == "number":
             self.number(value, key)
         elif rule.kind == "positive":
@@ -451,13 +425,8 @@ class _ConfigReader:
 
 
 def _kind(value: Any) -> str:
-    """How a wrong value reads in an error message: its YAML-ish type and a short repr."""
-    if value is None:
-        return "nothing (null)"
-    text = repr(value)
-    if len(text) > 40:
-        text = text[:37] + "..."
-    return f"{type(value).__name__} {text}"
+    """How a wrong value reads in an error message: its YAML-ish type and a short, bounded repr."""
+    return describe(value)
 
 
 __all__ = [
