@@ -50,6 +50,13 @@ class Feedback:
     time [s] of the clock injected into the backend when ``read`` returned. Their difference is the
     feedback's age (latency). ``sequence`` increments once per *new* sample, so a consumer that
     sees it unchanged across reads knows the feedback is frozen even though reads succeed.
+
+    The modules' own safety state, as HEBI modules report it: ``mstop`` is 1.0 where the module's
+    M-stop input is pressed, 0.0 where it is not (NaN: the backend cannot tell); hebi-py's
+    ``mstop_state`` reads 0 (``Triggered``) for a pressed M-stop, so ``mstop = (mstop_state == 0)``.
+    ``position_limit_state`` holds hebi's raw ``position_limit_state`` values
+    (:class:`hebictl.hardware.firmware.LimitState`: 0 below the firmware's lower limit, 2 inside,
+    4 above, 5 not yet armed; NaN unknown).
     """
 
     time: NDArray[np.float64]
@@ -60,11 +67,17 @@ class Feedback:
     position_command: NDArray[np.float64]
     velocity_command: NDArray[np.float64]
     effort_command: NDArray[np.float64]
+    mstop: NDArray[np.float64] = field(default=None)  # type: ignore[assignment]
+    position_limit_state: NDArray[np.float64] = field(default=None)  # type: ignore[assignment]
     sequence: int = 0
     rx_time: float = float("nan")
 
     def __post_init__(self) -> None:
         n = self.position.shape[0] if isinstance(self.position, np.ndarray) and self.position.ndim else -1
+        if self.mstop is None:
+            self.mstop = _nan_array(max(n, 0))
+        if self.position_limit_state is None:
+            self.position_limit_state = _nan_array(max(n, 0))
         for f in fields(self):
             if f.name in ("sequence", "rx_time"):
                 continue
@@ -86,6 +99,11 @@ class Feedback:
         """Number of modules."""
         return int(self.position.shape[0])
 
+    @property
+    def m_stopped(self) -> bool:
+        """True when any module reports its M-stop pressed (``hebi.arm.Arm.m_stopped``)."""
+        return bool(np.any(self.mstop == 1.0))
+
     def copy(self) -> Feedback:
         """Deep copy, for keeping a sample beyond the next ``read`` into this buffer."""
         return Feedback(time=self.time.copy(), position=self.position.copy(),
@@ -93,7 +111,8 @@ class Feedback:
                         orientation=self.orientation.copy(),
                         position_command=self.position_command.copy(),
                         velocity_command=self.velocity_command.copy(),
-                        effort_command=self.effort_command.copy(),
+                        effort_command=self.effort_command.copy(), mstop=self.mstop.copy(),
+                        position_limit_state=self.position_limit_state.copy(),
                         sequence=self.sequence, rx_time=self.rx_time)
 
     def copy_into(self, other: Feedback) -> None:
@@ -106,6 +125,8 @@ class Feedback:
         np.copyto(other.position_command, self.position_command)
         np.copyto(other.velocity_command, self.velocity_command)
         np.copyto(other.effort_command, self.effort_command)
+        np.copyto(other.mstop, self.mstop)
+        np.copyto(other.position_limit_state, self.position_limit_state)
         other.sequence = self.sequence
         other.rx_time = self.rx_time
 

@@ -8,8 +8,12 @@ keeps on a ``GroupFeedback``, so a read+write allocates (almost) nothing.
 Differences of the imitation group (hebi-py 2.16) that this backend papers over or documents:
 its feedback has no timestamps (``receive_time`` is 0) and no IMU, so ``Feedback.time`` is the
 read time and ``orientation`` is NaN; ``get_next_feedback`` returns at once whatever
-``feedback_frequency`` is; feedback echoes the last command (NaN where it was not commanded),
-and commands never expire.
+``feedback_frequency`` is; feedback echoes the last command (NaN where it was not commanded,
+position included: after a gains or effort-only command it reports no position at all), and
+commands never expire; ``mstop_state`` reads 0 (``Triggered``) though there is no M-stop.
+Real modules always report a position, so in imitation the backend keeps one: it seeds the
+group with ``initial_position`` and, where the echo has no position, reports the last one moved
+by the commanded velocity (velocity and effort NaN read 0); the M-stop reads "not pressed".
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import numpy as np
 from hebictl.errors import CommandRejected, ConfigError, HardwareError
 from hebictl.hardware.base import Command, Feedback
 from hebictl.hardware.clock import Clock, MonotonicClock
+from hebictl.hardware.firmware import ModuleSafety
 from hebictl.hardware.group import ModuleGroup, checked_frequency, checked_lifetime
 from hebictl.hardware.registry import resolve_modules
 
@@ -39,11 +44,13 @@ class HebiBackend(ModuleGroup):
 
     def __init__(self, group: Any, names: Sequence[str], families: Sequence[str], *, clock: Clock,
                  imitation: bool = False, feedback_frequency: float = 100.0,
-                 command_lifetime: float = 0.25, gains_timeout_s: float = 0.5) -> None:
+                 command_lifetime: float = 0.25, gains_timeout_s: float = 0.5,
+                 initial_position: Any = 0.0) -> None:
         """Wrap ``group`` (a ``hebi.Group``) whose modules are ``names``/``families`` in order.
 
         ``feedback_frequency`` [Hz], ``command_lifetime`` [s] (0 = commands never expire),
-        ``gains_timeout_s`` [s] to wait for the modules to acknowledge gains.
+        ``gains_timeout_s`` [s] to wait for the modules to acknowledge gains,
+        ``initial_position`` [rad or m] where an imitation group starts (ignored for real modules).
         """
         super().__init__(names, families)
         n = int(group.size)
@@ -61,9 +68,29 @@ class HebiBackend(ModuleGroup):
         self._ori_view = self._fbk.orientation
         self._ori_bad = np.empty((n, 4), dtype=bool)
         self._ori_bad_row = np.empty(n, dtype=bool)
+        self._mstop_bool = np.empty(n, dtype=bool)
         self._seq = 0
+        self._imit_pos = np.zeros(n)
+        self._imit_t = math.nan
+        self.safety: ModuleSafety | None = None
         self.feedback_frequency = feedback_frequency
         self.command_lifetime = command_lifetime
+        if imitation:
+            self._seed(initial_position)
+
+    def _seed(self, initial_position: Any) -> None:
+        """Give the imitation group a position, as real modules always have one."""
+        try:
+            q0 = np.array(np.broadcast_to(np.asarray(initial_position, dtype=np.float64), (self._n,)))
+        except ValueError:
+            raise ConfigError(f"initial_position needs {self._n} values, got {initial_position!r}",
+                              key="initial_position") from None
+        if not np.all(np.isfinite(q0)):
+            raise ConfigError(f"initial_position must be finite, got {q0}", key="initial_position")
+        self._imit_pos[:] = q0
+        seed = hebi.GroupCommand(self._n)
+        seed.position = q0
+        self._live_group().send_command(seed)
 
     # ------------------------------------------------------------------ Backend properties
     @property
@@ -113,7 +140,13 @@ class HebiBackend(ModuleGroup):
         if self._imitation:
             into.time.fill(rx_time)
             into.orientation.fill(np.nan)
+            self._imitate(into, rx_time)
+            into.mstop.fill(0.0)
+            into.position_limit_state.fill(np.nan)
         else:
+            np.equal(fbk.mstop_state, 0, out=self._mstop_bool)  # 0 = Triggered
+            np.copyto(into.mstop, self._mstop_bool)
+            np.copyto(into.position_limit_state, fbk.position_limit_state)
             np.copyto(into.time, fbk.receive_time)
             ori = into.orientation
             np.copyto(ori, self._ori_view)
@@ -141,6 +174,32 @@ class HebiBackend(ModuleGroup):
         cmd.velocity = command.velocity
         cmd.effort = command.effort
         return bool(group.send_command(cmd))
+
+    def _imitate(self, into: Feedback, now: float) -> None:
+        """Fill what the imitation echo leaves NaN as a module would report it (see the module doc)."""
+        pos, vel = into.position, into.velocity
+        np.copyto(vel, 0.0, where=np.isnan(vel))
+        np.copyto(into.effort, 0.0, where=np.isnan(into.effort))
+        dt = now - self._imit_t if math.isfinite(self._imit_t) else 0.0
+        missing = np.isnan(pos)
+        if missing.any():
+            moved = self._imit_pos + vel * max(dt, 0.0)
+            np.copyto(pos, moved, where=missing)
+        np.copyto(self._imit_pos, pos)
+        self._imit_t = now
+
+    def set_safety(self, safety: ModuleSafety) -> None:
+        """Send firmware position limits, their strategies and the M-stop strategy to the modules."""
+        if safety.size != self._n:
+            raise ConfigError(f"safety settings for {safety.size} modules, the group has {self._n}",
+                              key="module_safety")
+        group = self._live_group()
+        cmd = hebi.GroupCommand(self._n)
+        safety.apply_to(cmd)
+        if not group.send_command_with_acknowledgement(cmd, timeout_ms=math.ceil(self._gains_timeout_s * 1e3)):
+            raise HardwareError(f"modules {list(self._names)} did not acknowledge the safety settings within "
+                                f"{self._gains_timeout_s} s")
+        self.safety = safety
 
     def set_gains(self, gains: object) -> None:
         """Send ``gains.apply_to(group_command)`` and wait for the modules to acknowledge it."""
@@ -212,10 +271,11 @@ def open_hebi(*, names: Sequence[str] | None = None, families: str | Sequence[st
 def open_hebi_imitation(*, names: Sequence[str] | None = None,
                         families: str | Sequence[str] | None = None, dof: int | None = None,
                         clock: Clock | None = None, feedback_frequency: float = 100.0,
-                        command_lifetime: float = 0.25) -> HebiBackend:
-    """Factory registered as ``"hebi-imitation"``: ``hebi.util.create_imitation_group(n)``."""
+                        command_lifetime: float = 0.25, initial_position: Any = 0.0) -> HebiBackend:
+    """Factory registered as ``"hebi-imitation"``: ``hebi.util.create_imitation_group(n)``,
+    seeded at ``initial_position`` [rad or m] (one value or one per module)."""
     names_t, families_t = resolve_modules(names, families, dof, default_family="Imitation")
     group = hebi.util.create_imitation_group(len(names_t))
     return HebiBackend(group, names_t, families_t, clock=clock if clock is not None else MonotonicClock(),
                        imitation=True, feedback_frequency=feedback_frequency,
-                       command_lifetime=command_lifetime)
+                       command_lifetime=command_lifetime, initial_position=initial_position)

@@ -31,18 +31,71 @@ def random_command(rng: np.random.Generator) -> Command:
 
 
 def test_feedback_equals_hebi_group_feedback(imitation, hebi):
-    """Every copied field equals what hebi-py's own GroupFeedback accessors report for the same sample."""
+    """Every value hebi-py's own GroupFeedback reports for the same sample is copied unchanged.
+
+    Where the imitation echo has no value (an uncommanded field reads NaN) the backend reports what
+    a module would: the last position moved by the commanded velocity, 0 velocity and effort.
+    """
     rng = np.random.default_rng(7)
     group = imitation.hebi_group
     ours = Feedback.empty(N)
+    last = None
+    filled = 0
     for _ in range(20):
         imitation.write(random_command(rng))
         assert imitation.read(ours)
         theirs = group.get_next_feedback(reuse_fbk=hebi.GroupFeedback(N))  # imitation: same sample again
         for name in ("position", "velocity", "effort", "position_command", "velocity_command",
                      "effort_command"):
-            np.testing.assert_array_equal(getattr(ours, name), getattr(theirs, name).astype(np.float64),
-                                          err_msg=name)
+            ref = getattr(theirs, name).astype(np.float64)
+            got = getattr(ours, name)
+            known = np.isfinite(ref)
+            np.testing.assert_array_equal(got[known], ref[known], err_msg=name)
+            if name in ("velocity", "effort"):
+                assert np.all(got[~known] == 0.0), name
+        missing = ~np.isfinite(theirs.position)
+        assert np.all(np.isfinite(ours.position)), "a module always reports a position"
+        if last is not None and missing.any():
+            filled += 1
+            np.testing.assert_allclose(ours.position[missing], last[missing], atol=0.05)  # moved by v * dt only
+        last = ours.position.copy()
+        assert not ours.m_stopped
+    assert filled, "the random commands left some positions uncommanded"
+
+
+def test_imitation_is_seeded_and_keeps_a_position_after_gains(hebi):
+    """hebi-imitation starts at initial_position and still reports it after gains were sent
+    (the raw imitation group then echoes NaN, which stopped every first control cycle)."""
+    q0 = np.linspace(-0.5, 0.5, N)
+    with open_backend("hebi-imitation", dof=N, initial_position=q0) as b:
+        fbk = Feedback.empty(N)
+        assert b.read(fbk)
+        np.testing.assert_allclose(fbk.position, q0, atol=1e-6)  # float32 inside hebi
+        gains = hebi.GroupCommand(N)
+        gains.position_kp = 1.0
+        assert b.hebi_group.send_command_with_acknowledgement(gains)
+        raw = b.hebi_group.get_next_feedback()
+        assert np.all(np.isnan(raw.position)), "hebi-py's imitation group echoes no position after gains"
+        assert b.read(fbk)
+        np.testing.assert_allclose(fbk.position, q0, atol=1e-6)
+
+
+def test_safety_settings_reach_the_group_command(imitation, hebi):
+    """set_safety sends hebi's own fields (position_limit_min/max, strategies, mstop_strategy)."""
+    from hebictl.hardware.firmware import LimitStrategy, ModuleSafety, MstopStrategy
+
+    safety = ModuleSafety.create(np.full(N, -1.0), np.full(N, 2.0), min_strategy="DampedSpring",
+                                 max_strategy=LimitStrategy.MOTOR_OFF, mstop_strategy="HoldPosition")
+    cmd = hebi.GroupCommand(N)
+    safety.apply_to(cmd)
+    np.testing.assert_array_equal(cmd.position_limit_min, np.full(N, -1.0))
+    np.testing.assert_array_equal(cmd.position_limit_max, np.full(N, 2.0))
+    assert list(cmd.min_position_limit_strategy) == [1] * N   # hebi-py: "DampedSpring" = 1
+    assert list(cmd.max_position_limit_strategy) == [2] * N   # "MotorOff" = 2
+    assert list(cmd.mstop_strategy) == [int(MstopStrategy.HOLD_POSITION)] * N == [2] * N
+    imitation.set_safety(safety)
+    assert imitation.safety is safety
+    assert "position_limit_min=-1.0000 (DampedSpring)" in safety.describe(imitation.names)
 
 
 def test_imitation_has_no_imu_and_no_timestamps(imitation):
