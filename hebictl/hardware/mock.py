@@ -1,18 +1,30 @@
 """A mock module group for running hebictl without hardware, like ros2_control's GenericSystem.
 
-Each joint follows its command through a first-order lag with time constant ``tau`` [s]:
+Each joint follows its command through a first-order lag with time constant ``tau`` [s], at most
+at its rated speed ``max_speed`` [rad/s] (so an infeasible command shows up on the mock too):
 
 * a position command ``p`` (optionally with a velocity ``v``) sets the joint's reference to the
   ramp ``r(t) = p + v (t - t_write)``;
 * a velocity-only command keeps integrating the current reference: ``r(t) = r(t_write) + v ...``;
 * a joint with neither holds where it is.
 
-The actual position ``x`` obeys ``dx/dt = (r - x) / tau``, which has the closed form used here,
-so the state is exact at any sample time however irregularly the loop runs (``tau = 0`` is
-perfect tracking: ``x = r``, velocity = ``v``). Reported effort is the commanded effort (0 where
-none) plus an optional ``effort_model(position)`` such as gravity torques; effort does not move
-the mock. A command expires ``command_lifetime`` seconds after it was written, as on HEBI modules:
-the joint then holds the position reached and the command echoes read NaN.
+The actual position ``x`` obeys ``dx/dt = clip((r - x) / tau, -max_speed, max_speed)`` (the
+reference's own speed ``|v|`` is clipped to ``max_speed`` first: the joint cannot follow more).
+Per joint that is one saturated phase at ``±max_speed`` followed by the exponential lag, which has
+the closed form used here, so the state is exact at any sample time however irregularly the loop
+runs (``tau = 0`` is perfect tracking: ``x = r`` once caught up). Reported effort is the commanded
+effort (0 where none) plus an optional ``effort_model(position)`` such as gravity torques, clipped
+to the rated ``max_effort``; effort does not move the mock. A command expires ``command_lifetime``
+seconds after it was written, as on HEBI modules: the joint then holds the position reached and the
+command echoes read NaN.
+
+The modules' own safety (:mod:`hebictl.hardware.firmware`), as far as a mock that cannot fall can
+show it: with :meth:`MockBackend.set_safety`, a joint whose limit strategy is not ``Disabled``
+stops at that firmware limit (``position_limit_state`` reads BELOW/ABOVE while the command pushes
+past it); :meth:`MockBackend.press_mstop` holds every module whose ``mstop_strategy`` is not
+``Disabled`` where it is (MotorOff holds too: the mock has no gravity) and feedback ``mstop``
+reads 1.0 until :meth:`MockBackend.release_mstop`; commands written meanwhile move only the
+modules whose strategy is ``Disabled``.
 
 Feedback is produced on a grid of ``feedback_frequency`` Hz of the injected clock, and ``read``
 waits (with ``clock.sleep_until``) for the next grid sample like ``Group.get_next_feedback``. With
@@ -35,6 +47,7 @@ from hebictl.errors import CommandRejected, ConfigError, HardwareError
 from hebictl.hardware.base import Command, Feedback
 from hebictl.hardware.clock import Clock, MonotonicClock
 from hebictl.hardware.faults import FaultKind, FaultSchedule
+from hebictl.hardware.firmware import LimitState, LimitStrategy, ModuleSafety, MstopStrategy
 from hebictl.hardware.group import ModuleGroup, checked_frequency, grid_index
 from hebictl.hardware.registry import resolve_modules
 
@@ -45,14 +58,25 @@ EffortModel = Callable[[NDArray[np.float64]], ArrayLike]
 _EPS_T = 1e-9  # [s] grid-point tolerance: a sample due within 1 ns of now counts as due now
 
 
-def _as_joint_array(value: ArrayLike, n: int, key: str, *, nonnegative: bool = False) -> NDArray[np.float64]:
+def _as_joint_array(value: ArrayLike, n: int, key: str, *, nonnegative: bool = False,
+                    positive: bool = False, allow_inf: bool = False) -> NDArray[np.float64]:
     try:
         arr = np.array(np.broadcast_to(np.asarray(value, dtype=np.float64), (n,)))
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"expected a number or {n} numbers, got {value!r}", key=key) from exc
-    if not np.all(np.isfinite(arr)) or (nonnegative and np.any(arr < 0.0)):
-        raise ConfigError(f"values must be finite{' and >= 0' if nonnegative else ''}, got {arr}", key=key)
+    finite = ~np.isnan(arr) if allow_inf else np.isfinite(arr)
+    if not np.all(finite) or (nonnegative and np.any(arr < 0.0)) or (positive and np.any(arr <= 0.0)):
+        what = " and > 0" if positive else (" and >= 0" if nonnegative else "")
+        raise ConfigError(f"values must be {'numbers' if allow_inf else 'finite'}{what}, got {arr}", key=key)
     return arr
+
+
+def _rating(given: ArrayLike | None, model: object, attr: str, n: int, key: str) -> NDArray[np.float64]:
+    """A joint rating from the argument, else the model's (NaN there = unrated), else unlimited."""
+    if given is None and model is not None:
+        given = np.asarray(getattr(model, attr), dtype=np.float64)
+        given = np.where(np.isfinite(given) & (given > 0.0), given, np.inf)
+    return _as_joint_array(np.inf if given is None else given, n, key, positive=True, allow_inf=True)
 
 
 class MockBackend(ModuleGroup):
@@ -62,14 +86,18 @@ class MockBackend(ModuleGroup):
                  time_constant_s: ArrayLike = 0.0, initial_position: ArrayLike = 0.0,
                  orientation: ArrayLike = (1.0, 0.0, 0.0, 0.0),
                  effort_model: EffortModel | None = None, feedback_frequency: float = 100.0,
-                 command_lifetime: float = 0.25, history_size: int = 1024) -> None:
+                 command_lifetime: float = 0.25, history_size: int = 1024,
+                 max_speed: ArrayLike | None = None, max_effort: ArrayLike | None = None,
+                 model: object = None) -> None:
         """Mock of the modules ``names``/``families`` (same length).
 
         ``time_constant_s`` [s] lag per joint (scalar or per joint), ``initial_position`` [rad or
         m], ``orientation`` unit quaternion w x y z (one, or one per module) reported by every
         IMU, ``effort_model(position) -> effort`` [N·m or N] added to the commanded effort,
         ``feedback_frequency`` [Hz], ``command_lifetime`` [s] (0 = never expires),
-        ``history_size`` commands kept so delayed feedback can look back in time.
+        ``history_size`` commands kept so delayed feedback can look back in time,
+        ``max_speed`` [rad/s or m/s] and ``max_effort`` [N·m or N] the joints' ratings (default
+        the ``model``'s ``max_speeds``/``max_efforts`` where given, else unlimited).
         """
         super().__init__(names, families)
         n = self._n
@@ -84,6 +112,16 @@ class MockBackend(ModuleGroup):
         self._nolag = tau == 0.0
         self._inv_tau = np.divide(1.0, tau, out=np.zeros(n), where=~self._nolag)
         x0 = _as_joint_array(initial_position, n, "initial_position")
+        self._vmax = _rating(max_speed, model, "max_speeds", n, "max_speed")
+        self._emax = _rating(max_effort, model, "max_efforts", n, "max_effort")
+        # [rad] error band within which the lag is not speed-saturated: max_speed * tau
+        self._vmax_f = np.where(np.isfinite(self._vmax), self._vmax, 0.0)
+        self._band = np.where(np.isfinite(self._vmax), self._vmax_f * tau, np.inf)
+        self._lim_lo = np.full(n, -np.inf)
+        self._lim_hi = np.full(n, np.inf)
+        self._held = np.zeros(n, dtype=bool)     # modules an M-stop press holds
+        self._mstop = False
+        self.safety: ModuleSafety | None = None
 
         q = np.asarray(orientation, dtype=np.float64)
         if q.shape not in ((4,), (n, 4)) or not np.all(np.isfinite(q)):
@@ -115,7 +153,11 @@ class MockBackend(ModuleGroup):
         self._seg_r0 = np.zeros((k, n))       # reference at t0
         self._seg_v = np.zeros((k, n))        # reference velocity
         self._seg_vt = np.zeros((k, n))       # v * tau: steady-state tracking error
-        self._seg_e0m = np.zeros((k, n))      # (r0 - x0) - v * tau: decaying part of the error
+        self._seg_e0m = np.zeros((k, n))      # error when the lag phase starts, minus v * tau
+        self._seg_x0 = np.zeros((k, n))       # position at t0
+        self._seg_x0[0] = x0
+        self._seg_s1 = np.zeros((k, n))       # [s] end of the speed-saturated phase (0: none, inf: never ends)
+        self._seg_vsat = np.zeros((k, n))     # velocity during the saturated phase (±max_speed)
         self._seg_effort = np.zeros((k, n))   # applied effort (NaN command -> 0)
         self._seg_pc = np.full((k, n), np.nan)  # command echoes
         self._seg_vc = np.full((k, n), np.nan)
@@ -136,6 +178,10 @@ class MockBackend(ModuleGroup):
         self._r_w = np.empty(n)
         self._has_p = np.empty(n, dtype=bool)
         self._has_v = np.empty(n, dtype=bool)
+        self._u = np.empty(n)
+        self._sat = np.empty(n, dtype=bool)
+        self._below = np.zeros(n, dtype=bool)
+        self._above = np.zeros(n, dtype=bool)
 
         self._fb_hz = 0.0
         self._grid_origin = now
@@ -242,6 +288,49 @@ class MockBackend(ModuleGroup):
                 return False
             if faults.first_active(FaultKind.COMMANDS_IGNORED, now) is not None:
                 return True
+        expiry = now + self._lifetime if self._lifetime > 0.0 else math.inf
+        self._install(now, pc, vc, ec, pc, vc, ec, expiry, self._held if self._mstop else None)
+        self._writes += 1
+        return True
+
+    def set_safety(self, safety: ModuleSafety) -> None:
+        """Firmware limits and strategies (:mod:`hebictl.hardware.firmware`); see the module doc."""
+        if safety.size != self._n:
+            raise ConfigError(f"safety settings for {safety.size} modules, the mock has {self._n}",
+                              key="module_safety")
+        lo, hi, smin, smax, smstop = safety.arrays()
+        self._lim_lo = np.where(smin != LimitStrategy.DISABLED, lo, -np.inf)
+        self._lim_hi = np.where(smax != LimitStrategy.DISABLED, hi, np.inf)
+        self._held = smstop != MstopStrategy.DISABLED
+        self.safety = safety
+
+    @property
+    def mstop_pressed(self) -> bool:
+        """Whether the (simulated) M-stop input is pressed."""
+        return self._mstop
+
+    def press_mstop(self) -> None:
+        """Press the M-stop: modules whose ``mstop_strategy`` is not Disabled hold where they are."""
+        if self._closed:
+            raise HardwareError("mock backend is closed")
+        if self._mstop:
+            return
+        self._mstop = True
+        h = self._head
+        # continue each module's reference as it is (velocity-only form), except the held ones
+        cont = np.where(self._held, np.nan, self._seg_v[h])
+        self._install(self._clock.now(), np.full(self._n, np.nan), cont, self._seg_effort[h].copy(),
+                      self._seg_pc[h].copy(), self._seg_vc[h].copy(), self._seg_ec[h].copy(),
+                      float(self._seg_expiry[h]), self._held)
+
+    def release_mstop(self) -> None:
+        """Release the M-stop; held modules follow the next command written (at most at rated speed)."""
+        self._mstop = False
+
+    def _install(self, now: float, pc: NDArray[np.float64], vc: NDArray[np.float64], ec: NDArray[np.float64],
+                 echo_p: NDArray[np.float64], echo_v: NDArray[np.float64], echo_e: NDArray[np.float64],
+                 expiry: float, held: NDArray[np.bool_] | None) -> None:
+        """Start a new command segment at ``now``; ``held`` modules ignore ``pc``/``vc`` and hold."""
         # State at the moment of the write, from the current segment.
         h = self._head
         x_w, r_w = self._x_w, self._r_w
@@ -256,30 +345,45 @@ class MockBackend(ModuleGroup):
         has_p, has_v = self._has_p, self._has_v
         np.isfinite(pc, out=has_p)
         np.isfinite(vc, out=has_v)
+        if held is not None:
+            has_p &= ~held
+            has_v &= ~held
         r0, v = self._seg_r0[j], self._seg_v[j]
         np.copyto(r0, x_w)                    # uncommanded joints hold where they are
         np.copyto(r0, r_w, where=has_v)       # velocity-only: keep integrating the reference
         np.copyto(r0, pc, where=has_p)        # position (+ velocity feed-forward)
         v.fill(0.0)
         np.copyto(v, vc, where=has_v)
+        np.clip(v, -self._vmax, self._vmax, out=v)  # the joint cannot follow a faster reference
         vt, e0m = self._seg_vt[j], self._seg_e0m[j]
         np.multiply(v, self._tau, out=vt)
-        np.subtract(r0, x_w, out=e0m)
+        # speed-saturated phase: |r - x| beyond max_speed * tau moves x at ±max_speed until the
+        # error is back at the band's edge (a reference at exactly max_speed is never caught up)
+        e0 = r0 - x_w
+        s0 = np.sign(e0)
+        band = self._band
+        sat = np.abs(e0) > band
+        closing = self._vmax - s0 * v
+        s1 = self._seg_s1[j]
+        s1.fill(0.0)
+        np.divide(np.abs(e0) - band, closing, out=s1, where=sat & (closing > 0.0))
+        s1[sat & (closing <= 0.0)] = math.inf
+        np.copyto(self._seg_vsat[j], np.where(sat, s0 * self._vmax_f, 0.0))
+        np.copyto(e0m, np.where(sat, s0 * np.where(np.isfinite(band), band, 0.0), e0))
         e0m -= vt
+        np.copyto(self._seg_x0[j], x_w)
         eff = self._seg_effort[j]
         eff.fill(0.0)
         np.isfinite(ec, out=has_p)  # has_p is free again: reuse it as "effort commanded"
         np.copyto(eff, ec, where=has_p)
-        np.copyto(self._seg_pc[j], pc)
-        np.copyto(self._seg_vc[j], vc)
-        np.copyto(self._seg_ec[j], ec)
+        np.copyto(self._seg_pc[j], echo_p)
+        np.copyto(self._seg_vc[j], echo_v)
+        np.copyto(self._seg_ec[j], echo_e)
         self._seg_t0[j] = now
-        self._seg_expiry[j] = now + self._lifetime if self._lifetime > 0.0 else math.inf
+        self._seg_expiry[j] = expiry
         self._head = j
         if self._count < self._seg_t0.shape[0]:
             self._count += 1
-        self._writes += 1
-        return True
 
     def set_gains(self, gains: object) -> None:
         """Keep ``gains`` (as :attr:`gains`) so tests can check what a controller sent."""
@@ -361,21 +465,34 @@ class MockBackend(ModuleGroup):
         s = (expiry if expired else t) - self._seg_t0[i]
         if s < 0.0:
             s = 0.0
-        decay, err = self._decay, self._err
-        np.multiply(self._inv_tau, -s, out=decay)
+        decay, err, u, sat = self._decay, self._err, self._u, self._sat
+        s1 = self._seg_s1[i]
+        np.subtract(s, s1, out=u)             # time into the lag phase
+        np.maximum(u, 0.0, out=u)
+        np.multiply(self._inv_tau, -u, out=decay)
         np.exp(decay, out=decay)
         np.copyto(decay, 0.0, where=self._nolag)
-        # tracking error e = r - x = v tau + (e0 - v tau) exp(-s / tau)
+        # lag phase: tracking error e = r - x = v tau + (e1 - v tau) exp(-(s - s1) / tau)
         np.multiply(self._seg_e0m[i], decay, out=err)
         err += self._seg_vt[i]
         np.multiply(self._seg_v[i], s, out=pos)
         pos += self._seg_r0[i]
         pos -= err
+        np.multiply(err, self._inv_tau, out=vel)
+        np.copyto(vel, self._seg_v[i], where=self._nolag)
+        np.less(s, s1, out=sat)               # still in the speed-saturated phase
+        if sat.any():
+            vsat = self._seg_vsat[i]
+            np.copyto(pos, self._seg_x0[i] + vsat * s, where=sat)
+            np.copyto(vel, vsat, where=sat)
         if expired:
             vel.fill(0.0)
-        else:
-            np.multiply(err, self._inv_tau, out=vel)
-            np.copyto(vel, self._seg_v[i], where=self._nolag)
+        # firmware position limits: the joint stops at the limit
+        np.less(pos, self._lim_lo, out=self._below)
+        np.greater(pos, self._lim_hi, out=self._above)
+        if self._below.any() or self._above.any():
+            np.clip(pos, self._lim_lo, self._lim_hi, out=pos)
+            vel[self._below | self._above] = 0.0
         return bool(expired)
 
     def _fill(self, into: Feedback, sample_t: float, delivery_t: float) -> None:
@@ -394,6 +511,12 @@ class MockBackend(ModuleGroup):
             np.copyto(into.effort_command, self._seg_ec[i])
         if self._effort_model is not None:
             into.effort += np.asarray(self._effort_model(into.position.copy()), dtype=np.float64)
+        np.clip(into.effort, -self._emax, self._emax, out=into.effort)
+        into.mstop.fill(1.0 if self._mstop else 0.0)
+        lim = into.position_limit_state
+        lim.fill(float(LimitState.INSIDE))
+        lim[self._below] = float(LimitState.BELOW)
+        lim[self._above] = float(LimitState.ABOVE)
         np.copyto(into.orientation, self._orientation)
         faults = self.faults
         if faults:
@@ -407,11 +530,14 @@ def open_mock(*, names: Sequence[str] | None = None, families: str | Sequence[st
               dof: int | None = None, clock: Clock | None = None, time_constant_s: ArrayLike = 0.0,
               initial_position: ArrayLike = 0.0, orientation: ArrayLike = (1.0, 0.0, 0.0, 0.0),
               effort_model: EffortModel | None = None, feedback_frequency: float = 100.0,
-              command_lifetime: float = 0.25, history_size: int = 1024) -> MockBackend:
-    """Factory registered as backend ``"mock"``; family defaults to ``"Mock"``, clock to wall time."""
+              command_lifetime: float = 0.25, history_size: int = 1024, max_speed: ArrayLike | None = None,
+              max_effort: ArrayLike | None = None, model: object = None) -> MockBackend:
+    """Factory registered as backend ``"mock"``; family defaults to ``"Mock"``, clock to wall time.
+
+    ``model`` (a RobotModel) supplies the joints' rated ``max_speed``/``max_effort``."""
     names_t, families_t = resolve_modules(names, families, dof, default_family="Mock")
     return MockBackend(names_t, families_t, clock=clock if clock is not None else MonotonicClock(),
                        time_constant_s=time_constant_s, initial_position=initial_position,
                        orientation=orientation, effort_model=effort_model,
                        feedback_frequency=feedback_frequency, command_lifetime=command_lifetime,
-                       history_size=history_size)
+                       history_size=history_size, max_speed=max_speed, max_effort=max_effort, model=model)

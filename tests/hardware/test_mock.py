@@ -459,3 +459,121 @@ def test_bad_fault_schedules_name_the_key(schedule, key):
     with pytest.raises(ConfigError) as err:
         schedule(make_mock(2).faults)
     assert err.value.key == key
+
+
+# ---------------------------------------------------------------------- ratings and firmware safety
+def _saturated_lag_reference(x0, r0, v, tau, vmax, times):
+    """x(t) of dx/dt = clip((r - x)/tau, ±vmax), r = r0 + v t, by scipy's adaptive integrator."""
+    from scipy.integrate import solve_ivp
+
+    def rhs(t, x):
+        return np.clip((r0 + v * t - x) / tau, -vmax, vmax)
+
+    sol = solve_ivp(rhs, (0.0, times[-1]), [x0], t_eval=times, rtol=1e-10, atol=1e-12, max_step=1e-3)
+    return sol.y[0]
+
+
+@pytest.mark.parametrize(("x0", "r0", "v", "tau"), [
+    (0.0, 3.0, 0.0, 0.05),     # big step: saturated, then the lag
+    (0.0, -2.0, 0.5, 0.02),    # moving reference, step the other way
+    (1.0, 1.01, 0.0, 0.05),    # small step: never saturated
+    (0.0, 0.0, 9.0, 0.05),     # reference faster than rated: follows at rated speed
+])
+def test_rated_speed_against_integrated_reference(x0, r0, v, tau):
+    """With max_speed the lag saturates at ±max_speed; the closed form equals scipy's integration."""
+    vmax = 2.0
+    mock = make_mock(1, time_constant_s=tau, initial_position=x0, command_lifetime=0.0, max_speed=vmax)
+    fbk = Feedback.empty(1)
+    mock.read(fbk)
+    cmd = Command.empty(1)
+    cmd.position[0], cmd.velocity[0] = r0, v
+    mock.write(cmd)
+    times, pos, vel = [], [], []
+    for _ in range(1500):
+        mock.read(fbk)
+        times.append(fbk.time[0])
+        pos.append(fbk.position[0])
+        vel.append(fbk.velocity[0])
+    ref = _saturated_lag_reference(x0, r0, min(max(v, -vmax), vmax), tau, vmax, np.array(times))
+    np.testing.assert_allclose(pos, ref, atol=2e-6)
+    assert np.max(np.abs(vel)) <= vmax * (1 + 1e-12)
+
+
+def test_rated_speed_bounds_a_perfect_tracking_mock():
+    """tau = 0 (perfect tracking) still moves a 3 rad step at 4 rad/s, not in one sample."""
+    mock = make_mock(1, command_lifetime=0.0, max_speed=4.0)
+    fbk = Feedback.empty(1)
+    mock.read(fbk)
+    mock.write(position_command(1, 3.0))
+    mock.read(fbk)
+    assert fbk.position[0] == pytest.approx(4.0 * DT, abs=1e-12) and fbk.velocity[0] == 4.0
+    while fbk.position[0] < 3.0 and fbk.time[0] < 2.0:
+        mock.read(fbk)
+    assert fbk.time[0] == pytest.approx(0.75, abs=1.5 * DT)  # 3 rad / 4 rad/s
+    mock.read(fbk)
+    assert fbk.position[0] == 3.0 and fbk.velocity[0] == 0.0
+
+
+def test_ratings_come_from_the_model():
+    """open_mock(model=...) takes the model's max_speeds/max_efforts; efforts are clipped to them."""
+    class Rated:
+        max_speeds = np.array([1.0, np.nan])
+        max_efforts = np.array([5.0, 2.0])
+
+    mock = make_mock(2, command_lifetime=0.0, model=Rated())
+    fbk = Feedback.empty(2)
+    mock.read(fbk)
+    cmd = Command.empty(2)
+    cmd.position[:] = [1.0, 1.0]
+    cmd.effort[:] = [9.0, -9.0]
+    mock.write(cmd)
+    mock.read(fbk)
+    assert fbk.velocity[0] == 1.0 and fbk.position[1] == 1.0  # joint 2 has no rated speed: unlimited
+    np.testing.assert_array_equal(fbk.effort, [5.0, -2.0])
+    np.testing.assert_array_equal(fbk.effort_command, [9.0, -9.0])  # the echo shows what was sent
+
+
+def test_firmware_limit_stops_the_joint_and_reports_the_state():
+    """A non-Disabled limit strategy stops the joint at the firmware limit (BELOW/ABOVE while pushed)."""
+    from hebictl.hardware.firmware import LimitState, ModuleSafety
+
+    mock = make_mock(2, command_lifetime=0.0, max_speed=2.0)
+    mock.set_safety(ModuleSafety.create([-1.0, -1.0], [0.5, 0.5], max_strategy=["HoldPosition", "Disabled"]))
+    fbk = Feedback.empty(2)
+    mock.read(fbk)
+    assert list(fbk.position_limit_state) == [LimitState.INSIDE] * 2
+    mock.write(position_command(2, 2.0))
+    for _ in range(1200):
+        mock.read(fbk)
+    assert fbk.position[0] == 0.5 and fbk.velocity[0] == 0.0
+    assert fbk.position[1] == 2.0  # Disabled: the limit is not enforced
+    assert list(fbk.position_limit_state) == [LimitState.ABOVE, LimitState.INSIDE]
+    mock.write(position_command(2, 0.0))  # back inside: moves from the limit at rated speed
+    mock.read(fbk)
+    assert fbk.position[0] == pytest.approx(0.5 - 2.0 * DT) and fbk.position_limit_state[0] == LimitState.INSIDE
+
+
+def test_mstop_holds_and_reports_until_released():
+    """press_mstop: held modules stop where they are, commands move only Disabled ones; mstop reads 1."""
+    from hebictl.hardware.firmware import ModuleSafety
+
+    mock = make_mock(2, command_lifetime=0.0, max_speed=1.0)
+    mock.set_safety(ModuleSafety.create([-9, -9], [9, 9], mstop_strategy=["HoldPosition", "Disabled"]))
+    fbk = Feedback.empty(2)
+    mock.read(fbk)
+    assert not fbk.m_stopped and list(fbk.mstop) == [0.0, 0.0]
+    mock.write(position_command(2, 1.0))
+    for _ in range(100):
+        mock.read(fbk)
+    mock.press_mstop()
+    at_press = fbk.position.copy()
+    for _ in range(100):
+        mock.read(fbk)
+        mock.write(position_command(2, 1.0))
+    assert fbk.m_stopped and list(fbk.mstop) == [1.0, 1.0]
+    assert fbk.position[0] == pytest.approx(at_press[0], abs=1e-12)  # held
+    assert fbk.position[1] == pytest.approx(at_press[1] + 0.1, abs=1e-9)  # Disabled: kept moving
+    mock.release_mstop()
+    mock.write(position_command(2, 1.0))
+    mock.read(fbk)
+    assert not fbk.m_stopped and fbk.velocity[0] == 1.0
