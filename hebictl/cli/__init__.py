@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from hebictl.errors import HebictlError
 
 #: modules that each define ``register(subparsers)``; missing ones (features not built yet) are skipped
-COMMAND_MODULES = ("hebictl.cli.model_cmd", "hebictl.cli.run_cmd", "hebictl.cli.teleop_cmd")
+COMMAND_MODULES = ("hebictl.cli.model_cmd", "hebictl.cli.run_cmd", "hebictl.cli.teleop_cmd",
+                   "hebictl.cli.panel_cmd")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -108,7 +108,8 @@ def cmd_teleop(args: argparse.Namespace) -> int:
     arm = Arm.from_config(cfg, backend=args.backend, clock=MonotonicClock())
     try:
         server = TeleopServer(arm, settings, args.arm_id, rate_hz=args.rate or cfg.feedback_frequency,
-                              state_rate_hz=args.state_rate, max_age=args.max_age)
+                              state_rate_hz=args.state_rate, max_age=args.max_age,
+                              bridge_options={"description": {"config_name": cfg.path.name, "backend": args.backend}})
 
         async def main() -> None:
             loop = asyncio.get_running_loop()

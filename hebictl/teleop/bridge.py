@@ -30,6 +30,7 @@ import numpy as np
 from hebictl.errors import CommandRejected
 from hebictl.teleop.admission import Admission
 from hebictl.teleop.connection import BrokerSettings
+from hebictl.teleop.description import description_payload
 from hebictl.teleop.messages import Ack, ee_pose_payload, joints_payload, status_payload
 from hebictl.teleop.schema import (
     CartesianGoalCommand,
@@ -64,7 +65,8 @@ class MqttBridge:
     def __init__(self, runner: ArmRunner, settings: BrokerSettings, arm_id: str, *,
                  schema: CommandSchema | None = None, admission: Admission | None = None,
                  state_rate_hz: float = 50.0, status_period: float = 0.5, backoff_initial: float = 0.1,
-                 backoff_max: float = 5.0, reject_ack_period: float = 0.2, identifier: str | None = None) -> None:
+                 backoff_max: float = 5.0, reject_ack_period: float = 0.2, identifier: str | None = None,
+                 description: dict[str, Any] | None = None) -> None:
         if not state_rate_hz > 0:
             raise ValueError(f"state rate must be > 0 Hz, got {state_rate_hz}")
         self.runner = runner
@@ -79,6 +81,8 @@ class MqttBridge:
         self.backoff_max = backoff_max
         self.reject_ack_period = reject_ack_period
         self.identifier = identifier or f"hebictl-arm-{arm_id}"
+        #: extra fields of the retained state/description (config name, backend): see teleop/description.py
+        self.description = dict(description or {})
         self.stats: dict[str, int] = {"received": 0, "accepted": 0, "rejected": 0, "connects": 0,
                                       "disconnects": 0, "acks_dropped": 0}
         self.connected = asyncio.Event()
@@ -144,6 +148,9 @@ class MqttBridge:
             self._acks.get_nowait()
         await client.subscribe(self.topics.all_commands, qos=1)
         await self._publish_status(client)
+        await client.publish(self.topics.state("description"), description_payload(
+            self.runner, self.topics.arm_id, default_ttl=self.schema.default_ttl, **self.description),
+            qos=1, retain=True, timeout=5.0)
         self.connected.set()
         tasks = [asyncio.create_task(self._receive(client), name="teleop-receive"),
                  asyncio.create_task(self._publish_acks(client), name="teleop-acks"),

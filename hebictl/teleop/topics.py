@@ -32,6 +32,7 @@ STATE_QOS: dict[str, tuple[int, bool]] = {
     "ee_pose": (0, False),
     "status": (1, True),
     "ack": (1, False),
+    "description": (1, True),
 }
 
 _ARM_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")

@@ -1,0 +1,339 @@
+// hebictl panel: the browser side. No libraries: a WebSocket to the panel server and a 2D canvas
+// with a small perspective camera. The dead-man rule lives here: jog samples are sent only while a
+// jog button or key is physically held (pointer/key down), and stop on release, blur, tab hide or
+// page close. The server forwards each sample once; it never keeps a jog alive on its own.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const S = {
+  ws: null, arms: [], arm: null, desc: null, frame: null, allowed: {}, jogPeriod: 40,
+  held: null, timer: null, target: null, sliders: [], slidersDirty: false,
+  cam: { yaw: 0.8, pitch: 0.45, dist: 1.6, center: [0.2, 0, 0.15] },
+  sentLog: [],   // browser timestamps of jog samples (the e2e test reads them)
+};
+window.panelState = S;
+
+const KEYS = ["KeyQ", "KeyA", "KeyW", "KeyS", "KeyE", "KeyD", "KeyR", "KeyF", "KeyT", "KeyG", "KeyY", "KeyH", "KeyU", "KeyJ"];
+const CART = ["x", "y", "z", "rx", "ry", "rz"];
+
+function now() { return (performance.timeOrigin + performance.now()) / 1000; }
+function send(msg) { if (S.ws && S.ws.readyState === 1) S.ws.send(JSON.stringify(msg)); }
+function cmd(name, body) { send({ t: "cmd", name, body: body || {} }); }
+function fmt(x, n = 3) { return x === null || x === undefined ? "–" : (typeof x === "number" ? x.toFixed(n) : String(x)); }
+function toast(text, cls) {
+  const el = document.createElement("div");
+  el.className = "toast " + (cls || "");
+  el.textContent = text;
+  $("toasts").appendChild(el);
+  setTimeout(() => el.remove(), 6000);
+  while ($("toasts").children.length > 6) $("toasts").firstChild.remove();
+}
+
+// ------------------------------------------------------------------ connection
+function connect() {
+  const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`);
+  S.ws = ws;
+  ws.onopen = () => { $("conn").textContent = "panel connected"; $("conn").className = "pill ok"; if (S.arm) send({ t: "select", arm: S.arm }); };
+  ws.onclose = () => {
+    stopJog(false);
+    $("conn").textContent = "panel disconnected"; $("conn").className = "pill bad";
+    setTimeout(connect, 1000);
+  };
+  ws.onmessage = (ev) => onMessage(JSON.parse(ev.data));
+}
+
+function onMessage(m) {
+  switch (m.t) {
+    case "hello": S.jogPeriod = m.jog_period_ms; document.title = `hebictl panel – ${m.broker}`; break;
+    case "ping": send({ t: "pong", s: m.s, c: now() }); break;
+    case "arms": onArms(m); break;
+    case "description": if (m.arm === S.arm) onDescription(m.d); break;
+    case "frame": if (m.arm === S.arm) onFrame(m); break;
+    case "ack":
+      if (m.accepted) toast(`${m.arm}: ${m.topic} accepted${m.detail ? " – " + m.detail : ""}`, "accepted");
+      else toast(`${m.arm}: ${m.topic} REJECTED: ${m.reason}${m.detail ? " – " + m.detail : ""}`, "rejected");
+      break;
+    case "notice": toast(m.text, m.level); break;
+  }
+}
+
+function onArms(m) {
+  S.arms = m.arms;
+  const sel = $("arm");
+  const ids = m.arms.map((a) => a.id).join(",");
+  if (sel.dataset.ids !== ids) {
+    sel.dataset.ids = ids;
+    sel.innerHTML = "";
+    for (const a of m.arms) {
+      const o = document.createElement("option");
+      o.value = a.id;
+      sel.appendChild(o);
+    }
+  }
+  for (const o of sel.options) {
+    const a = m.arms.find((x) => x.id === o.value);
+    o.textContent = `${a.id} (${a.status || "?"}${a.backend ? ", " + a.backend : ""}${a.config ? ", " + a.config : ""})`;
+  }
+  if (!S.arm && m.arms.length) select(m.arms[0].id);
+  if (!m.connected) { $("conn").textContent = "broker unreachable"; $("conn").className = "pill bad"; }
+  else if (S.ws && S.ws.readyState === 1) { $("conn").textContent = "broker connected"; $("conn").className = "pill ok"; }
+}
+
+function select(id) {
+  stopJog(true);
+  S.arm = id; S.desc = null; S.frame = null; S.target = null; S.slidersDirty = false;
+  $("arm").value = id;
+  send({ t: "select", arm: id });
+}
+$("arm").addEventListener("change", (e) => select(e.target.value));
+
+// ------------------------------------------------------------------ description -> controls
+function onDescription(d) {
+  S.desc = d;
+  buildJogTable();
+  const t = $("sliders");
+  t.innerHTML = "";
+  S.sliders = [];
+  d.joints.names.forEach((name, i) => {
+    const tr = t.insertRow();
+    tr.insertCell().textContent = name;
+    const r = document.createElement("input");
+    r.type = "range"; r.step = "0.001"; r.id = `slider${i}`;
+    r.min = d.joints.position_min[i] ?? -Math.PI; r.max = d.joints.position_max[i] ?? Math.PI;
+    r.addEventListener("input", () => { S.slidersDirty = true; updateGhost(); });
+    tr.insertCell().appendChild(r);
+    const v = tr.insertCell(); v.className = "val";
+    S.sliders.push({ input: r, val: v });
+  });
+}
+
+function buildJogTable() {
+  const t = $("jog");
+  t.innerHTML = "";
+  const cart = jogSpace() === "cartesian";
+  const labels = cart ? CART : (S.desc ? S.desc.joints.names : []);
+  labels.forEach((name, i) => {
+    const tr = t.insertRow();
+    tr.insertCell().textContent = name;
+    for (const dir of [-1, 1]) {
+      const b = document.createElement("button");
+      b.textContent = dir < 0 ? "−" : "+";
+      b.id = `jog_${i}_${dir < 0 ? "minus" : "plus"}`;
+      b.dataset.ctl = "jog";
+      b.title = KEYS[2 * i + (dir < 0 ? 1 : 0)] ? `hold (key ${KEYS[2 * i + (dir < 0 ? 1 : 0)].slice(3)})` : "hold";
+      b.addEventListener("pointerdown", (e) => { b.setPointerCapture(e.pointerId); startJog(i, dir, b); });
+      for (const ev of ["pointerup", "pointercancel", "lostpointercapture"]) b.addEventListener(ev, () => stopJog(true));
+      tr.insertCell().appendChild(b);
+    }
+    const v = tr.insertCell(); v.className = "val"; v.id = `jogval${i}`;
+  });
+}
+function jogSpace() { return document.querySelector("input[name=space]:checked").value; }
+for (const r of document.querySelectorAll("input[name=space]")) r.addEventListener("change", () => { stopJog(true); buildJogTable(); });
+
+// ------------------------------------------------------------------ hold-to-jog (dead-man)
+function jogSample() {
+  if (!S.held) return;
+  if (!S.allowed.jog) { stopJog(true); return; }
+  const c = now();
+  S.sentLog.push(c);
+  if (S.sentLog.length > 5000) S.sentLog.shift();
+  send({ t: "jog", space: S.held.space, axis: S.held.axis, dir: S.held.dir, speed: parseFloat($("speed").value), c });
+}
+function startJog(axis, dir, button, key) {
+  if (!S.allowed.jog) return;
+  stopJog(false);
+  S.held = { axis, dir, space: jogSpace(), button, key };
+  if (button) button.classList.add("held");
+  jogSample();
+  S.timer = setInterval(jogSample, S.jogPeriod);
+}
+function stopJog(sendRelease) {
+  if (S.timer) clearInterval(S.timer);
+  S.timer = null;
+  if (S.held) {
+    if (S.held.button) S.held.button.classList.remove("held");
+    S.held = null;
+    if (sendRelease) send({ t: "jog_release" });
+  }
+}
+window.addEventListener("blur", () => stopJog(true));
+document.addEventListener("visibilitychange", () => { if (document.hidden) stopJog(true); });
+window.addEventListener("pagehide", () => stopJog(true));
+
+document.addEventListener("keydown", (e) => {
+  if (e.code === "Space") { e.preventDefault(); if (!e.repeat) cmd("estop", { engaged: true }); return; }
+  if (e.code === "Escape") { e.preventDefault(); stopJog(true); if (S.allowed.stop) cmd("stop"); return; }
+  if (e.target.tagName === "INPUT" && e.target.type === "number") return;
+  const k = KEYS.indexOf(e.code);
+  if (k < 0) return;
+  e.preventDefault();
+  if (e.repeat || (S.held && S.held.key === e.code)) return;
+  const axis = k >> 1, dir = k % 2 === 0 ? 1 : -1;
+  const n = jogSpace() === "cartesian" ? 6 : (S.desc ? S.desc.dof : 0);
+  if (axis < n) startJog(axis, dir, $(`jog_${axis}_${dir < 0 ? "minus" : "plus"}`), e.code);
+});
+document.addEventListener("keyup", (e) => { if (S.held && S.held.key === e.code) stopJog(true); });
+
+// ------------------------------------------------------------------ buttons
+$("estop").addEventListener("click", () => cmd("estop", { engaged: true }));
+$("estop").addEventListener("keydown", (e) => { if (e.code === "Space") e.preventDefault(); });
+$("estop_release").addEventListener("click", () => cmd("estop", { engaged: false }));
+$("stop").addEventListener("click", () => { stopJog(true); cmd("stop"); });
+$("home").addEventListener("click", () => cmd("home"));
+$("grip_open").addEventListener("click", () => cmd("gripper", { action: "open" }));
+$("grip_close").addEventListener("click", () => cmd("gripper", { action: "close" }));
+for (const b of document.querySelectorAll("#modes button")) b.addEventListener("click", () => cmd("mode", { mode: b.dataset.mode }));
+$("sync").addEventListener("click", () => { S.slidersDirty = false; syncSliders(true); });
+$("go").addEventListener("click", () => {
+  const d = parseFloat($("duration").value);
+  cmd("joint_goal", { positions: S.sliders.map((s) => parseFloat(s.input.value)), duration: isFinite(d) ? d : null });
+});
+$("tsync").addEventListener("click", () => { S.target = null; syncTarget(); });
+$("tgo").addEventListener("click", () => {
+  const d = parseFloat($("duration").value);
+  const body = { position: S.target, duration: isFinite(d) ? d : null };
+  if (S.frame && S.frame.ee_pose && S.frame.ee_pose.orientation) body.orientation = S.frame.ee_pose.orientation;
+  cmd("cartesian_goal", body);
+});
+for (const [i, id] of ["tx", "ty", "tz"].entries()) {
+  $(id).addEventListener("change", () => { if (S.target) S.target[i] = parseFloat($(id).value); });
+}
+
+function syncSliders(force) {
+  if (!S.frame || !S.sliders.length) return;
+  S.frame.q.forEach((q, i) => {
+    const s = S.sliders[i];
+    if (!s) return;
+    if (force || !S.slidersDirty) s.input.value = q;
+    s.val.textContent = fmt(parseFloat(s.input.value));
+  });
+  updateGhost();
+}
+function updateGhost() {
+  send({ t: "ghost", q: S.slidersDirty ? S.sliders.map((s) => parseFloat(s.input.value)) : null });
+}
+function syncTarget() {
+  if (!S.target && S.frame && S.frame.ee) S.target = S.frame.ee.map((r) => r[3]);
+  if (S.target && document.activeElement.type !== "number") ["tx", "ty", "tz"].forEach((id, i) => { $(id).value = S.target[i].toFixed(3); });
+}
+
+// ------------------------------------------------------------------ frames
+function onFrame(f) {
+  S.frame = f;
+  S.allowed = f.allowed || {};
+  const st = f.status || {};
+  $("readonly").hidden = f.writable !== false;
+  for (const el of document.querySelectorAll("[data-ctl]")) el.disabled = !S.allowed[el.dataset.ctl];
+  for (const b of document.querySelectorAll("#modes button")) b.classList.toggle("active", b.dataset.mode === st.mode);
+  $("estop").classList.toggle("engaged", !!st.estop);
+  if (S.held && !S.allowed.jog) stopJog(true);
+  const loop = st.loop || {};
+  const err = st.last_error;
+  const grip = st.gripper;
+  const rows = [
+    ["arm", f.arm], ["status", st.status], ["state", st.state], ["mode", st.mode],
+    ["e-stop", st.estop ? "ENGAGED" : "released"], ["M-stop", st.mstop === undefined ? (st.m_stop === undefined ? "–" : String(st.m_stop)) : String(st.mstop)],
+    ["jogging", `${st.jogging ? "yes" : "no"}${st.braking ? " (braking)" : ""}`],
+    ["goal", `${fmt(st.goal_progress, 2)}${st.at_goal ? " at goal" : ""}`],
+    ["loop", Object.keys(loop).length ? Object.entries(loop).map(([k, v]) => `${k} ${fmt(v, k.includes("overrun") || k.includes("missed") || k === "n" ? 0 : 4)}`).join(", ") : "–"],
+    ["last error", err ? `${err.reason}: ${err.detail}` : "–"],
+    ["gripper", grip ? Object.entries(grip).filter(([k]) => !["seq", "client", "time"].includes(k)).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(", ") : "–"],
+    ["account", f.writable === false ? "read-only" : (f.writable ? "may command" : "probing…")],
+  ];
+  const t = $("status");
+  if (t.rows.length !== rows.length) { t.innerHTML = ""; rows.forEach(() => { const r = t.insertRow(); r.insertCell(); r.insertCell(); }); }
+  rows.forEach(([k, v], i) => { t.rows[i].cells[0].textContent = k; t.rows[i].cells[1].textContent = v ?? "–"; t.rows[i].id = `st_${k.replace(/[^a-z]/g, "")}`; });
+  $("events").innerHTML = (f.events || []).map((e) => `<li>${new Date((e.ts || 0) * 1000).toLocaleTimeString()} ${e.what}: <b>${escapeHtml(e.kind || "")}</b> ${escapeHtml(e.detail || "")}</li>`).join("");
+  if (jogSpace() === "joint") f.q.forEach((q, i) => { const el = $(`jogval${i}`); if (el) el.textContent = fmt(q); });
+  else if (f.ee_pose && f.ee_pose.position) f.ee_pose.position.forEach((p, i) => { const el = $(`jogval${i}`); if (el) el.textContent = fmt(p); });
+  syncSliders(false);
+  syncTarget();
+  draw();
+}
+function escapeHtml(s) { return String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c])); }
+
+// ------------------------------------------------------------------ 3D view (canvas, z up)
+const canvas = $("view");
+const ctx = canvas.getContext("2d");
+function camBasis() {
+  const { yaw, pitch } = S.cam;
+  const fwd = [-Math.cos(pitch) * Math.cos(yaw), -Math.cos(pitch) * Math.sin(yaw), -Math.sin(pitch)];
+  const right = [Math.sin(yaw), -Math.cos(yaw), 0];
+  const up = [right[1] * fwd[2] - right[2] * fwd[1], right[2] * fwd[0] - right[0] * fwd[2], right[0] * fwd[1] - right[1] * fwd[0]];
+  const c = S.cam.center;
+  const eye = [c[0] - fwd[0] * S.cam.dist, c[1] - fwd[1] * S.cam.dist, c[2] - fwd[2] * S.cam.dist];
+  return { fwd, right, up, eye };
+}
+function project(p, B) {
+  const d = [p[0] - B.eye[0], p[1] - B.eye[1], p[2] - B.eye[2]];
+  const z = d[0] * B.fwd[0] + d[1] * B.fwd[1] + d[2] * B.fwd[2];
+  const x = d[0] * B.right[0] + d[1] * B.right[1] + d[2] * B.right[2];
+  const y = d[0] * B.up[0] + d[1] * B.up[1] + d[2] * B.up[2];
+  const f = canvas.height * 1.2;
+  return [canvas.width / 2 + (f * x) / Math.max(z, 1e-3), canvas.height / 2 - (f * y) / Math.max(z, 1e-3), z];
+}
+function line(a, b, B, color, width, dash) {
+  const p = project(a, B), q = project(b, B);
+  ctx.strokeStyle = color; ctx.lineWidth = width; ctx.setLineDash(dash || []);
+  ctx.beginPath(); ctx.moveTo(p[0], p[1]); ctx.lineTo(q[0], q[1]); ctx.stroke();
+}
+function dot(p, B, color, r) {
+  const s = project(p, B);
+  ctx.fillStyle = color; ctx.beginPath(); ctx.arc(s[0], s[1], r, 0, 2 * Math.PI); ctx.fill();
+  return s;
+}
+function triad(R, B, len, width, alpha) {
+  const o = [R[0][3], R[1][3], R[2][3]];
+  const cols = [`rgba(220,38,38,${alpha})`, `rgba(22,163,74,${alpha})`, `rgba(37,99,235,${alpha})`];
+  for (let k = 0; k < 3; k++) line(o, [o[0] + len * R[0][k], o[1] + len * R[1][k], o[2] + len * R[2][k]], B, cols[k], width);
+}
+function draw() {
+  const w = canvas.clientWidth, h = canvas.clientHeight;
+  if (canvas.width !== w || canvas.height !== h) { canvas.width = w; canvas.height = h; }
+  ctx.clearRect(0, 0, w, h);
+  const B = camBasis();
+  for (let i = -5; i <= 5; i++) {
+    line([i * 0.1, -0.5, 0], [i * 0.1, 0.5, 0], B, "#e4e7eb", 1);
+    line([-0.5, i * 0.1, 0], [0.5, i * 0.1, 0], B, "#e4e7eb", 1);
+  }
+  triad([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]], B, 0.1, 2, 0.6);
+  const f = S.frame;
+  if (!f) return;
+  for (const s of f.ghost || []) line(s.slice(0, 3), s.slice(3), B, "rgba(43,108,176,0.45)", 6, [6, 4]);
+  for (const s of f.segs || []) line(s.slice(0, 3), s.slice(3), B, "#3e4c59", 8);
+  for (const p of f.pts || []) dot(p, B, "#f5f7fa", 4);
+  if (f.ee) triad(f.ee, B, 0.08, 3, 1.0);
+  if (f.ghost_ee) dot(f.ghost_ee, B, "rgba(43,108,176,0.6)", 6);
+  if (S.target) S.targetScreen = dot(S.target, B, "rgba(221,107,32,0.85)", 9);
+}
+
+let drag = null;
+canvas.addEventListener("pointerdown", (e) => {
+  canvas.setPointerCapture(e.pointerId);
+  const r = canvas.getBoundingClientRect();
+  const x = e.clientX - r.left, y = e.clientY - r.top;
+  const t = S.targetScreen;
+  drag = { x: e.clientX, y: e.clientY, target: !!(t && S.target && Math.hypot(t[0] - x, t[1] - y) < 14) };
+});
+canvas.addEventListener("pointermove", (e) => {
+  if (!drag) return;
+  const dx = e.clientX - drag.x, dy = e.clientY - drag.y;
+  drag.x = e.clientX; drag.y = e.clientY;
+  if (drag.target) {
+    const B = camBasis();
+    const depth = project(S.target, B)[2];
+    const k = depth / (canvas.height * 1.2);
+    for (let i = 0; i < 3; i++) S.target[i] += k * (dx * B.right[i] - dy * B.up[i]);
+    ["tx", "ty", "tz"].forEach((id, i) => { $(id).value = S.target[i].toFixed(3); });
+  } else {
+    S.cam.yaw -= dx * 0.01;
+    S.cam.pitch = Math.max(-1.4, Math.min(1.4, S.cam.pitch + dy * 0.01));
+  }
+  draw();
+});
+canvas.addEventListener("pointerup", () => { drag = null; });
+canvas.addEventListener("wheel", (e) => { e.preventDefault(); S.cam.dist = Math.max(0.3, Math.min(6, S.cam.dist * Math.exp(e.deltaY * 0.001))); draw(); }, { passive: false });
+window.addEventListener("resize", draw);
+
+connect();

@@ -1,0 +1,145 @@
+"""The retained ``state/description`` payload: what a remote viewer needs to draw and command an
+arm without any of its local files (joint names, limits, rated speeds, the kinematic tree as JSON
+and as URDF, home, end-effector frame, backend, config name, the stop behaviours in force).
+
+The teleop bridge publishes it retained on every connect, so a panel that subscribes later still
+gets it at once. The JSON tree (``tree``) is the authority for drawing: every body's parent, its
+placement on the parent (4x4, row-major) and its joint (kind, axis, scale, coordinate index), so
+a client computes link poses with ``T_body = T_parent · placement · motion(scale · q[index])``
+and nothing else. ``urdf`` is the same tree written by the URDF writer for tools that read URDF
+(None when the model cannot be expressed in URDF). Non-finite numbers (unbounded limits) are
+``null``, as in every teleop payload.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hebictl.errors import HebictlError
+
+if TYPE_CHECKING:
+    from hebictl.model.robot import RobotModel
+    from hebictl.teleop.runner import ArmRunner
+
+log = logging.getLogger(__name__)
+
+#: bumped when a field changes meaning; viewers ignore fields they do not know
+DESCRIPTION_VERSION = 1
+
+
+def _num(x: float) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _nums(values: Any) -> list[float | None]:
+    return [_num(v) for v in np.asarray(values, dtype=np.float64).reshape(-1)]
+
+
+def _matrix(T: Any) -> list[list[float | None]]:
+    return [_nums(row) for row in np.asarray(T, dtype=np.float64).reshape(4, 4)]
+
+
+def _urdf_text(model: RobotModel) -> str | None:
+    """URDF of ``model`` through the formats package's public writer entry point, or None."""
+    try:
+        import hebictl.formats as formats
+
+        writer = getattr(formats, "write_urdf", None)
+        if writer is not None:
+            return str(writer(model))
+        convert = getattr(formats, "convert", None)
+        if convert is None:
+            from hebictl.formats import convert
+        return str(convert(model, "urdf"))
+    except (HebictlError, ImportError, AttributeError) as exc:
+        log.warning("state/description carries no URDF: %s", exc)
+        return None
+
+
+def kinematic_tree(model: RobotModel) -> dict[str, Any]:
+    """The model's bodies and frames as plain JSON (see the module docstring for the convention)."""
+    bodies = []
+    for i, b in enumerate(model.bodies):
+        j = b.joint
+        start, width = model.coordinate_index(i)
+        bodies.append({
+            "name": b.name, "parent": int(b.parent), "placement": _matrix(b.placement),
+            "joint": {"name": j.name, "kind": j.kind.name.lower(), "axis": _nums(j.axis), "scale": _num(j.scale),
+                      "index": int(start) if width == 1 else None},
+        })
+    ee = [{"body": int(f.body), "offset": _matrix(f.offset), "name": f.name}
+          for f in model.frames if f.kind == "end_effector"]
+    if not ee:  # no explicit end effector: HEBI's convention is the last output frame
+        outputs = [f for f in model.frames if f.kind == "output"]
+        if outputs:
+            f = outputs[-1]
+            ee = [{"body": int(f.body), "offset": _matrix(f.offset), "name": f.name}]
+    return {"base": _matrix(model.base), "bodies": bodies, "end_effector": ee[:1]}
+
+
+def stop_behaviours(runner: ArmRunner, default_ttl: float = 0.25) -> dict[str, Any]:
+    """How this arm stops, as configured (docs/teleop.md "Modes and safety"; the arm's stop
+    behaviour ``hold``/``damp``/``release`` of /work/team/stop-api.md where the arm has one)."""
+    arm = runner.arm
+    behaviour = getattr(arm, "default_stop_behaviour", None)
+    accel = getattr(arm.limits, "acceleration_max", None)
+    return {
+        "arm_stop": None if behaviour is None else str(getattr(behaviour, "value", behaviour)),
+        "rated_deceleration": None if accel is None else _nums(accel),
+        "stop": {"action": "brake_then_hold", "decel": runner.brake_decel, "max_time": runner.brake_max_time},
+        "jog_release": {"action": "brake_then_hold", "default_ttl": default_ttl},
+        "estop": {"action": "arm_stop", "latched": True, "resume": "release, then cmd/mode"},
+        "link_lost": {"action": "brake_then_hold", "mode_after": "idle"},
+        "fault": {"action": "arm_stop", "mode_after": "idle"},
+    }
+
+
+def description(runner: ArmRunner, arm_id: str, *, config_name: str | None = None,
+                backend: str | None = None, default_ttl: float = 0.25, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The description of the arm ``runner`` drives, as a JSON-ready dict."""
+    arm = runner.arm
+    model = arm.model
+    lim = arm.limits
+    home = arm.user_data.get("home_position")
+    try:
+        home_list = _nums(home) if home is not None and len(home) == arm.dof else None
+    except TypeError:
+        home_list = None
+    body: dict[str, Any] = {
+        "version": DESCRIPTION_VERSION,
+        "arm_id": arm_id,
+        "name": model.name,
+        "config": config_name,
+        "backend": backend or getattr(arm, "_backend_name", None),
+        "dof": arm.dof,
+        "joints": {
+            "names": list(model.joint_names),
+            "position_min": _nums(lim.position_min),
+            "position_max": _nums(lim.position_max),
+            "velocity_max": _nums(lim.velocity_max) if hasattr(lim, "velocity_max") else _nums(model.max_speeds),
+            "rated_speed": _nums(model.max_speeds),
+            "rated_effort": _nums(model.max_efforts),
+        },
+        "home": home_list,
+        "end_effector_frame": "end_effector",
+        "tree": kinematic_tree(model),
+        "urdf": _urdf_text(model),
+        "gripper": bool(arm.user_data.get("has_gripper", False)),
+        "loop_rate": runner.rate_hz,
+        "stop_behaviours": stop_behaviours(runner, default_ttl),
+    }
+    if extra:
+        body.update(extra)
+    return body
+
+
+def description_payload(runner: ArmRunner, arm_id: str, **kw: Any) -> bytes:
+    """:func:`description` as the UTF-8 JSON published on ``state/description``."""
+    return json.dumps(description(runner, arm_id, **kw)).encode()
