@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from hebictl.model.robot import RobotModel
 from hebictl.model.builder import ModelBuilder
+from hebictl.model.robot import RobotModel
 from hebictl.model.tree import Inertia, Joint, JointKind
 
 

@@ -1,0 +1,193 @@
+"""RobotModel's derivatives checked by finite differences of its own forward kinematics.
+
+No reference library needed (these run without pinocchio): every Jacobian kind (output, com,
+input, end-effector and link frames; linear and angular rows) must equal the central difference
+of the frame poses, and gravity compensation must equal the gradient of the potential energy
+``U(q) = -sum_i m_i g . c_i(q)`` computed from the COM frames' positions and the masses. Both are
+checked on the bundled HRDF kits and on random trees with revolute, prismatic, ball and free
+joints (ball/free coordinates are perturbed along their local velocity directions).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+import hebictl
+from hebictl.model.builder import ModelBuilder
+from hebictl.model.robot import RobotModel
+from hebictl.model.tree import Joint, JointKind
+
+from .random_trees import random_configuration, random_inertia, transform
+
+KITS = sorted((Path(__file__).resolve().parents[2] / "hrdf_kits").glob("*.hrdf"))
+FRAME_KINDS = ("output", "com", "input", "end_effector", "link")
+EPS = 1e-6
+#: central differences at EPS: truncation ~EPS² and rounding ~1e-16/EPS, both far below this
+ATOL = 1e-7
+
+
+def _tree_with_every_frame_kind(seed: int, n: int = 9, root: JointKind | None = None) -> RobotModel:
+    """A random tree with frames of every kind on every body; bodies 1-2 prismatic, 3 revolute."""
+    rng = np.random.default_rng(seed)
+    kinds = [JointKind.REVOLUTE, JointKind.PRISMATIC, JointKind.PRISMATIC, JointKind.FIXED, JointKind.BALL]
+    b = ModelBuilder(f"fd{seed}", format="test")
+    for i in range(n):
+        parent = -1 if i == 0 else int(rng.integers(0, i))
+        kind = {1: JointKind.PRISMATIC, 2: JointKind.PRISMATIC, 3: JointKind.REVOLUTE}.get(
+            i, kinds[int(rng.integers(len(kinds)))])
+        if i == 0 and root is not None:
+            kind = root
+        joint = Joint.fixed() if kind is JointKind.FIXED else Joint(
+            f"j{i}", kind, axis=rng.normal(size=3), scale=float(rng.choice([1.0, 1.0, 0.5, -2.0])))
+        R = Rotation.random(random_state=rng.integers(1 << 30)).as_matrix()
+        body = b.add_body(f"b{i}", parent, transform(R, rng.uniform(-0.3, 0.3, 3)), joint, random_inertia(rng))
+        b.add_frame("com", body, transform(np.eye(3), np.array(b.bodies[body].inertia.com)))
+        for kind_name in ("output", "input", "end_effector"):
+            offset = transform(Rotation.random(random_state=rng.integers(1 << 30)).as_matrix(),
+                               rng.uniform(-0.2, 0.2, 3))
+            b.add_frame(kind_name, body, offset)
+    b.add_frame("output", -1, transform(np.eye(3), [0.1, 0.2, 0.3]))  # a frame on the base never moves
+    return b.build(base=transform(Rotation.random(random_state=seed).as_matrix(), rng.uniform(-1, 1, 3)))
+
+
+RANDOM = [pytest.param(dict(seed=s), id=f"tree-{s}") for s in range(4)] + [
+    pytest.param(dict(seed=10 + s, root=JointKind.FREE), id=f"floating-{s}") for s in range(2)]
+
+
+def _retract(model: RobotModel, q: np.ndarray, dv: np.ndarray) -> np.ndarray:
+    """``q`` moved by the velocity-coordinate step ``dv``: added for 1-DoF joints, local rotation
+    (quaternion times exp) for ball/free joints, free-joint translation along the child's axes."""
+    out = q.copy()
+    for i in model.joint_bodies:
+        kind = model.bodies[i].joint.kind
+        s, v = model.coordinate_index(i)
+        if kind in (JointKind.REVOLUTE, JointKind.PRISMATIC):
+            out[s] += dv[v]
+            continue
+        o, w = (s + 3, dv[v + 3:v + 6]) if kind is JointKind.FREE else (s, dv[v:v + 3])
+        rot = Rotation.from_quat(q[o:o + 4], scalar_first=True)
+        if kind is JointKind.FREE:
+            out[s:s + 3] += rot.apply(dv[v:v + 3])
+        out[o:o + 4] = (rot * Rotation.from_rotvec(w)).as_quat(scalar_first=True)
+    return out
+
+
+def _fd_jacobians(model: RobotModel, q: np.ndarray, frame: str) -> np.ndarray:
+    """(n, 6, nv) [linear; angular] world-frame velocity of each frame per unit velocity coordinate."""
+    T0 = model.forward_kinematics(q, frame)
+    J = np.zeros((T0.shape[0], 6, model.nv))
+    for k in range(model.nv):
+        e = np.zeros(model.nv)
+        e[k] = EPS
+        Tp, Tm = model.forward_kinematics(_retract(model, q, e), frame), model.forward_kinematics(
+            _retract(model, q, -e), frame)
+        J[:, :3, k] = (Tp[:, :3, 3] - Tm[:, :3, 3]) / (2 * EPS)
+        for f in range(T0.shape[0]):
+            R0t = T0[f, :3, :3].T
+            wp = Rotation.from_matrix(Tp[f, :3, :3] @ R0t).as_rotvec()
+            wm = Rotation.from_matrix(Tm[f, :3, :3] @ R0t).as_rotvec()
+            J[f, 3:, k] = (wp - wm) / (2 * EPS)
+    return J
+
+
+def _potential(model: RobotModel, q: np.ndarray, g: np.ndarray) -> float:
+    """Gravitational potential energy [J] from the COM frames' world positions and the masses."""
+    com = model.forward_kinematics(q, "com")[:, :3, 3]
+    return float(-np.sum(model.masses * (com @ g)))
+
+
+def _fd_gravity(model: RobotModel, q: np.ndarray, g: np.ndarray) -> np.ndarray:
+    tau = np.zeros(model.nv)
+    for k in range(model.nv):
+        e = np.zeros(model.nv)
+        e[k] = EPS
+        up, down = _potential(model, _retract(model, q, e), g), _potential(model, _retract(model, q, -e), g)
+        tau[k] = (up - down) / (2 * EPS)
+    return tau
+
+
+def _configurations(model: RobotModel, seed: int, n: int = 3) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [random_configuration(model, rng) for _ in range(n)]
+
+
+def _check_jacobians(model: RobotModel, q: np.ndarray, frame: str) -> None:
+    ours = model.jacobians(q, frame)
+    assert ours.shape == (model.frame_count(frame), 6, model.nv)
+    ref = _fd_jacobians(model, q, frame)
+    scale = max(1.0, float(np.abs(ref).max(initial=0.0)))
+    np.testing.assert_allclose(ours[:, :3], ref[:, :3], atol=ATOL * scale, err_msg=f"{frame}: linear rows")
+    np.testing.assert_allclose(ours[:, 3:], ref[:, 3:], atol=ATOL * scale, err_msg=f"{frame}: angular rows")
+
+
+# ---------------------------------------------------------------------------------------------- random trees
+@pytest.mark.parametrize("frame", FRAME_KINDS)
+@pytest.mark.parametrize("case", RANDOM)
+def test_jacobians_are_derivatives_of_fk_random_trees(case, frame):
+    """Each frame kind's Jacobian equals the central difference of its poses (prismatic, ball, free)."""
+    model = _tree_with_every_frame_kind(**case)
+    assert model.frame_count(frame) > 0
+    kinds = {model.bodies[i].joint.kind for i in model.joint_bodies}
+    assert {JointKind.PRISMATIC, JointKind.REVOLUTE} <= kinds
+    for q in _configurations(model, case["seed"]):
+        _check_jacobians(model, q, frame)
+
+
+@pytest.mark.parametrize("case", RANDOM)
+def test_gravity_is_the_potential_gradient_random_trees(case):
+    """gravity_compensation(q, g) = dU/dq for U = -sum m_i g.c_i (a tilted g checks every axis)."""
+    model = _tree_with_every_frame_kind(**case)
+    assert np.isclose(model.masses.sum(), model.total_mass)  # every body's mass is on a COM frame
+    for g in (np.array([0.0, 0.0, -9.81]), np.array([1.3, -2.1, -9.4])):
+        for q in _configurations(model, case["seed"] + 100):
+            np.testing.assert_allclose(model.gravity_compensation(q, gravity=g), _fd_gravity(model, q, g),
+                                       atol=1e-6)
+
+
+def test_end_effector_jacobian_is_the_end_effector_row():
+    """jacobian_end_effector(q, i) is frame i of the end-effector Jacobians, also checked by differences."""
+    model = _tree_with_every_frame_kind(seed=3)
+    q = _configurations(model, 3, 1)[0]
+    ref = _fd_jacobians(model, q, "end_effector")
+    for i in (0, model.frame_count("end_effector") - 1):
+        np.testing.assert_allclose(model.jacobian_end_effector(q, i), ref[i], atol=ATOL)
+
+
+def test_finite_differences_catch_a_wrong_jacobian():
+    """The check is sharp: a Jacobian with one column off by 1e-4 fails it (the test can fail)."""
+    model = _tree_with_every_frame_kind(seed=1)
+    q = _configurations(model, 1, 1)[0]
+    wrong = model.jacobians(q, "output")
+    wrong[:, :, -1] *= 1.0 + 1e-4
+    with pytest.raises(AssertionError):
+        np.testing.assert_allclose(wrong, _fd_jacobians(model, q, "output"), atol=ATOL)
+
+
+# ---------------------------------------------------------------------------------------------- HRDF kits
+@pytest.fixture(scope="module", params=KITS, ids=lambda p: p.name)
+def kit(request) -> RobotModel:
+    return hebictl.load_model(request.param)
+
+
+def test_kits_are_bundled():
+    """The HRDF kits below are found (an empty parametrisation would pass silently)."""
+    assert len(KITS) >= 4
+
+
+@pytest.mark.parametrize("frame", FRAME_KINDS)
+def test_jacobians_are_derivatives_of_fk_hrdf_kits(kit, frame):
+    """On HEBI kits (library bodies, all five frame kinds) every Jacobian equals the FK difference."""
+    assert kit.frame_count(frame) > 0
+    for q in _configurations(kit, 7, 2):
+        _check_jacobians(kit, q, frame)
+
+
+def test_gravity_is_the_potential_gradient_hrdf_kits(kit):
+    """Gravity compensation of a kit is the gradient of the potential of its COM frames' masses."""
+    for g in (np.array([0.0, 0.0, -9.81]), np.array([2.0, 1.0, -9.5])):
+        for q in _configurations(kit, 8, 3):
+            np.testing.assert_allclose(kit.gravity_compensation(q, gravity=g), _fd_gravity(kit, q, g), atol=1e-6)
