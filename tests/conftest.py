@@ -1,32 +1,100 @@
-"""Shared fixtures: where the corpus of others' robot files lives, and hebi-py loaded quietly."""
+"""Shared fixtures: where the corpus of others' robot files lives, and hebi-py loaded quietly.
+
+The corpus (``../shared/corpus`` beside the repository) exists in CI and developer checkouts, not
+in a user's clone. Every test that needs it skips with one reason, :data:`CORPUS_SKIP_REASON`,
+when it is absent; the mechanism is central, so a test only has to say that it needs the corpus:
+
+* mark it ``@pytest.mark.corpus`` (or set ``pytestmark = pytest.mark.corpus`` in the module), or
+* take the ``corpus_dir`` fixture, or call :func:`corpus_path`, or
+* parametrize over :func:`corpus_params` (one skipped parameter instead of an empty set).
+
+``HEBICTL_CORPUS=none`` hides the corpus even where it exists (CI runs the suite that way too,
+so a test that needs the corpus without saying so fails there); ``HEBICTL_CORPUS=PATH`` points
+at another copy; ``HEBICTL_SHARED`` at another ``shared`` folder.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import os
+import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # ../shared beside the repo (a user's clone has none); HEBICTL_SHARED overrides for odd layouts.
 SHARED_DIR = Path(os.environ.get("HEBICTL_SHARED", REPO_ROOT.parent / "shared")).resolve()
-CORPUS_DIR = SHARED_DIR / "corpus"
+_CORPUS_ENV = os.environ.get("HEBICTL_CORPUS", "")
+#: True when the corpus is hidden on purpose (HEBICTL_CORPUS=none)
+CORPUS_HIDDEN = _CORPUS_ENV.strip().lower() in ("none", "off", "0", "no")
+# a hidden corpus points nowhere, so module-level globs (CORPUS_DIR.rglob) find nothing either
+CORPUS_DIR = (Path(tempfile.gettempdir()) / "hebictl-corpus-hidden-by-HEBICTL_CORPUS" if CORPUS_HIDDEN
+              else Path(_CORPUS_ENV).resolve() if _CORPUS_ENV else SHARED_DIR / "corpus")
+CORPUS_AVAILABLE = CORPUS_DIR.is_dir()
+CORPUS_MISSING = "../shared/corpus not found: the corpus comparisons are skipped"
+#: the one reason every corpus test skips with
+CORPUS_SKIP_REASON = CORPUS_MISSING + (" (hidden by HEBICTL_CORPUS=none)" if CORPUS_HIDDEN else "")
 
 
 def corpus_path(*parts: str) -> Path:
     """Path inside ../shared/corpus, skipping the calling test when the corpus is absent."""
-    if not CORPUS_DIR.is_dir():
-        pytest.skip(f"corpus not found at {CORPUS_DIR} (../shared is beside the repo only in CI "
-                    "and developer checkouts)")
+    if not CORPUS_AVAILABLE:
+        pytest.skip(CORPUS_SKIP_REASON)
     return CORPUS_DIR.joinpath(*parts)
+
+
+def corpus_params(values: Iterable[Any], ids: Callable[[Any], str] | None = None) -> list[Any]:
+    """Parameters for a corpus-wide parametrization: the values, or (no corpus) one skipped param.
+
+    An empty list would make pytest skip with "got empty parameter set", which says nothing
+    about why; this gives the one corpus reason instead.
+    """
+    values = list(values)
+    if not values and not CORPUS_AVAILABLE:
+        return [pytest.param(None, id="no-corpus", marks=pytest.mark.skip(reason=CORPUS_SKIP_REASON))]
+    return values if ids is None else [pytest.param(v, id=ids(v)) for v in values]
 
 
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
     """The ../shared/corpus folder; tests using it skip with a reason where it is absent."""
     return corpus_path()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """MuJoCo writes MUJOCO_LOG.TXT into the working directory: send it to a temp folder instead."""
+    log_dir = Path(tempfile.mkdtemp(prefix="hebictl-test-mujoco-log-"))
+    config._hebictl_mujoco_log = log_dir  # type: ignore[attr-defined]
+    try:
+        import mujoco
+    except ImportError:
+        return
+    log_config = getattr(mujoco, "MjLogConfig", None)
+    if log_config is not None:  # MuJoCo >= 3.4
+        cfg = log_config.get()
+        cfg.logfile = str(log_dir / "MUJOCO_LOG.TXT")
+        cfg.set()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without the corpus, skip every test that needs it with the one reason.
+
+    "Needs it" = marked ``corpus``, or uses the ``corpus_dir`` fixture, or is the skipped
+    placeholder of a parametrization that came out empty because the corpus files are missing.
+    """
+    if CORPUS_AVAILABLE:
+        return
+    skip = pytest.mark.skip(reason=CORPUS_SKIP_REASON)
+    for item in items:
+        empty_set = any(str(m.kwargs.get("reason", m.args[0] if m.args else "")).startswith("got empty parameter set")
+                        for m in item.iter_markers(name="skip"))
+        if empty_set or item.get_closest_marker("corpus") is not None or "corpus_dir" in getattr(
+                item, "fixturenames", ()):
+            item.add_marker(skip, append=False)  # first skip marker wins
 
 
 def import_hebi():
