@@ -28,22 +28,22 @@ __all__ = ["DEFAULT_MOTOR_TIME_CONSTANT", "SIM_OPTIONS", "ActuatorGroup", "Paylo
 
 #: keys accepted under ``user_data: {sim: {...}}`` of a robot config (keyword arguments override them)
 SIM_OPTIONS = ("payload", "friction", "damping", "armature", "motor_time_constant", "initial_position", "timestep",
-               "max_effort", "max_speed", "viewer")
+               "max_effort", "max_speed", "viewer", "gas_spring")
 _DEFAULT_TIMESTEP = 0.001  # [s]
 #: [s] mechanical time constant of a module's motor, which sets its reflected rotor inertia (see docs/sim.md)
 DEFAULT_MOTOR_TIME_CONSTANT = 0.01
 
 
-def _config_options(cfg: Any) -> dict[str, Any]:
-    sim = cfg.user_data.get("sim") if cfg is not None else None
+def _config_options(user_data: Mapping[str, Any] | None, path: Path | None) -> dict[str, Any]:
+    sim = user_data.get("sim") if user_data is not None else None
     if sim is None:
         return {}
     if not isinstance(sim, Mapping):
-        raise ConfigError(f"must be a mapping of simulator options, got {sim!r}", file=cfg.path, key="user_data.sim")
+        raise ConfigError(f"must be a mapping of simulator options, got {sim!r}", file=path, key="user_data.sim")
     unknown = sorted(str(k) for k in sim if k not in SIM_OPTIONS)
     if unknown:
         raise ConfigError(f"unknown simulator option(s) {', '.join(unknown)}; valid: {', '.join(SIM_OPTIONS)}",
-                          file=cfg.path, key=f"user_data.sim.{unknown[0]}")
+                          file=path, key=f"user_data.sim.{unknown[0]}")
     return dict(sim)
 
 
@@ -82,7 +82,8 @@ def open_sim(*, names: Sequence[str] | None = None, families: str | Sequence[str
              timestep: float | None = None,
              feedback_frequency: float | None = None, command_lifetime: float | None = None,
              gains: Any = None, max_effort: ArrayLike | None = None, max_speed: ArrayLike | None = None,
-             viewer: bool | None = None) -> SimBackend:
+             viewer: bool | None = None, user_data: Mapping[str, Any] | None = None,
+             config_path: Path | None = None, gas_spring: ArrayLike | None = None) -> SimBackend:
     """Factory registered as backend ``"sim"``: a simulated arm of ``model`` (a RobotModel or a path).
 
     ``config`` (a RobotConfig or a path) supplies what is not given: the model (its ``hrdf``),
@@ -96,7 +97,12 @@ def open_sim(*, names: Sequence[str] | None = None, families: str | Sequence[str
     ``initial_position`` [rad], ``timestep`` [s]
     (physics and simulated firmware rate; default 1 ms), ``max_effort`` [N·m] and ``max_speed``
     [rad/s] (motor ratings; default the model's), ``viewer`` (MuJoCo's passive viewer when a
-    display is there). ``clock`` defaults to wall time (real-time simulation).
+    display is there), ``gas_spring`` [N·m] (constant torque per joint of a shoulder gas spring,
+    e.g. ``[0, 7, 0, 0, 0, 0]`` where the config's ``EffortOffset`` cancels it with -7 N·m).
+    ``clock`` defaults to wall time (real-time simulation).
+    ``user_data``/``config_path`` (what :func:`~hebictl.hardware.registry.open_backend` passes from
+    the assembled arm's :class:`~hebictl.hardware.registry.BackendSpec`) supply ``user_data.sim``
+    when no ``config`` is given.
     """
     from hebictl.config import RobotConfig, load_config
     from hebictl.formats import load_model
@@ -116,13 +122,15 @@ def open_sim(*, names: Sequence[str] | None = None, families: str | Sequence[str
     if not isinstance(model, RobotModel):
         raise ConfigError(f"model must be a RobotModel or a path, got {type(model).__name__}", key="model")
 
-    from_cfg = _config_options(cfg)
+    if cfg is not None:
+        user_data, config_path = cfg.user_data, cfg.path
+    from_cfg = _config_options(user_data, config_path)
     given = {"payload": payload, "friction": friction, "damping": damping, "armature": armature,
              "motor_time_constant": motor_time_constant, "initial_position": initial_position, "timestep": timestep,
-             "max_effort": max_effort, "max_speed": max_speed, "viewer": viewer}
+             "max_effort": max_effort, "max_speed": max_speed, "viewer": viewer, "gas_spring": gas_spring}
     opts = {k: (v if v is not None else from_cfg.get(k)) for k, v in given.items()}
 
-    def build() -> tuple[Scene, ActuatorGroup]:
+    def build() -> tuple[Scene, ActuatorGroup, Any]:
         p = None if opts["payload"] is None else Payload.from_mapping(opts["payload"])
         effort = _limits(model, opts["max_effort"], "max_efforts")
         speed = _limits(model, opts["max_speed"], "max_speeds")
@@ -135,14 +143,14 @@ def open_sim(*, names: Sequence[str] | None = None, families: str | Sequence[str
         timestep = _DEFAULT_TIMESTEP if opts["timestep"] is None else opts["timestep"]
         scene = build_scene(model, payload=p, timestep=timestep,
                             friction=opts["friction"], damping=opts["damping"], armature=armature)
-        return scene, ActuatorGroup.create(effort, speed)
+        return scene, ActuatorGroup.create(effort, speed), armature
 
     try:
-        scene, acts = build()
+        scene, acts, rotor = build()
     except ConfigError as exc:
         root = (exc.key or "").split(".")[0]
-        if cfg is not None and root in from_cfg and given.get(root) is None:
-            raise ConfigError(exc.message, file=cfg.path, key=f"user_data.sim.{exc.key}") from exc
+        if root in from_cfg and given.get(root) is None:
+            raise ConfigError(exc.message, file=config_path, key=f"user_data.sim.{exc.key}") from exc
         raise
 
     if names is None and cfg is not None:
@@ -166,12 +174,13 @@ def open_sim(*, names: Sequence[str] | None = None, families: str | Sequence[str
         acts.set_gains(gains)
 
     fb = feedback_frequency if feedback_frequency is not None else (cfg.feedback_frequency if cfg else 100.0)
-    life = command_lifetime if command_lifetime is not None else (cfg.command_lifetime / 1000.0 if cfg else 0.25)
+    life = command_lifetime if command_lifetime is not None else (cfg.command_lifetime if cfg else 0.25)
     try:
         return SimBackend(names_t, families_t, scene, acts, clock=clock if clock is not None else MonotonicClock(),
                           initial_position=opts["initial_position"], feedback_frequency=fb,
-                          command_lifetime=life, viewer=bool(opts["viewer"]))
+                          command_lifetime=life, viewer=bool(opts["viewer"]), gas_spring=opts["gas_spring"],
+                          rotor_inertia=rotor)
     except ConfigError as exc:
-        if cfg is not None and exc.key == "initial_position" and initial_position is None:
-            raise ConfigError(exc.message, file=cfg.path, key="user_data.sim.initial_position") from exc
+        if exc.key in from_cfg and given.get(exc.key) is None:
+            raise ConfigError(exc.message, file=config_path, key=f"user_data.sim.{exc.key}") from exc
         raise

@@ -269,9 +269,13 @@ def _torque_at(g, strategy, mot, cmd, st, i, q, w, dt, tau, slope):
 
 
 @njit(cache=_CACHE)
-def actuator_step(gains, strategy, motor, cmd, state, qpos, qvel, qadr, dadr, dt, ctrl, bias, effort, slopes):
+def actuator_step(gains, strategy, motor, cmd, state, qpos, qvel, qadr, dadr, dt, ctrl, bias, effort, slopes, act,
+                  sign):
     """Advance every module's loops by one physics step ``dt`` [s] and set MuJoCo's actuators.
 
+    Module ``i`` drives MuJoCo actuator ``act[i]`` (its joint's); ``sign[i] = -1`` for a module
+    mounted mirrored (a double shoulder's second module): it measures ``-q`` and its torque acts
+    as ``-τ`` on the joint. Modules on the same joint add up.
     Writes, per module ``i``, ``effort[i]`` = torque applied [N·m], and linearises the actuator
     for MuJoCo's implicit integrator: with ``τ_q = ∂τ/∂q`` and ``τ_ω = ∂τ/∂ω``,
     ``bias[i, 2] = -b`` with ``b = -(τ_ω + dt τ_q) >= 0`` and ``ctrl[i] = τ - τ_ω ω``, so the
@@ -280,9 +284,13 @@ def actuator_step(gains, strategy, motor, cmd, state, qpos, qvel, qadr, dadr, dt
     stiffness are then integrated implicitly, which keeps a near-massless wrist stable at 1 ms.
     ``slopes[i]`` keeps the effort loop's residual slope between steps (it rarely changes).
     """
+    for a in range(ctrl.shape[0]):
+        ctrl[a] = 0.0
+        bias[a, 2] = 0.0
     for i in range(strategy.shape[0]):
-        q = qpos[qadr[i]]
-        w = qvel[dadr[i]]
+        g = sign[i]
+        q = g * qpos[qadr[i]]
+        w = g * qvel[dadr[i]]
         mode, target, others = _inputs(gains, strategy, motor, cmd, state, i, q, w, dt, False)
         slope = 1.0
         if mode == COAST:
@@ -308,12 +316,12 @@ def actuator_step(gains, strategy, motor, cmd, state, qpos, qvel, qadr, dadr, dt
         d_q = (tau_q - tau) / _SLOPE_DQ
         b = -(d_w + dt * d_q)
         effort[i] = tau
-        if b > 0.0:
-            bias[i, 2] = -b
-            ctrl[i] = tau - d_w * w
+        a = act[i]
+        if b > 0.0:  # in joint coordinates the slopes are unchanged (sign² = 1), the torque is g τ
+            bias[a, 2] -= b
+            ctrl[a] += g * (tau - d_w * w)
         else:  # the loops push away from rest (negative gains): integrate them explicitly
-            bias[i, 2] = 0.0
-            ctrl[i] = tau
+            ctrl[a] += g * tau
 
 
 # --------------------------------------------------------------------------------------- gains
@@ -417,16 +425,31 @@ class ActuatorGroup:
     def size(self) -> int:
         return int(self.strategy.shape[0])
 
-    def set_gains(self, gains: GroupGains) -> None:
-        """Load a gains file's values; a file without ``control_strategy`` keeps each module's."""
-        table, strategy = gain_table(gains, self.size)
+    def set_gains(self, gains: GroupGains, size: int | None = None) -> None:
+        """Load a gains file's values into the first ``size`` modules (default all); a file
+        without ``control_strategy`` keeps each module's."""
+        size = self.size if size is None else size
+        table, strategy = gain_table(gains, size)
         if strategy is not None:
             unknown = sorted(set(strategy.tolist()) - set(CONTROL_STRATEGIES))
             if unknown:
                 raise ConfigError(f"unknown control strategy {unknown}", file=gains.path, key="control_strategy")
-            self.strategy[:] = strategy
-        self.gains[:] = table
-        self.state[:, S_ACTIVE, :] = 0.0  # loops restart with the new gains
+            self.strategy[:size] = strategy
+        self.gains[:, :, :size] = table
+        self.state[:, S_ACTIVE, :size] = 0.0  # loops restart with the new gains
+
+    def with_modules(self, joints: NDArray[np.int64]) -> ActuatorGroup:
+        """This group plus one module per entry of ``joints``, each a copy of that joint's module
+        (gains, strategy, motor): a double shoulder's second module is the same module type."""
+        j = np.asarray(joints, dtype=np.int64)
+        cat = np.concatenate
+        return ActuatorGroup(gains=np.ascontiguousarray(cat([self.gains, self.gains[:, :, j]], axis=2)),
+                             strategy=cat([self.strategy, self.strategy[j]]),
+                             motor=np.ascontiguousarray(cat([self.motor, self.motor[:, j]], axis=1)),
+                             command=cat([self.command, np.full((3, j.shape[0]), np.nan)], axis=1),
+                             state=np.ascontiguousarray(cat([self.state, np.zeros((3, N_STATE, j.shape[0]))], axis=2)),
+                             effort=cat([self.effort, np.zeros(j.shape[0])]),
+                             slope=cat([self.slope, np.zeros(j.shape[0])]))
 
     def release(self) -> None:
         """Command nothing (expired or released command): every loop restarts on the next command."""

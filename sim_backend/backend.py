@@ -24,7 +24,12 @@ Semantics kept from HEBI modules: NaN in a command field = not commanded; a writ
 three fields; a command older than ``command_lifetime`` expires and the modules go limp (the
 motor is switched off; an arm then falls, unlike the mock, which holds). Feedback effort is the
 torque the module applies; orientation is each module's input frame (its IMU) in the world,
-from the simulated pose.
+from the simulated pose. The modules' own safety (firmware position limits, M-stop, command
+lifetime) runs every step too (:mod:`sim_backend.firmware`); :meth:`SimBackend.set_safety`,
+:meth:`SimBackend.press_mstop`. A double shoulder's second module is one more simulated module on
+the same joint (:meth:`SimBackend.open_extra_modules`). Faults are scheduled like the mock's
+(:attr:`SimBackend.faults`: dropped, frozen or NaN feedback, a module that stops answering,
+commands that do not arrive), see :mod:`sim_backend.modules`.
 """
 
 from __future__ import annotations
@@ -39,14 +44,19 @@ from collections.abc import Sequence
 import mujoco
 import numpy as np
 from numba import njit
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
+from hebictl._typing import FloatArray
 from hebictl.errors import CommandRejected, ConfigError, HardwareError
 from hebictl.gains import GroupGains
-from hebictl.hardware.base import Command, Feedback
+from hebictl.hardware.base import Backend, Command, Feedback
 from hebictl.hardware.clock import Clock
+from hebictl.hardware.faults import FaultKind, FaultSchedule
+from hebictl.hardware.firmware import ModuleSafety
 from hebictl.hardware.group import ModuleGroup, checked_frequency, grid_index
 from sim_backend.actuator import ActuatorGroup, actuator_step
+from sim_backend.firmware import FirmwareState, firmware_step
+from sim_backend.modules import ExtraModules, apply_feedback_faults, next_deliverable
 from sim_backend.scene import Scene
 
 __all__ = ["SimBackend"]
@@ -91,11 +101,14 @@ class SimBackend(ModuleGroup):
 
     def __init__(self, names: Sequence[str], families: Sequence[str], scene: Scene, actuators: ActuatorGroup, *,
                  clock: Clock, initial_position: ArrayLike | None = None, feedback_frequency: float = 100.0,
-                 command_lifetime: float = 0.25, viewer: bool = False) -> None:
+                 command_lifetime: float = 0.25, viewer: bool = False, gas_spring: ArrayLike | None = None,
+                 rotor_inertia: ArrayLike | None = None) -> None:
         """Modules ``names``/``families`` (one per joint of ``scene``, in joint order) driven by
         ``actuators``; ``initial_position`` [rad or m] (default: zeros), ``feedback_frequency``
         [Hz], ``command_lifetime`` [s] (0 = never expires), ``viewer``: show MuJoCo's passive
-        viewer when a display is available."""
+        viewer when a display is available, ``gas_spring`` [N·m] constant torque per joint of a
+        gas spring (e.g. ``[0, 7, 0, 0, 0, 0]`` for a kit whose config offsets -7 N·m),
+        ``rotor_inertia`` [kg·m²] per joint: the armature one more module on it adds."""
         super().__init__(names, families)
         n = self._n
         if len(self._families) != n:
@@ -116,13 +129,21 @@ class SimBackend(ModuleGroup):
             raise ConfigError(f"initial_position must be finite, got {q0}", key="initial_position")
         d.qpos[scene.qadr] = q0
         d.qvel[:] = 0.0
+        if gas_spring is not None:
+            try:
+                spring = np.array(np.broadcast_to(np.asarray(gas_spring, dtype=np.float64), (n,)))
+            except ValueError:
+                raise ConfigError(f"gas_spring needs one torque [N·m] or {n}, got {gas_spring!r}",
+                                  key="gas_spring") from None
+            if not np.all(np.isfinite(spring)):
+                raise ConfigError(f"gas_spring must be finite, got {spring}", key="gas_spring")
+            d.qfrc_applied[scene.dadr] = spring  # MuJoCo keeps applied forces from step to step
         mujoco.mj_forward(m, d)
         self._dt = float(m.opt.timestep)
         self._t0 = clock.now()
         self._started = False
         self._t_next = math.inf  # [s] clock time at which the next physics step is due
         self._steps = 0
-        self._expiry = math.inf
         self._cmd_echo = np.full((3, n), np.nan)
         self._pending_echo = False
         self._closed = False
@@ -132,15 +153,22 @@ class SimBackend(ModuleGroup):
         self._k = -1
         self._seq = 0
         self._last_sample_t = math.nan
+        self.faults = FaultSchedule(clock, self._names)
+        self._frozen = Feedback.empty(n)
+        # module i drives joint _joint[i] with sign _sign[i]; the first n are the arm's own modules
+        self._joint = np.arange(n, dtype=np.int64)
+        self._sign = np.ones(n)
+        self.extra: list[ExtraModules] = []
+        self.safety: ModuleSafety | None = None
+        self.rotor_inertia = np.zeros(n) if rotor_inertia is None else np.array(
+            np.broadcast_to(np.asarray(rotor_inertia, dtype=np.float64), (n,)))
+        self.firmware = FirmwareState.create(actuators.motor[0].copy(), actuators.motor[1].copy())
         self.feedback_frequency = feedback_frequency
         self.command_lifetime = command_lifetime
-        # kernel arguments, bound once (views into MuJoCo's buffers stay valid for the model's life)
-        self._step_args = (actuators.gains, actuators.strategy, actuators.motor, actuators.command, actuators.state,
-                           d.qpos, d.qvel, scene.qadr, scene.dadr, self._dt, d.ctrl, m.actuator_biasprm,
-                           actuators.effort, actuators.slope)
+        self._bind()
         self._sample_args = (d.qpos, d.qvel, d.xquat, scene.qadr, scene.dadr, scene.imu_body, scene.imu_offset,
                              actuators.effort, self._cmd_echo)
-        actuator_step(*self._step_args)  # compile (or load) the kernel now, not inside the first control cycle
+        self._run_kernels(self._t0)  # compile (or load) the kernels now, not inside the first control cycle
         self._viewer = None
         self._viewer_sync = 0.0
         if viewer:
@@ -189,7 +217,7 @@ class SimBackend(ModuleGroup):
     @property
     def last_command(self) -> Command:
         """Copy of the command the modules hold now (NaN = not commanded or expired)."""
-        c = self.actuators.command
+        c = self.firmware.commanded[:, :self._n]
         return Command(position=c[0].copy(), velocity=c[1].copy(), effort=c[2].copy())
 
     # ------------------------------------------------------------------ Backend methods
@@ -205,9 +233,12 @@ class SimBackend(ModuleGroup):
         now = clock.now()
         deadline = now + timeout_s
         hz = self._fb_hz
+        faults = self.faults
         if hz > 0.0:
             origin = self._grid_origin
             k = grid_index(now, origin, hz, self._k)
+            if faults:
+                k = next_deliverable(faults, k, origin, hz, deadline)
             t_k = origin + k / hz
         if hz <= 0.0 or t_k > deadline:
             self._advance(deadline)
@@ -216,13 +247,27 @@ class SimBackend(ModuleGroup):
         self._advance(t_k)
         clock.sleep_until(t_k)
         self._k = k
+        if faults:
+            lost = faults.first_active(FaultKind.DISCONNECTED, t_k)
+            if lost is not None:
+                raise HardwareError(f"module {self._names[lost.module]!r} (family "  # type: ignore[index]
+                                    f"{self._families[lost.module]!r}) stopped responding at t={t_k:.6f} s")  # type: ignore[index]
+            if self._seq and faults.first_active(FaultKind.FROZEN, t_k) is not None:
+                self._frozen.copy_into(into)
+                into.rx_time = clock.now()
+                return True
         mujoco.mj_kinematics(self._m, self._d)  # xquat of the state just reached (mj_step leaves it one step old)
         _sample(*self._sample_args, t_k, into.time, into.position, into.velocity, into.effort, into.orientation,
                 into.position_command, into.velocity_command, into.effort_command)
+        into.mstop.fill(float(self.firmware.mstop[0]))
+        np.copyto(into.position_limit_state, self.firmware.limit_state[:self._n])
         self._seq += 1
         self._last_sample_t = t_k
         into.sequence = self._seq
         into.rx_time = clock.now()
+        if faults:
+            apply_feedback_faults(faults, into, t_k)
+            into.copy_into(self._frozen)
         if self._viewer is not None:
             self._sync_viewer()
         return True
@@ -240,23 +285,102 @@ class SimBackend(ModuleGroup):
         if not self._started:
             self._start(now)
         self._advance(now)
-        cmd = self.actuators.command
-        cmd[0] = pc
-        cmd[1] = vc
-        cmd[2] = ec
+        faults = self.faults
+        if faults:
+            if faults.first_active(FaultKind.DISCONNECTED, now) is not None:
+                return False
+            if faults.first_active(FaultKind.COMMANDS_IGNORED, now) is not None:
+                return True  # lost on the way: the modules' command lifetime runs out
+        self.command_modules(slice(0, n), pc, vc, ec, now)
         # the command echo shows the command from the next sample on, as the Backend protocol says
         self._pending_echo = True
-        self._expiry = now + self._lifetime if self._lifetime > 0.0 else math.inf
         self._writes += 1
         return True
 
+    def command_modules(self, modules: slice, pc: ArrayLike, vc: ArrayLike, ec: ArrayLike, now: float) -> None:
+        """Install a command for ``modules`` (indices into all simulated modules) written at ``now``."""
+        fw = self.firmware
+        fw.commanded[0, modules] = pc
+        fw.commanded[1, modules] = vc
+        fw.commanded[2, modules] = ec
+        fw.expiry[modules] = now + self._lifetime if self._lifetime > 0.0 else math.inf
+
+    def set_safety(self, safety: ModuleSafety) -> None:
+        """Firmware limits and strategies per joint (:mod:`sim_backend.firmware`); a double
+        shoulder's second module gets its joint's, mirrored."""
+        if self._closed:
+            raise HardwareError("sim backend is closed")
+        if safety.size != self._n:
+            raise ConfigError(f"safety settings for {safety.size} modules, the sim has {self._n}", key="module_safety")
+        self.firmware.apply(safety, self._joint, self._sign)
+        self.safety = safety
+
+    @property
+    def mstop_pressed(self) -> bool:
+        return bool(self.firmware.mstop[0])
+
+    def press_mstop(self) -> None:
+        """Press the M-stop input of every module (simulated up to now first)."""
+        self._advance_to_now()
+        fw = self.firmware
+        if not fw.mstop[0]:
+            fw.hold_q[:] = self._sign * self._d.qpos[self._qadr_all]
+            fw.mstop[0] = 1
+
+    def release_mstop(self) -> None:
+        """Release the M-stop: modules run their (unexpired) commands again."""
+        self._advance_to_now()
+        self.firmware.mstop[0] = 0
+
+    def open_extra_modules(self, names: Sequence[str], families: Sequence[str], *, joints: Sequence[int],
+                           signs: Sequence[float]) -> Backend:
+        """More simulated modules on this arm's joints, e.g. a double shoulder's mirrored module
+        (``joints[i]``: the joint module ``i`` drives, ``signs[i] = -1``: mounted mirrored). Each is
+        the joint's own module type with its gains; its rotor inertia is added to the joint."""
+        if self._closed:
+            raise HardwareError("sim backend is closed")
+        view = ExtraModules.attach(self, names, families, joints, signs)
+        self.extra.append(view)
+        return view
+
+    def _add_modules(self, joints: NDArray[np.int64], signs: FloatArray) -> int:
+        """Grow the simulated module arrays by one module per joint; returns the first new index."""
+        if np.any((joints < 0) | (joints >= self._n)) or np.any(np.abs(np.abs(signs) - 1.0) > 0):
+            raise ConfigError(f"extra modules need joints in 0..{self._n - 1} and signs ±1, got {joints}, {signs}",
+                              key="joints")
+        first = self._joint.shape[0]
+        self.actuators = self.actuators.with_modules(joints)
+        fw_new = FirmwareState.create(self.actuators.motor[0, first:].copy(), self.actuators.motor[1, first:].copy())
+        fw = self.firmware
+        for name in ("commanded", "lo", "hi", "smin", "smax", "armed", "limit_state", "mstop_strategy",
+                     "hold_q", "k", "c", "expiry", "eff_strategy"):
+            old, new = getattr(fw, name), getattr(fw_new, name)
+            setattr(fw, name, np.ascontiguousarray(np.concatenate([old, new], axis=-1)))
+        fw.mstop_strategy[first:] = fw.mstop_strategy[joints]
+        self._joint = np.concatenate([self._joint, joints])
+        self._sign = np.concatenate([self._sign, signs])
+        dadr = self.scene.dadr[joints]
+        np.add.at(self._m.dof_armature, dadr, self.rotor_inertia[joints])  # the second rotor
+        self._bind()
+        self._sample_args = (*self._sample_args[:7], self.actuators.effort, self._cmd_echo)
+        if self.safety is not None:
+            self.firmware.apply(self.safety, self._joint, self._sign)
+        return first
+
     def set_gains(self, gains: object) -> None:
-        """Load a :class:`hebictl.gains.GroupGains` into the simulated modules (PID loops restart)."""
+        """Load a :class:`hebictl.gains.GroupGains` into the simulated modules (PID loops restart);
+        extra modules take their joint's gains."""
         if self._closed:
             raise HardwareError("sim backend is closed")
         if not isinstance(gains, GroupGains):
             raise HardwareError(f"the sim backend takes hebictl.gains.GroupGains, got {type(gains).__name__}")
-        self.actuators.set_gains(gains)
+        acts, n = self.actuators, self._n
+        acts.set_gains(gains, n)
+        extra = self._joint[n:]
+        if extra.size:
+            acts.gains[:, :, n:] = acts.gains[:, :, extra]
+            acts.strategy[n:] = acts.strategy[extra]
+            acts.state[:, :, n:] = 0.0
 
     def close(self) -> None:
         """Stop the simulation and close the viewer; idempotent."""
@@ -292,26 +416,47 @@ class SimBackend(ModuleGroup):
         dt = self._dt
         steps = math.floor((t - self._t0) / dt + _EPS_T / dt) - self._steps
         m, d = self._m, self._d
-        args = self._step_args
+        args, fw_args = self._step_args, self._fw_args
         step = mujoco.mj_step
         t_step = self._t0 + self._steps * dt  # start of the next step
+        n = self._n
         for _ in range(steps):
-            if t_step > self._expiry - _EPS_T:
-                self._expire()
+            if firmware_step(t_step, *fw_args):  # a command expired: the echo reads NaN from now on
+                self._pending_echo = True
             actuator_step(*args)
             step(m, d)
             if self._pending_echo:
                 self._pending_echo = False
-                np.copyto(self._cmd_echo, self.actuators.command)
+                np.copyto(self._cmd_echo, self.firmware.commanded[:, :n])
             t_step += dt
         self._steps += steps
         self._t_next = self._t0 + (self._steps + 1) * dt - _EPS_T
 
-    def _expire(self) -> None:
-        self._expiry = math.inf
-        self.actuators.release()
-        self._cmd_echo.fill(np.nan)
-        self._pending_echo = False
+    def _advance_to_now(self) -> None:
+        if self._closed:
+            raise HardwareError("sim backend is closed")
+        now = self._clock.now()
+        if not self._started:
+            self._start(now)
+        self._advance(now)
+
+    @property
+    def _qadr_all(self) -> NDArray[np.int64]:
+        return self.scene.qadr[self._joint]
+
+    def _bind(self) -> None:
+        """Kernel arguments, bound once per module set (views into MuJoCo's buffers stay valid)."""
+        a, d, m, fw, sc = self.actuators, self._d, self._m, self.firmware, self.scene
+        qadr, dadr = np.ascontiguousarray(sc.qadr[self._joint]), np.ascontiguousarray(sc.dadr[self._joint])
+        self._step_args = (a.gains, fw.eff_strategy, a.motor, a.command, a.state, d.qpos, d.qvel, qadr, dadr,
+                           self._dt, d.ctrl, m.actuator_biasprm, a.effort, a.slope, self._joint, self._sign)
+        self._fw_args = (fw.commanded, fw.expiry, a.command, a.strategy, fw.eff_strategy, d.qpos, d.qvel, qadr, dadr,
+                         self._sign, fw.lo, fw.hi, fw.smin, fw.smax, fw.armed, fw.limit_state, fw.mstop,
+                         fw.mstop_strategy, fw.hold_q, fw.k, fw.c)
+
+    def _run_kernels(self, t: float) -> None:
+        firmware_step(t, *self._fw_args)
+        actuator_step(*self._step_args)
 
     # ------------------------------------------------------------------ viewer
     def _open_viewer(self) -> None:

@@ -18,8 +18,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from hebictl.errors import ConfigError, ModelError
-from hebictl.model.robot import RobotModel
 from hebictl.model.builder import ModelBuilder
+from hebictl.model.robot import RobotModel
 from hebictl.model.tree import Inertia, Joint
 
 __all__ = ["PAYLOAD_KEY", "Payload", "strip_payload", "with_payload"]

@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from hebictl._typing import FloatArray
 from hebictl.errors import ConfigError, ModelError
-from hebictl.formats.write_mjcf import write_mjcf
+from hebictl.formats.mjcf import write_mjcf
 from hebictl.formats.writers import body_names
 from hebictl.model.robot import RobotModel
 from hebictl.model.tree import JointKind

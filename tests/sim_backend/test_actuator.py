@@ -42,7 +42,7 @@ class Module:
         self.act.command[:, 0] = (p, v, e)
         actuator_step(self.act.gains, self.act.strategy, self.act.motor, self.act.command, self.act.state,
                       np.array([q]), np.array([w]), np.zeros(1, np.int64), np.zeros(1, np.int64), DT, self.ctrl,
-                      self.bias, self.act.effort, self.act.slope)
+                      self.bias, self.act.effort, self.act.slope, np.zeros(1, np.int64), np.ones(1))
         return float(self.act.effort[0])
 
     @property
