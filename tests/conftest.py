@@ -108,3 +108,9 @@ def import_hebi():
 def hebi():
     """hebi-py, the reference implementation for HRDF models, trajectories and configs."""
     return import_hebi()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--fuzz-long``: run the opt-in long fuzz campaign of tests/fuzz (100,000 inputs)."""
+    parser.addoption("--fuzz-long", action="store_true", default=False,
+                     help="run the long reader fuzz campaign (tests/fuzz; HEBICTL_FUZZ=N sets the input count)")
