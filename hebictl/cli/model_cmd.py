@@ -41,6 +41,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     conv.add_argument("--to", required=True, choices=["urdf", "mjcf", "sdf"])
     conv.add_argument("-o", "--output", type=Path, help="output file (default: stdout)")
     conv.set_defaults(func=cmd_convert)
+    for cmd in (info, val, fk, conv):
+        cmd.add_argument("--allow-root", action="append", type=Path, default=[], metavar="DIR",
+                         help="folder the model's file references may point into, besides its own folder "
+                              "(repeatable; e.g. a shared mesh folder)")
 
 
 def default_kit() -> Path:
@@ -50,11 +54,16 @@ def default_kit() -> Path:
     return bundled_kit()
 
 
-def load_with_warnings(path: Path, *, strict: bool = False):
-    """Load a model, printing each format warning as one ``warning:`` line on stderr."""
+def load_with_warnings(path: Path, *, strict: bool = False, allowed_roots: list[Path] | None = None):
+    """Load a model, printing each format warning as one ``warning:`` line on stderr.
+
+    ``allowed_roots`` (``--allow-root``) are folders besides the model's own that its file
+    references may resolve into."""
     from hebictl.formats import detect_format, load_model
 
-    options = {"strict": True} if strict and detect_format(path) == "hrdf" else {}
+    options: dict[str, Any] = {"strict": True} if strict and detect_format(path) == "hrdf" else {}
+    if allowed_roots:
+        options["allowed_roots"] = list(allowed_roots)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = load_model(path, **options)
@@ -85,7 +94,7 @@ def _summary(model) -> dict[str, Any]:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    model = load_with_warnings(args.file or default_kit())
+    model = load_with_warnings(args.file or default_kit(), allowed_roots=args.allow_root)
     s = _summary(model)
     if args.json:
         print(json.dumps(s, indent=2, default=float))
@@ -116,14 +125,14 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    model = load_with_warnings(args.file, strict=args.strict)
+    model = load_with_warnings(args.file, strict=args.strict, allowed_roots=args.allow_root)
     print(f"ok: {args.file} ({model.format}, {model.dof} DoF, {len(model.bodies)} bodies, "
           f"{model.total_mass:.4f} kg)")
     return 0
 
 
 def cmd_fk(args: argparse.Namespace) -> int:
-    model = load_with_warnings(args.file)
+    model = load_with_warnings(args.file, allowed_roots=args.allow_root)
     q = model.neutral_configuration() if args.q is None else np.array(args.q, dtype=float)
     if q.shape != (model.nq,):
         raise ModelError(f"--q needs {model.nq} values ({', '.join(model.q_names)}), got {q.size}")
@@ -140,7 +149,7 @@ def cmd_fk(args: argparse.Namespace) -> int:
 def cmd_convert(args: argparse.Namespace) -> int:
     from hebictl.formats.writers import convert
 
-    model = load_with_warnings(args.file)
+    model = load_with_warnings(args.file, allowed_roots=args.allow_root)
     text = convert(model, args.to)
     if args.output:
         args.output.write_text(text)
