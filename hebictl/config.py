@@ -16,14 +16,19 @@ not know yet (a plugin type newer than this table, an unknown ``version``), hebi
 
 from __future__ import annotations
 
+import difflib
 import math
+import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hebictl.errors import ConfigError
+import yaml
+
+from hebictl.control.plugin_table import KNOWN_PLUGINS, PluginParam, PluginSpec
+from hebictl.errors import ConfigError, ConfigWarning
 from hebictl.limits import check_path_text, is_regular_file
 from hebictl.yaml_load import describe, load_yaml
 
@@ -39,84 +44,69 @@ TOP_LEVEL_KEYS: frozenset[str] = frozenset({
 })
 #: ``hebi.arm.create`` defaults, used when the config leaves the value out.
 DEFAULT_FEEDBACK_FREQUENCY_HZ = 100.0
-DEFAULT_COMMAND_LIFETIME_MS = 100.0
+DEFAULT_COMMAND_LIFETIME_S = 0.1
 #: Keys every plugin entry may carry whatever its type (``hebi.arm.create_from_config``).
 COMMON_PLUGIN_KEYS: frozenset[str] = frozenset({"type", "name", "enabled", "ramp_time"})
+#: ``user_data`` keys holding one value per joint (hebictl reads them; HEBI's kits use them).
+PER_JOINT_USER_DATA: tuple[str, ...] = ("home_position", "ik_seed_pos")
+#: ``user_data`` sections whose list values have one entry per joint, or one for all.
+PER_JOINT_SECTIONS: Mapping[str, tuple[str, ...]] = {
+    "joint_limits": ("position_min", "position_max", "velocity_max", "acceleration_max"),
+    "safety": ("damping",),
+}
+#: ``user_data`` keys hebictl reads or HEBI's example configs use. ``user_data`` is free-form,
+#: so other keys are fine; one *close* to these (``home_positon``) is probably a typo that would
+#: silently disable what the key does, and gets a :class:`~hebictl.errors.ConfigWarning`.
+KNOWN_USER_DATA_KEYS: frozenset[str] = frozenset({
+    *PER_JOINT_USER_DATA, *PER_JOINT_SECTIONS, "sim", "module_safety", "has_gripper", "gripper_family",
+    "gripper_name", "gripper_gains", "gripper_open_effort", "gripper_close_effort", "mobile_io_family",
+    "mobile_io_name", "mobile_io_layout", "homing_duration", "xyz_scale", "delay_time", "min_travel_time",
+    "base_travel_time", "travel_time", "controller_family", "controller_name", "teleop",
+})
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices`` (difflib), or ``""`` when none is close."""
+    close = difflib.get_close_matches(str(word), sorted(choices), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def yaml_key_line(path: str | Path, key: str | None) -> int | None:
+    """Line (1-based) of a key path such as ``plugins[2].ramp_tme`` in a YAML file, or None.
+
+    For messages only: composes the file again (after it loaded, so it is known to be within the
+    YAML limits) and walks mapping keys and sequence indices; the deepest part found wins.
+    """
+    if not key:
+        return None
+    try:
+        node = yaml.compose(Path(path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError, yaml.YAMLError):
+        return None
+    line = None
+    for part in re.findall(r"\[\d+\]|[^.\[\]]+", key):
+        if isinstance(node, yaml.MappingNode):
+            match = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == part), None)
+            if match is None:
+                break
+            line, node = match[0].start_mark.line + 1, match[1]
+        elif isinstance(node, yaml.SequenceNode) and part.startswith("[") and int(part[1:-1]) < len(node.value):
+            node = node.value[int(part[1:-1])]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def config_warning(path: Path, key: str, message: str) -> None:
+    """Issue a :class:`ConfigWarning` reading ``file:line [key]: message``."""
+    line = yaml_key_line(path, key)
+    where = f"{path}:{line}" if line is not None else str(path)
+    warnings.warn(f"{where} [{key}]: {message}", ConfigWarning, stacklevel=3)
 
 
 # --------------------------------------------------------------------------- plugin registry
-
-
-@dataclass(frozen=True)
-class PluginParam:
-    """One parameter of a plugin type: its YAML shape, whether required, and hebi's default.
-
-    ``kind`` is one of ``bool``, ``index`` (int >= 0), ``number``, ``positive`` (number > 0),
-    ``vector`` (``length`` numbers), ``number_or_vector`` (a number or a list, sized per joint
-    by :meth:`RobotConfig.check_against`) and ``single_name`` (a string or a one-string list).
-    """
-
-    kind: str
-    required: bool = False
-    default: Any = None
-    length: int | None = None
-    doc: str = ""
-
-
-@dataclass(frozen=True)
-class PluginSpec:
-    """A plugin type hebi-py's ``create_from_config`` knows, with the parameters it reads."""
-
-    type: str
-    default_name: str
-    params: Mapping[str, PluginParam]
-    doc: str
-
-
-_IDENTITY_3X3 = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
-_CARTESIAN = "[x, y, z, roll, pitch, yaw]"
-
-#: Every plugin type of hebi-py 2.16 ``hebi.arm.create_from_config``; names and defaults are
-#: the ones it uses. Other types are skipped by hebi (so hebictl warns and keeps them as given).
-KNOWN_PLUGINS: Mapping[str, PluginSpec] = {spec.type: spec for spec in (
-    PluginSpec("GravityCompensationEffort", "gravComp", {
-        "imu_feedback_index": PluginParam("index", default=0,
-                                          doc="module whose IMU gives the gravity direction"),
-        "imu_frame_index": PluginParam("index", default=0,
-                                       doc="model frame (output index) the IMU is attached to"),
-        "imu_rotation_offset": PluginParam("vector", default=_IDENTITY_3X3, length=9,
-                                           doc="3x3 IMU-to-frame rotation, row-major"),
-    }, "Adds the joint efforts (N·m) that hold the arm against gravity."),
-    PluginSpec("DynamicsCompensationEffort", "dynamicsComp", {},
-               "Adds the joint efforts (N·m) for the commanded trajectory's accelerations."),
-    PluginSpec("ImpedanceController", "impedanceController", {
-        "gains_in_end_effector_frame": PluginParam("bool", required=True,
-                                                   doc="gains expressed in the end-effector frame"),
-        "kp": PluginParam("vector", required=True, length=6, doc=f"stiffness {_CARTESIAN}, N/m or N·m/rad"),
-        "kd": PluginParam("vector", required=True, length=6,
-                          doc=f"damping {_CARTESIAN}, N/(m/s) or N·m/(rad/s)"),
-        "ki": PluginParam("vector", default=(0.0,) * 6, length=6,
-                          doc=f"integral gain {_CARTESIAN}, N/(m·s) or N·m/(rad·s)"),
-        "i_clamp": PluginParam("vector", default=(math.nan,) * 6, length=6,
-                               doc=f"integrator wrench clamp {_CARTESIAN}, N or N·m (NaN: none)"),
-    }, "Virtual spring-damper on the end effector, turned into joint efforts via the Jacobian."),
-    PluginSpec("EffortOffset", "effortOffset", {
-        "offset": PluginParam("number_or_vector", required=True,
-                              doc="constant joint effort added, N·m (scalar or one per joint)"),
-    }, "Constant effort offset, e.g. gas-spring shoulder compensation."),
-    PluginSpec("DoubledJointMirror", "doubledJoint", {
-        "group_family": PluginParam("single_name", required=True, doc="family of the mirror module"),
-        "group_name": PluginParam("single_name", required=True, doc="name of the mirror module"),
-        "index": PluginParam("index", required=True, doc="joint (0-based) the mirror module doubles"),
-        "mirror": PluginParam("bool", default=True, doc="mirror module turns the opposite way"),
-    }, "Drives a second module with a copy of one joint's command (double shoulder)."),
-    PluginSpec("EndEffectorWrench", "endEffectorWrench", {},
-               "Adds joint efforts for a wrench set at run time on the end effector."),
-    PluginSpec("OvertorqueFaultMonitor", "overtorqueFaultMonitor", {
-        "base_torque_error_limit": PluginParam("positive", required=True,
-                                               doc="effort tracking error that trips the fault, N·m"),
-    }, "Faults the arm when effort tracking error exceeds a limit (collision detection)."),
-)}
+# The table of plugin types lives in hebictl.control.plugin_table, shared with the plugins.
 
 
 @dataclass(frozen=True)
@@ -159,7 +149,7 @@ class RobotConfig:
     ``families`` is broadcast to one entry per name, so ``families[i]``/``names[i]`` address
     module ``i``. ``gains`` maps a role (``default``, ``gripper``, ...) to its XML file; a plain
     string in the YAML becomes the ``default`` role, as in hebi. ``feedback_frequency`` is in Hz;
-    ``command_lifetime`` is in **milliseconds** (the YAML gives seconds; hebi multiplies by 1000).
+    ``command_lifetime`` is in seconds, as in the YAML (hebi's Arm multiplies by 1000 for its API).
     ``user_data`` is kept as written; use :meth:`resolve` for the paths it holds.
     """
 
@@ -210,7 +200,7 @@ class RobotConfig:
                 self._fail(f"joint index {index} out of range for {dof} joints", f"plugins[{i}].index")
 
     def _fail(self, message: str, key: str) -> None:
-        raise ConfigError(message, file=self.path, key=key)
+        raise ConfigError(message, file=self.path, key=key, line=yaml_key_line(self.path, key))
 
 
 def load_config(path: str | Path, *, require_files: bool = True) -> RobotConfig:
@@ -238,7 +228,7 @@ class _ConfigReader:
         self.require_files = require_files
 
     def fail(self, message: str, key: str | None = None) -> ConfigError:
-        return ConfigError(message, file=self.path, key=key)
+        return ConfigError(message, file=self.path, key=key, line=yaml_key_line(self.path, key))
 
     def read(self, doc: Any) -> RobotConfig:
         if doc is None:
@@ -247,8 +237,9 @@ class _ConfigReader:
             raise self.fail(f"top level must be a mapping of keys, got {_kind(doc)}")
         for key in doc:
             if key not in TOP_LEVEL_KEYS:
-                raise self.fail(f"unknown key (allowed: {', '.join(sorted(TOP_LEVEL_KEYS))}; "
-                                "put extra settings under user_data)", key=str(key))
+                raise self.fail(f"unknown key{did_you_mean(key, TOP_LEVEL_KEYS)}; allowed: "
+                                f"{', '.join(sorted(TOP_LEVEL_KEYS))} (put extra settings under user_data)",
+                                key=str(key))
         for key in ("version", "families", "names"):
             if key not in doc:
                 raise self.fail("required key is missing", key=key)
@@ -265,6 +256,9 @@ class _ConfigReader:
             if pair in pairs[:i]:
                 raise self.fail(f"module {pair[0]}/{pair[1]} listed twice", key=f"names[{i}]")
 
+        plugins = self.plugins(doc["plugins"]) if "plugins" in doc else ()
+        user_data = self.user_data(doc.get("user_data"))
+        self.per_joint(len(names), plugins, user_data)
         return RobotConfig(
             path=self.path,
             version=self.version(doc["version"]),
@@ -274,10 +268,10 @@ class _ConfigReader:
             gains=self.gains(doc["gains"]) if "gains" in doc else {},
             feedback_frequency=(self.positive(doc["feedback_frequency"], "feedback_frequency")
                                 if "feedback_frequency" in doc else DEFAULT_FEEDBACK_FREQUENCY_HZ),
-            command_lifetime=(1000.0 * self.number(doc["command_lifetime"], "command_lifetime", minimum=0.0)
-                              if "command_lifetime" in doc else DEFAULT_COMMAND_LIFETIME_MS),
-            plugins=self.plugins(doc["plugins"]) if "plugins" in doc else (),
-            user_data=self.user_data(doc.get("user_data")),
+            command_lifetime=(self.number(doc["command_lifetime"], "command_lifetime", minimum=0.0)
+                              if "command_lifetime" in doc else DEFAULT_COMMAND_LIFETIME_S),
+            plugins=plugins,
+            user_data=user_data,
         )
 
     # -- scalar checks
@@ -287,8 +281,8 @@ class _ConfigReader:
             raise self.fail(f"must be a version number like 1.1, got {_kind(value)}", key="version")
         version = str(value)  # YAML reads 1.0 as a float; hebi keeps str(value) too
         if version not in KNOWN_VERSIONS:
-            warnings.warn(f"{self.path}: config version {version} is not one of "
-                          f"{sorted(KNOWN_VERSIONS)}; reading it as 1.1", stacklevel=4)
+            config_warning(self.path, "version", f"config version {version} is not one of "
+                           f"{sorted(KNOWN_VERSIONS)}; reading it as 1.1")
         return version
 
     def strings(self, value: Any, key: str) -> list[str]:
@@ -344,11 +338,51 @@ class _ConfigReader:
         return result
 
     def user_data(self, value: Any) -> dict[str, Any]:
+        """Free-form, kept as written; a key close to a known one (a likely typo) gets a ConfigWarning."""
         if value is None:
             return {}
         if not isinstance(value, dict):
             raise self.fail(f"must be a mapping, got {_kind(value)}", key="user_data")
+        for key in value:
+            if isinstance(key, str) and key not in KNOWN_USER_DATA_KEYS:
+                hint = did_you_mean(key, KNOWN_USER_DATA_KEYS)
+                if hint:
+                    config_warning(self.path, f"user_data.{key}", f"user_data key {key!r} is not one hebictl "
+                                   f"reads{hint}; as written it is ignored")
         return value
+
+    def per_joint(self, dof: int, plugins: tuple[PluginConfig, ...], user_data: Mapping[str, Any]) -> None:
+        """Values with one entry per joint must have ``dof`` (= number of module names) entries."""
+        for key in PER_JOINT_USER_DATA:
+            value = user_data.get(key)
+            if value is not None:
+                self.vector(value, f"user_data.{key}", dof, broadcast=False)
+        for section, keys in PER_JOINT_SECTIONS.items():
+            values = user_data.get(section)
+            if isinstance(values, Mapping):
+                for key in keys:
+                    if isinstance(values.get(key), list):
+                        self.vector(values[key], f"user_data.{section}.{key}", dof, broadcast=True)
+        for i, plugin in enumerate(plugins):
+            offset = plugin.params.get("offset") if plugin.type == "EffortOffset" else None
+            if isinstance(offset, list) and len(offset) not in (1, dof):
+                raise self.fail(f"{len(offset)} offsets for {dof} joints (one per name in names, or one for all)",
+                                key=f"plugins[{i}].offset")
+            index = plugin.params.get("index") if plugin.type == "DoubledJointMirror" else None
+            if isinstance(index, int) and index >= dof:
+                raise self.fail(f"joint index {index} out of range for {dof} joints", key=f"plugins[{i}].index")
+
+    def vector(self, value: Any, key: str, dof: int, *, broadcast: bool) -> None:
+        """A list of ``dof`` numbers (or, with ``broadcast``, one number for all joints)."""
+        want = f"{dof} numbers, one per joint in names" + (" (or one for all)" if broadcast else "")
+        if not isinstance(value, list):
+            if broadcast:
+                return
+            raise self.fail(f"must be a list of {want}, got {_kind(value)}", key=key)
+        if len(value) != dof and not (broadcast and len(value) == 1):
+            raise self.fail(f"has {len(value)} values, the arm has {dof} joints: needs {want}", key=key)
+        for i, item in enumerate(value):
+            self.number(item, f"{key}[{i}]")
 
     def plugins(self, value: Any) -> tuple[PluginConfig, ...]:
         if not isinstance(value, list):
@@ -378,13 +412,16 @@ class _ConfigReader:
         params = {k: v for k, v in entry.items() if k not in COMMON_PLUGIN_KEYS}
 
         if spec is None:
-            warnings.warn(f"{self.path} [{key}]: unknown plugin type {type_!r} (known: "
-                          f"{', '.join(sorted(KNOWN_PLUGINS))}); hebi-py skips it", stacklevel=6)
+            # hebi-py skips unknown types silently: a misspelt GravityCompensationEffort would run an
+            # arm without gravity compensation, so this is an error
+            raise self.fail(f"unknown plugin type {type_!r}{did_you_mean(type_, KNOWN_PLUGINS)}; known: "
+                            f"{', '.join(sorted(KNOWN_PLUGINS))}", key=f"{key}.type")
         else:
+            allowed = COMMON_PLUGIN_KEYS | set(spec.params)
             for param in params:
                 if param not in spec.params:
-                    raise self.fail(f"unknown parameter for {type_} (known: "
-                                    f"{', '.join(sorted(spec.params)) or 'none'})", key=f"{key}.{param}")
+                    raise self.fail(f"unknown key for a {type_} plugin{did_you_mean(param, allowed)}; allowed: "
+                                    f"{', '.join(sorted(allowed))}", key=f"{key}.{param}")
             for param, rule in spec.params.items():
                 if param in params:
                     self.plugin_param(params[param], rule, f"{key}.{param}")
@@ -430,6 +467,6 @@ def _kind(value: Any) -> str:
 
 
 __all__ = [
-    "DEFAULT_COMMAND_LIFETIME_MS", "DEFAULT_FEEDBACK_FREQUENCY_HZ", "KNOWN_PLUGINS", "KNOWN_VERSIONS",
+    "DEFAULT_COMMAND_LIFETIME_S", "DEFAULT_FEEDBACK_FREQUENCY_HZ", "KNOWN_PLUGINS", "KNOWN_VERSIONS",
     "TOP_LEVEL_KEYS", "PluginConfig", "PluginParam", "PluginSpec", "RobotConfig", "load_config",
 ]

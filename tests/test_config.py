@@ -52,9 +52,9 @@ def _assert_matches_hebi(ours: RobotConfig, theirs, hebi) -> None:
     assert ours.folder == Path(theirs.config_location).resolve()
     assert ours.feedback_frequency == (float(theirs.feedback_frequency)
                                        if theirs.feedback_frequency is not None else frequency)
-    # create_from_config multiplies the YAML's seconds by 1000 before hebi.arm.create
-    assert ours.command_lifetime == (theirs.command_lifetime * 1000.0
-                                     if theirs.command_lifetime is not None else lifetime_ms)
+    # seconds, as in the YAML (create_from_config multiplies by 1000 for hebi.arm.create's ms)
+    assert ours.command_lifetime == (float(theirs.command_lifetime)
+                                     if theirs.command_lifetime is not None else lifetime_ms / 1000.0)
     assert ours.user_data == (theirs.user_data or {})
     raw_plugins = theirs.plugins or []
     assert len(ours.plugins) == len(raw_plugins)
@@ -331,10 +331,10 @@ def test_missing_config_file(tmp_path):
 
 
 def test_corpus_arm_config_values(corpus_dir):
-    """A known kit config reads to the values written in it (seconds turned into milliseconds)."""
+    """A known kit config reads to the values written in it (command lifetime in seconds)."""
     cfg = load_config(corpus_dir / HEBI_CORPUS / ARM_CONFIGS / "A-2085-06G.cfg.yaml")
     assert cfg.names[0] == "J1_base" and len(cfg.names) == 6
-    assert cfg.feedback_frequency == 100.0 and cfg.command_lifetime == 250.0
+    assert cfg.feedback_frequency == 100.0 and cfg.command_lifetime == 0.25
     assert set(cfg.gains) == {"default", "gripper"}
     impedance = cfg.plugin("ImpedanceController")
     assert impedance is not None and impedance.enabled is False and impedance.ramp_time == 5.0

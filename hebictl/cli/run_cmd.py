@@ -1,8 +1,11 @@
 """``hebictl run``, ``hebictl check-config`` and ``hebictl plot``.
 
 ``run`` is the main job: open the arm from a robot config, move to the config's home position
-(``user_data.home_position``), follow an optional goal, hold under gravity compensation, and on
-Ctrl-C hold briefly, then release (command nothing) and close. Progress and loop statistics are
+(``user_data.home_position``), follow an optional goal, hold under gravity compensation. On
+Ctrl-C or SIGTERM the arm stops with the ``hold`` behaviour (brake within the rated deceleration,
+then hold under gravity compensation) and keeps holding until a second Ctrl-C/SIGTERM, or for
+``--stop-hold`` seconds; after the process exits the modules' command lifetime ends and a
+brakeless arm goes limp (see the README's Safety section). Progress and loop statistics are
 shown live with rich.
 """
 
@@ -17,12 +20,13 @@ from typing import Any
 import numpy as np
 
 from hebictl.errors import ConfigError
+from hebictl.hardware.registry import available_backends
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="run an arm: home, follow a goal, hold (mock, sim or real modules)")
     run.add_argument("config", type=Path, nargs="?", help="robot config YAML (default: the bundled 6-DoF kit)")
-    run.add_argument("--backend", default="mock", choices=["mock", "hebi", "hebi-imitation", "sim"])
+    run.add_argument("--backend", default="mock", choices=available_backends())
     run.add_argument("--goal", type=float, nargs="+", metavar="RAD", help="joint positions to move to after home")
     run.add_argument("--goal-time", type=float, default=None, help="seconds for the goal move (default: estimated)")
     run.add_argument("--hold", type=float, default=2.0,
@@ -31,6 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--plot", type=Path, help="save a plot of commanded vs. measured position and effort")
     run.add_argument("--record", type=Path, help="save the run as .npz (plot later with hebictl plot)")
     run.add_argument("--no-home", action="store_true", help="skip the move to user_data.home_position")
+    run.add_argument("--stop-hold", type=float, default=float("inf"),
+                     help="after Ctrl-C/SIGTERM, hold this many seconds before exiting (default: until a "
+                          "second Ctrl-C/SIGTERM)")
     run.add_argument("--quiet", action="store_true", help="no live display")
     run.set_defaults(func=cmd_run)
 
@@ -87,6 +94,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from hebictl.control.goal import Goal
     from hebictl.control.loop import FixedRateLoop, LoopStats
     from hebictl.control.recorder import Recorder
+    from hebictl.control.safety import EventKind, StopBehaviour
     from hebictl.hardware.clock import MonotonicClock
     from hebictl.resources import bundled_config
 
@@ -106,13 +114,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         phases.append(("goal", np.array(args.goal), args.goal_time))
     phases.append(("hold", None, args.hold))
 
-    state: dict[str, Any] = {"phase": 0, "phase_start": None, "stats": None, "interrupted": False,
-                             "release_at": None}
+    state: dict[str, Any] = {"phase": 0, "phase_start": None, "stats": None, "interrupted": None,
+                             "exit_at": None, "exit": False}
 
-    def on_sigint(signum: int, frame: Any) -> None:
-        if state["interrupted"]:
-            raise KeyboardInterrupt
-        state["interrupted"] = True
+    def on_signal(signum: int, frame: Any) -> None:
+        if state["interrupted"] is not None:
+            state["exit"] = True  # second signal: leave the loop (the last command stays a hold)
+            return
+        state["interrupted"] = signum
 
     def start_phase() -> None:
         _name, target, duration = phases[state["phase"]]
@@ -129,16 +138,17 @@ def cmd_run(args: argparse.Namespace) -> int:
             fb, cmd = arm.last_feedback, arm.pending_command
             rec.record(clock.now(), cmd.position, fb.position, cmd.velocity, fb.velocity, cmd.effort, fb.effort)
         now = clock.now()
-        if state["interrupted"]:
-            if state["release_at"] is None:
-                arm.hold(reason="interrupt", detail="Ctrl-C: holding before release")
-                state["release_at"] = now + 0.5
-            elif now >= state["release_at"]:
-                arm.stop("release", "released after Ctrl-C")
-                arm.update()
-                arm.send()
-                return False
-            return True
+        if state["interrupted"] is not None:
+            if state["exit_at"] is None:
+                sigterm = state["interrupted"] == signal.SIGTERM
+                arm.stop(EventKind.TERMINATE if sigterm else EventKind.INTERRUPT,
+                         f"{'SIGTERM' if sigterm else 'Ctrl-C'}: braking, then holding under gravity compensation",
+                         behaviour=StopBehaviour.HOLD)
+                state["exit_at"] = now + args.stop_hold
+                if not args.quiet:
+                    print("stopping: holding the arm; Ctrl-C again to exit (the arm goes limp once the "
+                          "modules' command lifetime ends unless it is supported)", file=sys.stderr)
+            return not (state["exit"] or now >= state["exit_at"])
         if state["phase_start"] is None:
             if arm.last_feedback.sequence > 0:
                 start_phase()
@@ -156,7 +166,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         state["stats"] = stats
 
     loop = FixedRateLoop(step, rate, clock, report=report)
-    old = signal.signal(signal.SIGINT, on_sigint)
+    old = signal.signal(signal.SIGINT, on_signal)
+    old_term = signal.signal(signal.SIGTERM, on_signal)
     live = None
     try:
         if not args.quiet and sys.stdout.isatty():
@@ -168,6 +179,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         stats = loop.run()
     finally:
         signal.signal(signal.SIGINT, old)
+        signal.signal(signal.SIGTERM, old_term)
         if live is not None:
             live.update(_panel(arm, phases, state, rate))
             live.stop()
@@ -182,7 +194,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
             plot_recording(rec, args.plot, title=f"{cfg.path.name} on {args.backend}")
             print(f"plot: {args.plot}")
-    return 1 if any(e.kind not in ("interrupt", "release", "hold", "goal", "cleared") for e in arm.events.events) else 0
+    normal = ("interrupt", "terminate", "release", "hold", "goal", "cleared")
+    return 1 if any(e.kind not in normal for e in arm.events.events) else 0
 
 
 def _panel(arm: Any, phases: list, state: dict, rate: float) -> Any:

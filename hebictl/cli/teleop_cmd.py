@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hebictl.errors import ConfigError, TeleopError
+from hebictl.hardware.registry import available_backends
 
 
 def _broker_args(p: argparse.ArgumentParser) -> None:
@@ -52,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("teleop", help="serve an arm over MQTT (goals, jog, e-stop; state at a fixed rate)")
     p.add_argument("config", type=Path, nargs="?", help="robot config YAML (default: the bundled 6-DoF kit)")
     _broker_args(p)
-    p.add_argument("--backend", default="mock", choices=["mock", "hebi", "hebi-imitation", "sim"])
+    p.add_argument("--backend", default="mock", choices=available_backends())
     p.add_argument("--rate", type=float, default=None, help="arm loop rate [Hz] (default: feedback_frequency)")
     p.add_argument("--state-rate", type=float, default=50.0, help="state/joints and state/ee_pose rate [Hz]")
     p.add_argument("--max-age", type=float, default=1.0,

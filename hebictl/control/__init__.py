@@ -1,0 +1,1 @@
+"""Control: the Arm, its goals, plugins, safety states and the fixed-rate loop."""

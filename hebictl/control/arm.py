@@ -3,10 +3,14 @@
 API mirrors ``hebi.arm.Arm`` (``update``, ``send``, ``set_goal``, ``cancel_goal``, ``at_goal``,
 ``goal_progress``, ``pending_command``, ``last_feedback``) so HEBI users feel at home; on top of
 it the arm owns its safety state (:mod:`hebictl.control.safety`): faults in the loop end in a
-hold or a stop within the same cycle instead of an exception.
+hold or a stop within the same cycle instead of an exception, and no stop drops a brakeless arm
+unless ``release`` is asked for explicitly.
 
-Per cycle: ``update()`` reads feedback, checks it, samples the trajectory, runs the plugins
-and clamps the command to the limits; ``send()`` writes it (and plugins' extra modules).
+Per cycle: ``update()`` reads feedback, checks it, samples the trajectory (or the brake ramp),
+runs the plugins, clamps the command to the limits and rate-limits the position command to the
+rated speed (:mod:`hebictl.control.motion`); ``send()`` writes it (and plugins' extra modules).
+Goals are admitted by :mod:`hebictl.control.admission`; configs are assembled by
+:mod:`hebictl.control.assembly`.
 """
 
 from __future__ import annotations
@@ -21,9 +25,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from hebictl._typing import FloatArray
+from hebictl.control.admission import plan
+from hebictl.control.assembly import ExtraModules, assemble
 from hebictl.control.goal import Goal
-from hebictl.control.plugins import ArmPlugin, GravityCompensationEffort, plugin_from_config
-from hebictl.control.safety import ArmState, EventLog, Limits
+from hebictl.control.motion import Brake, RateLimiter
+from hebictl.control.plugins import ArmPlugin, DoubledJointMirror, GravityCompensationEffort
+from hebictl.control.safety import ArmState, EventKind, EventLog, Limits, StopBehaviour
+from hebictl.control.settings import SafetySettings, default_damping, limits_from
 from hebictl.errors import CommandRejected, ConfigError, HardwareError
 from hebictl.hardware.base import Backend, Command, Feedback
 
@@ -33,9 +41,13 @@ if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel
     from hebictl.trajectory import Trajectory
 
+__all__ = ["Arm", "EventKind", "StopBehaviour"]
+
 log = logging.getLogger(__name__)
 # Enum member lookups go through a descriptor on every access; the hot path compares against these.
 _RUNNING, _HOLD, _STOPPED = ArmState.RUNNING, ArmState.HOLD, ArmState.STOPPED
+#: plugins that keep running while the arm is stopped (they only mirror the arm's command)
+_RUN_WHEN_STOPPED = (DoubledJointMirror,)
 
 
 class Arm:
@@ -44,15 +56,16 @@ class Arm:
     def __init__(self, model: RobotModel, backend: Backend, *, clock: Clock,
                  plugins: Sequence[ArmPlugin] = (), limits: Limits | None = None,
                  watchdog_timeout: float = 0.25, feedback_timeout: float | None = None,
-                 missed_feedback_limit: int = 2, idle: str = "hold",
-                 backend_name: str = "mock", backend_options: dict[str, Any] | None = None,
-                 user_data: dict[str, Any] | None = None) -> None:
-        """``watchdog_timeout`` [s]: no fresh feedback for this long stops the arm.
+                 missed_feedback_limit: int = 2, idle: str = "hold", safety: SafetySettings | None = None,
+                 extra_modules: ExtraModules | None = None, backend_name: str = "mock",
+                 backend_options: dict[str, Any] | None = None, user_data: dict[str, Any] | None = None) -> None:
+        """``watchdog_timeout`` [s]: no fresh feedback for this long stops the arm (default: hold).
         ``feedback_timeout`` [s]: how long ``update`` waits for feedback (default 2 periods).
         ``missed_feedback_limit``: consecutive cycles without fresh feedback tolerated (the last
         command is repeated) before the arm holds.
         ``idle``: what the arm commands with no goal: ``"hold"`` the last position (default), or
-        ``"gravcomp"``: no position/velocity, only plugin efforts (hand-guiding, like hebi.arm)."""
+        ``"gravcomp"``: no position/velocity, only plugin efforts (hand-guiding, like hebi.arm).
+        ``safety``: stop behaviour, at_goal tolerances, damping (:mod:`hebictl.control.settings`)."""
         if model.nq != model.nv:
             raise ConfigError("the Arm controls 1-DoF joints only (the model has ball or free joints)")
         if backend.size != model.dof:
@@ -62,10 +75,11 @@ class Arm:
         self.clock = clock
         self.dof = model.dof
         self.user_data = dict(user_data or {})
-        self._backend_name = backend_name
-        self._backend_options = dict(backend_options or {})
-        lo, hi = model.position_limits
-        self.limits = limits or Limits(lo.copy(), hi.copy(), model.max_speeds.copy(), model.max_efforts.copy())
+        self.extra_modules = extra_modules or ExtraModules(backend_name, backend, clock, self.user_data,
+                                                           dict(backend_options or {}))
+        self.limits = limits or limits_from(model, {})
+        self.safety = safety or SafetySettings()
+        self._damping = self.safety.damping if self.safety.damping is not None else default_damping(self.limits)
         self.watchdog_timeout = float(watchdog_timeout)
         self.missed_feedback_limit = int(missed_feedback_limit)
         self._missed = 0
@@ -85,9 +99,11 @@ class Arm:
         self._trajectory: Trajectory | None = None
         self.trajectory_state: tuple[FloatArray, FloatArray, FloatArray] | None = None
         self._hold_position: FloatArray | None = None
+        self._brake: Brake | None = None
+        self._stop_behaviour: StopBehaviour | None = None
+        self._rate = RateLimiter(self.limits.velocity_max)
         self._input_frames = np.empty((model.frame_count("input"), 4, 4))
         self._input_frames_valid = False
-        self._extra_backends: list[Backend] = []
         self.idle = "hold"
         self.set_idle(idle)
         self.plugins: list[ArmPlugin] = []
@@ -99,40 +115,18 @@ class Arm:
     def from_config(cls, config: RobotConfig | str | Path, backend: str = "mock", *,
                     clock: Clock | None = None, model: RobotModel | None = None,
                     gains: str | None = "default", **backend_options: Any) -> Arm:
-        """Build the arm a robot-config YAML describes, on backend ``mock``, ``hebi``,
-        ``hebi-imitation`` or ``sim``; gains ``gains`` (a key of the config's gains) are sent."""
-        from hebictl.config import load_config
-        from hebictl.formats import load_model
-        from hebictl.gains import load_gains
+        """Build the arm a robot-config YAML describes, on any registered backend (``mock``,
+        ``hebi``, ``hebi-imitation``, ``sim``, ...); gains ``gains`` (a key of the config's gains)
+        are sent. See :func:`hebictl.control.assembly.assemble`."""
         from hebictl.hardware.clock import MonotonicClock
-        from hebictl.hardware.registry import open_backend
 
-        cfg = config if not isinstance(config, str | Path) else load_config(config)
-        if model is None:
-            if cfg.hrdf is None:
-                raise ConfigError("the config names no hrdf; pass model=...", file=cfg.path, key="hrdf")
-            model = load_model(cfg.hrdf)
-        group_gains = None
-        if gains and gains in cfg.gains:
-            group_gains = load_gains(cfg.gains[gains])
-        cfg.check_against(model.dof, group_gains)
         clock = clock or MonotonicClock()
-        if backend == "sim":
-            backend_options.setdefault("model", model)
-            backend_options.setdefault("config", cfg)
-        be = open_backend(backend, names=cfg.names, families=cfg.families, dof=model.dof, clock=clock,
-                          **backend_options)
+        parts = assemble(config, backend, clock=clock, model=model, gains=gains, **backend_options)
         try:
-            be.feedback_frequency = cfg.feedback_frequency
-            be.command_lifetime = cfg.command_lifetime / 1000.0
-            if group_gains is not None:
-                be.set_gains(group_gains.broadcast_to(model.dof) if group_gains.width == 1 else group_gains)
-            plugins = [p for p in (plugin_from_config(pc) for pc in cfg.plugins) if p is not None]
-            return cls(model, be, clock=clock, plugins=plugins, backend_name=backend,
-                       backend_options={k: v for k, v in backend_options.items() if k not in ("model", "config")},
-                       user_data=cfg.user_data)
+            return cls(parts.model, parts.backend, clock=clock, plugins=parts.plugins, limits=parts.limits,
+                       safety=parts.safety, extra_modules=parts.extra_modules, user_data=parts.user_data)
         except Exception:
-            be.close()
+            parts.backend.close()
             raise
 
     def add_plugin(self, plugin: ArmPlugin) -> None:
@@ -146,16 +140,11 @@ class Arm:
                 return p
         return next((p for p in self.plugins if p.type_name == name_or_type), None)
 
-    def open_extra_modules(self, names: Sequence[str], families: Sequence[str]) -> Backend:
-        """Open more modules on this arm's backend type (e.g. a double shoulder's mirror)."""
-        from hebictl.hardware.registry import open_backend
-
-        if self._backend_name == "sim":
-            raise HardwareError("extra modules (DoubledJointMirror) are not simulated; disable the plugin")
-        be = open_backend(self._backend_name, names=list(names), families=list(families), dof=len(names),
-                          clock=self.clock, **self._backend_options)
-        self._extra_backends.append(be)
-        return be
+    def open_extra_modules(self, names: Sequence[str], families: Sequence[str], *,
+                           joints: Sequence[int] = (), signs: Sequence[float] = ()) -> Backend:
+        """Open more modules on this arm's backend type (e.g. a double shoulder's mirror), driving
+        arm joints ``joints`` with ``signs`` where the backend models shared joints (the sim)."""
+        return self.extra_modules.open(names, families, joints, signs)
 
     def close(self) -> None:
         for p in self.plugins:
@@ -173,48 +162,66 @@ class Arm:
     def trajectory(self) -> Trajectory | None:
         return self._trajectory
 
+    def _commanded_state(self, t: float) -> tuple[FloatArray, FloatArray]:
+        """Where the command is now: the trajectory, the brake, else the last command/feedback."""
+        if self._trajectory is not None:
+            p, v, _ = self._trajectory.get_state(t)
+            return p.copy(), v.copy()
+        if self._brake is not None:
+            p, v, _ = self._brake.state(t)
+            return p, v
+        cmd, fb = self.pending_command, self.last_feedback
+        pos = np.where(np.isfinite(cmd.position), cmd.position, fb.position)
+        if self._hold_position is not None:
+            pos = np.where(np.isfinite(pos), pos, self._hold_position)
+        vel = np.where(np.isfinite(cmd.velocity) & np.isfinite(cmd.position), cmd.velocity, 0.0)
+        return pos.copy(), vel
+
     def current_state(self) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """Where a new goal starts: the trajectory's state now, else the last command/feedback."""
+        """Where a new goal starts: the trajectory's (or brake's) state now, else the last command."""
         if self._trajectory is not None:
             return self._trajectory.get_state(self._last_time)
+        if self._brake is not None:
+            return self._brake.state(self._last_time)
         fb = self.last_feedback
         pos = fb.position_command if np.all(np.isfinite(fb.position_command)) else fb.position
         if self._hold_position is not None:
             pos = self._hold_position
+        if np.all(np.isfinite(self._rate.last)):
+            pos = self._rate.last  # what was last commanded, after rate limiting
         vel = fb.velocity_command if np.all(np.isfinite(fb.velocity_command)) else fb.velocity
         if self.state is not ArmState.RUNNING or not np.all(np.isfinite(vel)):
             vel = np.zeros(self.dof)
         return pos.copy(), vel.copy(), np.zeros(self.dof)
 
     def set_goal(self, goal: Goal) -> None:
-        """Follow ``goal`` from the current state. Rejected while stopped, or without feedback."""
+        """Follow ``goal`` from the current state, if the arm can (:mod:`hebictl.control.admission`).
+
+        Raises CommandRejected (``too_fast``, ``too_strong``, ``out_of_limits`` as
+        :class:`~hebictl.errors.LimitViolation`, ...) naming the joint; rejected while stopped
+        or without feedback."""
         if self.state is ArmState.STOPPED:
             raise CommandRejected("stopped", "the arm is stopped; clear_fault() first")
         if not self._have_feedback:
             raise CommandRejected("no_feedback", "no feedback received yet; call update() first")
         if goal.dof != self.dof:
             raise CommandRejected("wrong_length", f"goal has {goal.dof} joints, the arm {self.dof}")
-        lo, hi = self.limits.position_min, self.limits.position_max
-        for i, p in enumerate(goal.positions):
-            if np.any(p < lo) or np.any(p > hi):
-                raise CommandRejected("out_of_limits", f"waypoint {i} is outside the joint limits")
-        start = self.current_state()
-        vmax = np.where(np.isfinite(self.limits.velocity_max), self.limits.velocity_max, 1.0)
-        self._trajectory = goal.build_trajectory(self._last_time, *start, max_velocity=vmax * 0.5,
-                                                 max_acceleration=vmax)
+        self._trajectory = plan(goal, self._last_time, self.current_state(), self.limits, self.model)
         self._hold_position = None
+        self._brake = None
         if self.state is ArmState.HOLD:
-            self._enter(ArmState.RUNNING, "goal", "new goal accepted; leaving hold")
+            self._enter(ArmState.RUNNING, EventKind.GOAL, "new goal accepted; leaving hold")
 
     def cancel_goal(self) -> None:
-        """Drop the goal and hold where the trajectory is now (hebi-py drops to no command;
-        holding is the safer default for a controller that may be carrying a load)."""
+        """Drop the goal and brake to a hold (hebi-py drops to no command; holding is the safer
+        default for a controller that may be carrying a load)."""
         if self._trajectory is not None and self.idle == "hold":
-            self._hold_position = self._trajectory.get_state(self._last_time)[0].copy()
+            self._start_brake(self._last_time)
         self._trajectory = None
 
     @property
     def goal_progress(self) -> float:
+        """The trajectory's time fraction, 0..1 (1 once its time is up, reached or not)."""
         traj = self._trajectory
         if traj is None:
             return 0.0
@@ -224,31 +231,82 @@ class Arm:
 
     @property
     def at_goal(self) -> bool:
-        return self.goal_progress >= 1.0
+        """True once the trajectory has ended AND every measured position is within
+        ``safety.at_goal_position_tolerance`` of the goal AND every joint is slower than
+        ``safety.at_goal_velocity_tolerance`` (a NaN velocity reading is not checked)."""
+        traj = self._trajectory
+        if traj is None or self.state is not _RUNNING or self._last_time < traj.end_time:
+            return False
+        fb = self.last_feedback
+        err = np.abs(fb.position - traj.positions[:, -1])
+        if not bool(np.all(err <= self.safety.at_goal_position_tolerance)):
+            return False
+        speed = np.abs(fb.velocity)
+        return not bool(np.any(speed > self.safety.at_goal_velocity_tolerance))
 
     # ------------------------------------------------------------------ safety actions
-    def _enter(self, state: ArmState, kind: str, detail: str) -> None:
+    def _enter(self, state: ArmState, kind: EventKind | str, detail: str) -> None:
         self.state = state
         self.events.record(self.clock.now(), kind, state, detail)
 
-    def hold(self, position: ArrayLike | None = None, *, reason: str = "hold", detail: str = "operator hold") -> None:
-        """Hold ``position`` (default: where the arm is commanded/measured now)."""
-        if position is None:
-            if self._trajectory is not None:
-                position = self._trajectory.get_state(self._last_time)[0]
-            elif self._hold_position is not None:
-                position = self._hold_position
-            else:
-                position = self.last_feedback.position
-        self._hold_position = np.array(position, dtype=np.float64)
-        self._trajectory = None
-        if self.state is not ArmState.STOPPED:
-            self._enter(ArmState.HOLD, reason, detail)
+    def _start_brake(self, t: float) -> None:
+        p, v = self._commanded_state(t)
+        lim = self.limits
+        self._brake = Brake(t, p, v, lim.acceleration_max, lim.velocity_max, lim.position_min, lim.position_max)
+        self._hold_position = self._brake.target
 
-    def stop(self, reason: str = "estop", detail: str = "stop requested") -> None:
-        """Command nothing from now on (latched until :meth:`clear_fault`)."""
+    @property
+    def braking(self) -> bool:
+        """True while a brake ramp (stop, hold or cancel) is still decelerating."""
+        return self._brake is not None and self._last_time < self._brake.end_time
+
+    def hold(self, position: ArrayLike | None = None, *, reason: EventKind | str = EventKind.HOLD,
+             detail: str = "operator hold") -> None:
+        """Hold ``position``, or (default) brake within the rated deceleration and hold where the
+        command comes to rest. Not latched: a new goal leaves HOLD."""
+        if self.state is ArmState.STOPPED:
+            return
+        if position is None:
+            self._start_brake(self.clock.now())
+        else:
+            self._hold_position = np.array(position, dtype=np.float64)
+            self._brake = None
         self._trajectory = None
-        self._enter(ArmState.STOPPED, reason, detail)
+        self._enter(ArmState.HOLD, reason, detail)
+
+    @property
+    def default_stop_behaviour(self) -> StopBehaviour:
+        """What :meth:`stop` does without ``behaviour`` (config ``user_data.safety.stop_behaviour``)."""
+        return self.safety.stop_behaviour
+
+    @property
+    def stop_behaviour(self) -> StopBehaviour | None:
+        """The behaviour in force while STOPPED, else None."""
+        return self._stop_behaviour if self.state is ArmState.STOPPED else None
+
+    def stop(self, reason: EventKind | str = EventKind.ESTOP, detail: str = "stop requested", *,
+             behaviour: StopBehaviour | str | None = None) -> None:
+        """Latched stop (until :meth:`clear_fault`) doing ``behaviour`` (default: the config's, hold).
+
+        ``hold``: brake to standstill within the rated deceleration, then hold the position under
+        gravity compensation, also when feedback is lost. ``damp``: gravity compensation plus
+        joint damping, no position target. ``release``: command nothing; a brakeless arm falls.
+        """
+        b = self.safety.stop_behaviour if behaviour is None else StopBehaviour(behaviour)
+        now = self.clock.now()
+        if b is StopBehaviour.HOLD:
+            if not (self.state is ArmState.STOPPED and self._stop_behaviour is StopBehaviour.HOLD
+                    and self._brake is not None):
+                self._start_brake(now)
+        else:
+            self._brake = None
+            self._hold_position = None
+            if b is StopBehaviour.RELEASE:
+                log.warning("arm released: commanding nothing. X- and R-series modules have no brakes: "
+                            "the arm will fall unless it is supported")
+        self._trajectory = None
+        self._stop_behaviour = b
+        self._enter(ArmState.STOPPED, reason, f"{detail} [{b.value}]")
 
     def set_joint_limits(self, minimum: ArrayLike, maximum: ArrayLike) -> None:
         """Position limits [rad or m] for goals, commands and feedback checks (like hebi.arm)."""
@@ -266,16 +324,25 @@ class Arm:
         self.idle = idle
         if idle == "gravcomp":
             self._hold_position = None
+            self._brake = None
         elif self._have_feedback and self._trajectory is None and self._hold_position is None:
             self._hold_position = self.last_feedback.position.copy()
 
     def clear_fault(self) -> None:
-        """Leave HOLD/STOPPED: hold the current feedback position in RUNNING state."""
+        """Leave HOLD/STOPPED: hold the current feedback position in RUNNING state (the rate
+        limiter moves the command there at no more than the rated speed)."""
         if self.state is ArmState.RUNNING:
             return
         self._hold_position = self.last_feedback.position.copy() if self._have_feedback else None
         self._trajectory = None
-        self._enter(ArmState.RUNNING, "cleared", "fault cleared; holding current position")
+        self._brake = None
+        self._stop_behaviour = None
+        self._enter(ArmState.RUNNING, EventKind.CLEARED, "fault cleared; holding current position")
+
+    @property
+    def m_stopped(self) -> bool:
+        """True while a module reports its M-stop pressed (``hebi.arm.Arm.m_stopped``)."""
+        return bool(getattr(self.last_feedback, "m_stopped", False))
 
     # ------------------------------------------------------------------ loop
     @property
@@ -289,14 +356,62 @@ class Arm:
             self._input_frames_valid = True
         return self._input_frames
 
-    def _hold_command(self) -> None:
-        cmd = self.pending_command
-        hold = self._hold_position if self._hold_position is not None else self.last_feedback.position
-        cmd.position[:] = hold
-        cmd.velocity[:] = 0.0
+    def _gravity_efforts(self, q: FloatArray) -> FloatArray:
         grav = next((p for p in self.plugins if isinstance(p, GravityCompensationEffort)), None)
         g = grav.gravity if grav is not None else self.model.gravity
-        cmd.effort[:] = self.model.gravity_compensation(hold, g) if np.all(np.isfinite(hold)) else np.nan
+        return self.model.gravity_compensation(q, g) if np.all(np.isfinite(q)) else np.full(self.dof, np.nan)
+
+    def _hold_target(self, now: float) -> tuple[FloatArray, FloatArray]:
+        if self._brake is not None:
+            p, v, a = self._brake.state(now)
+            self.trajectory_state = (p, v, a) if now < self._brake.end_time else None
+            return p, v
+        self.trajectory_state = None
+        hold = self._hold_position if self._hold_position is not None else self.last_feedback.position
+        return hold, np.zeros(self.dof)
+
+    def _finish(self, fb_position: FloatArray) -> None:
+        """Clamp the command to the limits, then rate-limit the position to the rated speed."""
+        cmd = self.pending_command
+        self.limits.clamp_command(cmd.position, cmd.velocity, cmd.effort)
+        self._rate.apply(cmd.position, cmd.velocity, self._dt, fb_position)
+
+    def _hold_command(self, now: float) -> None:
+        """Hold command valid without feedback: position, zero velocity, model gravity there."""
+        cmd = self.pending_command
+        p, v = self._hold_target(now)
+        cmd.position[:] = p
+        cmd.velocity[:] = v
+        cmd.effort[:] = self._gravity_efforts(p)
+        self._finish(self.last_feedback.position)
+
+    def _stopped_command(self, now: float, feedback_ok: bool) -> None:
+        """What the latched stop commands this cycle (see :meth:`stop`)."""
+        cmd = self.pending_command
+        b = self._stop_behaviour
+        fb = self.last_feedback
+        if b is StopBehaviour.RELEASE or b is None:
+            cmd.clear()
+            self._rate.reset()
+            return
+        if b is StopBehaviour.HOLD:
+            p, v = self._hold_target(now)
+            cmd.position[:] = p
+            cmd.velocity[:] = v
+            cmd.effort[:] = self._gravity_efforts(fb.position if feedback_ok else p)
+        else:  # DAMP: gravity + damping at the feedback; without feedback the modules' velocity loop damps
+            self.trajectory_state = None
+            cmd.position.fill(math.nan)
+            if feedback_ok:
+                cmd.velocity.fill(math.nan)
+                cmd.effort[:] = self._gravity_efforts(fb.position) - self._damping * np.nan_to_num(fb.velocity)
+            else:
+                cmd.velocity.fill(0.0)
+                cmd.effort[:] = self._gravity_efforts(self._last_good_position())
+        for plugin in self.plugins:
+            if isinstance(plugin, _RUN_WHEN_STOPPED):
+                plugin.update(self, self._dt)
+        self._finish(fb.position)
 
     def update(self) -> bool:
         """Read feedback and compute the pending command. False when no usable feedback came."""
@@ -307,7 +422,7 @@ class Arm:
             fresh = False
             if self.state is not _STOPPED:
                 self._last_time = self.clock.now()
-                self.stop("hardware_error", str(exc))
+                self.stop(EventKind.HARDWARE_ERROR, str(exc))
         now = self.clock.now()
         if fresh and fb.sequence == self._last_seq:
             fresh = False
@@ -318,15 +433,16 @@ class Arm:
         # position is what every plugin and the hold need; velocity may legitimately be NaN
         # (hebi's imitation group echoes an uncommanded velocity as NaN)
         if not math.isfinite(fb.position.sum()):
+            self._dt = max(now - self._last_time, 0.0)
             self._last_time = now
             bad = int(np.argmax(~np.isfinite(fb.position)))
             if self.state is _RUNNING:
-                self.hold(self._last_good_position(), reason="feedback_nan",
+                self.hold(self._last_good_position(), reason=EventKind.FEEDBACK_NAN,
                           detail=f"NaN/inf feedback from module {bad} ({self.backend.names[bad]})")
             if self.state is _HOLD:
-                self._hold_command()
+                self._hold_command(now)
             else:
-                self.pending_command.clear()
+                self._stopped_command(now, feedback_ok=False)
             return False
         # swap buffers instead of copying: the next read refills the older one
         self._fbk, self.last_feedback = self.last_feedback, fb
@@ -338,21 +454,23 @@ class Arm:
         self._dt = max(now - self._last_time, 0.0)
         self._last_time = now
 
+        if self.state is not _STOPPED and self.m_stopped:
+            self.stop(EventKind.MSTOP, "a module's M-stop is pressed")
         if self.state is _STOPPED:
-            self.pending_command.clear()
+            self._stopped_command(now, feedback_ok=True)
             return True
         joint = self.limits.position_violation(fb.position)
         if joint >= 0 and self.state is _RUNNING:
             clamped = np.clip(fb.position, self.limits.position_min, self.limits.position_max)
-            self.hold(clamped, reason="position_limit",
+            self.hold(clamped, reason=EventKind.POSITION_LIMIT,
                       detail=f"joint {joint} ({self.model.joint_names[joint]}) at {fb.position[joint]:.4f} "
                              f"beyond [{self.limits.position_min[joint]:.4f}, {self.limits.position_max[joint]:.4f}]")
 
         cmd = self.pending_command
         if self.state is _HOLD or (self._trajectory is None and self._hold_position is not None):
-            self.trajectory_state = None
-            cmd.position[:] = self._hold_position if self._hold_position is not None else fb.position
-            cmd.velocity[:] = 0.0
+            p, v = self._hold_target(now)
+            cmd.position[:] = p
+            cmd.velocity[:] = v
         elif self._trajectory is not None:
             p, v, a = self._trajectory.get_state(now)
             self.trajectory_state = (p, v, a)
@@ -366,7 +484,7 @@ class Arm:
         ok = True
         for plugin in self.plugins:
             ok = plugin.update(self, self._dt) and ok
-        self.limits.clamp_command(cmd.position, cmd.velocity, cmd.effort)
+        self._finish(fb.position)
         return ok
 
     def _last_good_position(self) -> FloatArray:
@@ -377,23 +495,24 @@ class Arm:
         return self.last_feedback.position.copy() if self._have_feedback else np.zeros(self.dof)
 
     def _on_missing_feedback(self, now: float) -> bool:
+        self._dt = max(now - self._last_time, 0.0)
         self._last_time = now
         if self.state is _STOPPED:
-            self.pending_command.clear()
+            self._stopped_command(now, feedback_ok=False)
             return False
         if now - self._last_fresh_time > self.watchdog_timeout:
-            self.stop("watchdog", f"no fresh feedback for {now - self._last_fresh_time:.3f} s "
-                                  f"(> {self.watchdog_timeout:.3f} s)")
-            self.pending_command.clear()
+            self.stop(EventKind.WATCHDOG, f"no fresh feedback for {now - self._last_fresh_time:.3f} s "
+                                          f"(> {self.watchdog_timeout:.3f} s)")
+            self._stopped_command(now, feedback_ok=False)
             return False
         self._missed += 1
         if self._missed <= self.missed_feedback_limit and self.state is _RUNNING:
             return False  # repeat the last command: one late sample is not a fault
         if self.state is _RUNNING and self._have_feedback:
-            self.hold(self._last_good_position(), reason="feedback_lost",
+            self.hold(self._last_good_position(), reason=EventKind.FEEDBACK_LOST,
                       detail=f"no fresh feedback for {self._missed} cycles")
         if self._have_feedback or self._hold_position is not None:
-            self._hold_command()
+            self._hold_command(now)
         return False
 
     def send(self) -> bool:
@@ -401,7 +520,8 @@ class Arm:
         try:
             ok = self.backend.write(self.pending_command)
         except HardwareError as exc:
-            self.stop("hardware_error", str(exc))
+            if self.state is not _STOPPED:
+                self.stop(EventKind.HARDWARE_ERROR, str(exc))
             return False
         for plugin in self.plugins:
             ok = plugin.send(self) and ok

@@ -6,10 +6,15 @@ arm into a defined safe state within the same cycle and record a :class:`SafetyE
 
 * ``HOLD``: command the hold position with zero velocity and gravity compensation computed
   from the model at that position (valid even without feedback). Used for NaN or frozen
-  feedback, a missed feedback sample, limit violations and operator stops.
-* ``STOPPED``: command nothing (NaN), so the modules stop driving once their command lifetime
-  expires. Used when the watchdog expires (no fresh feedback for ``watchdog_timeout``) and on
-  e-stop, which is latched until :meth:`Arm.clear_fault`.
+  feedback, a missed feedback sample, limit violations and operator holds.
+* ``STOPPED``: a latched stop (until :meth:`Arm.clear_fault`) that does what its
+  :class:`StopBehaviour` says. X- and R-series modules have no brakes, so the default is
+  ``HOLD`` (brake, then hold under gravity compensation, also when feedback is lost: the modules
+  run their own position loop); commanding nothing (``RELEASE``) lets the arm fall once the
+  command lifetime ends and is done only on explicit request. Used for e-stops, the watchdog
+  (no fresh feedback for ``watchdog_timeout``), hardware errors and interrupts.
+
+Event kinds are the :class:`EventKind` enum; their string values are what logs and MQTT show.
 """
 
 from __future__ import annotations
@@ -28,7 +33,40 @@ log = logging.getLogger("hebictl.safety")
 class ArmState(StrEnum):
     RUNNING = "running"    # following the goal (or idle, commanding nothing)
     HOLD = "hold"          # holding a position after a fault or stop
-    STOPPED = "stopped"    # commanding nothing; latched until clear_fault()
+    STOPPED = "stopped"    # latched stop (see StopBehaviour) until clear_fault()
+
+
+class StopBehaviour(StrEnum):
+    """What a latched stop commands. Strings are the config's ``user_data.safety.stop_behaviour``."""
+
+    HOLD = "hold"        # brake within rated deceleration, then hold position + gravity compensation
+    DAMP = "damp"        # gravity compensation + joint damping, no position target (can be pushed)
+    RELEASE = "release"  # command nothing: a brakeless arm falls once the command lifetime ends
+
+
+class EventKind(StrEnum):
+    """Every safety-event kind; the values appear in logs and on MQTT, so they never change."""
+
+    GOAL = "goal"                          # a goal was accepted, leaving HOLD
+    CLEARED = "cleared"                    # clear_fault()
+    HOLD = "hold"                          # operator hold
+    ESTOP = "estop"                        # e-stop (API or teleop)
+    RELEASE = "release"                    # explicit release: command nothing
+    INTERRUPT = "interrupt"                # Ctrl-C (SIGINT)
+    TERMINATE = "terminate"                # SIGTERM
+    WATCHDOG = "watchdog"                  # no fresh feedback for watchdog_timeout
+    FEEDBACK_LOST = "feedback_lost"        # missed feedback samples
+    FEEDBACK_NAN = "feedback_nan"          # NaN/inf position feedback
+    POSITION_LIMIT = "position_limit"      # feedback beyond a joint limit
+    HARDWARE_ERROR = "hardware_error"      # backend read/write failed
+    INTERNAL_ERROR = "internal_error"      # an exception in the loop's own code
+    MSTOP = "mstop"                        # a module's M-stop input was pressed
+    TELEOP_STOP = "teleop_stop"
+    TELEOP_JOG_RELEASED = "teleop_jog_released"
+    TELEOP_JOG_EXPIRED = "teleop_jog_expired"
+    TELEOP_MODE = "teleop_mode"
+    TELEOP_LINK_LOST = "teleop_link_lost"
+    TELEOP_SHUTDOWN = "teleop_shutdown"
 
 
 @dataclass(frozen=True)
@@ -36,7 +74,7 @@ class SafetyEvent:
     """One fault or state change, kept so nothing is lost between log reads."""
 
     time: float          # s, arm clock
-    kind: str            # e.g. "feedback_lost", "feedback_nan", "position_limit", "watchdog", "estop"
+    kind: EventKind
     state: ArmState      # state the arm entered
     detail: str
 
@@ -48,15 +86,16 @@ class EventLog:
         self.events: deque[SafetyEvent] = deque(maxlen=maxlen)
         self.dropped = 0
 
-    def record(self, time: float, kind: str, state: ArmState, detail: str) -> SafetyEvent:
+    def record(self, time: float, kind: EventKind | str, state: ArmState, detail: str) -> SafetyEvent:
+        """Keep and log one event; ``kind`` must be an :class:`EventKind` value."""
         if len(self.events) == self.events.maxlen:
             self.dropped += 1
-        ev = SafetyEvent(time, kind, state, detail)
+        ev = SafetyEvent(time, EventKind(kind), state, detail)
         self.events.append(ev)
         log.warning("t=%.4f %s -> %s: %s", time, kind, state.value, detail)
         return ev
 
-    def kinds(self) -> list[str]:
+    def kinds(self) -> list[EventKind]:
         return [e.kind for e in self.events]
 
     @property
@@ -66,13 +105,18 @@ class EventLog:
 
 @dataclass
 class Limits:
-    """Joint limits [rad or m, rad/s or m/s, N·m or N]; ±inf where unlimited."""
+    """Joint limits [rad or m, rad/s or m/s, N·m or N, rad/s²]; ±inf where unlimited.
+
+    ``acceleration_max`` is the rated acceleration, also used as the braking deceleration
+    (default: unlimited; the assembly sets it, see :mod:`hebictl.control.settings`).
+    """
 
     position_min: NDArray[np.float64]
     position_max: NDArray[np.float64]
     velocity_max: NDArray[np.float64]
     effort_max: NDArray[np.float64]
     position_tolerance: float = 0.02   # rad past a limit in feedback before it is a fault
+    acceleration_max: NDArray[np.float64] | None = None
 
     def clamp_command(self, position: NDArray[np.float64], velocity: NDArray[np.float64],
                       effort: NDArray[np.float64]) -> None:
@@ -91,6 +135,8 @@ class Limits:
 
     def refresh(self) -> None:
         """Recompute derived bounds after editing the limit arrays in place."""
+        if self.acceleration_max is None:
+            self.acceleration_max = np.full(self.velocity_max.shape, np.inf)
         self._velocity_min = -self.velocity_max
         self._effort_min = -self.effort_max
         self._pos_lo = self.position_min - self.position_tolerance

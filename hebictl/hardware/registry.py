@@ -2,7 +2,10 @@
 
 A backend is a *factory* ``factory(*, names, families, dof, clock, **options) -> Backend``; it
 turns ``names``/``families``/``dof`` into per-module tuples with :func:`resolve_modules` (giving its
-own default family), so every backend reads them the same way. Built-in
+own default family), so every backend reads them the same way. A factory declares what else it
+needs from the arm being assembled by naming :class:`BackendSpec` fields as keyword parameters
+(``model``, ``gains``, ``feedback_frequency``, ``command_lifetime``, ``user_data``,
+``config_path``): :func:`open_backend` passes exactly those, so no caller special-cases a backend. Built-in
 ones are listed as dotted paths and imported only when opened, so ``import hebictl`` never loads
 hebi-py's C library or MuJoCo. Other packages add backends either by calling
 :func:`register_backend` or through the ``hebictl.backends`` entry-point group (value
@@ -13,16 +16,44 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from hebictl.errors import ConfigError, HardwareError
 from hebictl.hardware.base import Backend
 from hebictl.hardware.clock import Clock
 
-__all__ = ["BackendFactory", "available_backends", "open_backend", "register_backend",
+if TYPE_CHECKING:
+    from hebictl.gains import GroupGains
+    from hebictl.model.robot import RobotModel
+
+__all__ = ["BackendFactory", "BackendSpec", "available_backends", "open_backend", "register_backend",
            "resolve_modules"]
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """What the assembly knows about an arm that a backend may need (see :func:`open_backend`).
+
+    ``command_lifetime`` and ``feedback_frequency`` are in s and Hz; ``gains`` is already loaded;
+    ``config_path`` only serves error messages.
+    """
+
+    names: tuple[str, ...]
+    families: tuple[str, ...]
+    model: RobotModel | None = None
+    gains: GroupGains | None = None
+    feedback_frequency: float | None = None
+    command_lifetime: float | None = None
+    user_data: Mapping[str, Any] = field(default_factory=dict)
+    config_path: Path | None = None
+
+
+#: BackendSpec fields a factory receives when (and only when) its signature names them
+_SPEC_FIELDS = ("model", "gains", "feedback_frequency", "command_lifetime", "user_data", "config_path")
 
 BackendFactory = Callable[..., Backend]
 ENTRY_POINT_GROUP = "hebictl.backends"
@@ -114,21 +145,30 @@ def resolve_modules(names: Sequence[str] | None, families: str | Sequence[str] |
     return names_t, fam_t
 
 
-def open_backend(name: str, *, names: Sequence[str] | None = None,
+def open_backend(name: str, spec: BackendSpec | None = None, *, names: Sequence[str] | None = None,
                  families: str | Sequence[str] | None = None, dof: int | None = None,
                  clock: Clock | None = None, **options: Any) -> Backend:
     """Open the backend registered as ``name`` for the given modules.
 
-    ``options`` are the backend's own keyword arguments (``time_constant_s`` for ``"mock"``,
-    ``lookup_timeout_s`` for ``"hebi"``, ...); one it does not take raises ConfigError naming it.
-    ``clock`` defaults to the backend's choice (wall time for all built-in backends).
+    With ``spec``, the modules are ``spec.names``/``spec.families`` and each other spec field the
+    factory names as a keyword parameter is passed to it (``options`` win). ``options`` are the
+    backend's own keyword arguments (``time_constant_s`` for ``"mock"``, ``lookup_timeout_s`` for
+    ``"hebi"``, ...); one it does not take raises ConfigError naming it. ``clock`` defaults to the
+    backend's choice (wall time for all built-in backends).
     """
     factory = _load_factory(name)
-    kwargs: dict[str, Any] = {"names": names, "families": families, "dof": dof, "clock": clock, **options}
     try:
         signature = inspect.signature(factory)
     except (TypeError, ValueError):  # builtins / C callables: let the call itself complain
         signature = None
+    declared: dict[str, Any] = {}
+    if spec is not None:
+        names, families = spec.names, spec.families
+        if signature is not None:
+            declared = {f: getattr(spec, f) for f in _SPEC_FIELDS  # None = unknown: factory default
+                        if f in signature.parameters and f not in options and getattr(spec, f) is not None}
+    kwargs: dict[str, Any] = {"names": names, "families": families, "dof": dof, "clock": clock,
+                              **declared, **options}
     if signature is not None:
         params = signature.parameters
         takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())

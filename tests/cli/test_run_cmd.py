@@ -37,16 +37,26 @@ def test_run_homes_follows_a_goal_and_records(tmp_path):
     assert p.returncode == 0 and (tmp_path / "again.png").exists()
 
 
-def test_ctrl_c_holds_then_releases():
-    """SIGINT during an endless hold: the arm holds, then is released, and the command exits 0."""
+@pytest.mark.parametrize("sig, kind", [(signal.SIGINT, "interrupt"), (signal.SIGTERM, "terminate")])
+def test_signal_stops_with_hold_until_a_second_signal(sig, kind):
+    """SIGINT/SIGTERM during an endless hold: a latched 'hold' stop (never a release), kept until a
+    second signal; the command then exits 0."""
     proc = subprocess.Popen([sys.executable, "-m", "hebictl", "run", str(CONFIG), "--backend", "mock",
                              "--no-home", "--hold", "inf", "--quiet"], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    time.sleep(4.0)  # imports, kernel load, some control cycles
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    try:
+        time.sleep(4.0)  # imports, kernel load, some control cycles
+        proc.send_signal(sig)
+        time.sleep(1.0)
+        assert proc.poll() is None, "the first signal must not end the hold"
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 0, err
-    assert "interrupt -> hold" in out and "release -> stopped" in out
+    assert f"{kind} -> stopped" in out and "[hold]" in out and "release" not in out
 
 
 def test_bad_goal_length_is_a_clear_error():

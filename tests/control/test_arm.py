@@ -45,8 +45,8 @@ def test_bundled_configs_build_and_reach_home(config, backend):
     with arm:
         _step(arm, clock, 0.02)
         home = np.array(arm.user_data["home_position"])
-        arm.set_goal(Goal(arm.dof).add_waypoint(t=1.0, position=home))
-        _step(arm, clock, 1.2)
+        arm.set_goal(Goal(arm.dof).add_waypoint(position=home))  # timed from the limits
+        _step(arm, clock, arm.trajectory.duration + 0.2)
         assert arm.at_goal
         np.testing.assert_allclose(arm.pending_command.position, home, atol=1e-9)
         np.testing.assert_allclose(arm.last_feedback.position, home, atol=1e-3)
@@ -151,19 +151,25 @@ def test_nan_feedback_holds_in_the_same_cycle():
 
 
 def test_position_limit_violation_holds_at_the_limit():
-    """Feedback beyond a joint limit (plus tolerance): hold at the clamped position."""
+    """Feedback beyond a joint limit (plus tolerance): hold at the clamped position, reached at
+    no more than the rated speed (no step in the command)."""
     arm, clock = _running_arm()
     hi = np.full(6, np.inf)
     hi[1] = float(arm.last_feedback.position[1]) - 0.1
+    before = arm.pending_command.position[1]
     arm.set_joint_limits(-np.inf, hi)
     arm.update()
     assert arm.state is ArmState.HOLD
     assert arm.events.last.kind == "position_limit"
+    step = before - arm.pending_command.position[1]
+    assert 0 < step <= arm.limits.velocity_max[1] * arm.dt + 1e-12
+    _step(arm, clock, 0.2)
     assert arm.pending_command.position[1] == pytest.approx(arm.limits.position_max[1])
 
 
 def test_watchdog_stops_when_feedback_stays_away():
-    """No fresh feedback beyond watchdog_timeout: the arm stops (commands nothing), latched."""
+    """No fresh feedback beyond watchdog_timeout: the arm stops, latched, and keeps commanding the
+    hold with gravity compensation (X/R modules have no brakes: commanding nothing drops the arm)."""
     arm, clock = _running_arm()
     arm.backend.faults.freeze_feedback()
     t0 = clock.now()
@@ -172,7 +178,10 @@ def test_watchdog_stops_when_feedback_stays_away():
         arm.send()
     assert arm.state is ArmState.STOPPED
     assert arm.events.kinds()[-1] == "watchdog"
-    assert np.all(np.isnan(arm.pending_command.position)) and np.all(np.isnan(arm.pending_command.effort))
+    assert arm.stop_behaviour == "hold"
+    cmd = arm.pending_command
+    assert np.all(np.isfinite(cmd.position)) and np.all(cmd.velocity == 0.0)
+    np.testing.assert_allclose(cmd.effort, arm.model.gravity_compensation(cmd.position), atol=1e-9)
     arm.backend.faults.clear()
     _step(arm, clock, 0.05)
     assert arm.state is ArmState.STOPPED, "nothing resumes by itself"

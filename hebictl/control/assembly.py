@@ -1,0 +1,108 @@
+"""Assembly: a robot config turned into the parts of an Arm (model, backend, plugins, limits).
+
+The config is loaded once here. Every backend is opened the same way, through
+:func:`hebictl.hardware.registry.open_backend` with a :class:`~hebictl.hardware.registry.BackendSpec`:
+a backend receives the spec fields its factory names (the simulator names ``model`` and
+``user_data``), so nothing here knows one backend from another. Then feedback rate, command
+lifetime [s] and gains are set through the Backend protocol, and the plugins are built from the
+config's entries. :meth:`hebictl.control.arm.Arm.from_config` calls :func:`assemble`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hebictl.control.plugins import ArmPlugin, plugin_from_config
+from hebictl.control.safety import Limits
+from hebictl.control.settings import SafetySettings, limits_from, safety_from
+from hebictl.errors import ConfigError
+from hebictl.hardware.base import Backend
+from hebictl.hardware.registry import BackendSpec, open_backend
+
+if TYPE_CHECKING:
+    from hebictl.config import RobotConfig
+    from hebictl.hardware.clock import Clock
+    from hebictl.model.robot import RobotModel
+
+
+@dataclass
+class ExtraModules:
+    """Opens more modules on the arm's backend type (a double shoulder's mirror module).
+
+    A backend that can drive extra modules on the same physical joints (the simulator) offers
+    ``open_extra_modules(names, families, joints=, signs=)``; otherwise a new group of the same
+    backend type is opened through the registry.
+    """
+
+    backend_name: str
+    primary: Backend
+    clock: Clock | None
+    user_data: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def open(self, names: Sequence[str], families: Sequence[str], joints: Sequence[int] = (),
+             signs: Sequence[float] = ()) -> Backend:
+        opener = getattr(self.primary, "open_extra_modules", None)
+        if opener is not None:
+            return opener(list(names), list(families), joints=list(joints), signs=list(signs))
+        spec = BackendSpec(tuple(names), tuple(families), feedback_frequency=self.primary.feedback_frequency,
+                           command_lifetime=self.primary.command_lifetime, user_data=self.user_data)
+        return open_backend(self.backend_name, spec, clock=self.clock, **self.options)
+
+
+@dataclass
+class ArmParts:
+    """Everything :class:`~hebictl.control.arm.Arm` is built from."""
+
+    model: RobotModel
+    backend: Backend
+    plugins: list[ArmPlugin]
+    limits: Limits
+    safety: SafetySettings
+    extra_modules: ExtraModules
+    user_data: dict[str, Any]
+
+
+def assemble(config: RobotConfig | str | Path, backend: str = "mock", *, clock: Clock | None = None,
+             model: RobotModel | None = None, gains: str | None = "default",
+             **backend_options: Any) -> ArmParts:
+    """Load ``config`` (once), its model and gains, open ``backend`` and build the plugins.
+
+    ``gains`` is a role of the config's gains (``None``: send none); ``backend_options`` go to the
+    backend's factory. The backend is closed again if anything after opening it fails.
+    """
+    from hebictl.config import load_config
+    from hebictl.formats import load_model
+    from hebictl.gains import load_gains
+
+    cfg = load_config(config) if isinstance(config, str | Path) else config
+    if model is None:
+        if cfg.hrdf is None:
+            raise ConfigError("the config names no hrdf; pass model=...", file=cfg.path, key="hrdf")
+        model = load_model(cfg.hrdf)
+    group_gains = None
+    if gains and gains in cfg.gains:
+        group_gains = load_gains(cfg.gains[gains])
+        if group_gains.width == 1:
+            group_gains = group_gains.broadcast_to(model.dof)
+    cfg.check_against(model.dof, group_gains)
+    limits = limits_from(model, cfg.user_data, cfg.path)
+    safety = safety_from(model, cfg.user_data, cfg.path)
+    spec = BackendSpec(cfg.names, cfg.families, model=model, gains=group_gains,
+                       feedback_frequency=cfg.feedback_frequency, command_lifetime=cfg.command_lifetime,
+                       user_data=cfg.user_data, config_path=cfg.path)
+    be = open_backend(backend, spec, clock=clock, **backend_options)
+    try:
+        be.feedback_frequency = cfg.feedback_frequency
+        be.command_lifetime = cfg.command_lifetime
+        if group_gains is not None:
+            be.set_gains(group_gains)
+        plugins = [p for p in (plugin_from_config(pc) for pc in cfg.plugins) if p is not None]
+        extra = ExtraModules(backend, be, clock, dict(cfg.user_data), dict(backend_options))
+        return ArmParts(model, be, plugins, limits, safety, extra, dict(cfg.user_data))
+    except Exception:
+        be.close()
+        raise

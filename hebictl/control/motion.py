@@ -1,0 +1,86 @@
+"""Motion shaping applied to every command: the per-cycle rate limiter and the brake ramp.
+
+:class:`RateLimiter`: after everything else has written the position command (trajectory,
+hold, jog plugin, stop), each joint's command moves at most ``velocity_max * dt`` from the
+previous cycle's. A joint that was not commanded (NaN) starts again from its measured position,
+so a feedback jump, a cleared fault or a new hold never produces a step.
+
+:class:`Brake`: from the commanded state (p0, v0), every joint decelerates at a constant rate no
+larger than its rated deceleration, all joints reaching rest at the same moment (so the arm
+stops along the path it was on), then stays at the stopping point.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from hebictl._typing import FloatArray
+
+
+class RateLimiter:
+    """Limits the position command's change per cycle to the rated speed (see module docstring)."""
+
+    def __init__(self, velocity_max: FloatArray) -> None:
+        self.velocity_max = np.where(np.isfinite(velocity_max), velocity_max, np.inf)
+        self.last = np.full(self.velocity_max.shape, np.nan)
+        self.limited = np.zeros(self.velocity_max.shape, dtype=bool)
+
+    def reset(self) -> None:
+        """Forget the previous command: the next one starts from the measured position."""
+        self.last.fill(np.nan)
+
+    def apply(self, position: FloatArray, velocity: FloatArray, dt: float, measured: FloatArray) -> bool:
+        """Limit ``position`` in place (NaN entries pass); True if any joint was limited.
+
+        A limited joint's velocity command is set to the speed it is actually moved at.
+        """
+        last = self.last
+        fresh = np.isnan(last)
+        if fresh.any():
+            last[fresh] = measured[fresh]
+            still = np.isnan(last)
+            last[still] = position[still]  # no measurement either: accept the command as it is
+        step = self.velocity_max * max(dt, 0.0)
+        lo = last - step
+        hi = last + step
+        limited = (position < lo) | (position > hi)
+        np.copyto(self.limited, limited)
+        any_limited = bool(limited.any())
+        if any_limited:
+            np.minimum(position, hi, out=position)
+            np.maximum(position, lo, out=position)
+            velocity[limited] = np.where(position[limited] > last[limited], 1.0, -1.0) * self.velocity_max[limited]
+        np.copyto(last, position)
+        return any_limited
+
+
+class Brake:
+    """A synchronised constant-deceleration stop from (p0, v0) at ``t0`` (see module docstring)."""
+
+    def __init__(self, t0: float, p0: FloatArray, v0: FloatArray, acceleration_max: FloatArray,
+                 velocity_max: FloatArray, position_min: FloatArray, position_max: FloatArray) -> None:
+        v = np.nan_to_num(np.asarray(v0, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+        v = np.clip(v, -velocity_max, velocity_max)
+        amax = np.where(np.isfinite(acceleration_max) & (acceleration_max > 0), acceleration_max, np.inf)
+        times = np.abs(v) / amax
+        self.t0 = float(t0)
+        self.duration = float(times.max()) if times.size else 0.0
+        self.p0 = np.array(p0, dtype=np.float64)
+        self.v0 = v if self.duration > 0.0 else np.zeros_like(v)
+        self.target = np.clip(self.p0 + 0.5 * self.v0 * self.duration, position_min, position_max)
+
+    @property
+    def end_time(self) -> float:
+        return self.t0 + self.duration
+
+    def state(self, t: float) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Commanded (position, velocity, acceleration) at time ``t`` [s]."""
+        tau = t - self.t0
+        if tau >= self.duration or self.duration <= 0.0 or not math.isfinite(tau):
+            return self.target.copy(), np.zeros_like(self.p0), np.zeros_like(self.p0)
+        tau = max(tau, 0.0)
+        decel = self.v0 / self.duration
+        p = self.p0 + self.v0 * tau - 0.5 * decel * tau * tau
+        return p, self.v0 - decel * tau, -decel

@@ -1,0 +1,100 @@
+"""The arm-plugin base class and :class:`ArmView`, the part of an Arm a plugin may use.
+
+Plugins see the arm only through :class:`ArmView` (a Protocol), so ``hebictl.control.plugins``
+never imports ``hebictl.control.arm``: the Arm depends on its plugins, not the other way round.
+Semantics follow hebi-py's ``hebi.arm`` plugins (same names, parameters and ramping), so a
+robot-config YAML written for hebi-py behaves the same here. Plugins run in the 1 kHz hot path:
+they keep preallocated buffers and return a bool instead of raising.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from hebictl._typing import FloatArray
+from hebictl.control.plugin_table import KNOWN_PLUGINS
+
+if TYPE_CHECKING:
+    from hebictl.hardware.base import Backend, Command, Feedback
+    from hebictl.model.robot import RobotModel
+
+
+class ArmView(Protocol):
+    """What a plugin reads from, and writes to, the arm it is attached to."""
+
+    @property
+    def model(self) -> RobotModel:
+        """The arm's kinematic and dynamic model."""
+        ...
+
+    @property
+    def dof(self) -> int:
+        """Number of joints."""
+        ...
+
+    @property
+    def last_feedback(self) -> Feedback:
+        """This cycle's feedback (read only)."""
+        ...
+
+    @property
+    def pending_command(self) -> Command:
+        """The command being built this cycle; plugins add to it in place."""
+        ...
+
+    @property
+    def trajectory_state(self) -> tuple[FloatArray, FloatArray, FloatArray] | None:
+        """Commanded (position, velocity, acceleration) this cycle, None without a trajectory."""
+        ...
+
+    def input_frames(self) -> FloatArray:
+        """FK 'input' frames at this cycle's feedback, shape (n, 4, 4)."""
+        ...
+
+    def open_extra_modules(self, names: Sequence[str], families: Sequence[str], *,
+                           joints: Sequence[int] = (), signs: Sequence[float] = ()) -> Backend:
+        """Open more modules on the arm's backend type (a double shoulder's mirror module) that
+        drive arm joints ``joints`` (sign -1: mounted mirrored)."""
+        ...
+
+
+def default_name(type_name: str) -> str:
+    """hebi-py's default instance name for a plugin type (from the one plugin table)."""
+    return KNOWN_PLUGINS[type_name].default_name
+
+
+class ArmPlugin:
+    """Base: ``enabled`` ramps the plugin's contribution in or out over ``ramp_time`` [s]."""
+
+    type_name: ClassVar[str] = ""
+
+    def __init__(self, name: str, enabled: bool = True, ramp_time: float = 0.0) -> None:
+        self.name = name
+        self.enabled = bool(enabled)
+        self.ramp_time = float(ramp_time)
+        self.enabled_ratio = 1.0 if self.enabled else 0.0
+
+    def on_associated(self, arm: ArmView) -> None:
+        """Called once when added to an arm: allocate buffers sized for it."""
+
+    def _ramp(self, dt: float) -> None:
+        if self.enabled and self.enabled_ratio < 1.0:
+            self.enabled_ratio = 1.0 if self.ramp_time <= 0.0 else min(1.0, self.enabled_ratio + dt / self.ramp_time)
+        elif not self.enabled and self.enabled_ratio > 0.0:
+            self.enabled_ratio = 0.0 if self.ramp_time <= 0.0 else max(0.0, self.enabled_ratio - dt / self.ramp_time)
+
+    def update(self, arm: ArmView, dt: float) -> bool:
+        """Add this plugin's contribution to ``arm.pending_command``; False on failure."""
+        self._ramp(dt)
+        return True
+
+    def send(self, arm: ArmView) -> bool:
+        """Plugins that drive extra modules send their own commands here."""
+        return True
+
+    def close(self) -> None:
+        """Release anything the plugin opened."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, enabled={self.enabled}, ratio={self.enabled_ratio:.2f})"
