@@ -4,8 +4,10 @@ When a jog stream ends or an operator says stop, cutting the velocity command to
 would make the position controller fight the arm's momentum. Instead every joint decelerates
 linearly from its current velocity ``v0`` to zero over one common time ``T`` (so the arm stops
 along the path it was moving on), which puts the final position at ``p0 + v0 T / 2``.
-``T`` is set by the joint that needs longest at ``decel`` [rad/s²] and capped at
-``max_duration`` [s] so that a stop always completes quickly.
+``T`` is set by the joint that needs longest at ``decel`` [rad/s²]; a joint so fast that this
+would take longer than ``max_duration`` [s] brakes harder, but never harder than its rated
+deceleration ``max_decel`` (the actuator could not follow, and the arm would overshoot the
+commanded stop instead). So a stop is short when it can be and feasible always.
 """
 
 from __future__ import annotations
@@ -51,12 +53,17 @@ class BrakeProfile:
 
 
 def brake_profile(start: float, position: ArrayLike, velocity: ArrayLike, decel: ArrayLike,
-                  max_duration: float = 0.25) -> BrakeProfile:
-    """Profile that stops every joint at the same time, decelerating at most ``decel`` [rad/s²]
-    per joint unless that would take longer than ``max_duration`` [s]."""
+                  max_duration: float = 0.25, max_decel: ArrayLike | None = None) -> BrakeProfile:
+    """Profile that stops every joint at the same time, decelerating at ``decel`` [rad/s²] per
+    joint, harder where that would take longer than ``max_duration`` [s], but never beyond
+    ``max_decel`` [rad/s², the rated deceleration; None or inf: unbounded]."""
     p = np.array(position, dtype=np.float64)
     v = np.array(velocity, dtype=np.float64)
     v = np.where(np.isfinite(v), v, 0.0)
-    a = np.broadcast_to(np.asarray(decel, dtype=np.float64), v.shape)
-    T = float(np.max(np.abs(v) / a)) if v.size else 0.0
-    return BrakeProfile(start=float(start), position=p, velocity=v, duration=min(T, float(max_duration)))
+    speed = np.abs(v)
+    a = np.maximum(np.broadcast_to(np.asarray(decel, dtype=np.float64), v.shape), speed / float(max_duration))
+    if max_decel is not None:
+        rated = np.broadcast_to(np.asarray(max_decel, dtype=np.float64), v.shape)
+        a = np.where(np.isfinite(rated) & (rated > 0), np.minimum(a, rated), a)
+    T = float(np.max(np.divide(speed, a, out=np.zeros_like(speed), where=a > 0))) if v.size else 0.0
+    return BrakeProfile(start=float(start), position=p, velocity=v, duration=T)

@@ -10,10 +10,23 @@ back-off, capped at ``backoff_max`` seconds. Nothing resumes by itself after a r
 
 Every message is handled inside ``try``: a payload can get a command rejected, never the bridge
 killed. Order of checks: decode → envelope → body (:mod:`~hebictl.teleop.schema`) → freshness,
-order, rate (:mod:`~hebictl.teleop.admission`) → mode. Engaging the e-stop skips the admission
-checks (stale, reordered, rate-limited, even retained): refusing a stop is never the safe choice.
-Commands must not be retained on the broker (a retained goal would be replayed on every
-reconnect); a retained command is rejected with reason ``retained``.
+order, rate (:mod:`~hebictl.teleop.admission`) → mode → reach at rated speed
+(:mod:`~hebictl.teleop.feasibility`), all before anything is queued for the arm. Engaging the
+e-stop skips the admission checks (stale, reordered, rate-limited, even retained): refusing a
+stop is never the safe choice.
+
+A retained command is never executed. The broker delivers a retained message with the retain
+flag only to a subscriber that arrives after it was published (MQTT 3.1.1 clears the flag on live
+delivery), so the bridge sees it on (re)connect: it rejects it with reason ``retained`` and
+clears it from the broker (an empty retained payload on the same topic), so that it cannot come
+back on the next connection. A retained e-stop engage still engages (and is cleared).
+
+Acks go through an :class:`~hebictl.teleop.acks.AckQueue`: under a flood, rejections coalesce
+per client and reason instead of being dropped; the counts are in ``state/status``.
+
+To extend the bridge (another retained topic on connect, another inbound topic), add a step to
+:meth:`MqttBridge._session` or a branch to :meth:`MqttBridge.handle`; the clocks it reads are
+injected (:class:`~hebictl.teleop.clock.TeleopClock`).
 """
 
 from __future__ import annotations
@@ -22,15 +35,17 @@ import asyncio
 import contextlib
 import logging
 import random
-import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from hebictl.errors import CommandRejected
+from hebictl.teleop.acks import AckQueue
 from hebictl.teleop.admission import Admission
+from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 from hebictl.teleop.connection import BrokerSettings
 from hebictl.teleop.description import description_payload
+from hebictl.teleop.feasibility import check_reach
 from hebictl.teleop.messages import Ack, ee_pose_payload, joints_payload, status_payload
 from hebictl.teleop.schema import (
     CartesianGoalCommand,
@@ -60,16 +75,20 @@ class MqttBridge:
     between retained status refreshes (a change is published at once); ``backoff_initial`` /
     ``backoff_max`` [s] of reconnection; ``reject_ack_period`` [s]: repeated rejections of
     streamed jog messages with the same client and reason are acked at most this often (a
-    1 kHz stream must not produce a 1 kHz ack stream)."""
+    1 kHz stream must not produce a 1 kHz ack stream; the ack that goes out counts the others);
+    ``ack_queue_size``: distinct acks waiting before rejections coalesce per reason alone;
+    ``clock``: wall and monotonic time (injected for tests)."""
 
     def __init__(self, runner: ArmRunner, settings: BrokerSettings, arm_id: str, *,
                  schema: CommandSchema | None = None, admission: Admission | None = None,
                  state_rate_hz: float = 50.0, status_period: float = 0.5, backoff_initial: float = 0.1,
                  backoff_max: float = 5.0, reject_ack_period: float = 0.2, identifier: str | None = None,
-                 description: dict[str, Any] | None = None) -> None:
+                 description: dict[str, Any] | None = None, ack_queue_size: int = 1000,
+                 clock: TeleopClock = SYSTEM_CLOCK) -> None:
         if not state_rate_hz > 0:
             raise ValueError(f"state rate must be > 0 Hz, got {state_rate_hz}")
         self.runner = runner
+        self.clock = clock
         self.settings = settings
         self.topics = Topics(arm_id)
         arm = runner.arm
@@ -84,13 +103,14 @@ class MqttBridge:
         #: extra fields of the retained state/description (config name, backend): see teleop/description.py
         self.description = dict(description or {})
         self.stats: dict[str, int] = {"received": 0, "accepted": 0, "rejected": 0, "connects": 0,
-                                      "disconnects": 0, "acks_dropped": 0}
+                                      "disconnects": 0, "acks_coalesced": 0, "acks_dropped": 0,
+                                      "retained_cleared": 0}
+        self.acks = AckQueue(clock.monotonic, ack_queue_size)
         self.connected = asyncio.Event()
         self._stopping: asyncio.Event | None = None
         self._stop_requested = False
-        self._acks: asyncio.Queue[Ack] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._last_reject_ack: dict[tuple[str | None, str], float] = {}
+        self._cleared: set[str] = set()   # command topics whose retained message we just cleared
 
     # ------------------------------------------------------------------ lifecycle
     def stop(self) -> None:
@@ -108,20 +128,26 @@ class MqttBridge:
         self._stopping = asyncio.Event()
         if self._stop_requested:
             self._stopping.set()
-        self._acks = asyncio.Queue(maxsize=1000)
+        self.acks = AckQueue(self.clock.monotonic, self.acks.maxsize)  # its event belongs to this loop
         self.runner.on_result = self._post_ack_threadsafe
         backoff = self.backoff_initial
+        failures = 0
         try:
             while not self._stopping.is_set():
                 was_connected = False
                 reason = "connection failed"
                 try:
                     will = aiomqtt.Will(self.topics.state("status"),
-                                        status_payload(None, self.topics.arm_id, online=False), qos=1, retain=True)
+                                        status_payload(None, self.topics.arm_id, online=False, ts=self.clock.wall()),
+                                        qos=1, retain=True)
                     async with aiomqtt.Client(**self.settings.client_options(), identifier=self.identifier,
                                               will=will, clean_session=True, timeout=5.0) as client:
                         was_connected = True
                         backoff = self.backoff_initial
+                        if failures:
+                            log.warning("connected to the broker at %s after %d failed attempt(s)",
+                                        self.settings.url, failures)
+                        failures = 0
                         self.stats["connects"] += 1
                         await self._session(client)
                 except aiomqtt.MqttError as exc:
@@ -135,7 +161,14 @@ class MqttBridge:
                     log.warning("lost the broker at %s: %s; arm holds, reconnecting", self.settings.url, reason)
                     self.runner.link_lost(f"lost the broker at {self.settings.url}: {reason}")
                 else:
-                    log.info("cannot reach the broker at %s: %s; retry in %.2f s", self.settings.url, reason, backoff)
+                    failures += 1
+                    if failures == 1:  # at once, loudly, with the schedule; then quietly until it works
+                        log.warning("cannot reach the broker at %s: %s; the arm holds; retrying in %.2g s, "
+                                    "doubling to every %.2g s (±20 %%)", self.settings.url, reason, backoff,
+                                    self.backoff_max)
+                    else:
+                        log.info("cannot reach the broker at %s (attempt %d): %s; retry in %.2g s",
+                                 self.settings.url, failures, reason, backoff)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), timeout=backoff * random.uniform(0.8, 1.2))
                 backoff = min(backoff * 2.0, self.backoff_max)
@@ -143,9 +176,9 @@ class MqttBridge:
             self.runner.on_result = None
 
     async def _session(self, client: aiomqtt.Client) -> None:
-        assert self._stopping is not None and self._acks is not None
-        while not self._acks.empty():  # acks for commands of a previous connection are stale
-            self._acks.get_nowait()
+        assert self._stopping is not None
+        self.acks.clear()  # acks for commands of a previous connection are stale
+        self._cleared.clear()
         await client.subscribe(self.topics.all_commands, qos=1)
         await self._publish_status(client)
         await client.publish(self.topics.state("description"), description_payload(
@@ -166,7 +199,8 @@ class MqttBridge:
             with contextlib.suppress(Exception):
                 await client.publish(self.topics.state("status"),
                                      status_payload(self.runner.snapshot, self.topics.arm_id, online=False,
-                                                    bridge=dict(self.stats)), qos=1, retain=True, timeout=2.0)
+                                                    ts=self.clock.wall(), bridge=self._bridge_stats()),
+                                     qos=1, retain=True, timeout=2.0)
             return
         for t in done:
             exc = t.exception()
@@ -179,10 +213,28 @@ class MqttBridge:
     # ------------------------------------------------------------------ inbound
     async def _receive(self, client: aiomqtt.Client) -> None:
         async for message in client.messages:
+            topic = message.topic.value
+            retained = bool(message.retain)
+            if not message.payload and topic in self._cleared:
+                self._cleared.discard(topic)  # the echo of our own clearing publish
+                continue
             try:
-                await self.handle(message.topic.value, message.payload, retain=bool(message.retain))
+                await self.handle(topic, message.payload, retain=retained)
             except Exception:  # the bridge never dies of a message
-                log.exception("failed to handle a message on %s", message.topic.value)
+                log.exception("failed to handle a message on %s", topic)
+            if retained and self.topics.command_name(topic) is not None:
+                await self._clear_retained(client, topic)
+
+    async def _clear_retained(self, client: aiomqtt.Client, topic: str) -> None:
+        """Delete a retained command from the broker: an empty retained payload on its topic."""
+        try:
+            self._cleared.add(topic)
+            await client.publish(topic, b"", qos=1, retain=True, timeout=5.0)
+            self.stats["retained_cleared"] += 1
+            log.warning("cleared a retained command on %s (commands must not be retained)", topic)
+        except Exception as exc:  # e.g. an ACL that does not let the arm write cmd/: say how to fix it
+            log.warning("could not clear the retained command on %s: %s; clear it by hand: "
+                        "mosquitto_pub -t '%s' -r -n", topic, exc, topic)
 
     async def handle(self, topic: str, payload: Any, *, retain: bool = False) -> None:
         """Validate one message and hand it to the arm (or ack its rejection)."""
@@ -190,13 +242,16 @@ class MqttBridge:
         if name is None:
             return
         self.stats["received"] += 1
-        received = self.runner.clock.now()
+        received = self.runner.clock.now()  # the arm's clock: jog ttl runs on it
         if not isinstance(payload, bytes | bytearray | str):
             payload = b"" if payload is None else str(payload)
         seq = client = None
         try:
             obj = decode(payload)
             seq, client = loose_ids(obj)
+            if retain and not (name == "estop" and obj.get("engaged") is True):
+                raise CommandRejected("retained", "commands must not be published with the retain flag; "
+                                                  "the bridge cleared it from the broker")
             env = envelope(obj)
             cmd = self.schema.validate(name, obj, env)
             if isinstance(cmd, EstopCommand) and cmd.engaged:
@@ -205,15 +260,18 @@ class MqttBridge:
                 self.stats["accepted"] += 1
                 self.runner.engage_estop(cmd)
                 return
-            if retain:
-                raise CommandRejected("retained", "commands must not be published with the retain flag")
             self.admission.admit(name, env)
             if isinstance(cmd, JogCommand):
                 if self.runner.mode != "jog":
                     raise CommandRejected("wrong_mode", f"jog needs mode 'jog' (mode is {self.runner.mode!r})")
                 self.runner.offer_jog(cmd, received)
             elif isinstance(cmd, CartesianGoalCommand):
-                self.runner.submit(name, await self._solve(cmd))
+                goal = await self._solve(cmd)
+                self._check_reach(goal)
+                self.runner.submit(name, goal)
+            elif isinstance(cmd, JointGoalCommand):
+                self._check_reach(cmd)
+                self.runner.submit(name, cmd)
             else:
                 self.runner.submit(name, cmd)
             self.stats["accepted"] += 1
@@ -221,6 +279,14 @@ class MqttBridge:
             if seq is None and exc.reason == "not_finite":
                 seq, client = salvage_ids(payload)
             self._reject(name, seq, client, exc)
+
+    def _check_reach(self, cmd: JointGoalCommand) -> None:
+        """Rated-speed reach check from the arm's last commanded position, before queueing."""
+        snap = self.runner.snapshot
+        start = snap.command_position if np.all(np.isfinite(snap.command_position)) else snap.position
+        arm = self.runner.arm
+        check_reach(start, cmd.times, cmd.positions, arm.limits, max_duration=self.runner.max_goal_duration,
+                    joint_names=arm.model.joint_names)
 
     async def _solve(self, cmd: CartesianGoalCommand) -> JointGoalCommand:
         """IK from the arm's current commanded position; a target it cannot reach is rejected."""
@@ -244,25 +310,18 @@ class MqttBridge:
     def _reject(self, name: str, seq: int | None, client: str | None, exc: CommandRejected) -> None:
         self.stats["rejected"] += 1
         self.runner.note_error(exc.reason, f"cmd/{name}: {exc.detail}")
-        if name == "jog":
-            now = time.monotonic()
-            key = (client, exc.reason)
-            if now - self._last_reject_ack.get(key, -1e9) < self.reject_ack_period:
-                return
-            if len(self._last_reject_ack) > 1024:
-                self._last_reject_ack.clear()
-            self._last_reject_ack[key] = now
-        self._post_ack(Ack(seq, client, name, False, exc.reason, exc.detail))
+        self.acks.put(Ack(seq, client, name, False, exc.reason, exc.detail),
+                      throttle=self.reject_ack_period if name == "jog" else 0.0)
 
     # ------------------------------------------------------------------ outbound
+    def _bridge_stats(self) -> dict[str, int]:
+        """The counters published in ``state/status`` (``bridge``)."""
+        self.stats["acks_coalesced"] = self.acks.coalesced
+        self.stats["acks_dropped"] = self.acks.dropped
+        return dict(self.stats)
+
     def _post_ack(self, ack: Ack) -> None:
-        q = self._acks
-        if q is None:
-            return
-        if q.full():
-            q.get_nowait()
-            self.stats["acks_dropped"] += 1
-        q.put_nowait(ack)
+        self.acks.put(ack)
 
     def _post_ack_threadsafe(self, ack: Ack) -> None:
         loop = self._loop
@@ -270,38 +329,39 @@ class MqttBridge:
             loop.call_soon_threadsafe(self._post_ack, ack)
 
     async def _publish_acks(self, client: aiomqtt.Client) -> None:
-        assert self._acks is not None
         topic = self.topics.state("ack")
         while True:
-            ack = await self._acks.get()
-            await client.publish(topic, ack.to_payload(), qos=1, timeout=5.0)
+            ack = await self.acks.get()
+            await client.publish(topic, ack.to_payload(self.clock.wall()), qos=1, timeout=5.0)
 
     async def _publish_status(self, client: aiomqtt.Client) -> None:
         await client.publish(self.topics.state("status"),
                              status_payload(self.runner.snapshot, self.topics.arm_id, online=True,
-                                            bridge=dict(self.stats)), qos=1, retain=True, timeout=5.0)
+                                            ts=self.clock.wall(), bridge=self._bridge_stats()),
+                             qos=1, retain=True, timeout=5.0)
 
     async def _publish_states(self, client: aiomqtt.Client) -> None:
         names = self.runner.arm.model.joint_names
         model = self.runner.arm.model
         t_joints, t_pose = self.topics.state("joints"), self.topics.state("ee_pose")
         last_key: tuple | None = None
-        last_status = time.monotonic()
-        next_tick = time.monotonic()
+        monotonic = self.clock.monotonic
+        last_status = monotonic()
+        next_tick = monotonic()
         while True:
             next_tick += self.state_period
-            delay = next_tick - time.monotonic()
+            delay = next_tick - monotonic()
             if delay < -self.state_period:  # fell behind (e.g. a slow status publish): don't burst
-                next_tick = time.monotonic()
+                next_tick = monotonic()
                 delay = 0.0
             await asyncio.sleep(max(delay, 0.0))
             snap = self.runner.snapshot
             await client.publish(t_joints, joints_payload(snap, names), qos=0)
             pose = model.end_effector(snap.position) if np.all(np.isfinite(snap.position)) else np.full((4, 4), np.nan)
             await client.publish(t_pose, ee_pose_payload(snap, pose), qos=0)
-            key = (snap.state, snap.mode, snap.estop, snap.jogging, snap.braking, snap.at_goal,
+            key = (snap.state, snap.mode, snap.estop, snap.m_stopped, snap.jogging, snap.braking, snap.at_goal,
                    snap.last_error, snap.last_event, snap.gripper)
-            now = time.monotonic()
+            now = monotonic()
             if key != last_key or now - last_status >= self.status_period:
                 last_key, last_status = key, now
                 await self._publish_status(client)

@@ -3,9 +3,10 @@ teleop-send``, the tests and the benchmark.
 
 It fills in the envelope of every command (``seq`` increasing, ``ts`` = now, ``client`` = its
 name), subscribes to the arm's ``state/#`` and keeps the latest status, joints and pose, and
-matches acks to the commands that caused them. ``seq`` starts at the current time in
-microseconds, so successive runs of a command-line client under the same name keep increasing
-without storing anything.
+matches acks to the commands that caused them (a coalesced rejection answers both its first
+and its last ``seq``). ``seq`` starts at the current time in microseconds, so successive runs of
+a command-line client under the same name keep increasing without storing anything. Wall time
+comes from an injected :class:`~hebictl.teleop.clock.TeleopClock`.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ import itertools
 import json
 import logging
 import os
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 from hebictl.teleop.connection import BrokerSettings, parse_broker
 from hebictl.teleop.messages import Ack
 from hebictl.teleop.topics import COMMAND_QOS, Topics
@@ -37,14 +38,15 @@ class TeleopClient:
 
     def __init__(self, broker: str | BrokerSettings, arm_id: str, *, name: str | None = None,
                  username: str | None = None, password: str | None = None, subscribe_state: bool = True,
-                 seq_start: int | None = None) -> None:
+                 seq_start: int | None = None, clock: TeleopClock = SYSTEM_CLOCK) -> None:
         if isinstance(broker, str):
             broker = parse_broker(broker, username=username, password=password)
         self.settings = broker
         self.topics = Topics(arm_id)
         self.name = name or f"operator-{os.getpid()}"
+        self.clock = clock
         self.subscribe_state = subscribe_state
-        self._seq = itertools.count(seq_start if seq_start is not None else time.time_ns() // 1000)
+        self._seq = itertools.count(seq_start if seq_start is not None else int(clock.wall() * 1e6))
         self._client: Any = None
         self._reader: asyncio.Task[None] | None = None
         self._pending: dict[tuple[str | None, int | None], asyncio.Future[Ack]] = {}
@@ -100,9 +102,10 @@ class TeleopClient:
                 if name == "ack":
                     ack = Ack.from_dict(body)
                     self.acks.append(ack)
-                    fut = self._pending.pop((ack.client, ack.seq), None)
-                    if fut is not None and not fut.done():
-                        fut.set_result(ack)
+                    for seq in {ack.seq, ack.last_seq}:
+                        fut = self._pending.pop((ack.client, seq), None)
+                        if fut is not None and not fut.done():
+                            fut.set_result(ack)
                 elif name == "status":
                     self.status = body
                 elif name == "joints":
@@ -130,7 +133,7 @@ class TeleopClient:
         Returns the ack, or None when not waiting. ``seq``/``ts`` override the envelope (tests
         of stale or reordered commands)."""
         seq = self.next_seq() if seq is None else seq
-        payload = {**(body or {}), "seq": seq, "ts": time.time() if ts is None else ts, "client": self.name}
+        payload = {**(body or {}), "seq": seq, "ts": self.clock.wall() if ts is None else ts, "client": self.name}
         fut: asyncio.Future[Ack] | None = None
         if wait:
             fut = asyncio.get_running_loop().create_future()

@@ -1,31 +1,32 @@
 """What the arm publishes: acks and the ``state/*`` payloads, built from arm snapshots.
 
-All payloads are JSON objects carrying ``ts`` (the arm's wall clock, s since epoch). Numbers that
-are not finite (a module without effort feedback, say) are sent as ``null``, because JSON has no
-NaN and operators' parsers would choke on Python's ``NaN`` extension.
+All payloads are JSON objects carrying ``ts`` (the arm's wall clock, s since epoch), passed in
+by the caller (teleop's clock is injected: :mod:`hebictl.teleop.clock`). Numbers that are not
+finite (a module without effort feedback, say) are sent as ``null``, because JSON has no NaN and
+operators' parsers would choke on Python's ``NaN`` extension.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import time
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.spatial.transform import Rotation
 
-if TYPE_CHECKING:
-    from hebictl.teleop.runner import ArmSnapshot
+from hebictl.teleop.snapshot import ArmSnapshot
 
 
 @dataclass(frozen=True)
 class Ack:
     """Answer to one command: accepted, or rejected with a machine-readable ``reason``.
 
-    ``seq``/``client`` are None when the payload was too broken to read them."""
+    ``seq``/``client`` are None when the payload was too broken to read them. Under a flood the
+    bridge folds rejections of one client for one reason into one ack: ``coalesced`` is how many
+    further rejections it stands for, ``last_seq`` the ``seq`` of the last of them."""
 
     seq: int | None
     client: str | None
@@ -33,9 +34,12 @@ class Ack:
     accepted: bool
     reason: str = ""
     detail: str = ""
+    coalesced: int = 0
+    last_seq: int | None = None
 
-    def to_payload(self) -> bytes:
-        return json.dumps({**asdict(self), "ts": time.time()}).encode()
+    def to_payload(self, ts: float) -> bytes:
+        """JSON of the ack stamped with ``ts`` [s since epoch, the arm's wall clock]."""
+        return json.dumps({**asdict(self), "ts": ts}).encode()
 
     @classmethod
     def from_payload(cls, payload: bytes) -> Ack:
@@ -43,28 +47,11 @@ class Ack:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Ack:
+        coalesced = d.get("coalesced", 0)
+        last_seq = d.get("last_seq")
         return cls(d.get("seq"), d.get("client"), str(d.get("topic", "")), bool(d.get("accepted")),
-                   str(d.get("reason", "")), str(d.get("detail", "")))
-
-
-@dataclass(frozen=True)
-class ErrorRecord:
-    """Last thing that went wrong: a rejected command or a safety event; ``time`` is wall time [s]."""
-
-    time: float
-    reason: str
-    detail: str
-
-
-@dataclass(frozen=True)
-class GripperState:
-    """Last accepted gripper command (the model has no gripper hardware: recorded and reported)."""
-
-    position: float      # 0 closed .. 1 open
-    action: str | None
-    seq: int
-    client: str
-    time: float          # wall time [s] of acceptance
+                   str(d.get("reason", "")), str(d.get("detail", "")),
+                   coalesced if isinstance(coalesced, int) else 0, last_seq if isinstance(last_seq, int) else None)
 
 
 def finite_list(values: NDArray[np.float64]) -> list[float | None]:
@@ -87,14 +74,16 @@ def ee_pose_payload(snap: ArmSnapshot, pose: NDArray[np.float64]) -> bytes:
     return json.dumps({"ts": snap.wall_time, **body}).encode()
 
 
-def status_payload(snap: ArmSnapshot | None, arm_id: str, *, online: bool,
+def status_payload(snap: ArmSnapshot | None, arm_id: str, *, online: bool, ts: float,
                    bridge: dict[str, Any] | None = None) -> bytes:
-    """The retained ``state/status``: ``status`` online/offline, arm state, mode, e-stop, goal
-    progress, loop statistics, last error, gripper and bridge counters."""
-    body: dict[str, Any] = {"ts": time.time(), "arm_id": arm_id, "status": "online" if online else "offline"}
+    """The retained ``state/status`` stamped ``ts`` [s since epoch]: ``status`` online/offline,
+    arm state, mode, e-stop, M-stop, stop behaviour, goal progress, loop statistics, last error,
+    gripper and bridge counters."""
+    body: dict[str, Any] = {"ts": ts, "arm_id": arm_id, "status": "online" if online else "offline"}
     if snap is not None:
         body.update({
-            "state": snap.state, "mode": snap.mode, "estop": snap.estop, "jogging": snap.jogging,
+            "state": snap.state, "mode": snap.mode, "estop": snap.estop, "m_stopped": snap.m_stopped,
+            "stop_behaviour": snap.stop_behaviour, "jogging": snap.jogging,
             "braking": snap.braking, "goal_progress": snap.goal_progress, "at_goal": snap.at_goal,
             "loop": None if snap.loop is None else {k: (v if math.isfinite(v) else None)
                                                      for k, v in snap.loop.as_dict().items()},

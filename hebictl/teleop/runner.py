@@ -20,18 +20,25 @@ Modes: ``idle`` (hold, no motion accepted: the start-up mode and where every fau
 of the broker, a safety event of the arm (limits, NaN or lost feedback, watchdog) — drops the
 mode to ``idle``, so nothing moves again until an operator sends a new ``cmd/mode``. The e-stop
 additionally latches: it must be released *and* a mode set.
+
+Stops never drop the arm: the e-stop, a lost broker, an internal error and the shutdown of
+``hebictl teleop`` all brake within the rated deceleration and then hold position under gravity
+compensation (the ``hold`` stop behaviour). Releasing the arm (commanding nothing) is not a teleop
+action. Every goal is checked against the joints' rated speed and limits on the trajectory the
+arm would actually follow (:mod:`~hebictl.teleop.feasibility`), and a cycle that would send a
+non-finite position command holds instead, so no later goal can start from a NaN state.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 import numpy as np
 
@@ -39,11 +46,14 @@ from hebictl._typing import FloatArray
 from hebictl.control.arm import Arm
 from hebictl.control.goal import Goal
 from hebictl.control.loop import FixedRateLoop, LoopStats
-from hebictl.control.safety import ArmState, SafetyEvent
-from hebictl.errors import CommandRejected
+from hebictl.control.safety import ArmState
+from hebictl.errors import CommandRejected, HebictlError
+from hebictl.hardware.base import Command
 from hebictl.teleop.braking import brake_profile
+from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
+from hebictl.teleop.feasibility import check_reach, check_trajectory
 from hebictl.teleop.jog import JogMailbox, JogPlugin
-from hebictl.teleop.messages import Ack, ErrorRecord, GripperState
+from hebictl.teleop.messages import Ack
 from hebictl.teleop.schema import (
     EstopCommand,
     GripperCommand,
@@ -53,6 +63,7 @@ from hebictl.teleop.schema import (
     StopCommand,
     TeleopCommand,
 )
+from hebictl.teleop.snapshot import ArmSnapshot, ErrorRecord, GripperState
 
 log = logging.getLogger(__name__)
 
@@ -66,32 +77,8 @@ class Mode(StrEnum):
 
 #: safety-event kinds the runner itself causes; any other kind is a fault of the arm
 OWN_EVENT_KINDS = frozenset({"goal", "cleared", "estop", "release", "teleop_stop", "teleop_jog_released",
-                             "teleop_jog_expired", "teleop_mode", "teleop_link_lost", "teleop_shutdown"})
-
-
-@dataclass(frozen=True)
-class ArmSnapshot:
-    """Everything the bridge publishes, copied out of the arm thread once per cycle."""
-
-    cycle: int
-    time: float              # s, arm clock
-    wall_time: float         # s since epoch
-    state: str
-    mode: str
-    estop: bool
-    jogging: bool
-    braking: bool
-    position: FloatArray     # rad, feedback
-    velocity: FloatArray     # rad/s, feedback
-    effort: FloatArray       # N·m, feedback
-    command_position: FloatArray
-    command_velocity: FloatArray
-    goal_progress: float
-    at_goal: bool
-    loop: LoopStats | None
-    last_error: ErrorRecord | None
-    last_event: SafetyEvent | None
-    gripper: GripperState | None
+                             "teleop_jog_expired", "teleop_mode", "teleop_link_lost", "teleop_shutdown",
+                             "interrupt", "terminate", "internal_error"})
 
 
 class ArmRunner:
@@ -99,20 +86,29 @@ class ArmRunner:
     :meth:`engage_estop`, :meth:`link_lost`, :meth:`note_error`, :attr:`snapshot`, :attr:`mode`.
 
     ``rate_hz`` [Hz] of the loop (default: the backend's feedback frequency); ``brake_decel``
-    [rad/s²] and ``brake_max_time`` [s] shape stops (see :mod:`hebictl.teleop.braking`);
-    ``jog_accel`` [rad/s²], ``jog_damping`` [m], ``jog_speed_fraction`` tune the jog plugin;
-    ``shutdown_hold`` [s] is how long the arm holds before being released on :meth:`close`.
+    [rad/s²] and ``brake_max_time`` [s] shape stops (see :mod:`hebictl.teleop.braking`; never
+    beyond the joints' rated deceleration where the arm knows it); ``jog_accel`` [rad/s²],
+    ``jog_damping`` [m], ``jog_speed_fraction`` tune the jog plugin; ``shutdown_hold`` [s] is how
+    long the arm holds, after braking, before :meth:`close` ends the loop (the modules then keep
+    the hold for their command lifetime); ``max_goal_duration`` [s] bounds a goal's length;
+    ``clock`` gives wall time for timestamps (the loop itself runs on ``arm.clock``); ``gripper``
+    (anything with ``set_opening(x)`` and a ``state(...)`` method, see
+    :class:`hebictl.control.gripper.Gripper`) is what ``cmd/gripper`` drives, if the arm has one.
     """
 
     def __init__(self, arm: Arm, *, rate_hz: float | None = None, brake_decel: float = 4.0,
                  brake_max_time: float = 0.25, jog_accel: float = 8.0, jog_damping: float = 0.02,
-                 jog_speed_fraction: float = 1.0, shutdown_hold: float = 0.5) -> None:
+                 jog_speed_fraction: float = 1.0, shutdown_hold: float = 0.5, max_goal_duration: float = 600.0,
+                 clock: TeleopClock = SYSTEM_CLOCK, gripper: GripperLike | None = None) -> None:
         self.arm = arm
         self.clock = arm.clock
+        self.teleop_clock = clock
         self.rate_hz = float(rate_hz or arm.backend.feedback_frequency or 200.0)
         self.brake_decel = brake_decel
         self.brake_max_time = brake_max_time
         self.shutdown_hold = shutdown_hold
+        self.max_goal_duration = float(max_goal_duration)
+        self.gripper = gripper
         self.mailbox = JogMailbox()
         # max_dt: after a stalled cycle integrate at most 3 periods, never jump the jog target ahead
         self.jog = JogPlugin(self.mailbox, accel=jog_accel, damping=jog_damping, speed_fraction=jog_speed_fraction,
@@ -123,13 +119,16 @@ class ArmRunner:
         self._priority: deque[tuple[str, object]] = deque()
         self._mode = Mode.IDLE
         self._estop = False
-        self._gripper: GripperState | None = None
+        self._gripper_cmd: GripperCommand | None = None
+        self._gripper_time = math.nan
         self._last_error: ErrorRecord | None = None
         self._stats: LoopStats | None = None
         self._cycle = 0
         self._events_seen = arm.events.dropped + len(arm.events.events)
         self._consumed_jog = 0          # mailbox index up to which samples cannot (re)start a jog
         self._closing: float | None = None
+        self._close_kind = "teleop_shutdown"
+        self._stopping_done = False       # the shutdown stop has been applied
         self._loop = FixedRateLoop(self.step, self.rate_hz, self.clock, report=self._on_stats)
         self._thread: threading.Thread | None = None
         self.snapshot: ArmSnapshot = self._make_snapshot()
@@ -161,7 +160,7 @@ class ArmRunner:
 
     def note_error(self, reason: str, detail: str) -> None:
         """Record a rejection made outside the arm thread, for the status's ``last_error``."""
-        self._last_error = ErrorRecord(time.time(), reason, detail)
+        self._last_error = ErrorRecord(self.teleop_clock.wall(), reason, detail)
 
     # ------------------------------------------------------------------ thread control
     def start(self) -> None:
@@ -181,11 +180,16 @@ class ArmRunner:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def close(self, timeout: float = 5.0) -> None:
-        """Hold for ``shutdown_hold`` s, then release the arm (command nothing) and end the thread."""
+    def close(self, timeout: float = 5.0, *, reason: str = "teleop_shutdown") -> None:
+        """Brake, hold for ``shutdown_hold`` s, then end the thread, leaving the hold commanded.
+
+        ``reason`` is the event kind recorded (``teleop_shutdown``, ``interrupt`` for Ctrl-C,
+        ``terminate`` for SIGTERM). The arm is never released here: once the loop ends, the
+        modules keep the last (hold) command for their command lifetime, then stop driving."""
         if self._thread is None:
             return
         if self._closing is None:
+            self._close_kind = reason
             self._closing = self.clock.now() + self.shutdown_hold
         self._thread.join(timeout)
         if self._thread.is_alive():
@@ -221,45 +225,61 @@ class ArmRunner:
             if self._mode is Mode.JOG:
                 self._supervise_jog()
             arm.update()
+            self._check_command()
             arm.send()
             self._check_events()
-        except Exception as exc:  # a bug here must not leave the modules with a stale command
+        except Exception as exc:  # a bug here must not leave the modules with a stale or NaN command
             log.exception("arm thread step failed")
-            try:
-                self.jog.halt()
-                arm.stop("internal_error", f"{type(exc).__name__}: {exc}")
-                self._to_idle()
-                self._last_error = ErrorRecord(time.time(), "internal_error", f"{type(exc).__name__}: {exc}")
-                arm.update()
-                arm.send()
-            except Exception:
-                log.exception("arm thread could not stop the arm")
+            self._recover(f"{type(exc).__name__}: {exc}")
         self._cycle += 1
         self.snapshot = self._make_snapshot()
         return True
 
     def _shutdown_step(self) -> bool:
+        """Brake and hold until ``shutdown_hold`` has passed and the brake has ended; then stop
+        the loop with the hold still commanded."""
         arm = self.arm
-        if arm.state is ArmState.RUNNING:
-            self._brake("teleop_shutdown", "teleop shutting down: holding before release")
-        if self.clock.now() >= (self._closing or 0.0) and arm.state is not ArmState.STOPPED:
-            arm.stop("release", "teleop shut down: released")
+        if not self._stopping_done:
+            self._safety_stop(self._close_kind, "teleop shutting down: braking, then holding")
+            self._stopping_done = True
         arm.update()
+        self._check_command()
         arm.send()
         self._cycle += 1
         self.snapshot = self._make_snapshot()
-        return arm.state is not ArmState.STOPPED
+        braking = self.jog.braking or bool(getattr(arm, "braking", False))
+        return braking or self.clock.now() < (self._closing or 0.0)
 
     def _make_snapshot(self) -> ArmSnapshot:
         arm = self.arm
         fb, cmd = arm.last_feedback, arm.pending_command
+        behaviour = getattr(arm, "stop_behaviour", None)
         return ArmSnapshot(
-            cycle=self._cycle, time=self.clock.now(), wall_time=time.time(), state=arm.state.value,
-            mode=self._mode.value, estop=self._estop, jogging=self.jog.active, braking=self.jog.braking,
+            cycle=self._cycle, time=self.clock.now(), wall_time=self.teleop_clock.wall(), state=arm.state.value,
+            mode=self._mode.value, estop=self._estop, jogging=self.jog.active,
+            braking=self.jog.braking or bool(getattr(arm, "braking", False)),
             position=fb.position.copy(), velocity=fb.velocity.copy(), effort=fb.effort.copy(),
             command_position=cmd.position.copy(), command_velocity=cmd.velocity.copy(),
             goal_progress=arm.goal_progress, at_goal=arm.at_goal, loop=self._stats,
-            last_error=self._last_error, last_event=arm.events.last, gripper=self._gripper)
+            last_error=self._last_error, last_event=arm.events.last, gripper=self._gripper_state(),
+            m_stopped=bool(fb.m_stopped),
+            stop_behaviour=None if behaviour is None else str(getattr(behaviour, "value", behaviour)))
+
+    def _gripper_state(self) -> GripperState | None:
+        cmd = self._gripper_cmd
+        g = self.gripper
+        if cmd is None and g is None:
+            return None
+        if g is None:
+            assert cmd is not None
+            return GripperState(cmd.position, cmd.action, cmd.envelope.seq, cmd.envelope.client, self._gripper_time)
+        st = g.state()
+        return GripperState(
+            position=st.opening, action=None if cmd is None else cmd.action,
+            seq=-1 if cmd is None else cmd.envelope.seq, client="" if cmd is None else cmd.envelope.client,
+            time=self._gripper_time, hardware=True, effort=_finite(st.effort),
+            measured_position=_finite(st.measured_position), measured_effort=_finite(st.measured_effort),
+            measured_opening=_finite(st.measured_opening))
 
     def _to_idle(self) -> None:
         """Mode ``idle``: nothing moves until an operator sets a mode again."""
@@ -277,15 +297,63 @@ class ArmRunner:
             else list(log_.events)
         self._events_seen = total
         for ev in new:
-            if ev.kind not in OWN_EVENT_KINDS:
+            if str(ev.kind) not in OWN_EVENT_KINDS:
                 self.jog.halt()
                 self._to_idle()
-                self._last_error = ErrorRecord(time.time(), ev.kind, ev.detail)
+                self._last_error = ErrorRecord(self.teleop_clock.wall(), str(ev.kind), ev.detail)
+
+    # ------------------------------------------------------------------ never NaN, never a drop
+    def _holdable_position(self) -> FloatArray | None:
+        """A finite position to hold: the command of this cycle, else the measured position."""
+        arm = self.arm
+        for candidate in (arm.pending_command.position, arm.last_feedback.position):
+            if np.all(np.isfinite(candidate)):
+                return np.array(candidate, dtype=np.float64)
+        return None
+
+    def _check_command(self) -> None:
+        """Refuse to send a non-finite position while the arm is meant to command one."""
+        arm = self.arm
+        if arm.state is ArmState.STOPPED and getattr(arm, "stop_behaviour", None) is None:
+            return  # an arm stopped the old way commands nothing on purpose
+        if arm.idle != "hold" and arm.trajectory is None and not self.jog.active:
+            return  # hand-guiding: no position command
+        if not np.all(np.isfinite(arm.last_feedback.position)):
+            return  # no feedback yet: nothing to hold
+        if not np.all(np.isfinite(arm.pending_command.position)):
+            raise FloatingPointError("the arm computed a non-finite position command")
+
+    def _recover(self, detail: str) -> None:
+        """After an internal error: hold a finite position, drop to idle, report it."""
+        arm = self.arm
+        self._last_error = ErrorRecord(self.teleop_clock.wall(), "internal_error", detail)
+        hold = self._holdable_position()
+        try:
+            self.jog.halt()
+            self.jog.brake = None
+            self._to_idle()
+            if arm.trajectory is not None:
+                arm.cancel_goal()
+            if hold is not None:
+                arm.hold(hold, reason="internal_error", detail=detail)
+            arm.update()
+            if hold is not None and not np.all(np.isfinite(arm.pending_command.position)):
+                arm.pending_command.position[:] = hold
+                arm.pending_command.velocity[:] = 0.0
+            arm.send()
+            return
+        except Exception:
+            log.exception("arm thread could not hold through the arm; writing the hold directly")
+        if hold is not None:  # last resort: a plain position hold straight to the modules
+            try:
+                arm.backend.write(Command(position=hold, velocity=np.zeros(arm.dof), effort=np.full(arm.dof, np.nan)))
+            except Exception:
+                log.exception("arm thread could not command a hold")
 
     # ------------------------------------------------------------------ acks
     def _ack(self, topic: str, cmd: TeleopCommand | None, accepted: bool, reason: str = "", detail: str = "") -> None:
         if not accepted:
-            self._last_error = ErrorRecord(time.time(), reason, detail)
+            self._last_error = ErrorRecord(self.teleop_clock.wall(), reason, detail)
         cb = self.on_result
         if cb is None:
             return
@@ -311,12 +379,22 @@ class ArmRunner:
             p, v, _ = arm.trajectory.get_state(now)
         else:
             if arm.state is ArmState.RUNNING or not self.jog.braking:  # never cut a brake short
-                arm.hold(reason=kind, detail=detail)
+                hold = self._holdable_position() if arm.trajectory is None else None
+                arm.hold(hold, reason=kind, detail=detail)
             return
-        profile = brake_profile(now, p, v, self.brake_decel, self.brake_max_time)
+        if not (np.all(np.isfinite(p)) and np.all(np.isfinite(v))):
+            arm.hold(self._holdable_position(), reason=kind, detail=detail)
+            return
+        profile = brake_profile(now, p, v, self.brake_decel, self.brake_max_time,
+                                max_decel=getattr(arm.limits, "acceleration_max", None))
         final = np.clip(profile.final_position, arm.limits.position_min, arm.limits.position_max)
         arm.hold(final, reason=kind, detail=detail)
         self.jog.play_brake(profile, arm.events.last)
+
+    def _safety_stop(self, kind: str, detail: str) -> None:
+        """The ``hold`` stop of e-stop, broker loss, shutdown: brake within the rated
+        deceleration, then hold position under gravity compensation. Never commands nothing."""
+        self._brake(kind, detail)
 
     def _moving(self) -> bool:
         arm = self.arm
@@ -346,6 +424,8 @@ class ArmRunner:
             return
         cmd = arm.pending_command
         start = cmd.position.copy() if np.all(np.isfinite(cmd.position)) else arm.last_feedback.position.copy()
+        if not np.all(np.isfinite(start)):
+            return
         velocity = cmd.velocity.copy() if np.all(np.isfinite(cmd.velocity)) else np.zeros(arm.dof)
         if arm.trajectory is not None:
             arm.cancel_goal()
@@ -375,37 +455,43 @@ class ArmRunner:
                 self._brake("teleop_stop", f"stop from {cmd.envelope.client} (seq {cmd.envelope.seq})")
                 self._ack(topic, cmd, True)
             elif isinstance(cmd, GripperCommand):
-                self._gripper = GripperState(cmd.position, cmd.action, cmd.envelope.seq, cmd.envelope.client,
-                                             time.time())
-                self._ack(topic, cmd, True, "", "recorded (no gripper hardware in the model)")
+                self._apply_gripper(topic, cmd)
             else:
                 self._ack(topic, cmd, False, "unknown_topic", f"the arm thread does not handle {type(cmd).__name__}")
         except CommandRejected as exc:
             self._ack(topic, cmd, False, exc.reason, exc.detail)
 
+    def _apply_gripper(self, topic: str, cmd: GripperCommand) -> None:
+        self._gripper_cmd = cmd
+        self._gripper_time = self.teleop_clock.wall()
+        if self.gripper is None:
+            self._ack(topic, cmd, True, "", "recorded (the config has no gripper: user_data.has_gripper)")
+            return
+        self.gripper.set_opening(cmd.position)
+        self._ack(topic, cmd, True, "", f"gripper to {cmd.position:g} (0 closed, 1 open)")
+
     def _apply_estop_engage(self, cmd: EstopCommand | None, detail: str) -> None:
         who = f"{cmd.envelope.client} (seq {cmd.envelope.seq})" if cmd is not None else "the bridge"
-        self.jog.halt()
-        self.jog.brake = None
         self._consumed_jog = max(self._consumed_jog, self._latest_jog_index())
         self._estop = True
-        self.arm.stop("estop", detail or f"e-stop engaged by {who}")
+        self._safety_stop("estop", detail or f"e-stop engaged by {who}")
+        self.jog.halt()
         self._to_idle()
-        self._last_error = ErrorRecord(time.time(), "estop", detail or f"e-stop engaged by {who}")
+        self._last_error = ErrorRecord(self.teleop_clock.wall(), "estop", detail or f"e-stop engaged by {who}")
         if cmd is not None:
-            self._ack("estop", cmd, True, "", "e-stop engaged (latched)")
+            self._ack("estop", cmd, True, "", "e-stop engaged (latched): braking, then holding")
 
     def _apply_link_lost(self, detail: str) -> None:
-        self._brake("teleop_link_lost", detail)
+        self._safety_stop("teleop_link_lost", detail)
         self._consumed_jog = max(self._consumed_jog, self._latest_jog_index())
         self._to_idle()
-        self._last_error = ErrorRecord(time.time(), "link_lost", detail)
+        self._last_error = ErrorRecord(self.teleop_clock.wall(), "link_lost", detail)
 
     def _apply_mode(self, topic: str, cmd: ModeCommand) -> None:
         arm = self.arm
         target = Mode(cmd.mode)
         who = f"mode {target.value} from {cmd.envelope.client}"
-        if target is Mode.GRAVCOMP and (self._moving() or self.jog.braking):
+        if target is Mode.GRAVCOMP and (self._moving() or self.jog.braking or bool(getattr(arm, "braking", False))):
             raise CommandRejected("moving", "the arm is moving: send cmd/stop and wait for the hold before gravcomp")
         if arm.state is ArmState.STOPPED:
             arm.clear_fault()
@@ -425,11 +511,68 @@ class ArmRunner:
         self._mode = target
         self._ack(topic, cmd, True)
 
+    def _goal_start(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Where a new goal starts; a non-finite state is replaced by a hold at the measured
+        position and the goal refused, so that no goal ever starts from NaN."""
+        arm = self.arm
+        p, v, a = arm.current_state()
+        if np.all(np.isfinite(p)) and np.all(np.isfinite(v)) and np.all(np.isfinite(a)):
+            return p, v, a
+        hold = self._holdable_position()
+        if arm.trajectory is not None:
+            arm.cancel_goal()
+        arm.hold(hold, reason="internal_error", detail="non-finite commanded state replaced by a hold")
+        raise CommandRejected("not_finite", "the arm's commanded state was not finite; it now holds its "
+                                            "measured position: send the goal again")
+
     def _apply_goal(self, topic: str, cmd: JointGoalCommand) -> None:
         if self._mode is not Mode.POSITION:
             raise CommandRejected("wrong_mode", f"goals need mode 'position' (mode is {self._mode.value!r})")
-        goal = Goal(self.arm.dof)
+        arm = self.arm
+        names = arm.model.joint_names
+        goal = Goal(arm.dof)
         for t, p, v in zip(cmd.times, cmd.positions, cmd.velocities, strict=True):
             goal.add_waypoint(t=t, position=p, velocity=v)
-        self.arm.set_goal(goal)
+        start = self._goal_start()
+        check_reach(start[0], cmd.times, cmd.positions, arm.limits, max_duration=self.max_goal_duration,
+                    joint_names=names)
+        try:
+            if cmd.times[0] is not None:  # the trajectory the arm would build: check it first
+                check_trajectory(goal.build_trajectory(self.clock.now(), *start), arm.limits,
+                                 max_duration=self.max_goal_duration, joint_names=names)
+            arm.set_goal(goal)
+        except (HebictlError, ValueError, ArithmeticError) as exc:
+            if isinstance(exc, CommandRejected):
+                raise
+            raise CommandRejected("infeasible", f"no trajectory to this goal: {exc}") from None
+        traj = arm.trajectory
+        if traj is not None and cmd.times[0] is None:
+            try:  # the arm timed it: still never accept a non-finite or too fast result
+                check_trajectory(traj, arm.limits, max_duration=self.max_goal_duration, joint_names=names)
+            except CommandRejected:
+                arm.cancel_goal()
+                arm.hold(start[0], reason="goal", detail="refused goal replaced by a hold")
+                raise
         self._ack(topic, cmd, True)
+
+
+class GripperStatus(Protocol):
+    """What :class:`ArmRunner` reads from a gripper each cycle (see hebictl.control.gripper)."""
+
+    opening: float
+    effort: float
+    measured_position: float
+    measured_effort: float
+    measured_opening: float
+
+
+class GripperLike(Protocol):
+    """A gripper ``cmd/gripper`` can drive: 0 closed .. 1 open."""
+
+    def set_opening(self, opening: float) -> None: ...
+
+    def state(self) -> GripperStatus: ...
+
+
+def _finite(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)

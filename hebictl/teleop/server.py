@@ -16,6 +16,7 @@ from typing import Any
 from hebictl.control.arm import Arm
 from hebictl.teleop.admission import Admission, RateLimit
 from hebictl.teleop.bridge import MqttBridge
+from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 from hebictl.teleop.connection import BrokerSettings
 from hebictl.teleop.runner import ArmRunner
 from hebictl.teleop.schema import CommandSchema
@@ -31,34 +32,41 @@ class TeleopServer:
     commands, ``rate_limits`` per command topic (default
     :data:`~hebictl.teleop.admission.DEFAULT_RATE_LIMITS`); ``runner_options``,
     ``schema_options`` and ``bridge_options`` go to :class:`ArmRunner`, :class:`CommandSchema`
-    and :class:`MqttBridge`."""
+    and :class:`MqttBridge`; ``clock`` (wall and monotonic time) to all of them; ``gripper`` is
+    what ``cmd/gripper`` drives (:func:`hebictl.control.gripper.open_gripper`), None to only
+    record gripper commands."""
 
     def __init__(self, arm: Arm, settings: BrokerSettings, arm_id: str = "arm", *, rate_hz: float | None = None,
                  state_rate_hz: float = 50.0, max_age: float = 1.0,
                  rate_limits: Mapping[str, RateLimit] | None = None,
                  runner_options: Mapping[str, Any] | None = None, schema_options: Mapping[str, Any] | None = None,
-                 bridge_options: Mapping[str, Any] | None = None) -> None:
+                 bridge_options: Mapping[str, Any] | None = None, clock: TeleopClock = SYSTEM_CLOCK,
+                 gripper: Any = None) -> None:
         self.arm = arm
-        self.runner = ArmRunner(arm, rate_hz=rate_hz, **dict(runner_options or {}))
+        self.runner = ArmRunner(arm, rate_hz=rate_hz, clock=clock, gripper=gripper, **dict(runner_options or {}))
         self.schema = CommandSchema(arm.dof, arm.limits, **dict(schema_options or {}))
-        self.admission = Admission(max_age=max_age, rate_limits=rate_limits)
+        self.admission = Admission(max_age=max_age, rate_limits=rate_limits, wall_clock=clock.wall,
+                                   monotonic=clock.monotonic)
         self.bridge = MqttBridge(self.runner, settings, arm_id, schema=self.schema, admission=self.admission,
-                                 state_rate_hz=state_rate_hz, **dict(bridge_options or {}))
+                                 state_rate_hz=state_rate_hz, clock=clock, **dict(bridge_options or {}))
+        self.stop_reason = "teleop_shutdown"
         self._thread: threading.Thread | None = None
         self._started = threading.Event()
         self._error: BaseException | None = None
 
     async def run(self) -> None:
-        """Start the arm thread, serve until :meth:`stop`, then hold and release the arm."""
+        """Start the arm thread, serve until :meth:`stop`, then brake and hold (never release)."""
         self.runner.start()
         try:
             self._started.set()
             await self.bridge.run()
         finally:
-            await asyncio.to_thread(self.runner.close)
+            await asyncio.to_thread(self.runner.close, reason=self.stop_reason)
 
-    def stop(self) -> None:
-        """Ask :meth:`run` to finish (thread-safe)."""
+    def stop(self, reason: str = "teleop_shutdown") -> None:
+        """Ask :meth:`run` to finish (thread-safe); ``reason`` is the stop's event kind
+        (``interrupt`` for Ctrl-C, ``terminate`` for SIGTERM)."""
+        self.stop_reason = reason
         self.bridge.stop()
 
     # ------------------------------------------------------------------ background mode

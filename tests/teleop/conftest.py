@@ -73,13 +73,16 @@ def secure_broker(tmp_path: Path) -> Iterator[LocalBroker]:
 
 @pytest.fixture
 def make_server() -> Iterator[Callable[..., TeleopServer]]:
-    """Factory: a started TeleopServer for the 6-DoF kit on the mock backend (stopped at the end)."""
+    """Factory: a started TeleopServer for the 6-DoF kit on the mock backend (stopped at the end).
+
+    The mock starts at ``start`` (default HOME), so tests reach their first goal in a fraction of a
+    second without exceeding the joints' rated speed (goals faster than that are refused)."""
     started: list[tuple[TeleopServer, Arm]] = []
 
     def make(url: str, *, rate_hz: float = LOOP_HZ, username: str | None = None, password: str | None = None,
              tls_ca: Path | None = None, joint_limits: tuple[Any, Any] | None = None,
-             **options: Any) -> TeleopServer:
-        arm = Arm.from_config(KIT6, backend="mock", clock=MonotonicClock())
+             start: Any = HOME, config: Path = KIT6, **options: Any) -> TeleopServer:
+        arm = Arm.from_config(config, backend="mock", clock=MonotonicClock(), initial_position=start)
         arm.backend.feedback_frequency = rate_hz
         if joint_limits is not None:  # the bundled kit's joints are unlimited
             arm.set_joint_limits(*joint_limits)

@@ -37,8 +37,8 @@ def test_joint_goal_and_waypoints_reached(broker, make_server):
             assert st["mode"] == "idle" and st["state"] == "running"
             await _home(c)
             target = np.add(HOME, [0.3, -0.2, 0.1, 0.2, 0.3, -0.4])
-            ack = await c.joint_waypoints([{"t": 0.3, "positions": list(np.array(HOME) + 0.1)},
-                                           {"t": 0.6, "positions": list(target), "velocities": [0.0] * 6}])
+            ack = await c.joint_waypoints([{"t": 0.6, "positions": list(np.array(HOME) + 0.1)},
+                                           {"t": 1.2, "positions": list(target), "velocities": [0.0] * 6}])
             assert ack.accepted, ack
             await c.wait_status(lambda s: s["at_goal"], timeout=3.0)
             await c.wait_for(lambda n, b: n == "joints" and np.allclose(b["position"], target, atol=1e-9))
@@ -128,7 +128,7 @@ def test_jog_stream_stop_holds_within_ttl_plus_one_cycle(broker, make_server):
             return q0, q1, q2, last, server.runner.mailbox.latest
 
     q0, q1, q2, last, release = run(go())
-    started = writes.first(0.0, lambda vel: vel[0] > 0)
+    started = writes.first(0.0, lambda vel: vel[0] > 1e-6)  # not the rounding noise of the homing goal
     braking = writes.first(last.expiry - ttl, lambda vel: vel[0] < v - 1e-9)
     assert started is not None and braking is not None
     assert last.expiry < braking <= last.expiry + PERIOD + slack, braking - last.expiry
@@ -174,8 +174,8 @@ def test_cartesian_jog_moves_end_effector_along_world_x(broker, make_server, heb
 
 
 def test_estop_latches_until_released_and_mode_set(broker, make_server):
-    """E-stop mid-goal stops the arm (commands nothing); goals and modes are refused until it is
-    released; after release the arm stays stopped until a mode is set."""
+    """E-stop mid-goal brakes and holds the arm (a finite hold, never "command nothing"); goals and
+    modes are refused until it is released; after release the arm stays stopped until a mode is set."""
     server = make_server(broker.url)
 
     async def go():
@@ -184,17 +184,18 @@ def test_estop_latches_until_released_and_mode_set(broker, make_server):
             assert (await c.joint_goal(list(np.array(HOME) + 0.5), duration=3.0)).accepted
             await asyncio.sleep(0.2)
             assert (await c.estop(True)).accepted
-            st = await c.wait_status(lambda s: s["state"] == "stopped" and s["estop"])
-            assert st["mode"] == "idle"
-            assert np.isnan(server.arm.pending_command.position).all()
+            st = await c.wait_status(lambda s: s["state"] != "running" and s["estop"])
+            assert st["mode"] == "idle" and st["m_stopped"] is False
+            assert np.isfinite(server.arm.pending_command.position).all()
+            assert "release" not in server.arm.events.kinds()
             assert (await c.joint_goal(HOME)).reason == "estop_engaged"
             assert (await c.mode("position")).reason == "estop_engaged"
             assert (await c.estop(False)).accepted
             await asyncio.sleep(0.1)
-            assert server.arm.state is ArmState.STOPPED
+            assert server.arm.state is not ArmState.RUNNING
             assert (await c.joint_goal(HOME)).reason == "wrong_mode"
             assert (await c.mode("position")).accepted
-            await c.wait_status(lambda s: s["state"] != "stopped" and not s["estop"])
+            await c.wait_status(lambda s: s["mode"] == "position" and not s["estop"])
             assert (await c.joint_goal(HOME, duration=0.3)).accepted
             await c.wait_status(lambda s: s["at_goal"], timeout=3.0)
 
@@ -271,7 +272,8 @@ def test_goal_rate_limit(broker, make_server):
             return [a for a in c.acks if a.seq in set(seqs)]
 
     acks = run(go())
-    assert len(acks) == 30
-    limited = sum(a.reason == "rate_limited" for a in acks)
-    assert 23 <= limited <= 25, [a.reason for a in acks]
+    # every goal is answered: rejections of one client for one reason may arrive coalesced
+    assert sum(1 + a.coalesced for a in acks) == 30
+    limited = sum(1 + a.coalesced for a in acks if a.reason == "rate_limited")
+    assert 23 <= limited <= 25, [(a.reason, a.coalesced) for a in acks]
     assert all(a.accepted for a in acks if a.reason != "rate_limited")

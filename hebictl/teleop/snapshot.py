@@ -1,0 +1,75 @@
+"""What the arm thread hands the bridge: an immutable :class:`ArmSnapshot` per cycle, with the
+records it carries (:class:`ErrorRecord`, :class:`GripperState`).
+
+These are plain values with no behaviour, in a module of their own so that the payload builders
+(:mod:`~hebictl.teleop.messages`) and the arm thread (:mod:`~hebictl.teleop.runner`) both depend
+on them instead of on each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hebictl._typing import FloatArray
+from hebictl.control.loop import LoopStats
+from hebictl.control.safety import SafetyEvent
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    """Last thing that went wrong: a rejected command or a safety event; ``time`` is wall time [s]."""
+
+    time: float
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class GripperState:
+    """The gripper as the status reports it.
+
+    ``position`` is the last accepted opening command (0 closed .. 1 open), ``action`` the verb it
+    came from (``open``/``close``/None), ``seq``/``client``/``time`` (wall time [s]) who sent it
+    and when. ``effort`` [N·m] is what the spool is commanded (hebi.arm.Gripper's blend of the
+    config's open and close efforts); ``measured_position`` [rad] and ``measured_effort`` [N·m]
+    are the spool's feedback, ``measured_opening`` (0..1) where the backend knows the spool's
+    travel (the mock and sim grippers), else None. ``hardware`` is False when the config has no
+    gripper (the command is then only recorded)."""
+
+    position: float
+    action: str | None
+    seq: int
+    client: str
+    time: float
+    hardware: bool = False
+    effort: float | None = None
+    measured_position: float | None = None
+    measured_effort: float | None = None
+    measured_opening: float | None = None
+
+
+@dataclass(frozen=True)
+class ArmSnapshot:
+    """Everything the bridge publishes, copied out of the arm thread once per cycle."""
+
+    cycle: int
+    time: float              # s, arm clock
+    wall_time: float         # s since epoch
+    state: str
+    mode: str
+    estop: bool
+    jogging: bool
+    braking: bool
+    position: FloatArray     # rad, feedback
+    velocity: FloatArray     # rad/s, feedback
+    effort: FloatArray       # N·m, feedback
+    command_position: FloatArray
+    command_velocity: FloatArray
+    goal_progress: float
+    at_goal: bool
+    loop: LoopStats | None
+    last_error: ErrorRecord | None
+    last_event: SafetyEvent | None
+    gripper: GripperState | None
+    m_stopped: bool = False          # a module's M-stop input is pressed (hebi.arm.Arm.m_stopped)
+    stop_behaviour: str | None = None  # hold / damp / release while the arm is stopped, else None
