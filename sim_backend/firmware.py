@@ -9,10 +9,12 @@ when the process dies. Semantics (hebi-py's fields, :mod:`hebictl.hardware.firmw
   (the motor is off, a loaded joint falls);
 * firmware limits arm once the module has been inside them since they were set (``Uninitialized``
   before that); beyond an armed limit: ``HoldPosition`` commands the limit position (velocity 0,
-  the controller's effort kept), ``DampedSpring`` replaces the position and velocity command by a
-  spring-damper effort pushing back (``k = 10 max_effort`` per rad, ``c = 2 max_effort /
-  max_speed``: assumed, HEBI does not publish its values), ``MotorOff`` switches the motor off,
-  ``Disabled`` does nothing (the state still reads BELOW/ABOVE);
+  the controller's effort kept; inside, a position target past the limit is limited to it and
+  the state reads ``AtLower``/``AtUpper``, so the joint settles at the limit instead of
+  chattering); ``DampedSpring`` replaces the position and velocity command by a spring-damper
+  effort pushing back (``k = 10 max_effort`` per rad, ``c = 2 max_effort / max_speed``: assumed,
+  HEBI does not publish its values); ``MotorOff`` switches the motor off; ``Disabled`` does
+  nothing (the state still reads BELOW/ABOVE);
 * while the M-stop is pressed: ``MotorOff`` switches the motor off, ``HoldPosition`` holds the
   position where it was pressed (position loop only: no gravity effort), ``Disabled`` ignores it.
 
@@ -44,6 +46,7 @@ _HOLD, _SPRING, _OFF, _DISABLED = (int(LimitStrategy.HOLD_POSITION), int(LimitSt
 _M_OFF, _M_HOLD = int(MstopStrategy.MOTOR_OFF), int(MstopStrategy.HOLD_POSITION)
 _BELOW, _INSIDE, _ABOVE, _UNINIT = (float(LimitState.BELOW), float(LimitState.INSIDE), float(LimitState.ABOVE),
                                     float(LimitState.UNINITIALIZED))
+_AT_LOWER, _AT_UPPER = float(LimitState.AT_LOWER), float(LimitState.AT_UPPER)
 
 
 @njit(cache=_CACHE)
@@ -95,6 +98,14 @@ def firmware_step(t, cmd, expiry, eff_cmd, strategy, eff_strategy, qpos, qvel, q
             elif q > hi[i]:
                 state = _ABOVE
                 _beyond(smax[i], hi[i], q, w, k, c, i, cmd, eff_cmd, eff_strategy)
+            elif smin[i] == _HOLD and eff_cmd[0, i] < lo[i]:  # inside, pushed out: limit the target
+                state = _AT_LOWER
+                eff_cmd[0, i] = lo[i]
+                eff_cmd[1, i] = max(eff_cmd[1, i], 0.0)
+            elif smax[i] == _HOLD and eff_cmd[0, i] > hi[i]:
+                state = _AT_UPPER
+                eff_cmd[0, i] = hi[i]
+                eff_cmd[1, i] = min(eff_cmd[1, i], 0.0)
         limit_state[i] = state
         if pressed:
             ms = mstop_strategy[i]
@@ -147,3 +158,4 @@ class FirmwareState:
                 self.lo[i], self.hi[i], self.smin[i], self.smax[i] = -hi[jj], -lo[jj], smax[jj], smin[jj]
             self.mstop_strategy[i] = sm[jj]
             self.armed[i] = 0  # a limit arms once the module has been inside it
+            self.limit_state[i] = _UNINIT

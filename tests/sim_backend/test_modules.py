@@ -1,0 +1,191 @@
+"""Extra simulated modules (double shoulder), the sim's feedback faults, and the gas-spring option.
+
+References: MuJoCo's own gravity forces (``qfrc_bias``) for what both shoulder modules together
+must hold, hebi-py's DoubledJointMirror for how the second module is commanded, and the
+corpus kits' configs (run through ``hebictl run``) for "every HEBI kit runs on the sim".
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hebictl.errors import HardwareError
+from hebictl.hardware import Command, Feedback, SimClock, open_backend
+from tests.conftest import CORPUS_DIR, REPO_ROOT
+
+mujoco = pytest.importorskip("mujoco")
+
+CONFIG = REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml"
+DOUBLE = REPO_ROOT / "configs" / "x-series-7dof-double-shoulder.cfg.yaml"
+HOME = np.array([0.0, 1.2, 1.8, 2.2, -1.57, 0.0])
+KITS = CORPUS_DIR / "hebi" / "hebi-python-examples" / "kits"
+DOUBLE_SHOULDER_KITS = ["A-2099-07", "A-2303-01", "A-2303-01G", "A-2582-07", "A-2582-07G"]
+
+
+def test_second_shoulder_module_shares_the_load_mujoco_computes():
+    """The double shoulder on the sim (Arm.from_config, hebi-py's plugin semantics): both modules
+    together hold the shoulder's gravity torque from MuJoCo's own qfrc_bias, half each, the
+    mirrored one with the opposite sign in its own coordinates."""
+    from hebictl.control.arm import Arm
+
+    clock = SimClock()
+    arm = Arm.from_config(DOUBLE, backend="sim", clock=clock)
+    be = arm.backend
+    assert [e.joints for e in be.extra] == [(1,)]
+    for _ in range(400):  # 2 s at 200 Hz
+        arm.update()
+        arm.send()
+    mirror = Feedback.empty(1)
+    be.extra[0].read(mirror)
+    fb = arm.last_feedback
+    d = be.mj_data
+    mujoco.mj_forward(be.mj_model, d)
+    bias = d.qfrc_bias[be.scene.dadr]  # gravity (at rest): the torque the joints must supply
+    assert np.all(np.abs(fb.velocity) < 1e-3)
+    assert mirror.position[0] == pytest.approx(-fb.position[1], abs=1e-12)
+    assert fb.effort[1] - mirror.effort[0] == pytest.approx(bias[1], rel=1e-3)
+    assert fb.effort[1] == pytest.approx(-mirror.effort[0], rel=1e-2)
+    np.testing.assert_allclose(fb.effort[[0, 2, 3, 4, 5, 6]], bias[[0, 2, 3, 4, 5, 6]], atol=2e-3 * np.abs(bias).max())
+    arm.close()
+
+
+def test_extra_modules_are_checked_and_add_a_rotor():
+    be = open_backend("sim", config=CONFIG, clock=SimClock(), initial_position=HOME)
+    armature = be.mj_model.dof_armature[be.scene.dadr].copy()
+    with pytest.raises(Exception, match="joints"):
+        be.open_extra_modules(["X"], ["Arm"], joints=[9], signs=[-1.0])
+    extra = be.open_extra_modules(["J2B"], ["Arm"], joints=[1], signs=[-1.0])
+    assert extra.size == 1 and extra.names == ("J2B",)
+    after = be.mj_model.dof_armature[be.scene.dadr]
+    assert after[1] == pytest.approx(2 * armature[1]) and after[0] == armature[0]
+
+
+def test_mirrored_module_alone_moves_the_joint_the_other_way():
+    """A mirrored module commanded +0.1 rad in its own coordinates moves the joint to -0.1 rad."""
+    be = open_backend("sim", config=CONFIG, clock=SimClock(), initial_position=np.zeros(6),
+                      feedback_frequency=1000.0, command_lifetime=0.0)
+    be.mj_model.opt.gravity[:] = 0.0
+    extra = be.open_extra_modules(["J1B"], ["Arm"], joints=[0], signs=[-1.0])
+    fbk = Feedback.empty(6)
+    be.write(Command.empty(6))
+    cmd = Command.empty(1)
+    cmd.position[0], cmd.velocity[0] = 0.1, 0.0
+    extra.write(cmd)
+    for _ in range(1500):
+        be.read(fbk)
+    assert fbk.position[0] == pytest.approx(-0.1, abs=0.02)  # the position loop alone, no feed-forward
+
+
+# ---------------------------------------------------------------------- faults
+def _sim():
+    return open_backend("sim", config=CONFIG, clock=SimClock(), initial_position=HOME, feedback_frequency=1000.0)
+
+
+def test_dropped_feedback_times_out_then_resumes():
+    be = _sim()
+    fbk = Feedback.empty(6)
+    be.read(fbk)
+    be.faults.drop_feedback(start=0.005, duration=0.02)
+    times, misses = [], 0
+    for _ in range(20):
+        if be.read(fbk, timeout_s=0.004):
+            times.append(fbk.time[0])
+        else:
+            misses += 1
+    assert misses == 5  # 20 ms of lost samples, 4 ms read timeouts
+    assert not any(0.005 - 1e-9 < t < 0.025 - 1e-9 for t in times) and max(times) > 0.025
+
+
+def test_frozen_feedback_repeats_the_sample_and_its_sequence():
+    be = _sim()
+    fbk = Feedback.empty(6)
+    be.read(fbk)
+    be.faults.freeze_feedback(duration=0.01)
+    seqs = []
+    for _ in range(5):
+        be.read(fbk)
+        seqs.append(fbk.sequence)
+    assert len(set(seqs)) == 1
+
+
+def test_nan_fault_blanks_one_module_and_disconnect_raises():
+    be = _sim()
+    fbk = Feedback.empty(6)
+    be.faults.nan_feedback("J3_elbow", ("position",))
+    be.read(fbk)
+    assert np.isnan(fbk.position[2]) and np.all(np.isfinite(fbk.position[[0, 1, 3, 4, 5]]))
+    be.faults.clear()
+    be.faults.disconnect(4)
+    with pytest.raises(HardwareError, match="J5_wrist2"):
+        be.read(fbk)
+    assert be.write(Command.empty(6)) is False
+
+
+def test_ignored_commands_run_out_by_the_lifetime():
+    """Commands that never arrive: the last one expires and the modules go limp."""
+    be = _sim()
+    fbk = Feedback.empty(6)
+    cmd = Command.empty(6)
+    cmd.position[:] = HOME
+    be.write(cmd)
+    be.faults.ignore_commands()
+    for _ in range(400):
+        be.write(cmd)
+        be.read(fbk)
+    assert np.all(np.isnan(fbk.position_command)) and np.all(fbk.effort == 0.0)
+
+
+# ---------------------------------------------------------------------- gas spring
+def test_gas_spring_is_a_constant_joint_torque():
+    """gas_spring adds its torque to the joint: with it, the modules hold the arm with that much less."""
+    be0 = open_backend("sim", config=CONFIG, clock=SimClock(), initial_position=HOME)
+    be1 = open_backend("sim", config=CONFIG, clock=SimClock(), initial_position=HOME, gas_spring=[0, 7, 0, 0, 0, 0])
+    np.testing.assert_array_equal(be1.mj_data.qfrc_applied[be1.scene.dadr], [0, 7, 0, 0, 0, 0])
+    assert not np.any(be0.mj_data.qfrc_applied)
+    with pytest.raises(Exception, match="gas_spring"):
+        open_backend("sim", config=CONFIG, clock=SimClock(), gas_spring=[1, 2])
+
+
+@pytest.mark.skipif(not KITS.is_dir(), reason="../shared/corpus not found: the corpus comparisons are skipped")
+def test_rosie_with_its_gas_spring_does_not_sag():
+    """rosie-t's config offsets a gas spring with EffortOffset -7 N·m; on the sim without the spring
+    the arm sags, with user_data.sim-style gas_spring [0, 7, ...] it holds (< 1 mm)."""
+    from hebictl.control.arm import Arm
+
+    cfg = KITS / "rosie" / "config" / "rosie-t.cfg.yaml"
+    q0 = np.array([0.01, 1.0, 1.5, 1.5, -1.5, 0.01])
+    sag = {}
+    for spring in (None, [0, 7, 0, 0, 0, 0]):
+        opts = {} if spring is None else {"gas_spring": spring}
+        arm = Arm.from_config(cfg, backend="sim", clock=SimClock(), initial_position=q0, **opts)
+        for _ in range(600):
+            arm.update()
+            arm.send()
+        ee0 = arm.model.forward_kinematics(q0, "end_effector")
+        ee = arm.model.forward_kinematics(arm.last_feedback.position, "end_effector")
+        sag[spring is None] = float(np.linalg.norm(np.asarray(ee)[..., :3, 3] - np.asarray(ee0)[..., :3, 3]))
+        arm.close()
+    assert sag[True] > 0.02 and sag[False] < 1e-3
+
+
+# ---------------------------------------------------------------------- every kit runs
+def _run(cfg) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hebictl", "run", str(cfg), "--backend", "sim", "--hold", "0.5"],
+                          capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
+
+
+def test_bundled_double_shoulder_runs_on_the_sim():
+    """`hebictl run configs/x-series-7dof-double-shoulder.cfg.yaml --backend sim --hold 0.5` exits 0."""
+    res = _run(DOUBLE)
+    assert res.returncode == 0, res.stderr[-2000:]
+
+
+@pytest.mark.skipif(not KITS.is_dir(), reason="../shared/corpus not found: the corpus comparisons are skipped")
+@pytest.mark.parametrize("kit", DOUBLE_SHOULDER_KITS)
+def test_corpus_double_shoulder_kits_run_on_the_sim(kit):
+    res = _run(KITS / "arms" / "config" / f"{kit}.cfg.yaml")
+    assert res.returncode == 0, res.stderr[-2000:]
