@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 _RUNNING, _HOLD, _STOPPED = ArmState.RUNNING, ArmState.HOLD, ArmState.STOPPED
 #: plugins that keep running while the arm is stopped (they only mirror the arm's command)
 _RUN_WHEN_STOPPED = (DoubledJointMirror,)
+_NO_GRAVITY = np.zeros(3)
 
 
 class Arm:
@@ -399,6 +400,10 @@ class Arm:
             cmd.position[:] = p
             cmd.velocity[:] = v
             cmd.effort[:] = self._gravity_efforts(fb.position if feedback_ok else p)
+            if self.trajectory_state is not None:  # braking: feed the deceleration forward
+                cmd.effort += self.model.inverse_dynamics(p, v, self.trajectory_state[2], _NO_GRAVITY)
+            if feedback_ok:  # damp the joints' ringing after the brake (same damping as 'damp')
+                cmd.effort -= self._damping * np.nan_to_num(fb.velocity - v)
         else:  # DAMP: gravity + damping at the feedback; without feedback the modules' velocity loop damps
             self.trajectory_state = None
             cmd.position.fill(math.nan)

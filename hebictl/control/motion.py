@@ -5,9 +5,11 @@ hold, jog plugin, stop), each joint's command moves at most ``velocity_max * dt`
 previous cycle's. A joint that was not commanded (NaN) starts again from its measured position,
 so a feedback jump, a cleared fault or a new hold never produces a step.
 
-:class:`Brake`: from the commanded state (p0, v0), every joint decelerates at a constant rate no
-larger than its rated deceleration, all joints reaching rest at the same moment (so the arm
-stops along the path it was on), then stays at the stopping point.
+:class:`Brake`: from the commanded state (p0, v0), every joint's velocity falls smoothly to zero
+(``v = v0 (1 - 3s² + 2s³)``, s = t/T: the deceleration starts and ends at zero, so the joints'
+position loops are not kicked into ringing), peaking at no more than its rated deceleration; all
+joints reach rest at the same moment T (so the arm stops along the path it was on), then stay at
+the stopping point ``p0 + v0 T / 2``.
 """
 
 from __future__ import annotations
@@ -57,14 +59,17 @@ class RateLimiter:
 
 
 class Brake:
-    """A synchronised constant-deceleration stop from (p0, v0) at ``t0`` (see module docstring)."""
+    """A synchronised smooth stop from (p0, v0) at ``t0`` (see module docstring)."""
+
+    #: peak deceleration of the smooth profile = PEAK * v0 / T
+    PEAK = 1.5
 
     def __init__(self, t0: float, p0: FloatArray, v0: FloatArray, acceleration_max: FloatArray,
                  velocity_max: FloatArray, position_min: FloatArray, position_max: FloatArray) -> None:
         v = np.nan_to_num(np.asarray(v0, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
         v = np.clip(v, -velocity_max, velocity_max)
         amax = np.where(np.isfinite(acceleration_max) & (acceleration_max > 0), acceleration_max, np.inf)
-        times = np.abs(v) / amax
+        times = self.PEAK * np.abs(v) / amax
         self.t0 = float(t0)
         self.duration = float(times.max()) if times.size else 0.0
         self.p0 = np.array(p0, dtype=np.float64)
@@ -80,7 +85,9 @@ class Brake:
         tau = t - self.t0
         if tau >= self.duration or self.duration <= 0.0 or not math.isfinite(tau):
             return self.target.copy(), np.zeros_like(self.p0), np.zeros_like(self.p0)
-        tau = max(tau, 0.0)
-        decel = self.v0 / self.duration
-        p = self.p0 + self.v0 * tau - 0.5 * decel * tau * tau
-        return p, self.v0 - decel * tau, -decel
+        T = self.duration
+        s = max(tau, 0.0) / T
+        p = self.p0 + self.v0 * T * (s - s ** 3 + 0.5 * s ** 4)
+        v = self.v0 * (1.0 - 3.0 * s * s + 2.0 * s ** 3)
+        a = self.v0 * (-6.0 * s + 6.0 * s * s) / T
+        return p, v, a

@@ -69,6 +69,12 @@ class EventKind(StrEnum):
     TELEOP_SHUTDOWN = "teleop_shutdown"
 
 
+#: events an operator causes on purpose (a goal, a hold, Ctrl-C, a dead-man release): logged at INFO
+OPERATOR_EVENTS: frozenset[EventKind] = frozenset({
+    EventKind.GOAL, EventKind.CLEARED, EventKind.HOLD, EventKind.RELEASE, EventKind.INTERRUPT, EventKind.TERMINATE,
+    EventKind.TELEOP_STOP, EventKind.TELEOP_JOG_RELEASED, EventKind.TELEOP_MODE, EventKind.TELEOP_SHUTDOWN})
+
+
 @dataclass(frozen=True)
 class SafetyEvent:
     """One fault or state change, kept so nothing is lost between log reads."""
@@ -85,6 +91,8 @@ class EventLog:
     def __init__(self, maxlen: int = 1000) -> None:
         self.events: deque[SafetyEvent] = deque(maxlen=maxlen)
         self.dropped = 0
+        #: clock time the run started: log lines show event times since then (events keep clock time)
+        self.start = 0.0
 
     def record(self, time: float, kind: EventKind | str, state: ArmState, detail: str) -> SafetyEvent:
         """Keep and log one event; ``kind`` must be an :class:`EventKind` value."""
@@ -92,7 +100,9 @@ class EventLog:
             self.dropped += 1
         ev = SafetyEvent(time, EventKind(kind), state, detail)
         self.events.append(ev)
-        log.warning("t=%.4f %s -> %s: %s", time, kind, state.value, detail)
+        # operator actions are news, not faults: INFO; everything else (faults) WARNING
+        level = logging.INFO if ev.kind in OPERATOR_EVENTS else logging.WARNING
+        log.log(level, "t=%.3f s %s -> %s: %s", time - self.start, ev.kind.value, state.value, detail)
         return ev
 
     def kinds(self) -> list[EventKind]:
