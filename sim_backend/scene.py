@@ -1,6 +1,6 @@
 """The MuJoCo scene of an arm: hebictl's MJCF export of the model (plus payload) and one actuator per joint.
 
-Why through the shared exporter (:func:`hebictl.formats.write_mjcf.write_mjcf`): the simulated
+Why through the shared exporter (:func:`hebictl.formats.mjcf.write_mjcf`): the simulated
 robot must be the very model the controller computes gravity compensation with; one exporter,
 checked against hebictl's kinematics and gravity torques, keeps them the same.
 

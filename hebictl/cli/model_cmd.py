@@ -147,7 +147,7 @@ def cmd_fk(args: argparse.Namespace) -> int:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from hebictl.formats.writers import convert
+    from hebictl.formats import convert
 
     model = load_with_warnings(args.file, allowed_roots=args.allow_root)
     text = convert(model, args.to)

@@ -1,4 +1,4 @@
-"""XML plumbing shared by the XML-based readers: safe parsing, typed attributes, rotations.
+"""XML plumbing shared by the XML-based readers and writers: safe parsing, typed attributes, namespaces.
 
 Every reader reports bad input as :class:`~hebictl.errors.FormatError` naming the file and the
 line of the offending element, so the helpers here take the element (for ``sourceline``) and the
@@ -17,10 +17,13 @@ from lxml import etree
 
 from hebictl._typing import FloatArray
 from hebictl.errors import FormatError
-from hebictl.model.tree import ModelBuilder
 
 #: XML namespace of hebictl's own extension elements in files it writes (frames of any kind).
 HEBICTL_NS = "urn:hebictl:model"
+
+#: XML namespace of Drake's extensions (``drake:joint``, ``drake:rotor_inertia``...), read by the URDF and
+#: SDF readers and written by both writers: defined once here.
+DRAKE_NS = "http://drake.mit.edu"
 
 _PARSER_OPTIONS = dict(resolve_entities=False, no_network=True, remove_blank_text=False,
                        huge_tree=False, load_dtd=False)
@@ -124,100 +127,6 @@ def require(elem: etree._Element, attr: str, file: str | Path | None) -> str:
     return value
 
 
-# ---------------------------------------------------------------------- rotations
-def transform(R: FloatArray | None = None, p: Sequence[float] | FloatArray | None = None) -> FloatArray:
-    """4x4 homogeneous transform from a rotation matrix and a translation [m]."""
-    T = np.eye(4)
-    if R is not None:
-        T[:3, :3] = R
-    if p is not None:
-        T[:3, 3] = p
-    return T
-
-
-def inverse_transform(T: FloatArray) -> FloatArray:
-    out = np.eye(4)
-    out[:3, :3] = T[:3, :3].T
-    out[:3, 3] = -T[:3, :3].T @ T[:3, 3]
-    return out
-
-
-def rot_x(a: float) -> FloatArray:
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
-
-
-def rot_y(a: float) -> FloatArray:
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
-
-
-def rot_z(a: float) -> FloatArray:
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-
-
-def rpy_matrix(rpy: Sequence[float]) -> FloatArray:
-    """Fixed-axis roll-pitch-yaw [rad] (URDF/SDF): ``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)``."""
-    r, p, y = (float(v) for v in rpy)
-    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
-    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-                     [-sp, cp * sr, cp * cr]])
-
-
-def matrix_rpy(R: FloatArray) -> tuple[float, float, float]:
-    """Inverse of :func:`rpy_matrix` (pitch in [-pi/2, pi/2]).
-
-    Yaw and pitch come first and roll is then fitted to what they leave, so the three stay
-    consistent near pitch = ±90° (where roll and yaw alone are ill-conditioned) and the
-    rebuilt matrix matches ``R`` to rounding error.
-    """
-    R = np.asarray(R, dtype=np.float64)
-    pitch = math.atan2(-R[2, 0], math.hypot(R[0, 0], R[1, 0]))
-    yaw = math.atan2(R[1, 0], R[0, 0])
-    M = (rot_z(yaw) @ rot_y(pitch)).T @ R
-    roll = math.atan2(M[2, 1], M[1, 1])
-    return roll, pitch, yaw
-
-
-def axis_angle_matrix(axis: Sequence[float], angle: float) -> FloatArray:
-    """Rotation by ``angle`` [rad] about ``axis`` (any length, not zero)."""
-    a = np.asarray(axis, dtype=np.float64)
-    a = a / np.linalg.norm(a)
-    K = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
-    return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * (K @ K)
-
-
-def quat_matrix(q: Sequence[float]) -> FloatArray:
-    """Rotation matrix of a quaternion ``w x y z`` (normalised here)."""
-    w, x, y, z = np.asarray(q, dtype=np.float64) / np.linalg.norm(q)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
-
-
-def matrix_quat(R: FloatArray) -> FloatArray:
-    """Quaternion ``w x y z`` (w >= 0) of a rotation matrix."""
-    from scipy.spatial.transform import Rotation
-
-    x, y, z, w = Rotation.from_matrix(R).as_quat()
-    q = np.array([w, x, y, z])
-    return -q if w < 0 else q
-
-
-def orthonormalize(R: FloatArray) -> FloatArray:
-    """Nearest rotation matrix (polar decomposition), for matrices assembled from text."""
-    U, _, Vt = np.linalg.svd(R)
-    out = U @ Vt
-    if np.linalg.det(out) < 0:
-        U[:, -1] *= -1
-        out = U @ Vt
-    return out
-
-
 def fmt_floats(values: Sequence[float] | FloatArray) -> str:
     """Space-separated shortest round-trip representations (``repr`` of floats)."""
     out = []
@@ -227,22 +136,3 @@ def fmt_floats(values: Sequence[float] | FloatArray) -> str:
             f = 0.0  # no "-0.0"
         out.append(repr(f))
     return " ".join(out)
-
-
-# ---------------------------------------------------------------------- model assembly
-def add_standard_frames(builder: ModelBuilder) -> None:
-    """Frames every reader of a link-based format adds, so queries work on any model.
-
-    * ``"com"``: one per body with mass, at its centre of mass with the body's axes (the bodies
-      behind :attr:`RobotModel.masses`);
-    * ``"output"`` and ``"end_effector"``: the frames of leaf bodies (no children), in body order.
-    """
-    bodies = builder.bodies
-    has_child = {b.parent for b in bodies}
-    for i, b in enumerate(bodies):
-        if b.inertia.mass > 0.0:
-            builder.add_frame("com", i, transform(None, b.inertia.com), b.name)
-    for kind in ("output", "end_effector"):
-        for i, b in enumerate(bodies):
-            if i not in has_child:
-                builder.add_frame(kind, i, None, b.name)

@@ -30,9 +30,10 @@ or are welded there with ``floating_base=False``. ``default_joint_positions`` ar
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,15 @@ import numpy as np
 import yaml
 
 from hebictl.errors import FormatError, HebictlError
-from hebictl.formats._xml import axis_angle_matrix, inverse_transform, matrix_quat, rpy_matrix, transform
+from hebictl.formats.registry import READERS, detect_format
+from hebictl.formats.rotations import (
+    axis_angle_matrix,
+    inverse_transform,
+    matrix_quat,
+    quat_matrix,
+    rpy_matrix,
+    transform,
+)
 from hebictl.model.tree import Inertia, Joint, JointKind, ModelBuilder
 
 if TYPE_CHECKING:
@@ -159,12 +168,10 @@ class _Scene:
         inst = ns + name
         if inst in self.instances:
             raise FormatError(f"model instance {inst!r} already exists", str(file), step.line)
-        from hebictl.formats import load_model
-
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                model = load_model(model_file)
+                model = _load_model(model_file)
         except HebictlError as exc:
             raise FormatError(f"add_model {name!r}: {exc}", str(file), step.line) from None
         self.sources.append(str(model_file))
@@ -185,8 +192,6 @@ class _Scene:
                 if b.joint.kind is JointKind.FREE:
                     d = np.eye(4)
                     d[:3, 3] = b.metadata.get("default_position", (0.0, 0.0, 0.0))
-                    from hebictl.formats._xml import quat_matrix
-
                     d[:3, :3] = quat_matrix(b.metadata.get("default_quaternion", (1.0, 0.0, 0.0, 0.0)))
                     free_pose = placement @ d
                 elif b.joint.kind is not JointKind.FIXED or not _is_free_root(b.metadata, model.format):
@@ -424,6 +429,22 @@ def _transform(spec: Any, file: Path) -> np.ndarray:
 
 
 # ====================================================================== public API
+def _load_model(path: Path) -> RobotModel:
+    """An ``add_model`` file, read by its format's reader.
+
+    Through the format tables rather than :func:`hebictl.formats.load_model`, whose registry
+    imports this module: a directives file named by ``add_model`` is read here directly.
+    """
+    if not path.is_file():
+        raise FormatError("file not found", str(path))
+    fmt = detect_format(path)
+    if fmt == "directives":
+        return load_directives(path)
+    module, loader, _ = READERS[fmt]
+    load: Callable[[Path], RobotModel] = getattr(importlib.import_module(module), loader)
+    return load(path)
+
+
 def load_directives(path: str | Path, *, package_map: Mapping[str, str | Path] | None = None,
                     floating_base: bool = True) -> RobotModel:
     """Compose the scene of a Drake model directives file into one RobotModel.

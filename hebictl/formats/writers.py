@@ -1,9 +1,9 @@
-"""Writing a RobotModel in another format, and what every writer shares.
+"""What every writer shares: valid output names, skeleton bones, and refusing what a format cannot say.
 
-``hebictl model convert FILE --to urdf|mjcf`` calls :func:`convert`. The writers themselves live
-in :mod:`hebictl.formats.write_urdf` and :mod:`hebictl.formats.write_mjcf`; the helpers here keep
-their output names valid and refuse what a target format cannot express rather than write a
-file that means something else.
+The writers live in their formats' folders (:mod:`hebictl.formats.urdf.writer`,
+:mod:`hebictl.formats.sdf.writer`, :mod:`hebictl.formats.mjcf.writer`) and are chosen by
+:func:`hebictl.formats.convert`; the helpers here keep their output names valid and refuse what a
+target format cannot express rather than write a file that means something else.
 """
 
 from __future__ import annotations
@@ -15,29 +15,11 @@ import numpy as np
 
 from hebictl._typing import FloatArray
 from hebictl.errors import FormatError
+from hebictl.formats.building import unique
 from hebictl.model.tree import JointKind
 
 if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel
-
-
-#: formats :func:`convert` can write, with the writer behind each
-FORMATS = {"urdf": ("hebictl.formats.write_urdf", "write_urdf"),
-           "mjcf": ("hebictl.formats.write_mjcf", "write_mjcf"),
-           "sdf": ("hebictl.formats.write_sdf", "write_sdf")}
-
-
-def convert(model: RobotModel, fmt: str) -> str:
-    """The text of ``model`` written as ``fmt`` ("urdf", "mjcf" or "sdf")."""
-    import importlib
-
-    key = fmt.lower().lstrip(".")
-    if key == "xml":
-        key = "mjcf"
-    if key not in FORMATS:
-        raise FormatError(f"cannot write format {fmt!r}; known: {', '.join(sorted(FORMATS))}")
-    module, func = FORMATS[key]
-    return getattr(importlib.import_module(module), func)(model, None)
 
 
 def body_names(model: RobotModel) -> list[str]:
@@ -50,19 +32,6 @@ def body_names(model: RobotModel) -> list[str]:
     for i, b in enumerate(model.bodies):
         base = b.name if b.name and counts[b.name] == 1 else (f"{b.name}_{i}" if b.name else f"body{i}")
         out.append(unique(_clean(base), used))
-    return out
-
-
-def unique(name: str, used: set[str], first_suffix: int = 2) -> str:
-    """``name``, or ``name_2``, ``name_3``... whichever is not in ``used`` (which is updated).
-
-    ``first_suffix`` is the number tried first after ``name`` itself.
-    """
-    out, k = name, first_suffix
-    while out in used:
-        out = f"{name}_{k}"
-        k += 1
-    used.add(out)
     return out
 
 

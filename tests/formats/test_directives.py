@@ -13,10 +13,10 @@ import pytest
 from hebictl.errors import FormatError
 from hebictl.formats import load_model
 from hebictl.formats.directives import load_directives, load_directives_string
-from hebictl.formats.write_sdf import write_sdf
+from hebictl.formats.sdf import write_sdf
 from hebictl.model.robot import RobotModel
 from tests.formats.references import random_q
-from tests.formats.test_sdf_vs_drake import compare, run_drake
+from tests.formats.sdf.test_vs_drake import compare, run_drake
 
 REPO = Path(__file__).resolve().parents[2]
 KIT = REPO / "hrdf_kits" / "x-series-6dof.hrdf"

@@ -8,12 +8,9 @@ import pytest
 
 from hebictl.errors import FormatError
 from hebictl.formats import load_model
-from hebictl.formats.mjcf import load_mjcf_string
-from hebictl.formats.sdf import load_sdf_string
-from hebictl.formats.urdf import load_urdf_string
-from hebictl.formats.write_mjcf import write_mjcf
-from hebictl.formats.write_sdf import write_sdf
-from hebictl.formats.write_urdf import write_urdf
+from hebictl.formats.mjcf import load_mjcf_string, write_mjcf
+from hebictl.formats.sdf import load_sdf_string, write_sdf
+from hebictl.formats.urdf import load_urdf_string, write_urdf
 from hebictl.model.tree import JointKind
 from tests.conftest import CORPUS_DIR
 

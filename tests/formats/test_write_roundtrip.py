@@ -10,12 +10,9 @@ import numpy as np
 import pytest
 
 from hebictl.errors import FormatError
-from hebictl.formats import load_model
-from hebictl.formats.mjcf import load_mjcf_string
-from hebictl.formats.urdf import load_urdf_string
-from hebictl.formats.write_mjcf import write_mjcf
-from hebictl.formats.write_urdf import write_urdf
-from hebictl.formats.writers import convert
+from hebictl.formats import convert, load_model
+from hebictl.formats.mjcf import load_mjcf_string, write_mjcf
+from hebictl.formats.urdf import load_urdf_string, write_urdf
 from hebictl.model.robot import RobotModel
 from hebictl.model.tree import JointKind, ModelBuilder
 from tests.conftest import CORPUS_DIR, corpus_path

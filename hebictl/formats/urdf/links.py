@@ -1,0 +1,235 @@
+"""URDF links: inertials, visuals and collisions, and the mesh files they name (``package://``, ``file://``).
+
+The base of the URDF reader (:class:`LinkReader`): one read's file, folder and package map, and
+the link-level elements, with errors naming the file and line.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from lxml import etree
+
+import hebictl.formats.urdf.drake as drake
+from hebictl.errors import FormatError, ModelError
+from hebictl.formats._xml import (
+    attr_float,
+    attr_floats,
+    elements,
+    line_of,
+    local_name,
+    namespace,
+    require,
+)
+from hebictl.formats.rotations import rpy_matrix, transform
+from hebictl.model.tree import Inertia
+
+if TYPE_CHECKING:
+    pass
+
+
+_MASSLESS = Inertia.zero()
+
+
+@dataclass
+class _Link:
+    name: str
+    elem: etree._Element
+    inertia: Inertia
+    metadata: dict[str, Any]
+
+
+@dataclass
+class _Joint:
+    name: str
+    type: str
+    elem: etree._Element
+    parent: str
+    child: str
+    origin: np.ndarray
+    axis: np.ndarray
+    lower: float = -math.inf
+    upper: float = math.inf
+    effort: float = math.inf
+    velocity: float = math.inf
+    damping: float = 0.0
+    friction: float = 0.0
+    drake: bool = False  # a <drake:joint>
+    armature: float = 0.0  # reflected rotor inertia of the actuators on it [kg·m² or kg]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class LinkReader:
+    """One parse of one URDF document: its file and folders, and the link-level elements."""
+
+    def __init__(self, file: str, base_dir: Path | None, package_map: Mapping[str, Path] | None) -> None:
+        self.file = file
+        self.base_dir = base_dir
+        self.package_map = {k: Path(v) for k, v in (package_map or {}).items()}
+        self.missing_meshes: list[str] = []
+        self.ignored: dict[str, int] = {}
+        self.resolved: dict[str, Path | None] = {}
+        self.ancestors = () if base_dir is None else (base_dir, *base_dir.parents)
+        self.drake_notes: list[str] = []  # extensions Drake would skip (and so do we), for one warning
+
+    def fail(self, message: str, elem: etree._Element | None = None) -> FormatError:
+        return FormatError(message, self.file, line_of(elem))
+
+    def origin(self, parent: etree._Element) -> np.ndarray:
+        """Pose of an ``<origin>`` child (identity when absent)."""
+        o = parent.find("origin")
+        if o is None:
+            return np.eye(4)
+        xyz = attr_floats(o, "xyz", self.file, 3, (0.0, 0.0, 0.0))
+        rpy = attr_floats(o, "rpy", self.file, 3, (0.0, 0.0, 0.0))
+        return transform(rpy_matrix(rpy), xyz)
+
+    def inertial(self, link: etree._Element, name: str) -> Inertia:
+        el = link.find("inertial")
+        if el is None:
+            return _MASSLESS
+        T = self.origin(el)
+        mass_el = el.find("mass")
+        if mass_el is None:
+            raise self.fail(f"link {name!r}: <inertial> needs a <mass> element", el)
+        mass = attr_float(mass_el, "value", self.file)
+        if mass is None:
+            raise self.fail(f"link {name!r}: <mass> is missing the required attribute 'value'", mass_el)
+        if mass < 0:
+            raise self.fail(f"link {name!r}: negative mass {mass}", mass_el)
+        in_el = el.find("inertia")
+        if in_el is None:
+            raise self.fail(f"link {name!r}: <inertial> needs an <inertia> element", el)
+        vals = {}
+        for key in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"):
+            v = attr_float(in_el, key, self.file)
+            if v is None:
+                raise self.fail(f"link {name!r}: <inertia> is missing the required attribute {key!r}", in_el)
+            vals[key] = v
+        I = np.array([[vals["ixx"], vals["ixy"], vals["ixz"]],
+                      [vals["ixy"], vals["iyy"], vals["iyz"]],
+                      [vals["ixz"], vals["iyz"], vals["izz"]]])
+        R = T[:3, :3]
+        try:
+            return Inertia(mass=mass, com=T[:3, 3], rotational=R @ I @ R.T)
+        except ModelError as exc:
+            raise self.fail(f"link {name!r}: {exc}", el) from None
+
+    def geometry(self, shape_parent: etree._Element, link: str) -> dict[str, Any]:
+        """One ``<visual>``/``<collision>``: origin, shape and material, resolved mesh path."""
+        out: dict[str, Any] = {"origin": self.origin(shape_parent).tolist()}
+        if shape_parent.get("name"):
+            out["name"] = shape_parent.get("name")
+        geo = shape_parent.find("geometry")
+        shapes = [] if geo is None else elements(geo)
+        if not shapes:
+            raise self.fail(f"link {link!r}: <{local_name(shape_parent)}> needs a <geometry> with one shape",
+                            shape_parent)
+        shape = shapes[0]
+        kind = local_name(shape)
+        out["type"] = kind
+        f = self.file
+        if drake.is_drake(shape) and kind in ("capsule", "ellipsoid"):
+            out.update(drake.shape(shape, f))
+        elif kind == "box":
+            out["size"] = attr_floats(shape, "size", f, 3, (0.0, 0.0, 0.0)).tolist()
+        elif kind == "sphere":
+            out["radius"] = attr_float(shape, "radius", f, 0.0)
+        elif kind in ("cylinder", "capsule"):
+            out["radius"] = attr_float(shape, "radius", f, 0.0)
+            out["length"] = attr_float(shape, "length", f, 0.0)
+        elif kind == "mesh":
+            uri = require(shape, "filename", f)
+            out["filename"] = uri
+            scale = shape.get("scale")
+            if scale is not None:
+                out["scale"] = [float(v) for v in scale.split()] if _is_numbers(scale) else scale
+            path = self.resolve(uri)
+            out["mesh_path"] = str(path) if path is not None else None
+            if path is None:
+                self.missing_meshes.append(uri)
+            if drake.drake_child(shape, "declare_convex") is not None:
+                out["declare_convex"] = True
+        else:
+            out["shape_element"] = etree.tostring(shape, encoding="unicode")
+        mat = shape_parent.find("material")
+        if mat is not None:
+            out["material"] = _material(mat)
+        for c in elements(shape_parent):
+            if not drake.is_drake(c):
+                continue
+            if local_name(c) == "proximity_properties":
+                out["drake:proximity_properties"] = drake.proximity_properties(c, f)
+            else:  # illustration/perception properties, accepting_renderer, ...
+                out[f"drake:{local_name(c)}"] = dict(c.attrib)
+        return out
+
+    def resolve(self, uri: str) -> Path | None:
+        """Mesh file of a ``package://``, ``file://`` or relative URI, if it exists (cached per URI)."""
+        if uri not in self.resolved:
+            self.resolved[uri] = self._resolve(uri)
+        return self.resolved[uri]
+
+    def _resolve(self, uri: str) -> Path | None:
+        candidates: list[Path] = []
+        if uri.startswith("package://"):
+            pkg, _, rest = uri[len("package://"):].partition("/")
+            if pkg in self.package_map:
+                candidates.append(self.package_map[pkg] / rest)
+            candidates.extend(anc / rest for anc in self.ancestors if anc.name == pkg)
+        elif uri.startswith("file://"):
+            candidates.append(Path(uri[len("file://"):]))
+        elif "://" not in uri:
+            p = Path(uri)
+            candidates.append(p if p.is_absolute() or self.base_dir is None else self.base_dir / p)
+        for c in candidates:
+            if c.is_file():
+                return c.resolve()
+        return None
+
+    def link(self, el: etree._Element) -> _Link:
+        name = require(el, "name", self.file)
+        meta: dict[str, Any] = {"line": el.sourceline}
+        visuals, collisions = [], []
+        for child in elements(el):
+            tag = local_name(child)
+            ns = namespace(child)
+            if ns is not None:
+                self.note_extension(child)
+            elif tag == "visual":
+                visuals.append(self.geometry(child, name))
+            elif tag == "collision":
+                collisions.append(self.geometry(child, name))
+            elif tag != "inertial":
+                self.ignored[f"<link><{tag}>"] = self.ignored.get(f"<link><{tag}>", 0) + 1
+        if visuals:
+            meta["visuals"] = visuals
+        if collisions:
+            meta["collisions"] = collisions
+        return _Link(name, el, self.inertial(el, name), meta)
+
+
+def _material(el: etree._Element) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if el.get("name"):
+        out["name"] = el.get("name")
+    color = el.find("color")
+    if color is not None and color.get("rgba") and _is_numbers(color.get("rgba", "")):
+        out["rgba"] = [float(v) for v in color.get("rgba", "").split()]
+    tex = el.find("texture")
+    if tex is not None and tex.get("filename"):
+        out["texture"] = tex.get("filename")
+    return out
+
+
+def _is_numbers(text: str) -> bool:
+    try:
+        [float(t) for t in text.split()]
+    except ValueError:
+        return False
+    return True
