@@ -406,7 +406,7 @@ def parse_hrdf(path: str | Path, *, pi: float = HEBI_PI, strict: bool = False) -
     """Read and validate an HRDF file (includes resolved relative to it).
 
     ``pi`` is the value of the formula constant ``pi``. The default,
-    :data:`hebictl.formats.hrdf_grammar.HEBI_PI`, is the float32 value HEBI's own library uses,
+    :data:`hebictl.formats.hrdf.grammar.HEBI_PI`, is the float32 value HEBI's own library uses,
     so every frame agrees with hebi-py (and HEBI's tools) to rounding; pass ``math.pi`` for the
     exact constant (frames then differ from hebi-py's by up to ~1e-7 m).
     By default (``strict=False``) the spec violations hebi-py tolerates and HEBI's own example

@@ -4,7 +4,7 @@ Semantics follow OpenRAVE's ``xmlreaders-core.cpp`` (there is no installable Ope
 with; the tests check hand-computed rules and published kinematics):
 
 * Tags are case-insensitive. Transforms compound in document order (see
-  :mod:`hebictl.formats._openrave_mass`); a ``<Body>``'s ``<offsetfrom>`` pre-multiplies it by that
+  :mod:`hebictl.formats.openrave.mass`); a ``<Body>``'s ``<offsetfrom>`` pre-multiplies it by that
   body's pose when the body ends. ``<KinBody>``/``<Robot>`` transforms move the bodies they contain.
 * ``<Body name>`` with an existing name appends to that body (geometry added, the transform
   compounded onward, the mass of the last ``<Body>`` element wins); ``type="static"`` is metadata.

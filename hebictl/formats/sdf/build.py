@@ -1,6 +1,6 @@
 """Turning resolved SDFormat scopes into a RobotModel: world poses at zero, joint chains, bodies.
 
-:mod:`hebictl.formats.sdf` reads and validates the document into :class:`~hebictl.formats._sdf_frames.Scope`
+:mod:`hebictl.formats.sdf` reads and validates the document into :class:`~hebictl.formats.sdf.frames.Scope`
 objects; this module flattens them (links, joints and frames with world poses at q = 0) and builds
 the kinematic tree, including the massless chains of joints the kernels have no kind for. The
 conventions are documented in :mod:`hebictl.formats.sdf`.

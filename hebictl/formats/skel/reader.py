@@ -37,7 +37,7 @@ Semantics follow DART's ``SkelParser`` (checked body by body against dartpy 6.20
   DART does); bodies in no joint are dropped with a warning (DART drops them silently).
 * Inertia: ``<mass>``, ``<offset>`` (centre of mass, body frame), ``<moment_of_inertia>``; without
   the latter, the composite of the body's shapes about ``<offset>`` (see
-  :mod:`hebictl.formats._skel_shapes`); a body without ``<inertia>`` has DART's defaults, 1 kg and
+  :mod:`hebictl.formats.skel.shapes`); a body without ``<inertia>`` has DART's defaults, 1 kg and
   identity rotational inertia.
 * Soft bodies (``<soft_shape>``) are loaded rigid: the soft shape's ``total_mass`` is added as a
   point mass at the soft shape's origin (its point masses are symmetric there at rest), so gravity

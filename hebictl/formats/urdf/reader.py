@@ -401,7 +401,7 @@ class _Reader(LinkReader):
 
     def add_chain(self, builder: ModelBuilder, parent: int, j: _Joint, child: _Link, meta: dict[str, Any]) -> int:
         """A joint the kernels have no kind for, as Drake defines it: massless bodies between one-DoF
-        stages (:func:`hebictl.formats._sdf_build.joint_stages`); the child sits on the joint frame."""
+        stages (:func:`hebictl.formats.building.joint_stages`); the child sits on the joint frame."""
         R = np.eye(3)
         if j.type == "planar":  # Drake: the plane's z is the axis, x/y the rotation closest to the joint frame
             R = drake.closest_rotation_from_z(j.axis)
