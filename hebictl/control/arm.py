@@ -103,6 +103,7 @@ class Arm:
         self._brake: Brake | None = None
         self._stop_behaviour: StopBehaviour | None = None
         self._rate = RateLimiter(self.limits.velocity_max)
+        self.module_safety: Any = None  # the modules' own safety settings, when the config gives them
         self._input_frames = np.empty((model.frame_count("input"), 4, 4))
         self._input_frames_valid = False
         self.idle = "hold"
@@ -124,8 +125,10 @@ class Arm:
         clock = clock or MonotonicClock()
         parts = assemble(config, backend, clock=clock, model=model, gains=gains, **backend_options)
         try:
-            return cls(parts.model, parts.backend, clock=clock, plugins=parts.plugins, limits=parts.limits,
-                       safety=parts.safety, extra_modules=parts.extra_modules, user_data=parts.user_data)
+            arm = cls(parts.model, parts.backend, clock=clock, plugins=parts.plugins, limits=parts.limits,
+                      safety=parts.safety, extra_modules=parts.extra_modules, user_data=parts.user_data)
+            arm.module_safety = parts.module_safety
+            return arm
         except Exception:
             parts.backend.close()
             raise

@@ -4,12 +4,15 @@ The config is loaded once here. Every backend is opened the same way, through
 :func:`hebictl.hardware.registry.open_backend` with a :class:`~hebictl.hardware.registry.BackendSpec`:
 a backend receives the spec fields its factory names (the simulator names ``model`` and
 ``user_data``), so nothing here knows one backend from another. Then feedback rate, command
-lifetime [s] and gains are set through the Backend protocol, and the plugins are built from the
-config's entries. :meth:`hebictl.control.arm.Arm.from_config` calls :func:`assemble`.
+lifetime [s] and gains are set through the Backend protocol, the modules' own safety settings
+(``user_data.module_safety``: firmware limits = the arm's joint limits plus a margin, limit and
+M-stop strategies) are sent when ``send: true`` and only logged otherwise (dry run), and the plugins
+are built from the config's entries. :meth:`hebictl.control.arm.Arm.from_config` calls :func:`assemble`.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +23,10 @@ from hebictl.control.safety import Limits
 from hebictl.control.settings import SafetySettings, limits_from, safety_from
 from hebictl.errors import ConfigError
 from hebictl.hardware.base import Backend
+from hebictl.hardware.firmware import ModuleSafety, safety_from_user_data
 from hebictl.hardware.registry import BackendSpec, open_backend
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from hebictl.config import RobotConfig
@@ -64,6 +70,8 @@ class ArmParts:
     safety: SafetySettings
     extra_modules: ExtraModules
     user_data: dict[str, Any]
+    module_safety: ModuleSafety | None = None   # the modules' own settings (sent or dry run)
+    module_safety_sent: bool = False
 
 
 def assemble(config: RobotConfig | str | Path, backend: str = "mock", *, clock: Clock | None = None,
@@ -91,6 +99,10 @@ def assemble(config: RobotConfig | str | Path, backend: str = "mock", *, clock: 
     cfg.check_against(model.dof, group_gains)
     limits = limits_from(model, cfg.user_data, cfg.path)
     safety = safety_from(model, cfg.user_data, cfg.path)
+    try:
+        module_safety = safety_from_user_data(cfg.user_data, limits.position_min, limits.position_max)
+    except ConfigError as exc:
+        raise ConfigError(exc.message, file=cfg.path, key=exc.key) from exc
     spec = BackendSpec(cfg.names, cfg.families, model=model, gains=group_gains,
                        feedback_frequency=cfg.feedback_frequency, command_lifetime=cfg.command_lifetime,
                        user_data=cfg.user_data, config_path=cfg.path)
@@ -100,9 +112,18 @@ def assemble(config: RobotConfig | str | Path, backend: str = "mock", *, clock: 
         be.command_lifetime = cfg.command_lifetime
         if group_gains is not None:
             be.set_gains(group_gains)
+        settings, sent = None, False
+        if module_safety is not None:
+            sent, settings = module_safety
+            if sent:
+                be.set_safety(settings)  # type: ignore[attr-defined]
+                log.info("module safety settings sent:\n%s", settings.describe(be.names))
+            else:
+                log.info("module safety settings (dry run: not sent; set user_data.module_safety.send: true "
+                         "to send):\n%s", settings.describe(be.names))
         plugins = [p for p in (plugin_from_config(pc) for pc in cfg.plugins) if p is not None]
         extra = ExtraModules(backend, be, clock, dict(cfg.user_data), dict(backend_options))
-        return ArmParts(model, be, plugins, limits, safety, extra, dict(cfg.user_data))
+        return ArmParts(model, be, plugins, limits, safety, extra, dict(cfg.user_data), settings, sent)
     except Exception:
         be.close()
         raise

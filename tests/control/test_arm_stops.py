@@ -1,0 +1,141 @@
+"""The Arm's stop behaviours, holds and faults on the mock (the sim versions are in test_safety_sim)."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from hebictl.control.arm import Arm
+from hebictl.control.goal import Goal
+from hebictl.control.safety import ArmState, EventKind, StopBehaviour
+from hebictl.hardware.clock import SimClock
+from tests.conftest import REPO_ROOT
+
+KIT6 = REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml"
+HOME = np.array([0.0, 1.2, 1.8, 2.2, -1.57, 0.0])
+
+
+def running(**options) -> tuple[Arm, SimClock]:
+    clock = SimClock()
+    arm = Arm.from_config(KIT6, clock=clock, initial_position=HOME, **options)
+    for _ in range(5):
+        arm.update()
+        arm.send()
+    return arm, clock
+
+
+def cycle(arm: Arm, n: int = 1) -> None:
+    for _ in range(n):
+        arm.update()
+        arm.send()
+
+
+def moving(arm: Arm) -> None:
+    arm.set_goal(Goal(6).add_waypoint(t=1.5, position=HOME + np.array([1.0, 0.3, -0.4, 0.2, 0.5, 0.5])))
+    cycle(arm, 150)  # half-way: 0.75 s at 200 Hz
+
+
+def test_default_stop_brakes_within_rated_deceleration_then_holds():
+    arm, clock = running()
+    with arm:
+        moving(arm)
+        v_before = arm.pending_command.velocity.copy()
+        assert np.abs(v_before).max() > 0.3
+        arm.stop()
+        assert arm.state is ArmState.STOPPED and arm.stop_behaviour is StopBehaviour.HOLD and arm.braking
+        assert arm.events.last.kind is EventKind.ESTOP
+        positions = []
+        for _ in range(100):
+            cycle(arm)
+            positions.append(arm.pending_command.position.copy())
+        p = np.array(positions)
+        v = np.diff(p, axis=0) / 0.005
+        a = np.diff(v, axis=0) / 0.005
+        assert np.all(np.abs(a).max(axis=0) <= arm.limits.acceleration_max * 1.05)
+        assert not arm.braking and np.all(v[-10:] == 0.0)
+        np.testing.assert_allclose(arm.pending_command.effort,
+                                   arm.model.gravity_compensation(arm.last_feedback.position), atol=1e-6)
+        with pytest.raises(Exception, match="stopped"):
+            arm.set_goal(Goal(6).add_waypoint(position=HOME))
+
+
+def test_hold_stop_keeps_commanding_when_feedback_is_lost():
+    arm, clock = running()
+    with arm:
+        arm.stop()
+        cycle(arm, 5)
+        held = arm.pending_command.position.copy()
+        arm.backend.faults.freeze_feedback()
+        cycle(arm, 100)  # 0.5 s without feedback: beyond the watchdog
+        np.testing.assert_allclose(arm.pending_command.position, held)
+        assert np.all(np.isfinite(arm.pending_command.effort))
+
+
+def test_damp_commands_gravity_minus_damping_without_position():
+    arm, clock = running()
+    with arm:
+        arm.stop(behaviour="damp")
+        cycle(arm)
+        cmd, fb = arm.pending_command, arm.last_feedback
+        assert np.all(np.isnan(cmd.position)) and np.all(np.isnan(cmd.velocity))
+        damping = 0.25 * arm.limits.effort_max / arm.limits.velocity_max
+        np.testing.assert_allclose(cmd.effort, arm.model.gravity_compensation(fb.position) - damping * fb.velocity,
+                                   atol=1e-9)
+
+
+def test_release_only_on_request_with_a_warning(caplog):
+    arm, clock = running()
+    with arm, caplog.at_level(logging.WARNING):
+        arm.stop(EventKind.RELEASE, "operator release")  # the reason alone does not release
+        cycle(arm)
+        assert np.all(np.isfinite(arm.pending_command.position))
+        arm.stop(EventKind.RELEASE, "operator release", behaviour=StopBehaviour.RELEASE)
+        cycle(arm)
+        assert np.all(np.isnan(arm.pending_command.position)) and np.all(np.isnan(arm.pending_command.effort))
+        assert "will fall" in caplog.text
+
+
+def test_clear_fault_and_new_hold_do_not_step():
+    """After a release the command starts again from the measured position; a hold elsewhere is
+    approached at no more than the rated speed."""
+    arm, clock = running()
+    with arm:
+        arm.stop(behaviour="release")
+        cycle(arm, 3)
+        arm.clear_fault()
+        cycle(arm)
+        np.testing.assert_allclose(arm.pending_command.position, arm.last_feedback.position, atol=1e-12)
+        before = arm.pending_command.position.copy()
+        arm.hold(HOME + 0.5)
+        cycle(arm)
+        assert np.all(np.abs(arm.pending_command.position - before) <= arm.limits.velocity_max * arm.dt + 1e-12)
+
+
+def test_m_stop_is_a_stop():
+    arm, clock = running()
+    with arm:
+        arm.backend.press_mstop()
+        cycle(arm, 3)
+        assert arm.m_stopped and arm.state is ArmState.STOPPED and EventKind.MSTOP in arm.events.kinds()
+        assert arm.stop_behaviour is StopBehaviour.HOLD
+
+
+def test_at_goal_waits_for_position_and_rest():
+    """On a slow mock (time constant 0.2 s) the trajectory ends before the joints arrive: at_goal
+    stays False until they are within 0.01 rad and slower than 0.05 rad/s."""
+    arm, clock = running(time_constant_s=0.2)
+    with arm:
+        target = HOME + np.array([0.5, 0, 0, 0, 0, 0])
+        arm.set_goal(Goal(6).add_waypoint(t=1.0, position=target))
+        while clock.now() < arm.trajectory.end_time:
+            cycle(arm)
+        assert arm.goal_progress == 1.0 and not arm.at_goal
+        for _ in range(400):
+            cycle(arm)
+            err = np.abs(arm.last_feedback.position - target).max()
+            if arm.at_goal:
+                break
+            assert err > 0.01 or np.abs(arm.last_feedback.velocity).max() > 0.05
+        assert arm.at_goal and np.abs(arm.last_feedback.position - target).max() <= 0.01

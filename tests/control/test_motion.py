@@ -1,0 +1,53 @@
+"""The per-cycle rate limiter and the brake ramp (hebictl.control.motion)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hebictl.control.motion import Brake, RateLimiter
+
+
+def test_rate_limiter_moves_at_most_rated_speed_and_starts_from_the_measurement():
+    lim = RateLimiter(np.array([2.0, 1.0]))
+    measured = np.array([0.0, 0.0])
+    pos, vel = np.array([1.0, -1.0]), np.zeros(2)
+    assert lim.apply(pos, vel, 0.01, measured)  # first call: from the measured position
+    np.testing.assert_allclose(pos, [0.02, -0.01])
+    np.testing.assert_allclose(vel, [2.0, -1.0])  # the speed the joint is really moved at
+    for _ in range(200):
+        pos, vel = np.array([1.0, -1.0]), np.zeros(2)
+        lim.apply(pos, vel, 0.01, measured)
+    np.testing.assert_allclose(pos, [1.0, -1.0])  # reached after 0.5 s / 1 s, never faster
+    pos = np.array([np.nan, -1.0])
+    assert not lim.apply(pos, np.zeros(2), 0.01, measured)
+    assert np.isnan(pos[0]) and np.isnan(lim.last[0])  # not commanded: passes, forgets
+    pos = np.array([1.0, -1.0])
+    lim.apply(pos, np.zeros(2), 0.01, np.array([0.5, 0.0]))
+    assert pos[0] == 0.52  # restarts from the new measurement: no step back to the old command
+
+
+def test_brake_is_smooth_synchronised_and_within_rated_deceleration():
+    p0, v0 = np.array([0.0, 1.0, 2.0]), np.array([2.0, -1.0, 0.5])
+    amax, vmax = np.array([10.0, 10.0, 1.0]), np.array([4.0, 4.0, 4.0])
+    b = Brake(5.0, p0, v0, amax, vmax, np.full(3, -np.inf), np.full(3, np.inf))
+    t = np.linspace(5.0, b.end_time, 2001)
+    states = [b.state(x) for x in t]
+    p = np.array([s[0] for s in states])
+    v = np.array([s[1] for s in states])
+    a = np.array([s[2] for s in states])
+    np.testing.assert_allclose(v[0], v0)
+    np.testing.assert_allclose(a[0], 0.0, atol=1e-12)  # deceleration starts at zero (no kick)
+    np.testing.assert_allclose(v[-1], 0.0, atol=1e-12)  # every joint at rest at the same moment
+    assert np.all(np.abs(a).max(axis=0) <= amax * (1 + 1e-9))
+    assert np.isclose(np.abs(a[:, 2]).max(), amax[2], rtol=1e-3)  # the slowest-braking joint sets T
+    np.testing.assert_allclose(np.gradient(p, t, axis=0)[1:-1], v[1:-1], atol=1e-3)  # p, v consistent
+    np.testing.assert_allclose(b.state(b.end_time + 1.0)[0], p0 + 0.5 * v0 * b.duration)
+    assert np.all(np.sign(v[:-1]) == np.sign(v0))  # never reverses
+
+
+def test_brake_from_rest_and_stop_point_clamped_to_limits():
+    b = Brake(0.0, np.zeros(2), np.zeros(2), np.ones(2), np.ones(2), -np.ones(2), np.ones(2))
+    assert b.duration == 0.0 and np.all(b.state(0.0)[0] == 0.0)
+    b = Brake(0.0, np.array([0.95]), np.array([1.0]), np.array([1.0]), np.array([2.0]),
+              np.array([-1.0]), np.array([1.0]))
+    assert b.target[0] == 1.0
