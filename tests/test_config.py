@@ -6,6 +6,7 @@ import inspect
 import os
 import re
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ from hebictl.config import (
     RobotConfig,
     load_config,
 )
-from hebictl.errors import ConfigError
+from hebictl.errors import ConfigError, ConfigWarning
 from hebictl.gains import load_gains
 from tests.conftest import CORPUS_DIR
 
@@ -203,37 +204,95 @@ def test_paths_resolve_like_hebi(tmp_path, hebi):
     assert single.families == ("Arm",) * 3 and set(single.gains) == {"default"}
 
 
-def test_unknown_plugin_type_warns_and_is_kept(tmp_path, hebi):
-    """hebi skips plugin types it does not know, so hebictl keeps them with a warning, not an error."""
-    path = _write(tmp_path, BASE + "plugins:\n  - {type: FancyNewPlugin, name: f, stiffness: 3}\n")
-    with pytest.warns(UserWarning, match="FancyNewPlugin"):
+def test_unknown_plugin_type_is_an_error_with_a_suggestion(tmp_path, hebi):
+    """hebi-py silently skips a type it does not know, so a misspelt GravityCompensationEffort would run
+    the arm without gravity compensation: hebictl refuses it, naming file, line, key and the likely type."""
+    path = _write(tmp_path, BASE + "plugins:\n  - {type: FancyNewPlugin, name: f, stiffness: 3}\n"
+                                   "  - type: GravityCompensationEfort\n")
+    with pytest.raises(ConfigError, match="unknown plugin type 'FancyNewPlugin'") as err:
+        load_config(path)
+    assert (err.value.key, err.value.line) == ("plugins[0].type", 7)
+    assert "did you mean" not in str(err.value)
+    path.write_text(path.read_text().replace("  - {type: FancyNewPlugin, name: f, stiffness: 3}\n", ""))
+    with pytest.raises(ConfigError, match="did you mean 'GravityCompensationEffort'") as err:
+        load_config(path)
+    assert str(err.value).startswith(f"{path}:7 [plugins[0].type]: ")
+    assert [p["type"] for p in hebi.config.load_config(str(path)).plugins] == ["GravityCompensationEfort"]
+
+
+def test_unknown_plugin_key_lists_the_real_allowed_keys(tmp_path):
+    """``ramp_tme`` in a GravityCompensationEffort: the error suggests ramp_time and lists every allowed
+    key (the common ones and the type's own), not only the type's imu_* parameters."""
+    path = _write(tmp_path, BASE + "plugins:\n  - type: GravityCompensationEffort\n    ramp_tme: 1\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    text = str(err.value)
+    assert (err.value.key, err.value.line) == ("plugins[0].ramp_tme", 8)
+    assert "did you mean 'ramp_time'?" in text
+    assert ("allowed: enabled, imu_feedback_index, imu_frame_index, imu_rotation_offset, name, ramp_time, type"
+            in text)
+
+
+@pytest.mark.parametrize(("user_data", "key", "line"), [
+    ("  home_position: [0, 1, 2, 3]\n", "user_data.home_position", 7),
+    ("  ik_seed_pos: [0, 1]\n", "user_data.ik_seed_pos", 7),
+    ("  home_position: 0.5\n", "user_data.home_position", 7),
+    ("  joint_limits:\n    position_max: [1, 2]\n", "user_data.joint_limits.position_max", 8),
+    ("  home_position: [0, 1, x]\n", "user_data.home_position[2]", 7),
+])
+def test_per_joint_vectors_must_match_the_module_count(tmp_path, user_data, key, line):
+    """home_position, IK seeds and joint limits need one value per module name (limits: or one for all)."""
+    path = _write(tmp_path, BASE + "user_data:\n" + user_data)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert (err.value.key, err.value.line, err.value.file) == (key, line, str(path))
+
+
+def test_per_joint_vectors_of_the_right_length_load(tmp_path):
+    path = _write(tmp_path, BASE + "user_data:\n  home_position: [0, 1, 2]\n  ik_seed_pos: [0, 1, 2]\n"
+                                   "  joint_limits: {velocity_max: [1], position_max: [1, 2, 3]}\n")
+    assert load_config(path).user_data["home_position"] == [0, 1, 2]
+
+
+def test_suspicious_user_data_key_warns_with_file_line_and_suggestion(tmp_path):
+    """``home_positon`` would silently skip homing: a ConfigWarning names it; user_data stays free-form."""
+    path = _write(tmp_path, BASE + "user_data:\n  my_notes: hello\n  home_positon: [0, 1, 2]\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         cfg = load_config(path)
-    assert cfg.plugins == (PluginConfig("FancyNewPlugin", "f", True, 0.0, {"stiffness": 3}),)
-    assert cfg.plugin("FancyNewPlugin") is cfg.plugins[0] and cfg.plugins[0].spec is None
-    assert hebi.config.load_config(str(path)).plugins[0]["type"] == "FancyNewPlugin"
+    assert [w.category for w in caught] == [ConfigWarning]
+    assert str(caught[0].message) == (f"{path}:8 [user_data.home_positon]: user_data key 'home_positon' is not one "
+                                      "hebictl reads (did you mean 'home_position'?); as written it is ignored")
+    assert cfg.user_data == {"my_notes": "hello", "home_positon": [0, 1, 2]}
+
+
+def test_unknown_top_level_key_suggests(tmp_path):
+    path = _write(tmp_path, BASE + "feedback_frequncy: 100\n")
+    with pytest.raises(ConfigError, match="did you mean 'feedback_frequency'") as err:
+        load_config(path)
+    assert err.value.line == 6
 
 
 def test_unknown_version_warns(tmp_path):
     """A version other than 1.0/1.1 loads (hebi does not check) but warns."""
-    with pytest.warns(UserWarning, match="version 2.0"):
+    with pytest.warns(ConfigWarning, match="version 2.0"):
         cfg = load_config(_write(tmp_path, BASE.replace("1.1", "2.0")))
     assert cfg.version == "2.0"
 
 
 CHECK_PLUGINS = BASE + textwrap.dedent("""\
     plugins:
-      - {type: EffortOffset, offset: [0, -7]}
-      - {type: DoubledJointMirror, group_family: Arm, group_name: J2B, index: 3}
+      - {type: EffortOffset, offset: [0, -7, 0]}
+      - {type: DoubledJointMirror, group_family: Arm, group_name: J2B, index: 2}
     """)
 
 
 @pytest.mark.parametrize(("dof", "width", "key"), [
     (4, None, "names"),
     (3, 2, "gains.default"),
-    (3, None, "plugins[0].offset"),
 ])
 def test_check_against_names_the_mismatch(dof, width, key, tmp_path):
-    """check_against reports name count, gains width and per-joint plugin sizes by key."""
+    """check_against reports name count and gains width against the model, by key and line."""
     path = _write(tmp_path, CHECK_PLUGINS)
     if width is not None:
         (tmp_path / "gains.xml").write_text(f"<group_gains><position><kp>{' 1' * width}</kp></position>"
@@ -242,15 +301,20 @@ def test_check_against_names_the_mismatch(dof, width, key, tmp_path):
     with pytest.raises(ConfigError) as err:
         cfg.check_against(dof, load_gains(tmp_path / "gains.xml") if width else None)
     assert (err.value.file, err.value.key) == (str(path), key)
+    assert err.value.line == {"names": 3, "gains.default": 5}[key]
 
 
-def test_check_against_mirror_index(tmp_path):
-    """A DoubledJointMirror index beyond the joints is an error naming the plugin's index."""
-    path = _write(tmp_path, CHECK_PLUGINS.replace("[0, -7]", "[0, -7, 0]"))
+@pytest.mark.parametrize(("old", "new", "key"), [
+    ("[0, -7, 0]", "[0, -7]", "plugins[0].offset"),
+    ("index: 2", "index: 3", "plugins[1].index"),
+])
+def test_per_joint_plugin_parameters_fit_the_module_count(tmp_path, old, new, key):
+    """EffortOffset offsets (one per joint, or one) and the DoubledJointMirror index fit the names, at load."""
+    load_config(_write(tmp_path, CHECK_PLUGINS)).check_against(3, None)
+    path = _write(tmp_path, CHECK_PLUGINS.replace(old, new))
     with pytest.raises(ConfigError) as err:
-        load_config(path).check_against(3, None)
-    assert err.value.key == "plugins[1].index"
-    load_config(_write(tmp_path, path.read_text().replace("index: 3", "index: 2"))).check_against(3, None)
+        load_config(path)
+    assert err.value.key == key
 
 
 IMPEDANCE = "  - type: ImpedanceController\n    gains_in_end_effector_frame: true\n"
@@ -285,7 +349,7 @@ BAD_CONFIGS = [
     ("plugin-no-type", BASE + "plugins:\n  - {name: gc}\n", None, "plugins[0].type", "no type", False),
     ("plugin-type-not-string", BASE + "plugins:\n  - {type: 3}\n", None, "plugins[0].type", "int", False),
     ("plugin-unknown-param", BASE + "plugins:\n  - {type: GravityCompensationEffort, gain: 2}\n", None,
-     "plugins[0].gain", "unknown parameter", False),
+     "plugins[0].gain", "unknown key for a GravityCompensationEffort plugin", False),
     ("plugin-enabled-not-bool", BASE + "plugins:\n  - {type: EndEffectorWrench, enabled: maybe}\n", None,
      "plugins[0].enabled", "true or false", False),
     ("plugin-ramp-negative", BASE + "plugins:\n  - {type: EndEffectorWrench, ramp_time: -1}\n", None,

@@ -8,12 +8,20 @@ non-zero exit code, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
+import os
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import Any
 
-from hebictl.errors import HebictlError
+from hebictl.errors import ConfigError, HebictlError
+
+#: optional dependency (top-level import name) -> the extra that installs it
+EXTRAS: dict[str, str] = {"mujoco": "sim", "aiomqtt": "teleop", "paho": "teleop", "matplotlib": "plot",
+                          "websockets": "panel"}
 
 #: modules that each define ``register(subparsers)``; missing ones (features not built yet) are skipped
 COMMAND_MODULES = ("hebictl.cli.model_cmd", "hebictl.cli.run_cmd", "hebictl.cli.teleop_cmd",
@@ -35,15 +43,68 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: Any = None, line: str | None = None) -> None:
+    """Warnings as one readable line (``hebictl: warning: file:line [key]: ...``), never Python's
+    two-line ``path.py:123: UserWarning: ...`` form with a source line."""
+    prefix = "" if issubclass(category, UserWarning) else f"{category.__name__}: "
+    with contextlib.suppress(OSError, ValueError):  # stderr closed: nothing sensible left to do
+        print(f"hebictl: warning: {prefix}{message}", file=sys.stderr if file is None else file)
+
+
+def error_text(exc: HebictlError) -> str:
+    """The one-line message of an error; a config error without a line gets the YAML line of its key."""
+    if isinstance(exc, ConfigError) and exc.line is None and exc.file and exc.key and \
+            exc.file.endswith((".yaml", ".yml")):
+        from hebictl.config import yaml_key_line
+
+        line = yaml_key_line(exc.file, exc.key)
+        if line is not None:
+            return str(ConfigError(exc.message, file=exc.file, key=exc.key, line=line))
+    return str(exc)
+
+
+def missing_extra(exc: ModuleNotFoundError, command: str | None) -> str | None:
+    """One line naming the extra to install when an optional dependency is missing, else None."""
+    top = (exc.name or "").split(".")[0]
+    extra = EXTRAS.get(top)
+    if extra is None:
+        return None
+    return (f"hebictl: error: 'hebictl {command}' needs the optional dependency {top!r}: "
+            f"pip install 'hebictl[{extra}]' (in this repository: tools/dev demo installs it)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; user errors end with one line on stderr and a non-zero code, never a traceback.
+
+    Exit codes: 0 ok, 1 the command ran but reports a failure, 2 an error (bad file, config,
+    missing extra, unreachable device), 130 Ctrl-C, 141 the reader of stdout went away (``| head``).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING - 10 * min(args.verbose, 2),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.captureWarnings(False)
+    warnings.showwarning = show_warning
     try:
         return int(args.func(args) or 0)
     except HebictlError as exc:
-        print(f"hebictl: error: {exc}", file=sys.stderr)
+        print(f"hebictl: error: {error_text(exc)}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        message = missing_extra(exc, args.command)
+        if message is None:
+            raise
+        print(message, file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # the reader closed the pipe (hebictl model fk ... | head): stop quietly; stdout goes to
+        # devnull so the interpreter's final flush does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"hebictl: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("hebictl: interrupted", file=sys.stderr)

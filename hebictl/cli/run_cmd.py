@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from hebictl.errors import ConfigError
+from hebictl.errors import ConfigError, InstallationError
 from hebictl.hardware.registry import available_backends
 
 
@@ -52,16 +52,37 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    from hebictl.config import load_config
-    from hebictl.formats import load_model
+    """Everything ``run`` builds from the config, built once without hardware (on the mock backend).
+
+    Model, every gains role, the cross-checks against the model, joint limits and safety settings,
+    and the plugins (``assemble``, as ``run`` does); then the home position against the limits.
+    Any error exits 2; warnings (ConfigWarning, format warnings) are printed and exit 0.
+    """
+    from hebictl.config import config_warning, load_config
+    from hebictl.control.assembly import assemble
     from hebictl.gains import load_gains
 
     cfg = load_config(args.config)
     if cfg.hrdf is None:
         raise ConfigError("no hrdf given", file=cfg.path, key="hrdf")
-    model = load_model(cfg.hrdf)
     gains = {k: load_gains(p) for k, p in cfg.gains.items()}
-    cfg.check_against(model.dof, gains.get("default"))
+    parts = assemble(cfg, "mock")
+    try:
+        model = parts.model
+        for role, g in gains.items():
+            if role != "default" and g.width not in (1, model.dof):
+                raise ConfigError(f"gains file {g.path} has {g.width} values per gain, the model has "
+                                  f"{model.dof} joints", file=cfg.path, key=f"gains.{role}")
+        home = _home(cfg, model.dof)
+        if home is not None:
+            lo, hi = parts.limits.position_min, parts.limits.position_max
+            outside = [i for i in range(model.dof) if not lo[i] <= home[i] <= hi[i]]
+            if outside:
+                config_warning(cfg.path, "user_data.home_position", "outside the joint limits at joint(s) "
+                               + ", ".join(f"{i} ({home[i]:g} not in [{lo[i]:g}, {hi[i]:g}])" for i in outside)
+                               + "; run will stop at the limit")
+    finally:
+        parts.backend.close()
     print(f"ok: {cfg.path}: {len(cfg.names)} modules {', '.join(cfg.names)}; hrdf {cfg.hrdf.name} "
           f"({model.dof} DoF, {model.total_mass:.3f} kg); gains {', '.join(gains) or 'none'}; "
           f"plugins {', '.join(p.type for p in cfg.plugins) or 'none'}")
@@ -98,9 +119,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from hebictl.hardware.clock import MonotonicClock
     from hebictl.resources import bundled_config
 
-    cfg = load_config(args.config or bundled_config())
+    if args.plot is not None:
+        _require_plotting()
     clock = MonotonicClock()
+    t_start = clock.now()  # event times and the summary count from here
+    cfg = load_config(args.config or bundled_config())
     arm = Arm.from_config(cfg, backend=args.backend, clock=clock)
+    if hasattr(arm.events, "start"):
+        arm.events.start = t_start
     rate = args.rate or cfg.feedback_frequency
     rec = Recorder(arm.dof, arm.model.joint_names) if (args.plot or args.record) else None
     phases: list[tuple[str, np.ndarray | None, float | None]] = []
@@ -115,7 +141,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     phases.append(("hold", None, args.hold))
 
     state: dict[str, Any] = {"phase": 0, "phase_start": None, "stats": None, "interrupted": None,
-                             "exit_at": None, "exit": False}
+                             "exit_at": None, "exit": False, "windows": [], "t_start": t_start}
 
     def on_signal(signum: int, frame: Any) -> None:
         if state["interrupted"] is not None:
@@ -164,6 +190,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     def report(stats: LoopStats) -> None:
         state["stats"] = stats
+        state["windows"].append(stats)  # one per second: the summary covers the whole run
 
     loop = FixedRateLoop(step, rate, clock, report=report)
     old = signal.signal(signal.SIGINT, on_signal)
@@ -176,7 +203,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             live = Live(_panel(arm, phases, state, rate), refresh_per_second=8, transient=False)
             live.start()
             loop.report = lambda s: (report(s), live.update(_panel(arm, phases, state, rate)))
-        stats = loop.run()
+        loop.run()
     finally:
         signal.signal(signal.SIGINT, old)
         signal.signal(signal.SIGTERM, old_term)
@@ -184,7 +211,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             live.update(_panel(arm, phases, state, rate))
             live.stop()
         arm.close()
-    _summary(arm, phases, state, stats, rate)
+    _summary(arm, phases, state, loop, rate, clock.now() - t_start)
     if rec is not None:
         if args.record:
             rec.save(args.record)
@@ -221,15 +248,29 @@ def _panel(arm: Any, phases: list, state: dict, rate: float) -> Any:
     return t
 
 
-def _summary(arm: Any, phases: list, state: dict, stats: Any, rate: float) -> None:
+def _require_plotting() -> None:
+    """Fail before the run, not after it, when --plot cannot be honoured."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise InstallationError("--plot needs matplotlib: pip install 'hebictl[plot]'")
+
+
+def _summary(arm: Any, phases: list, state: dict, loop: Any, rate: float, elapsed: float) -> None:
+    """Closing report over the whole run (every statistics window, not the last one)."""
     from rich.console import Console
     from rich.markup import escape
 
     c = Console()
-    c.print(f"[bold]done[/bold]: state={arm.state.value}, phases={', '.join(p[0] for p in phases)}, "
+    c.print(f"[bold]done[/bold] after {elapsed:.2f} s: state={arm.state.value}, "
+            f"phases={', '.join(p[0] for p in phases)}, "
             f"final position \\[rad]: {np.array2string(arm.last_feedback.position, precision=4)}")
-    if stats is not None and stats.cycles:
-        c.print(f"loop at {rate:.0f} Hz: period p50 {stats.period_p50 * 1e3:.3f} ms, p99 "
-                f"{stats.period_p99 * 1e3:.3f} ms, overruns {stats.overruns}, missed {stats.missed_cycles}")
+    windows = [w for w in state["windows"] if w.cycles]
+    if windows:
+        p50 = float(np.median([w.period_p50 for w in windows]))
+        c.print(f"loop at {rate:.0f} Hz, whole run: {loop.cycles} cycles, overruns {loop.total.overruns}, missed "
+                f"{loop.total.missed}; period p50 {p50 * 1e3:.3f} ms (median of the per-second medians), worst "
+                f"per-second p99 {max(w.period_p99 for w in windows) * 1e3:.3f} ms, max "
+                f"{max(w.period_max for w in windows) * 1e3:.3f} ms")
     for e in arm.events.events:
-        c.print(f"  event t={e.time:.3f}s {e.kind} -> {e.state.value}: {escape(e.detail)}")
+        c.print(f"  event t={e.time - state['t_start']:.3f} s {e.kind} -> {e.state.value}: {escape(e.detail)}")

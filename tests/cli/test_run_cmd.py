@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -16,8 +17,9 @@ CONFIG = REPO / "configs" / "x-series-6dof.cfg.yaml"
 
 
 def hebictl(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python -m hebictl ARGS`` in a temporary working directory (nothing lands in the repository)."""
     return subprocess.run([sys.executable, "-m", "hebictl", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO)
+                          timeout=timeout, cwd=tempfile.gettempdir())
 
 
 def test_run_homes_follows_a_goal_and_records(tmp_path):
@@ -42,10 +44,10 @@ def test_signal_stops_with_hold_until_a_second_signal(sig, kind):
     """SIGINT/SIGTERM during an endless hold: a latched 'hold' stop (never a release), kept until a
     second signal; the command then exits 0."""
     proc = subprocess.Popen([sys.executable, "-m", "hebictl", "run", str(CONFIG), "--backend", "mock",
-                             "--no-home", "--hold", "inf", "--quiet"], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                             "--no-home", "--hold", "inf", "--quiet"], cwd=tempfile.gettempdir(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(4.0)  # imports, kernel load, some control cycles
+        time.sleep(8.0)  # imports, kernel load, some control cycles (on a busy 2-core machine)
         proc.send_signal(sig)
         time.sleep(1.0)
         assert proc.poll() is None, "the first signal must not end the hold"
@@ -57,6 +59,10 @@ def test_signal_stops_with_hold_until_a_second_signal(sig, kind):
             proc.communicate()
     assert proc.returncode == 0, err
     assert f"{kind} -> stopped" in out and "[hold]" in out and "release" not in out
+    import re
+
+    times = [float(t) for t in re.findall(r"event t=(-?[\d.]+) s", out)]
+    assert times and all(2.0 < t < 30.0 for t in times), out  # since the run started, not since boot
 
 
 def test_bad_goal_length_is_a_clear_error():
@@ -80,3 +86,68 @@ def test_check_config_names_file_and_key(tmp_path):
     bad.write_text(CONFIG.read_text().replace("version: 1.1", "version: 1.1\nspeed: 3"))
     r = hebictl("check-config", str(bad))
     assert r.returncode == 2 and str(bad) in r.stderr and "speed" in r.stderr
+
+
+def _line_of(path: Path, text: str) -> int:
+    """1-based line where ``text`` starts in the file (the config's layout may change)."""
+    content = path.read_text()
+    return content.count("\n", 0, content.index(text)) + 1
+
+
+def _config_with(tmp_path: Path, old: str, new: str) -> Path:
+    path = tmp_path / "robot.cfg.yaml"
+    text = CONFIG.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new).replace('"../hrdf_kits/', f'"{REPO}/hrdf_kits/')
+                    .replace('"gains/', f'"{REPO}/configs/gains/'))
+    return path
+
+
+@pytest.mark.parametrize(("old", "new", "expect"), [
+    ("type: GravityCompensationEffort", "type: GravityCompensationEfort",
+     ":{line} [plugins[0].type]: unknown plugin type 'GravityCompensationEfort' (did you mean "
+     "'GravityCompensationEffort'?)"),
+    ("home_position: [0.0, 1.2, 1.8, 2.2, -1.57, 0.0]", "home_position: [0.0, 1.2, 1.8, 2.2, -1.57]",
+     ":{line} [user_data.home_position]: has 5 values, the arm has 6 joints"),
+    ("    ramp_time: 1\n\n  - type: DynamicsCompensationEffort",
+     "    ramp_tme: 1\n\n  - type: DynamicsCompensationEffort",
+     "(did you mean 'ramp_time'?); allowed: enabled, imu_feedback_index, imu_frame_index, imu_rotation_offset, "
+     "name, ramp_time, type"),
+])
+def test_check_config_rejects_what_run_would_trip_on(tmp_path, old, new, expect):
+    """Misspelt plugin type, a home_position of the wrong length, a misspelt plugin key: exit 2, one line
+    naming file, line and key."""
+    path = _config_with(tmp_path, old, new)
+    r = hebictl("check-config", str(path))
+    assert r.returncode == 2, r.stdout
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith(f"hebictl: error: {path}")
+    assert expect.format(line=_line_of(path, new)) in r.stderr
+
+
+def test_check_config_names_a_suspicious_user_data_key_readably(tmp_path):
+    """home_positon (homing would be skipped): a one-line warning naming it, exit 0 (user_data is free-form)."""
+    path = _config_with(tmp_path, "home_position:", "home_positon:")
+    r = hebictl("check-config", str(path))
+    assert r.returncode == 0, r.stderr
+    line = _line_of(path, "home_positon")
+    assert r.stderr == (f"hebictl: warning: {path}:{line} [user_data.home_positon]: user_data key 'home_positon' "
+                        "is not one hebictl reads (did you mean 'home_position'?); as written it is ignored\n")
+
+
+def test_run_summary_covers_the_whole_run(tmp_path):
+    """The closing statistics count every cycle of the run, not the last 1-s window: as many cycles as
+    the recording (one sample per cycle) holds; event times, if any, count from the run's start."""
+    rec = tmp_path / "run.npz"
+    r = hebictl("run", str(CONFIG), "--no-home", "--goal", "0", "1.2", "1.8", "2.2", "-1.57", "0",
+                "--goal-time", "1.5", "--hold", "1.2", "--quiet", "--record", str(rec))
+    assert r.returncode == 0, r.stderr
+    import re
+
+    from hebictl.control.recorder import Recorder
+
+    cycles = int(re.search(r"whole run: (\d+) cycles", r.stdout).group(1))
+    samples = len(Recorder.load(rec).series("position"))
+    assert samples - 5 <= cycles <= samples + 5 and cycles > 1.5 * 200 * 0.5, r.stdout
+    elapsed = float(re.search(r"done after ([\d.]+) s", r.stdout).group(1))
+    times = [float(t) for t in re.findall(r"event t=(-?[\d.]+) s", r.stdout)]
+    assert all(0.0 <= t <= elapsed for t in times), r.stdout
