@@ -12,7 +12,7 @@ Two stages, both public:
   attributes, value grammars, includes, tags, ``<output>`` trees, interface compatibility) into
   an :class:`HrdfDocument` of :class:`HrdfElement` values;
 * :func:`build_model` turns a document into a model through
-  :class:`~hebictl.model.tree.ModelBuilder`, with the physical data of built-in elements from
+  :class:`~hebictl.model.builder.ModelBuilder`, with the physical data of built-in elements from
   :mod:`hebictl.model.library`.
 
 Model layout, chosen so the frames match hebi-py's exactly (same counts, same order):

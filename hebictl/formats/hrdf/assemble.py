@@ -1,7 +1,7 @@
 """HRDF assembly: a parsed :class:`~hebictl.formats.hrdf.spec.HrdfDocument` into a :class:`RobotModel`.
 
 Second of the reader's two stages (the first is :mod:`hebictl.formats.hrdf.parse`): elements
-become bodies, joints and frames through :class:`~hebictl.model.tree.ModelBuilder`, with the
+become bodies, joints and frames through :class:`~hebictl.model.builder.ModelBuilder`, with the
 physical data of built-in elements from :mod:`hebictl.model.library`. The model layout (frame
 counts and order, joint names) matches hebi-py's; see the package docstring.
 """
@@ -71,7 +71,7 @@ class _Assembler:
     """Walks a document depth-first, adding bodies and frames in hebi-py's element order."""
 
     def __init__(self, doc: HrdfDocument, name: str | None) -> None:
-        from hebictl.model.tree import ModelBuilder
+        from hebictl.model.builder import ModelBuilder
 
         self.doc = doc
         stem = "robot" if doc.file.startswith("<") else Path(doc.file).stem

@@ -81,9 +81,7 @@ class _Parser:
         version = root.get("version")
         if version is None:
             version = "1.0.0"
-        elif version not in VERSIONS:
-            raise FormatError(f"<robot> attribute 'version': unsupported HRDF version {version!r} (supported: "
-                              f"{', '.join(VERSIONS)})", display, src.attr_line(root, "version"))
+        version = self._known_version(version, display, src.attr_line(root, "version"))
         self.version, self.vt = version, version_tuple(version)
         values = self._attributes(root, "robot", src)
         base = np.eye(4)
@@ -103,6 +101,7 @@ class _Parser:
 
     @staticmethod
     def _check_root(root: Any, src: Source) -> None:
+        # not lenient: hebi-py "loads" a <Robot> root as an empty robot, which is not what the file means
         if root.tag != "robot":
             raise FormatError(f"root element is {_display_tag(root)}, expected <robot> (no XML namespace)",
                               src.display, src.line(root))
@@ -138,9 +137,7 @@ class _Parser:
         if version != self.version:
             self._lax(f"included file {raw!r} has HRDF version {version} but the including file has "
                       f"{self.version}; included files must match", src.display, line)
-        if version not in VERSIONS:
-            raise FormatError(f"<robot> attribute 'version': unsupported HRDF version {version!r} (supported: "
-                              f"{', '.join(VERSIONS)})", display, inc.attr_line(root, "version"))
+        version = self._known_version(version, display, inc.attr_line(root, "version"))
         saved = self.version, self.vt
         self.version, self.vt = version, version_tuple(version)  # (strict=False) each file by its own rules
         self.stack.append((real, display))
@@ -253,7 +250,9 @@ class _Parser:
             if self.vt < version_tuple(since):
                 raise FormatError(f"<{kind}> attribute {name!r} needs HRDF version >= {since} (this file is "
                                   f"{self.version})", src.display, line)
-            values[name] = self._value(kind, name, value_kind, raw, src.display, line)
+            value = self._value(kind, name, value_kind, raw, src.display, line)
+            if value is not None:  # None: an empty mesh path, read as no mesh
+                values[name] = value
         for name in REQUIRED.get(kind, ()):
             if name not in values:
                 raise FormatError(f"<{kind}> is missing required attribute {name!r}", src.display,
@@ -289,6 +288,19 @@ class _Parser:
             return self._path(kind, name, raw, file, line, urls=False)
         return raw  # "string", "version"
 
+    def _known_version(self, version: str, file: str, line: int) -> str:
+        """``version`` if supported; a newer well-formed one is read by the newest rules unless strict (as hebi-py)."""
+        if version in VERSIONS:
+            return version
+        newer = re.fullmatch(r"\d+\.\d+\.\d+", version) is not None and \
+            version_tuple(version) > version_tuple(VERSIONS[-1])
+        message = (f"<robot> attribute 'version': unsupported HRDF version {version!r} (supported: "
+                   f"{', '.join(VERSIONS)})")
+        if not newer:
+            raise FormatError(message, file, line)
+        self._lax(f"{message}; read as {VERSIONS[-1]}", file, line)
+        return VERSIONS[-1]
+
     def _lax(self, message: str, file: str, line: int) -> None:
         """A spec violation hebi-py tolerates: an error when strict, else a warning."""
         if self.strict:
@@ -313,28 +325,40 @@ class _Parser:
                               f"file is {self.version})", file, line)
         if canonical != raw:
             if self.vt < (1, 1, 0):
-                raise FormatError(f"<{kind}> attribute {name!r}: {raw!r} must be written {canonical!r} (enum "
-                                  "values are case-sensitive before HRDF 1.1.0)", file, line)
+                self._lax(f"<{kind}> attribute {name!r}: {raw!r} must be written {canonical!r} (enum values are "
+                          "case-sensitive before HRDF 1.1.0)", file, line)
+                return canonical
             warnings.warn(f"{file}:{line}: <{kind}> attribute {name!r}: {raw!r} read as {canonical!r}; write "
                           "enum values in their canonical case", HrdfWarning, stacklevel=2)
         return canonical
 
-    def _path(self, kind: str, name: str, raw: str, file: str, line: int, *, urls: bool) -> str:
+    def _path(self, kind: str, name: str, raw: str, file: str, line: int, *, urls: bool) -> str | None:
+        """A file reference. ``urls`` means a mesh: only drawn, never read here, so what hebi-py
+        tolerates in one (empty, absolute, another URL scheme) is a warning unless strict; an
+        include is read, and its path must be a relative file path."""
         if not raw:
-            raise FormatError(f"<{kind}> attribute {name!r} is empty", file, line)
+            if not urls:
+                raise FormatError(f"<{kind}> attribute {name!r} is empty", file, line)
+            self._lax(f"<{kind}> attribute {name!r} is empty (read as no mesh)", file, line)
+            return None
         if URL_SCHEME.match(raw):
             if not urls:
                 raise FormatError(f"<{kind}> attribute {name!r}: {raw!r} is a URL; includes must be relative file "
                                   "paths", file, line)
             if not raw.lower().startswith(("http://", "https://")):
-                raise FormatError(f"<{kind}> attribute {name!r}: web URLs must start with http:// or https:// "
-                                  f"(got {raw!r})", file, line)
+                self._lax(f"<{kind}> attribute {name!r}: web URLs must start with http:// or https:// "
+                          f"(got {raw!r})", file, line)
+                return raw
             if self.vt < (1, 4, 0):
                 self._lax(f"<{kind}> attribute {name!r}: web URLs need HRDF version >= 1.4.0 (this file is "
                           f"{self.version})", file, line)
             return raw
         if PurePosixPath(raw).is_absolute() or PureWindowsPath(raw).is_absolute() or raw.startswith("\\") \
                 or PureWindowsPath(raw).drive:
+            if urls:  # kept as the mesh frame's name; hebictl never opens it
+                self._lax(f"<{kind}> attribute {name!r}: {raw!r} is an absolute path; paths must be relative to "
+                          "the HRDF file", file, line)
+                return raw
             raise FormatError(f"<{kind}> attribute {name!r}: {raw!r} is an absolute path; paths must be relative to "
                               "the HRDF file", file, line)
         return raw

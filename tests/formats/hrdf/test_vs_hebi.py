@@ -321,3 +321,73 @@ def test_joint_names_and_metadata(hebi):
 def test_bundled_kits_match_hebi(path, hebi):
     """The kits shipped in hrdf_kits/ give hebi-py's masses, frames, Jacobians and gravity efforts."""
     compare_with_hebi(load_hrdf(path), hebi.robot_model.import_from_hrdf(str(path)))
+
+
+# --------------------------------------------------------------------------- read leniently, validate strictly
+LEG = '''<?xml version="1.0" encoding="UTF-8"?>
+<robot version="1.4.0">
+  <actuator type="X8-9"/>
+  <bracket type="X5Heavy{side}Inside"/>
+  <actuator type="X8-16"/>
+  <link type="X5" extension="0.325" twist="pi"/>
+  <end-effector type="Custom" mass="0.060"/>
+</robot>'''
+HEXAPOD = '''<?xml version="1.0" encoding="UTF-8"?>
+<robot version="1.6.0" description="two-legged Daisy">
+  <rigid-body mass="0">
+    <output rot="Rz(pi/6)">
+      <rigid-body mass="0" output_trans="0.2375 0 0" mesh_path=""/>
+      <include path="leg-left.hrdf"/>
+    </output>
+    <output rot="Rz(-pi/6)">
+      <rigid-body mass="0" output_trans="0.2375 0 0" mesh_path=""/>
+      <include path="leg-right.hrdf"/>
+    </output>
+    <output>
+      <rigid-body mass="5.00" com_trans="0.050 0.000 0.075" output_trans="0.000 0.000 0.075"
+                  mesh_path="https://files.hebi.us/meshes/daisy/A-2051-01.obj" mesh_trans="0 0 -0.019"/>
+      <end-effector/>
+    </output>
+  </rigid-body>
+</robot>'''
+
+
+def test_daisy_like_hexapod_loads_leniently_and_matches_hebi(tmp_path, hebi):
+    """HEBI's Daisy.hrdf pattern (empty ``mesh_path``, 1.4.0 legs included from a 1.6.0 body): hebi-py loads
+    it, so hebictl does by default, warning with file and line; ``strict=True`` rejects it."""
+    (tmp_path / "leg-left.hrdf").write_text(LEG.format(side="Left"))
+    (tmp_path / "leg-right.hrdf").write_text(LEG.format(side="Right"))
+    top = tmp_path / "Daisy.hrdf"
+    top.write_text(HEXAPOD)
+    with pytest.warns(HrdfWarning) as record:
+        model = load_hrdf(top, pi=HEBI_PI)
+    messages = [str(w.message) for w in record]
+    assert f"{top}:5: <rigid-body> attribute 'mesh_path' is empty (read as no mesh)" in messages[0]
+    assert any(m.startswith(f"{top}:9: ") and "mesh_path" in m for m in messages)
+    h = hebi.robot_model.import_from_hrdf(str(top), warning_callback=lambda w: None)
+    compare_with_hebi(model, h, jacobian_bugs={"end_effector"})
+    with pytest.raises(FormatError, match=r"'mesh_path' is empty") as info:
+        load_hrdf(top, strict=True)
+    assert (info.value.file, info.value.line) == (str(top), 5)
+
+
+@pytest.mark.parametrize(("text", "fragment", "line"), [
+    (H('<actuator type="X5-4"/>', '<rigid-body mass="0.1" mesh_path=""/>'), "'mesh_path' is empty", 3),
+    (H('<actuator type="X5-4"/>', '<rigid-body mass="0.1" mesh_path="C:/meshes/a.obj"/>'), "absolute path", 3),
+    (H('<actuator type="X5-4"/>', '<rigid-body mass="0.1" mesh_path="ftp://x.org/a.obj"/>'), "http:// or https://",
+     3),
+    (H('<actuator type="x5-4"/>', '<link type="X5" extension="0.3" twist="0"/>', version="1.0.0"),
+     "case-sensitive before HRDF 1.1.0", 2),
+    (H('<actuator type="X5-4"/>', '<joint axis="rz"/>', version="1.7.0"), "read as 1.6.0", 1),
+], ids=["mesh-empty", "mesh-absolute", "mesh-scheme", "enum-case-1.0", "newer-version"])
+def test_what_hebi_loads_loads_with_a_warning(text, fragment, line, hebi):
+    """Each spec violation hebi-py tolerates (and that has one meaning) loads with an HrdfWarning naming
+    file:line, giving hebi-py's model; strict=True rejects it at the same line. (A ``<Robot>`` root stays an
+    error: hebi-py reads it as a robot with nothing in it.)"""
+    with pytest.warns(HrdfWarning, match=fragment) as record:
+        model = load_hrdf_string(text, pi=HEBI_PI, source_name="arm.hrdf")
+    assert any(str(w.message).startswith(f"arm.hrdf:{line}: ") for w in record)
+    compare_with_hebi(model, hebi.robot_model.import_from_hrdf_string(text, warning_callback=lambda w: None))
+    with pytest.raises(FormatError, match=fragment) as info:
+        load_hrdf_string(text, strict=True, source_name="arm.hrdf")
+    assert info.value.line == line
