@@ -59,17 +59,46 @@ def load_with_warnings(path: Path, *, strict: bool = False, allowed_roots: list[
 
     ``allowed_roots`` (``--allow-root``) are folders besides the model's own that its file
     references may resolve into."""
-    from hebictl.formats import detect_format, load_model
+    from hebictl.formats import load_model
 
-    options: dict[str, Any] = {"strict": True} if strict and detect_format(path) == "hrdf" else {}
+    options: dict[str, Any] = {"strict": True} if strict and supports_strict(path) else {}
     if allowed_roots:
         options["allowed_roots"] = list(allowed_roots)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = load_model(path, **options)
     for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+        tag = strict_tag(w.message, w.category) if supports_strict(path) else ""
+        print(f"hebictl: warning: {w.message}{tag}", file=sys.stderr)
     return model
+
+
+def supports_strict(path: Path) -> bool:
+    """Whether the file's reader has a ``strict`` mode (``--strict`` means something for it)."""
+    import importlib
+    import inspect
+
+    from hebictl.formats import detect_format
+    from hebictl.formats.registry import READERS
+
+    module, loader, _ = READERS[detect_format(path)]
+    return "strict" in inspect.signature(getattr(importlib.import_module(module), loader)).parameters
+
+
+def strict_tag(message: Warning | str, category: type[Warning]) -> str:
+    """`` [--strict rejects this]`` or `` [--strict allows this: ...]`` for a format warning.
+
+    Readers word what they accept only because ``strict=False`` (a rule the reference library
+    bends) with "strict=False" in the message; other format warnings (e.g. an enum in another
+    case, which the spec allows) stay warnings under ``--strict``.
+    """
+    from hebictl.errors import FormatWarning
+
+    if not issubclass(category, FormatWarning):
+        return ""
+    if "strict=False" in str(message):
+        return "  [--strict rejects this]"
+    return "  [--strict allows this: the spec permits it]"
 
 
 def _summary(model) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ KIT = REPO / "hrdf_kits" / "x-series-6dof.hrdf"
 
 def hebictl(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "hebictl", *args], capture_output=True, text=True, timeout=120,
-                          cwd=REPO)
+                          cwd=tempfile.gettempdir())
 
 
 def test_info_json_matches_hebi(hebi):
@@ -60,3 +61,34 @@ def test_convert_writes_each_format(tmp_path):
         r = hebictl("model", "convert", str(KIT), "--to", fmt, "-o", str(out))
         assert r.returncode == 0, r.stderr
         assert abs(hc.load_model(out).total_mass - total) < 1e-12
+
+
+LOWERCASE_ENUM = """<?xml version="1.0" encoding="UTF-8"?>
+<robot version="1.2.0">
+  <actuator type="x5-9"/>
+  <link type="X5" extension="0.3" twist="0"/>
+  <actuator type="X5-4"/>
+</robot>
+"""
+
+
+def test_validate_says_which_warnings_strict_rejects(tmp_path):
+    """A lowercase enum (the spec allows it, with a warning): validate and validate --strict both pass,
+    and the warning says that --strict allows it, so a passing --strict is not a surprise."""
+    path = tmp_path / "lower.hrdf"
+    path.write_text(LOWERCASE_ENUM)
+    for extra in ([], ["--strict"]):
+        r = hebictl("model", "validate", str(path), *extra)
+        assert r.returncode == 0, r.stderr
+        assert r.stderr == (f"hebictl: warning: {path}:3: <actuator> attribute 'type': 'x5-9' read as 'X5-9'; "
+                            "write enum values in their canonical case  [--strict allows this: the spec permits it]\n")
+
+
+def test_strict_tag_marks_rule_bending_warnings():
+    """Readers say "accepted because strict=False" for what --strict rejects (hrdf/parse.py's convention)."""
+    from hebictl.cli.model_cmd import strict_tag
+    from hebictl.errors import HrdfWarning
+
+    assert strict_tag("f:1: axis '-rz'; accepted because strict=False", HrdfWarning) == "  [--strict rejects this]"
+    assert strict_tag("f:1: enum case", HrdfWarning).startswith("  [--strict allows this")
+    assert strict_tag("not a format warning", UserWarning) == ""
