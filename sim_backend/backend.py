@@ -265,9 +265,9 @@ class SimBackend(ModuleGroup):
         self._last_sample_t = t_k
         into.sequence = self._seq
         into.rx_time = clock.now()
+        into.copy_into(self._frozen)  # what frozen feedback repeats, should a freeze start now
         if faults:
             apply_feedback_faults(faults, into, t_k)
-            into.copy_into(self._frozen)
         if self._viewer is not None:
             self._sync_viewer()
         return True
@@ -286,16 +286,29 @@ class SimBackend(ModuleGroup):
             self._start(now)
         self._advance(now)
         faults = self.faults
+        lost = None
         if faults:
-            if faults.first_active(FaultKind.DISCONNECTED, now) is not None:
-                return False
             if faults.first_active(FaultKind.COMMANDS_IGNORED, now) is not None:
                 return True  # lost on the way: the modules' command lifetime runs out
-        self.command_modules(slice(0, n), pc, vc, ec, now)
+            lost = faults.first_active(FaultKind.DISCONNECTED, now)
+        if lost is None:
+            self.command_modules(slice(0, n), pc, vc, ec, now)
+        else:  # the other modules still get theirs; the lost one's last command runs out
+            keep = self.firmware.commanded[:, lost.module].copy()  # type: ignore[index]
+            expiry = float(self.firmware.expiry[lost.module])  # type: ignore[index]
+            self.command_modules(slice(0, n), pc, vc, ec, now)
+            self.firmware.commanded[:, lost.module] = keep  # type: ignore[index]
+            self.firmware.expiry[lost.module] = expiry  # type: ignore[index]
         # the command echo shows the command from the next sample on, as the Backend protocol says
         self._pending_echo = True
         self._writes += 1
-        return True
+        return lost is None
+
+    def true_state(self) -> tuple[FloatArray, FloatArray]:
+        """The joints' physical position and velocity now (whatever the feedback shows; for tests)."""
+        self._advance_to_now()
+        d, sc = self._d, self.scene
+        return d.qpos[sc.qadr].copy(), d.qvel[sc.dadr].copy()
 
     def command_modules(self, modules: slice, pc: ArrayLike, vc: ArrayLike, ec: ArrayLike, now: float) -> None:
         """Install a command for ``modules`` (indices into all simulated modules) written at ``now``."""

@@ -293,6 +293,12 @@ class MockBackend(ModuleGroup):
         self._writes += 1
         return True
 
+    def true_state(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The joints' position and velocity now, whatever the feedback shows (for tests)."""
+        pos, vel = np.empty(self._n), np.empty(self._n)
+        self._evaluate(self._head, self._clock.now(), pos, vel)
+        return pos, vel
+
     def set_safety(self, safety: ModuleSafety) -> None:
         """Firmware limits and strategies (:mod:`hebictl.hardware.firmware`); see the module doc."""
         if safety.size != self._n:
