@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from hebictl.formats.rotations import transform
-from hebictl.model.tree import JointKind, ModelBuilder
+from hebictl.model.builder import ModelBuilder
+from hebictl.model.tree import JointKind
 
 
 def add_standard_frames(builder: ModelBuilder) -> None:

@@ -188,16 +188,3 @@ class Frame:
     body: int
     offset: FloatArray
     name: str | None = None
-
-
-def __getattr__(name: str) -> Any:
-    """Transitional: ``from hebictl.model.tree import ModelBuilder`` while formats/ moves.
-
-    The builder now lives in :mod:`hebictl.model.builder`; this lazy hook (an import cycle
-    tree -> builder -> robot -> fusion -> tree) goes once every importer is updated.
-    """
-    if name == "ModelBuilder":
-        from hebictl.model.builder import ModelBuilder
-
-        return ModelBuilder
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,8 +13,9 @@ from hebictl.errors import FormatError
 from hebictl.formats import convert, load_model
 from hebictl.formats.mjcf import load_mjcf_string, write_mjcf
 from hebictl.formats.urdf import load_urdf_string, write_urdf
+from hebictl.model.builder import ModelBuilder
 from hebictl.model.robot import RobotModel
-from hebictl.model.tree import JointKind, ModelBuilder
+from hebictl.model.tree import JointKind
 from tests.conftest import CORPUS_DIR, corpus_path
 from tests.model.random_trees import random_tree
 

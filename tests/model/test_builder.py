@@ -66,10 +66,10 @@ def test_fixed_joints_may_share_the_empty_name():
     assert b.build().joint_names == ("j1", "j2", "j3")
 
 
-def test_tree_import_still_reaches_the_builder():
-    """Transitional: ``from hebictl.model.tree import ModelBuilder`` is the same class (until importers move)."""
+def test_builder_is_public_and_not_in_tree():
+    """``hebictl.ModelBuilder`` is the builder; tree.py holds only data types (no import cycle)."""
     import hebictl
     from hebictl.model import tree
 
-    assert getattr(tree, "ModelBuilder", ModelBuilder) is ModelBuilder
     assert hebictl.ModelBuilder is ModelBuilder
+    assert not hasattr(tree, "ModelBuilder")

@@ -14,7 +14,8 @@ from hebictl.errors import CommandRejected, ConfigError, HardwareError
 from hebictl.formats import load_model
 from hebictl.gains import load_gains
 from hebictl.hardware import Command, Feedback, MonotonicClock, SimClock, open_backend
-from hebictl.model.tree import Inertia, Joint, ModelBuilder
+from hebictl.model.builder import ModelBuilder
+from hebictl.model.tree import Inertia, Joint
 from tests.conftest import REPO_ROOT
 
 pytest.importorskip("mujoco")

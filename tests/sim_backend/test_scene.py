@@ -126,7 +126,8 @@ def test_bad_scene_options_name_the_key(kwargs, key):
 
 def test_ball_joints_are_refused():
     """The simulated modules are 1-DoF joints; other joint kinds are a ModelError, not a wrong sim."""
-    from hebictl.model.tree import Inertia, Joint, JointKind, ModelBuilder
+    from hebictl.model.builder import ModelBuilder
+    from hebictl.model.tree import Inertia, Joint, JointKind
 
     b = ModelBuilder("ball")
     b.add_body("a", -1, joint=Joint("j", JointKind.BALL), inertia=Inertia(1.0, (0, 0, 0.1), np.eye(3) * 1e-3))

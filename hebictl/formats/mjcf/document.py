@@ -30,7 +30,7 @@ from hebictl.formats.rotations import (
     transform,
     z_to_vector,
 )
-from hebictl.model.tree import ModelBuilder
+from hebictl.model.builder import ModelBuilder
 
 if TYPE_CHECKING:
     pass

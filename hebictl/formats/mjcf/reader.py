@@ -46,7 +46,8 @@ from hebictl.formats.rotations import (
     matrix_quat,
     transform,
 )
-from hebictl.model.tree import Inertia, Joint, JointKind, ModelBuilder
+from hebictl.model.builder import ModelBuilder
+from hebictl.model.tree import Inertia, Joint, JointKind
 
 if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel

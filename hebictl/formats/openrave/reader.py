@@ -49,7 +49,8 @@ from hebictl.errors import FormatError, ModelError, OpenraveWarning
 from hebictl.formats._xml import parse_xml
 from hebictl.formats.openrave.mass import Geom, apply_transform_tag, manip_transform, numbers, read_geom, read_mass, tag
 from hebictl.formats.rotations import inverse_transform, transform
-from hebictl.model.tree import Inertia, Joint, JointKind, ModelBuilder
+from hebictl.model.builder import ModelBuilder
+from hebictl.model.tree import Inertia, Joint, JointKind
 
 if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel

@@ -21,7 +21,8 @@ from hebictl.formats._xml import HEBICTL_NS, line_of
 from hebictl.formats.building import Stage, add_standard_frames, joint_stages
 from hebictl.formats.rotations import inverse_transform, matrix_quat, rpy_matrix, transform
 from hebictl.formats.sdf.frames import SCOPE, Entity, Scope
-from hebictl.model.tree import Inertia, Joint, JointKind, ModelBuilder
+from hebictl.model.builder import ModelBuilder
+from hebictl.model.tree import Inertia, Joint, JointKind
 
 if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel

@@ -74,7 +74,8 @@ from hebictl.formats._xml import local_name, parse_floats, parse_xml
 from hebictl.formats.building import add_standard_frames
 from hebictl.formats.rotations import inverse_transform, matrix_quat, rot_x, rot_y, rot_z, transform
 from hebictl.formats.skel.shapes import Shape, dart_default_moment, moment_from_shapes, read_shape, text_floats
-from hebictl.model.tree import Inertia, Joint, JointKind, ModelBuilder
+from hebictl.model.builder import ModelBuilder
+from hebictl.model.tree import Inertia, Joint, JointKind
 
 if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel

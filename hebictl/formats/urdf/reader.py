@@ -32,7 +32,8 @@ from hebictl.formats._xml import (
 from hebictl.formats.building import add_standard_frames, joint_stages, unique
 from hebictl.formats.rotations import rpy_matrix, transform
 from hebictl.formats.urdf.links import LinkReader, _Joint, _Link, _material
-from hebictl.model.tree import Joint, JointKind, ModelBuilder
+from hebictl.model.builder import ModelBuilder
+from hebictl.model.tree import Joint, JointKind
 
 if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel

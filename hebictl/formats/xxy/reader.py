@@ -62,7 +62,8 @@ from hebictl.formats import geometry
 from hebictl.formats._xml import elements, local_name, parse_floats, parse_xml
 from hebictl.formats.building import add_standard_frames
 from hebictl.formats.rotations import quat_matrix, rot_x, rot_y, rot_z, transform
-from hebictl.model.tree import Inertia, Joint, JointKind, ModelBuilder
+from hebictl.model.builder import ModelBuilder
+from hebictl.model.tree import Inertia, Joint, JointKind
 
 if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel
