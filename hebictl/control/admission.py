@@ -54,11 +54,14 @@ def check_positions(goal: Goal, limits: Limits, model: RobotModel) -> None:
 def _excess(trajectory: Trajectory, limits: Limits, model: RobotModel) -> tuple[str, int, float, float] | None:
     """The worst limit the trajectory breaks: (what, joint, needed, allowed), else None."""
     lo, hi = trajectory.position_range()
-    over = np.maximum(limits.position_min - lo, hi - limits.position_max)
+    # a joint that starts outside its limits (switched on there) may move back in, not further out
+    start = trajectory.positions[:, 0]
+    pmin, pmax = np.minimum(limits.position_min, start), np.maximum(limits.position_max, start)
+    over = np.maximum(pmin - lo, hi - pmax)
     if np.any(over > 1e-9):
         j = int(np.argmax(over))
-        return "position", j, float(lo[j] if limits.position_min[j] - lo[j] > 0 else hi[j]), float(
-            limits.position_min[j] if limits.position_min[j] - lo[j] > 0 else limits.position_max[j])
+        below = pmin[j] - lo[j] > 0
+        return "position", j, float(lo[j] if below else hi[j]), float(pmin[j] if below else pmax[j])
     for what, peak, allowed in (("speed", trajectory.peak_velocity(), limits.velocity_max),
                                 ("acceleration", trajectory.peak_acceleration(), limits.acceleration_max)):
         ratio = peak / allowed

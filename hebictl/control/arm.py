@@ -103,6 +103,9 @@ class Arm:
         self._brake: Brake | None = None
         self._stop_behaviour: StopBehaviour | None = None
         self._rate = RateLimiter(self.limits.velocity_max)
+        # joints switched on outside their limits may be moved back in: the allowed range, which
+        # shrinks toward the limits as they come in (None: every joint inside, the limits apply)
+        self._recovery: tuple[FloatArray, FloatArray] | None = None
         self.module_safety: Any = None  # the modules' own safety settings, when the config gives them
         self._input_frames = np.empty((model.frame_count("input"), 4, 4))
         self._input_frames_valid = False
@@ -210,7 +213,14 @@ class Arm:
             raise CommandRejected("no_feedback", "no feedback received yet; call update() first")
         if goal.dof != self.dof:
             raise CommandRejected("wrong_length", f"goal has {goal.dof} joints, the arm {self.dof}")
-        self._trajectory = plan(goal, self._last_time, self.current_state(), self.limits, self.model)
+        start = self.current_state()
+        self._trajectory = plan(goal, self._last_time, start, self.limits, self.model)
+        lim = self.limits
+        fb = self.last_feedback.position
+        lo, hi = np.minimum(start[0], fb), np.maximum(start[0], fb)
+        outside = (lo < lim.position_min) | (hi > lim.position_max)
+        self._recovery = ((np.minimum(lim.position_min, lo), np.maximum(lim.position_max, hi))
+                          if outside.any() else None)
         self._hold_position = None
         self._brake = None
         if self.state is ArmState.HOLD:
@@ -377,8 +387,18 @@ class Arm:
     def _finish(self, fb_position: FloatArray) -> None:
         """Clamp the command to the limits, then rate-limit the position to the rated speed."""
         cmd = self.pending_command
-        self.limits.clamp_command(cmd.position, cmd.velocity, cmd.effort)
+        recovering = self._recovery if self._trajectory is not None else None
+        self.limits.clamp_command(cmd.position, cmd.velocity, cmd.effort, recovering)
         self._rate.apply(cmd.position, cmd.velocity, self._dt, fb_position)
+
+    def _shrink_recovery(self, position: FloatArray) -> None:
+        """Narrow the recovery range to what the joints have reached; drop it once all are in."""
+        lo, hi = self._recovery  # type: ignore[misc]
+        lim = self.limits
+        np.maximum(lo, np.minimum(lim.position_min, position), out=lo)
+        np.minimum(hi, np.maximum(lim.position_max, position), out=hi)
+        if np.all(lo >= lim.position_min) and np.all(hi <= lim.position_max):
+            self._recovery = None
 
     def _hold_command(self, now: float) -> None:
         """Hold command valid without feedback: position, zero velocity, model gravity there."""
@@ -467,7 +487,9 @@ class Arm:
         if self.state is _STOPPED:
             self._stopped_command(now, feedback_ok=True)
             return True
-        joint = self.limits.position_violation(fb.position)
+        if self._recovery is not None:
+            self._shrink_recovery(fb.position)
+        joint = self.limits.position_violation(fb.position, self._recovery)
         if joint >= 0 and self.state is _RUNNING:
             clamped = np.clip(fb.position, self.limits.position_min, self.limits.position_max)
             self.hold(clamped, reason=EventKind.POSITION_LIMIT,

@@ -129,10 +129,15 @@ class Limits:
     acceleration_max: NDArray[np.float64] | None = None
 
     def clamp_command(self, position: NDArray[np.float64], velocity: NDArray[np.float64],
-                      effort: NDArray[np.float64]) -> None:
-        """Clamp a command in place to the limits; NaN (not commanded) stays NaN."""
+                      effort: NDArray[np.float64],
+                      bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None) -> None:
+        """Clamp a command in place to the limits (positions to ``bounds`` when given); NaN (not
+        commanded) stays NaN."""
         # np.minimum/np.maximum propagate NaN and cost a fraction of np.clip's wrapper
-        if self._bounded:
+        if bounds is not None:
+            np.minimum(position, bounds[1], out=position)
+            np.maximum(position, bounds[0], out=position)
+        elif self._bounded:
             np.minimum(position, self.position_max, out=position)
             np.maximum(position, self.position_min, out=position)
         np.minimum(velocity, self.velocity_max, out=velocity)
@@ -153,8 +158,13 @@ class Limits:
         self._pos_hi = self.position_max + self.position_tolerance
         self._bounded = bool(np.isfinite(self.position_min).any() or np.isfinite(self.position_max).any())
 
-    def position_violation(self, position: NDArray[np.float64]) -> int:
-        """Index of the first joint beyond its limit by more than the tolerance, else -1."""
+    def position_violation(self, position: NDArray[np.float64],
+                           bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None) -> int:
+        """Index of the first joint beyond its limit (or ``bounds``) by more than the tolerance, else -1."""
+        if bounds is not None:
+            tol = self.position_tolerance
+            bad = (position < bounds[0] - tol) | (position > bounds[1] + tol)
+            return int(np.argmax(bad)) if bad.any() else -1
         if not self._bounded:
             return -1
         bad = (position < self._pos_lo) | (position > self._pos_hi)

@@ -139,3 +139,24 @@ def test_at_goal_waits_for_position_and_rest():
                 break
             assert err > 0.01 or np.abs(arm.last_feedback.velocity).max() > 0.05
         assert arm.at_goal and np.abs(arm.last_feedback.position - target).max() <= 0.01
+
+
+def test_switched_on_outside_the_limits_can_move_back_in_but_not_further_out():
+    """The 5-DoF kit's elbow limits are [1.69, 2.69]; a mock starting at 0 holds (position_limit),
+    a goal further out is refused, a goal back inside is followed without new limit events."""
+    clock = SimClock()
+    arm = Arm.from_config(REPO_ROOT / "configs" / "x-series-5dof.cfg.yaml", clock=clock)
+    with arm:
+        cycle(arm, 3)
+        assert arm.state is ArmState.HOLD and arm.events.last.kind is EventKind.POSITION_LIMIT
+        out = arm.last_feedback.position.copy()
+        out[2] = -0.5
+        with pytest.raises(Exception, match="out_of_limits"):
+            arm.set_goal(Goal(5).add_waypoint(position=out))
+        home = np.array(arm.user_data["home_position"])
+        arm.set_goal(Goal(5).add_waypoint(position=home))
+        n_events = len(arm.events.events)
+        end = clock.now() + arm.trajectory.duration + 0.3
+        while clock.now() < end:
+            cycle(arm)
+        assert arm.at_goal and len(arm.events.events) == n_events
