@@ -22,8 +22,8 @@ The modules' own safety (:mod:`hebictl.hardware.firmware`), as far as a mock tha
 show it: with :meth:`MockBackend.set_safety`, a joint whose limit strategy is not ``Disabled``
 stops at that firmware limit (``position_limit_state`` reads BELOW/ABOVE while the command pushes
 past it); :meth:`MockBackend.press_mstop` holds every module whose ``mstop_strategy`` is not
-``Disabled`` where it is (MotorOff holds too: the mock has no gravity) and feedback ``mstop``
-reads 1.0 until :meth:`MockBackend.release_mstop`; commands written meanwhile move only the
+``Disabled`` where it is (MotorOff, the assumed default, holds too: the mock has no gravity) and
+feedback ``mstop`` reads 1.0 until :meth:`MockBackend.release_mstop`; commands written meanwhile move only the
 modules whose strategy is ``Disabled``.
 
 Feedback is produced on a grid of ``feedback_frequency`` Hz of the injected clock, and ``read``
@@ -119,7 +119,7 @@ class MockBackend(ModuleGroup):
         self._band = np.where(np.isfinite(self._vmax), self._vmax_f * tau, np.inf)
         self._lim_lo = np.full(n, -np.inf)
         self._lim_hi = np.full(n, np.inf)
-        self._held = np.zeros(n, dtype=bool)     # modules an M-stop press holds
+        self._held = np.ones(n, dtype=bool)      # modules an M-stop press holds (default MotorOff, as the sim)
         self._mstop = False
         self.safety: ModuleSafety | None = None
 

@@ -1,0 +1,224 @@
+"""Safety-matrix rows that run in real time: teleop through a real mosquitto, and SIGINT/SIGTERM sent
+to ``hebictl run`` / ``hebictl teleop`` processes (see ``benchmarks/safety.py``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.safety_rig import CONFIG, HOME, REPO, RUN_SIGNAL_DELAY, STD, Rig, Row, Trace, judge, metrics
+from hebictl.hardware.clock import MonotonicClock
+
+
+# ---------------------------------------------------------------------- teleop through a broker
+def _teleop_row(backend: str, name: str, action: str) -> Row:
+    from hebictl.teleop.broker import LocalBroker, find_mosquitto
+    from hebictl.teleop.client import TeleopClient
+    from hebictl.teleop.connection import parse_broker
+    from hebictl.teleop.server import TeleopServer
+
+    if find_mosquitto() is None:
+        return Row(name, backend, note="mosquitto not installed", target="needs mosquitto")
+    tmp = tempfile.mkdtemp(prefix="hebictl-safety-")
+    broker = LocalBroker(Path(tmp) / "broker")
+    broker.start()
+    rig = Rig(backend, clock=MonotonicClock())
+    url = broker.url if hasattr(broker, "url") else f"mqtt://127.0.0.1:{broker.port}"
+    server = TeleopServer(rig.arm, parse_broker(url), "safety",
+                          bridge_options={"backoff_initial": 0.05, "backoff_max": 0.5},
+                          runner_options={"shutdown_hold": 0.05})
+    server.start_background()
+    v = np.zeros(6)
+    v[0] = 0.4 * rig.vmax[0]
+
+    async def operate() -> None:
+        async with TeleopClient(url, "safety") as c:
+            await c.mode("jog")
+            t_end = time.perf_counter() + 1.0
+            while time.perf_counter() < t_end:
+                await c.jog(v.tolist(), ttl=0.25)
+                await asyncio.sleep(0.02)
+            if action == "estop":
+                rig.mark_stop()
+                await c.estop(True, wait=False)
+            elif action == "deadman":
+                rig.mark_stop()
+                await c.jog(v.tolist(), deadman=False, ttl=0.25)
+            elif action == "broker":
+                rig.mark_stop()
+                broker.stop()
+                return
+            await asyncio.sleep(2.2)
+
+    try:
+        asyncio.run(asyncio.wait_for(operate(), 20.0))
+        if action == "broker":
+            time.sleep(2.2)
+    finally:
+        with contextlib.suppress(Exception):
+            server.stop_background()
+        with contextlib.suppress(Exception):
+            broker.stop()
+    rig.trace.t = [t for t in rig.trace.t if t <= rig.trace.t_stop + 2.0]  # before the server's own shutdown
+    n = len(rig.trace.t)
+    rig.trace.q, rig.trace.v = rig.trace.q[:n], rig.trace.v[:n]
+    keep = [i for i, t in enumerate(rig.trace.cmd_t) if t <= rig.trace.t_stop + 2.0]
+    rig.trace.cmd_t = [rig.trace.cmd_t[i] for i in keep]
+    rig.trace.cmd_q = [rig.trace.cmd_q[i] for i in keep]
+    rig.trace.cmd_v = [rig.trace.cmd_v[i] for i in keep]
+    row = rig.row(name, backend)
+    rig.close()
+    return judge(row)
+
+
+def sc_teleop(backend: str) -> list[Row]:
+    return [_teleop_row(backend, "teleop e-stop while jogging", "estop"),
+            _teleop_row(backend, "dead-man release while jogging", "deadman"),
+            _teleop_row(backend, "broker loss during a jog", "broker")]
+
+
+# ---------------------------------------------------------------------- CLI processes and signals
+def _wait_for_handler(pid: int, sig: signal.Signals, timeout: float) -> None:
+    """Wait until process ``pid`` catches ``sig`` (Linux: /proc SigCgt), i.e. ``hebictl run`` has
+    installed its handlers and entered its loop; elsewhere (or on timeout) just wait ``timeout``."""
+    status = Path(f"/proc/{pid}/status")
+    end = time.perf_counter() + 60.0
+    while status.exists() and time.perf_counter() < end:
+        with contextlib.suppress(OSError, ValueError):
+            for line in status.read_text().splitlines():
+                if line.startswith("SigCgt:") and int(line.split()[1], 16) & (1 << (int(sig) - 1)):
+                    return
+        time.sleep(0.05)
+    if not status.exists():
+        time.sleep(timeout)
+
+
+def _run_signal_row(backend: str, sig: signal.Signals) -> Row:
+    name = f"{sig.name} of `hebictl run` mid-goal"
+    with tempfile.TemporaryDirectory() as tmp:
+        rec = Path(tmp) / "run.npz"
+        # from the backends' start (zeros) straight to home, slowly: the signal lands mid-move
+        # however long the process takes to start (several seconds on a loaded machine)
+        cmd = [sys.executable, "-m", "hebictl", "run", str(CONFIG), "--backend", backend, "--no-home", "--goal",
+               *map(str, HOME), "--goal-time", "4", "--stop-hold", "2.2", "--record", str(rec), "--quiet"]
+        proc = subprocess.Popen(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env={**os.environ, "PYTHONPATH": str(REPO)})
+        _wait_for_handler(proc.pid, signal.SIGTERM, RUN_SIGNAL_DELAY)
+        time.sleep(2.0)  # the loop is running: let the arm get moving
+        t_sig = time.perf_counter()
+        proc.send_signal(sig)
+        try:
+            out, _ = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        want = "interrupt" if sig is signal.SIGINT else "terminate"
+        row = Row(name, backend, target=f"exit 0, event {want}, no release; {STD}")
+        if not rec.exists():
+            row.note = f"no recording (exit {proc.returncode}): {out[-200:]!r}"
+            return row
+        d = np.load(rec)
+        tr = Trace()
+        for t, q, v, pc, vc in zip(d["time"], d["position"], d["velocity"], d["position_command"],
+                                   d["velocity_command"], strict=True):
+            tr.sample(float(t), q, v)
+            tr.command(float(t), pc, vc)
+        tr.t_stop = t_sig
+    from hebictl.config import load_config
+    from hebictl.formats import load_model
+
+    model = load_model(load_config(CONFIG).hrdf)
+    vmax = np.where(np.isfinite(model.max_speeds), model.max_speeds, np.inf)
+    row.peak, row.still, row.ee_mm = metrics(tr, model, vmax)
+    kinds = [w for w in ("interrupt", "terminate", "release") if f" {w} ->" in out]
+    row.event = ",".join(kinds) or "-"
+    row.state = f"exit {proc.returncode}"
+    if proc.returncode != 0:
+        row.note = out.strip().splitlines()[-1][:100] if out.strip() else ""
+    return judge(row, extra=proc.returncode == 0 and want in kinds and "release" not in kinds)
+
+
+def _teleop_signal_row(backend: str, sig: signal.Signals) -> Row:
+    from hebictl.teleop.broker import LocalBroker, find_mosquitto
+    from hebictl.teleop.client import TeleopClient
+
+    name = f"{sig.name} of `hebictl teleop` while jogging"
+    if find_mosquitto() is None:
+        return Row(name, backend, note="mosquitto not installed", target="needs mosquitto")
+    from hebictl.config import load_config
+    from hebictl.formats import load_model
+
+    model = load_model(load_config(CONFIG).hrdf)
+    vmax = np.where(np.isfinite(model.max_speeds), model.max_speeds, np.inf)
+    tmp = tempfile.mkdtemp(prefix="hebictl-safety-")
+    broker = LocalBroker(Path(tmp) / "broker")
+    broker.start()
+    url = broker.url if hasattr(broker, "url") else f"mqtt://127.0.0.1:{broker.port}"
+    proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", str(CONFIG), "--backend", backend,
+                             "--broker", url, "--arm-id", "sig", "--state-rate", "100"], cwd=tmp,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    tr = Trace()
+    v = np.zeros(6)
+    v[0] = 0.4 * vmax[0]
+
+    async def operate() -> None:
+        async with TeleopClient(url, "sig") as c:
+            def on_joints(topic: str, body: dict[str, Any]) -> bool:
+                if topic == "joints" and body.get("position") is not None:
+                    tr.sample(time.perf_counter(), np.array(body["position"], dtype=float),
+                              np.array(body["velocity"], dtype=float))
+                return False
+
+            await c.wait_status(lambda s: True, timeout=60.0)
+            await c.mode("jog")
+            watcher = asyncio.create_task(c.wait_for(on_joints, timeout=30.0))
+            t_end = time.perf_counter() + 1.0
+            while time.perf_counter() < t_end:
+                await c.jog(v.tolist(), ttl=0.25)
+                await asyncio.sleep(0.02)
+            tr.t_stop = time.perf_counter()
+            proc.send_signal(sig)
+            await asyncio.sleep(2.2)
+            watcher.cancel()
+
+    row = Row(name, backend, target=f"holds, no release; {STD}")
+    try:
+        asyncio.run(asyncio.wait_for(operate(), 90.0))
+    except Exception as exc:
+        row.note = f"{type(exc).__name__}: {exc}"[:120]
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(sig)
+        try:
+            out, _ = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        broker.stop()
+    row.peak, row.still, row.ee_mm = metrics(tr, model, vmax)
+    kinds = [w for w in ("interrupt", "terminate", "teleop_shutdown", "release") if w in out]
+    row.event = ",".join(kinds) or "-"
+    row.state = f"exit {proc.returncode}"
+    return judge(row, extra=not row.note and "release" not in kinds)
+
+
+def sc_signals(backends: list[str]) -> list[Row]:
+    """The process rows, run side by side (each is mostly waiting for a process)."""
+    jobs = [(f, b, sig) for b in backends for f in (_run_signal_row, _teleop_signal_row)
+            for sig in (signal.SIGINT, signal.SIGTERM)]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(lambda j: j[0](j[1], j[2]), jobs))
+
+
