@@ -46,7 +46,7 @@ from hebictl._typing import FloatArray
 from hebictl.control.arm import Arm
 from hebictl.control.goal import Goal
 from hebictl.control.loop import FixedRateLoop, LoopStats
-from hebictl.control.safety import ArmState
+from hebictl.control.safety import ArmState, EventKind, StopBehaviour
 from hebictl.errors import CommandRejected, HebictlError
 from hebictl.hardware.base import Command
 from hebictl.teleop.braking import brake_profile
@@ -127,7 +127,8 @@ class ArmRunner:
         self._events_seen = arm.events.dropped + len(arm.events.events)
         self._consumed_jog = 0          # mailbox index up to which samples cannot (re)start a jog
         self._closing: float | None = None
-        self._close_kind = "teleop_shutdown"
+        self._close_kind = EventKind.TELEOP_SHUTDOWN
+        self._end_now = False
         self._stopping_done = False       # the shutdown stop has been applied
         self._loop = FixedRateLoop(self.step, self.rate_hz, self.clock, report=self._on_stats)
         self._thread: threading.Thread | None = None
@@ -180,21 +181,37 @@ class ArmRunner:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def close(self, timeout: float = 5.0, *, reason: str = "teleop_shutdown") -> None:
-        """Brake, hold for ``shutdown_hold`` s, then end the thread, leaving the hold commanded.
+    def close(self, timeout: float = 5.0, *, reason: EventKind | str = EventKind.TELEOP_SHUTDOWN,
+              hold: float | None = None) -> None:
+        """Stop the arm (``hold`` behaviour), keep holding for ``hold`` seconds (default
+        ``shutdown_hold``; ``inf``: until :meth:`end_hold`), then end the thread.
 
         ``reason`` is the event kind recorded (``teleop_shutdown``, ``interrupt`` for Ctrl-C,
         ``terminate`` for SIGTERM). The arm is never released here: once the loop ends, the
-        modules keep the last (hold) command for their command lifetime, then stop driving."""
+        modules keep the last (hold) command for their command lifetime, then stop driving (a
+        brakeless arm then sinks or falls unless supported: see docs/teleop.md)."""
         if self._thread is None:
             return
         if self._closing is None:
-            self._close_kind = reason
-            self._closing = self.clock.now() + self.shutdown_hold
-        self._thread.join(timeout)
+            self._close_kind = EventKind(reason)
+            hold_s = self.shutdown_hold if hold is None else hold
+            self._closing = self.clock.now() + (0.0 if self._end_now else hold_s)  # inf: until end_hold()
+        while self._thread.is_alive():
+            remaining = self._closing - self.clock.now()
+            if math.isinf(remaining):
+                self._thread.join(0.1)
+                continue
+            self._thread.join(timeout + max(0.0, remaining))
+            break
         if self._thread.is_alive():
             self._loop.stop()
             self._thread.join(timeout)
+
+    def end_hold(self) -> None:
+        """End the shutdown hold now (a second Ctrl-C/SIGTERM); thread-safe."""
+        self._end_now = True
+        if self._closing is not None:
+            self._closing = self.clock.now()
 
     def _on_stats(self, stats: LoopStats) -> None:
         self._stats = stats
@@ -247,23 +264,21 @@ class ArmRunner:
         arm.send()
         self._cycle += 1
         self.snapshot = self._make_snapshot()
-        braking = self.jog.braking or bool(getattr(arm, "braking", False))
-        return braking or self.clock.now() < (self._closing or 0.0)
+        return arm.braking or self.jog.braking or self.clock.now() < (self._closing or 0.0)
 
     def _make_snapshot(self) -> ArmSnapshot:
         arm = self.arm
         fb, cmd = arm.last_feedback, arm.pending_command
-        behaviour = getattr(arm, "stop_behaviour", None)
+        behaviour = arm.stop_behaviour
         return ArmSnapshot(
             cycle=self._cycle, time=self.clock.now(), wall_time=self.teleop_clock.wall(), state=arm.state.value,
             mode=self._mode.value, estop=self._estop, jogging=self.jog.active,
-            braking=self.jog.braking or bool(getattr(arm, "braking", False)),
+            braking=self.jog.braking or arm.braking,
             position=fb.position.copy(), velocity=fb.velocity.copy(), effort=fb.effort.copy(),
             command_position=cmd.position.copy(), command_velocity=cmd.velocity.copy(),
             goal_progress=arm.goal_progress, at_goal=arm.at_goal, loop=self._stats,
             last_error=self._last_error, last_event=arm.events.last, gripper=self._gripper_state(),
-            m_stopped=bool(fb.m_stopped),
-            stop_behaviour=None if behaviour is None else str(getattr(behaviour, "value", behaviour)))
+            m_stopped=arm.m_stopped, stop_behaviour=None if behaviour is None else behaviour.value)
 
     def _gripper_state(self) -> GripperState | None:
         cmd = self._gripper_cmd
@@ -314,8 +329,8 @@ class ArmRunner:
     def _check_command(self) -> None:
         """Refuse to send a non-finite position while the arm is meant to command one."""
         arm = self.arm
-        if arm.state is ArmState.STOPPED and getattr(arm, "stop_behaviour", None) is None:
-            return  # an arm stopped the old way commands nothing on purpose
+        if arm.state is ArmState.STOPPED and arm.stop_behaviour is not StopBehaviour.HOLD:
+            return  # damp or an explicit release command no position on purpose
         if arm.idle != "hold" and arm.trajectory is None and not self.jog.active:
             return  # hand-guiding: no position command
         if not np.all(np.isfinite(arm.last_feedback.position)):
@@ -386,15 +401,21 @@ class ArmRunner:
             arm.hold(self._holdable_position(), reason=kind, detail=detail)
             return
         profile = brake_profile(now, p, v, self.brake_decel, self.brake_max_time,
-                                max_decel=getattr(arm.limits, "acceleration_max", None))
+                                max_decel=arm.limits.acceleration_max)
         final = np.clip(profile.final_position, arm.limits.position_min, arm.limits.position_max)
         arm.hold(final, reason=kind, detail=detail)
         self.jog.play_brake(profile, arm.events.last)
 
-    def _safety_stop(self, kind: str, detail: str) -> None:
-        """The ``hold`` stop of e-stop, broker loss, shutdown: brake within the rated
-        deceleration, then hold position under gravity compensation. Never commands nothing."""
-        self._brake(kind, detail)
+    def _safety_stop(self, kind: EventKind, detail: str) -> None:
+        """The ``hold`` stop of e-stop, broker loss and shutdown: the arm's latched stop, which
+        brakes from the commanded state (jog, goal or hold) within the rated deceleration and then
+        holds under gravity compensation, also without feedback. Never commands nothing."""
+        self.jog.halt()
+        self.jog.brake = None
+        self._consumed_jog = max(self._consumed_jog, self._latest_jog_index())
+        if self.arm.state is ArmState.STOPPED and self.arm.stop_behaviour is StopBehaviour.HOLD:
+            return  # already stopped and holding: keep the first stop's brake and event
+        self.arm.stop(kind, detail, behaviour=StopBehaviour.HOLD)
 
     def _moving(self) -> bool:
         arm = self.arm
@@ -474,16 +495,14 @@ class ArmRunner:
         who = f"{cmd.envelope.client} (seq {cmd.envelope.seq})" if cmd is not None else "the bridge"
         self._consumed_jog = max(self._consumed_jog, self._latest_jog_index())
         self._estop = True
-        self._safety_stop("estop", detail or f"e-stop engaged by {who}")
-        self.jog.halt()
+        self._safety_stop(EventKind.ESTOP, detail or f"e-stop engaged by {who}")
         self._to_idle()
         self._last_error = ErrorRecord(self.teleop_clock.wall(), "estop", detail or f"e-stop engaged by {who}")
         if cmd is not None:
             self._ack("estop", cmd, True, "", "e-stop engaged (latched): braking, then holding")
 
     def _apply_link_lost(self, detail: str) -> None:
-        self._safety_stop("teleop_link_lost", detail)
-        self._consumed_jog = max(self._consumed_jog, self._latest_jog_index())
+        self._safety_stop(EventKind.TELEOP_LINK_LOST, detail)
         self._to_idle()
         self._last_error = ErrorRecord(self.teleop_clock.wall(), "link_lost", detail)
 
@@ -491,7 +510,7 @@ class ArmRunner:
         arm = self.arm
         target = Mode(cmd.mode)
         who = f"mode {target.value} from {cmd.envelope.client}"
-        if target is Mode.GRAVCOMP and (self._moving() or self.jog.braking or bool(getattr(arm, "braking", False))):
+        if target is Mode.GRAVCOMP and (self._moving() or self.jog.braking or arm.braking):
             raise CommandRejected("moving", "the arm is moving: send cmd/stop and wait for the hold before gravcomp")
         if arm.state is ArmState.STOPPED:
             arm.clear_fault()

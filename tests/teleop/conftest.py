@@ -106,18 +106,21 @@ def make_server() -> Iterator[Callable[..., TeleopServer]]:
 
 
 class WriteRecorder:
-    """Records every command the arm writes to its backend: (perf_counter time [s], velocity copy).
+    """Records every command the arm writes to its backend: perf_counter time [s], position and
+    velocity copies.
 
     What reaches the modules is the ground truth for reaction times, independent of the runner's
     own bookkeeping (the arm's clock is MonotonicClock, i.e. perf_counter too)."""
 
     def __init__(self, arm: Arm) -> None:
         self.times: list[float] = []
+        self.positions: list[Any] = []
         self.velocities: list[Any] = []
         inner = arm.backend.write
 
         def write(cmd: Any) -> bool:
             self.times.append(time.perf_counter())
+            self.positions.append(cmd.position.copy())
             self.velocities.append(cmd.velocity.copy())
             return inner(cmd)
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from hebictl.control.arm import Arm
+from hebictl.control.plugins import ArmPlugin
 from hebictl.control.safety import ArmState
 from hebictl.hardware.clock import SimClock
 from hebictl.teleop.runner import ArmRunner
@@ -196,7 +197,7 @@ def test_gravcomp_refused_while_moving(rig):
     """Going limp mid-goal would keep the arm's momentum: refused with 'moving' until stopped and held."""
     runner, arm, _, acks = rig
     runner.submit("mode", ModeCommand(env(), "position"))
-    runner.submit("joint_goal", goal(np.add(HOME, 0.5), 2.0))
+    runner.submit("joint_goal", goal(np.add(HOME, 0.2), 2.0))   # inside the kit's joint limits
     steps(runner, 50)
     runner.submit("mode", ModeCommand(env(), "gravcomp"))
     runner.step()
@@ -207,3 +208,72 @@ def test_gravcomp_refused_while_moving(rig):
     runner.submit("mode", ModeCommand(env(), "gravcomp"))
     runner.step()
     assert acks[-1].accepted and runner.mode == "gravcomp"
+
+
+class _Sabotage(ArmPlugin):
+    """A plugin that raises, or writes NaN into the position command, when told to (a bug in the loop)."""
+
+    type_name = "TestSabotage"
+
+    def __init__(self) -> None:
+        super().__init__("sabotage")
+        self.mode: str | None = None
+
+    def update(self, arm, dt):
+        if self.mode == "raise":
+            self.mode = None
+            raise RuntimeError("bug in a plugin")
+        if self.mode == "nan":
+            arm.pending_command.position[2] = np.nan
+        return True
+
+
+@pytest.mark.parametrize("fault", ["raise", "nan"])
+def test_internal_error_holds_a_finite_command_and_next_goal_is_smooth(rig, fault):
+    """A bug mid-goal (an exception, or a NaN position) never reaches the modules: the arm holds a
+    finite position, drops to idle, and the next goal starts from there at rated speed or less."""
+    runner, arm, clock, acks = rig
+    bad = _Sabotage()
+    arm.add_plugin(bad)
+    runner.submit("mode", ModeCommand(env(), "position"))
+    runner.submit("joint_goal", goal(HOME, 2.0))
+    steps(runner, int(0.5 * RATE))
+    written = []
+    inner = arm.backend.write
+    arm.backend.write = lambda cmd: (written.append(cmd.position.copy()), inner(cmd))[1]
+    bad.mode = fault
+    steps(runner, 3)
+    bad.mode = None
+    assert all(np.isfinite(p).all() for p in written), written
+    assert runner.mode == "idle" and arm.state is not ArmState.RUNNING
+    assert runner.snapshot.last_error.reason == "internal_error"
+    assert "release" not in arm.events.kinds()
+    held = arm.pending_command.position.copy()
+    steps(runner, 10)
+    np.testing.assert_array_equal(arm.pending_command.position, held)
+    # a later goal starts from the hold, not from NaN: no jump in the first cycles
+    runner.submit("mode", ModeCommand(env(), "position"))
+    runner.submit("joint_goal", goal(np.add(held, 0.3), 1.0))
+    positions = []
+    for _ in range(int(1.1 * RATE)):
+        runner.step()
+        positions.append(arm.pending_command.position.copy())
+    assert acks[-1].accepted, acks[-1]
+    speed = np.max(np.abs(np.diff(np.array([held, *positions]), axis=0)), axis=0) / DT
+    assert np.all(speed <= 1.05 * arm.model.max_speeds), speed
+
+
+def test_runner_rejects_absurd_goals_even_without_the_bridge(rig):
+    """Goals that skip the bridge's checks (a direct submit) are still refused in the arm thread."""
+    runner, arm, _, acks = rig
+    runner.submit("mode", ModeCommand(env(), "position"))
+    runner.step()
+    q = arm.pending_command.position.copy()
+    for target, t in ((1e308, 1.0), (-1e308, None), (q[0] + 1e6, 600.0), (q[0] + 2.0, 0.3)):
+        p = q.copy()
+        p[0] = target
+        runner.submit("joint_goal", JointGoalCommand(env(), (t,), (p,), (None,)))
+        runner.step()
+        assert not acks[-1].accepted and acks[-1].reason in ("too_fast", "too_far"), (target, acks[-1])
+    assert "internal_error" not in arm.events.kinds() and arm.trajectory is None
+    assert np.isfinite(arm.pending_command.position).all()

@@ -69,13 +69,15 @@ def _spawn(url: str, arm_id: str) -> subprocess.Popen:
 
 def test_teleop_process_serves_and_leaves_offline_status(broker):
     """`hebictl teleop` serves commands; killed hard, the broker publishes its last will (offline);
-    stopped with SIGTERM it publishes offline itself, holds, releases and exits 0."""
+    stopped with SIGTERM it publishes offline itself, brakes and holds (never releases) and exits 0."""
 
     async def online_and_goal(arm_id: str) -> None:
         async with TeleopClient(broker.url, arm_id, name="op") as c:
             await c.wait_status(lambda s: s["status"] == "online" and s.get("cycles", 0) > 0, timeout=30.0)
             assert (await c.mode("position")).accepted
-            assert (await c.joint_goal(HOME, duration=0.2)).accepted
+            # the process's mock starts at zeros: HOME needs >= 1.25 s at the joints' rated speed
+            assert (await c.joint_goal(HOME, duration=0.2)).reason == "too_fast"
+            assert (await c.joint_goal(HOME, duration=1.5)).accepted
             await c.wait_status(lambda s: s["at_goal"], timeout=5.0)
 
     async def status_of(arm_id: str) -> dict:

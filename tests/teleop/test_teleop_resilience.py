@@ -42,16 +42,17 @@ def test_broker_restart_mid_jog_holds_and_needs_new_command(broker, make_server)
             assert runner.snapshot.jogging
             t_kill = time.perf_counter()
             broker.stop(kill=True)
-            await _wait(lambda: runner.snapshot.state == "hold", timeout=2.0)
+            await _wait(lambda: runner.snapshot.state == "stopped", timeout=2.0)
             t_hold = time.perf_counter()
-            await _wait(lambda: runner.snapshot.state == "hold" and not runner.snapshot.braking, timeout=1.0)
+            await _wait(lambda: runner.snapshot.state == "stopped" and not runner.snapshot.braking, timeout=1.0)
             await asyncio.sleep(0.05)  # feedback settles one cycle after the brake's last command
             return t_kill, t_hold
 
     t_kill, t_hold = run(jog_until_killed())
     assert t_hold - t_kill < 0.5                       # well before the 1 s ttl would have expired
     ev = next(e for e in server.arm.events.events if e.kind == "teleop_link_lost")
-    assert ev.state is ArmState.HOLD and runner.mode == "idle"
+    assert ev.state is ArmState.STOPPED and runner.mode == "idle"
+    assert runner.snapshot.stop_behaviour == "hold"     # latched stop that holds, not a release
     held = runner.snapshot.position.copy()
 
     broker.start()
@@ -60,7 +61,7 @@ def test_broker_restart_mid_jog_holds_and_needs_new_command(broker, make_server)
         await _wait(lambda: server.bridge.connected.is_set(), timeout=5.0)
         async with TeleopClient(broker.url, ARM_ID, name="op") as c:
             st = await c.wait_status(lambda s: s["status"] == "online")
-            assert st["state"] == "hold" and st["mode"] == "idle" and st["last_error"]["reason"] == "link_lost"
+            assert st["state"] == "stopped" and st["mode"] == "idle" and st["last_error"]["reason"] == "link_lost"
             refused = await c.jog([0.2, 0, 0, 0, 0, 0], ttl=1.0, wait=True)
             await asyncio.sleep(0.2)
             still = runner.snapshot.position.copy()

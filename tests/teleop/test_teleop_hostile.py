@@ -1,0 +1,178 @@
+"""Issue 12.5 through the real mosquitto: absurd goal numbers, an ack flood, retained commands.
+
+Reproducers of what a fuzz run found: a joint goal to 1e308 with a duration (accepted, NaN command,
+then a jump), to -1e308 without one (an exception in the arm thread), and q + 1e6 rad over 600 s
+(accepted, faster than rated). Each must be rejected with a reason before it reaches the arm, and
+an ordinary goal afterwards must move no joint faster than its rated speed (the model's
+``max_speeds``, from the actuator datasheets: an independent number, not one teleop computes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import aiomqtt
+import numpy as np
+import pytest
+
+from hebictl.teleop.client import TeleopClient
+from hebictl.teleop.topics import Topics
+
+from .conftest import ARM_ID, HOME, WriteRecorder, run
+
+pytestmark = pytest.mark.broker
+
+
+def _speeds(writes: WriteRecorder, since: float, window: int = 10) -> np.ndarray:
+    """Per joint, the largest |Δ commanded position| / Δt over ``window`` consecutive writes after
+    ``since``; a window of several cycles keeps thread wake-up jitter out of Δt."""
+    idx = [i for i, t in enumerate(writes.times) if t > since]
+    t = np.array([writes.times[i] for i in idx])
+    p = np.array([writes.positions[i] for i in idx])
+    assert np.all(np.isfinite(p)), "a non-finite position command reached the modules"
+    dp = np.abs(p[window:] - p[:-window])
+    dt = (t[window:] - t[:-window])[:, None]
+    return np.max(dp / dt, axis=0)
+
+
+@pytest.mark.parametrize("limits", ["unlimited", "config"])
+def test_absurd_goals_rejected_then_a_normal_goal_moves_at_rated_speed(broker, make_server, limits):
+    """With no joint position limits (as every bundled kit had when the fuzz run found this) only
+    the rated speed bounds a goal; with the config's limits the targets are out of limits first."""
+    server = make_server(broker.url, joint_limits=(-np.inf, np.inf) if limits == "unlimited" else None)
+    rated = server.arm.model.max_speeds.copy()
+    writes = WriteRecorder(server.arm)
+
+    async def go():
+        async with TeleopClient(broker.url, ARM_ID, name="fuzz") as c:
+            assert (await c.mode("position")).accepted
+            q = np.array(server.runner.snapshot.command_position)
+            huge, tiny, far, fast = q.copy(), q.copy(), q.copy(), q.copy()
+            huge[0], tiny[0], far[0], fast[0] = 1e308, -1e308, q[0] + 1e6, q[0] + 100.0
+            acks = {
+                "1e308 in 1 s": await c.joint_goal(list(huge), duration=1.0),
+                "-1e308 untimed": await c.joint_goal(list(tiny)),
+                "q+1e6 in 600 s": await c.joint_goal(list(far), duration=600.0),
+                "q+100 in 1 s": await c.joint_goal(list(fast), duration=1.0),
+                "q+100 waypoints": await c.joint_waypoints([{"t": 0.5, "positions": list(q)},
+                                                            {"t": 1.0, "positions": list(fast)}]),
+            }
+            await asyncio.sleep(0.1)
+            before = time.perf_counter()
+            target = q + np.array([1.0, -0.5, 0.25, 0.6, 1.5, -1.5])   # inside the config's limits
+            ok = await c.joint_goal(list(target), duration=1.5)
+            await c.wait_status(lambda s: s["at_goal"], timeout=6.0)
+            status = await c.wait_status(lambda s: True)
+            return acks, ok, before, target, status
+
+    acks, ok, before, target, status = run(go())
+    for what, ack in acks.items():
+        assert ack is not None and not ack.accepted and ack.reason, (what, ack)
+        assert ack.reason in ("too_fast", "too_far", "out_of_limits", "not_finite", "out_of_range"), (what, ack)
+    if limits == "unlimited":
+        assert acks["q+100 in 1 s"].reason == "too_fast"   # no position limit: the rated speed still binds
+    assert acks["-1e308 untimed"].reason in ("too_far", "out_of_limits", "out_of_range")
+    assert "internal_error" not in server.arm.events.kinds()
+    assert ok.accepted, ok
+    np.testing.assert_allclose(server.runner.snapshot.position, target, atol=0.01)
+    peak = _speeds(writes, before)
+    assert np.all(peak <= 1.05 * rated), (peak, rated)
+    assert status["state"] == "running" and status["last_error"]["reason"] in ("too_fast", "too_far",
+                                                                              "out_of_limits", "out_of_range")
+
+
+def test_ack_flood_is_coalesced_not_dropped(broker, make_server):
+    """2,000 stale goals as fast as the client can publish: every one is answered (acks coalesce per
+    client and reason, counted in the status), none dropped, and the arm never moves."""
+    server = make_server(broker.url)
+    n = 2000
+
+    async def go():
+        async with TeleopClient(broker.url, ARM_ID, name="flood") as c:
+            assert (await c.mode("position")).accepted
+            q0 = server.runner.snapshot.position.copy()
+            t0 = time.perf_counter()
+            old = time.time() - 10.0
+            seqs = [c.next_seq() for _ in range(n)]
+            for s in seqs:
+                await c.send("joint_goal", {"positions": HOME, "duration": 1.0}, seq=s, ts=old, wait=False, qos=0)
+            rate = n / (time.perf_counter() - t0)
+            deadline = time.monotonic() + 10.0
+            while time.monotonic() < deadline:
+                answered = sum(1 + a.coalesced for a in c.acks if a.client == "flood" and a.reason == "stale")
+                if answered >= server.bridge.stats["received"] - 1:  # all but the mode command
+                    break
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.6)  # one status refresh period
+            status = await c.wait_status(lambda s: s["bridge"]["received"] >= n + 1, timeout=3.0)
+            return q0, rate, [a for a in c.acks if a.client == "flood" and a.reason == "stale"], status
+
+    q0, rate, stale, status = run(go(), timeout=60.0)
+    received = server.bridge.stats["received"] - 1
+    assert received > 0.95 * n, (received, rate)   # QoS 0: the broker may drop a few under load
+    assert sum(1 + a.coalesced for a in stale) == received
+    assert server.bridge.stats["acks_dropped"] == 0
+    coalesced = sum(a.coalesced for a in stale)
+    assert status["bridge"]["acks_coalesced"] == coalesced and status["bridge"]["acks_dropped"] == 0
+    for a in stale:
+        if a.coalesced:
+            assert a.last_seq is not None and a.last_seq > a.seq
+    np.testing.assert_allclose(server.runner.snapshot.position, q0, atol=1e-12)
+
+
+def test_retained_goal_is_cleared_from_the_broker_and_never_executed(broker, make_server):
+    """A goal left retained on cmd/ is rejected `retained` when the arm subscribes, and the bridge
+    deletes it: a new subscriber finds nothing retained, and a restarted arm is not offered it again."""
+    topics = Topics(ARM_ID)
+
+    async def retained_on(topic_filter: str, wait: float = 0.5) -> list[str]:
+        async with aiomqtt.Client("127.0.0.1", broker.port, identifier="peek") as peek:
+            await peek.subscribe(topic_filter, qos=1)
+            found = []
+            with_timeout = asyncio.timeout(wait)
+            try:
+                async with with_timeout:
+                    async for m in peek.messages:
+                        if m.retain and m.payload:
+                            found.append(m.topic.value)
+            except TimeoutError:
+                pass
+            return found
+
+    async def go():
+        async with TeleopClient(broker.url, ARM_ID, name="op") as c:
+            goal = {"seq": c.next_seq(), "ts": time.time(), "client": c.name, "positions": HOME, "duration": 1.0}
+            await c.publish_raw("cmd/joint_goal", json.dumps(goal), qos=1, retain=True)
+            assert await retained_on(topics.cmd("#")) == [topics.cmd("joint_goal")]
+            server = await asyncio.to_thread(make_server, broker.url)
+            ack = await c.wait_ack(lambda a: a.reason == "retained")
+            await asyncio.sleep(0.2)
+            return server, ack, await retained_on(topics.cmd("#"))
+
+    server, ack, left = run(go())
+    assert ack.topic == "joint_goal" and not ack.accepted
+    assert left == []
+    assert server.bridge.stats["retained_cleared"] == 1
+    assert server.arm.trajectory is None and "goal" not in server.arm.events.kinds()
+
+
+def test_shutdown_brakes_and_holds_never_releases(broker, make_server):
+    """Stopping teleop mid-goal: the last command the modules get is a finite hold at rest."""
+    server = make_server(broker.url, runner_options={"shutdown_hold": 0.2})
+    writes = WriteRecorder(server.arm)
+
+    async def go():
+        async with TeleopClient(broker.url, ARM_ID, name="op") as c:
+            assert (await c.mode("position")).accepted
+            assert (await c.joint_goal(list(np.add(HOME, 0.25)), duration=1.0)).accepted
+            await asyncio.sleep(0.4)
+
+    run(go())
+    server.stop_background()
+    kinds = server.arm.events.kinds()
+    assert "teleop_shutdown" in kinds and "release" not in kinds
+    last_p, last_v = writes.positions[-1], writes.velocities[-1]
+    assert np.all(np.isfinite(last_p)) and np.all(last_v == 0.0)
+    assert np.all(np.isfinite(server.arm.pending_command.effort))   # gravity compensation, not nothing
