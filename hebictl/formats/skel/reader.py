@@ -57,6 +57,7 @@ Pre-XML ``.skel`` files (DART 2's ``dofs{ ... }`` text format) are rejected with
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -72,8 +73,16 @@ from hebictl.errors import FormatError, ModelError, SkelWarning
 from hebictl.formats import geometry
 from hebictl.formats._xml import local_name, parse_floats, parse_xml
 from hebictl.formats.building import add_standard_frames
-from hebictl.formats.rotations import inverse_transform, matrix_quat, rot_x, rot_y, rot_z, transform
-from hebictl.formats.skel.shapes import Shape, dart_default_moment, moment_from_shapes, read_shape, text_floats
+from hebictl.formats.lenient import bend
+from hebictl.formats.rotations import inverse_transform, matrix_quat, transform
+from hebictl.formats.skel.shapes import (
+    Shape,
+    dart_default_moment,
+    moment_from_shapes,
+    read_shape,
+    skel_transform,
+    text_floats,
+)
 from hebictl.model.builder import ModelBuilder
 from hebictl.model.tree import Inertia, Joint, JointKind
 
@@ -86,12 +95,6 @@ _ACTUATORS = ("force", "passive", "servo", "acceleration", "velocity", "locked",
 _PLANES = {"xy": ((1.0, 0, 0), (0, 1.0, 0), "x", "y"), "yz": ((0, 1.0, 0), (0, 0, 1.0), "y", "z"),
            "zx": ((0, 0, 1.0), (1.0, 0, 0), "z", "x")}
 _UNIT = {"x": (1.0, 0.0, 0.0), "y": (0.0, 1.0, 0.0), "z": (0.0, 0.0, 1.0)}
-
-
-def skel_transform(text: str, elem: etree._Element, file: str) -> FloatArray:
-    """``x y z rx ry rz`` [m, rad] -> 4x4, ``R = Rx Ry Rz`` (DART's ``getValueIsometry3d``)."""
-    v = parse_floats(text, elem, "text", file, 6)
-    return transform(rot_x(v[3]) @ rot_y(v[4]) @ rot_z(v[5]), v[:3])
 
 
 @dataclass
@@ -128,9 +131,10 @@ class _SkelJoint:
 
 
 class _Reader:
-    def __init__(self, file: str, base_dir: Path | None) -> None:
+    def __init__(self, file: str, base_dir: Path | None, strict: bool = False) -> None:
         self.file = file
         self.base_dir = base_dir
+        self.strict = strict
 
     def fail(self, message: str, elem: etree._Element | None = None) -> FormatError:
         return FormatError(message, self.file, None if elem is None else elem.sourceline)
@@ -220,13 +224,20 @@ class _Reader:
         for b in el.findall("body"):
             body = self.body(b, frame)
             if body.name in bodies:
-                warnings.warn(f"{self.file}:{b.sourceline}: skeleton {sname!r} has two bodies named {body.name!r}; "
-                              "the second is dropped (as DART does)", category=SkelWarning, stacklevel=4)
+                bend(self.strict, f"skeleton {sname!r} has two bodies named {body.name!r}; the second is dropped "
+                     "(as DART does)", self.file, b.sourceline, SkelWarning, "DART", stacklevel=6)
                 continue
             bodies[body.name] = body
         joints: dict[str, _SkelJoint] = {}
+        joint_names: set[str] = set()
         for j in el.findall("joint"):
             joint = self.joint(j, bodies)
+            if joint.name in joint_names:  # DART's NameManager: the first free "name(1)", "name(2)", ...
+                new = next(n for k in itertools.count(1) if (n := f"{joint.name}({k})") not in joint_names)
+                bend(self.strict, f"skeleton {sname!r} has two joints named {joint.name!r}; the second is renamed "
+                     f"{new!r} (as DART does)", self.file, j.sourceline, SkelWarning, "DART", stacklevel=6)
+                joint.name = joint.meta["skel_joint"] = new
+            joint_names.add(joint.name)
             if joint.child in joints:
                 raise self.fail(f"body {joint.child!r} has two parent joints: {joints[joint.child].name!r} and "
                                 f"{joint.name!r}", j)
@@ -561,28 +572,26 @@ class _Reader:
         return index
 
 
-def _check_legacy(data: bytes, file: str) -> None:
-    head = data.lstrip()[:200]
-    if head and not head.startswith(b"<"):
+def _read(data: bytes, file: str, base_dir: Path | None, skeleton: str | None, strict: bool) -> RobotModel:
+    if data.lstrip()[:1] not in (b"<", b""):
         raise FormatError("this is a pre-XML SKEL file (DART 2's 'dofs{ ... }' text format), which is not "
                           "supported; convert it to the XML <skel> format", file, 1)
+    return _Reader(file, base_dir, strict).read(parse_xml(data, file), skeleton)
 
 
-def load_skel(path: str | Path, *, skeleton: str | None = None) -> RobotModel:
-    """Read a SKEL world file; ``skeleton`` picks one skeleton by name (default: all of them)."""
+def load_skel(path: str | Path, *, skeleton: str | None = None, strict: bool = False) -> RobotModel:
+    """Read a SKEL world file; ``skeleton`` picks one skeleton by name (default: all of them). ``strict=True``
+    rejects what DART only tolerates (repeated body or joint names) instead of warning and reading it as DART."""
     p = Path(path)
     try:
         data = p.read_bytes()
     except OSError as exc:
         raise FormatError(f"cannot read file: {exc.strerror}", p) from None
-    _check_legacy(data, str(p))
-    return _Reader(str(p), p.resolve().parent).read(parse_xml(data, str(p)), skeleton)
+    return _read(data, str(p), p.resolve().parent, skeleton, strict)
 
 
 def load_skel_string(text: str | bytes, *, base_dir: str | Path | None = None, source_name: str = "<string>",
-                     skeleton: str | None = None) -> RobotModel:
-    """Read SKEL text; relative mesh paths resolve against ``base_dir``."""
+                     skeleton: str | None = None, strict: bool = False) -> RobotModel:
+    """Read SKEL text; relative mesh paths resolve against ``base_dir`` (``strict`` as for :func:`load_skel`)."""
     data = text.encode() if isinstance(text, str) else text
-    _check_legacy(data, source_name)
-    return _Reader(source_name, Path(base_dir) if base_dir is not None else None).read(
-        parse_xml(data, source_name), skeleton)
+    return _read(data, source_name, Path(base_dir) if base_dir is not None else None, skeleton, strict)

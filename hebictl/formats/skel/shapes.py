@@ -1,4 +1,4 @@
-"""DART's SKEL shapes: their parameters, volumes, and the inertia DART derives from them.
+"""DART's SKEL shapes and values: transforms, shape parameters and volumes, and the inertia DART derives.
 
 A SKEL ``<inertia>`` with a positive ``<mass>`` and no ``<moment_of_inertia>`` takes its
 rotational inertia from the body's rigid shapes (visualization and collision shapes alike), as
@@ -24,6 +24,7 @@ from hebictl._typing import FloatArray
 from hebictl.errors import FormatError
 from hebictl.formats import geometry
 from hebictl.formats._xml import elements, local_name, parse_floats
+from hebictl.formats.rotations import rot_x, rot_y, rot_z, transform
 
 #: shape element -> its parameters (child elements) and how many numbers each holds
 SHAPE_PARAMS: dict[str, dict[str, int]] = {
@@ -176,3 +177,9 @@ def moment_from_shapes(shapes: list[Shape], mass: float, com: FloatArray, file: 
 def dart_default_moment() -> FloatArray:
     """DART's BodyNode default rotational inertia (identity), kept when nothing else sets it."""
     return np.eye(3)
+
+
+def skel_transform(text: str, elem: etree._Element, file: str) -> FloatArray:
+    """``x y z rx ry rz`` [m, rad] -> 4x4, ``R = Rx Ry Rz`` (DART's ``getValueIsometry3d``)."""
+    v = parse_floats(text, elem, "text", file, 6)
+    return transform(rot_x(v[3]) @ rot_y(v[4]) @ rot_z(v[5]), v[:3])

@@ -16,7 +16,7 @@ import numpy as np
 from lxml import etree
 
 import hebictl.formats.urdf.drake as drake
-from hebictl.errors import FormatError, ModelError
+from hebictl.errors import FormatError, ModelError, UrdfWarning
 from hebictl.formats._xml import (
     attr_float,
     attr_floats,
@@ -26,6 +26,7 @@ from hebictl.formats._xml import (
     namespace,
     require,
 )
+from hebictl.formats.lenient import bend
 from hebictl.formats.rotations import rpy_matrix, transform
 from hebictl.model.tree import Inertia
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 
 _MASSLESS = Inertia.zero()
+_INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 
 
 @dataclass
@@ -67,8 +69,10 @@ class _Joint:
 class LinkReader:
     """One parse of one URDF document: its file and folders, and the link-level elements."""
 
-    def __init__(self, file: str, base_dir: Path | None, package_map: Mapping[str, Path] | None) -> None:
+    def __init__(self, file: str, base_dir: Path | None, package_map: Mapping[str, Path] | None,
+                 strict: bool = False) -> None:
         self.file = file
+        self.strict = strict
         self.base_dir = base_dir
         self.package_map = {k: Path(v) for k, v in (package_map or {}).items()}
         self.missing_meshes: list[str] = []
@@ -79,6 +83,10 @@ class LinkReader:
 
     def fail(self, message: str, elem: etree._Element | None = None) -> FormatError:
         return FormatError(message, self.file, line_of(elem))
+
+    def bend(self, message: str, elem: etree._Element | None) -> None:
+        """Read what pinocchio (urdfdom) reads, with a warning; an error when strict."""
+        bend(self.strict, message, self.file, line_of(elem), UrdfWarning, "pinocchio", stacklevel=6)
 
     def origin(self, parent: etree._Element) -> np.ndarray:
         """Pose of an ``<origin>`` child (identity when absent)."""
@@ -94,23 +102,23 @@ class LinkReader:
         if el is None:
             return _MASSLESS
         T = self.origin(el)
+        # urdfdom stops reading an incomplete <inertial> where it fails and pinocchio uses what it
+        # read: no <mass> value -> a massless link, an incomplete <inertia> -> a zero tensor
         mass_el = el.find("mass")
-        if mass_el is None:
-            raise self.fail(f"link {name!r}: <inertial> needs a <mass> element", el)
-        mass = attr_float(mass_el, "value", self.file)
+        mass = None if mass_el is None else attr_float(mass_el, "value", self.file)
         if mass is None:
-            raise self.fail(f"link {name!r}: <mass> is missing the required attribute 'value'", mass_el)
+            what = "<inertial> has no <mass>" if mass_el is None else "<mass> has no 'value'"
+            self.bend(f"link {name!r}: {what} (read as a massless link)", el if mass_el is None else mass_el)
+            return _MASSLESS
         if mass < 0:
             raise self.fail(f"link {name!r}: negative mass {mass}", mass_el)
         in_el = el.find("inertia")
-        if in_el is None:
-            raise self.fail(f"link {name!r}: <inertial> needs an <inertia> element", el)
-        vals = {}
-        for key in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"):
-            v = attr_float(in_el, key, self.file)
-            if v is None:
-                raise self.fail(f"link {name!r}: <inertia> is missing the required attribute {key!r}", in_el)
-            vals[key] = v
+        vals = {} if in_el is None else {k: attr_float(in_el, k, self.file) for k in _INERTIA_KEYS}
+        missing = [k for k in _INERTIA_KEYS if vals.get(k) is None]
+        if missing:
+            what = "<inertial> has no <inertia>" if in_el is None else f"<inertia> has no {', '.join(missing)}"
+            self.bend(f"link {name!r}: {what} (read as a zero inertia tensor)", el if in_el is None else in_el)
+            vals = dict.fromkeys(_INERTIA_KEYS, 0.0)
         I = np.array([[vals["ixx"], vals["ixy"], vals["ixz"]],
                       [vals["ixy"], vals["iyy"], vals["iyz"]],
                       [vals["ixz"], vals["iyz"], vals["izz"]]])

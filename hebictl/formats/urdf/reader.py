@@ -450,19 +450,23 @@ def _transmission(el: etree._Element) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- public API
 def load_urdf(path: str | Path, *, floating_base: bool = False,
-              package_map: Mapping[str, Path] | None = None) -> RobotModel:
+              package_map: Mapping[str, Path] | None = None, strict: bool = False) -> RobotModel:
     """Read a URDF file.
 
     ``floating_base`` adds a free joint at the root link; ``package_map`` maps ROS package
     names to folders for ``package://`` mesh URIs (meshes are optional: see module docstring).
+    ``strict=True`` rejects what pinocchio only tolerates (an incomplete ``<inertial>``) instead of
+    reading it as pinocchio does with a :class:`~hebictl.errors.UrdfWarning`.
     """
     p = Path(path)
     root = parse_xml(p, str(p))
-    return _Reader(str(p), p.resolve().parent, package_map).read(root, floating_base)
+    return _Reader(str(p), p.resolve().parent, package_map, strict).read(root, floating_base)
 
 
 def load_urdf_string(text: str | bytes, *, base_dir: str | Path | None = None, source_name: str = "<string>",
-                     floating_base: bool = False, package_map: Mapping[str, Path] | None = None) -> RobotModel:
-    """Read URDF text; relative mesh paths resolve against ``base_dir``."""
+                     floating_base: bool = False, package_map: Mapping[str, Path] | None = None,
+                     strict: bool = False) -> RobotModel:
+    """Read URDF text; relative mesh paths resolve against ``base_dir`` (``strict`` as for :func:`load_urdf`)."""
     root = parse_xml(text, source_name)
-    return _Reader(source_name, Path(base_dir) if base_dir is not None else None, package_map).read(root, floating_base)
+    return _Reader(source_name, Path(base_dir) if base_dir is not None else None, package_map, strict).read(
+        root, floating_base)

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from hebictl.errors import FormatError
+from hebictl.errors import FormatError, SkelWarning
 from hebictl.formats.skel import load_skel
 from hebictl.model.robot import RobotModel
 from hebictl.model.tree import JointKind
@@ -255,3 +255,46 @@ def test_skel_dof_counts_match_dart() -> None:
         assert model.nv == want, rel
         checked += 1
     assert checked >= 55
+
+
+# --------------------------------------------------------------------------- read leniently, validate strictly
+DUPLICATE_JOINTS = """<?xml version="1.0" ?>
+<skel version="1.0">
+  <world name="w">
+    <physics><gravity>0 0 -9.81</gravity></physics>
+    <skeleton name="arm">
+      <body name="a"><inertia><mass>1</mass><offset>0 0 0.1</offset></inertia></body>
+      <body name="b"><transformation>0 0 0.2 0 0 0</transformation>
+        <inertia><mass>2</mass><offset>0 0.1 0.1</offset></inertia></body>
+      <body name="c"><transformation>0 0 0.4 0 0 0</transformation>
+        <inertia><mass>1</mass><offset>0 0 0.1</offset></inertia></body>
+      <body name="d"><transformation>0.1 0 0.6 0 0 0</transformation>
+        <inertia><mass>1</mass><offset>0 0 0.1</offset></inertia></body>
+      <joint type="revolute" name="j"><parent>world</parent><child>a</child><axis><xyz>0 0 1</xyz></axis></joint>
+      <joint type="revolute" name="j"><parent>a</parent><child>b</child><axis><xyz>1 0 0</xyz></axis></joint>
+      <joint type="revolute" name="j(1)"><parent>b</parent><child>c</child><axis><xyz>0 1 0</xyz></axis></joint>
+      <joint type="prismatic" name="j"><parent>c</parent><child>d</child><axis><xyz>0 0 1</xyz></axis></joint>
+    </skeleton>
+  </world>
+</skel>
+"""
+
+
+def test_skel_duplicate_joint_names_are_renamed_as_dart_does(tmp_path: Path) -> None:
+    """Two joints sharing a name: DART renames the second "name(1)" (then "(2)"..., skipping names in use);
+    hebictl does the same with a SkelWarning naming file:line, and strict=True rejects the file."""
+    path = tmp_path / "duplicate_joints.skel"
+    path.write_text(DUPLICATE_JOINTS)
+    with pytest.warns(SkelWarning) as record:
+        model = load_skel(path)
+    messages = [str(w.message) for w in record]
+    assert messages[0].startswith(f"{path}:14: skeleton 'arm' has two joints named 'j'; the second is renamed 'j(1)'")
+    assert len(messages) == 3  # j -> j(1); j(1) -> j(1)(1); j -> j(2)
+    ref = _reference(str(path))
+    assert [j["name"] for j in ref["skeletons"][0]["joints"]] == list(model.joint_names)
+    assert list(model.joint_names) == ["j", "j(1)", "j(1)(1)", "j(2)"]
+    test_skel_poses_match_dart(str(path))
+    test_skel_gravity_matches_dart(str(path))
+    with pytest.raises(FormatError, match=r"two joints named 'j'.*DART accepts this") as info:
+        load_skel(path, strict=True)
+    assert info.value.line == 14

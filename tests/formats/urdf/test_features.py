@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from hebictl.errors import UrdfWarning
+from hebictl.errors import FormatError, UrdfWarning
 from hebictl.formats.urdf import load_urdf, load_urdf_string
 from hebictl.model.tree import JointKind
 from tests.formats.references import Pinocchio, random_q
@@ -156,3 +156,42 @@ def test_unknown_namespaced_elements_warn():
         warnings.simplefilter("always")
         load_urdf_string(text)
     assert any("drake:not_an_extension" in str(w.message) for w in rec)
+
+
+# --------------------------------------------------------------------------- read leniently, validate strictly
+INCOMPLETE_INERTIALS = {
+    # pinocchio: mass 2 at the origin's point, zero rotational inertia
+    "mass-without-inertia": '<inertial><origin xyz="0.01 0 0.1" rpy="0.3 0 0"/><mass value="2.0"/></inertial>',
+    "inertia-missing-terms": '<inertial><origin xyz="0 0.05 0.1"/><mass value="1.5"/>'
+                             '<inertia ixx="0.02" iyy="0.03" izz="0.025"/></inertial>',
+    # pinocchio: a massless link
+    "inertia-without-mass": '<inertial><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial>',
+    "mass-without-value": '<inertial><mass/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial>',
+}
+
+
+@pytest.mark.parametrize("inertial", list(INCOMPLETE_INERTIALS.values()), ids=list(INCOMPLETE_INERTIALS))
+def test_incomplete_inertial_reads_as_pinocchio_does(inertial):
+    """An <inertial> urdfdom cannot fully parse (e.g. a <mass> and no <inertia>): pinocchio builds the model
+    from what was read; hebictl does the same with a UrdfWarning naming file:line, and strict=True rejects it."""
+    text = chain("revolute").replace(f'<link name="a">{INERTIAL}</link>', f'<link name="a">\n{inertial}</link>')
+    with pytest.warns(UrdfWarning, match="accepted because strict=False") as record:
+        model = load_urdf_string(text, source_name="arm.urdf")
+    line = text[:text.index(inertial)].count("\n") + 1
+    assert str(record[0].message).startswith(f"arm.urdf:{line}: link 'a': ")
+    ref = Pinocchio(xml=text)
+    ref.bind(model)
+    a = model.bodies[model.link_names.index("a")].inertia
+    pin_a = ref.m.inertias[ref.m.getJointId("j1")]
+    assert a.mass == pin_a.mass
+    np.testing.assert_allclose(a.rotational, pin_a.inertia, atol=1e-15)
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        q = random_q(model, rng)
+        poses = dict(zip(model.link_names, model.link_poses(q), strict=True))
+        for name, T in ref.link_poses(q).items():
+            np.testing.assert_allclose(poses[name], T, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(model.gravity_compensation(q), ref.gravity(q, model.gravity), atol=1e-9)
+    with pytest.raises(FormatError, match="pinocchio accepts this") as info:
+        load_urdf_string(text, source_name="arm.urdf", strict=True)
+    assert info.value.line == line
