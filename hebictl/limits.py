@@ -147,6 +147,19 @@ def reading(limits: ReaderLimits | None = None, roots: Iterable[str | os.PathLik
         _active.reset(token)
 
 
+def model_folder(path: str | os.PathLike[str] | None, *,
+                 is_dir: bool = False) -> contextlib.AbstractContextManager[ReaderLimits]:
+    """:func:`reading` with the folder of the model file ``path`` (or the folder ``path``) as a root.
+
+    Each reader's ``load_<fmt>`` enters it, so references from included files in subfolders
+    may point back anywhere in the top model's folder tree, as when loaded via ``load_model``.
+    """
+    if path is None:
+        return reading()
+    text = check_path_text(path, what="model path")
+    return reading(roots=[text if is_dir else os.path.dirname(os.path.realpath(text))])
+
+
 # --------------------------------------------------------------------------- errors
 
 
@@ -329,5 +342,6 @@ def _limit_name(cap: int, limits: ReaderLimits) -> str:
 
 __all__ = [
     "ReaderLimits", "allowed_roots", "check_count", "check_path_text", "current", "default_limits", "exceeded",
-    "exists", "is_regular_file", "read_regular_file", "reading", "resolve_reference", "set_default_limits",
+    "exists", "is_regular_file", "model_folder", "read_regular_file", "reading", "resolve_reference",
+    "set_default_limits",
 ]

@@ -12,12 +12,15 @@ path)``. This module only decides which one runs, so adding a format is one line
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hebictl.errors import FormatError
+from hebictl import limits as _limits
+from hebictl.errors import FormatError, HebictlError
 from hebictl.formats.registry import READERS, WRITERS, detect_format
+from hebictl.limits import ReaderLimits
 
 if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel
@@ -38,17 +41,50 @@ def _reader(fmt: str, which: int) -> Callable[..., RobotModel]:
     return getattr(mod, loaders[which])
 
 
-def load_model(path: str | Path, format: str | None = None, **options: Any) -> RobotModel:
-    """Load any supported robot description into a :class:`RobotModel`."""
-    p = Path(path)
-    if not p.exists():
+def load_model(path: str | Path, format: str | None = None, *, limits: ReaderLimits | None = None,
+               allowed_roots: Iterable[str | os.PathLike[str]] = (), **options: Any) -> RobotModel:
+    """Load any supported robot description into a :class:`RobotModel`.
+
+    Reading is bounded by ``limits`` (default: :func:`hebictl.limits.default_limits`), and the
+    file references in the model (includes, meshes) must resolve inside the model's own folder
+    or under one of ``allowed_roots``. Every failure is a :class:`FormatError` naming the file.
+    """
+    lim = limits or _limits.current()
+    p = Path(_limits.check_path_text(path, lim, what="model path"))
+    if not _limits.exists(p):
         raise FormatError("file not found", p)
-    return _reader(format or detect_format(p), 0)(p, **options)
+    with _limits.reading(limits, [os.path.dirname(os.path.realpath(p)), *allowed_roots]):
+        return _guarded(lambda: _reader(format or detect_format(p), 0)(p, **options), p)
 
 
-def load_model_string(text: str, format: str | None = None, **options: Any) -> RobotModel:
-    """Load a robot description from a string (``format`` guessed from the root element if omitted)."""
-    return _reader(format or detect_format(text=text), 1)(text, **options)
+def load_model_string(text: str, format: str | None = None, *, limits: ReaderLimits | None = None,
+                      allowed_roots: Iterable[str | os.PathLike[str]] = (), **options: Any) -> RobotModel:
+    """Load a robot description from a string (``format`` guessed from the root element if omitted).
+
+    References resolve against ``base_dir=`` (when given), which with ``allowed_roots`` bounds
+    where they may point, as for :func:`load_model`.
+    """
+    base = options.get("base_dir")
+    with _limits.reading(limits, [*([base] if base is not None else []), *allowed_roots]):
+        return _guarded(lambda: _reader(format or detect_format(text=text), 1)(text, **options),
+                        options.get("source_name"))
+
+
+def _guarded(load: Callable[[], RobotModel], file: str | Path | None) -> RobotModel:
+    """Run a reader; any exception that is not a hebictl error is a reader bug, reported as one.
+
+    The readers check what they read at the place that knows the rule (file and line in the
+    message); this is the last line of defence so a caller never sees a ``RecursionError`` or
+    ``numpy.linalg.LinAlgError`` from a file a stranger wrote. The cause stays attached.
+    """
+    try:
+        return load()
+    except HebictlError:
+        raise
+    except Exception as exc:
+        text = str(exc).splitlines()[0][:200] if str(exc) else ""
+        raise FormatError(f"could not read the file ({type(exc).__name__}: {text}); this is a bug in hebictl's "
+                          "reader, please report it with the file", file) from exc
 
 
 def convert(model: RobotModel, fmt: str) -> str:

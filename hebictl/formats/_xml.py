@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
+from hebictl import limits
 from hebictl._typing import FloatArray
 from hebictl.errors import FormatError
 
@@ -32,21 +33,32 @@ _PARSER_OPTIONS = dict(resolve_entities=False, no_network=True, remove_blank_tex
 def parse_xml(source: str | bytes | Path, file: str | Path | None = None) -> etree._Element:
     """Parse XML text or a file into its root element, turning syntax errors into FormatError."""
     parser = etree.XMLParser(**_PARSER_OPTIONS)
+    lim = limits.current()
+    if isinstance(source, Path):
+        # a regular file within ReaderLimits.max_file_bytes: never /dev/zero, a FIFO or a directory
+        data = limits.read_regular_file(source, lim, "robot description")
+        file = file or source
+    else:
+        # bytes: lxml refuses str input that carries an encoding declaration
+        data = source.encode() if isinstance(source, str) else source
+        if len(data) > lim.max_file_bytes:
+            raise FormatError(f"text is {len(data)} bytes, over the limit ReaderLimits.max_file_bytes="
+                              f"{lim.max_file_bytes}", file)
     try:
-        if isinstance(source, Path):
-            try:
-                data = source.read_bytes()
-            except OSError as exc:
-                raise FormatError(f"cannot read file: {exc.strerror}", source) from None
-            file = file or source
-        else:
-            # bytes: lxml refuses str input that carries an encoding declaration
-            data = source.encode() if isinstance(source, str) else source
         root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as exc:
         line = exc.lineno if exc.lineno else None
         raise FormatError(f"XML syntax error: {exc.msg}", file, line) from None
+    check_tree(root, file)
     return root
+
+
+def check_tree(root: etree._Element, file: str | Path | None) -> None:
+    """Refuse a tree past ``ReaderLimits.max_elements`` (libxml2 already stops nesting at 256)."""
+    lim = limits.current()
+    for count, el in enumerate(root.iter(), 1):
+        if count > lim.max_elements:
+            raise limits.exceeded("number of XML elements", count, "max_elements", file, el.sourceline)
 
 
 def local_name(elem: etree._Element) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Final
 
 from hebictl.errors import FormatError
+from hebictl.limits import read_regular_file
 
 #: format name -> (module, file loader, string loader)
 READERS: Final[dict[str, tuple[str, str, str]]] = {
@@ -47,19 +48,19 @@ def detect_format(path: str | Path | None = None, text: str | bytes | None = Non
             if name.endswith(ext):
                 return fmt
         if text is None:
-            try:
-                text = Path(path).read_bytes()[:65536]
-            except OSError as exc:
-                raise FormatError(f"cannot read file: {exc.strerror}", path) from exc
+            text = read_regular_file(path, what="robot description")[:65536]
     if text is None:
         raise FormatError("cannot tell the format: give a path or the text", path)
     head = text.encode() if isinstance(text, str) else text
-    body = re.sub(rb"<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^>]*>", b"", head, flags=re.S)
+    # blank out declarations and comments but keep their newlines, so offsets still give lines
+    body = re.sub(rb"<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^>]*>", lambda c: b"\n" * c.group().count(b"\n"), head,
+                  flags=re.S)
     m = _ROOT_RE.search(body)
     if m is None:
         raise FormatError("no XML root element found; expected HRDF, URDF, SDF, MJCF, SKEL, x_xy or OpenRAVE",
-                          path)
-    root = m.group(1).decode().split(":")[-1]
+                          path, 1)
+    line = body.count(b"\n", 0, m.start()) + 1
+    root = m.group(1).decode("utf-8", "replace").split(":")[-1]
     if root == "robot":
         # HRDF and URDF share <robot>: URDF robots carry name=, HRDF robots version= (1.0.0 may
         # have neither; then URDF's <link name=...> children tell them apart)
@@ -74,5 +75,6 @@ def detect_format(path: str | Path | None = None, text: str | bytes | None = Non
         if root in ("Robot", "KinBody", "Environment"):
             return "openrave"
         raise FormatError(f"unknown robot description root element <{root}>; expected HRDF <robot>, URDF <robot "
-                          "name=...>, <sdf>, <mujoco>, <skel>, <x_xy>, OpenRAVE <Robot>/<KinBody>/<Environment>", path)
+                          "name=...>, <sdf>, <mujoco>, <skel>, <x_xy>, OpenRAVE <Robot>/<KinBody>/<Environment>", path,
+                          line)
     return fmt

@@ -33,6 +33,8 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
+from hebictl import limits
+
 #: The value hebi-py's C library uses for ``pi`` in formulas: float32(pi) widened to double
 #: (3.1415927410125732, 8.7e-8 above pi). Pass it as ``pi=`` to reproduce hebi-py bit for bit.
 HEBI_PI: Final[float] = 3.1415927410125732
@@ -112,9 +114,15 @@ class _Parser:
     """Recursive descent over the token list; one instance per attribute value."""
 
     def __init__(self, text: str, pi: float) -> None:
+        lim = limits.current()
+        if len(text) > lim.max_formula_length:
+            raise GrammarError(f"value is {len(text)} characters long, over the limit "
+                               f"ReaderLimits.max_formula_length={lim.max_formula_length}", 1)
         self.tokens = _tokenize(text)
         self.pos = 0
         self.pi = pi
+        self.depth = 0  # open parentheses: the recursion depth of additive()
+        self.max_depth = lim.max_formula_depth
 
     @property
     def tok(self) -> _Token:
@@ -157,12 +165,12 @@ class _Parser:
         return value
 
     def unary(self) -> float:
-        t = self.tok
-        if t.kind == "op" and t.text in "+-":
-            self.advance()
-            v = self.unary()
-            return -v if t.text == "-" else v
-        return self.primary()
+        # a loop, not recursion: "------1" must not exhaust the stack
+        negative = False
+        while self.tok.kind == "op" and self.tok.text in "+-":
+            negative ^= self.advance().text == "-"
+        v = self.primary()
+        return -v if negative else v
 
     def primary(self) -> float:
         t = self.tok
@@ -174,7 +182,12 @@ class _Parser:
             return self.pi
         if t.kind == "(":
             self.advance()
+            self.depth += 1
+            if self.depth > self.max_depth:
+                raise GrammarError(f"parentheses nested deeper than {self.max_depth} levels "
+                                   f"(ReaderLimits.max_formula_depth)", t.column)
             value = self.additive()
+            self.depth -= 1
             if self.tok.kind != ")":
                 raise GrammarError("missing ')'" if self.tok.kind == "end" else
                                    f"expected ')' before {self.tok.text!r}", self.tok.column)

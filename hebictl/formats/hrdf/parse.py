@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from lxml import etree
 
+from hebictl import limits
 from hebictl.errors import FormatError, HrdfWarning, ModelError
 from hebictl.formats.hrdf.grammar import (
     HEBI_PI,
@@ -112,23 +113,27 @@ class _Parser:
         if src.base_dir is None:
             raise FormatError("<include> in an HRDF string needs a base directory: load the file, or pass "
                               "base_dir= to load_hrdf_string", src.display, line)
-        target = src.base_dir / raw
+        # inside the model's folder tree (or an allowed root): FORMAT.md, and no ../ chains to /etc
+        target = limits.resolve_reference(raw, src.base_dir, file=src.display, line=line,
+                                          what="<include> attribute 'path'")
         display = os.path.normpath(os.path.join(os.path.dirname(src.display), raw)) \
             if not src.display.startswith("<") else str(target)
-        if not target.is_file():
-            why = "is a directory" if target.is_dir() else "not found"
+        if not limits.is_regular_file(target):
+            why = "is a directory" if os.path.isdir(target) else "not found"
             raise FormatError(f"<include> attribute 'path': included file {raw!r} {why} (resolved to {target})",
                               src.display, line)
-        real = target.resolve()
+        lim = limits.current()
+        if len(self.stack) >= lim.max_include_depth:
+            raise limits.exceeded("include depth", len(self.stack) + 1, "max_include_depth", src.display, line)
+        if len(self.files) >= lim.max_include_count:
+            raise limits.exceeded("number of included files", len(self.files), "max_include_count", src.display,
+                                  line)
+        real = target
         for i, (p, _) in enumerate(self.stack):
             if p == real:
                 names = [d for _, d in self.stack[i:]] + [display]
                 raise FormatError(f"<include> cycle: {' -> '.join(names)}", src.display, line)
-        try:
-            data = target.read_bytes()
-        except OSError as exc:
-            raise FormatError(f"<include> attribute 'path': cannot read {raw!r}: {exc.strerror}", src.display,
-                              line) from None
+        data = limits.read_regular_file(target, lim, f"included file {raw!r}", file=src.display, line=line)
         inc = Source(data, display, target.parent)
         self.files.append(display)
         root = inc.root
@@ -439,11 +444,9 @@ def parse_hrdf(path: str | Path, *, pi: float = HEBI_PI, strict: bool = False) -
     ``strict=True`` rejects them (``hebictl model validate --strict``).
     """
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise FormatError(f"cannot read HRDF file: {exc.strerror}", p) from None
-    return _Parser(pi, strict).document(data, str(path), p, p.parent)
+    with limits.model_folder(p):
+        data = limits.read_regular_file(p, what="HRDF file")  # bounded; never a device or FIFO
+        return _Parser(pi, strict).document(data, str(path), p, p.parent)
 
 
 def parse_hrdf_string(text: str | bytes, *, base_dir: str | Path | None = None, source_name: str = "<string>",
@@ -453,7 +456,8 @@ def parse_hrdf_string(text: str | bytes, *, base_dir: str | Path | None = None, 
     if isinstance(text, str):
         # lxml refuses str with an encoding declaration; the bytes are UTF-8 now, so drop it.
         data = re.sub(rb"^(\s*<\?xml[^>]*?)\s+encoding\s*=\s*(['\"])[^'\"]*\2", rb"\1", data, count=1)
-    return _Parser(pi, strict).document(data, source_name, None,
-                                        Path(base_dir) if base_dir is not None else None)
+    with limits.model_folder(base_dir, is_dir=True):
+        return _Parser(pi, strict).document(data, source_name, None,
+                                            Path(base_dir) if base_dir is not None else None)
 
 
