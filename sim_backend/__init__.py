@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 
 from hebictl.errors import ConfigError
 from hebictl.hardware.clock import Clock, MonotonicClock
-from hebictl.hardware.registry import resolve_modules
+from hebictl.hardware.group import resolve_modules
 from sim_backend.actuator import ActuatorGroup
 from sim_backend.backend import SimBackend
 from sim_backend.payload import Payload, strip_payload, with_payload

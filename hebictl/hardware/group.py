@@ -1,5 +1,8 @@
 """What every concrete backend shares: a fixed, named group of modules and checked rate settings.
 
+``resolve_modules`` lives here, not in the registry, because the registry names the backends'
+modules (for importlib) and the backends must not import it back.
+
 Backends subclass :class:`ModuleGroup` and keep only what differs (how feedback arrives, how
 commands leave); the names/families/size bookkeeping and the validation of
 ``feedback_frequency`` and ``command_lifetime`` live here once.
@@ -72,3 +75,37 @@ def grid_index(t: float, origin: float, hz: float, after: int) -> int:
     samples at exactly the configured frequency, never the same sample twice.
     """
     return max(after + 1, math.ceil((t - origin) * hz - GRID_EPS * hz))
+
+
+def resolve_modules(names: Sequence[str] | None, families: str | Sequence[str] | None,
+                    dof: int | None, *, default_family: str | None = None
+                    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Module names and one family per module, from whatever subset the caller gave.
+
+    Without ``names``, ``dof`` modules are named ``J1..Jn``. A single family (a string or a
+    one-element list) applies to every module, as in hebi-py's ``get_group_from_names``.
+    """
+    if names is None:
+        if dof is None:
+            raise ConfigError("give module names or the number of modules (dof)", key="names")
+        if not (isinstance(dof, int) and dof >= 1):
+            raise ConfigError(f"dof must be a positive integer, got {dof!r}", key="dof")
+        names = [f"J{i + 1}" for i in range(dof)]
+    if isinstance(names, str):
+        raise ConfigError(f"names must be a list of module names, got the string {names!r}", key="names")
+    names_t = tuple(str(n) for n in names)
+    if not names_t:
+        raise ConfigError("names is empty", key="names")
+    if dof is not None and dof != len(names_t):
+        raise ConfigError(f"dof={dof} but {len(names_t)} module names were given", key="dof")
+    if families is None:
+        if default_family is None:
+            raise ConfigError("give the module families", key="families")
+        families = default_family
+    fam_t = (families,) if isinstance(families, str) else tuple(str(f) for f in families)
+    if len(fam_t) == 1:
+        fam_t = fam_t * len(names_t)
+    if len(fam_t) != len(names_t):
+        raise ConfigError(f"{len(fam_t)} families for {len(names_t)} modules "
+                          "(give one family, or one per module)", key="families")
+    return names_t, fam_t

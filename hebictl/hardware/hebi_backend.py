@@ -30,8 +30,7 @@ from hebictl.errors import CommandRejected, ConfigError, HardwareError
 from hebictl.hardware.base import Command, Feedback
 from hebictl.hardware.clock import Clock, MonotonicClock
 from hebictl.hardware.firmware import ModuleSafety
-from hebictl.hardware.group import ModuleGroup, checked_frequency, checked_lifetime
-from hebictl.hardware.registry import resolve_modules
+from hebictl.hardware.group import ModuleGroup, checked_frequency, checked_lifetime, resolve_modules
 
 with contextlib.redirect_stdout(io.StringIO()):  # hebi-py prints "matplotlib not found" on import
     import hebi

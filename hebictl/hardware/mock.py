@@ -48,8 +48,7 @@ from hebictl.hardware.base import Command, Feedback
 from hebictl.hardware.clock import Clock, MonotonicClock
 from hebictl.hardware.faults import FaultKind, FaultSchedule
 from hebictl.hardware.firmware import LimitState, LimitStrategy, ModuleSafety, MstopStrategy
-from hebictl.hardware.group import ModuleGroup, checked_frequency, grid_index
-from hebictl.hardware.registry import resolve_modules
+from hebictl.hardware.group import ModuleGroup, checked_frequency, grid_index, resolve_modules
 
 __all__ = ["EffortModel", "MockBackend", "open_mock"]
 

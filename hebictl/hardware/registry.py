@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from hebictl.errors import ConfigError, HardwareError
 from hebictl.hardware.base import Backend
 from hebictl.hardware.clock import Clock
+from hebictl.hardware.group import resolve_modules
 
 if TYPE_CHECKING:
     from hebictl.gains import GroupGains
@@ -109,40 +110,6 @@ def _load_factory(name: str) -> BackendFactory:
         raise HardwareError(
             f"backend {name!r} is not available: module {module_name!r} has no factory {attr!r}")
     return factory
-
-
-def resolve_modules(names: Sequence[str] | None, families: str | Sequence[str] | None,
-                    dof: int | None, *, default_family: str | None = None
-                    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Module names and one family per module, from whatever subset the caller gave.
-
-    Without ``names``, ``dof`` modules are named ``J1..Jn``. A single family (a string or a
-    one-element list) applies to every module, as in hebi-py's ``get_group_from_names``.
-    """
-    if names is None:
-        if dof is None:
-            raise ConfigError("give module names or the number of modules (dof)", key="names")
-        if not (isinstance(dof, int) and dof >= 1):
-            raise ConfigError(f"dof must be a positive integer, got {dof!r}", key="dof")
-        names = [f"J{i + 1}" for i in range(dof)]
-    if isinstance(names, str):
-        raise ConfigError(f"names must be a list of module names, got the string {names!r}", key="names")
-    names_t = tuple(str(n) for n in names)
-    if not names_t:
-        raise ConfigError("names is empty", key="names")
-    if dof is not None and dof != len(names_t):
-        raise ConfigError(f"dof={dof} but {len(names_t)} module names were given", key="dof")
-    if families is None:
-        if default_family is None:
-            raise ConfigError("give the module families", key="families")
-        families = default_family
-    fam_t = (families,) if isinstance(families, str) else tuple(str(f) for f in families)
-    if len(fam_t) == 1:
-        fam_t = fam_t * len(names_t)
-    if len(fam_t) != len(names_t):
-        raise ConfigError(f"{len(fam_t)} families for {len(names_t)} modules "
-                          "(give one family, or one per module)", key="families")
-    return names_t, fam_t
 
 
 def open_backend(name: str, spec: BackendSpec | None = None, *, names: Sequence[str] | None = None,
