@@ -186,3 +186,25 @@ def test_lookup_timeout_validated():
     with pytest.raises(ConfigError) as err:
         open_backend("hebi", names=["J1"], families="A", lookup_timeout_s=-1.0)
     assert err.value.key == "lookup_timeout_s"
+
+
+def test_hebi_py_pattern_update_then_set_goal_on_imitation():
+    """hebi-py's pattern on hebi-imitation: from_config (gains sent), update(), then set_goal works and
+    the arm follows the goal (the raw imitation group echoed NaN positions after the gains)."""
+    from hebictl.control.arm import Arm
+    from hebictl.control.goal import Goal
+    from hebictl.hardware.clock import MonotonicClock
+    from tests.conftest import REPO_ROOT
+
+    with Arm.from_config(REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml", backend="hebi-imitation",
+                         clock=MonotonicClock()) as arm:
+        assert arm.update()
+        assert np.all(np.isfinite(arm.last_feedback.position))
+        target = arm.last_feedback.position + 0.05
+        arm.set_goal(Goal(arm.dof).add_waypoint(t=0.3, position=target))
+        deadline = time.perf_counter() + 5.0
+        while not arm.at_goal and time.perf_counter() < deadline:
+            arm.update()
+            arm.send()
+        assert arm.at_goal
+        np.testing.assert_allclose(arm.last_feedback.position, target, atol=1e-3)
