@@ -1,9 +1,15 @@
 """``hebictl teleop`` (serve an arm over MQTT) and ``hebictl teleop-send`` (a small operator client).
 
 ``teleop`` runs the arm's fixed-rate loop in a thread and the MQTT bridge in the main thread's
-event loop until Ctrl-C or SIGTERM, then holds the arm briefly and releases it. ``teleop-send``
-publishes one command (or streams a jog for a while) and prints the ack as JSON; its exit code is
-0 when the command was accepted, 1 when rejected, 2 on errors. See docs/teleop.md.
+event loop. On Ctrl-C or SIGTERM the bridge disconnects (``offline``) and the arm stops with the
+``hold`` behaviour: it brakes within the rated deceleration and holds under gravity compensation
+until a second Ctrl-C/SIGTERM, or for ``--stop-hold`` seconds; it is never released. After the
+process exits, the modules keep the hold for their command lifetime and then stop driving.
+A config with ``user_data.has_gripper`` gets its gripper opened with the arm
+(:mod:`hebictl.control.gripper`). ``teleop-send`` publishes one command (or streams a jog for a
+while) and prints its ack as one JSON line (a jog: one line per rejection plus a summary line);
+its exit code is 0 when the command was accepted, 1 when rejected, 2 on errors. See
+docs/teleop.md.
 """
 
 from __future__ import annotations
@@ -12,14 +18,17 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import signal
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from hebictl.errors import ConfigError, TeleopError
 from hebictl.hardware.registry import available_backends
+from hebictl.teleop.clock import SYSTEM_CLOCK
+
+log = logging.getLogger("hebictl.teleop")
 
 
 def _broker_args(p: argparse.ArgumentParser) -> None:
@@ -58,6 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--state-rate", type=float, default=50.0, help="state/joints and state/ee_pose rate [Hz]")
     p.add_argument("--max-age", type=float, default=1.0,
                    help="oldest accepted command [s] by ts (sender's clock: keep clocks in sync)")
+    p.add_argument("--stop-hold", type=float, default=float("inf"),
+                   help="after Ctrl-C/SIGTERM, hold the arm this many seconds before exiting (default: until a "
+                        "second Ctrl-C/SIGTERM)")
     p.set_defaults(func=cmd_teleop)
 
     s = sub.add_parser("teleop-send", help="send one teleop command over MQTT and print its ack")
@@ -79,7 +91,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     jo.add_argument("--for", dest="seconds", type=float, default=1.0, help="seconds to stream (default 1)")
     jo.add_argument("--rate", type=float, default=50.0, help="messages per second (default 50)")
     jo.add_argument("--ttl", type=float, default=None)
-    gr = a.add_parser("gripper", help="gripper opening (recorded only: no gripper hardware)")
+    gr = a.add_parser("gripper", help="gripper opening (a config with user_data.has_gripper moves one)")
     g = gr.add_mutually_exclusive_group(required=True)
     g.add_argument("--position", type=float, help="0 closed .. 1 open")
     g.add_argument("--action", dest="gripper_action", choices=["open", "close"])
@@ -96,6 +108,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_teleop(args: argparse.Namespace) -> int:
     from hebictl.config import load_config
     from hebictl.control.arm import Arm
+    from hebictl.control.gripper import attach_gripper
+    from hebictl.control.safety import EventKind
     from hebictl.hardware.clock import MonotonicClock
     from hebictl.resources import bundled_config
     from hebictl.teleop.server import TeleopServer
@@ -105,26 +119,51 @@ def cmd_teleop(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if args.state_rate <= 0 or (args.rate is not None and args.rate <= 0):
         raise ConfigError("--rate and --state-rate must be > 0 Hz")
+    if not args.stop_hold >= 0:
+        raise ConfigError("--stop-hold must be >= 0 s (inf: until a second Ctrl-C/SIGTERM)")
     cfg = load_config(args.config or bundled_config())
     arm = Arm.from_config(cfg, backend=args.backend, clock=MonotonicClock())
     try:
+        gripper = attach_gripper(arm, cfg, args.backend)
         server = TeleopServer(arm, settings, args.arm_id, rate_hz=args.rate or cfg.feedback_frequency,
-                              state_rate_hz=args.state_rate, max_age=args.max_age,
+                              state_rate_hz=args.state_rate, max_age=args.max_age, clock=SYSTEM_CLOCK,
+                              gripper=gripper, runner_options={"shutdown_hold": args.stop_hold},
                               bridge_options={"description": {"config_name": cfg.path.name, "backend": args.backend}})
 
         async def main() -> None:
             loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            signals = {signal.SIGINT: (EventKind.INTERRUPT, "Ctrl-C"), signal.SIGTERM: (EventKind.TERMINATE, "SIGTERM")}
+
+            def on_signal(sig: signal.Signals) -> None:
+                kind, name = signals[sig]
+                if server.stopping:  # second signal: end the hold and exit
+                    _tell(f"{name} again: exiting; the modules keep the hold for their command lifetime")
+                    server.runner.end_hold()
+                    return
+                _tell(f"{name}: stopping teleop; the arm brakes and holds under gravity compensation ("
+                      + ("Ctrl-C again to exit" if args.stop_hold == float("inf") else f"for {args.stop_hold:g} s")
+                      + "; once the process has exited a brakeless arm sinks when the modules' command "
+                        "lifetime ends)")
+                server.stop(kind)
+
+            for sig in signals:
                 with contextlib.suppress(NotImplementedError, RuntimeError):
-                    loop.add_signal_handler(sig, server.stop)
-            print(f"hebictl teleop: {cfg.path.name} on {args.backend} at {server.runner.rate_hz:g} Hz; "
-                  f"broker {settings.url}, topics {server.bridge.topics.root}/ (Ctrl-C to stop)", file=sys.stderr)
+                    loop.add_signal_handler(sig, on_signal, sig)
+            print(f"hebictl teleop: {cfg.path.name} on {args.backend} at {server.runner.rate_hz:g} Hz"
+                  f"{' with its gripper' if gripper is not None else ''}; broker {settings.url}, "
+                  f"topics {server.bridge.topics.root}/ (Ctrl-C to stop)", file=sys.stderr)
             await server.run()
 
         asyncio.run(main())
     finally:
         arm.close()
     return 0
+
+
+def _tell(message: str) -> None:
+    """A normal operator action: logged at INFO and shown on stderr (the user pressed the key)."""
+    log.info("%s", message)
+    print(f"hebictl teleop: {message}", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------- hebictl teleop-send
@@ -146,14 +185,19 @@ async def _send(args: argparse.Namespace) -> int:
     except TimeoutError as exc:
         raise TeleopError(f"no answer from arm {args.arm_id!r} within {args.timeout} s "
                           "(is hebictl teleop running with the same --arm-id?)") from exc
-    if ack is None:
-        return 0
     if isinstance(ack, dict):
-        print(json.dumps(ack, indent=2))
-        return 0
-    print(json.dumps({"seq": ack.seq, "client": ack.client, "topic": ack.topic, "accepted": ack.accepted,
-                      "reason": ack.reason, "detail": ack.detail}))
+        print(json.dumps(ack, indent=2 if args.send_action == "status" else None))
+        return 0 if ack.get("accepted", True) else 1
+    print(json.dumps(_ack_dict(ack)))
     return 0 if ack.accepted else 1
+
+
+def _ack_dict(ack: Any) -> dict[str, Any]:
+    d = {"seq": ack.seq, "client": ack.client, "topic": ack.topic, "accepted": ack.accepted,
+         "reason": ack.reason, "detail": ack.detail}
+    if ack.coalesced:
+        d.update(coalesced=ack.coalesced, last_seq=ack.last_seq)
+    return d
 
 
 async def _dispatch(client: Any, args: argparse.Namespace) -> Any:
@@ -164,18 +208,7 @@ async def _dispatch(client: Any, args: argparse.Namespace) -> Any:
         return await client.cartesian_goal(args.position, orientation=args.orientation, duration=args.duration,
                                            timeout=t)
     if args.send_action == "jog":
-        if args.rate <= 0 or args.seconds < 0:
-            raise ConfigError("jog --rate must be > 0 and --for >= 0")
-        period = 1.0 / args.rate
-        end = time.monotonic() + args.seconds
-        next_t = time.monotonic()
-        while time.monotonic() < end:
-            await client.jog(args.velocity, space=args.space, deadman=True, ttl=args.ttl)
-            next_t += period
-            await asyncio.sleep(max(0.0, next_t - time.monotonic()))
-        await client.jog([0.0] * len(args.velocity), space=args.space, deadman=False, ttl=args.ttl)
-        rejected = [a for a in client.acks if a.client == client.name and not a.accepted]
-        return rejected[0] if rejected else None
+        return await _jog(client, args)
     if args.send_action == "gripper":
         return await client.gripper(position=args.position, action=args.gripper_action, timeout=t)
     if args.send_action == "stop":
@@ -187,3 +220,33 @@ async def _dispatch(client: Any, args: argparse.Namespace) -> Any:
     if args.send_action == "status":
         return await client.wait_status(lambda s: True, timeout=t)
     raise ConfigError(f"unknown action {args.send_action}")
+
+
+async def _jog(client: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Stream the jog, let go of the dead-man, print each rejection ack as it came; return a
+    summary in the shape of an ack (accepted jog samples are not acked one by one: a stream)."""
+    if args.rate <= 0 or args.seconds < 0:
+        raise ConfigError("jog --rate must be > 0 and --for >= 0")
+    monotonic = SYSTEM_CLOCK.monotonic
+    period = 1.0 / args.rate
+    end = monotonic() + args.seconds
+    next_t = monotonic()
+    sent = 0
+    while monotonic() < end:
+        await client.jog(args.velocity, space=args.space, deadman=True, ttl=args.ttl)
+        sent += 1
+        next_t += period
+        await asyncio.sleep(max(0.0, next_t - monotonic()))
+    await client.jog([0.0] * len(args.velocity), space=args.space, deadman=False, ttl=args.ttl)
+    release_seq = client.next_seq() - 1
+    await asyncio.sleep(min(args.timeout, 0.3))  # rejection acks of the last samples
+    rejected = [a for a in client.acks if a.client == client.name and not a.accepted]
+    for a in rejected:
+        print(json.dumps(_ack_dict(a)))
+    n_rejected = sum(1 + a.coalesced for a in rejected)
+    first = rejected[0] if rejected else None
+    return {"seq": release_seq, "client": client.name, "topic": "jog", "accepted": not rejected,
+            "reason": "" if first is None else first.reason,
+            "detail": f"{sent} samples streamed at {args.rate:g}/s, then the dead-man released; "
+                      f"{n_rejected} rejected" + ("" if first is None else f" ({first.detail})"),
+            "samples": sent + 1, "rejected": n_rejected}

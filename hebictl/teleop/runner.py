@@ -92,8 +92,10 @@ class ArmRunner:
     long the arm holds, after braking, before :meth:`close` ends the loop (the modules then keep
     the hold for their command lifetime); ``max_goal_duration`` [s] bounds a goal's length;
     ``clock`` gives wall time for timestamps (the loop itself runs on ``arm.clock``); ``gripper``
-    (anything with ``set_opening(x)`` and a ``state(...)`` method, see
-    :class:`hebictl.control.gripper.Gripper`) is what ``cmd/gripper`` drives, if the arm has one.
+    (a :class:`hebictl.control.gripper.Gripper`, or anything with ``set_opening(x)`` and
+    ``status()``) is what ``cmd/gripper`` drives; by default the arm's own gripper plugin if it
+    has one (:func:`hebictl.control.gripper.attach_gripper`), else commands are only recorded.
+    The gripper keeps its last command through every stop (it must not drop what it holds).
     """
 
     def __init__(self, arm: Arm, *, rate_hz: float | None = None, brake_decel: float = 4.0,
@@ -108,6 +110,9 @@ class ArmRunner:
         self.brake_max_time = brake_max_time
         self.shutdown_hold = shutdown_hold
         self.max_goal_duration = float(max_goal_duration)
+        if gripper is None:
+            plugin = arm.plugin("Gripper")
+            gripper = getattr(plugin, "gripper", None)
         self.gripper = gripper
         self.mailbox = JogMailbox()
         # max_dt: after a stalled cycle integrate at most 3 periods, never jump the jog target ahead
@@ -288,7 +293,7 @@ class ArmRunner:
         if g is None:
             assert cmd is not None
             return GripperState(cmd.position, cmd.action, cmd.envelope.seq, cmd.envelope.client, self._gripper_time)
-        st = g.state()
+        st = g.status()
         return GripperState(
             position=st.opening, action=None if cmd is None else cmd.action,
             seq=-1 if cmd is None else cmd.envelope.seq, client="" if cmd is None else cmd.envelope.client,
@@ -590,7 +595,7 @@ class GripperLike(Protocol):
 
     def set_opening(self, opening: float) -> None: ...
 
-    def state(self) -> GripperStatus: ...
+    def status(self) -> GripperStatus: ...
 
 
 def _finite(x: float | None) -> float | None:

@@ -50,6 +50,7 @@ class TeleopServer:
         self.bridge = MqttBridge(self.runner, settings, arm_id, schema=self.schema, admission=self.admission,
                                  state_rate_hz=state_rate_hz, clock=clock, **dict(bridge_options or {}))
         self.stop_reason = "teleop_shutdown"
+        self.stopping = False   # stop() was called (a second signal then ends the hold)
         self._thread: threading.Thread | None = None
         self._started = threading.Event()
         self._error: BaseException | None = None
@@ -67,6 +68,7 @@ class TeleopServer:
         """Ask :meth:`run` to finish (thread-safe); ``reason`` is the stop's event kind
         (``interrupt`` for Ctrl-C, ``terminate`` for SIGTERM)."""
         self.stop_reason = reason
+        self.stopping = True
         self.bridge.stop()
 
     # ------------------------------------------------------------------ background mode

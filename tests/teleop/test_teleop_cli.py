@@ -60,10 +60,10 @@ def test_teleop_send_errors_are_one_line(broker, capsys):
     assert "mqtt://" in capsys.readouterr().err
 
 
-def _spawn(url: str, arm_id: str) -> subprocess.Popen:
+def _spawn(url: str, arm_id: str, *extra: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     return subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--broker", url, "--arm-id", arm_id,
-                             "--rate", "200", "--state-rate", "20"], cwd=REPO, env=env,
+                             "--rate", "200", "--state-rate", "20", *extra], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -95,7 +95,7 @@ def test_teleop_process_serves_and_leaves_offline_status(broker):
         proc.kill()
         proc.wait(10)
 
-    proc = _spawn(broker.url, "proc2")
+    proc = _spawn(broker.url, "proc2", "--stop-hold", "0.5")
     try:
         run(online_and_goal("proc2"), timeout=40.0)
         t = time.monotonic()
@@ -103,7 +103,31 @@ def test_teleop_process_serves_and_leaves_offline_status(broker):
         assert proc.wait(15) == 0, proc.stderr.read().decode()[-2000:]
         assert time.monotonic() - t < 10
         clean = run(status_of("proc2"))
-        assert clean["state"] in ("hold", "running") and "bridge" in clean
+        assert clean["state"] in ("hold", "running", "stopped") and "bridge" in clean
+        err = proc.stderr.read().decode()
+        assert "SIGTERM: stopping teleop" in err and "release" not in err.lower(), err[-2000:]
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_teleop_ctrl_c_holds_until_a_second_ctrl_c(broker):
+    """The first Ctrl-C disconnects and holds the arm (the process stays); the second one exits 0."""
+    proc = _spawn(broker.url, "proc3")
+
+    async def online(arm_id: str) -> None:
+        async with TeleopClient(broker.url, arm_id, name="op") as c:
+            await c.wait_status(lambda s: s["status"] == "online" and s.get("cycles", 0) > 0, timeout=30.0)
+
+    try:
+        run(online("proc3"), timeout=40.0)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1.5)
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]   # still holding the arm
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(15) == 0, proc.stderr.read().decode()[-2000:]
+        err = proc.stderr.read().decode()
+        assert "Ctrl-C: stopping teleop" in err and "Ctrl-C again: exiting" in err, err[-2000:]
     finally:
         proc.kill()
         proc.wait(10)
