@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING - 10 * min(args.verbose, 2),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.captureWarnings(False)
+    logging.getLogger("numba").setLevel(logging.WARNING)  # -vv: hebictl's debug lines, not the compiler's
     warnings.showwarning = show_warning
     try:
         return int(args.func(args) or 0)

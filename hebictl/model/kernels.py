@@ -13,6 +13,7 @@ Jacobians returned to users are ``[linear; angular]`` like hebi-py.
 from __future__ import annotations
 
 import os
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -583,3 +584,10 @@ def rnea_batch(Q, V, A, gravity, parent, kind, qi, vi, place_R, place_p, axis, s
                 Nm[par, 0] += Nm[i, 0] + r1 * F[i, 2] - r2 * F[i, 1]
                 Nm[par, 1] += Nm[i, 1] + r2 * F[i, 0] - r0 * F[i, 2]
                 Nm[par, 2] += Nm[i, 2] + r0 * F[i, 1] - r1 * F[i, 0]
+
+
+# First run after an install: interpreted entry kernels while another process fills numba's cache
+# (see hebictl.model.warmup); a no-op once the cache is warm.
+from hebictl.model import warmup as _warmup  # noqa: E402
+
+_warmup.install(sys.modules[__name__])

@@ -73,7 +73,9 @@ def _transform(entry: dict) -> NDArray[np.float64]:
 def _table(kind: str) -> dict[str, dict]:
     """The ``elements`` mapping of one family file (read on first use)."""
     text = resources.files("hebictl.model").joinpath("library").joinpath(_FILES[kind]).read_text(encoding="utf-8")
-    return yaml.safe_load(text)["elements"]
+    # libyaml's parser when PyYAML has it (its wheels do): the four tables take ~0.3 s with the pure
+    # Python parser, a large part of a command's start-up; same SafeConstructor, same values
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["elements"]
 
 
 def _check_kind(kind: str) -> None:

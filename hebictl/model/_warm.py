@@ -1,0 +1,68 @@
+"""``python -m hebictl.model._warm``: compile every model kernel into numba's cache, then write the stamp.
+
+Started in the background by :mod:`hebictl.model.warmup` on the first run after an install (with
+``HEBICTL_JIT=eager``, so the kernels compile here instead of being interpreted). It calls the
+public model API on a small HRDF arm, single configurations and a small batch, so the cached
+signatures are the ones every caller uses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ARM = """<?xml version="1.0" encoding="UTF-8"?>
+<robot version="1.2.0">
+  <actuator type="X5-9"/>
+  <bracket type="X5LightRight"/>
+  <actuator type="X5-4"/>
+  <link type="X5" extension="0.3" twist="0"/>
+  <actuator type="X5-1"/>
+  <end-effector type="X5Parallel"/>
+</robot>
+"""
+
+
+def compile_all() -> None:
+    """Every entry kernel, for one configuration and for a batch, through the public API."""
+    from hebictl.formats import load_model_string
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = load_model_string(ARM, "hrdf")
+    q = np.linspace(0.1, 0.5, model.nq)
+    batch = np.tile(q, (3, 1))
+    g = np.array([0.0, 0.0, -9.81])
+    for x in (q, batch):
+        model.gravity_compensation(x)
+        model.inverse_dynamics(x, x, x)
+        model.forward_kinematics(x, frame="output")
+        model.jacobians(x, frame="com")
+    out = np.empty(model.nv)
+    model.gravity_compensation_into(q, g, out)
+    model.inverse_dynamics_into(q, q, q, g, out)
+    model.forward_kinematics_into(q, "output", np.empty((model.frame_count("output"), 4, 4)))
+
+
+def main() -> int:
+    stamp = os.environ.get("HEBICTL_WARM_STAMP")
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(10)  # the foreground process (the control loop) comes first
+    try:
+        compile_all()
+    finally:
+        if stamp:
+            with contextlib.suppress(OSError):
+                Path(stamp).with_suffix(".lock").unlink()
+    if stamp:
+        Path(stamp).write_text("compiled\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
