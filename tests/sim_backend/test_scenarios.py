@@ -47,14 +47,17 @@ def effort_only_arm(cfg, *, gravity_compensation: bool, **options) -> tuple[Arm,
 
 
 def drift(arm: Arm, clock: SimClock, seconds: float) -> float:
-    """Largest joint excursion [rad] from the first sample over ``seconds`` of simulated time."""
+    """Largest joint excursion [rad] from the first sample over ``seconds`` of simulated time, or
+    until the arm records a safety event (then it no longer commands effort only)."""
     start = arm.last_feedback.position.copy()
     worst = 0.0
     while clock.now() < seconds:
         arm.update()
         arm.send()
-        assert np.all(np.isnan(arm.pending_command.position))  # really effort-only
         worst = max(worst, float(np.abs(arm.last_feedback.position - start).max()))
+        if arm.events.last is not None:  # the arm's own safety reacted (a sagging joint left its limits)
+            break
+        assert np.all(np.isnan(arm.pending_command.position))  # really effort-only
     return worst
 
 
