@@ -50,14 +50,16 @@ from benchmarks.safety_rig import (  # noqa: E402
     sc_mstop,
     sc_outside_limits,
     sc_stop_full_speed,
+    sc_stop_half_way,
 )
 
 __all__ = ["IN_PROCESS", "Row", "Trace", "_run_signal_row", "_teleop_row", "_teleop_signal_row", "judge",
            "metrics", "print_rows", "run_matrix", "sc_faults"]
 
 # ---------------------------------------------------------------------- matrix
-IN_PROCESS: list[Callable[[str], Row | list[Row]]] = [sc_infeasible, sc_outside_limits, sc_jog_into_limit,
-                                                       sc_stop_full_speed, sc_mstop, sc_firmware_limit, sc_faults]
+IN_PROCESS: list[Callable[[str], Row | list[Row]]] = [
+    sc_infeasible, sc_outside_limits, sc_jog_into_limit, sc_stop_half_way, sc_stop_full_speed, sc_mstop,
+    sc_firmware_limit, sc_faults]
 
 
 def run_matrix(backends: list[str], *, teleop: bool = True, processes: bool = True) -> list[Row]:

@@ -25,7 +25,6 @@ from hebictl.hardware.firmware import ModuleSafety  # noqa: E402
 CONFIG = REPO / "configs" / "x-series-6dof.cfg.yaml"
 HOME = np.array([0.0, 1.2, 1.8, 2.2, -1.57, 0.0])
 SPEED_TOL, STILL_V, STILL_T, EE_TOL = 1.05, 0.05, 0.5, 5.0  # x rated, rad/s, s, mm
-LIMITS = (HOME - np.array([2.5, 1.0, 1.0, 1.5, 1.5, 3.0]), HOME + np.array([2.5, 0.6, 0.6, 1.5, 1.5, 3.0]))
 STD = f"speed<={SPEED_TOL}x, still<{STILL_T}s, EE<{EE_TOL:g}mm"
 RUN_SIGNAL_DELAY = 9.0  # [s] after starting `hebictl run` where its handlers cannot be watched
 
@@ -126,7 +125,8 @@ class Rig:
     def __init__(self, backend: str, *, clock: Any = None, **options: Any) -> None:
         self.clock = clock or SimClock()
         self.arm = Arm.from_config(CONFIG, backend=backend, clock=self.clock, initial_position=HOME, **options)
-        self.arm.set_joint_limits(*LIMITS)
+        self.lo = np.asarray(self.arm.limits.position_min, dtype=float)  # the config's joint limits
+        self.hi = np.asarray(self.arm.limits.position_max, dtype=float)
         self.be = self.arm.backend
         self.trace = Trace()
         self.all_events = False
@@ -181,7 +181,7 @@ class Rig:
         self.arm.close()
 
 
-MOVE = np.array([2.0, -0.5, 0.5, 0.0, 0.0, 0.0])
+MOVE = np.array([2.0, -0.5, -0.5, 0.0, 0.0, 0.0])  # inside the bundled kit's joint limits
 
 
 def _moving_goal(rig: Rig, fraction: float = 0.95) -> None:
@@ -222,7 +222,7 @@ def sc_outside_limits(backend: str) -> Row:
     rig = Rig(backend)
     reason = "accepted"
     try:
-        rig.arm.set_goal(Goal(6).add_waypoint(t=3.0, position=np.where(np.arange(6) == 1, LIMITS[1] + 0.3, HOME)))
+        rig.arm.set_goal(Goal(6).add_waypoint(t=3.0, position=np.where(np.arange(6) == 1, rig.hi + 0.3, HOME)))
     except CommandRejected as exc:
         reason = f"refused:{exc.reason}"
     rig.mark_stop()
@@ -254,7 +254,7 @@ def sc_jog_into_limit(backend: str) -> Row:
     for _ in range(int(2.0 * rig.be.feedback_frequency)):
         runner.step()
     row = rig.row("jog into a limit (shoulder, 0.8x rated)", backend)
-    over = float(np.max(np.array(rig.trace.q)[:, 1]) - LIMITS[1][1])
+    over = float(np.max(np.array(rig.trace.q)[:, 1]) - rig.hi[1])
     row.note = f"overshoot {max(over, 0.0) * 1e3:.1f} mrad"
     row.target = f"stays <= limit+10 mrad; {STD}"
     rig.close()
@@ -280,6 +280,19 @@ def sc_stop_full_speed(backend: str) -> Row:
     return judge(row)
 
 
+def sc_stop_half_way(backend: str) -> Row:
+    """Issue 11's own check: ``Arm.stop()`` half-way through a 1 s goal."""
+    rig = Rig(backend)
+    rig.arm.set_goal(Goal(6).add_waypoint(t=1.0, position=HOME + np.array([0.5, -0.3, -0.3, 0.3, 0.3, 0.3])))
+    rig.settle(0.5)
+    rig.arm.stop()
+    rig.mark_stop()
+    rig.settle(2.0)
+    row = rig.row("stop() half-way through a 1 s goal", backend)
+    rig.close()
+    return judge(row)
+
+
 def sc_mstop(backend: str) -> Row:
     rig = Rig(backend)
     rig.be.set_safety(ModuleSafety.create(np.full(6, -np.inf), np.full(6, np.inf), mstop_strategy="HoldPosition"))
@@ -298,10 +311,10 @@ def sc_mstop(backend: str) -> Row:
 def sc_firmware_limit(backend: str) -> Row:
     rig = Rig(backend)
     fw_hi = np.full(6, np.inf)
-    fw_hi[2] = HOME[2] + 0.2  # elbow: firmware limit inside the arm's own limit
+    fw_hi[2] = min(HOME[2] + 0.2, rig.hi[2] - 0.1)  # elbow: firmware limit inside the arm's own limit
     rig.be.set_safety(ModuleSafety.create(np.full(6, -np.inf), fw_hi, max_strategy="HoldPosition"))
     rig.settle(0.05)
-    rig.arm.set_goal(Goal(6).add_waypoint(position=np.where(np.arange(6) == 2, HOME[2] + 0.5, HOME)))
+    rig.arm.set_goal(Goal(6).add_waypoint(position=np.where(np.arange(6) == 2, rig.hi[2] - 0.01, HOME)))
     # the stop is the firmware's first action: feedback leaves INSIDE (AtUpper: target limited; Above)
     rig.run_until(lambda: rig.arm.last_feedback.position_limit_state[2] != 2.0, 3.0)
     rig.mark_stop()
