@@ -17,7 +17,7 @@ from scipy.spatial.transform import Rotation
 
 from hebictl.errors import FormatError
 from hebictl.formats.openrave import load_openrave, load_openrave_string
-from tests.conftest import CORPUS_DIR
+from tests.conftest import CORPUS_DIR, corpus_params, corpus_path
 
 OR_DIR = CORPUS_DIR / "openrave" / "rdiankov__openrave"
 COLLADA = "COLLADA is not supported"
@@ -39,7 +39,7 @@ FILES = sorted(str(p.relative_to(OR_DIR)) for p in OR_DIR.rglob("*.xml")) if OR_
 def _load(rel: str):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return load_openrave(OR_DIR / rel)
+        return load_openrave(corpus_path("openrave", "rdiankov__openrave", *rel.split("/")))
 
 
 def Rx(a: float) -> np.ndarray:
@@ -57,7 +57,8 @@ def T(R: np.ndarray | None = None, p=(0.0, 0.0, 0.0)) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("rel", FILES)
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", corpus_params(FILES))
 def test_openrave_corpus_outcome(rel: str) -> None:
     """Every corpus OpenRAVE file loads, or is rejected with the reason listed in REJECTED."""
     if rel in REJECTED:

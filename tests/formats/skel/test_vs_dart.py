@@ -29,7 +29,7 @@ from hebictl.errors import FormatError, SkelWarning
 from hebictl.formats.skel import load_skel
 from hebictl.model.robot import RobotModel
 from hebictl.model.tree import JointKind
-from tests.conftest import CORPUS_DIR
+from tests.conftest import CORPUS_DIR, corpus_params
 
 REPO = Path(__file__).resolve().parents[3]
 DART_PYTHON = REPO / ".venv-ref" / "dart" / "bin" / "python"
@@ -172,7 +172,8 @@ def _configurations(model: RobotModel, ref: dict[str, Any]) -> list[np.ndarray]:
     return out
 
 
-@pytest.mark.parametrize("rel", FILES)
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", corpus_params(FILES))
 def test_skel_corpus_outcome(rel: str) -> None:
     """Every corpus SKEL file loads, or is rejected with the reason listed in REJECTED."""
     if rel in REJECTED:
@@ -184,7 +185,8 @@ def test_skel_corpus_outcome(rel: str) -> None:
         assert len(model.bodies) > 0
 
 
-@pytest.mark.parametrize("rel", LOADABLE)
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", corpus_params(LOADABLE))
 def test_skel_poses_match_dart(rel: str) -> None:
     """Every DART body's world pose equals hebictl's at DART's initial and 4 random configurations."""
     model, ref = load(rel), _reference(rel)
@@ -202,7 +204,8 @@ def test_skel_poses_match_dart(rel: str) -> None:
                                            err_msg=f"{rel} {sk['name']}/{body['name']} config {k}")
 
 
-@pytest.mark.parametrize("rel", LOADABLE)
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", corpus_params(LOADABLE))
 def test_skel_gravity_matches_dart(rel: str) -> None:
     """DART's getGravityForces equals hebictl's gravity compensation, coordinate by coordinate."""
     model, ref = load(rel), _reference(rel)
@@ -224,7 +227,8 @@ def test_skel_gravity_matches_dart(rel: str) -> None:
                            if sk["gravity_forces"] and sk["mobile"])
 
 
-@pytest.mark.parametrize("rel", LOADABLE)
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", corpus_params(LOADABLE))
 def test_skel_inertia_matches_dart(rel: str) -> None:
     """Each body's mass, COM and rotational inertia equal DART's (soft bodies: plus the soft mass)."""
     model, ref = load(rel), _reference(rel)
@@ -243,6 +247,7 @@ def test_skel_inertia_matches_dart(rel: str) -> None:
                                        err_msg=f"{rel} {body['name']}")
 
 
+@pytest.mark.corpus
 def test_skel_dof_counts_match_dart() -> None:
     """hebictl has one velocity coordinate per DART DoF of every mobile skeleton (corpus-wide)."""
     checked = 0

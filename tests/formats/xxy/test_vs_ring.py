@@ -30,7 +30,7 @@ from hebictl.errors import FormatError
 from hebictl.formats.rotations import quat_matrix
 from hebictl.formats.xxy import load_xxy
 from hebictl.model.robot import RobotModel
-from tests.conftest import CORPUS_DIR
+from tests.conftest import CORPUS_DIR, corpus_params
 
 REPO = Path(__file__).resolve().parents[3]
 RING_PYTHON = REPO / ".venv-ref" / "ring" / "bin" / "python"
@@ -131,7 +131,8 @@ def ours_in_ring_order(model: RobotModel, ref: dict[str, Any], tau: np.ndarray, 
     return np.array(out)
 
 
-@pytest.mark.parametrize("rel", FILES)
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", corpus_params(FILES))
 def test_xxy_corpus_outcome(rel: str) -> None:
     """Every corpus x_xy file loads, or is rejected with the reason listed in REJECTED."""
     if rel in REJECTED:
@@ -144,7 +145,8 @@ def test_xxy_corpus_outcome(rel: str) -> None:
             assert load_xxy(XXY_DIR / rel).bodies
 
 
-@pytest.mark.parametrize("rel", LOADABLE)
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", corpus_params(LOADABLE))
 def test_xxy_poses_match_ring(rel: str) -> None:
     """Every link's pose equals ring's forward kinematics at the zero and 4 random configurations."""
     model, ref = load(rel)
@@ -159,7 +161,8 @@ def test_xxy_poses_match_ring(rel: str) -> None:
                                        err_msg=f"{rel} {link['name']} config {k}")
 
 
-@pytest.mark.parametrize("rel", LOADABLE)
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", corpus_params(LOADABLE))
 def test_xxy_inverse_dynamics_match_ring(rel: str) -> None:
     """hebictl's gravity torques equal ring's inverse dynamics at qd = qdd = 0, per coordinate."""
     model, ref = load(rel)
@@ -174,7 +177,8 @@ def test_xxy_inverse_dynamics_match_ring(rel: str) -> None:
                                    err_msg=f"{rel} config {k}")
 
 
-@pytest.mark.parametrize("rel", LOADABLE)
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", corpus_params(LOADABLE))
 def test_xxy_masses_match_ring(rel: str) -> None:
     """Each body's mass (from its geoms) equals ring's link mass."""
     model, ref = load(rel)
