@@ -7,7 +7,9 @@ when it is opened.
 from hebictl.hardware.base import Backend, Command, Feedback
 from hebictl.hardware.clock import Clock, MonotonicClock, SimClock
 from hebictl.hardware.faults import Fault, FaultKind, FaultSchedule
+from hebictl.hardware.firmware import LimitState, LimitStrategy, ModuleSafety, MstopStrategy
 from hebictl.hardware.registry import available_backends, open_backend, register_backend
 
-__all__ = ["Backend", "Clock", "Command", "Fault", "FaultKind", "FaultSchedule", "Feedback",
-           "MonotonicClock", "SimClock", "available_backends", "open_backend", "register_backend"]
+__all__ = ["Backend", "Clock", "Command", "Fault", "FaultKind", "FaultSchedule", "Feedback", "LimitState",
+           "LimitStrategy", "ModuleSafety", "MonotonicClock", "MstopStrategy", "SimClock", "available_backends",
+           "open_backend", "register_backend"]
