@@ -44,8 +44,8 @@ class ReaderLimits:
 
     #: Robot description file (HRDF, URDF, SDF, MJCF, ...): the largest MuJoCo benchmark is 1.7 MB.
     max_file_bytes: int = 64 * _MIB
-    #: Mesh file (STL, OBJ, MSH, ...): high-resolution scans stay below this.
-    max_mesh_file_bytes: int = 256 * _MIB
+    #: Mesh file (STL, OBJ, MSH, ...): high-resolution scans stay below this; parsing stays within ~1 GiB.
+    max_mesh_file_bytes: int = 128 * _MIB
     #: Nested includes (include inside an included file ...).
     max_include_depth: int = 32
     #: Included files in one load, all levels together.
@@ -59,9 +59,9 @@ class ReaderLimits:
     #: Characters of one formula.
     max_formula_length: int = 4096
     #: Vertices of one mesh.
-    max_mesh_vertices: int = 5_000_000
+    max_mesh_vertices: int = 2_000_000
     #: Faces (triangles) of one mesh.
-    max_mesh_faces: int = 10_000_000
+    max_mesh_faces: int = 4_000_000
     #: Copies made by one MJCF ``<replicate>`` (nested replicates multiply).
     max_replicate_count: int = 100_000
     #: Points/elements of one MJCF ``<flexcomp>`` grid (product of its ``count``).

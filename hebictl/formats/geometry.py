@@ -9,6 +9,7 @@ own origin with MuJoCo's axis conventions (capsule and cylinder along z). Every 
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from hebictl import limits
 from hebictl._typing import FloatArray
 
 
@@ -101,8 +103,7 @@ def mesh_properties(vertices: FloatArray, faces: NDArray[np.int64], density: flo
     Sums signed tetrahedra between the origin and each triangle (exact for closed meshes).
     Raises ValueError for a mesh that encloses no volume.
     """
-    v = np.asarray(vertices, dtype=np.float64)
-    f = np.asarray(faces, dtype=np.int64)
+    v, f = check_mesh(vertices, faces)
     a, b, c = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
     vol6 = np.einsum("ij,ij->i", a, np.cross(b, c))  # 6 x signed tetra volume
     volume = vol6.sum() / 6.0
@@ -124,10 +125,16 @@ def mesh_properties(vertices: FloatArray, faces: NDArray[np.int64], density: flo
 
 def convex_hull_properties(vertices: FloatArray, density: float) -> MassProperties:
     """Mass properties of the convex hull of a point cloud (what MuJoCo uses for face-less meshes)."""
-    from scipy.spatial import ConvexHull
+    from scipy.spatial import ConvexHull, QhullError
 
-    pts = np.asarray(vertices, dtype=np.float64)
-    hull = ConvexHull(pts)
+    pts, _ = check_mesh(vertices, None)
+    if len(pts) < 4:
+        raise ValueError(f"mesh has {len(pts)} vertices; its convex hull needs at least 4")
+    try:
+        hull = ConvexHull(pts)
+    except QhullError as exc:  # all points on a plane or a line: no volume
+        raise ValueError(f"mesh is flat or degenerate, its convex hull has no volume ({str(exc).split(':')[0]})") \
+            from None
     faces = hull.simplices.copy()
     # orient every triangle outwards
     centre = pts[hull.vertices].mean(axis=0)
@@ -159,8 +166,7 @@ def legacy_mesh_properties(vertices: FloatArray, faces: NDArray[np.int64], densi
     triangle; volume and inertia then use unsigned tetrahedra between that centroid and each
     triangle. Equal to :func:`mesh_properties` for convex meshes; differs for others.
     """
-    v = np.asarray(vertices, dtype=np.float64)
-    f = np.asarray(faces, dtype=np.int64)
+    v, f = check_mesh(vertices, faces)
     a, b, c = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
     area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
     if not area.sum() > 0:
@@ -181,6 +187,36 @@ def legacy_mesh_properties(vertices: FloatArray, faces: NDArray[np.int64], densi
     return MassProperties(density * volume, com, 0.5 * (inertia + inertia.T))
 
 
+def check_mesh(vertices: FloatArray, faces: NDArray[np.int64] | None) -> tuple[FloatArray, NDArray[np.int64]]:
+    """Vertices as (n, 3) finite floats and faces as (m, 3) indices into them, else ValueError.
+
+    Applies ``ReaderLimits.max_mesh_vertices``/``max_mesh_faces`` too, so every mesh reaches
+    numpy's fancy indexing and scipy's Qhull in a shape they cannot choke on.
+    """
+    lim = limits.current()
+    v = np.asarray(vertices, dtype=np.float64)
+    if v.ndim != 2 or v.shape[1] != 3:
+        raise ValueError(f"mesh vertices must be triples of numbers, got an array of shape {v.shape}")
+    if len(v) > lim.max_mesh_vertices:
+        raise ValueError(f"mesh has {len(v)} vertices, over the limit ReaderLimits.max_mesh_vertices="
+                         f"{lim.max_mesh_vertices}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("mesh has non-finite vertex coordinates")
+    if faces is None:
+        return v, np.zeros((0, 3), dtype=np.int64)
+    f = np.asarray(faces)
+    if f.ndim != 2 or f.shape[1] != 3:
+        raise ValueError(f"mesh faces must be triangles (3 indices each), got an array of shape {f.shape}")
+    if len(f) > lim.max_mesh_faces:
+        raise ValueError(f"mesh has {len(f)} faces, over the limit ReaderLimits.max_mesh_faces={lim.max_mesh_faces}")
+    if f.dtype.kind == "f" and not (np.all(np.isfinite(f)) and np.all(f == np.round(f))):
+        raise ValueError("mesh face indices must be whole numbers")
+    if f.size and (f.min() < 0 or f.max() >= len(v)):
+        raise ValueError(f"mesh face index {int(f.max()) if f.max() >= len(v) else int(f.min())} is out of range "
+                         f"for {len(v)} vertices")
+    return v, f.astype(np.int64)
+
+
 def load_mesh(path: str | Path) -> tuple[FloatArray, NDArray[np.int64]]:
     """Vertices [file units] and triangles of an STL (binary or ASCII) or Wavefront OBJ file.
 
@@ -188,10 +224,14 @@ def load_mesh(path: str | Path) -> tuple[FloatArray, NDArray[np.int64]]:
     Raises ValueError for other formats or unreadable content.
     """
     p = Path(path)
-    data = p.read_bytes()
+    lim = limits.current()
+    # a regular file within ReaderLimits.max_mesh_file_bytes: never /dev/zero or a FIFO
+    data = limits.read_regular_file(p, lim, "mesh file", max_bytes=lim.max_mesh_file_bytes)
     suffix = p.suffix.lower()
     if suffix == ".stl":
         if data[:5].lower() == b"solid" and b"facet" in data[:1024]:
+            if data.count(b"vertex") > lim.max_mesh_vertices:
+                raise ValueError(f"STL has more than {lim.max_mesh_vertices} vertices (ReaderLimits.max_mesh_vertices)")
             nums = [line.split()[1:] for line in data.decode(errors="replace").splitlines()
                     if line.strip().startswith("vertex")]
             v = np.array(nums, dtype=np.float64)
@@ -199,6 +239,9 @@ def load_mesh(path: str | Path) -> tuple[FloatArray, NDArray[np.int64]]:
             if len(data) < 84:
                 raise ValueError("truncated binary STL")
             n = int(np.frombuffer(data, dtype="<u4", count=1, offset=80)[0])
+            if n > lim.max_mesh_faces:
+                raise ValueError(f"STL has {n} triangles, over the limit ReaderLimits.max_mesh_faces="
+                                 f"{lim.max_mesh_faces}")
             if len(data) < 84 + 50 * n:
                 raise ValueError("truncated binary STL")
             rec = np.frombuffer(data, dtype=np.dtype([("n", "<f4", 3), ("v", "<f4", (3, 3)), ("a", "<u2")]),
@@ -206,23 +249,28 @@ def load_mesh(path: str | Path) -> tuple[FloatArray, NDArray[np.int64]]:
             v = rec["v"].reshape(-1, 3).astype(np.float64)
         if len(v) == 0 or len(v) % 3:
             raise ValueError("no triangles in STL")
-        return v, np.arange(len(v), dtype=np.int64).reshape(-1, 3)
+        return check_mesh(v, np.arange(len(v), dtype=np.int64).reshape(-1, 3))
     if suffix == ".obj":
         verts: list[list[float]] = []
         tris: list[list[int]] = []
-        for line in data.decode(errors="replace").splitlines():
+        for line in io.BytesIO(data):  # lazily: a list of a 100 MB file's lines would be ten times its size
             parts = line.split()
             if not parts:
                 continue
-            if parts[0] == "v":
+            if parts[0] == b"v":
                 verts.append([float(x) for x in parts[1:4]])
-            elif parts[0] == "f":
-                idx = [int(t.split("/")[0]) for t in parts[1:]]
+            elif parts[0] == b"f":
+                idx = [int(t.split(b"/")[0]) for t in parts[1:]]
                 idx = [i - 1 if i > 0 else len(verts) + i for i in idx]
+                if any(not 0 <= i < len(verts) for i in idx):
+                    bad = next(i for i in idx if not 0 <= i < len(verts))
+                    raise ValueError(f"OBJ face index {bad + 1} is out of range for {len(verts)} vertices")
                 tris.extend([idx[0], idx[k], idx[k + 1]] for k in range(1, len(idx) - 1))
+            if len(verts) > lim.max_mesh_vertices or len(tris) > lim.max_mesh_faces:
+                break  # check_mesh names the limit
         if not tris:
             raise ValueError("no faces in OBJ")
-        return np.array(verts, dtype=np.float64), np.array(tris, dtype=np.int64)
+        return check_mesh(np.array(verts, dtype=np.float64), np.array(tris, dtype=np.int64))
     raise ValueError(f"unsupported mesh format {suffix!r} (STL and OBJ are read)")
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from lxml import etree
 
+from hebictl import limits
 from hebictl._typing import FloatArray
 from hebictl.errors import FormatError
 from hebictl.formats._xml import elements, local_name, parse_xml
@@ -309,13 +310,22 @@ class DocumentReader:
             src = inc.get("file")
             if src is None:
                 raise FormatError("<include> needs a file attribute", file, inc.sourceline)
-            candidates = [p / src for p in (here, main) if p is not None] or [Path(src)]
-            path = next((c for c in candidates if c.is_file()), None)
+            # tried beside the including file, then beside the main file; never outside the allowed folders
+            candidates = [limits.resolve_reference(src, p, file=file, line=inc.sourceline, what="<include> file")
+                          for p in [q for q in (here, main) if q is not None] or [Path.cwd()]]
+            path = next((c for c in candidates if limits.is_regular_file(c)), None)
             if path is None:
                 raise FormatError(f"included file {src!r} not found", file, inc.sourceline)
-            key = str(path.resolve())
+            key = str(path)
             if key in stack:
                 raise FormatError(f"include cycle: {src!r} is already being included", file, inc.sourceline)
+            lim = limits.current()
+            self.include_count = getattr(self, "include_count", 0) + 1
+            if len(stack) > lim.max_include_depth:
+                raise limits.exceeded("include depth", len(stack), "max_include_depth", file, inc.sourceline)
+            if self.include_count > lim.max_include_count:
+                raise limits.exceeded("number of includes", self.include_count, "max_include_count", file,
+                                      inc.sourceline)
             sub = parse_xml(path, str(path))
             if local_name(sub) != "mujoco":
                 raise FormatError(f"included file must have a <mujoco> root, got <{local_name(sub)}>", str(path),
@@ -394,8 +404,8 @@ class DocumentReader:
         if asset is None:
             # a <model file> without a name is known by the model name inside the file
             for m in parent.models.values():
-                path = self.asset_path(m.get("file", ""), parent)
-                if path is not None and path.is_file():
+                path = self.asset_path(m.get("file", ""), parent, el=m)
+                if path is not None and limits.is_regular_file(path):
                     try:
                         inner = parse_xml(path, str(path)).get("model")
                     except FormatError:
@@ -405,10 +415,10 @@ class DocumentReader:
                         break
         if asset is None:
             raise self.fail(f"<attach>: unknown model {model_name!r} (declare it with <asset><model>)", el)
-        path = key_path or self.asset_path(asset.get("file", ""), parent)
-        if path is None or not path.is_file():
+        path = key_path or self.asset_path(asset.get("file", ""), parent, el=asset)
+        if path is None or not limits.is_regular_file(path):
             raise self.fail(f"<attach>: model file {asset.get('file')!r} not found", asset)
-        key = (str(path.resolve()), model_name)
+        key = (str(path), model_name)
         if key not in self.attached:
             doc = self.load_doc(parse_xml(path, str(path)), str(path), path.parent)
             self.check_conflict(parent, doc, el)
@@ -434,17 +444,15 @@ class DocumentReader:
                     raise self.fail(f"attach conflict (error policy): flag {k!r}: parent has "
                                     f"{parent.flags.get(k)!r}, child has {cv!r}", el)
 
-    def asset_path(self, name: str, doc: Doc, mesh: bool = False) -> Path | None:
+    def asset_path(self, name: str, doc: Doc, mesh: bool = False, el: etree._Element | None = None) -> Path | None:
+        """The file an asset names (``meshdir`` applied), resolved and kept inside the allowed folders."""
         if not name:
             return None
-        p = Path(name)
-        if p.is_absolute():
-            return p
-        base = doc.base_dir or Path()
-        if mesh and doc.compiler.meshdir is not None:
-            d = doc.compiler.meshdir
-            base = d if d.is_absolute() else base / d
-        return base / p
+        ref = name
+        if mesh and doc.compiler.meshdir is not None and not Path(name).is_absolute():
+            ref = str(doc.compiler.meshdir / name)  # an absolute or ../ meshdir is checked like the file
+        file, line = self.where(el) if el is not None else (doc.file, None)
+        return limits.resolve_reference(ref, doc.base_dir or Path.cwd(), file=file, line=line, what="asset file")
 
     # ------------------------------------------------------------------ frames saved by write_mjcf
     @staticmethod

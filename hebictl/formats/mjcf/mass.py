@@ -7,6 +7,7 @@ masses agree with ``mj_setConst`` to rounding.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from lxml import etree
 
+from hebictl import limits
 from hebictl._typing import FloatArray
 from hebictl.formats import geometry
 from hebictl.formats.mjcf.builtin_meshes import builtin_mesh
@@ -83,6 +85,10 @@ class MassReader(DocumentReader):
                    comp: Compiler) -> Inertia:
         """compiler boundmass/boundinertia/balanceinertia and settotalmass, and MuJoCo's A + B >= C check."""
         mass, I = props.mass, props.inertia
+        if not (math.isfinite(mass) and np.all(np.isfinite(I)) and np.all(np.isfinite(props.com))):
+            # e.g. a geom whose size or fromto is near 1e300: its volume or inertia overflows
+            raise self.fail(f"mass properties of body {name!r} overflow (mass {mass:.3g}); check its geom "
+                            "sizes, positions and densities", el)
         evals, evecs = np.linalg.eigh(I)
         changed = False
         if comp.boundmass > 0 and mass < comp.boundmass:
@@ -212,10 +218,14 @@ class MassReader(DocumentReader):
             V = V.reshape(-1, 3)
             F = None
             if mesh.get("face") is not None:
-                F = self.floats(mesh, mesh.get("face", ""), "face").astype(np.int64).reshape(-1, 3)
+                F = self.floats(mesh, mesh.get("face", ""), "face")
+                if len(F) % 3 or np.any(np.round(F) != F) or np.any((F < 0) | (len(V) <= F)):
+                    raise self.fail(f"mesh face needs triangles of vertex indices in 0..{len(V) - 1}, got "
+                                    f"{len(F)} numbers", mesh)
+                F = F.astype(np.int64).reshape(-1, 3)
         elif mesh.get("file") is not None:
-            path = self.asset_path(mesh.get("file", ""), ctx.doc, mesh=True)
-            if path is None or not path.is_file():
+            path = self.asset_path(mesh.get("file", ""), ctx.doc, mesh=True, el=mesh)
+            if path is None or not limits.is_regular_file(path):
                 raise self.fail(f"body {body!r} takes its inertia from mesh {mname!r}, whose file "
                                 f"{mesh.get('file')!r} was not found ({path}); give the body an <inertial> or "
                                 "provide the mesh", el)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from lxml import etree
 
+from hebictl import limits
 from hebictl._typing import FloatArray
 from hebictl.errors import FormatError, MjcfWarning, ModelError
 from hebictl.formats import geometry
@@ -104,9 +105,16 @@ class _Reader(MassReader):
 
     def replicate(self, el: etree._Element, T: FloatArray, ctx: Ctx) -> Iterator[Item]:
         count_text = el.get("count")
-        if count_text is None or not count_text.strip().isdigit() or int(count_text) < 1:
+        # ASCII digits only: "²".isdigit() is True but int("²") raises
+        digits_text = (count_text or "").strip()
+        if not (digits_text.isascii() and digits_text.isdigit()) or int(digits_text) < 1:
             raise self.fail(f"replicate needs a positive integer count, got {count_text!r}", el)
-        count = int(count_text)
+        count = limits.check_count(int(digits_text), "max_replicate_count", "replicate count", *self.where(el))
+        # nested replicates multiply: count every copy made in this load against the same limit
+        self.replicated = getattr(self, "replicated", 0) + count
+        if self.replicated > limits.current().max_replicate_count:
+            raise limits.exceeded("copies made by <replicate> (nested replicates multiply)", self.replicated,
+                                  "max_replicate_count", *self.where(el))
         offset = self.vec(el, "replicate", "offset", None, (0.0, 0.0, 0.0))
         R = self.orient(el, "euler", el.get("euler"), ctx.doc.compiler) if el.get("euler") else np.eye(3)
         step = transform(R, offset)
@@ -118,6 +126,14 @@ class _Reader(MassReader):
             yield from self.content(el, T @ Ti, sub)
             Ti = Ti @ step
 
+    def ints(self, el: etree._Element, attr: str, count: int | None = None) -> tuple[int, ...]:
+        """Integers written as numbers (``count="3 4 5"``), each whole and within ±2**31 like MuJoCo's int."""
+        values = self.floats(el, el.get(attr, ""), attr, count)
+        if any(not (abs(v) < 2**31 and v == int(v)) for v in values):
+            raise self.fail(f"<{local_name(el)}> attribute {attr} needs integers (|value| < 2**31), got "
+                            f"{el.get(attr)!r}", el)
+        return parse_ints(values)
+
     def flexcomp(self, el: etree._Element, T: FloatArray, ctx: Ctx) -> Iterator[Item]:
         """The vertex bodies of a ``<flexcomp>``, as ``<body>`` elements made here (see flexcomp.py)."""
         fields: dict[str, Any] = {"name": el.get("name", "")}
@@ -126,14 +142,19 @@ class _Reader(MassReader):
                 fields[attr] = el.get(attr)
         for attr, count in (("count", 3), ("dim", 1)):
             if el.get(attr) is not None:
-                v = parse_ints(self.floats(el, el.get(attr, ""), attr, count))
+                v = self.ints(el, attr, count)
                 fields[attr] = v if count > 1 else v[0]
+        if "count" in fields:
+            n = 1
+            for c in fields["count"]:
+                n *= max(c, 1)
+            limits.check_count(n, "max_flexcomp_count", "flexcomp points (product of count)", *self.where(el))
         for attr, count in (("spacing", 3), ("scale", 3), ("mass", 1), ("inertiabox", 1), ("point", None)):
             if el.get(attr) is not None:
                 v = tuple(float(x) for x in self.floats(el, el.get(attr, ""), attr, count))
                 fields[attr] = v[0] if count == 1 else v
         if el.get("element") is not None:
-            fields["element"] = parse_ints(self.floats(el, el.get("element", ""), "element"))
+            fields["element"] = self.ints(el, "element")
         if el.get("rigid") is not None:
             fields["rigid"] = _bool(el.get("rigid", ""), "rigid", self, el)
         if el.get("file") is not None and el.get("type") not in ("mesh", "gmsh"):
@@ -142,7 +163,7 @@ class _Reader(MassReader):
         for pin in el.iterchildren("pin"):
             for key in pins:
                 if pin.get(key) is not None:
-                    pins[key] += parse_ints(self.floats(pin, pin.get(key, ""), key))
+                    pins[key] += self.ints(pin, key)
         spec = Flexcomp(**fields, pin_id=tuple(pins["id"]), pin_range=tuple(pins["range"]),
                                       pin_grid=tuple(pins["grid"]), pin_gridrange=tuple(pins["gridrange"]))
         pos = self.vec(el, "flexcomp", "pos", None, (0.0, 0.0, 0.0))
@@ -525,8 +546,8 @@ class _Reader(MassReader):
         if out["type"] == "mesh" and "mesh" in out:
             mesh = ctx.doc.meshes.get(out["mesh"])
             if mesh is not None and mesh.get("file"):
-                path = self.asset_path(mesh.get("file", ""), ctx.doc, mesh=True)
-                found = path is not None and path.is_file()
+                path = self.asset_path(mesh.get("file", ""), ctx.doc, mesh=True, el=mesh)
+                found = path is not None and limits.is_regular_file(path)
                 out["mesh_path"] = str(path) if found else None
                 if not found and mesh.get("file") not in self.missing_meshes:
                     self.missing_meshes.append(mesh.get("file", ""))

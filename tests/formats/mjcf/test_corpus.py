@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hebictl import limits
 from hebictl.errors import FormatError
 from hebictl.formats.mjcf import load_mjcf
 from hebictl.model.tree import JointKind
@@ -63,7 +64,8 @@ def _unsupported_kind(message: str) -> str:
 
 
 def _load(path: Path):
-    with warnings.catch_warnings():
+    # MuJoCo's own models reach into sibling folders of the repository (../../mug/mug.obj): allow the corpus
+    with warnings.catch_warnings(), limits.reading(roots=[CORPUS_DIR]):
         warnings.simplefilter("ignore")
         return load_mjcf(path)
 
