@@ -356,7 +356,11 @@ class Arm:
     @property
     def m_stopped(self) -> bool:
         """True while a module reports its M-stop pressed (``hebi.arm.Arm.m_stopped``)."""
-        return bool(getattr(self.last_feedback, "m_stopped", False))
+        mstop = getattr(self.last_feedback, "mstop", None)
+        if mstop is None:
+            return False
+        total = mstop.sum()  # one reduction: 0.0 (the usual case) means no module is stopped
+        return total != 0.0 and bool(np.any(mstop == 1.0))
 
     # ------------------------------------------------------------------ loop
     @property

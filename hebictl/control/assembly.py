@@ -108,8 +108,10 @@ def assemble(config: RobotConfig | str | Path, backend: str = "mock", *, clock: 
                        user_data=cfg.user_data, config_path=cfg.path)
     be = open_backend(backend, spec, clock=clock, **backend_options)
     try:
-        be.feedback_frequency = cfg.feedback_frequency
-        be.command_lifetime = cfg.command_lifetime
+        if "feedback_frequency" not in backend_options:  # an explicit option wins over the config
+            be.feedback_frequency = cfg.feedback_frequency
+        if "command_lifetime" not in backend_options:
+            be.command_lifetime = cfg.command_lifetime
         if group_gains is not None:
             be.set_gains(group_gains)
         settings, sent = None, False

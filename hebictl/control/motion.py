@@ -20,14 +20,21 @@ import numpy as np
 
 from hebictl._typing import FloatArray
 
+_FMAX = np.fmax.reduce  # max ignoring NaN
+
 
 class RateLimiter:
     """Limits the position command's change per cycle to the rated speed (see module docstring)."""
 
     def __init__(self, velocity_max: FloatArray) -> None:
         self.velocity_max = np.where(np.isfinite(velocity_max), velocity_max, np.inf)
-        self.last = np.full(self.velocity_max.shape, np.nan)
-        self.limited = np.zeros(self.velocity_max.shape, dtype=bool)
+        n = self.velocity_max.shape
+        self.last = np.full(n, np.nan)
+        self.limited = np.zeros(n, dtype=bool)
+        # preallocated work buffers: this runs every cycle of a 1 kHz loop
+        self._step = np.empty(n)
+        self._delta = np.empty(n)
+        self._abs = np.empty(n)
 
     def reset(self) -> None:
         """Forget the previous command: the next one starts from the measured position."""
@@ -39,23 +46,26 @@ class RateLimiter:
         A limited joint's velocity command is set to the speed it is actually moved at.
         """
         last = self.last
-        fresh = np.isnan(last)
-        if fresh.any():
+        if math.isnan(last.sum()):
+            fresh = np.isnan(last)
             last[fresh] = measured[fresh]
             still = np.isnan(last)
             last[still] = position[still]  # no measurement either: accept the command as it is
-        step = self.velocity_max * max(dt, 0.0)
-        lo = last - step
-        hi = last + step
-        limited = (position < lo) | (position > hi)
-        np.copyto(self.limited, limited)
-        any_limited = bool(limited.any())
-        if any_limited:
-            np.minimum(position, hi, out=position)
-            np.maximum(position, lo, out=position)
-            velocity[limited] = np.where(position[limited] > last[limited], 1.0, -1.0) * self.velocity_max[limited]
+        step, delta, mag, limited = self._step, self._delta, self._abs, self.limited
+        np.multiply(self.velocity_max, max(dt, 0.0), out=step)
+        np.subtract(position, last, out=delta)
+        np.absolute(delta, out=mag)
+        np.subtract(mag, step, out=mag)
+        if not _FMAX(mag) > 0.0:  # the usual case, checked in one reduction (NaN: not commanded)
+            limited.fill(False)
+            np.copyto(last, position)
+            return False
+        np.greater(mag, 0.0, out=limited)
+        sign = np.sign(delta[limited])
+        position[limited] = last[limited] + sign * step[limited]
+        velocity[limited] = sign * self.velocity_max[limited]
         np.copyto(last, position)
-        return any_limited
+        return True
 
 
 class Brake:

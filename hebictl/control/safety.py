@@ -157,6 +157,7 @@ class Limits:
         self._pos_lo = self.position_min - self.position_tolerance
         self._pos_hi = self.position_max + self.position_tolerance
         self._bounded = bool(np.isfinite(self.position_min).any() or np.isfinite(self.position_max).any())
+        self._work = np.empty(self.position_min.shape)
 
     def position_violation(self, position: NDArray[np.float64],
                            bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None) -> int:
@@ -166,6 +167,11 @@ class Limits:
             bad = (position < bounds[0] - tol) | (position > bounds[1] + tol)
             return int(np.argmax(bad)) if bad.any() else -1
         if not self._bounded:
+            return -1
+        buf = self._work
+        # two subtractions and two reductions: the hot path when every joint is inside
+        if np.subtract(position, self._pos_lo, out=buf).min() >= 0.0 and \
+                np.subtract(self._pos_hi, position, out=buf).min() >= 0.0:
             return -1
         bad = (position < self._pos_lo) | (position > self._pos_hi)
         return int(np.argmax(bad)) if bad.any() else -1
