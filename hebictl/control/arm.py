@@ -322,6 +322,12 @@ class Arm:
         self._stop_behaviour = b
         self._enter(ArmState.STOPPED, reason, f"{detail} [{b.value}]")
 
+    def inverse_kinematics(self, target: Any = None, seed: ArrayLike | None = None, **kwargs: Any) -> Any:
+        """:meth:`RobotModel.inverse_kinematics` within this arm's joint limits (the config's and
+        the model's), so a Cartesian goal never asks for a position a joint goal would be refused."""
+        kwargs.setdefault("limits", (self.limits.position_min, self.limits.position_max))
+        return self.model.inverse_kinematics(target, seed, **kwargs)
+
     def set_joint_limits(self, minimum: ArrayLike, maximum: ArrayLike) -> None:
         """Position limits [rad or m] for goals, commands and feedback checks (like hebi.arm)."""
         lo = np.broadcast_to(np.asarray(minimum, dtype=np.float64), (self.dof,)).copy()

@@ -67,3 +67,18 @@ def test_safety_settings_and_bad_values():
         limits_from(model, {"joint_limits": {"position_minimum": 1.0}})
     lim = limits_from(model, {"joint_limits": {"velocity_max": 100.0}})
     np.testing.assert_array_equal(lim.velocity_max, model.max_speeds)  # never above the rating
+
+
+def test_inverse_kinematics_stays_inside_the_config_limits():
+    """A reachable target whose unconstrained solution needs the base beyond a tight limit: the
+    arm's IK keeps the base inside (the model alone knows no limits)."""
+    arm = Arm.from_config(REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml", clock=SimClock())
+    with arm:
+        home = np.array(arm.user_data["home_position"])
+        q_goal = home + np.array([0.6, 0.1, -0.1, 0, 0, 0])
+        target = arm.model.end_effector(q_goal)[:3, 3]
+        free = arm.model.inverse_kinematics(target, home)
+        assert free.q[0] > 0.3
+        arm.set_joint_limits([-3.14, -0.16, -2.69, -3.14, -3.14, -3.14], [0.3, 3.13, 2.12, 3.14, 3.14, 3.14])
+        bounded = arm.inverse_kinematics(target, home)
+        assert bounded.q[0] <= 0.3 + 1e-9
