@@ -41,7 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--quiet", action="store_true", help="no live display")
     run.set_defaults(func=cmd_run)
 
-    chk = sub.add_parser("check-config", help="load a robot config, its HRDF and gains, and cross-check them")
+    chk = sub.add_parser("check-config", help="build what run builds from a robot config (no hardware); "
+                                         "exit 2 on any error")
     chk.add_argument("config", type=Path)
     chk.set_defaults(func=cmd_check_config)
 
