@@ -82,3 +82,29 @@ def test_inverse_kinematics_stays_inside_the_config_limits():
         arm.set_joint_limits([-3.14, -0.16, -2.69, -3.14, -3.14, -3.14], [0.3, 3.13, 2.12, 3.14, 3.14, 3.14])
         bounded = arm.inverse_kinematics(target, home)
         assert bounded.q[0] <= 0.3 + 1e-9
+
+
+URDF = """<robot name="two">
+  <link name="base"/>
+  <link name="l1"><inertial><mass value="1"/>
+    <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="l2"><inertial><mass value="1"/>
+    <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
+    <limit lower="-1.5" upper="1.0" effort="20" velocity="2"/></joint>
+  <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="0 0 0.3"/><axis xyz="0 1 0"/>
+    <limit lower="-0.5" upper="2.0" effort="10" velocity="3"/></joint>
+</robot>"""
+
+
+def test_model_file_limits_apply_and_the_config_can_only_tighten_them(tmp_path):
+    path = tmp_path / "two.urdf"
+    path.write_text(URDF)
+    model = load_model(path)
+    lim = limits_from(model, {})
+    np.testing.assert_array_equal(lim.position_min, [-1.5, -0.5])
+    np.testing.assert_array_equal(lim.position_max, [1.0, 2.0])
+    np.testing.assert_array_equal(lim.velocity_max, [2.0, 3.0])
+    lim = limits_from(model, {"joint_limits": {"position_min": [-3.0, 0.0], "position_max": [0.5, 3.0]}})
+    np.testing.assert_array_equal(lim.position_min, [-1.5, 0.0])
+    np.testing.assert_array_equal(lim.position_max, [0.5, 2.0])
