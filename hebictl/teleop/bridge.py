@@ -335,10 +335,13 @@ class MqttBridge:
             await client.publish(topic, ack.to_payload(self.clock.wall()), qos=1, timeout=5.0)
 
     async def _publish_status(self, client: aiomqtt.Client) -> None:
-        await client.publish(self.topics.state("status"),
-                             status_payload(self.runner.snapshot, self.topics.arm_id, online=True,
-                                            ts=self.clock.wall(), bridge=self._bridge_stats()),
-                             qos=1, retain=True, timeout=5.0)
+        try:
+            payload = status_payload(self.runner.snapshot, self.topics.arm_id, online=True, ts=self.clock.wall(),
+                                     bridge=self._bridge_stats())
+        except Exception:  # never let a payload bug take the bridge down; the next tick retries
+            log.exception("could not build the status payload")
+            return
+        await client.publish(self.topics.state("status"), payload, qos=1, retain=True, timeout=5.0)
 
     async def _publish_states(self, client: aiomqtt.Client) -> None:
         names = self.runner.arm.model.joint_names
@@ -356,11 +359,21 @@ class MqttBridge:
                 delay = 0.0
             await asyncio.sleep(max(delay, 0.0))
             snap = self.runner.snapshot
-            await client.publish(t_joints, joints_payload(snap, names), qos=0)
-            pose = model.end_effector(snap.position) if np.all(np.isfinite(snap.position)) else np.full((4, 4), np.nan)
-            await client.publish(t_pose, ee_pose_payload(snap, pose), qos=0)
+            try:
+                joints = joints_payload(snap, names)
+                pose = model.end_effector(snap.position) if np.all(np.isfinite(snap.position)) \
+                    else np.full((4, 4), np.nan)
+                ee_pose = ee_pose_payload(snap, pose)
+            except Exception:  # a payload bug must not end the session: skip this tick, say so
+                log.exception("could not build the state payloads")
+                continue
+            await client.publish(t_joints, joints, qos=0)
+            await client.publish(t_pose, ee_pose, qos=0)
+            g = snap.gripper
+            gripper_key = None if g is None else (g.position, g.action, g.seq, g.hardware,
+                                                  None if g.measured_opening is None else round(g.measured_opening, 2))
             key = (snap.state, snap.mode, snap.estop, snap.m_stopped, snap.jogging, snap.braking, snap.at_goal,
-                   snap.last_error, snap.last_event, snap.gripper)
+                   snap.last_error, snap.last_event, gripper_key)
             now = monotonic()
             if key != last_key or now - last_status >= self.status_period:
                 last_key, last_status = key, now

@@ -39,7 +39,7 @@ class Ack:
 
     def to_payload(self, ts: float) -> bytes:
         """JSON of the ack stamped with ``ts`` [s since epoch, the arm's wall clock]."""
-        return json.dumps({**asdict(self), "ts": ts}).encode()
+        return dumps({**asdict(self), "ts": ts})
 
     @classmethod
     def from_payload(cls, payload: bytes) -> Ack:
@@ -54,14 +54,35 @@ class Ack:
                    coalesced if isinstance(coalesced, int) else 0, last_seq if isinstance(last_seq, int) else None)
 
 
+def _plain(obj: Any) -> Any:
+    """``obj`` with numpy scalars/arrays made plain Python and non-finite floats made None."""
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _plain(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def dumps(body: dict[str, Any]) -> bytes:
+    """Strict JSON (no NaN/Infinity literals) of a payload, whatever numeric types it holds: a
+    payload builder must never be the reason the bridge stops publishing."""
+    return json.dumps(_plain(body), allow_nan=False).encode()
+
+
 def finite_list(values: NDArray[np.float64]) -> list[float | None]:
     """``values`` as a JSON-safe list (non-finite entries become None)."""
     return [float(x) if math.isfinite(x) else None for x in values.tolist()]
 
 
 def joints_payload(snap: ArmSnapshot, names: tuple[str, ...]) -> bytes:
-    return json.dumps({"ts": snap.wall_time, "names": list(names), "position": finite_list(snap.position),
-                       "velocity": finite_list(snap.velocity), "effort": finite_list(snap.effort)}).encode()
+    return dumps({"ts": snap.wall_time, "names": list(names), "position": finite_list(snap.position),
+                  "velocity": finite_list(snap.velocity), "effort": finite_list(snap.effort)})
 
 
 def ee_pose_payload(snap: ArmSnapshot, pose: NDArray[np.float64]) -> bytes:
@@ -71,7 +92,7 @@ def ee_pose_payload(snap: ArmSnapshot, pose: NDArray[np.float64]) -> bytes:
         body = {"position": finite_list(pose[:3, 3]), "orientation": finite_list(quat)}
     else:
         body = {"position": None, "orientation": None}
-    return json.dumps({"ts": snap.wall_time, **body}).encode()
+    return dumps({"ts": snap.wall_time, **body})
 
 
 def status_payload(snap: ArmSnapshot | None, arm_id: str, *, online: bool, ts: float,
@@ -96,4 +117,4 @@ def status_payload(snap: ArmSnapshot | None, arm_id: str, *, online: bool, ts: f
         })
     if bridge is not None:
         body["bridge"] = bridge
-    return json.dumps(body).encode()
+    return dumps(body)

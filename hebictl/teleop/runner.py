@@ -125,7 +125,7 @@ class ArmRunner:
         self._mode = Mode.IDLE
         self._estop = False
         self._gripper_cmd: GripperCommand | None = None
-        self._gripper_time = math.nan
+        self._gripper_time: float | None = None
         self._last_error: ErrorRecord | None = None
         self._stats: LoopStats | None = None
         self._cycle = 0
@@ -283,7 +283,7 @@ class ArmRunner:
             command_position=cmd.position.copy(), command_velocity=cmd.velocity.copy(),
             goal_progress=arm.goal_progress, at_goal=arm.at_goal, loop=self._stats,
             last_error=self._last_error, last_event=arm.events.last, gripper=self._gripper_state(),
-            m_stopped=arm.m_stopped, stop_behaviour=None if behaviour is None else behaviour.value)
+            m_stopped=bool(arm.m_stopped), stop_behaviour=None if behaviour is None else behaviour.value)
 
     def _gripper_state(self) -> GripperState | None:
         cmd = self._gripper_cmd

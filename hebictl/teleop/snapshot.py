@@ -40,7 +40,7 @@ class GripperState:
     action: str | None
     seq: int
     client: str
-    time: float
+    time: float | None
     hardware: bool = False
     effort: float | None = None
     measured_position: float | None = None

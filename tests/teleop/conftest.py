@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 
+from hebictl.config import load_config
 from hebictl.control.arm import Arm
+from hebictl.control.gripper import attach_gripper
 from hebictl.hardware.clock import MonotonicClock
 from hebictl.teleop.broker import LocalBroker, find_mosquitto, find_mosquitto_passwd
 from hebictl.teleop.connection import parse_broker
@@ -26,6 +28,8 @@ from hebictl.teleop.server import TeleopServer
 
 REPO = Path(__file__).resolve().parents[2]
 KIT6 = REPO / "configs" / "x-series-6dof.cfg.yaml"
+#: the same kit with HEBI's kit gripper (user_data.has_gripper, gains "gripper")
+KIT6_GRIPPER = REPO / "tests" / "teleop" / "data" / "x-series-6dof-gripper.cfg.yaml"
 HOME = [0.0, 1.2, 1.8, 2.2, -1.57, 0.0]
 ARM_ID = "t1"
 LOOP_HZ = 250.0
@@ -83,6 +87,7 @@ def make_server() -> Iterator[Callable[..., TeleopServer]]:
              tls_ca: Path | None = None, joint_limits: tuple[Any, Any] | None = None,
              start: Any = HOME, config: Path = KIT6, **options: Any) -> TeleopServer:
         arm = Arm.from_config(config, backend="mock", clock=MonotonicClock(), initial_position=start)
+        attach_gripper(arm, load_config(config), "mock")  # only where the config has one
         arm.backend.feedback_frequency = rate_hz
         if joint_limits is not None:  # the bundled kit's joints are unlimited
             arm.set_joint_limits(*joint_limits)

@@ -1,0 +1,57 @@
+"""cmd/gripper moves a gripper: a config with user_data.has_gripper, on the mock backend, through mosquitto."""
+
+from __future__ import annotations
+
+import pytest
+
+from hebictl.teleop.client import TeleopClient
+
+from .conftest import ARM_ID, KIT6_GRIPPER, run
+
+pytestmark = pytest.mark.broker
+
+
+def test_gripper_closes_and_opens_and_reports_its_state(broker, make_server):
+    server = make_server(broker.url, config=KIT6_GRIPPER)
+    assert server.runner.gripper is not None
+
+    async def go():
+        async with TeleopClient(broker.url, ARM_ID, name="op") as c:
+            st = await c.wait_status(lambda s: s["gripper"] is not None and s["gripper"]["hardware"]
+                                     and s["gripper"]["measured_opening"] is not None)
+            assert st["gripper"]["measured_opening"] == pytest.approx(1.0)
+            ack = await c.gripper(action="close")
+            assert ack.accepted and "gripper to 0" in ack.detail
+            closed = await c.wait_status(lambda s: s["gripper"]["measured_opening"] is not None
+                                         and s["gripper"]["measured_opening"] < 0.01, timeout=3.0)
+            ack = await c.gripper(position=0.6)
+            assert ack.accepted
+            # an effort blend: 0.6·(+1) + 0.4·(-5) = -1.4 N·m, the spring balances it part-way open
+            half = await c.wait_status(lambda s: s["gripper"]["measured_opening"] > 0.3, timeout=3.0)
+            assert (await c.gripper(action="open")).accepted
+            opened = await c.wait_status(lambda s: s["gripper"]["measured_opening"] > 0.99, timeout=4.0)
+            return closed["gripper"], half["gripper"], opened["gripper"]
+
+    closed, half, opened = run(go())
+    assert closed["action"] == "close" and closed["effort"] == -5.0 and closed["client"] == "op"
+    assert half["position"] == 0.6 and half["effort"] == pytest.approx(-1.4)
+    assert opened["action"] == "open" and opened["effort"] == 1.0 and opened["measured_position"] > -0.02
+
+
+def test_gripper_keeps_its_grip_through_an_estop(broker, make_server):
+    """An e-stop holds the arm and must not drop what the gripper holds: its effort stays commanded."""
+    server = make_server(broker.url, config=KIT6_GRIPPER)
+
+    async def go():
+        async with TeleopClient(broker.url, ARM_ID, name="op") as c:
+            assert (await c.gripper(action="close")).accepted
+            await c.wait_status(lambda s: (s["gripper"] or {}).get("measured_opening") is not None
+                                and s["gripper"]["measured_opening"] < 0.01, timeout=3.0)
+            assert (await c.estop(True)).accepted
+            st = await c.wait_status(lambda s: s["estop"], timeout=2.0)
+            assert (await c.gripper(action="open")).reason == "estop_engaged"
+            return st
+
+    st = run(go())
+    assert st["gripper"]["effort"] == -5.0
+    assert server.runner.gripper.status().measured_opening < 0.01
