@@ -82,10 +82,18 @@ def _teleop_row(backend: str, name: str, action: str) -> Row:
     return judge(row)
 
 
+def _safe(fn: Any, backend: str, name: str, *args: Any) -> Row:
+    """A row, or a FAIL row naming the exception (one broken scenario must not hide the others)."""
+    try:
+        return fn(backend, *args)
+    except Exception as exc:  # reported in the table
+        return Row(name, backend, note=f"{type(exc).__name__}: {exc}"[:100], target="runs")
+
+
 def sc_teleop(backend: str) -> list[Row]:
-    return [_teleop_row(backend, "teleop e-stop while jogging", "estop"),
-            _teleop_row(backend, "dead-man release while jogging", "deadman"),
-            _teleop_row(backend, "broker loss during a jog", "broker")]
+    return [_safe(_teleop_row, backend, name, name, action) for name, action in (
+        ("teleop e-stop while jogging", "estop"), ("dead-man release while jogging", "deadman"),
+        ("broker loss during a jog", "broker"))]
 
 
 # ---------------------------------------------------------------------- CLI processes and signals
