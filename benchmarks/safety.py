@@ -66,7 +66,10 @@ def run_matrix(backends: list[str], *, teleop: bool = True, processes: bool = Tr
     rows: list[Row] = []
     for backend in backends:
         for sc in IN_PROCESS:
-            out = sc(backend)
+            try:
+                out = sc(backend)
+            except Exception as exc:  # one broken scenario must not hide the others
+                out = Row(sc.__name__[3:], backend, note=f"{type(exc).__name__}: {exc}"[:100], target="runs")
             rows.extend(out if isinstance(out, list) else [out])
         if teleop:
             rows.extend(sc_teleop(backend))
