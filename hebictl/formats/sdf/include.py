@@ -7,6 +7,7 @@ reader (:mod:`hebictl.formats.urdf`) and seen as an SDF model through the SDF wr
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from lxml import etree
 
+from hebictl import limits
 from hebictl.errors import FormatError
 from hebictl.formats._xml import line_of, local_name, parse_xml
 from hebictl.formats.sdf.elements import (
@@ -57,12 +59,12 @@ class IncludeReader(ElementReader):
         uri = _text(uri_el)
         if not uri:
             raise FormatError("<include> needs a <uri>", file, line_of(elem))
-        path = self.resolve_uri(uri, base_dir)
+        path = self.resolve_uri(uri, base_dir, file, line_of(uri_el))
         if path is None:
             where = ", ".join(str(p) for p in self.model_paths) or "none given"
             raise FormatError(f"<include> uri {uri!r} not found (searched beside the file and the model paths: "
                               f"{where}; pass model_paths= or package_map=, or set SDF_PATH)", file, line_of(uri_el))
-        if path.is_dir():
+        if os.path.isdir(path):
             path = self.model_config(path, file, uri_el)
         inc = _Include()
         nm = _child(elem, "name")
@@ -153,13 +155,19 @@ class IncludeReader(ElementReader):
             for k, v in getattr(sub, "drake", {}).items():
                 drake.setdefault(k, []).extend(v)
 
-    def resolve_uri(self, uri: str, base_dir: Path | None) -> Path | None:
+    def resolve_uri(self, uri: str, base_dir: Path | None, file: str | None = None,
+                    line: int | None = None) -> Path | None:
+        """The file or folder a URI names, searched like libsdformat; it must lie inside the model's
+        folder, a model path, a package_map folder or (for ``model://``) a sibling model folder."""
         candidates: list[Path] = []
+        limits.check_path_text(uri, file=file, line=line, what="uri")
+        roots: list[Path] = [*self.model_paths, *self.package_map.values()]
         if uri.startswith("model://"):
             rest = uri[len("model://"):]
             candidates += [p / rest for p in self.model_paths]
             if base_dir is not None:
                 candidates += [base_dir / rest, base_dir.parent / rest]
+                roots.append(base_dir.parent)
             pkg, _, tail = rest.partition("/")
             if pkg in self.package_map:
                 candidates.append(self.package_map[pkg] / tail)
@@ -180,14 +188,15 @@ class IncludeReader(ElementReader):
                     candidates.append(base_dir / p)
                 candidates += [m / p for m in self.model_paths]
         for c in candidates:
-            if c.exists():
-                return c
+            if limits.exists(c):
+                return limits.resolve_reference(c, base_dir or Path.cwd(), roots, file=file, line=line,
+                                                what=f"uri {uri!r}")
         return None
 
     def model_config(self, folder: Path, file: str, elem: etree._Element | None) -> Path:
         """The SDF file a model folder's model.config names (the newest version), else model.sdf."""
         cfg = folder / "model.config"
-        if cfg.is_file():
+        if limits.is_regular_file(cfg):
             root = parse_xml(cfg, str(cfg))
             best: tuple[tuple[int, int], str] | None = None
             for s in root.iter("sdf"):
@@ -195,9 +204,9 @@ class IncludeReader(ElementReader):
                 v = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
                 if v <= SUPPORTED[1] and _text(s) and (best is None or v > best[0]):
                     best = (v, _text(s))
-            if best is not None and (folder / best[1]).is_file():
-                return folder / best[1]
-        if (folder / "model.sdf").is_file():
+            if best is not None and limits.is_regular_file(folder / best[1]):
+                return limits.resolve_reference(best[1], folder, file=str(cfg), what="model.config <sdf>")
+        if limits.is_regular_file(folder / "model.sdf"):
             return folder / "model.sdf"
         raise FormatError(f"<include>d folder {folder} has no model.config naming an SDF file and no model.sdf", file,
                           line_of(elem))
