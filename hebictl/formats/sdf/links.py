@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -144,8 +145,8 @@ class LinkReader(ElementReader):
             out["uri"] = uri
             scale = _child(shape, "scale")
             out["scale"] = _floats(scale, file, 3).tolist() if scale is not None else [1.0, 1.0, 1.0]
-            path = self.resolve_uri(uri, getattr(scope, "base_dir", None)) if uri else None
-            out["mesh_path"] = str(path) if path is not None and path.is_file() else None
+            path = self.resolve_uri(uri, getattr(scope, "base_dir", None), file, line_of(shape)) if uri else None
+            out["mesh_path"] = str(path) if path is not None and os.path.isfile(path) else None
             if out["mesh_path"] is None:
                 self.missing_meshes.append(uri)
         elif kind == "plane":
