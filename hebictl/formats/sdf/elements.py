@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from lxml import etree
 
+from hebictl import limits
 from hebictl.errors import FormatError, SdfWarning
 from hebictl.formats._xml import DRAKE_NS, elements, line_of, local_name, namespace, parse_xml
 from hebictl.formats.sdf.frames import SCOPE, pose_from_element
@@ -55,7 +56,7 @@ def parse_sdf_xml(source: str | bytes | Path, file: str) -> etree._Element:
     except FormatError as exc:
         if "Namespace prefix" not in exc.message:
             raise
-    data = source.read_bytes() if isinstance(source, Path) else (
+    data = limits.read_regular_file(source, what="SDFormat file") if isinstance(source, Path) else (
         source.encode() if isinstance(source, str) else source)
     prefixes = {m.group(1) or m.group(2) for m in _PREFIX_RE.finditer(data)} - {b"xmlns", b"xml"}
     declared = set(re.findall(rb"xmlns:([A-Za-z_][\w.-]*)\s*=", data))
