@@ -120,7 +120,14 @@ def read_geom(el: etree._Element, file: str) -> Geom:
         elif t in ("data", "render", "collision"):
             parts = (c.text or "").split()
             if parts:
-                g.params[t] = {"file": parts[0], "scale": [float(x) for x in parts[1:4]] or [1.0]}
+                try:
+                    scale = [float(x) for x in parts[1:4]] or [1.0]
+                except ValueError:
+                    scale = [math.nan]
+                if not all(math.isfinite(x) for x in scale):
+                    raise FormatError(f"<{c.tag}> scale {' '.join(parts[1:4])!r} is not a list of finite numbers",
+                                      file, c.sourceline)
+                g.params[t] = {"file": parts[0], "scale": scale}
         elif t in ("diffusecolor", "ambientcolor", "transparency"):
             g.params[t] = (c.text or "").strip()
     need = {"box": ("extents",), "sphere": ("radius",), "cylinder": ("radius", "height"), "trimesh": ()}[gtype]

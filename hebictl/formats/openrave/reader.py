@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from lxml import etree
 
+from hebictl import limits
 from hebictl.errors import FormatError, ModelError, OpenraveWarning
 from hebictl.formats._xml import parse_xml
 from hebictl.formats.openrave.mass import Geom, apply_transform_tag, manip_transform, numbers, read_geom, read_mass, tag
@@ -110,11 +111,16 @@ class _Reader:
 
     # ------------------------------------------------------------------ files
     def resolve(self, name: str, here: Path | None, el: etree._Element, file: str) -> Path:
+        """An included file, searched as OpenRAVE does (beside the file, its parent folder, the data
+        folders); it must lie under one of those folders or the allowed roots, never elsewhere."""
+        limits.check_path_text(name, file=file, line=el.sourceline, what="file attribute")
         cands = [(here / name) if here else Path(name)] + [d / name for d in ([here.parent] if here else [])
                                                            + self.data_dirs]
+        roots = [*([here.parent] if here else []), *self.data_dirs]
         for c in cands:
-            if c.is_file():
-                return c
+            if limits.is_regular_file(c):
+                return limits.resolve_reference(c, here or Path.cwd(), roots, file=file, line=el.sourceline,
+                                                what="file attribute")
         raise self.fail(f"included file {name!r} not found (searched {', '.join(str(c.parent) for c in cands)})",
                         el, file)
 
@@ -124,9 +130,11 @@ class _Reader:
             raise self.fail(f"{name!r} is a COLLADA file; hebictl reads OpenRAVE XML only (COLLADA is not "
                             "supported)", el, file)
         path = self.resolve(name, here, el, file)
-        key = str(path.resolve())
+        key = str(path)
         if key in self.stack:
             raise self.fail(f"file {name!r} includes itself", el, file)
+        if len(self.stack) >= limits.current().max_include_depth:
+            raise limits.exceeded("include depth", len(self.stack) + 1, "max_include_depth", file, el.sourceline)
         root = parse_xml(path, str(path))
         return root, path.parent, str(path)
 
