@@ -263,8 +263,14 @@ class Arm:
         self.state = state
         self.events.record(self.clock.now(), kind, state, detail)
 
-    def _start_brake(self, t: float) -> None:
-        p, v = self._commanded_state(t)
+    def _start_brake(self, t: float, from_sent: bool = False) -> None:
+        """Brake from the commanded state now, or (``from_sent``: feedback is missing and the
+        modules keep executing the last command) from the last command sent."""
+        cmd = self.pending_command
+        if from_sent and np.all(np.isfinite(cmd.position)):
+            p, v = cmd.position.copy(), np.where(np.isfinite(cmd.velocity), cmd.velocity, 0.0)
+        else:
+            p, v = self._commanded_state(t)
         lim = self.limits
         self._brake = Brake(t, p, v, lim.acceleration_max, lim.velocity_max, lim.position_min, lim.position_max)
         self._hold_position = self._brake.target
@@ -275,13 +281,13 @@ class Arm:
         return self._brake is not None and self._last_time < self._brake.end_time
 
     def hold(self, position: ArrayLike | None = None, *, reason: EventKind | str = EventKind.HOLD,
-             detail: str = "operator hold") -> None:
+             detail: str = "operator hold", _from_sent: bool = False) -> None:
         """Hold ``position``, or (default) brake within the rated deceleration and hold where the
         command comes to rest. Not latched: a new goal leaves HOLD."""
         if self.state is ArmState.STOPPED:
             return
         if position is None:
-            self._start_brake(self.clock.now())
+            self._start_brake(self.clock.now(), _from_sent)
         else:
             self._hold_position = np.array(position, dtype=np.float64)
             self._brake = None
@@ -475,7 +481,7 @@ class Arm:
             self._last_time = now
             bad = int(np.argmax(~np.isfinite(fb.position)))
             if self.state is _RUNNING:
-                self.hold(self._last_good_position(), reason=EventKind.FEEDBACK_NAN,
+                self.hold(reason=EventKind.FEEDBACK_NAN, _from_sent=True,  # brake from the last command
                           detail=f"NaN/inf feedback from module {bad} ({self.backend.names[bad]})")
             if self.state is _HOLD:
                 self._hold_command(now)
@@ -549,7 +555,7 @@ class Arm:
         if self._missed <= self.missed_feedback_limit and self.state is _RUNNING:
             return False  # repeat the last command: one late sample is not a fault
         if self.state is _RUNNING and self._have_feedback:
-            self.hold(self._last_good_position(), reason=EventKind.FEEDBACK_LOST,
+            self.hold(reason=EventKind.FEEDBACK_LOST, _from_sent=True,  # brake from the last command
                       detail=f"no fresh feedback for {self._missed} cycles")
         if self._have_feedback or self._hold_position is not None:
             self._hold_command(now)

@@ -134,8 +134,11 @@ def test_lost_feedback_holds_within_the_tolerated_cycles(caplog):
     assert arm.state is ArmState.HOLD
     assert arm.events.last.kind == "feedback_lost"
     assert "feedback_lost" in caplog.text
-    assert np.all(arm.pending_command.velocity == 0.0)
     assert np.all(np.isfinite(arm.pending_command.effort)), "holds with gravity compensation"
+    for _ in range(60):  # the brake from the last command sent ends within 0.3 s, feedback or not
+        arm.update()
+    assert np.all(arm.pending_command.velocity == 0.0)
+    assert arm.state is ArmState.STOPPED and arm.stop_behaviour == "hold"  # the watchdog latched it
 
 
 def test_nan_feedback_holds_in_the_same_cycle():
