@@ -76,9 +76,11 @@ class LocalBroker:
 
     def __init__(self, directory: str | Path, *, port: int | None = None, users: Mapping[str, str] | None = None,
                  arms: Mapping[str, str] | None = None, operators: Sequence[str] = (),
-                 tls: tuple[str | Path, str | Path, str | Path] | None = None, binary: str | None = None) -> None:
+                 tls: tuple[str | Path, str | Path, str | Path] | None = None, binary: str | None = None,
+                 plugins: Sequence[str | Path] = ()) -> None:
         """``tls`` = (CA certificate, server certificate, server key) files switches the listener
-        to TLS (clients then connect with ``mqtts://`` and ``--tls-ca``)."""
+        to TLS (clients then connect with ``mqtts://`` and ``--tls-ca``); ``plugins`` are mosquitto
+        plugin libraries to load (e.g. the one of docs/teleop.md that refuses retained commands)."""
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
@@ -89,6 +91,7 @@ class LocalBroker:
         self.arms = dict(arms or {})
         self.operators = list(operators)
         self.tls = tuple(Path(p) for p in tls) if tls is not None else None
+        self.plugins = [Path(p) for p in plugins]
         self.process: subprocess.Popen[bytes] | None = None
         self.config_path = self._write_config()
 
@@ -113,6 +116,7 @@ class LocalBroker:
             lines += ["allow_anonymous false", f"password_file {pw}", f"acl_file {acl}"]
         else:
             lines.append("allow_anonymous true")
+        lines += [f"plugin {p}" for p in self.plugins]
         path = d / "mosquitto.conf"
         path.write_text("\n".join(lines) + "\n")
         return path
