@@ -66,13 +66,33 @@ def _make_client_class() -> type:
     import aiomqtt
 
     class _Client(aiomqtt.Client):  # type: ignore[misc]
-        """aiomqtt's client, remembering the reason code of the last PUBACK (aiomqtt drops it)."""
+        """aiomqtt's client with a publish that returns the broker's PUBACK reason code (aiomqtt
+        drops it). Each publish waits for its own PUBACK (by message id), so an e-stop never queues
+        behind another command's acknowledgement."""
 
-        last_puback: Any = None
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._puback: dict[int, asyncio.Future[Any]] = {}
 
         def _on_publish(self, client: Any, userdata: Any, mid: int, reason_code: Any, properties: Any) -> None:
-            self.last_puback = reason_code
+            fut = self._puback.pop(mid, None)
+            if fut is not None and not fut.done():
+                fut.set_result(reason_code)
             super()._on_publish(client, userdata, mid, reason_code, properties)
+
+        async def publish_checked(self, topic: str, payload: bytes, qos: int, timeout: float) -> Any:
+            """Publish at QoS >= 1; the PUBACK's reason code (``.is_failure`` when refused)."""
+            import paho.mqtt.client as mqtt
+
+            info = self._client.publish(topic, payload, qos, False)
+            if info.rc != mqtt.MQTT_ERR_SUCCESS:
+                raise aiomqtt.MqttCodeError(info.rc, "could not publish")
+            fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._puback[info.mid] = fut  # PUBACK arrives through this event loop: no race with this line
+            try:
+                return await asyncio.wait_for(fut, timeout)
+            finally:
+                self._puback.pop(info.mid, None)
 
     return _Client
 
@@ -89,8 +109,9 @@ class PanelLink:
         self.probe_timeout = probe_timeout
         self._client: Any = None
         self._seq = itertools.count(time.time_ns() // 1000)
-        self._publish_lock = asyncio.Lock()   # one QoS-1 publish at a time: its PUBACK is the last one
         self._stop = asyncio.Event()
+        self._tasks: set[asyncio.Task[Any]] = set()  # probes in flight (kept referenced until done)
+        self._watch: dict[str, int] = {}      # arm id -> browser tabs showing it (joints/ee_pose subscribed)
 
     # ------------------------------------------------------------------ connection
     async def run(self) -> None:
@@ -105,11 +126,15 @@ class PanelLink:
                                protocol=aiomqtt.ProtocolVersion.V5, timeout=5.0) as client:
                     self._client = client
                     backoff = 0.2
-                    await client.subscribe(f"{PREFIX}/+/state/#", qos=1)
+                    # every arm's low-rate topics; the 50 Hz joints and pose only of arms someone looks at
+                    for name in ("status", "description", "ack"):
+                        await client.subscribe(f"{PREFIX}/+/state/{name}", qos=1)
+                    for arm_id in self._watch:
+                        await self._subscribe_fast(client, arm_id)
                     self.connected.set()
                     for view in self.arms.values():
                         view.writable = None
-                        asyncio.create_task(self.probe(view.arm_id))
+                        self._spawn_probe(view.arm_id)
                     reader = asyncio.create_task(self._read(client))
                     stopper = asyncio.create_task(self._stop.wait())
                     done, pending = await asyncio.wait({reader, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -132,6 +157,28 @@ class PanelLink:
     def stop(self) -> None:
         self._stop.set()
 
+    async def _subscribe_fast(self, client: Any, arm_id: str, subscribe: bool = True) -> None:
+        topics = Topics(arm_id)
+        for name in ("joints", "ee_pose"):
+            if subscribe:
+                await client.subscribe(topics.state(name), qos=0)
+            else:
+                await client.unsubscribe(topics.state(name))
+
+    async def watch(self, arm_id: str, on: bool = True) -> None:
+        """Count a browser tab showing ``arm_id`` (``on``) or leaving it; subscribe to its joints and
+        pose while anyone shows it. A panel on a broker with many arms reads only what it draws."""
+        Topics(arm_id)  # validates the id
+        n = self._watch.get(arm_id, 0) + (1 if on else -1)
+        if n > 0:
+            self._watch[arm_id] = n
+        else:
+            self._watch.pop(arm_id, None)
+        client = self._client
+        if client is not None and ((on and n == 1) or (not on and n <= 0)):
+            with contextlib.suppress(Exception):
+                await self._subscribe_fast(client, arm_id, subscribe=on)
+
     async def _read(self, client: Any) -> None:
         async for msg in client.messages:
             parts = msg.topic.value.split("/")
@@ -149,7 +196,7 @@ class PanelLink:
             view = self.arms.get(arm_id)
             if view is None:
                 view = self.arms[arm_id] = ArmView(arm_id)
-                asyncio.create_task(self.probe(arm_id))
+                self._spawn_probe(arm_id)
             if kind == "status":
                 view.note_status(body)
             elif kind == "description":
@@ -165,6 +212,11 @@ class PanelLink:
                     log.exception("panel listener failed")
 
     # ------------------------------------------------------------------ write access
+    def _spawn_probe(self, arm_id: str) -> None:
+        task = asyncio.create_task(self.probe(arm_id))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
     async def probe(self, arm_id: str) -> bool | None:
         """Whether this account may publish commands to ``arm_id`` (see the module docstring)."""
         view = self.arms.get(arm_id)
@@ -172,10 +224,7 @@ class PanelLink:
         if view is None or client is None:
             return None
         try:
-            async with self._publish_lock:
-                client.last_puback = None
-                await client.publish(Topics(arm_id).root + "/cmd", b"", qos=1, timeout=self.probe_timeout)
-                code = client.last_puback
+            code = await client.publish_checked(Topics(arm_id).root + "/cmd", b"", 1, self.probe_timeout)
         except Exception as exc:
             log.warning("panel: write probe for %s failed: %s", arm_id, exc)
             view.writable = False
@@ -205,10 +254,7 @@ class PanelLink:
         if qos == 0:
             await client.publish(topic, data, qos=0)
             return payload
-        async with self._publish_lock:
-            client.last_puback = None
-            await client.publish(topic, data, qos=qos, timeout=3.0)
-            code = client.last_puback
+        code = await client.publish_checked(topic, data, qos, 3.0)
         if code is not None and getattr(code, "is_failure", False):
             view = self.arms.get(arm_id)
             if view is not None:

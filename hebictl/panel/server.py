@@ -18,6 +18,7 @@ tests see the whole path from the operator's hand.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import itertools
 import json
@@ -30,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from hebictl.errors import HebictlError
 from hebictl.panel.kinematics import DescribedArm
 from hebictl.panel.link import PanelLink
 from hebictl.panel.policy import allowed
@@ -150,6 +152,7 @@ class Session:
         self.ghost: list[float] | None = None
         self.outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=200)
         self._sent_description: int | None = None
+        self.delays: collections.deque[float] = collections.deque(maxlen=200)  # browser -> panel [s]
 
     def post(self, msg: dict[str, Any]) -> None:
         with contextlib.suppress(asyncio.QueueFull):
@@ -167,7 +170,7 @@ class Session:
                     msg = json.loads(raw)
                     if isinstance(msg, dict):
                         await self.handle(msg)
-                except (ValueError, TypeError, KeyError, IndexError) as exc:
+                except (ValueError, TypeError, KeyError, IndexError, HebictlError) as exc:
                     self.post({"t": "notice", "level": "error", "text": f"bad request: {exc}"})
         except Exception as exc:  # connection lost: the release below still goes out
             log.info("panel: browser connection ended: %s", exc)
@@ -175,6 +178,8 @@ class Session:
             for t in tasks:
                 t.cancel()
             await self.release_jog()
+            if self.arm is not None:
+                await self.link.watch(self.arm, on=False)
 
     async def _writer(self) -> None:
         while True:
@@ -197,7 +202,11 @@ class Session:
                 self.offset = (float(msg["s"]) + rtt / 2.0) - float(msg["c"])
         elif kind == "select":
             await self.release_jog()
+            if self.arm is not None:
+                await self.link.watch(self.arm, on=False)
             self.arm = str(msg["arm"]) if msg.get("arm") else None
+            if self.arm is not None:
+                await self.link.watch(self.arm)
             self._sent_description = None
             self.ghost = None
         elif kind == "ghost":
@@ -246,8 +255,10 @@ class Session:
         else:
             return
         self.jogging = True
+        ts = self._browser_ts(msg.get("c"))
+        self.delays.append(time.time() - ts)
         await self._send("jog", {"space": space, "velocity": velocity, "deadman": True, "ttl": JOG_TTL},
-                         ts=self._browser_ts(msg.get("c")), quiet=True)
+                         ts=ts, quiet=True)
 
     async def release_jog(self) -> None:
         if not self.jogging or self.arm is None:
@@ -367,7 +378,10 @@ class Session:
         frame: dict[str, Any] = {"t": "frame", "arm": view.arm_id, "q": q, "status": view.status,
                                  "writable": view.writable, "allowed": self._allowed(),
                                  "events": list(view.events)[:10], "ee_pose": view.ee_pose,
-                                 "joints_ts": (view.joints or {}).get("ts")}
+                                 "joints_ts": (view.joints or {}).get("ts"),
+                                 "link": {"rtt_ms": self.best_rtt * 1000.0, "browser_to_panel_ms": [
+                                     1000.0 * float(x) for x in np.percentile(self.delays, [50, 99])]
+                                     if self.delays else None}}
         if kin is not None and q:
             poses = kin.body_poses(q)
             ee = kin.end_effector(q, poses)

@@ -16,7 +16,8 @@ window.panelState = S;
 const KEYS = ["KeyQ", "KeyA", "KeyW", "KeyS", "KeyE", "KeyD", "KeyR", "KeyF", "KeyT", "KeyG", "KeyY", "KeyH", "KeyU", "KeyJ"];
 const CART = ["x", "y", "z", "rx", "ry", "rz"];
 
-function now() { return (performance.timeOrigin + performance.now()) / 1000; }
+// wall clock [s]: what the arm's freshness check and the panel's ping/pong offset are about
+function now() { return Date.now() / 1000; }
 function send(msg) { if (S.ws && S.ws.readyState === 1) S.ws.send(JSON.stringify(msg)); }
 function cmd(name, body) { send({ t: "cmd", name, body: body || {} }); }
 function fmt(x, n = 3) { return x === null || x === undefined ? "–" : (typeof x === "number" ? x.toFixed(n) : String(x)); }
@@ -81,7 +82,7 @@ function onArms(m) {
 
 function select(id) {
   stopJog(true);
-  S.arm = id; S.desc = null; S.frame = null; S.target = null; S.slidersDirty = false;
+  S.arm = id; S.desc = null; S.frame = null; S.target = null; S.targetDirty = false; S.slidersDirty = false;
   $("arm").value = id;
   send({ t: "select", arm: id });
 }
@@ -120,6 +121,7 @@ function buildJogTable() {
       b.textContent = dir < 0 ? "−" : "+";
       b.id = `jog_${i}_${dir < 0 ? "minus" : "plus"}`;
       b.dataset.ctl = "jog";
+      b.disabled = !S.allowed.jog;
       b.title = KEYS[2 * i + (dir < 0 ? 1 : 0)] ? `hold (key ${KEYS[2 * i + (dir < 0 ? 1 : 0)].slice(3)})` : "hold";
       b.addEventListener("pointerdown", (e) => { b.setPointerCapture(e.pointerId); startJog(i, dir, b); });
       for (const ev of ["pointerup", "pointercancel", "lostpointercapture"]) b.addEventListener(ev, () => stopJog(true));
@@ -162,7 +164,7 @@ document.addEventListener("visibilitychange", () => { if (document.hidden) stopJ
 window.addEventListener("pagehide", () => stopJog(true));
 
 document.addEventListener("keydown", (e) => {
-  if (e.code === "Space") { e.preventDefault(); if (!e.repeat) cmd("estop", { engaged: true }); return; }
+  if (e.code === "Space") { e.preventDefault(); if (!e.repeat) estop(); return; }
   if (e.code === "Escape") { e.preventDefault(); stopJog(true); if (S.allowed.stop) cmd("stop"); return; }
   if (e.target.tagName === "INPUT" && e.target.type === "number") return;
   const k = KEYS.indexOf(e.code);
@@ -176,7 +178,9 @@ document.addEventListener("keydown", (e) => {
 document.addEventListener("keyup", (e) => { if (S.held && S.held.key === e.code) stopJog(true); });
 
 // ------------------------------------------------------------------ buttons
-$("estop").addEventListener("click", () => cmd("estop", { engaged: true }));
+function estop() { S.estopAt = now(); stopJog(false); cmd("estop", { engaged: true }); }
+$("estop").addEventListener("pointerdown", estop);   // on press, not on release: no click delay
+$("estop").addEventListener("click", (e) => { if (e.detail === 0) estop(); });  // keyboard-activated
 $("estop").addEventListener("keydown", (e) => { if (e.code === "Space") e.preventDefault(); });
 $("estop_release").addEventListener("click", () => cmd("estop", { engaged: false }));
 $("stop").addEventListener("click", () => { stopJog(true); cmd("stop"); });
@@ -189,7 +193,7 @@ $("go").addEventListener("click", () => {
   const d = parseFloat($("duration").value);
   cmd("joint_goal", { positions: S.sliders.map((s) => parseFloat(s.input.value)), duration: isFinite(d) ? d : null });
 });
-$("tsync").addEventListener("click", () => { S.target = null; syncTarget(); });
+$("tsync").addEventListener("click", () => { S.target = null; S.targetDirty = false; syncTarget(); });
 $("tgo").addEventListener("click", () => {
   const d = parseFloat($("duration").value);
   const body = { position: S.target, duration: isFinite(d) ? d : null };
@@ -197,7 +201,7 @@ $("tgo").addEventListener("click", () => {
   cmd("cartesian_goal", body);
 });
 for (const [i, id] of ["tx", "ty", "tz"].entries()) {
-  $(id).addEventListener("change", () => { if (S.target) S.target[i] = parseFloat($(id).value); });
+  $(id).addEventListener("change", () => { if (S.target) { S.target[i] = parseFloat($(id).value); S.targetDirty = true; } });
 }
 
 function syncSliders(force) {
@@ -214,7 +218,8 @@ function updateGhost() {
   send({ t: "ghost", q: S.slidersDirty ? S.sliders.map((s) => parseFloat(s.input.value)) : null });
 }
 function syncTarget() {
-  if (!S.target && S.frame && S.frame.ee) S.target = S.frame.ee.map((r) => r[3]);
+  // the target follows the end effector until the operator drags it or types a coordinate
+  if ((!S.target || !S.targetDirty) && S.frame && S.frame.ee) S.target = S.frame.ee.map((r) => r[3]);
   if (S.target && document.activeElement.type !== "number") ["tx", "ty", "tz"].forEach((id, i) => { $(id).value = S.target[i].toFixed(3); });
 }
 
@@ -233,23 +238,30 @@ function onFrame(f) {
   const grip = st.gripper;
   const rows = [
     ["arm", f.arm], ["status", st.status], ["state", st.state], ["mode", st.mode],
-    ["e-stop", st.estop ? "ENGAGED" : "released"], ["M-stop", st.mstop === undefined ? (st.m_stop === undefined ? "–" : String(st.m_stop)) : String(st.mstop)],
+    ["e-stop", st.estop ? "ENGAGED" : "released"], ["M-stop", st.m_stopped === undefined ? "–" : (st.m_stopped ? "PRESSED" : "released")],
+    ["stop", st.stop_behaviour || "–"],
     ["jogging", `${st.jogging ? "yes" : "no"}${st.braking ? " (braking)" : ""}`],
     ["goal", `${fmt(st.goal_progress, 2)}${st.at_goal ? " at goal" : ""}`],
-    ["loop", Object.keys(loop).length ? Object.entries(loop).map(([k, v]) => `${k} ${fmt(v, k.includes("overrun") || k.includes("missed") || k === "n" ? 0 : 4)}`).join(", ") : "–"],
+    ["loop", loop.period_p50 !== undefined ? `period p50/p99 ${fmt(loop.period_p50 * 1e3, 1)}/${fmt(loop.period_p99 * 1e3, 1)} ms, work p99 ${fmt(loop.work_p99 * 1e3, 1)} ms, overruns ${fmt(loop.overruns, 0)}` : "–"],
     ["last error", err ? `${err.reason}: ${err.detail}` : "–"],
-    ["gripper", grip ? Object.entries(grip).filter(([k]) => !["seq", "client", "time"].includes(k)).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(", ") : "–"],
+    ["gripper", grip ? Object.entries(grip).filter(([k, v]) => v !== null && !["seq", "client", "time"].includes(k)).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(", ") : "–"],
     ["account", f.writable === false ? "read-only" : (f.writable ? "may command" : "probing…")],
   ];
+  const key = JSON.stringify([rows, f.events]);
+  if (key === S.statusKey) return finishFrame(f);
+  S.statusKey = key;
   const t = $("status");
   if (t.rows.length !== rows.length) { t.innerHTML = ""; rows.forEach(() => { const r = t.insertRow(); r.insertCell(); r.insertCell(); }); }
   rows.forEach(([k, v], i) => { t.rows[i].cells[0].textContent = k; t.rows[i].cells[1].textContent = v ?? "–"; t.rows[i].id = `st_${k.replace(/[^a-z]/g, "")}`; });
   $("events").innerHTML = (f.events || []).map((e) => `<li>${new Date((e.ts || 0) * 1000).toLocaleTimeString()} ${e.what}: <b>${escapeHtml(e.kind || "")}</b> ${escapeHtml(e.detail || "")}</li>`).join("");
+  finishFrame(f);
+}
+function finishFrame(f) {
   if (jogSpace() === "joint") f.q.forEach((q, i) => { const el = $(`jogval${i}`); if (el) el.textContent = fmt(q); });
   else if (f.ee_pose && f.ee_pose.position) f.ee_pose.position.forEach((p, i) => { const el = $(`jogval${i}`); if (el) el.textContent = fmt(p); });
   syncSliders(false);
   syncTarget();
-  draw();
+  S.dirty = true;
 }
 function escapeHtml(s) { return String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c])); }
 
@@ -259,7 +271,7 @@ const ctx = canvas.getContext("2d");
 function camBasis() {
   const { yaw, pitch } = S.cam;
   const fwd = [-Math.cos(pitch) * Math.cos(yaw), -Math.cos(pitch) * Math.sin(yaw), -Math.sin(pitch)];
-  const right = [Math.sin(yaw), -Math.cos(yaw), 0];
+  const right = [-Math.sin(yaw), Math.cos(yaw), 0];   // fwd x z: right-handed view, z up on screen
   const up = [right[1] * fwd[2] - right[2] * fwd[1], right[2] * fwd[0] - right[0] * fwd[2], right[0] * fwd[1] - right[1] * fwd[0]];
   const c = S.cam.center;
   const eye = [c[0] - fwd[0] * S.cam.dist, c[1] - fwd[1] * S.cam.dist, c[2] - fwd[2] * S.cam.dist];
@@ -325,6 +337,7 @@ canvas.addEventListener("pointermove", (e) => {
     const depth = project(S.target, B)[2];
     const k = depth / (canvas.height * 1.2);
     for (let i = 0; i < 3; i++) S.target[i] += k * (dx * B.right[i] - dy * B.up[i]);
+    S.targetDirty = true;
     ["tx", "ty", "tz"].forEach((id, i) => { $(id).value = S.target[i].toFixed(3); });
   } else {
     S.cam.yaw -= dx * 0.01;
@@ -335,5 +348,9 @@ canvas.addEventListener("pointermove", (e) => {
 canvas.addEventListener("pointerup", () => { drag = null; });
 canvas.addEventListener("wheel", (e) => { e.preventDefault(); S.cam.dist = Math.max(0.3, Math.min(6, S.cam.dist * Math.exp(e.deltaY * 0.001))); draw(); }, { passive: false });
 window.addEventListener("resize", draw);
+// render at the display's pace (at most once per frame message): the socket handler stays short,
+// so a jog sample is never queued behind a drawing
+function animate() { if (S.dirty) { S.dirty = false; draw(); } requestAnimationFrame(animate); }
+requestAnimationFrame(animate);
 
 connect();
