@@ -160,9 +160,7 @@ def load_yaml(path: str | os.PathLike[str], *, error: type[ConfigError] | type[F
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         context = f" ({exc.context})" if exc.context else ""
-        kind = "YAML syntax error" if isinstance(exc, yaml.scanner.ScannerError | yaml.parser.ParserError) \
-            else "YAML error"
-        err = error(f"{where}{kind}: {exc.problem}{context}", file=path)
+        err = error(f"{where}YAML error: {exc.problem}{context}", file=path)
         err.line = mark.line + 1 if mark is not None else None  # the message already shows it
         raise err from None
     except yaml.reader.ReaderError as exc:

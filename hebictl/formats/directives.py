@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import yaml
 
+from hebictl import limits
 from hebictl.errors import FormatError, HebictlError
 from hebictl.formats.registry import READERS, detect_format
 from hebictl.formats.rotations import (
@@ -53,6 +54,7 @@ from hebictl.formats.rotations import (
 )
 from hebictl.model.builder import ModelBuilder
 from hebictl.model.tree import Inertia, Joint, JointKind
+from hebictl.yaml_load import StrictLoader, load_yaml
 
 if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel
@@ -79,8 +81,8 @@ class _Rotation:
     line: int | None
 
 
-class _Loader(yaml.SafeLoader):
-    pass
+class _Loader(StrictLoader):
+    """hebictl's bounded YAML loader (typed-scalar errors with lines, no duplicate keys) plus Drake's tags."""
 
 
 def _mapping(loader: _Loader, node: yaml.MappingNode) -> _Map:
@@ -267,6 +269,8 @@ class _Scene:
         return ns + name
 
     def resolve(self, uri: str, file: Path, line: int | None) -> Path:
+        """A ``file:`` URI, kept inside the directives file's folder, a package_map folder or an allowed root."""
+        limits.check_path_text(uri, file=str(file), line=line, what="file")
         if uri.startswith("package://"):
             pkg, _, rest = uri[len("package://"):].partition("/")
             if pkg not in self.package_map:
@@ -277,7 +281,9 @@ class _Scene:
             path = Path(uri[len("file://"):])
         else:
             path = Path(uri) if Path(uri).is_absolute() else file.resolve().parent / uri
-        if not path.is_file():
+        path = limits.resolve_reference(path, file.resolve().parent, list(self.package_map.values()), file=str(file),
+                                        line=line, what=f"file {uri!r}")
+        if not limits.is_regular_file(path):
             raise FormatError(f"file {uri!r} not found ({path})", str(file), line)
         return path
 
@@ -285,21 +291,17 @@ class _Scene:
         resolved = path.resolve()
         if resolved in self.stack:
             raise FormatError("add_directives includes itself", str(path))
+        if len(self.stack) >= limits.current().max_include_depth:
+            raise limits.exceeded("add_directives depth", len(self.stack) + 1, "max_include_depth", str(path))
         self.stack.append(resolved)
         try:
-            self.run_text(path.read_text(encoding="utf-8"), path, ns)
-        except OSError as exc:
-            raise FormatError(f"cannot read file: {exc.strerror}", str(path)) from None
+            # size, depth and alias limits; bad UTF-8 and bad scalars are FormatErrors with the line
+            self.run_text(None, path, ns)
         finally:
             self.stack.pop()
 
-    def run_text(self, text: str, path: Path, ns: str) -> None:
-        try:
-            doc = yaml.load(text, Loader=_Loader)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise FormatError(f"YAML error: {getattr(exc, 'problem', exc)}", str(path),
-                              mark.line + 1 if mark else None) from None
+    def run_text(self, text: str | None, path: Path, ns: str) -> None:
+        doc = load_yaml(path, error=FormatError, loader=_Loader, what="model directives file", text=text)
         if not isinstance(doc, Mapping) or not isinstance(doc.get("directives"), list):
             raise FormatError("a model directives file is a mapping with a 'directives:' list", str(path),
                               getattr(doc, "line", None))
@@ -436,7 +438,7 @@ def _load_model(path: Path) -> RobotModel:
     Through the format tables rather than :func:`hebictl.formats.load_model`, whose registry
     imports this module: a directives file named by ``add_model`` is read here directly.
     """
-    if not path.is_file():
+    if not limits.is_regular_file(path):
         raise FormatError("file not found", str(path))
     fmt = detect_format(path)
     if fmt == "directives":
@@ -454,12 +456,13 @@ def load_directives(path: str | Path, *, package_map: Mapping[str, str | Path] |
     nothing welded at their poses instead of giving them free joints.
     """
     p = Path(path)
-    if not p.is_file():
+    if not limits.is_regular_file(p):
         raise FormatError("file not found", str(p))
-    scene = _Scene(package_map)
-    scene.run(p)
-    name = p.name.removesuffix(".dmd.yaml")
-    return scene.build(name, str(p), floating_base)
+    with limits.model_folder(p):
+        scene = _Scene(package_map)
+        scene.run(p)
+        name = p.name.removesuffix(".dmd.yaml")
+        return scene.build(name, str(p), floating_base)
 
 
 def load_directives_string(text: str, *, base_dir: str | Path | None = None, source_name: str = "<string>",
@@ -468,5 +471,6 @@ def load_directives_string(text: str, *, base_dir: str | Path | None = None, sou
     """Model directives from YAML text; relative ``file:`` paths resolve against ``base_dir``."""
     scene = _Scene(package_map)
     fake = Path(base_dir or ".") / (source_name if source_name != "<string>" else "directives.dmd.yaml")
-    scene.run_text(text, fake, "")
+    with limits.model_folder(fake):
+        scene.run_text(text, fake, "")
     return scene.build("directives", None if source_name == "<string>" else source_name, floating_base)
