@@ -55,7 +55,7 @@ from hebictl.hardware.faults import FaultKind, FaultSchedule
 from hebictl.hardware.firmware import ModuleSafety
 from hebictl.hardware.group import ModuleGroup, checked_frequency, grid_index
 from sim_backend.actuator import ActuatorGroup, actuator_step
-from sim_backend.firmware import FirmwareState, firmware_step
+from sim_backend.firmware import F_HI, F_LO, FirmwareState, firmware_step
 from sim_backend.modules import ExtraModules, apply_feedback_faults, next_deliverable
 from sim_backend.scene import Scene
 
@@ -299,6 +299,7 @@ class SimBackend(ModuleGroup):
             self.command_modules(slice(0, n), pc, vc, ec, now)
             self.firmware.commanded[:, lost.module] = keep  # type: ignore[index]
             self.firmware.expiry[lost.module] = expiry  # type: ignore[index]
+            self._fw_dirty = True
         # the command echo shows the command from the next sample on, as the Backend protocol says
         self._pending_echo = True
         self._writes += 1
@@ -310,13 +311,19 @@ class SimBackend(ModuleGroup):
         d, sc = self._d, self.scene
         return d.qpos[sc.qadr].copy(), d.qvel[sc.dadr].copy()
 
-    def command_modules(self, modules: slice, pc: ArrayLike, vc: ArrayLike, ec: ArrayLike, now: float) -> None:
-        """Install a command for ``modules`` (indices into all simulated modules) written at ``now``."""
+    def command_modules(self, modules: slice, pc: ArrayLike, vc: ArrayLike, ec: ArrayLike, now: float,
+                        lifetime: float | None = None) -> None:
+        """Install a command for ``modules`` (indices into all simulated modules) written at ``now``,
+        in force for ``lifetime`` [s] (default the backend's; 0 = forever)."""
         fw = self.firmware
-        fw.commanded[0, modules] = pc
-        fw.commanded[1, modules] = vc
-        fw.commanded[2, modules] = ec
-        fw.expiry[modules] = now + self._lifetime if self._lifetime > 0.0 else math.inf
+        cmd, run = fw.commanded, self.actuators.command
+        cmd[0, modules] = run[0, modules] = pc
+        cmd[1, modules] = run[1, modules] = vc
+        cmd[2, modules] = run[2, modules] = ec
+        life = self._lifetime if lifetime is None else lifetime
+        expiry = now + life if life > 0.0 else math.inf
+        fw.expiry[modules] = expiry
+        self._fw_next = min(self._fw_next, expiry)
 
     def set_safety(self, safety: ModuleSafety) -> None:
         """Firmware limits and strategies per joint (:mod:`sim_backend.firmware`); a double
@@ -327,6 +334,13 @@ class SimBackend(ModuleGroup):
             raise ConfigError(f"safety settings for {safety.size} modules, the sim has {self._n}", key="module_safety")
         self.firmware.apply(safety, self._joint, self._sign)
         self.safety = safety
+        self._firmware_changed()
+
+    def _firmware_changed(self) -> None:
+        """Run the firmware kernel next step; every step while limits or the M-stop need it."""
+        fw = self.firmware
+        self._fw_dirty = True
+        self._fw_always = bool(fw.mstop[0]) or bool(np.isfinite(fw.F[F_LO]).any() or np.isfinite(fw.F[F_HI]).any())
 
     @property
     def mstop_pressed(self) -> bool:
@@ -339,11 +353,13 @@ class SimBackend(ModuleGroup):
         if not fw.mstop[0]:
             fw.hold_q[:] = self._sign * self._d.qpos[self._qadr_all]
             fw.mstop[0] = 1
+            self._firmware_changed()
 
     def release_mstop(self) -> None:
         """Release the M-stop: modules run their (unexpired) commands again."""
         self._advance_to_now()
         self.firmware.mstop[0] = 0
+        self._firmware_changed()
 
     def open_extra_modules(self, names: Sequence[str], families: Sequence[str], *, joints: Sequence[int],
                            signs: Sequence[float]) -> Backend:
@@ -364,11 +380,7 @@ class SimBackend(ModuleGroup):
         first = self._joint.shape[0]
         self.actuators = self.actuators.with_modules(joints)
         fw_new = FirmwareState.create(self.actuators.motor[0, first:].copy(), self.actuators.motor[1, first:].copy())
-        fw = self.firmware
-        for name in ("commanded", "lo", "hi", "smin", "smax", "armed", "limit_state", "mstop_strategy",
-                     "hold_q", "k", "c", "expiry", "eff_strategy"):
-            old, new = getattr(fw, name), getattr(fw_new, name)
-            setattr(fw, name, np.ascontiguousarray(np.concatenate([old, new], axis=-1)))
+        self.firmware = fw = self.firmware.extended(fw_new)
         fw.mstop_strategy[first:] = fw.mstop_strategy[joints]
         self._joint = np.concatenate([self._joint, joints])
         self._sign = np.concatenate([self._sign, signs])
@@ -378,6 +390,7 @@ class SimBackend(ModuleGroup):
         self._sample_args = (*self._sample_args[:7], self.actuators.effort, self._cmd_echo)
         if self.safety is not None:
             self.firmware.apply(self.safety, self._joint, self._sign)
+        self._firmware_changed()
         return first
 
     def set_gains(self, gains: object) -> None:
@@ -394,6 +407,7 @@ class SimBackend(ModuleGroup):
             acts.gains[:, :, n:] = acts.gains[:, :, extra]
             acts.strategy[n:] = acts.strategy[extra]
             acts.state[:, :, n:] = 0.0
+        self._firmware_changed()
 
     def close(self) -> None:
         """Stop the simulation and close the viewer; idempotent."""
@@ -434,8 +448,13 @@ class SimBackend(ModuleGroup):
         t_step = self._t0 + self._steps * dt  # start of the next step
         n = self._n
         for _ in range(steps):
-            if firmware_step(t_step, *fw_args):  # a command expired: the echo reads NaN from now on
-                self._pending_echo = True
+            # the firmware kernel only when it can change something: limits or M-stop active, a
+            # setting changed, or a command's lifetime running out (writes install their command directly)
+            if self._fw_always or self._fw_dirty or t_step > self._fw_next - _EPS_T:
+                if firmware_step(t_step, *fw_args):  # a command expired: the echo reads NaN from now on
+                    self._pending_echo = True
+                self._fw_dirty = False
+                self._fw_next = float(self.firmware.expiry.min())
             actuator_step(*args)
             step(m, d)
             if self._pending_echo:
@@ -463,11 +482,13 @@ class SimBackend(ModuleGroup):
         qadr, dadr = np.ascontiguousarray(sc.qadr[self._joint]), np.ascontiguousarray(sc.dadr[self._joint])
         self._step_args = (a.gains, fw.eff_strategy, a.motor, a.command, a.state, d.qpos, d.qvel, qadr, dadr,
                            self._dt, d.ctrl, m.actuator_biasprm, a.effort, a.slope, self._joint, self._sign)
-        self._fw_args = (fw.commanded, fw.expiry, a.command, a.strategy, fw.eff_strategy, d.qpos, d.qvel, qadr, dadr,
-                         self._sign, fw.lo, fw.hi, fw.smin, fw.smax, fw.armed, fw.limit_state, fw.mstop,
-                         fw.mstop_strategy, fw.hold_q, fw.k, fw.c)
+        self._fw_args = (fw.commanded, fw.F, fw.I, fw.mstop, a.command, a.strategy, d.qpos, d.qvel, qadr, dadr,
+                         self._sign)
 
     def _run_kernels(self, t: float) -> None:
+        self._fw_dirty = False
+        self._fw_always = False
+        self._fw_next = math.inf
         firmware_step(t, *self._fw_args)
         actuator_step(*self._step_args)
 

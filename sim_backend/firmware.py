@@ -49,8 +49,14 @@ _BELOW, _INSIDE, _ABOVE, _UNINIT = (float(LimitState.BELOW), float(LimitState.IN
 _AT_LOWER, _AT_UPPER = float(LimitState.AT_LOWER), float(LimitState.AT_UPPER)
 
 
+# rows of the packed per-module arrays (one float and one int array: numba's call overhead grows
+# with the number of arguments, and this kernel runs every physics step)
+F_EXPIRY, F_LO, F_HI, F_LIMIT_STATE, F_HOLD_Q, F_K, F_C = range(7)
+I_EFF_STRATEGY, I_SMIN, I_SMAX, I_ARMED, I_MSTOP_STRATEGY = range(5)
+
+
 @njit(cache=_CACHE)
-def _beyond(strategy, lim, q, w, k, c, i, cmd, eff_cmd, eff_strategy):
+def _beyond(strategy, lim, q, w, F, i, cmd, eff_cmd, eff_strategy):
     if strategy == _HOLD:
         eff_cmd[0, i] = lim
         eff_cmd[1, i] = 0.0
@@ -58,25 +64,25 @@ def _beyond(strategy, lim, q, w, k, c, i, cmd, eff_cmd, eff_strategy):
         e = cmd[2, i]
         eff_cmd[0, i] = math.nan
         eff_cmd[1, i] = math.nan
-        eff_cmd[2, i] = (0.0 if math.isnan(e) else e) - k[i] * (q - lim) - c[i] * w
+        eff_cmd[2, i] = (0.0 if math.isnan(e) else e) - F[F_K, i] * (q - lim) - F[F_C, i] * w
     elif strategy == _OFF:
         eff_strategy[i] = 0
 
 
 @njit(cache=_CACHE)
-def firmware_step(t, cmd, expiry, eff_cmd, strategy, eff_strategy, qpos, qvel, qadr, dadr, sign, lo, hi, smin,
-                  smax, armed, limit_state, mstop, mstop_strategy, hold_q, k, c):
+def firmware_step(t, cmd, F, I, mstop, eff_cmd, strategy, qpos, qvel, qadr, dadr, sign):
     """One step at time ``t`` [s]: expire commands, then write the command and strategy the PID
-    loops run (``eff_cmd``, ``eff_strategy``) and each module's ``limit_state``. ``mstop[0]`` is 1
-    while the M-stop is pressed. Returns how many commands expired in this step."""
+    loops run (``eff_cmd``, ``I[I_EFF_STRATEGY]``) and each module's limit state. ``mstop[0]`` is
+    1 while the M-stop is pressed. Returns how many commands expired in this step."""
     expired = 0
     pressed = mstop[0] != 0
+    eff_strategy = I[I_EFF_STRATEGY]
     for i in range(strategy.shape[0]):
-        if t > expiry[i] - _EPS_T:
+        if t > F[F_EXPIRY, i] - _EPS_T:
             cmd[0, i] = math.nan
             cmd[1, i] = math.nan
             cmd[2, i] = math.nan
-            expiry[i] = math.inf
+            F[F_EXPIRY, i] = math.inf
             expired += 1
         g = sign[i]
         q = g * qpos[qadr[i]]
@@ -85,34 +91,36 @@ def firmware_step(t, cmd, expiry, eff_cmd, strategy, eff_strategy, qpos, qvel, q
         eff_cmd[0, i] = cmd[0, i]
         eff_cmd[1, i] = cmd[1, i]
         eff_cmd[2, i] = cmd[2, i]
+        lo, hi = F[F_LO, i], F[F_HI, i]
+        smin, smax = I[I_SMIN, i], I[I_SMAX, i]
         state = _INSIDE
-        if armed[i] == 0:
-            if lo[i] <= q <= hi[i]:
-                armed[i] = 1
+        if I[I_ARMED, i] == 0:
+            if lo <= q <= hi:
+                I[I_ARMED, i] = 1
             else:
                 state = _UNINIT
-        if armed[i] != 0:
-            if q < lo[i]:
+        if I[I_ARMED, i] != 0:
+            if q < lo:
                 state = _BELOW
-                _beyond(smin[i], lo[i], q, w, k, c, i, cmd, eff_cmd, eff_strategy)
-            elif q > hi[i]:
+                _beyond(smin, lo, q, w, F, i, cmd, eff_cmd, eff_strategy)
+            elif q > hi:
                 state = _ABOVE
-                _beyond(smax[i], hi[i], q, w, k, c, i, cmd, eff_cmd, eff_strategy)
-            elif smin[i] == _HOLD and eff_cmd[0, i] < lo[i]:  # inside, pushed out: limit the target
+                _beyond(smax, hi, q, w, F, i, cmd, eff_cmd, eff_strategy)
+            elif smin == _HOLD and eff_cmd[0, i] < lo:  # inside, pushed out: limit the target
                 state = _AT_LOWER
-                eff_cmd[0, i] = lo[i]
+                eff_cmd[0, i] = lo
                 eff_cmd[1, i] = max(eff_cmd[1, i], 0.0)
-            elif smax[i] == _HOLD and eff_cmd[0, i] > hi[i]:
+            elif smax == _HOLD and eff_cmd[0, i] > hi:
                 state = _AT_UPPER
-                eff_cmd[0, i] = hi[i]
+                eff_cmd[0, i] = hi
                 eff_cmd[1, i] = min(eff_cmd[1, i], 0.0)
-        limit_state[i] = state
+        F[F_LIMIT_STATE, i] = state
         if pressed:
-            ms = mstop_strategy[i]
+            ms = I[I_MSTOP_STRATEGY, i]
             if ms == _M_OFF:
                 eff_strategy[i] = 0
             elif ms == _M_HOLD:
-                eff_cmd[0, i] = hold_q[i]
+                eff_cmd[0, i] = F[F_HOLD_Q, i]
                 eff_cmd[1, i] = 0.0
                 eff_cmd[2, i] = math.nan
     return expired
@@ -120,42 +128,61 @@ def firmware_step(t, cmd, expiry, eff_cmd, strategy, eff_strategy, qpos, qvel, q
 
 @dataclass(eq=False)
 class FirmwareState:
-    """Per-module firmware settings and state (arrays handed to :func:`firmware_step` in place)."""
+    """Per-module firmware settings and state, packed for :func:`firmware_step` (updated in place)."""
 
     commanded: FloatArray            # (3, N) what the controller wrote; NaN = nothing
-    expiry: FloatArray               # (N,) [s] clock time each module's command expires (inf: never)
-    eff_strategy: NDArray[np.int64]  # (N,) control strategy the loops run this step (0 = motor off)
-    lo: FloatArray                   # (N,) firmware limits, module coordinates
-    hi: FloatArray
-    smin: NDArray[np.int64]
-    smax: NDArray[np.int64]
-    armed: NDArray[np.int64]
-    limit_state: FloatArray
+    F: FloatArray                    # (7, N) rows F_*: expiry [s], limits, limit state, M-stop hold, spring k, c
+    I: NDArray[np.int64]             # (5, N) rows I_*: strategy run this step, limit strategies, armed, M-stop
     mstop: NDArray[np.int64]         # (1,) 1 while pressed
-    mstop_strategy: NDArray[np.int64]
-    hold_q: FloatArray               # (N,) position where the M-stop was pressed (module coordinates)
-    k: FloatArray                    # (N,) DampedSpring stiffness [N·m/rad]
-    c: FloatArray                    # (N,) DampedSpring damping [N·m·s/rad]
 
     @classmethod
     def create(cls, max_effort: FloatArray, max_speed: FloatArray) -> FirmwareState:
         n = max_effort.shape[0]
-        return cls(commanded=np.full((3, n), np.nan), expiry=np.full(n, np.inf), eff_strategy=np.zeros(n, np.int64),
-                   lo=np.full(n, -np.inf), hi=np.full(n, np.inf), smin=np.full(n, _DISABLED, np.int64),
-                   smax=np.full(n, _DISABLED, np.int64), armed=np.zeros(n, np.int64),
-                   limit_state=np.full(n, _INSIDE), mstop=np.zeros(1, np.int64),
-                   mstop_strategy=np.full(n, int(DEFAULT_MSTOP_STRATEGY), np.int64), hold_q=np.zeros(n),
-                   k=10.0 * max_effort, c=2.0 * max_effort / max_speed)
+        F = np.empty((7, n))
+        F[F_EXPIRY], F[F_LO], F[F_HI] = np.inf, -np.inf, np.inf
+        F[F_LIMIT_STATE], F[F_HOLD_Q] = _INSIDE, 0.0
+        F[F_K], F[F_C] = 10.0 * max_effort, 2.0 * max_effort / max_speed
+        I = np.zeros((5, n), dtype=np.int64)
+        I[I_SMIN], I[I_SMAX], I[I_MSTOP_STRATEGY] = _DISABLED, _DISABLED, int(DEFAULT_MSTOP_STRATEGY)
+        return cls(commanded=np.full((3, n), np.nan), F=F, I=I, mstop=np.zeros(1, np.int64))
+
+    def extended(self, other: FirmwareState) -> FirmwareState:
+        """This state followed by ``other``'s modules (the mstop flag is this one's)."""
+        cat = np.concatenate
+        return FirmwareState(commanded=np.ascontiguousarray(cat([self.commanded, other.commanded], axis=1)),
+                             F=np.ascontiguousarray(cat([self.F, other.F], axis=1)),
+                             I=np.ascontiguousarray(cat([self.I, other.I], axis=1)), mstop=self.mstop)
+
+    @property
+    def expiry(self) -> FloatArray:
+        return self.F[F_EXPIRY]
+
+    @property
+    def limit_state(self) -> FloatArray:
+        return self.F[F_LIMIT_STATE]
+
+    @property
+    def hold_q(self) -> FloatArray:
+        return self.F[F_HOLD_Q]
+
+    @property
+    def eff_strategy(self) -> NDArray[np.int64]:
+        return self.I[I_EFF_STRATEGY]
+
+    @property
+    def mstop_strategy(self) -> NDArray[np.int64]:
+        return self.I[I_MSTOP_STRATEGY]
 
     def apply(self, safety: ModuleSafety, joint: NDArray[np.int64], sign: FloatArray) -> None:
         """Settings ``safety`` (one entry per joint) for every module; module ``i`` drives joint
         ``joint[i]``, a mirrored one (``sign[i] = -1``) gets that joint's limits mirrored and swapped."""
         lo, hi, smin, smax, sm = safety.arrays()
+        F, I = self.F, self.I
         for i, (jj, g) in enumerate(zip(joint.tolist(), sign.tolist(), strict=True)):
             if g > 0:
-                self.lo[i], self.hi[i], self.smin[i], self.smax[i] = lo[jj], hi[jj], smin[jj], smax[jj]
+                F[F_LO, i], F[F_HI, i], I[I_SMIN, i], I[I_SMAX, i] = lo[jj], hi[jj], smin[jj], smax[jj]
             else:
-                self.lo[i], self.hi[i], self.smin[i], self.smax[i] = -hi[jj], -lo[jj], smax[jj], smin[jj]
-            self.mstop_strategy[i] = sm[jj]
-            self.armed[i] = 0  # a limit arms once the module has been inside it
-            self.limit_state[i] = _UNINIT
+                F[F_LO, i], F[F_HI, i], I[I_SMIN, i], I[I_SMAX, i] = -hi[jj], -lo[jj], smax[jj], smin[jj]
+            I[I_MSTOP_STRATEGY, i] = sm[jj]
+            I[I_ARMED, i] = 0  # a limit arms once the module has been inside it
+            F[F_LIMIT_STATE, i] = _UNINIT

@@ -128,13 +128,8 @@ class ExtraModules(ModuleGroup):
             raise CommandRejected("size_mismatch", f"command has {command.size} entries, the group has {self._n}")
         sim = self._sim
         sim._advance_to_now()
-        now = sim.clock.now()
-        fw = sim.firmware
-        sl = self._slice
-        fw.commanded[0, sl] = command.position
-        fw.commanded[1, sl] = command.velocity
-        fw.commanded[2, sl] = command.effort
-        fw.expiry[sl] = now + self._lifetime if self._lifetime > 0.0 else math.inf
+        sim.command_modules(self._slice, command.position, command.velocity, command.effort, sim.clock.now(),
+                            self._lifetime)
         return True
 
     def set_gains(self, gains: object) -> None:
@@ -147,6 +142,7 @@ class ExtraModules(ModuleGroup):
         if strategy is not None:
             acts.strategy[self._slice] = strategy
         acts.state[:, :, self._slice] = 0.0
+        self._sim._firmware_changed()
 
     def close(self) -> None:
         """Stop using the modules; like a real group, their last command runs out by its lifetime."""
