@@ -47,20 +47,25 @@ def _matrix(T: Any) -> list[list[float | None]]:
 
 
 def _urdf_text(model: RobotModel) -> str | None:
-    """URDF of ``model`` through the formats package's public writer entry point, or None."""
+    """URDF of ``model`` through the formats package's public ``convert``, or None (a model URDF
+    cannot express, e.g. HRDF gear ratios: the JSON tree still describes it)."""
     try:
-        import hebictl.formats as formats
+        from hebictl.formats import convert
 
-        writer = getattr(formats, "write_urdf", None)
-        if writer is not None:
-            return str(writer(model))
-        convert = getattr(formats, "convert", None)
-        if convert is None:
-            from hebictl.formats import convert
         return str(convert(model, "urdf"))
-    except (HebictlError, ImportError, AttributeError) as exc:
+    except HebictlError as exc:
         log.warning("state/description carries no URDF: %s", exc)
         return None
+    except Exception:  # a writer bug must not keep the arm off the broker: the JSON tree suffices
+        log.exception("state/description carries no URDF: the URDF writer failed")
+        return None
+
+
+def _backend_name(arm: Any) -> str | None:
+    """The backend type the arm was opened on (``mock``, ``sim``, ``hebi``...), where it says."""
+    extra = getattr(arm, "extra_modules", None)
+    name = getattr(extra, "backend_name", None) or getattr(arm, "_backend_name", None)
+    return None if name is None else str(name)
 
 
 def kinematic_tree(model: RobotModel) -> dict[str, Any]:
@@ -68,11 +73,11 @@ def kinematic_tree(model: RobotModel) -> dict[str, Any]:
     bodies = []
     for i, b in enumerate(model.bodies):
         j = b.joint
-        start, width = model.coordinate_index(i)
+        qi, _ = model.coordinate_index(i)
         bodies.append({
             "name": b.name, "parent": int(b.parent), "placement": _matrix(b.placement),
             "joint": {"name": j.name, "kind": j.kind.name.lower(), "axis": _nums(j.axis), "scale": _num(j.scale),
-                      "index": int(start) if width == 1 else None},
+                      "index": int(qi) if j.nq == 1 else None},
         })
     ee = [{"body": int(f.body), "offset": _matrix(f.offset), "name": f.name}
           for f in model.frames if f.kind == "end_effector"]
@@ -102,7 +107,8 @@ def stop_behaviours(runner: ArmRunner, default_ttl: float = 0.25) -> dict[str, A
 
 
 def description(runner: ArmRunner, arm_id: str, *, config_name: str | None = None,
-                backend: str | None = None, default_ttl: float = 0.25, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                backend: str | None = None, default_ttl: float = 0.25,
+                extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The description of the arm ``runner`` drives, as a JSON-ready dict."""
     arm = runner.arm
     model = arm.model
@@ -117,7 +123,7 @@ def description(runner: ArmRunner, arm_id: str, *, config_name: str | None = Non
         "arm_id": arm_id,
         "name": model.name,
         "config": config_name,
-        "backend": backend or getattr(arm, "_backend_name", None),
+        "backend": backend or _backend_name(arm),
         "dof": arm.dof,
         "joints": {
             "names": list(model.joint_names),

@@ -1,0 +1,87 @@
+"""``state/description``: retained on connect, and enough to draw and command the arm remotely.
+
+The URDF it carries is read back by pinocchio (an independent URDF reader) and must place every
+link where the JSON tree does; tests/panel/test_kinematics.py ties the JSON tree to hebi-py's own
+kinematics of the kit, so the description is checked against both references.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+from hebictl.panel.kinematics import DescribedArm
+from hebictl.teleop.topics import Topics
+from tests.teleop.conftest import ARM_ID, HOME, run
+
+
+async def _retained_description(url: str) -> dict[str, Any]:
+    import aiomqtt
+
+    async with aiomqtt.Client(hostname="127.0.0.1", port=int(url.rsplit(":", 1)[1]), identifier="desc-reader") as c:
+        await c.subscribe(Topics(ARM_ID).state("description"), qos=1)
+        async for msg in c.messages:
+            assert msg.retain, "the description must be retained (a viewer that connects later needs it)"
+            return json.loads(msg.payload)
+    raise AssertionError("no description")
+
+
+def test_description_is_retained_and_complete(broker: Any, make_server: Any) -> None:
+    server = make_server(broker.url)
+    d = run(_retained_description(broker.url))  # connects after the arm: only a retained message arrives
+    arm = server.arm
+    assert d["arm_id"] == ARM_ID and d["dof"] == arm.dof == 6
+    assert d["joints"]["names"] == list(arm.model.joint_names)
+    np.testing.assert_allclose(d["joints"]["position_min"], arm.limits.position_min)
+    np.testing.assert_allclose(d["joints"]["position_max"], arm.limits.position_max)
+    np.testing.assert_allclose(d["joints"]["velocity_max"], arm.limits.velocity_max)
+    np.testing.assert_allclose(d["home"], HOME)
+    assert d["backend"] == "mock"
+    assert d["stop_behaviours"]["estop"]["latched"] is True
+    assert d["stop_behaviours"]["jog_release"]["default_ttl"] == pytest.approx(0.25)
+    assert len(d["tree"]["bodies"]) == len(arm.model.bodies) and d["tree"]["end_effector"]
+
+
+def test_urdf_places_every_link_where_the_tree_does(broker: Any, make_server: Any) -> None:
+    pin = pytest.importorskip("pinocchio")
+    make_server(broker.url)
+    d = run(_retained_description(broker.url))
+    if d["urdf"] is None:
+        pytest.fail("the description carries no URDF")
+    model = pin.buildModelFromXML(d["urdf"])
+    data = model.createData()
+    tree = DescribedArm(d["tree"])
+    names = d["joints"]["names"]
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        q = rng.uniform(-1.5, 1.5, len(names))
+        qp = pin.neutral(model)
+        for jid in range(1, model.njoints):
+            j = model.joints[jid]
+            x = q[names.index(model.names[jid])]
+            if j.nq == 2:  # continuous joint: (cos, sin)
+                qp[j.idx_q:j.idx_q + 2] = (np.cos(x), np.sin(x))
+            else:
+                qp[j.idx_q] = x
+        pin.framesForwardKinematics(model, data, qp)
+        poses = tree.body_poses(q.tolist())
+        checked = 0
+        for i, b in enumerate(d["tree"]["bodies"]):
+            if not model.existFrame(b["name"], pin.FrameType.BODY):
+                continue
+            T = data.oMf[model.getFrameId(b["name"], pin.FrameType.BODY)].homogeneous
+            checked += 1
+            np.testing.assert_allclose(T, poses[i], atol=1e-9, err_msg=b["name"])
+        assert checked == len(d["tree"]["bodies"]), "every body is a URDF link"
+
+
+def test_offline_arms_keep_their_description(broker: Any, make_server: Any) -> None:
+    """Stopping the arm leaves the description retained: a panel still knows what it was."""
+    server = make_server(broker.url)
+    server.stop_background()
+    d = asyncio.run(asyncio.wait_for(_retained_description(broker.url), 10))
+    assert d["arm_id"] == ARM_ID
