@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hebictl import limits as _limits
-from hebictl.errors import FormatError, HebictlError
+from hebictl.errors import FormatError, HebictlError, ModelError
 from hebictl.formats.registry import READERS, WRITERS, detect_format
 from hebictl.limits import ReaderLimits
 
@@ -79,6 +79,8 @@ def _guarded(load: Callable[[], RobotModel], file: str | Path | None) -> RobotMo
     """
     try:
         return load()
+    except ModelError as exc:  # a rule of the model itself (e.g. a physical bound), found while building it
+        raise FormatError(str(exc), file) from exc
     except HebictlError:
         raise
     except Exception as exc:

@@ -13,6 +13,7 @@ from typing import Any
 from numpy.typing import ArrayLike
 
 from hebictl.errors import ModelError
+from hebictl.model.bounds import check_body, check_gravity, check_translation
 from hebictl.model.robot import RobotModel
 from hebictl.model.tree import Body, Frame, Inertia, Joint, JointKind, checked_pose, checked_vec3
 
@@ -47,9 +48,10 @@ class ModelBuilder:
             if joint.name in self._joint_names:
                 raise ModelError(f"duplicate joint name {joint.name!r}")
             self._joint_names.add(joint.name)
-        self._bodies.append(Body(name=name, parent=parent, placement=checked_pose(placement, f"placement of {name!r}"),
-                                 joint=joint, inertia=inertia or Inertia.zero(),
-                                 metadata=dict(metadata or {})))
+        pose = checked_pose(placement, f"placement of {name!r}")
+        check_body(name, pose, joint, inertia or Inertia.zero(), metadata)  # finite physics (issue 12.3)
+        self._bodies.append(Body(name=name, parent=parent, placement=pose, joint=joint,
+                                 inertia=inertia or Inertia.zero(), metadata=dict(metadata or {})))
         return len(self._bodies) - 1
 
     def add_frame(self, kind: str, body: int, offset: ArrayLike | None = None,
@@ -57,13 +59,17 @@ class ModelBuilder:
         """Attach a frame of ``kind`` to ``body`` (-1 = base) at ``offset`` (body frame)."""
         if not -1 <= body < len(self._bodies):
             raise ModelError(f"frame {name or kind!r}: body index {body} does not exist")
-        self._frames.append(Frame(kind=kind, body=body, offset=checked_pose(offset, f"offset of frame {name or kind}"),
-                                  name=name))
+        pose = checked_pose(offset, f"offset of frame {name or kind}")
+        check_translation(pose, f"frame {name or kind!r}")
+        self._frames.append(Frame(kind=kind, body=body, offset=pose, name=name))
         return len(self._frames) - 1
 
     def build(self, base: ArrayLike | None = None, gravity: ArrayLike = (0.0, 0.0, -9.81),
               metadata: Mapping[str, Any] | None = None) -> RobotModel:
         """Freeze into a :class:`hebictl.model.robot.RobotModel` (compiles the kernel tables)."""
+        base_pose, g = checked_pose(base, "base transform"), checked_vec3(gravity, "gravity")
+        check_translation(base_pose, "the base transform")
+        check_gravity(g)
         return RobotModel(name=self.name, bodies=tuple(self._bodies), frames=tuple(self._frames),
-                          base=checked_pose(base, "base transform"), gravity=checked_vec3(gravity, "gravity"),
+                          base=base_pose, gravity=g,
                           source=self.source, format=self.format, metadata=dict(metadata or {}))

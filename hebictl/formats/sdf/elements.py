@@ -21,8 +21,9 @@ from lxml import etree
 from hebictl import limits
 from hebictl.errors import FormatError, SdfWarning
 from hebictl.formats._xml import DRAKE_NS, elements, line_of, local_name, namespace, parse_xml
+from hebictl.formats.lenient import bend
 from hebictl.formats.sdf.frames import SCOPE, pose_from_element
-from hebictl.formats.sdf.schema import ATTRIBUTES, CHILDREN, allowed, versions_of
+from hebictl.formats.sdf.schema import ATTRIBUTES, CHILDREN, VERSIONED, allowed, versions_of
 
 if TYPE_CHECKING:
     pass
@@ -148,7 +149,8 @@ class ElementReader:
     """One load: files read so far (include cycles), search paths, collected warnings."""
 
     def __init__(self, package_map: Mapping[str, str | Path] | None, model_paths: Sequence[str | Path] | None,
-                 floating_base: bool) -> None:
+                 floating_base: bool, strict: bool = False) -> None:
+        self.strict = strict
         self.package_map = {k: Path(v) for k, v in (package_map or {}).items()}
         paths = [Path(p) for p in (model_paths or ())]
         for var in _PATH_VARS:
@@ -170,9 +172,15 @@ class ElementReader:
                 continue
             ok = allowed(tag, c.tag, version)
             if ok is False:
+                newer = VERSIONED.get((tag, c.tag), ((0, 0),))[0] > version
+                if c.tag in CHILDREN.get(tag, ()) and newer:  # an older file: libsdformat copies it, Drake reads it
+                    bend(self.strict, f"<{c.tag}> in <{tag}> exists only in {versions_of(tag, c.tag)}, this file is "
+                         f"SDFormat {version[0]}.{version[1]}", file, line_of(c), SdfWarning, "Drake (libsdformat)",
+                         stacklevel=5)
+                    continue
                 if c.tag in CHILDREN.get(tag, ()):
-                    raise FormatError(f"<{c.tag}> in <{tag}> exists only in {versions_of(tag, c.tag)}, "
-                                      f"this file is SDFormat {version[0]}.{version[1]}", file, line_of(c))
+                    raise FormatError(f"<{c.tag}> in <{tag}> exists only in {versions_of(tag, c.tag)}, this file is "
+                                      f"SDFormat {version[0]}.{version[1]}", file, line_of(c))
                 raise FormatError(f"<{c.tag}> is not an SDFormat child of <{tag}> (custom elements need a "
                                   f"namespace prefix, e.g. <my_ns:{c.tag}>)", file, line_of(c))
         for attr in elem.attrib:

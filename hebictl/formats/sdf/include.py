@@ -119,7 +119,7 @@ class IncludeReader(ElementReader):
         """A URDF brought in by <include>: read by the URDF reader, then seen as an SDF model."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            urdf = load_urdf(path, package_map=self.package_map)
+            urdf = load_urdf(path, package_map=self.package_map, strict=self.strict)
         model_el = model_element(urdf, weld_root=False)
         return self.read_model(model_el, str(path), (1, 9), path.resolve().parent, parent, inc)
 

@@ -72,11 +72,11 @@ class JointReader(ElementReader):
                 raise FormatError(f"joint {name!r}: <{tag}><xyz> is the zero vector", file, line_of(xyz_el))
             exp = (xyz_el.get("expressed_in") or "").strip() if xyz_el is not None and version >= (1, 7) else ""
             upmf = _child(ax, "use_parent_model_frame")
-            if upmf is not None and version < (1, 7) and parse_bool(_text(upmf), upmf, file,
-                                                                     "<use_parent_model_frame>"):
-                exp = "__model__"
-            if version < (1, 5) and getattr(scope, "file_root", False):
-                exp = "__model__"  # libsdformat's 1.4 -> 1.5 conversion (top-level models only)
+            if upmf is not None and version < (1, 7):  # (in 1.4 a 1.5 element, read as Drake reads it)
+                if parse_bool(_text(upmf), upmf, file, "<use_parent_model_frame>"):
+                    exp = "__model__"
+            elif version < (1, 5) and getattr(scope, "file_root", False):
+                exp = "__model__"  # libsdformat's 1.4 -> 1.5 conversion adds it (top-level models, if absent)
             axes.append(xyz)
             expressed.append(exp)
             lim: dict[str, float] = {}

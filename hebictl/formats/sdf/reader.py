@@ -247,8 +247,8 @@ class _Reader(IncludeReader, LinkReader, JointReader):
 # ====================================================================== public API
 def _load(root: etree._Element, file: str, base_dir: Path | None, *, model: str | None, floating_base: bool,
           package_map: Mapping[str, str | Path] | None, model_paths: Sequence[str | Path] | None,
-          source: str | None) -> RobotModel:
-    reader = _Reader(package_map, model_paths, floating_base)
+          source: str | None, strict: bool = False) -> RobotModel:
+    reader = _Reader(package_map, model_paths, floating_base, strict)
     reader.file = file
     scope, version = reader.read_document(root, file, base_dir)
     flat = Flattener(reader)
@@ -301,26 +301,27 @@ def _load(root: etree._Element, file: str, base_dir: Path | None, *, model: str 
 
 def load_sdf(path: str | Path, *, model: str | None = None, floating_base: bool = False,
              package_map: Mapping[str, str | Path] | None = None,
-             model_paths: Sequence[str | Path] | None = None) -> RobotModel:
+             model_paths: Sequence[str | Path] | None = None, strict: bool = False) -> RobotModel:
     """Read an SDFormat file (``.sdf`` or ``.world``).
 
     ``model`` picks one model of a world (default: all of them, names prefixed ``<model>::``);
     ``floating_base`` gives links that no joint moves a free joint instead of welding them to
     the world; ``package_map`` maps ``package://`` names to folders; ``model_paths`` are searched
-    for ``<include>`` URIs (as libsdformat's ``SDF_PATH``).
+    for ``<include>`` URIs (as libsdformat's ``SDF_PATH``). ``strict=True`` rejects what Drake's
+    libsdformat only tolerates (an element of another SDFormat version) instead of warning.
     """
     p = Path(path)
     root = parse_sdf_xml(p, str(p))
     return _load(root, str(p), p.resolve().parent, model=model, floating_base=floating_base,
-                 package_map=package_map, model_paths=model_paths, source=str(p))
+                 package_map=package_map, model_paths=model_paths, source=str(p), strict=strict)
 
 
 def load_sdf_string(text: str | bytes, *, base_dir: str | Path | None = None, source_name: str = "<string>",
                     model: str | None = None, floating_base: bool = False,
                     package_map: Mapping[str, str | Path] | None = None,
-                    model_paths: Sequence[str | Path] | None = None) -> RobotModel:
-    """Read SDFormat text; relative ``<include>`` URIs resolve against ``base_dir``."""
+                    model_paths: Sequence[str | Path] | None = None, strict: bool = False) -> RobotModel:
+    """Read SDFormat text; relative ``<include>`` URIs resolve against ``base_dir`` (``strict``: see load_sdf)."""
     root = parse_sdf_xml(text, source_name)
     return _load(root, source_name, Path(base_dir) if base_dir is not None else None, model=model,
                  floating_base=floating_base, package_map=package_map, model_paths=model_paths,
-                 source=None if source_name == "<string>" else source_name)
+                 source=None if source_name == "<string>" else source_name, strict=strict)

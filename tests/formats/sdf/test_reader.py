@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hebictl.errors import FormatError
+from hebictl.errors import FormatError, SdfWarning
 from hebictl.formats import load_model
 from hebictl.formats.sdf import load_sdf, load_sdf_string
 from hebictl.model.tree import JointKind
@@ -316,3 +316,28 @@ def test_dispatch_routes_sdf_and_world(tmp_path: Path) -> None:
     for name in ("m.sdf", "w.world"):
         path = _write(tmp_path, name, WORLD)
         assert load_model(path).format == "sdf"
+
+
+# --------------------------------------------------------------------------- read leniently, validate strictly
+@pytest.mark.parametrize("value", ["true", "false"])
+def test_newer_element_in_older_file_reads_as_drake_does(tmp_path: Path, value: str) -> None:
+    """SDFormat 1.4 with <use_parent_model_frame> (a 1.5 element): libsdformat copies it and Drake honours it
+    (``false`` keeps the joint frame, although the 1.4->1.5 conversion would add ``true``). hebictl reads it
+    the same way with an SdfWarning naming file:line; strict=True rejects the file."""
+    upmf = f"<use_parent_model_frame>{value}</use_parent_model_frame>"
+    path = _write(tmp_path, f"old_{value}.sdf", PENDULUM.format(v="1.4", expressed="", upmf=upmf))
+    line = next(i for i, ln in enumerate(path.read_text().split("\n"), 1) if "use_parent_model_frame" in ln)
+    with pytest.warns(SdfWarning, match="accepted because strict=False") as record:
+        model = load_sdf(path)
+    assert str(record[0].message).startswith(
+        f"{path}:{line}: <use_parent_model_frame> in <axis> exists only in SDFormat 1.5 to 1.6, this file is "
+        "SDFormat 1.4")
+    ref = run_drake([path], samples=4)[str(path)]
+    assert ref["ok"], ref.get("error")
+    compare(model, ref, prefix_for(model))
+    default = _load(_write(tmp_path, "old_default.sdf", PENDULUM.format(v="1.4", expressed="", upmf="")))
+    hinge = [next(b.joint.axis for b in m.bodies if b.joint.name == "hinge") for m in (model, default)]
+    assert np.allclose(hinge[0], hinge[1]) == (value == "true")  # false really changes the axis
+    with pytest.raises(FormatError, match="Drake \\(libsdformat\\) accepts this") as info:
+        load_sdf(path, strict=True)
+    assert (info.value.file, info.value.line) == (str(path), line)

@@ -1,0 +1,92 @@
+"""Physical ranges every loaded model must lie in, defined once: finite, and no bigger than any robot.
+
+A number can be finite and still useless: a mass of 1.8e308 kg or a centre of mass 1e308 m away
+makes gravity compensation overflow to NaN without any error. So a model is checked when it is
+built (:class:`~hebictl.model.builder.ModelBuilder`), whatever format it came from, against
+bounds far beyond any real machine yet small enough that kinematics and dynamics stay finite for
+every configuration: at most ``MAX_BODIES`` links of ``MAX_LENGTH`` give lever arms below 1e8 m,
+times ``MAX_MASS`` and ``MAX_GRAVITY`` torques stay below 1e17 N·m.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from hebictl._typing import FloatArray
+from hebictl.errors import ModelError
+
+#: |translation| of a placement, frame, centre of mass, base, and |prismatic limit| [m] (1 km)
+MAX_LENGTH = 1e3
+#: mass of one body [kg]
+MAX_MASS = 1e6
+#: any entry of a body's rotational inertia, and armature [kg·m²] (MAX_MASS · MAX_LENGTH²)
+MAX_INERTIA = MAX_MASS * MAX_LENGTH**2
+#: |gear ratio| of a joint (its ``scale`` is between 1/MAX_GEAR_RATIO and MAX_GEAR_RATIO)
+MAX_GEAR_RATIO = 1e6
+#: |gravity| [m/s²]
+MAX_GRAVITY = 1e3
+#: joint damping [N·m·s/rad or N·s/m] and friction [N·m or N]
+MAX_DAMPING = 1e9
+
+
+def _where(name: str, metadata: Mapping[str, Any] | None) -> str:
+    line = (metadata or {}).get("line")
+    return f"{name} (line {line})" if isinstance(line, int) else name
+
+
+def _length(value: float, what: str) -> None:
+    if not abs(value) <= MAX_LENGTH:
+        raise ModelError(f"{what} is {value:g} m; lengths must be finite and at most {MAX_LENGTH:g} m")
+
+
+def check_translation(T: FloatArray, what: str) -> None:
+    """The translation of a 4x4 transform is within MAX_LENGTH."""
+    _length(float(np.linalg.norm(np.asarray(T)[:3, 3])), f"the offset of {what}")
+
+
+def check_body(name: str, placement: FloatArray, joint: Any, inertia: Any,
+               metadata: Mapping[str, Any] | None = None) -> None:
+    """One body: placement, joint (gear ratio, limits, damping, armature) and inertia within range."""
+    who = _where(f"body {name!r}", metadata)
+    check_translation(placement, who)
+    mass = float(inertia.mass)
+    if not 0.0 <= mass <= MAX_MASS:
+        raise ModelError(f"{who}: mass {mass:g} kg is outside [0, {MAX_MASS:g}] kg")
+    _length(float(np.linalg.norm(inertia.com)), f"{who}: the centre of mass offset")
+    rot = np.asarray(inertia.rotational, dtype=np.float64)
+    if not np.all(np.abs(rot) <= MAX_INERTIA):
+        raise ModelError(f"{who}: rotational inertia entries must be finite and at most {MAX_INERTIA:g} kg·m²")
+    jwho = _where(f"joint {joint.name!r}", metadata)
+    scale = float(joint.scale)
+    if not 1.0 / MAX_GEAR_RATIO <= abs(scale) <= MAX_GEAR_RATIO:
+        raise ModelError(f"{jwho}: gear ratio {1.0 / scale if scale else math.inf:g} is outside "
+                         f"[{1.0 / MAX_GEAR_RATIO:g}, {MAX_GEAR_RATIO:g}] in magnitude")
+    for what, value, top in (("damping", joint.damping, MAX_DAMPING), ("friction", joint.friction, MAX_DAMPING),
+                             ("armature", joint.armature, MAX_INERTIA)):
+        if not 0.0 <= float(value) <= top:
+            raise ModelError(f"{jwho}: {what} {value:g} is outside [0, {top:g}]")
+    for what, value in (("max_velocity", joint.max_velocity), ("max_effort", joint.max_effort)):
+        if math.isnan(value) or value < 0.0:
+            raise ModelError(f"{jwho}: {what} {value:g} must be >= 0 (inf: unknown)")
+    for what, value in (("lower limit", joint.lower), ("upper limit", joint.upper)):
+        if math.isnan(value):
+            raise ModelError(f"{jwho}: {what} is NaN")
+        if joint.kind.name == "PRISMATIC" and math.isfinite(value):
+            _length(value, f"{jwho}: the {what}")
+
+
+def check_frames(offsets: Iterable[tuple[str, FloatArray]]) -> None:
+    """Frame offsets within MAX_LENGTH of their bodies."""
+    for what, T in offsets:
+        check_translation(T, what)
+
+
+def check_gravity(gravity: FloatArray) -> None:
+    """Gravity finite and at most MAX_GRAVITY in magnitude."""
+    g = float(np.linalg.norm(gravity))
+    if not g <= MAX_GRAVITY:
+        raise ModelError(f"gravity of {g:g} m/s² is beyond {MAX_GRAVITY:g} m/s²")
