@@ -208,3 +208,17 @@ def test_hebi_py_pattern_update_then_set_goal_on_imitation():
             arm.send()
         assert arm.at_goal
         np.testing.assert_allclose(arm.last_feedback.position, target, atol=1e-3)
+
+
+def test_hebictl_run_on_hebi_imitation_exits_0():
+    """`hebictl run CONFIG --backend hebi-imitation --hold 0.5` exits 0 (issue 13's check)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    res = subprocess.run([sys.executable, "-m", "hebictl", "run", str(REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml"),
+                          "--backend", "hebi-imitation", "--hold", "0.5", "--quiet"],
+                         capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
+    assert res.returncode == 0, res.stdout[-1000:] + res.stderr[-1000:]
+    assert "state=running" in res.stdout
