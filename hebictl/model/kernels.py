@@ -17,8 +17,13 @@ import sys
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
+
+from hebictl.model import warmup as _warmup
+
+# numba.njit, applied on the first kernel call (numba's import is a third of a command's start-up);
+# see hebictl.model.warmup
+njit = _warmup.lazy_njit
 
 FIXED, REVOLUTE, PRISMATIC, BALL, FREE = 0, 1, 2, 3, 4
 
@@ -586,8 +591,5 @@ def rnea_batch(Q, V, A, gravity, parent, kind, qi, vi, place_R, place_p, axis, s
                 Nm[par, 2] += Nm[i, 2] + r0 * F[i, 1] - r1 * F[i, 0]
 
 
-# First run after an install: interpreted entry kernels while another process fills numba's cache
-# (see hebictl.model.warmup); a no-op once the cache is warm.
-from hebictl.model import warmup as _warmup  # noqa: E402
-
+# entry kernels: compiled from numba's cache, or interpreted while it is cold (hebictl.model.warmup)
 _warmup.install(sys.modules[__name__])

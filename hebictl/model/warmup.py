@@ -1,26 +1,29 @@
-"""First start after an install: the kernels run interpreted while another process compiles them.
+"""Start-up of the model kernels: numba imported on first use, interpreted while the cache is cold.
 
-Why: numba compiles the four entry kernels of :mod:`hebictl.model.kernels` in about 6 s the first
-time (numba's own start-up included), so a fresh install's first ``hebictl run`` would reach its
-first command only after several seconds, and the control loop would stall the first time each
-kernel is needed. The compiled code is cached on disk (``cache=True``: in the package's
-``__pycache__`` when that is writable, else in numba's per-user cache folder), so this happens
-once per install.
+Why: importing numba takes about a third of a command's start-up, and commands such as
+``hebictl model info`` never call a kernel; and the first time after an install numba compiles
+the four entry kernels of :mod:`hebictl.model.kernels` in about 6 s (its own start-up included),
+so a fresh install's first ``hebictl run`` would reach its first command only after several
+seconds and stall the control loop the first time each kernel is needed. The compiled code is
+cached on disk (``cache=True``: in the package's ``__pycache__`` when that is writable, else in
+numba's per-user cache folder), so that happens once per install.
 
-How, while the cache is cold (no stamp file beside numba's cache):
+How:
 
-* each entry kernel is a :class:`Kernel` that runs the kernel's own Python source (the very code
-  numba compiles, run by the interpreter: same results, about 1-2 ms per call on a 6-DoF arm)
-  for single configurations, and compiles in-process for batches (a batch of thousands is not
-  something to interpret);
-* the first call starts ``python -m hebictl.model._warm`` in the background (nice 10, on another
-  core), which compiles every entry kernel into the cache and writes the stamp;
-* when that process has finished, a thread loads the compiled kernels from the cache and puts
-  them in place of the :class:`Kernel` objects, so the process speeds up without a stall.
+* ``kernels.py`` decorates with :func:`lazy_njit`: a kernel stays plain Python (:class:`LazyJit`)
+  until the first call of an entry kernel, which imports numba and makes every kernel a numba
+  dispatcher at once (:func:`materialize`; they call each other, so all or none);
+* the entry kernels are :class:`Kernel` objects. On the first call, if the stamp file beside
+  numba's cache says the compiled kernels are there, the dispatchers replace the Kernel objects
+  (no wrapper stays on the hot path; numba loads them from the cache). If the cache is cold, single
+  configurations (batches up to :data:`INTERPRETED_MAX_BATCH`) run the kernels' own Python source
+  (the very code numba compiles: same results, about 1-2 ms per call on a 6-DoF arm) while
+  ``python -m hebictl.model._warm`` compiles everything in the background (nice 10, another
+  core); larger batches compile in-process. When that process is done, a thread loads the
+  compiled kernels and swaps them in.
 
-Later processes find the stamp and use numba's dispatchers directly (no wrapper on the hot
-path). ``HEBICTL_JIT=eager`` restores plain compile-on-first-call (the warm-up process uses it);
-``HEBICTL_JIT=interpreted`` keeps the interpreted kernels (for debugging).
+``HEBICTL_JIT=eager`` imports numba at once and compiles on first call (numba's own behaviour;
+the warm-up process uses it); ``HEBICTL_JIT=interpreted`` keeps the interpreted kernels.
 """
 
 from __future__ import annotations
@@ -50,66 +53,120 @@ def _mode() -> str:
     return os.environ.get("HEBICTL_JIT", "auto").strip().lower()
 
 
+class LazyJit:
+    """A kernel before numba is imported: the Python function and its ``numba.njit`` options."""
+
+    def __init__(self, func: Callable[..., Any], options: dict[str, Any]) -> None:
+        self.py_func = func
+        self.options = options
+        self.__name__ = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __call__(self, *args: Any) -> Any:
+        """A direct call of a non-entry kernel: compile everything, then call the dispatcher."""
+        module = sys.modules[self.py_func.__module__]
+        materialize(module)
+        return getattr(module, self.__name__)(*args)
+
+
+def lazy_njit(**options: Any) -> Callable[[Callable[..., Any]], LazyJit]:
+    """``numba.njit(**options)`` applied later, by :func:`materialize` (numba is not imported here)."""
+    return lambda func: LazyJit(func, options)
+
+
+_MATERIALIZE_LOCK = threading.Lock()
+
+
+def materialize(module: types.ModuleType) -> None:
+    """Import numba and turn every :class:`LazyJit` of ``module`` into a dispatcher (once).
+
+    Entry kernels wrapped in :class:`Kernel` get their dispatcher stored on the wrapper; the
+    wrapper stays in the module until :meth:`Kernel.swap_in`.
+    """
+    with _MATERIALIZE_LOCK:
+        if getattr(module, "_materialized", False):
+            return
+        from numba import njit
+
+        for name, value in list(vars(module).items()):
+            if isinstance(value, LazyJit):
+                setattr(module, name, njit(**value.options)(value.py_func))
+            elif isinstance(value, Kernel) and value.dispatcher is None:
+                value.dispatcher = njit(**value.lazy.options)(value.lazy.py_func)
+        module._materialized = True  # type: ignore[attr-defined]
+
+
+def dispatcher_of(module: types.ModuleType, name: str) -> Any:
+    """The numba dispatcher of kernel ``name`` (materializing the module if needed)."""
+    materialize(module)
+    value = getattr(module, name)
+    return value.dispatcher if isinstance(value, Kernel) else value
+
+
 def stamp_path(module: types.ModuleType) -> Path | None:
     """The file that says "every entry kernel of this source is in numba's cache", or None.
 
     It sits in numba's cache folder for ``module`` and its name hashes the kernel source, numba's
     and Python's versions, so an upgrade or an edited kernel makes it stale.
     """
-    dispatcher = getattr(module, ENTRY_KERNELS[0])
-    cache = getattr(dispatcher, "_cache", None)
-    folder = getattr(cache, "_cache_path", None)
+    dispatcher = dispatcher_of(module, ENTRY_KERNELS[0])
+    folder = getattr(getattr(dispatcher, "_cache", None), "_cache_path", None)
     if folder is None:
         return None
     import numba
 
-    source = Path(module.__file__ or "").read_bytes() if module.__file__ else b""
+    source = Path(module.__file__).read_bytes() if module.__file__ else b""
     key = hashlib.sha1(source + numba.__version__.encode() + sys.version.encode()).hexdigest()[:16]
     return Path(folder) / f"hebictl-kernels-{key}.warm"
 
 
 def install(module: types.ModuleType) -> None:
-    """Put :class:`Kernel` objects in place of ``module``'s entry kernels when the cache is cold."""
-    mode = _mode()
-    if mode == "eager":
-        return
-    stamp = stamp_path(module)
-    if mode != "interpreted" and (stamp is None or stamp.exists()):
+    """Called at the end of ``kernels.py``: wrap the entry kernels (see the module docstring)."""
+    if _mode() == "eager":
+        materialize(module)
         return
     interpreted = _interpreted_namespace(module)
-    warm = _WarmUp(stamp, module)
+    warm = _WarmUp(module)
     for name in ENTRY_KERNELS:
-        setattr(module, name, Kernel(module, name, getattr(module, name), interpreted[name], warm,
-                                     keep_interpreted=mode == "interpreted"))
+        setattr(module, name, Kernel(module, name, getattr(module, name), interpreted[name], warm))
 
 
 def _interpreted_namespace(module: types.ModuleType) -> dict[str, Callable[..., Any]]:
-    """Every njit function of ``module`` as plain Python, calling each other (not the dispatchers)."""
-    from numba.core.registry import CPUDispatcher
-
+    """Every kernel of ``module`` as plain Python, calling each other (never numba)."""
     namespace = dict(vars(module))
     for name, value in vars(module).items():
-        if isinstance(value, CPUDispatcher):
-            f = value.py_func
+        f = value.lazy.py_func if isinstance(value, Kernel) else getattr(value, "py_func", None)
+        if isinstance(f, types.FunctionType):
             namespace[name] = types.FunctionType(f.__code__, namespace, name, f.__defaults__, f.__closure__)
     return namespace
 
 
 class _WarmUp:
-    """The background compile: started once per process, finished when the stamp appears."""
+    """What one process knows about the cache: warm, cold, being compiled, loaded."""
 
-    def __init__(self, stamp: Path | None, module: types.ModuleType) -> None:
-        self.stamp = stamp
+    def __init__(self, module: types.ModuleType) -> None:
         self.module = module
+        self.stamp: Path | None = None
         self.proc: subprocess.Popen[bytes] | None = None
-        self.started = False
+        self.decided = False
+        self.warm = False
         self.loading = False
-        self.lock = threading.Lock()
+
+    def decide(self) -> bool:
+        """On the first kernel call: materialize, and tell whether the compiled kernels are cached."""
+        if not self.decided:
+            self.decided = True
+            if _mode() == "interpreted":
+                return False
+            self.stamp = stamp_path(self.module)
+            self.warm = self.stamp is not None and self.stamp.exists()
+            if not self.warm:
+                self.start()
+        return self.warm
 
     def start(self) -> None:
         """Start the compile process unless another process already is compiling."""
-        self.started = True
-        if self.stamp is None or _mode() == "interpreted":
+        if self.stamp is None:
             return
         lock = self.stamp.with_suffix(".lock")
         try:
@@ -119,7 +176,7 @@ class _WarmUp:
             self.stamp.parent.mkdir(parents=True, exist_ok=True)
             lock.write_text(str(os.getpid()))
         except OSError as exc:
-            log.debug("kernels: no warm-up (%s)", exc)
+            log.debug("kernels: no background compile (%s)", exc)
             return
         env = {**os.environ, "HEBICTL_JIT": "eager", "HEBICTL_WARM_STAMP": str(self.stamp)}
         log.info("compiling the model kernels in the background (first run after an install)")
@@ -135,17 +192,18 @@ class _WarmUp:
             return False
         return self.stamp.exists()
 
-    def load_in_background(self, kernels: list[Kernel], args: dict[str, tuple[Any, ...]]) -> None:
+    def load_in_background(self) -> None:
         """Load the compiled kernels from the cache in a thread, then swap them in."""
         if self.loading:
             return
         self.loading = True
+        kernels = [k for k in (getattr(self.module, n) for n in ENTRY_KERNELS) if isinstance(k, Kernel)]
 
         def load() -> None:
             for k in kernels:
-                sample = args.get(k.name)
+                sample = _LAST_ARGS.get(k.name)
                 try:
-                    if sample is not None:  # load this signature now; kernels not used yet load on first call
+                    if sample is not None:  # load this signature now; unused kernels load on first call
                         k.dispatcher(*_copies(sample))
                 except Exception:  # pragma: no cover - keep interpreting rather than fail the caller
                     log.exception("kernels: loading %s failed; staying interpreted", k.name)
@@ -162,17 +220,18 @@ def _copies(args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 class Kernel:
-    """An entry kernel while numba's cache is cold: interpreted for small batches (see module doc)."""
+    """An entry kernel until the compiled one takes its place (see the module docstring)."""
 
-    def __init__(self, module: types.ModuleType, name: str, dispatcher: Any, interpreted: Callable[..., Any],
-                 warm: _WarmUp, *, keep_interpreted: bool = False) -> None:
+    def __init__(self, module: types.ModuleType, name: str, lazy: LazyJit, interpreted: Callable[..., Any],
+                 warm: _WarmUp) -> None:
         self.module = module
         self.name = name
-        self.dispatcher = dispatcher
+        self.lazy = lazy
+        self.py_func = lazy.py_func
+        self.dispatcher: Any = None
         self.interpreted = interpreted
         self.warm = warm
-        self.keep_interpreted = keep_interpreted
-        self.__doc__ = dispatcher.__doc__
+        self.__doc__ = lazy.__doc__
         self._compile_lock = threading.Lock()
 
     def swap_in(self) -> None:
@@ -181,26 +240,30 @@ class Kernel:
             setattr(self.module, self.name, self.dispatcher)
 
     def __call__(self, *args: Any) -> Any:
-        batch = args[0].shape[0]
-        if self.keep_interpreted:
+        warm = self.warm
+        if _mode() == "interpreted":
             return self.interpreted(*args)
-        if batch > INTERPRETED_MAX_BATCH:
-            with self._compile_lock:  # big batch: compile (or load) now, as numba would
+        if warm.decide():  # cached: compiled kernels from now on
+            for name in ENTRY_KERNELS:
+                k = getattr(self.module, name)
+                if isinstance(k, Kernel):
+                    k.swap_in()
+            return self.dispatcher(*args)
+        if args[0].shape[0] > INTERPRETED_MAX_BATCH:
+            materialize(self.module)
+            with self._compile_lock:  # a big batch: compile (or load) now, as numba would
                 result = self.dispatcher(*args)
             self.swap_in()
             return result
-        warm = self.warm
-        if not warm.started:
-            warm.start()
         if self.name not in _LAST_ARGS:
             _LAST_ARGS[self.name] = _copies(args)
         if warm.ready():
-            kernels = [k for k in (getattr(self.module, n) for n in ENTRY_KERNELS) if isinstance(k, Kernel)]
-            warm.load_in_background(kernels, _LAST_ARGS)
+            warm.load_in_background()
         return self.interpreted(*args)
 
 
 #: one sample call per kernel (copied), replayed by the loader thread to load the same signature
 _LAST_ARGS: dict[str, tuple[Any, ...]] = {}
 
-__all__ = ["INTERPRETED_MAX_BATCH", "Kernel", "install", "stamp_path"]
+__all__ = ["INTERPRETED_MAX_BATCH", "Kernel", "LazyJit", "dispatcher_of", "install", "lazy_njit", "materialize",
+           "stamp_path"]

@@ -1,4 +1,4 @@
-"""The first-run path of the model kernels: interpreted kernels, a background compile, the swap.
+"""Start-up of the model kernels: numba imported on first use, interpreted kernels on a cold cache.
 
 The interpreted kernels are the numba kernels' own Python source, so they must give the compiled
 kernels' results (which test_kernels.py checks against pinocchio and test_robot.py against finite
@@ -23,53 +23,69 @@ from tests.model.random_trees import random_configuration, random_tree
 ALL_KINDS = (JointKind.REVOLUTE, JointKind.PRISMATIC, JointKind.FIXED, JointKind.BALL)
 
 
-@pytest.fixture
-def interpreted(monkeypatch):
-    """The kernels module with interpreted entry kernels (as on a cold cache), restored afterwards."""
-    for name in warmup.ENTRY_KERNELS:
-        monkeypatch.setattr(kernels, name, getattr(kernels, name))  # restore whatever is there now
-    monkeypatch.setenv("HEBICTL_JIT", "interpreted")
-    monkeypatch.setattr(warmup, "_LAST_ARGS", {})
-    compiled = {n: getattr(kernels, n) for n in warmup.ENTRY_KERNELS}
-    for n, k in compiled.items():  # the dispatchers themselves, if a Kernel wraps them now
-        monkeypatch.setattr(kernels, n, getattr(k, "dispatcher", k))
-    warmup.install(kernels)
-    assert all(isinstance(getattr(kernels, n), warmup.Kernel) for n in warmup.ENTRY_KERNELS)
-    return kernels
-
-
-def _queries(model, q, qd, qdd):
-    return (model.forward_kinematics(q, frame="output"), model.jacobians(q, frame="com"),
-            model.gravity_compensation(q), model.inverse_dynamics(q, qd, qdd))
+def _args(model, name, q, qd, qdd, gravity):
+    """Arguments and output buffer of one entry kernel for one configuration (as robot.py passes them)."""
+    Q, V, A = (np.ascontiguousarray(x, dtype=np.float64).reshape(1, -1) for x in (q, qd, qdd))
+    if name == "frame_poses_batch":
+        fs = model._frame_sets["output"]
+        return (Q, *model._fk_args["output"], np.zeros((1, len(fs.body), 4, 4)))
+    if name == "jacobians_batch":
+        fs = model._frame_sets["com"]
+        return (Q, *model._jac_args["com"], np.zeros((1, len(fs.body), 6, model.nv)))
+    if name == "gravity_batch":
+        return (Q, gravity, *model._grav_args, np.zeros((1, model.nv)))
+    return (Q, V, A, gravity, *model._rnea_args, np.zeros((1, model.nv)))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_interpreted_kernels_equal_the_compiled_ones(seed, interpreted, monkeypatch):
-    """FK, Jacobians, gravity and inverse dynamics: interpreted == compiled to 1e-12."""
+def test_interpreted_kernels_equal_the_compiled_ones(seed):
+    """FK, Jacobians, gravity and inverse dynamics of every joint kind: interpreted == compiled to 1e-12."""
     rng = np.random.default_rng(seed)
+    interpreted = warmup._interpreted_namespace(kernels)
     models = [random_tree(seed, n=9, kinds=ALL_KINDS, root=JointKind.FREE if seed == 2 else None)]
     if seed == 0:
         models.append(load_model(REPO_ROOT / "hrdf_kits" / "x-series-6dof.hrdf"))
     for model in models:
         q, qd, qdd = random_configuration(model, rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
-        slow = _queries(model, q, qd, qdd)
-        with monkeypatch.context() as m:
-            for n in warmup.ENTRY_KERNELS:
-                m.setattr(kernels, n, getattr(kernels, n).dispatcher)
-            fast = _queries(model, q, qd, qdd)
-        for a, b in zip(slow, fast, strict=True):
-            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+        g = np.array([0.3, -0.2, -9.81])
+        for name in warmup.ENTRY_KERNELS:
+            slow, fast = _args(model, name, q, qd, qdd, g), _args(model, name, q, qd, qdd, g)
+            interpreted[name](*slow)
+            warmup.dispatcher_of(kernels, name)(*fast)
+            assert np.abs(slow[-1]).max() > 0.0
+            np.testing.assert_allclose(slow[-1], fast[-1], rtol=0, atol=1e-12, err_msg=name)
 
 
-def test_large_batches_compile_instead_of_interpreting(interpreted, monkeypatch):
-    """A batch over INTERPRETED_MAX_BATCH is not interpreted: the compiled kernel runs and is swapped in."""
-    monkeypatch.setenv("HEBICTL_JIT", "auto")
+def test_numba_is_imported_only_when_a_kernel_runs():
+    """Loading a model (``hebictl model info``) does not import numba; the first kernel call does."""
+    code = ("import sys\nfrom hebictl.formats import load_model\n"
+            f"m = load_model({str(REPO_ROOT / 'hrdf_kits' / 'x-series-6dof.hrdf')!r})\n"
+            "assert 'numba' not in sys.modules, 'numba imported by load_model'\n"
+            "m.gravity_compensation(m.neutral_configuration())\n"
+            "assert 'numba' in sys.modules\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "HEBICTL_JIT": "auto"})
+    assert r.returncode == 0, r.stderr
+
+
+def test_cold_cache_interprets_small_batches_and_compiles_large_ones(monkeypatch):
+    """On a cold cache a single configuration runs interpreted; a batch over INTERPRETED_MAX_BATCH is
+    compiled in-process and the dispatcher replaces the wrapper."""
     model = load_model(REPO_ROOT / "hrdf_kits" / "x-series-6dof.hrdf")
-    kernel = kernels.gravity_batch
-    kernel.keep_interpreted = False
-    kernel.warm.started = True  # no background process from a test
+    warm = warmup._WarmUp(kernels)
+    warm.decided, warm.warm = True, False  # cold, and no background process from a test
+    monkeypatch.setattr(warmup, "_LAST_ARGS", {})
+    lazy = warmup.LazyJit(kernels.gravity_batch.py_func, {"cache": True, "nogil": True})
+    kernel = warmup.Kernel(kernels, "gravity_batch", lazy, warmup._interpreted_namespace(kernels)["gravity_batch"],
+                           warm)
+    kernel.dispatcher = warmup.dispatcher_of(kernels, "gravity_batch")
+    monkeypatch.setattr(kernels, "gravity_batch", kernel)
+    calls = []
+    monkeypatch.setattr(kernel, "interpreted", lambda *a: calls.append(a) or kernel.py_func(*a))
+    model.gravity_compensation(model.neutral_configuration())
+    assert len(calls) == 1 and kernels.gravity_batch is kernel
     model.gravity_compensation(np.zeros((warmup.INTERPRETED_MAX_BATCH + 1, model.nq)))
-    assert kernels.gravity_batch is kernel.dispatcher
+    assert len(calls) == 1 and kernels.gravity_batch is kernel.dispatcher
 
 
 def test_warm_process_fills_the_cache_and_writes_the_stamp(tmp_path):
