@@ -38,7 +38,6 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Protocol
 
 import numpy as np
 
@@ -63,7 +62,7 @@ from hebictl.teleop.schema import (
     StopCommand,
     TeleopCommand,
 )
-from hebictl.teleop.snapshot import ArmSnapshot, ErrorRecord, GripperState
+from hebictl.teleop.snapshot import ArmSnapshot, ErrorRecord, GripperLike, GripperState, finite_or_none
 
 log = logging.getLogger(__name__)
 
@@ -269,7 +268,11 @@ class ArmRunner:
         arm.send()
         self._cycle += 1
         self.snapshot = self._make_snapshot()
-        return arm.braking or self.jog.braking or self.clock.now() < (self._closing or 0.0)
+        now, closing = self.clock.now(), (self._closing or 0.0)
+        if now < closing:
+            return True
+        # past the hold time: finish the brake first, but never wait on it for more than 2 s
+        return (arm.braking or self.jog.braking) and now < closing + 2.0
 
     def _make_snapshot(self) -> ArmSnapshot:
         arm = self.arm
@@ -297,9 +300,9 @@ class ArmRunner:
         return GripperState(
             position=st.opening, action=None if cmd is None else cmd.action,
             seq=-1 if cmd is None else cmd.envelope.seq, client="" if cmd is None else cmd.envelope.client,
-            time=self._gripper_time, hardware=True, effort=_finite(st.effort),
-            measured_position=_finite(st.measured_position), measured_effort=_finite(st.measured_effort),
-            measured_opening=_finite(st.measured_opening))
+            time=self._gripper_time, hardware=True, effort=finite_or_none(st.effort),
+            measured_position=finite_or_none(st.measured_position), measured_effort=finite_or_none(st.measured_effort),
+            measured_opening=finite_or_none(st.measured_opening))
 
     def _to_idle(self) -> None:
         """Mode ``idle``: nothing moves until an operator sets a mode again."""
@@ -578,25 +581,3 @@ class ArmRunner:
                 arm.hold(start[0], reason="goal", detail="refused goal replaced by a hold")
                 raise
         self._ack(topic, cmd, True)
-
-
-class GripperStatus(Protocol):
-    """What :class:`ArmRunner` reads from a gripper each cycle (see hebictl.control.gripper)."""
-
-    opening: float
-    effort: float
-    measured_position: float
-    measured_effort: float
-    measured_opening: float
-
-
-class GripperLike(Protocol):
-    """A gripper ``cmd/gripper`` can drive: 0 closed .. 1 open."""
-
-    def set_opening(self, opening: float) -> None: ...
-
-    def status(self) -> GripperStatus: ...
-
-
-def _finite(x: float | None) -> float | None:
-    return None if x is None or not math.isfinite(x) else float(x)

@@ -1,5 +1,6 @@
 """What the arm thread hands the bridge: an immutable :class:`ArmSnapshot` per cycle, with the
-records it carries (:class:`ErrorRecord`, :class:`GripperState`).
+records it carries (:class:`ErrorRecord`, :class:`GripperState`), and the small protocol a
+gripper meets to be driven by ``cmd/gripper`` (:class:`GripperLike`).
 
 These are plain values with no behaviour, in a module of their own so that the payload builders
 (:mod:`~hebictl.teleop.messages`) and the arm thread (:mod:`~hebictl.teleop.runner`) both depend
@@ -8,7 +9,9 @@ on them instead of on each other.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Protocol
 
 from hebictl._typing import FloatArray
 from hebictl.control.loop import LoopStats
@@ -73,3 +76,35 @@ class ArmSnapshot:
     gripper: GripperState | None
     m_stopped: bool = False          # a module's M-stop input is pressed (hebi.arm.Arm.m_stopped)
     stop_behaviour: str | None = None  # hold / damp / release while the arm is stopped, else None
+
+
+class GripperStatus(Protocol):
+    """What the arm thread reads from a gripper each cycle (:class:`hebictl.control.gripper.GripperStatus`)."""
+
+    @property
+    def opening(self) -> float: ...
+
+    @property
+    def effort(self) -> float: ...
+
+    @property
+    def measured_position(self) -> float: ...
+
+    @property
+    def measured_effort(self) -> float: ...
+
+    @property
+    def measured_opening(self) -> float: ...
+
+
+class GripperLike(Protocol):
+    """A gripper ``cmd/gripper`` can drive: 0 closed .. 1 open."""
+
+    def set_opening(self, opening: float) -> None: ...
+
+    def status(self) -> GripperStatus: ...
+
+
+def finite_or_none(x: float | None) -> float | None:
+    """``x`` as a float, or None when missing or not finite (JSON has no NaN)."""
+    return None if x is None or not math.isfinite(x) else float(x)
