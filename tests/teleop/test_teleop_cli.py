@@ -37,13 +37,22 @@ def test_teleop_send_commands_and_exit_codes(broker, make_server, capsys):
         (["mode", "jog"], 1, "estop_engaged"),
         (["estop", "--engaged", "false"], 0, ""),
         (["mode", "jog"], 0, ""),
-        (["jog", "--velocity", "0.2", "0", "0", "0", "0", "0", "--for", "0.2", "--rate", "50"], 0, None),
+        (["jog", "--velocity", "0.2", "0", "0", "0", "0", "0", "--for", "0.2", "--rate", "50"], 0, ""),
+        (["mode", "position"], 0, ""),
+        (["jog", "--velocity", "0.2", "0", "0", "0", "0", "0", "--for", "0.1", "--rate", "50"], 1, "wrong_mode"),
     ]
     for args, code, reason in cases:
         assert main(_send(broker.url, *args)) == code, args
         out = capsys.readouterr().out.strip()
+        if args[0] == "jog":  # one line per rejection ack, then a summary ack of the stream
+            lines = [json.loads(line) for line in out.splitlines()]
+            summary = lines[-1]
+            assert summary["topic"] == "jog" and summary["samples"] >= 5, summary
+            assert summary["rejected"] == sum(1 + a.get("coalesced", 0) for a in lines[:-1])
+            assert all(a["reason"] == "wrong_mode" for a in lines[:-1])
+            assert (summary["rejected"] > 0) == (code == 1)
         if reason is not None:
-            ack = json.loads(out)
+            ack = json.loads(out.splitlines()[-1])
             assert ack["reason"] == reason and ack["accepted"] == (code == 0) and ack["client"] == "cli", (args, ack)
     assert main(_send(broker.url, "status")) == 0
     status = json.loads(capsys.readouterr().out)
