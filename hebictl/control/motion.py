@@ -57,8 +57,7 @@ class RateLimiter:
         np.absolute(delta, out=mag)
         np.subtract(mag, step, out=mag)
         if not _FMAX(mag) > 0.0:  # the usual case, checked in one reduction (NaN: not commanded)
-            limited.fill(False)
-            np.copyto(last, position)
+            np.copyto(last, position)  # (``limited`` is only updated when this returns True)
             return False
         np.greater(mag, 0.0, out=limited)
         sign = np.sign(delta[limited])
