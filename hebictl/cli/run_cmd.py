@@ -87,6 +87,11 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     print(f"ok: {cfg.path}: {len(cfg.names)} modules {', '.join(cfg.names)}; hrdf {cfg.hrdf.name} "
           f"({model.dof} DoF, {model.total_mass:.3f} kg); gains {', '.join(gains) or 'none'}; "
           f"plugins {', '.join(p.type for p in cfg.plugins) or 'none'}")
+    lim = parts.limits
+    print(f"joint limits (config user_data.joint_limits and the model); stop behaviour {parts.safety.stop_behaviour}:")
+    for i, name in enumerate(model.joint_names):
+        print(f"  {name:<16} [{lim.position_min[i]:+.3f}, {lim.position_max[i]:+.3f}] rad   "
+              f"{lim.velocity_max[i]:.2f} rad/s   {lim.acceleration_max[i]:.1f} rad/s²   {lim.effort_max[i]:.1f} N·m")
     return 0
 
 

@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hebictl.config import load_config
+
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "configs" / "x-series-6dof.cfg.yaml"
 
@@ -74,10 +76,12 @@ def test_bad_goal_length_is_a_clear_error():
 
 @pytest.mark.parametrize("config", sorted((REPO / "configs").glob("*.cfg.yaml")), ids=lambda p: p.stem)
 def test_check_config_accepts_the_bundled_configs(config):
-    """check-config loads config, HRDF and gains and reports them."""
+    """check-config loads config, HRDF and gains and reports them, with finite limits per joint."""
     r = hebictl("check-config", str(config))
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"ok: {config}")
+    assert "stop behaviour hold" in r.stdout and " inf" not in r.stdout
+    assert r.stdout.count(" rad/s² ") == len(load_config(config).names)
 
 
 def test_check_config_names_file_and_key(tmp_path):
