@@ -25,8 +25,8 @@ from hebictl.errors import FormatError, MjcfWarning, ModelError
 from hebictl.formats import geometry
 from hebictl.formats._xml import elements, local_name, parse_xml
 from hebictl.formats.building import add_standard_frames
+from hebictl.formats.mjcf.actuators import ActuatorReader
 from hebictl.formats.mjcf.document import (
-    _ACTUATORS,
     _BODY_CHILDREN,
     _FLEX_FREE,
     _SRC,
@@ -39,7 +39,6 @@ from hebictl.formats.mjcf.document import (
     _bool,
 )
 from hebictl.formats.mjcf.flexcomp import Flexcomp, parse_ints, vertex_bodies
-from hebictl.formats.mjcf.mass import MassReader
 from hebictl.formats.rotations import (
     MJMINVAL,
     axis_angle_matrix,
@@ -53,29 +52,9 @@ from hebictl.model.tree import Inertia, Joint, JointKind
 if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel
 
-class _Reader(MassReader):
+
+class _Reader(ActuatorReader):
     """One read of an MJCF file: the body tree walked in MuJoCo's order into the model being built."""
-
-
-    # ------------------------------------------------------------------ errors
-
-
-    # ------------------------------------------------------------------ attributes
-
-
-
-
-
-
-
-    # ------------------------------------------------------------------ poses
-
-
-
-    # ------------------------------------------------------------------ documents
-
-
-
 
     # ------------------------------------------------------------------ body content
     def content(self, parent: etree._Element, T: FloatArray, ctx: Ctx) -> Iterator[Item]:
@@ -223,9 +202,6 @@ class _Reader(MassReader):
             inner = replace(sub, childclass=found.get("childclass") or sub.childclass)
             yield from self.content(found, T @ self.pose(found, "frame", sub), inner)
 
-
-
-
     # ------------------------------------------------------------------ bodies
     def read(self, doc: Doc) -> RobotModel:
         root = doc.root
@@ -306,7 +282,6 @@ class _Reader(MassReader):
         cls = self.cls(item.elem, item.ctx)
         T = item.T @ self.shape_pose(item.elem, "site", item.ctx, cls)[0]
         self.site_frames.append((name, T, body))
-
 
     def body(self, builder: ModelBuilder, item: Item, parent: int, top: bool) -> float:
         """Add one MuJoCo body (and its subtree); return the mass welded to its parent (0 if it moves)."""
@@ -487,47 +462,6 @@ class _Reader(MassReader):
             anchor = np.zeros(3)  # a slide's anchor does not move the body
         return {"kind": kind, "anchor": anchor, "offset": offset, "joint": joint, "align": False}
 
-    def effort_bound(self, el: etree._Element, name: str, ctx: Ctx, cls: str) -> float:
-        """Largest joint effort the file allows: the joint's actuatorfrcrange, its actuators' bounds."""
-        bound = math.inf
-        frc = self.vec(el, "joint", "actuatorfrcrange", ctx, None, 2, cls)
-        lim = self.flag(el, "joint", "actuatorfrclimited", ctx, "auto", cls)
-        if frc is not None and (lim == "true" or (lim == "auto" and ctx.doc.compiler.autolimits)):
-            bound = float(np.max(np.abs(frc)))
-        acts = self.actuators.get(name)
-        if acts:
-            total = sum(a["max_effort"] for a in acts)
-            bound = min(bound, total)
-        return bound
-
-    def scan_actuators(self, doc: Doc) -> None:
-        """Actuators acting on joints, by joint name (read before the bodies so joints can carry them)."""
-        ctx = Ctx(doc)
-        for section in doc.root.iterchildren("actuator"):
-            for el in elements(section):
-                tag = local_name(el)
-                if tag not in _ACTUATORS and tag != "plugin":
-                    raise self.fail(f"unrecognized element <{tag}> in <actuator>", el)
-                joint = el.get("joint") or el.get("jointinparent")
-                if joint is None:
-                    continue
-                cls = self.cls(el, ctx)
-                gear = self.vec(el, "actuator", "gear", ctx, (1.0,), (1, 2, 3, 4, 5, 6), cls)
-                g = abs(float(gear[0]))
-                info: dict[str, Any] = {"type": tag, "name": el.get("name"), "gear": float(gear[0]), "elem": el}
-                bound = math.inf
-                for key in ("forcerange", "ctrlrange"):
-                    rng = self.vec(el, "actuator", key, ctx, None, 2, cls)
-                    lim = self.flag(el, "actuator", key.replace("range", "limited"), ctx, "auto", cls)
-                    limited = rng is not None and (lim == "true" or (lim == "auto" and doc.compiler.autolimits))
-                    if limited:
-                        info[key] = (float(rng[0]), float(rng[1]))
-                        if key == "forcerange" or tag == "motor":
-                            bound = min(bound, g * float(np.max(np.abs(rng))))
-                info["max_effort"] = bound
-                self.actuators.setdefault(joint, []).append(info)
-
-
     def geom_meta(self, item: Item) -> dict[str, Any]:
         el, ctx = item.elem, item.ctx
         cls = self.cls(el, ctx)
@@ -552,15 +486,6 @@ class _Reader(MassReader):
                 if not found and mesh.get("file") not in self.missing_meshes:
                     self.missing_meshes.append(mesh.get("file", ""))
         return out
-
-    # ------------------------------------------------------------------ inertia
-
-
-
-
-
-
-    # ------------------------------------------------------------------ frames saved by write_mjcf
 
 def _read(source: str | bytes | Path, file: str, base_dir: Path | None) -> RobotModel:
     reader = _Reader(file, base_dir)

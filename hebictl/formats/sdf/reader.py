@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 class _Reader(IncludeReader, LinkReader, JointReader):
     """One load: documents, worlds and models read into scopes (includes, links and joints by the bases)."""
 
-
     # ------------------------------------------------------------------ documents
     def read_document(self, root: etree._Element, file: str, base_dir: Path | None) -> tuple[Scope, tuple[int, int]]:
         """The world or the model of an ``<sdf>`` document."""
@@ -92,8 +91,6 @@ class _Reader(IncludeReader, LinkReader, JointReader):
         return world
 
     # ------------------------------------------------------------------ models
-
-
 
     def read_model(self, elem: etree._Element, file: str, version: tuple[int, int], base_dir: Path | None,
                    parent: Scope | None, include: _Include | None = None) -> Scope:
@@ -204,21 +201,7 @@ class _Reader(IncludeReader, LinkReader, JointReader):
         for e in scope.entities.values():
             scope.pose(e.name)  # relative_to cycles
 
-    # ------------------------------------------------------------------ includes
-
-
-
-
-
-
-    # ------------------------------------------------------------------ links
-
-
-
-
-
     # ------------------------------------------------------------------ joints and frames
-
 
     def read_frame(self, elem: etree._Element, file: str, version: tuple[int, int], scope: Scope) -> Entity:
         self.check_element(elem, file, version)
