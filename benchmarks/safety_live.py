@@ -216,6 +216,8 @@ def _teleop_signal_row(backend: str, sig: signal.Signals) -> Row:
             out, _ = proc.communicate()
         broker.stop()
     row.peak, row.still, row.ee_mm = metrics(tr, model, vmax)
+    if not row.note and not np.isfinite(row.ee_mm):
+        row.note = "no arm state for 2 s after the signal: the process stopped serving"
     kinds = [w for w in ("interrupt", "terminate", "teleop_shutdown", "release") if w in out]
     row.event = ",".join(kinds) or "-"
     row.state = f"exit {proc.returncode}"

@@ -94,6 +94,8 @@ def metrics(trace: Trace, model: Any, vmax: np.ndarray) -> tuple[float, float, f
     if not math.isfinite(trace.t_stop) or not trace.t:
         return peak, math.nan, math.nan
     t, q, v = np.array(trace.t), np.array(trace.q), np.array(trace.v)
+    if t.max() < trace.t_stop + 1.9:  # not observed to the end of the window (e.g. the process exited)
+        return peak, math.nan, math.nan
     after = t >= trace.t_stop
     moving = np.any(np.abs(v) >= STILL_V, axis=1) & after & (t <= trace.t_stop + 2.0)
     last_moving = t[moving].max() if moving.any() else trace.t_stop
