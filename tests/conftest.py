@@ -26,6 +26,10 @@ from typing import Any
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# tests use the compiled kernels (numba compiles on first call, or loads its cache), never the
+# interpreted ones a cold cache gets in a user's first run, and start no background compile;
+# tests/model/test_warmup.py covers that path itself
+os.environ.setdefault("HEBICTL_JIT", "eager")
 # ../shared beside the repo (a user's clone has none); HEBICTL_SHARED overrides for odd layouts.
 SHARED_DIR = Path(os.environ.get("HEBICTL_SHARED", REPO_ROOT.parent / "shared")).resolve()
 _CORPUS_ENV = os.environ.get("HEBICTL_CORPUS", "")
