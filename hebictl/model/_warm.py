@@ -50,6 +50,12 @@ def compile_all() -> None:
 
 
 def main() -> int:
+    """Compile, then write the stamp (given by the parent, or numba's cache folder for kernels.py).
+
+    Also usable by hand after an install (``python -m hebictl.model._warm``, e.g. in an image build)
+    so that even the first run uses compiled kernels.
+    """
+    os.environ["HEBICTL_JIT"] = "eager"  # before hebictl.model.kernels is imported
     stamp = os.environ.get("HEBICTL_WARM_STAMP")
     with contextlib.suppress(OSError, AttributeError):
         os.nice(10)  # the foreground process (the control loop) comes first
@@ -59,6 +65,11 @@ def main() -> int:
         if stamp:
             with contextlib.suppress(OSError):
                 Path(stamp).with_suffix(".lock").unlink()
+    if not stamp:
+        from hebictl.model import kernels, warmup
+
+        path = warmup.stamp_path(kernels)
+        stamp = str(path) if path is not None else None
     if stamp:
         Path(stamp).write_text("compiled\n")
     return 0
