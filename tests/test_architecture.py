@@ -109,11 +109,15 @@ def _link(modules: dict[str, Module]) -> dict[str, Module]:
                     sub = f"{base}.{alias.name}"
                     # ``from pkg import sub`` imports the submodule; ``from pkg import name`` the package
                     add(mod, sub if sub in known else base, node.lineno)
+    for mod in modules.values():
         if _uses_importlib(mod.tree):
-            # lazy tables ("hebictl.formats.urdf": ...) handed to importlib.import_module
-            for node in _runtime_nodes(mod.tree):
-                if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                    add(mod, node.value.split(":")[0], node.lineno)
+            # lazy tables ("hebictl.formats.urdf": ...) handed to importlib.import_module, kept in
+            # this module or in a module it imports (formats/__init__ reads formats/registry's tables)
+            tables = [(mod.tree, None), *((modules[t].tree, line) for t, line in list(mod.imports.items()))]
+            for tree, line in tables:
+                for node in _runtime_nodes(tree):
+                    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                        add(mod, node.value.split(":")[0], line or node.lineno)
     return modules
 
 
@@ -230,12 +234,19 @@ def test_cycle_finder_finds_lazy_and_relative_cycles(tmp_path):
     a = ast.parse("def f():\n    from . import b\n")
     b = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import c\nimport pkg.a\n")
     c = ast.parse("import importlib\nM = {'x': 'pkg.b'}\ndef g():\n    return importlib.import_module(M['x'])\n")
-    graph = {n: Module(n, tmp_path / f"{n}.py", False, "", t) for n, t in (("pkg.a", a), ("pkg.b", b), ("pkg.c", c))}
+    # a loader reading its table of module names from another module, and a reader importing the loader
+    d = ast.parse("TABLE = {'fmt': ('pkg.e', 'load')}\n")
+    e = ast.parse("import importlib\nfrom pkg.d import TABLE\ndef load(f):\n"
+                  "    return importlib.import_module(TABLE[f][0])\n")
+    f = ast.parse("def g():\n    from pkg.loader import load\n")
+    trees = (("pkg.a", a), ("pkg.b", b), ("pkg.c", c), ("pkg.d", d), ("pkg.loader", e), ("pkg.e", f))
+    graph = {n: Module(n, tmp_path / f"{n}.py", False, "", t) for n, t in trees}
     graph["pkg"] = Module("pkg", tmp_path / "__init__.py", True, "", ast.parse(""))
     _link(graph)
     assert "pkg.c" not in graph["pkg.b"].imports  # TYPE_CHECKING only
     assert "pkg.b" in graph["pkg.c"].imports  # through importlib
-    assert _cycles(graph) == [["pkg.a", "pkg.b"]]
+    assert graph["pkg.loader"].imports == {"pkg.d": 2, "pkg.e": 2}  # table of another module: its import line
+    assert _cycles(graph) == [["pkg.a", "pkg.b"], ["pkg.e", "pkg.loader"]]
 
 
 def test_no_import_cycles():
