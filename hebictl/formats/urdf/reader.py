@@ -301,7 +301,11 @@ class _Reader(LinkReader):
         j.metadata.update({k: v for k, v in ext.items()})
         j.metadata["actuator"] = actuator.get("name") if actuator is not None else None
         if "rotor_inertia" in ext:
-            reflected = ext["rotor_inertia"] * ext.get("gear_ratio", 1.0) ** 2
+            ratio = ext.get("gear_ratio", 1.0)
+            reflected = ext["rotor_inertia"] * ratio * ratio  # inf, not OverflowError, when it overflows
+            if not math.isfinite(reflected):
+                raise self.fail(f"transmission {info['name']!r}: rotor_inertia {ext['rotor_inertia']:.3g} times "
+                                f"gear_ratio {ratio:.3g} squared overflows", actuator)
             j.metadata["reflected_inertia"] = j.metadata.get("reflected_inertia", 0.0) + reflected
             j.armature += reflected
 
