@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from hebictl import limits
 from hebictl._typing import FloatArray
+from hebictl.errors import FormatError
 
 
 @dataclass(frozen=True)
@@ -226,7 +227,10 @@ def load_mesh(path: str | Path) -> tuple[FloatArray, NDArray[np.int64]]:
     p = Path(path)
     lim = limits.current()
     # a regular file within ReaderLimits.max_mesh_file_bytes: never /dev/zero or a FIFO
-    data = limits.read_regular_file(p, lim, "mesh file", max_bytes=lim.max_mesh_file_bytes)
+    try:
+        data = limits.read_regular_file(p, lim, "mesh file", max_bytes=lim.max_mesh_file_bytes)
+    except FormatError as exc:  # callers add the referencing file and line to a ValueError
+        raise ValueError(exc.message) from None
     suffix = p.suffix.lower()
     if suffix == ".stl":
         if data[:5].lower() == b"solid" and b"facet" in data[:1024]:
