@@ -36,7 +36,7 @@ def parse_xml(source: str | bytes | Path, file: str | Path | None = None) -> etr
     lim = limits.current()
     if isinstance(source, Path):
         # a regular file within ReaderLimits.max_file_bytes: never /dev/zero, a FIFO or a directory
-        data = limits.read_regular_file(source, lim, "robot description")
+        data = limits.read_regular_file(source, lim, "file")
         file = file or source
     else:
         # bytes: lxml refuses str input that carries an encoding declaration

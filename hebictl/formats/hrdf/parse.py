@@ -283,7 +283,8 @@ class _Parser:
                 return parse_translation(raw, spaces_only=old)
         except GrammarError as exc:
             what = {"formula": "formula", "rotation": "rotation matrix", "translation": "translation vector"}
-            raise FormatError(f"<{kind}> attribute {name!r}: invalid {what[value_kind]} {raw!r} ({exc})", file,
+            shown = raw if len(raw) <= 80 else raw[:60] + f"... ({len(raw)} characters)"
+            raise FormatError(f"<{kind}> attribute {name!r}: invalid {what[value_kind]} {shown!r} ({exc})", file,
                               line) from None
         if value_kind == "enum":
             return self._enum(kind, name, raw, file, line)

@@ -68,6 +68,7 @@ import numpy as np
 from lxml import etree
 from scipy.spatial.transform import Rotation
 
+from hebictl import limits
 from hebictl._typing import FloatArray
 from hebictl.errors import FormatError, ModelError, SkelWarning
 from hebictl.formats import geometry
@@ -583,11 +584,9 @@ def load_skel(path: str | Path, *, skeleton: str | None = None, strict: bool = F
     """Read a SKEL world file; ``skeleton`` picks one skeleton by name (default: all of them). ``strict=True``
     rejects what DART only tolerates (repeated body or joint names) instead of warning and reading it as DART."""
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise FormatError(f"cannot read file: {exc.strerror}", p) from None
-    return _read(data, str(p), p.resolve().parent, skeleton, strict)
+    with limits.model_folder(p):
+        data = limits.read_regular_file(p, what="SKEL file")  # bounded; never a device or FIFO
+        return _read(data, str(p), p.resolve().parent, skeleton, strict)
 
 
 def load_skel_string(text: str | bytes, *, base_dir: str | Path | None = None, source_name: str = "<string>",

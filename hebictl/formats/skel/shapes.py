@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from lxml import etree
 
+from hebictl import limits
 from hebictl._typing import FloatArray
 from hebictl.errors import FormatError
 from hebictl.formats import geometry
@@ -90,7 +91,9 @@ def read_shape(elem: etree._Element, role: str, pose: FloatArray, file: str, bas
         params["scale"] = text_floats(g, "scale", file, 3) if g.find("scale") is not None else np.ones(3)
         fname = name_el.text.strip()
         extra["file_name"] = fname
-        path = Path(fname) if Path(fname).is_absolute() or base_dir is None else base_dir / fname
+        # inside the model's folder or an allowed root, checked before the file system sees it
+        path = limits.resolve_reference(fname, base_dir or Path.cwd(), file=file, line=name_el.sourceline,
+                                        what="mesh <file_name>")
         extra["path"] = str(path)
     elif kind == "plane":
         params["normal"] = text_floats(g, "normal", file, 3) if g.find("normal") is not None else np.array([0, 0, 1.0])

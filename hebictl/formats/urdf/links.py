@@ -16,6 +16,7 @@ import numpy as np
 from lxml import etree
 
 import hebictl.formats.urdf.drake as drake
+from hebictl import limits
 from hebictl.errors import FormatError, ModelError, UrdfWarning
 from hebictl.formats._xml import (
     attr_float,
@@ -184,20 +185,26 @@ class LinkReader:
         return self.resolved[uri]
 
     def _resolve(self, uri: str) -> Path | None:
+        # the text is checked before any system call (NUL bytes, ENAMETOOLONG); an existing file must lie
+        # inside the model's folder, a package_map folder, the package folder found above it or an allowed root
+        limits.check_path_text(uri, file=self.file, what="mesh filename")
         candidates: list[Path] = []
+        roots: list[Path] = list(self.package_map.values())
         if uri.startswith("package://"):
             pkg, _, rest = uri[len("package://"):].partition("/")
             if pkg in self.package_map:
                 candidates.append(self.package_map[pkg] / rest)
             candidates.extend(anc / rest for anc in self.ancestors if anc.name == pkg)
+            roots.extend(anc for anc in self.ancestors if anc.name == pkg)
         elif uri.startswith("file://"):
             candidates.append(Path(uri[len("file://"):]))
         elif "://" not in uri:
             p = Path(uri)
             candidates.append(p if p.is_absolute() or self.base_dir is None else self.base_dir / p)
         for c in candidates:
-            if c.is_file():
-                return c.resolve()
+            if limits.is_regular_file(c):
+                return limits.resolve_reference(c, self.base_dir or Path.cwd(), roots, file=self.file,
+                                                what=f"mesh filename {uri!r}")
         return None
 
     def link(self, el: etree._Element) -> _Link:

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
+from hebictl import limits
 from hebictl.errors import FormatError, SkelWarning
 from hebictl.formats.skel import load_skel
 from hebictl.model.robot import RobotModel
@@ -35,6 +36,13 @@ REPO = Path(__file__).resolve().parents[3]
 DART_PYTHON = REPO / ".venv-ref" / "dart" / "bin" / "python"
 REF_SCRIPT = REPO / "tools" / "ref_skel.py"
 SKEL_DIR = CORPUS_DIR / "skel" / "tianyang9310__dart" / "data"
+
+
+@pytest.fixture(autouse=True)
+def _dart_data_is_an_allowed_root():
+    """DART's worlds reach into sibling folders of its data tree (``../obj/foot.obj``): allow the tree."""
+    with limits.reading(roots=[SKEL_DIR]):
+        yield
 
 #: every SKEL file of the corpus whose outcome is a rejection, with the reason it must name
 REJECTED = {

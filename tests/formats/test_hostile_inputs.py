@@ -1,0 +1,196 @@
+"""Minimal reproducers of the hostile inputs of issue 12: each ends in a hebictl error within 5 s and 2 GiB.
+
+One row per bug found by the issue's campaign or by tests/fuzz: the files of a tiny model, and
+what must come out (a FormatError whose message matches, or a model with finite gravity
+compensation). Each row runs in a worker process under ``RLIMIT_AS`` and a 5 s deadline
+(tests/fuzz/harness.py), so a regression that hangs or allocates without bound fails its row
+instead of taking the test run down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.fuzz.harness import GIB, Pool, Report
+from tests.fuzz.mutate import CUBE_OBJ, Seed
+
+HRDF = '<robot version="1.3.0"><actuator type="X5-4"/>{}<actuator type="X5-4"/></robot>'
+URDF = ('<robot name="r"><link name="a"/><joint name="j" type="revolute"><parent link="a"/><child link="b"/>'
+        '<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+        '<link name="b"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/>'
+        "</inertial>{}</link>{}</robot>")
+MJCF = '<mujoco model="m">{}<worldbody><body name="b"><joint type="hinge"/>{}</body></worldbody></mujoco>'
+SDF = ('<sdf version="1.9"><model name="m"><link name="a"><inertial><mass>1</mass></inertial>{}</link>'
+       "</model>{}</sdf>")
+OPENRAVE = ('<Robot name="r"><KinBody><Body name="a" type="dynamic"><Geom type="trimesh">{}</Geom>'
+            "<Mass type=\"mimicgeom\"><density>1000</density></Mass></Body>"
+            '<Body name="b" type="dynamic"><Geom type="box"><extents>1 1 1</extents></Geom></Body>'
+            '<Joint name="j" type="hinge"><Body>a</Body><Body>b</Body></Joint></KinBody></Robot>')
+LONG = "n" * 300
+FLAT_OBJ = b"v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nf 1 2 3\nf 2 4 3\n"
+
+
+@dataclass(frozen=True)
+class Case:
+    """Files of a reproducer (``main`` is loaded) and the expected error message (a regex), or ``None``
+    when a model with finite gravity compensation is an acceptable end too."""
+
+    files: dict[str, str | bytes]
+    main: str
+    match: str | None
+    issue: str = ""
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def _cases() -> Iterator[tuple[str, Case]]:
+    deep = "(" * 400 + "0.3" + ")" * 400
+    yield "hrdf-formula-400-parentheses", Case(
+        {"m.hrdf": HRDF.format(f'<link type="X5" extension="{deep}" twist="pi"/>')}, "m.hrdf",
+        "max_formula_depth", "RecursionError in the HRDF formula parser")
+    yield "hrdf-formula-long-unary", Case(
+        {"m.hrdf": HRDF.format(f'<link type="X5" extension="{"-" * 3000}0.3" twist="pi"/>')}, "m.hrdf",
+        None, "RecursionError from a long chain of unary minus (a valid formula: loads)")
+    yield "hrdf-include-dotdot-chain", Case(
+        {"m.hrdf": HRDF.format('<include path="../../../../../../../etc/passwd"/>')}, "m.hrdf",
+        "outside the allowed folders", "HRDF follows ../ chains anywhere on the machine")
+    yield "hrdf-include-name-too-long", Case(
+        {"m.hrdf": HRDF.format(f'<include path="{LONG}/x.hrdf"/>')}, "m.hrdf", "limit",
+        "ENAMETOOLONG from Path.is_file()")
+    yield "urdf-mesh-name-too-long", Case(
+        {"m.urdf": URDF.format(f'<collision><geometry><mesh filename="{LONG}.obj"/></geometry></collision>', "")},
+        "m.urdf", "limit", "ENAMETOOLONG from Path.is_file()")
+    yield "urdf-drake-gear-ratio-1e200", Case(
+        {"m.urdf": URDF.format("", '<transmission name="t" xmlns:drake="http://drake.mit.edu">'
+                               '<type>transmission_interface/SimpleTransmission</type><joint name="j"/>'
+                               '<actuator name="act"><drake:rotor_inertia value="1"/>'
+                               '<drake:gear_ratio value="1e200"/></actuator></transmission>')},
+        "m.urdf", "gear_ratio", "OverflowError: gear ratio 1e200 squared")
+    yield "mjcf-box-fromto-1e300", Case(
+        {"m.xml": MJCF.format("", '<geom type="box" size="0.1" fromto="0 0 0 1e300 0 0"/>')}, "m.xml",
+        "fromto|overflow", "numpy LinAlgError from a box whose fromto is 1e300")
+    yield "mjcf-mesh-faces-not-triangles", Case(
+        {"m.xml": MJCF.format('<asset><mesh name="t" vertex="0 0 0 1 0 0 0 1 0 0 0 1" face="0 1 2 3"/></asset>',
+                              '<geom type="mesh" mesh="t"/>')}, "m.xml", "face",
+        "ValueError: face count not a multiple of 3")
+    yield "mjcf-mesh-face-index-1e300", Case(
+        {"m.xml": MJCF.format('<asset><mesh name="t" vertex="0 0 0 1 0 0 0 1 0 0 0 1" face="0 1 2 0 1 1e300 '
+                              '0 2 3 1 2 3"/></asset>', '<geom type="mesh" mesh="t"/>')}, "m.xml", "face",
+        "face index beyond the vertices")
+    yield "mjcf-flat-mesh-qhull", Case(
+        {"m.xml": MJCF.format('<asset><mesh name="t" vertex="0 0 0 1 0 0 0 1 0 1 1 0"/></asset>',
+                              '<geom type="mesh" mesh="t"/>')}, "m.xml", "mesh",
+        "scipy QhullError from a flat mesh")
+    yield "mjcf-flat-obj-file", Case(
+        {"m.xml": MJCF.format('<asset><mesh name="t" file="flat.obj"/></asset>', '<geom type="mesh" mesh="t"/>'),
+         "flat.obj": FLAT_OBJ}, "m.xml", "mesh", "QhullError / no volume from a flat OBJ mesh")
+    yield "mjcf-obj-face-index-beyond-vertices", Case(
+        {"m.xml": MJCF.format('<asset><mesh name="t" file="bad.obj"/></asset>', '<geom type="mesh" mesh="t"/>'),
+         "bad.obj": CUBE_OBJ + b"f 1 2 99\n"}, "m.xml", "bad.obj", "IndexError from an OBJ face index")
+    yield "mjcf-obj-vertex-not-a-number", Case(
+        {"m.xml": MJCF.format('<asset><mesh name="t" file="bad.obj"/></asset>', '<geom type="mesh" mesh="t"/>'),
+         "bad.obj": b"v 0 0 x\n" + CUBE_OBJ}, "m.xml", "bad.obj", "ValueError from float() in an OBJ")
+    yield "mjcf-replicate-superscript-two", Case(
+        {"m.xml": MJCF.format("", '<replicate count="²"><geom size="0.1"/></replicate>')}, "m.xml", "count",
+        '"²".isdigit() is True, int("²") raises')
+    yield "mjcf-replicate-huge", Case(
+        {"m.xml": MJCF.format("", '<replicate count="1000000000"><body><joint/><geom size="0.1"/></body>'
+                              "</replicate>")}, "m.xml", "max_replicate_count", "replicate allocates without bound")
+    yield "mjcf-flexcomp-count-1e300", Case(
+        {"m.xml": MJCF.format("", '<flexcomp name="f" type="grid" count="1e300 13 1" spacing="1 1 1" dim="2"/>')},
+        "m.xml", "flexcomp", "flexcomp count=1e300 allocates until memory runs out")
+    yield "mjcf-flexcomp-count-huge-finite", Case(
+        {"m.xml": MJCF.format("", '<flexcomp name="f" type="grid" count="100000 100000 1" spacing="1 1 1" '
+                              'dim="2"/>')}, "m.xml", "max_flexcomp_count", "flexcomp 1e10 points")
+    yield "mjcf-flexcomp-element-1e300", Case(
+        {"m.xml": MJCF.format("", '<flexcomp name="f" type="direct" point="0 0 0 1 0 0 0 1 0" '
+                              'element="0 1 1e300" dim="2"/>')}, "m.xml", "flexcomp",
+        "OverflowError: int(1e300) in a flexcomp element index")
+    yield "mjcf-include-dev-zero", Case(
+        {"m.xml": MJCF.format('<include file="/dev/zero"/>', "")}, "m.xml", "outside the allowed folders",
+        "absolute include path read from /dev")
+    yield "mjcf-mesh-absolute-etc", Case(
+        {"m.xml": MJCF.format('<asset><mesh name="t" file="/etc/passwd.obj"/></asset>',
+                              '<geom type="mesh" mesh="t"/>')}, "m.xml", "outside the allowed folders",
+        "MJCF follows absolute paths")
+    yield "mjcf-meshdir-dotdot", Case(
+        {"m.xml": '<mujoco><compiler meshdir="../../../../../../etc"/><asset><mesh name="t" file="passwd.obj"/>'
+                  '</asset><worldbody><body><joint/><geom type="mesh" mesh="t"/></body></worldbody></mujoco>'},
+        "m.xml", "outside the allowed folders", "meshdir ../ chain")
+    yield "mjcf-include-name-too-long", Case(
+        {"m.xml": MJCF.format(f'<include file="{LONG}.xml"/>', "")}, "m.xml", "limit", "ENAMETOOLONG")
+    yield "sdf-include-uri-dev-zero", Case(
+        {"m.sdf": SDF.format("", "").replace("</model>", "<include><uri>/dev/zero</uri></include></model>")},
+        "m.sdf", "outside the allowed folders|not a regular|device", "SDF include /dev/zero read until OOM")
+    yield "sdf-include-uri-dev-urandom", Case(
+        {"m.sdf": SDF.format("", "").replace("</model>", "<include><uri>file:///dev/urandom</uri></include>"
+                                                         "</model>")},
+        "m.sdf", "outside the allowed folders|not a regular|device", "SDF include /dev/urandom")
+    yield "sdf-include-name-too-long", Case(
+        {"m.sdf": SDF.format("", "").replace("</model>", f"<include><uri>{LONG}</uri></include></model>")},
+        "m.sdf", "limit", "ENAMETOOLONG from Path.exists()")
+    yield "sdf-mesh-absolute", Case(
+        {"m.sdf": SDF.format('<collision name="c"><geometry><mesh><uri>/etc/passwd</uri></mesh></geometry>'
+                             "</collision>", "")}, "m.sdf", "outside the allowed folders",
+        "SDF follows absolute mesh paths")
+    yield "openrave-render-scale-pi", Case(
+        {"m.xml": OPENRAVE.format("<Render>cube.obj pi</Render>"), "cube.obj": CUBE_OBJ}, "m.xml", "scale",
+        "ValueError: float('pi') in a Render scale")
+    yield "openrave-absolute-file", Case(
+        {"m.xml": '<Robot file="/etc/passwd"/>'}, "m.xml", "outside the allowed folders",
+        "OpenRAVE follows absolute paths")
+    yield "openrave-data-name-too-long", Case(
+        {"m.xml": OPENRAVE.format(f"<Data>{LONG}.obj</Data>")}, "m.xml", None, "ENAMETOOLONG")
+    yield "skel-mesh-absolute", Case(
+        {"m.skel": '<skel version="1.0"><world name="w"><skeleton name="s"><body name="b"><inertia><mass>1'
+                   "</mass></inertia><collision_shape><geometry><mesh><file_name>/dev/zero</file_name>"
+                   "<scale>1 1 1</scale></mesh></geometry></collision_shape></body><joint type=\"free\" "
+                   'name="j"><parent>world</parent><child>b</child></joint></skeleton></world></skel>'},
+        "m.skel", "outside the allowed folders", "SKEL reads a mesh file from /dev/zero until memory runs out")
+    yield "directives-add-model-dev-zero", Case(
+        {"m.dmd.yaml": "directives:\n- add_model:\n    name: a\n    file: /dev/zero\n"}, "m.dmd.yaml",
+        "outside the allowed folders|not a regular|device|package", "directives file reference to /dev/zero")
+    yield "xml-billion-laughs", Case(
+        {"m.urdf": '<!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">'
+                   '<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">]>'
+                   + URDF.format("", "").replace('name="r"', 'name="&d;"')}, "m.urdf", None,
+        "billion laughs: entities never expanded")
+    yield "xml-deep-nesting", Case(
+        {"m.xml": "<mujoco>" + "<worldbody>" * 20000 + "</worldbody>" * 20000 + "</mujoco>"}, "m.xml", "(?i)depth",
+        "deeply nested XML")
+    yield "detect-format-garbage", Case({"m.model": b"\x00\xff" * 100}, "m.model", "m.model",
+                                        "format detection errors name the file")
+
+
+CASES = dict(_cases())
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[Pool]:
+    p = Pool(1, 2 * GIB)
+    yield p
+    p.close()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_hostile_input_ends_in_hebictl_error(name: str, pool: Pool, tmp_path: Path) -> None:
+    import re
+
+    case = CASES[name]
+    for fname, content in case.files.items():
+        (tmp_path / fname).write_bytes(content.encode() if isinstance(content, str) else content)
+    main = tmp_path / case.main
+    report = Report()
+    pool.run([(name, 0, [], Seed(main, main, "model"), main.read_bytes())], 5.0, report)
+    assert report.inputs == 1
+    status = next(iter(report.statuses))
+    if report.findings:
+        o = report.findings[0][3]
+        pytest.fail(f"{case.issue}: {o.status} {o.exc_type} at {o.where}: {o.message}")
+    if case.match is None:
+        return
+    assert status == "hebictl", f"{case.issue}: loaded a model, expected an error matching {case.match!r}"
+    assert re.search(case.match, report.last_message), report.last_message
