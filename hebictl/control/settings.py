@@ -86,7 +86,11 @@ def _mapping(user_data: Mapping[str, Any], key: str, allowed: tuple[str, ...], p
         raise _fail(f"must be a mapping, got {section!r}", f"user_data.{key}", path)
     unknown = sorted(str(k) for k in section if k not in allowed)
     if unknown:
-        raise _fail(f"unknown key(s) {', '.join(unknown)}; valid: {', '.join(allowed)}",
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], allowed, n=1, cutoff=0.75)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise _fail(f"unknown key(s) {', '.join(unknown)}{hint}; valid: {', '.join(allowed)}",
                     f"user_data.{key}.{unknown[0]}", path)
     return section
 
