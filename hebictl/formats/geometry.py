@@ -278,61 +278,95 @@ def load_mesh(path: str | Path) -> tuple[FloatArray, NDArray[np.int64]]:
     raise ValueError(f"unsupported mesh format {suffix!r} (STL and OBJ are read)")
 
 
-def principal_axes(inertia: FloatArray) -> tuple[FloatArray, FloatArray]:
+def principal_axes(inertia: FloatArray, *, converge: bool = True) -> tuple[FloatArray, FloatArray]:
     """Principal moments (decreasing) and axes (rotation matrix columns) of a symmetric 3x3 inertia.
 
-    Follows MuJoCo's Jacobi iteration and sorting (``mju_eig3``) so that the axes — not just the
-    moments — are the ones MuJoCo picks; formats whose body frames move to the inertial frame
-    (MJCF free joints with ``align``) need the very same frame.
+    MuJoCo's choice of axes (``mju_eig3``): Jacobi rotations accumulated in a quaternion, then a
+    bubble sort that turns the frame by 90 degrees per swap, so the axes — not just the moments —
+    are the ones MuJoCo picks; formats whose body frames move to the inertial frame (MJCF free
+    joints with ``align``) need the very same frame. Each rotation's half angle is computed from
+    ``t = tan(theta)`` (``sin(theta/2) = |t| c / sqrt(2 (1 + c))``), not as ``sqrt((1 - c)/2)``,
+    which cancels catastrophically for small angles, and the iteration runs to convergence
+    (off-diagonal below 1e-15 of the largest moment): MuJoCo 4 converges as tightly, and the
+    older cut-off at ``c > 1 - 1e-12`` left the axes up to ~1e-6 rad away (poses off by 2e-8 m).
+    The quaternion products use MuJoCo's pairwise sums. ``converge=False`` keeps the early stop
+    (no rotation by less than ~1.4e-6 rad), which is what MuJoCo's mesh frames still amount to: the
+    tiny products of inertia of a nearly symmetric mesh are dropped.
     """
-    from scipy.spatial.transform import Rotation
-
-    eps = 1e-12  # MuJoCo's eigEPS = 1000 * mjMINVAL
-    I = np.asarray(inertia, dtype=np.float64)
-    q = np.array([1.0, 0.0, 0.0, 0.0])  # w x y z
-
-    def matrix(quat: FloatArray) -> FloatArray:
-        w, x, y, z = quat
-        return Rotation.from_quat([x, y, z, w]).as_matrix()
-
-    def mul(a: FloatArray, b: FloatArray) -> FloatArray:
-        w1, x1, y1, z1 = a
-        w2, x2, y2, z2 = b
-        out = np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-                        w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
-        return out / np.linalg.norm(out)
-
+    M = [float(v) for v in np.asarray(inertia, dtype=np.float64).reshape(9)]
+    q = [1.0, 0.0, 0.0, 0.0]  # w x y z
+    vals = [M[0], M[4], M[8]]
     for _ in range(500):
-        V = matrix(q)
-        D = V.T @ I @ V
-        vals = np.diag(D).copy()
-        if abs(D[0, 1]) > abs(D[0, 2]) and abs(D[0, 1]) > abs(D[1, 2]):
+        V = _quat_to_matrix(q)
+        tmp = [V[i] * M[j] + V[3 + i] * M[3 + j] + V[6 + i] * M[6 + j] for i in range(3) for j in range(3)]
+        D = [tmp[3 * i] * V[j] + tmp[3 * i + 1] * V[3 + j] + tmp[3 * i + 2] * V[6 + j]
+             for i in range(3) for j in range(3)]
+        vals = [D[0], D[4], D[8]]
+        if abs(D[1]) > abs(D[2]) and abs(D[1]) > abs(D[5]):
             r, c, axis = 0, 1, 2
-        elif abs(D[0, 2]) > abs(D[1, 2]):
+        elif abs(D[2]) > abs(D[5]):
             r, c, axis = 0, 2, 1
         else:
             r, c, axis = 1, 2, 0
-        if abs(D[r, c]) < eps:
+        off = D[3 * r + c]
+        if off == 0.0 or abs(off) <= _EIG_REL * max(abs(D[0]), abs(D[4]), abs(D[8])):
             break
-        tau = (D[c, c] - D[r, r]) / (2.0 * D[r, c])
+        if not converge and abs(off) < _EIG_EPS:
+            break
+        tau = (D[4 * c] - D[4 * r]) / (2.0 * off)
         t = 1.0 / (tau + math.sqrt(1.0 + tau * tau)) if tau >= 0 else -1.0 / (-tau + math.sqrt(1.0 + tau * tau))
         cos = 1.0 / math.sqrt(1.0 + t * t)
-        if cos > 1.0 - eps:
+        if not converge and cos > 1.0 - _EIG_EPS:
             break
-        step = np.zeros(4)
-        half = math.sqrt(0.5 - 0.5 * cos)
+        half = abs(t) * cos / math.sqrt(2.0 * (1.0 + cos)) if converge else math.sqrt(0.5 - 0.5 * cos)
+        step = [0.0, 0.0, 0.0, 0.0]
         step[axis + 1] = -half if tau >= 0 else half
         if axis == 1:
             step[axis + 1] = -step[axis + 1]
-        step[0] = math.sqrt(1.0 - step[axis + 1] ** 2)
-        q = mul(q, step / np.linalg.norm(step))
-    else:
-        vals = np.diag(matrix(q).T @ I @ matrix(q)).copy()
+        step[0] = math.sqrt(1.0 - step[axis + 1] * step[axis + 1])
+        q = _normalize_quat(_quat_mul(q, _normalize_quat(step)))
     for j in range(3):  # bubble sort into decreasing order, turning the frame by 90 degrees per swap
         j1 = j % 2
-        if vals[j1] + eps < vals[j1 + 1]:
+        if vals[j1] + _EIG_EPS < vals[j1 + 1]:
             vals[j1], vals[j1 + 1] = vals[j1 + 1], vals[j1]
-            turn = np.zeros(4)
-            turn[0] = turn[(j1 + 2) % 3 + 1] = 0.707106781186548
-            q = mul(q, turn)
-    return vals, matrix(q)
+            turn = [0.707106781186548, 0.0, 0.0, 0.0]
+            turn[(j1 + 2) % 3 + 1] = turn[0]
+            q = _normalize_quat(_quat_mul(q, turn))
+    return np.array(vals), np.array(_quat_to_matrix(q)).reshape(3, 3)
+
+
+#: MuJoCo's eigEPS (1000 * mjMINVAL): moments closer than this are not swapped
+_EIG_EPS = 1e-12
+#: Jacobi stops when the largest off-diagonal element is this small relative to the largest moment
+_EIG_REL = 1e-15
+
+
+def _quat_to_matrix(q: list[float]) -> list[float]:
+    """Row-major rotation matrix of a unit quaternion ``w x y z``, summed as MuJoCo's ``mju_quat2Mat``."""
+    if q == [1.0, 0.0, 0.0, 0.0]:
+        return [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    q00, q01, q02, q03 = q[0] * q[0], q[0] * q[1], q[0] * q[2], q[0] * q[3]
+    q11, q12, q13 = q[1] * q[1], q[1] * q[2], q[1] * q[3]
+    q22, q23, q33 = q[2] * q[2], q[2] * q[3], q[3] * q[3]
+    return [(q00 - q22) + (q11 - q33), 2 * (q12 - q03), 2 * (q13 + q02),
+            2 * (q12 + q03), (q00 + q22) + (-q11 - q33), 2 * (q23 - q01),
+            2 * (q13 - q02), 2 * (q23 + q01), (q00 - q22) + (-q11 + q33)]
+
+
+def _quat_mul(a: list[float], b: list[float]) -> list[float]:
+    """Quaternion product ``a b`` with MuJoCo's pairwise sums (``mju_mulQuat``)."""
+    return [(a[0] * b[0] - a[1] * b[1]) + (-a[2] * b[2] - a[3] * b[3]),
+            (a[0] * b[1] + a[1] * b[0]) + (a[2] * b[3] - a[3] * b[2]),
+            (a[0] * b[2] - a[1] * b[3]) + (a[2] * b[0] + a[3] * b[1]),
+            (a[0] * b[3] + a[1] * b[2]) + (-a[2] * b[1] + a[3] * b[0])]
+
+
+def _normalize_quat(v: list[float]) -> list[float]:
+    """MuJoCo's ``mju_normalize4``: unchanged when within 1e-15 of unit length, identity when ~0."""
+    norm = math.sqrt((v[0] * v[0] + v[1] * v[1]) + (v[2] * v[2] + v[3] * v[3]))
+    if norm < 1e-15:
+        return [1.0, 0.0, 0.0, 0.0]
+    if abs(norm - 1.0) > 1e-15:
+        inv = 1.0 / norm
+        return [x * inv for x in v]
+    return v

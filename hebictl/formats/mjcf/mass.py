@@ -265,10 +265,10 @@ class MassReader(DocumentReader):
                 raise self.fail(f"mesh inertia {method!r} is not supported (use convex, exact or legacy)", mesh)
         except ValueError as exc:
             raise self.fail(f"mesh {mname!r}: {exc}", mesh) from None
-        # MuJoCo keeps a mesh's inertia as moments in the principal frame its Jacobi solver finds; that solver
-        # does not start rotating by less than ~1e-6 rad, so the tiny products of inertia of a nearly symmetric
-        # mesh (float-rounded vertices) are dropped: the mesh frame stays a permutation of the file's axes
-        moments, R = geometry.principal_axes(props.inertia)
+        # MuJoCo keeps a mesh's inertia as moments in the principal frame it finds; it does not rotate by less
+        # than ~1e-6 rad there, so the tiny products of inertia of a nearly symmetric mesh (float-rounded
+        # vertices) are dropped: the mesh frame stays a permutation of the file's axes
+        moments, R = geometry.principal_axes(props.inertia, converge=False)
         if plugin is not None:
             # MuJoCo leaves a plugin mesh's frame at the geom frame (mesh pos 0, quat identity) yet gives
             # the geom the mesh's principal moments along its axes, about its origin: reproduced as is

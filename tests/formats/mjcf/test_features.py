@@ -112,6 +112,16 @@ CASES = {
            ("direct", 'type="direct" dim="2" point="0 0 0 1 0 0 0 1 0 5 5 5 1 1 0" element="0 1 2 1 4 2" '
             'scale="0.1 0.2 0.3"', ""),
        )},
+    # a free body moved to MuJoCo's principal axes (alignfree): off-diagonal inertia from tilted capsules, so the
+    # Jacobi iteration must converge as MuJoCo's does (it used to stop early: poses 2.2e-8 off)
+    "free-joint-alignfree": """<mujoco><compiler alignfree="true"/><worldbody>
+      <body name="body" pos="0 0 1" euler="10 -20 30"><freejoint/>
+        <geom type="capsule" size=".1" fromto="0 0 0 1 0 0"/>
+        <geom type="capsule" size=".07" fromto="1 0 0 1 1 0.2"/>
+        <frame pos="1 1 0" euler="0 30 0"><geom type="capsule" size=".1" fromto="0 0 0 0 0 1"/>
+          <site name="tip" pos="-.2 0 1" quat="1 2 3 4"/></frame></body>
+      <body name="box" pos="2 0 1"><freejoint align="true"/><geom type="box" size=".3 .2 .1" euler="5 7 11"/>
+        <geom type="sphere" size=".1" pos=".2 .1 0"/></body></worldbody></mujoco>""",
 }
 
 
@@ -172,6 +182,20 @@ def test_coordinates_equal_qpos_and_ref_is_metadata():
     # two joints in "lower" (the elbow off-centre): a massless body for the elbow, then "lower" on the slide;
     # the ball joint's off-centre anchor needs a body at the anchor and "hand" fixed back at the body origin
     assert [b.name for b in model.bodies] == ["upper", "lower__elbow", "lower", "hand__wrist", "hand"]
+
+
+def test_aligned_free_bodies_match_mujoco_qpos0():
+    """alignfree/align move free bodies to their principal axes: qpos0 equals MuJoCo's to 1e-12 (a quaternion
+    and its negative are the same orientation)."""
+    text = CASES["free-joint-alignfree"]
+    model = load_mjcf_string(text)
+    ref = Mujoco(xml=text)
+    ours, theirs = model.neutral_configuration(), ref.m.qpos0
+    assert ours.shape == theirs.shape == (14,)
+    for s in (0, 7):
+        np.testing.assert_allclose(ours[s:s + 3], theirs[s:s + 3], rtol=0, atol=1e-12)
+        q, r = ours[s + 3:s + 7], theirs[s + 3:s + 7]
+        np.testing.assert_allclose(q * np.sign(q @ r), r, rtol=0, atol=1e-12)
 
 
 def test_free_body_neutral_configuration_is_file_pose():
