@@ -27,8 +27,9 @@ from numpy.typing import ArrayLike
 from hebictl._typing import FloatArray
 from hebictl.control.admission import plan
 from hebictl.control.assembly import ExtraModules, assemble
+from hebictl.control.braking import BrakePlanner, firmware_limit_acting
 from hebictl.control.goal import Goal
-from hebictl.control.motion import Brake, RateLimiter
+from hebictl.control.motion import Brake, RateLimiter, shrink_recovery
 from hebictl.control.plugins import ArmPlugin, DoubledJointMirror, GravityCompensationEffort
 from hebictl.control.safety import ArmState, EventKind, EventLog, Limits, StopBehaviour
 from hebictl.control.settings import SafetySettings, default_damping, limits_from
@@ -48,7 +49,6 @@ log = logging.getLogger(__name__)
 _RUNNING, _HOLD, _STOPPED = ArmState.RUNNING, ArmState.HOLD, ArmState.STOPPED
 #: plugins that keep running while the arm is stopped (they only mirror the arm's command)
 _RUN_WHEN_STOPPED = (DoubledJointMirror,)
-_NO_GRAVITY = np.zeros(3)
 
 
 class Arm:
@@ -102,7 +102,9 @@ class Arm:
         self._hold_position: FloatArray | None = None
         self._brake: Brake | None = None
         self._stop_behaviour: StopBehaviour | None = None
-        self._rate = RateLimiter(self.limits.velocity_max)
+        self._rate = RateLimiter(self.limits.velocity_max, self.limits)
+        self.brake_planner = BrakePlanner(model, self.limits)
+        self._firmware_limit = False  # a module's firmware limit was acting at the last feedback
         # joints switched on outside their limits may be moved back in: the allowed range, which
         # shrinks toward the limits as they come in (None: every joint inside, the limits apply)
         self._recovery: tuple[FloatArray, FloatArray] | None = None
@@ -263,16 +265,19 @@ class Arm:
         self.state = state
         self.events.record(self.clock.now(), kind, state, detail)
 
-    def _start_brake(self, t: float, from_sent: bool = False) -> None:
-        """Brake from the commanded state now, or (``from_sent``: feedback is missing and the
-        modules keep executing the last command) from the last command sent."""
-        cmd = self.pending_command
-        if from_sent and np.all(np.isfinite(cmd.position)):
-            p, v = cmd.position.copy(), np.where(np.isfinite(cmd.velocity), cmd.velocity, 0.0)
-        else:
-            p, v = self._commanded_state(t)
+    def _start_brake(self, t: float) -> None:
+        """Brake from the commanded state at ``t`` (the trajectory, a running brake or the last
+        command: never noisy or missing feedback), at the deceleration the actuators can deliver
+        (:mod:`hebictl.control.braking`), so the modules follow the ramp and the hold starts at rest."""
+        p, v = self._commanded_state(t)
+        age = t - self._last_fresh_time
+        if self._have_feedback and 0.0 <= age <= 0.05:  # a moving joint brakes from where it is (its
+            est = self.last_feedback.position + v * age  # tracking lag would make the hold ring)
+            moving = (np.abs(v) > self.safety.at_goal_velocity_tolerance) & np.isfinite(est)
+            p = np.where(moving, est, p)
         lim = self.limits
-        self._brake = Brake(t, p, v, lim.acceleration_max, lim.velocity_max, lim.position_min, lim.position_max)
+        amax = self.brake_planner.deceleration(p, self._gravity_vector())
+        self._brake = Brake(t, p, v, amax, lim.velocity_max, lim.position_min, lim.position_max)
         self._hold_position = self._brake.target
 
     @property
@@ -281,13 +286,13 @@ class Arm:
         return self._brake is not None and self._last_time < self._brake.end_time
 
     def hold(self, position: ArrayLike | None = None, *, reason: EventKind | str = EventKind.HOLD,
-             detail: str = "operator hold", _from_sent: bool = False) -> None:
+             detail: str = "operator hold") -> None:
         """Hold ``position``, or (default) brake within the rated deceleration and hold where the
         command comes to rest. Not latched: a new goal leaves HOLD."""
         if self.state is ArmState.STOPPED:
             return
         if position is None:
-            self._start_brake(self.clock.now(), _from_sent)
+            self._start_brake(self.clock.now())
         else:
             self._hold_position = np.array(position, dtype=np.float64)
             self._brake = None
@@ -386,9 +391,12 @@ class Arm:
             self._input_frames_valid = True
         return self._input_frames
 
-    def _gravity_efforts(self, q: FloatArray) -> FloatArray:
+    def _gravity_vector(self) -> FloatArray:
         grav = next((p for p in self.plugins if isinstance(p, GravityCompensationEffort)), None)
-        g = grav.gravity if grav is not None else self.model.gravity
+        return grav.gravity if grav is not None else self.model.gravity
+
+    def _gravity_efforts(self, q: FloatArray) -> FloatArray:
+        g = self._gravity_vector()
         return self.model.gravity_compensation(q, g) if np.all(np.isfinite(q)) else np.full(self.dof, np.nan)
 
     def _hold_target(self, now: float) -> tuple[FloatArray, FloatArray]:
@@ -401,20 +409,12 @@ class Arm:
         return hold, np.zeros(self.dof)
 
     def _finish(self, fb_position: FloatArray) -> None:
-        """Clamp the command to the limits, then rate-limit the position to the rated speed."""
+        """Clamp the command to the limits, rate-limit the position to the rated speed and brake
+        it before a position limit (it reaches the limit at rest, within the rated deceleration)."""
         cmd = self.pending_command
         recovering = self._recovery if self._trajectory is not None else None
         self.limits.clamp_command(cmd.position, cmd.velocity, cmd.effort, recovering)
-        self._rate.apply(cmd.position, cmd.velocity, self._dt, fb_position)
-
-    def _shrink_recovery(self, position: FloatArray) -> None:
-        """Narrow the recovery range to what the joints have reached; drop it once all are in."""
-        lo, hi = self._recovery  # type: ignore[misc]
-        lim = self.limits
-        np.maximum(lo, np.minimum(lim.position_min, position), out=lo)
-        np.minimum(hi, np.maximum(lim.position_max, position), out=hi)
-        if np.all(lo >= lim.position_min) and np.all(hi <= lim.position_max):
-            self._recovery = None
+        self._rate.apply(cmd.position, cmd.velocity, self._dt, fb_position, recovering)
 
     def _hold_command(self, now: float) -> None:
         """Hold command valid without feedback: position, zero velocity, model gravity there."""
@@ -423,6 +423,8 @@ class Arm:
         cmd.position[:] = p
         cmd.velocity[:] = v
         cmd.effort[:] = self._gravity_efforts(p)
+        if self.trajectory_state is not None:  # braking: feed the deceleration forward
+            cmd.effort += self.brake_planner.brake_effort(*self.trajectory_state)
         self._finish(self.last_feedback.position)
 
     def _stopped_command(self, now: float, feedback_ok: bool) -> None:
@@ -440,7 +442,7 @@ class Arm:
             cmd.velocity[:] = v
             cmd.effort[:] = self._gravity_efforts(fb.position if feedback_ok else p)
             if self.trajectory_state is not None:  # braking: feed the deceleration forward
-                cmd.effort += self.model.inverse_dynamics(p, v, self.trajectory_state[2], _NO_GRAVITY)
+                cmd.effort += self.brake_planner.brake_effort(*self.trajectory_state)
             if feedback_ok:  # damp the joints' ringing after the brake (same damping as 'damp')
                 cmd.effort -= self._damping * np.nan_to_num(fb.velocity - v)
         else:  # DAMP: gravity + damping at the feedback; without feedback the modules' velocity loop damps
@@ -464,8 +466,7 @@ class Arm:
             fresh = self.backend.read(fb, self.feedback_timeout)
         except HardwareError as exc:
             fresh = False
-            if self.state is not _STOPPED:
-                self._last_time = self.clock.now()
+            if self.state is not _STOPPED:  # brakes from the commanded state now (dt stays a period)
                 self.stop(EventKind.HARDWARE_ERROR, str(exc))
         now = self.clock.now()
         if fresh and fb.sequence == self._last_seq:
@@ -481,7 +482,7 @@ class Arm:
             self._last_time = now
             bad = int(np.argmax(~np.isfinite(fb.position)))
             if self.state is _RUNNING:
-                self.hold(reason=EventKind.FEEDBACK_NAN, _from_sent=True,  # brake from the last command
+                self.hold(reason=EventKind.FEEDBACK_NAN,  # brake from the commanded state
                           detail=f"NaN/inf feedback from module {bad} ({self.backend.names[bad]})")
             if self.state is _HOLD:
                 self._hold_command(now)
@@ -500,11 +501,12 @@ class Arm:
 
         if self.state is not _STOPPED and self.m_stopped:
             self.stop(EventKind.MSTOP, "a module's M-stop is pressed")
+        self._check_firmware_limit(fb)
         if self.state is _STOPPED:
             self._stopped_command(now, feedback_ok=True)
             return True
         if self._recovery is not None:
-            self._shrink_recovery(fb.position)
+            self._recovery = shrink_recovery(self._recovery, self.limits, fb.position)
         joint = self.limits.position_violation(fb.position, self._recovery)
         if joint >= 0 and self.state is _RUNNING:
             clamped = np.clip(fb.position, self.limits.position_min, self.limits.position_max)
@@ -530,8 +532,25 @@ class Arm:
         ok = True
         for plugin in self.plugins:
             ok = plugin.update(self, self._dt) and ok
+        if self._brake is not None and self.trajectory_state is not None and self._trajectory is None:
+            cmd.effort += self.brake_planner.brake_effort(*self.trajectory_state)  # braking: feed it forward
         self._finish(fb.position)
         return ok
+
+    def _check_firmware_limit(self, fb: Feedback) -> None:
+        """Record (once per episode) a module's own position limit acting, and brake to a hold:
+        the module no longer follows the command on that joint (:func:`firmware_limit_acting`)."""
+        acting = firmware_limit_acting(getattr(fb, "position_limit_state", None), self.dof)
+        was, self._firmware_limit = self._firmware_limit, acting is not None
+        if acting is None or was:
+            return
+        j, side = acting
+        detail = (f"module {j} ({self.backend.names[j]}): its firmware {side} position limit is acting "
+                  f"(limit state {fb.position_limit_state[j]:.0f}) at {fb.position[j]:.4f}")
+        if self.state is _RUNNING:
+            self.hold(reason=EventKind.FIRMWARE_LIMIT, detail=detail)
+        else:
+            self.events.record(self.clock.now(), EventKind.FIRMWARE_LIMIT, self.state, detail)
 
     def _last_good_position(self) -> FloatArray:
         if self._hold_position is not None:
@@ -553,9 +572,15 @@ class Arm:
             return False
         self._missed += 1
         if self._missed <= self.missed_feedback_limit and self.state is _RUNNING:
-            return False  # repeat the last command: one late sample is not a fault
+            # one late sample is not a fault: keep the command moving along the trajectory (a
+            # position frozen while the arm moves would brake it through its position loop)
+            if self._trajectory is not None:
+                cmd = self.pending_command
+                cmd.position[:], cmd.velocity[:], _ = self._trajectory.get_state(now)
+                self._finish(self.last_feedback.position)
+            return False
         if self.state is _RUNNING and self._have_feedback:
-            self.hold(reason=EventKind.FEEDBACK_LOST, _from_sent=True,  # brake from the last command
+            self.hold(reason=EventKind.FEEDBACK_LOST,  # brake from the commanded state
                       detail=f"no fresh feedback for {self._missed} cycles")
         if self._have_feedback or self._hold_position is not None:
             self._hold_command(now)

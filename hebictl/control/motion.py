@@ -3,7 +3,10 @@
 :class:`RateLimiter`: after everything else has written the position command (trajectory,
 hold, jog plugin, stop), each joint's command moves at most ``velocity_max * dt`` from the
 previous cycle's. A joint that was not commanded (NaN) starts again from its measured position,
-so a feedback jump, a cleared fault or a new hold never produces a step.
+so a feedback jump, a cleared fault or a new hold never produces a step. With position limits
+(and their rated deceleration ``a``) it also brakes the command before a limit: a joint at
+distance ``d`` from the limit it moves toward is commanded no faster than ``sqrt(2 a d)``, so a
+jog or any other command reaches the limit at rest instead of being cut off at full speed there.
 
 :class:`Brake`: from the commanded state (p0, v0), every joint's velocity falls smoothly to zero
 (``v = v0 (1 - 3s² + 2s³)``, s = t/T: the deceleration starts and ends at zero, so the joints'
@@ -19,6 +22,7 @@ import math
 import numpy as np
 
 from hebictl._typing import FloatArray
+from hebictl.control.safety import Limits
 
 _FMAX = np.fmax.reduce  # max ignoring NaN
 
@@ -26,9 +30,10 @@ _FMAX = np.fmax.reduce  # max ignoring NaN
 class RateLimiter:
     """Limits the position command's change per cycle to the rated speed (see module docstring)."""
 
-    def __init__(self, velocity_max: FloatArray) -> None:
+    def __init__(self, velocity_max: FloatArray, limits: Limits | None = None) -> None:
         self.velocity_max = np.where(np.isfinite(velocity_max), velocity_max, np.inf)
         n = self.velocity_max.shape
+        self.limits = limits
         self.last = np.full(n, np.nan)
         self.limited = np.zeros(n, dtype=bool)
         # preallocated work buffers: this runs every cycle of a 1 kHz loop
@@ -40,10 +45,12 @@ class RateLimiter:
         """Forget the previous command: the next one starts from the measured position."""
         self.last.fill(np.nan)
 
-    def apply(self, position: FloatArray, velocity: FloatArray, dt: float, measured: FloatArray) -> bool:
+    def apply(self, position: FloatArray, velocity: FloatArray, dt: float, measured: FloatArray,
+              bounds: tuple[FloatArray, FloatArray] | None = None) -> bool:
         """Limit ``position`` in place (NaN entries pass); True if any joint was limited.
 
-        A limited joint's velocity command is set to the speed it is actually moved at.
+        A limited joint's velocity command is set to the speed it is actually moved at. ``bounds``
+        replaces the position limits (a joint being moved back inside them).
         """
         last = self.last
         if math.isnan(last.sum()):
@@ -51,6 +58,12 @@ class RateLimiter:
             last[fresh] = measured[fresh]
             still = np.isnan(last)
             last[still] = position[still]  # no measurement either: accept the command as it is
+        if dt <= 0.0:  # no time has passed: the command cannot move (its velocity stays as given)
+            np.copyto(position, last, where=np.isfinite(position))
+            return False
+        lim = self.limits
+        if lim is not None and lim._bounded:
+            self._approach(position, velocity, dt, bounds or (lim.position_min, lim.position_max), lim)
         step, delta, mag, limited = self._step, self._delta, self._abs, self.limited
         np.multiply(self.velocity_max, max(dt, 0.0), out=step)
         np.subtract(position, last, out=delta)
@@ -65,6 +78,37 @@ class RateLimiter:
         velocity[limited] = sign * self.velocity_max[limited]
         np.copyto(last, position)
         return True
+
+
+    def _approach(self, position: FloatArray, velocity: FloatArray, dt: float,
+                  bounds: tuple[FloatArray, FloatArray], lim: Limits) -> None:
+        """Brake toward a limit: speed toward it at most ``sqrt(2 a d)`` (see the module docstring)."""
+        last = self.last
+        a = lim.acceleration_max
+        a = np.where(np.isfinite(a), a, 1e9)  # type: ignore[arg-type]
+        up = np.sqrt(2.0 * a * np.maximum(bounds[1] - last, 0.0))
+        down = np.sqrt(2.0 * a * np.maximum(last - bounds[0], 0.0))
+        up[np.isnan(up)] = np.inf  # no previous command and no measurement: nothing to brake from
+        down[np.isnan(down)] = np.inf
+        hi = last + up * dt
+        lo = last - down * dt
+        if np.any(position > hi) or np.any(position < lo):
+            np.minimum(position, hi, out=position)
+            np.maximum(position, lo, out=position)
+        np.minimum(velocity, up, out=velocity)
+        np.maximum(velocity, -down, out=velocity)
+
+
+def shrink_recovery(recovery: tuple[FloatArray, FloatArray], limits: Limits,
+                    position: FloatArray) -> tuple[FloatArray, FloatArray] | None:
+    """Narrow a recovery range (joints switched on outside their limits may move back in) to what
+    the joints have reached; None once all are inside the limits."""
+    lo, hi = recovery
+    np.maximum(lo, np.minimum(limits.position_min, position), out=lo)
+    np.minimum(hi, np.maximum(limits.position_max, position), out=hi)
+    if np.all(lo >= limits.position_min) and np.all(hi <= limits.position_max):
+        return None
+    return lo, hi
 
 
 class Brake:

@@ -61,6 +61,7 @@ class EventKind(StrEnum):
     HARDWARE_ERROR = "hardware_error"      # backend read/write failed
     INTERNAL_ERROR = "internal_error"      # an exception in the loop's own code
     MSTOP = "mstop"                        # a module's M-stop input was pressed
+    FIRMWARE_LIMIT = "firmware_limit"      # a module's own (firmware) position limit is acting
     TELEOP_STOP = "teleop_stop"
     TELEOP_JOG_RELEASED = "teleop_jog_released"
     TELEOP_JOG_EXPIRED = "teleop_jog_expired"

@@ -1,0 +1,122 @@
+"""How hard each joint can brake, the effort that makes the modules follow a brake ramp, and
+whether a module's own (firmware) position limit has taken over from the command.
+
+A brake ramp (:class:`hebictl.control.motion.Brake`) is only safe if the modules can follow it:
+a ramp that asks for more torque than an actuator has leaves its position loop behind, and the
+hold then starts with the arm still moving and rings around the target. So the braking
+deceleration of joint ``i`` at configuration ``q`` is what its effort limit can deliver::
+
+    a_i = MARGIN * (effort_max_i - |gravity_i(q)|) / (M_ii(q) + rotor_i)
+
+(``M`` the model's joint-space mass matrix, from its inverse dynamics; ``rotor_i`` the module's
+reflected rotor inertia), min'd with the joint's rated deceleration (``Limits.acceleration_max``,
+rated speed / 0.2 s by default). The rotor inertia of a HEBI module is not in its HRDF; it is
+estimated from the motor's mechanical time constant as ``ROTOR_TIME_CONSTANT_S * effort_max /
+speed_max`` (a geared DC motor's ``J R / (k_t k_e)`` with the torque-speed slope referred to the
+output), unless the model gives joint armature.
+
+:func:`minimal_stop_time` is the physical lower bound of a stop from a given speed with the whole
+effort margin (a rectangular deceleration at ``a_i / MARGIN``): no controller can stop faster.
+
+The ramp's feed-forward (:func:`brake_effort`) is the model's inverse dynamics along the ramp
+plus the rotor inertia times the deceleration, clamped to the effort limit: the modules get the
+torque the ramp needs instead of finding it through their position error.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from hebictl._typing import FloatArray
+from hebictl.control.safety import Limits
+
+if TYPE_CHECKING:
+    from hebictl.model.robot import RobotModel
+
+#: [s] motor mechanical time constant used to estimate a module's reflected rotor inertia
+ROTOR_TIME_CONSTANT_S = 0.01
+#: fraction of the effort left after gravity that a brake may plan to use (the rest is for the
+#: position loop's corrections, model error and a payload the model does not know)
+MARGIN = 0.5
+_NO_GRAVITY = np.zeros(3)
+
+
+def rotor_inertia(model: RobotModel) -> FloatArray:
+    """Reflected rotor inertia per joint [kg·m²]: the model's armature where it has one, else
+    ``ROTOR_TIME_CONSTANT_S * effort / speed`` (0 where the model has no finite rating)."""
+    armature = getattr(model, "_armature", None)
+    if armature is not None and np.any(armature > 0):
+        return np.asarray(armature, dtype=np.float64).copy()
+    effort = np.asarray(model.max_efforts, dtype=np.float64)
+    speed = np.asarray(model.max_speeds, dtype=np.float64)
+    est = ROTOR_TIME_CONSTANT_S * effort / speed
+    return np.where(np.isfinite(est) & (est > 0), est, 0.0)
+
+
+def mass_diagonal(model: RobotModel, q: FloatArray) -> FloatArray:
+    """Diagonal of the joint-space mass matrix at ``q`` (RNEA with unit accelerations)."""
+    n = model.dof
+    eye = np.eye(n)
+    m = model.inverse_dynamics(np.broadcast_to(q, (n, n)), np.zeros((n, n)), eye, _NO_GRAVITY)
+    return np.diagonal(m).copy()
+
+
+class BrakePlanner:
+    """Per-joint braking deceleration and ramp feed-forward for one arm (see module docstring)."""
+
+    def __init__(self, model: RobotModel, limits: Limits) -> None:
+        self.model = model
+        self.limits = limits
+        self.rotor = rotor_inertia(model)
+        self._id = np.empty(model.dof)
+
+    def effort_deceleration(self, q: FloatArray, gravity: FloatArray | None = None) -> FloatArray:
+        """Deceleration [rad/s²] each joint's effort limit can deliver at ``q`` (no margin)."""
+        q = np.asarray(q, dtype=np.float64)
+        if not np.all(np.isfinite(q)):
+            return np.full(self.model.dof, np.inf)
+        g = self.model.gravity_compensation(q, gravity)
+        spare = np.maximum(self.limits.effort_max - np.abs(g), 0.0)
+        inertia = mass_diagonal(self.model, q) + self.rotor
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a = np.where(inertia > 0, spare / inertia, np.inf)
+        return np.where(np.isfinite(self.limits.effort_max), a, np.inf)
+
+    def deceleration(self, q: FloatArray, gravity: FloatArray | None = None) -> FloatArray:
+        """Braking deceleration per joint: ``MARGIN`` x the effort's, min'd with the rated one."""
+        rated = self.limits.acceleration_max
+        assert rated is not None
+        a = np.minimum(rated, MARGIN * self.effort_deceleration(q, gravity))
+        # a joint with no effort to spare still gets a (slow) finite ramp rather than none
+        return np.where(a > 0, a, np.minimum(rated, 1e-3))
+
+    def minimal_stop_time(self, q: FloatArray, v: FloatArray, gravity: FloatArray | None = None) -> float:
+        """Shortest possible stop [s] from ``v`` at ``q``: every joint braked with all its spare effort."""
+        a = self.effort_deceleration(q, gravity)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where(np.abs(v) > 0, np.abs(v) / a, 0.0)
+        return float(np.max(t)) if t.size else 0.0
+
+    def brake_effort(self, p: FloatArray, v: FloatArray, a: FloatArray) -> FloatArray:
+        """Effort [N·m] the ramp (p, v, a) needs besides gravity: inverse dynamics + rotor inertia."""
+        out = self._id
+        self.model.inverse_dynamics_into(np.ascontiguousarray(p, dtype=np.float64),
+                                         np.ascontiguousarray(v, dtype=np.float64),
+                                         np.ascontiguousarray(a, dtype=np.float64), _NO_GRAVITY, out)
+        # the model adds its own armature; otherwise add the estimated rotor inertia
+        return out + self.rotor * a if getattr(self.model, "_armature", None) is None else out.copy()
+
+
+def firmware_limit_acting(state: FloatArray | None, dof: int) -> tuple[int, str] | None:
+    """(joint, "lower" | "upper") of the first module whose own position limit is acting, from
+    ``Feedback.position_limit_state`` (hebi's values: 0 Below, 1 AtLower (target limited), 2 Inside,
+    3 AtUpper, 4 Above, 5 Uninitialized; NaN unknown), else None. One reduction when all are Inside."""
+    if state is None or state.sum() == 2.0 * dof:
+        return None
+    acting = (state <= 1.0) | (state == 3.0) | (state == 4.0)
+    if not acting.any():
+        return None
+    j = int(np.argmax(acting))
+    return j, ("lower" if state[j] <= 1.0 else "upper")
