@@ -15,9 +15,9 @@ How:
   dispatcher at once (:func:`materialize`; they call each other, so all or none);
 * the entry kernels are :class:`Kernel` objects. On the first call, if the stamp file beside
   numba's cache says the compiled kernels are there, the dispatchers replace the Kernel objects
-  (no wrapper stays on the hot path; numba loads them from the cache). If the cache is cold, single
-  configurations (batches up to :data:`INTERPRETED_MAX_BATCH`) run the kernels' own Python source
-  (the very code numba compiles: same results, about 1-2 ms per call on a 6-DoF arm) while
+  (no wrapper stays on the hot path; numba loads them from the cache). If the cache is cold, batches of
+  up to :data:`INTERPRETED_MAX_BATCH` configurations run the kernels' own Python source (the very
+  code numba compiles: same results, about 1-2 ms per configuration on a 6-DoF arm) while
   ``python -m hebictl.model._warm`` compiles everything in the background (nice 10, another
   core); larger batches compile in-process. When that process is done, a thread loads the
   compiled kernels and swaps them in.
