@@ -25,6 +25,9 @@ from hebictl._typing import FloatArray
 from hebictl.control.safety import Limits
 
 _FMAX = np.fmax.reduce  # max ignoring NaN
+#: a command approaches a limit at this fraction of the rated deceleration: it carries no effort
+#: feed-forward, so the modules follow it on their position error alone (which is the overshoot)
+APPROACH_FRACTION = 0.3
 
 
 class RateLimiter:
@@ -86,6 +89,7 @@ class RateLimiter:
         last = self.last
         a = lim.acceleration_max
         a = np.where(np.isfinite(a), a, 1e9)  # type: ignore[arg-type]
+        a = APPROACH_FRACTION * a
         up = np.sqrt(2.0 * a * np.maximum(bounds[1] - last, 0.0))
         down = np.sqrt(2.0 * a * np.maximum(last - bounds[0], 0.0))
         up[np.isnan(up)] = np.inf  # no previous command and no measurement: nothing to brake from
