@@ -106,6 +106,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 # ---------------------------------------------------------------------- hebictl teleop
 def cmd_teleop(args: argparse.Namespace) -> int:
+    import aiomqtt  # noqa: F401  (the teleop extra: refuse before the arm is opened, not after)
+
     from hebictl.config import load_config
     from hebictl.control.arm import Arm
     from hebictl.control.gripper import attach_gripper

@@ -252,6 +252,9 @@ class ArmRunner:
         except Exception as exc:  # a bug here must not leave the modules with a stale or NaN command
             log.exception("arm thread step failed")
             self._recover(f"{type(exc).__name__}: {exc}")
+            if self._closing is not None:  # shutting down: a failing step must not keep the loop alive
+                self._cycle += 1
+                return self.clock.now() < self._closing + 2.0
         self._cycle += 1
         self.snapshot = self._make_snapshot()
         return True

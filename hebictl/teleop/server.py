@@ -61,6 +61,11 @@ class TeleopServer:
         try:
             self._started.set()
             await self.bridge.run()
+        except BaseException as exc:
+            if not self.stopping and not isinstance(exc, asyncio.CancelledError):
+                log.error("the MQTT bridge failed (%s: %s); the arm stops and holds%s", type(exc).__name__, exc,
+                          "; Ctrl-C to exit" if self.runner.shutdown_hold == float("inf") else "")
+            raise
         finally:
             await asyncio.to_thread(self.runner.close, reason=self.stop_reason)
 
