@@ -17,6 +17,12 @@ the last second is no worse than that of the first (a growing queue shows up as 
 
 Run: ``.venv/bin/python benchmarks/teleop.py [--rate-hz 500] [--loop-hz 500] [--seconds 10]``.
 Targets: p99 < 5 ms, no backlog (``--strict``: exit 1 when missed). Needs the mosquitto binary.
+
+``--flood RATE`` instead floods the arm with stale joint goals (issue 12.5: 2,000 msg/s) from a
+child process (paho-mqtt, QoS 0, as fast as the rate allows) for ``--seconds`` and reports what
+the bridge received, how many rejections the acks answered (an ack answers ``1 + coalesced``),
+how many were coalesced and dropped, and whether the arm moved. Target: every received command
+answered, no ack dropped, the arm still.
 """
 
 from __future__ import annotations
@@ -97,17 +103,93 @@ async def stream(url: str, arm_id: str, rate_hz: float, seconds: float) -> np.nd
     return sent
 
 
+def flooder(url_port: int, arm_id: str, rate_hz: float, seconds: float, conn: Connection) -> None:
+    """Child process: publish stale goals at ``rate_hz`` with paho (QoS 0); send back the count."""
+    import json
+
+    import paho.mqtt.client as mqtt
+
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="flooder")
+    c.connect("127.0.0.1", url_port)
+    c.loop_start()
+    body = {"positions": [0.0] * 6, "duration": 1.0, "ts": time.time() - 10.0, "client": "flood"}
+    n = int(rate_hz * seconds)
+    t0 = time.perf_counter()
+    for k in range(n):
+        body["seq"] = k + 1
+        c.publish(f"hebictl/v1/{arm_id}/cmd/joint_goal", json.dumps(body), qos=0)
+        delay = t0 + (k + 1) / rate_hz - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+    elapsed = time.perf_counter() - t0
+    time.sleep(0.5)
+    c.loop_stop()
+    c.disconnect()
+    conn.send((n, elapsed))
+
+
+def flood(args: argparse.Namespace) -> int:
+    """The ack-flood run (``--flood``)."""
+    with tempfile.TemporaryDirectory() as tmp, LocalBroker(tmp) as broker:
+        arm = Arm.from_config(REPO / "configs" / "x-series-6dof.cfg.yaml", backend="mock", clock=MonotonicClock())
+        server = TeleopServer(arm, parse_broker(broker.url), "bench")
+        server.start_background()
+        answered = {"n": 0, "acks": 0}
+
+        async def watch(done: asyncio.Event) -> None:
+            async with TeleopClient(broker.url, "bench", name="watch") as c:
+                await done.wait()
+                await asyncio.sleep(1.0)
+                stale = [a for a in c.acks if a.client == "flood"]
+                answered["n"] = sum(1 + a.coalesced for a in stale)
+                answered["acks"] = len(stale)
+
+        async def go() -> tuple[int, float, float]:
+            done = asyncio.Event()
+            task = asyncio.create_task(watch(done))
+            await asyncio.sleep(0.5)
+            ctx = multiprocessing.get_context("spawn")
+            parent, child = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=flooder, args=(broker.port, "bench", args.flood, args.seconds, child))
+            q0 = server.runner.snapshot.position.copy()
+            proc.start()
+            sent, elapsed = await asyncio.to_thread(parent.recv)
+            proc.join(30)
+            done.set()
+            await task
+            moved = float(np.max(np.abs(server.runner.snapshot.position - q0)))
+            return sent, elapsed, moved
+
+        try:
+            sent, elapsed, moved = asyncio.run(go())
+        finally:
+            server.stop_background()
+            arm.close()
+        st = server.bridge.stats
+    received = st["received"]
+    ok = answered["n"] == received and st["acks_dropped"] == 0 and moved < 1e-9
+    print(f"teleop ack flood: {sent} stale goals sent at {sent / elapsed:.0f} msg/s for {elapsed:.1f} s (QoS 0)")
+    print(f"  bridge received {received}, rejected {st['rejected']}; {answered['acks']} acks answered "
+          f"{answered['n']} rejections ({st['acks_coalesced']} coalesced), {st['acks_dropped']} acks dropped; "
+          f"arm moved {moved:.2e} rad -> {'PASS' if ok else 'FAIL'}")
+    return 1 if args.strict and not ok else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rate-hz", type=float, default=500.0, help="jog stream rate")
     ap.add_argument("--loop-hz", type=float, default=500.0, help="arm control loop rate")
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    ap.add_argument("--flood", type=float, default=None, metavar="RATE",
+                    help="instead: flood the arm with stale goals at RATE msg/s and check every one is answered")
     args = ap.parse_args()
     logging.getLogger("hebictl.safety").setLevel(logging.ERROR)  # jog release/hold events are expected
     if find_mosquitto() is None:
         print("mosquitto not found: apt-get install mosquitto", file=sys.stderr)
         return 2
+    if args.flood is not None:
+        return flood(args)
     with tempfile.TemporaryDirectory() as tmp, LocalBroker(tmp) as broker:
         arm = Arm.from_config(REPO / "configs" / "x-series-6dof.cfg.yaml", backend="mock", clock=MonotonicClock())
         arm.backend.feedback_frequency = args.loop_hz
