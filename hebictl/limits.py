@@ -49,11 +49,12 @@ class ReaderLimits:
     #: Nested includes (include inside an included file ...).
     max_include_depth: int = 32
     #: Included files in one load, all levels together.
-    max_include_count: int = 2000
+    max_include_count: int = 500
     #: XML element nesting; libxml2 itself stops at 256 without its "huge" option.
     max_xml_depth: int = 256
-    #: XML elements in one load, all files together (after replicate/include expansion).
-    max_elements: int = 2_000_000
+    #: XML elements in one file, and in an MJCF body tree after replicate/attach expansion (the
+    #: largest model we know, MuJoCo's 100_humanoids benchmark, has 9,000).
+    max_elements: int = 50_000
     #: Parenthesis/operator nesting in an HRDF formula (recursive-descent parser stack).
     max_formula_depth: int = 64
     #: Characters of one formula.

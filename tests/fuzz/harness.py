@@ -51,6 +51,7 @@ class Report:
     statuses: collections.Counter[str] = field(default_factory=collections.Counter)
     findings: list[tuple[str, int, list[str], Outcome]] = field(default_factory=list)
     slowest: float = 0.0
+    slowest_case: str = ""
     last_message: str = ""
 
     def distinct(self) -> dict[tuple[str, str, str], tuple[str, int, list[str], Outcome]]:
@@ -62,7 +63,7 @@ class Report:
 
     def summary(self) -> str:
         lines = [f"{self.inputs} inputs in {self.seconds:.1f} s; outcomes {dict(self.statuses)}; "
-                 f"slowest passing input {self.slowest:.2f} s; {len(self.findings)} findings, "
+                 f"slowest passing input {self.slowest:.2f} s ({self.slowest_case}); {len(self.findings)} findings, "
                  f"{len(self.distinct())} distinct"]
         for (status, exc, where), (seed, index, muts, o) in self.distinct().items():
             lines.append(f"  {status} {exc} at {where}: {o.message[:160]!r} <- {seed} #{index} {muts}")
@@ -124,6 +125,9 @@ def run_one(seed: Seed, data: bytes, workdir: Path) -> Outcome:
                 if not np.all(np.isfinite(g)):
                     return Outcome("nonfinite", "", f"gravity compensation {g[:6]}", "", time.monotonic() - start)
     except HebictlError as exc:
+        if "bug in hebictl's reader" in str(exc):  # load_model's last line of defence caught something
+            cause = exc.__cause__ or exc
+            return Outcome("wrapped", type(cause).__name__, str(cause)[:300], _where(cause), time.monotonic() - start)
         return Outcome("hebictl", type(exc).__name__, str(exc)[:500], "", time.monotonic() - start)
     except MemoryError as exc:
         return Outcome("memory", "MemoryError", str(exc)[:300], _where(exc), time.monotonic() - start)
@@ -207,7 +211,8 @@ class Pool:
                 report.statuses[outcome.status] += 1
                 report.last_message = outcome.message
                 if outcome.status in ("ok", "hebictl"):
-                    report.slowest = max(report.slowest, outcome.seconds)
+                    if outcome.seconds > report.slowest:
+                        report.slowest, report.slowest_case = outcome.seconds, f"{case[0]} #{case[1]} {case[2]}"
                 else:
                     report.findings.append((case[0], case[1], case[2], outcome))
 
@@ -221,12 +226,16 @@ class Pool:
 
 
 def campaign(inputs: int, run_seed: int = 0, workers: int = 2, timeout: float = 5.0, mem_cap: int = 2 * GIB,
-             corpus: Path | None = None) -> Report:
-    """Run ``inputs`` mutated inputs, spread evenly over the seeds, and return what happened."""
+             corpus: Path | None = None, max_seed_bytes: int | None = None) -> Report:
+    """Run ``inputs`` mutated inputs, spread evenly over the seeds, and return what happened.
+
+    ``max_seed_bytes`` leaves out larger seed files (the short run skips MuJoCo's 1-2 MB benchmarks,
+    which take seconds each on a busy machine)."""
     corpus = corpus if corpus is not None else REPO.parent / "shared" / "corpus"
     scratch = Path(tempfile.mkdtemp(prefix="hebictl-fuzz-seeds-"))
     try:
-        seeds = collect_seeds(corpus, scratch / "meshes")
+        seeds = [s for s in collect_seeds(corpus, scratch / "meshes")
+                 if max_seed_bytes is None or s.fuzzed.stat().st_size <= max_seed_bytes]
         cases = []
         for index in range(inputs):
             seed = seeds[index % len(seeds)]

@@ -26,6 +26,10 @@ PARAM_COUNTS = {"sphere": 1, "hemisphere": 1, "supersphere": 3, "supertorus": 4,
                 "cone": 2}
 
 
+#: Largest resolution parameter accepted (MuJoCo's own models use at most a few hundred).
+MAX_RESOLUTION = 1000
+
+
 def builtin_mesh(kind: str, params: Sequence[float]) -> tuple[FloatArray, IntArray | None, str | None]:
     """Vertices (unscaled, single-precision values), faces (None: use the convex hull) and the inertia
     mode MuJoCo forces (``"shell"`` for plates, else None) of one builtin mesh.
@@ -37,6 +41,11 @@ def builtin_mesh(kind: str, params: Sequence[float]) -> tuple[FloatArray, IntArr
     if len(params) != PARAM_COUNTS[kind]:
         raise ValueError(f"builtin mesh {kind!r} needs {PARAM_COUNTS[kind]} parameters, got {len(params)}")
     p = [float(x) for x in params]
+    # resolutions drive allocations (supersphere/supertorus/plate/wedge/cone grow with res or res^2):
+    # bounded so a hostile file cannot ask for 1e9 x 1e9 vertices
+    res_count = {"wedge": 2, "plate": 2}.get(kind, 1)
+    if any(not abs(v) <= MAX_RESOLUTION for v in p[:res_count]):
+        raise ValueError(f"builtin mesh {kind!r} resolution must be at most {MAX_RESOLUTION}, got {p[:res_count]}")
     if kind == "sphere":
         if not 0 <= int(p[0]) <= 4:
             raise ValueError("sphere subdivision must be between 0 and 4")

@@ -306,7 +306,13 @@ class DocumentReader:
         ``here`` is the folder of the file holding ``root``; included paths are tried there, then
         in the main file's folder. Spliced elements are marked with their file for error messages.
         """
-        for inc in list(root.iter("include")):
+        includes = list(root.iter("include"))
+        # counted before any is read: splicing thousands of includes is quadratic
+        self.include_count = getattr(self, "include_count", 0) + len(includes)
+        if self.include_count > limits.current().max_include_count:
+            raise limits.exceeded("number of includes", self.include_count, "max_include_count", file,
+                                  includes[-1].sourceline)
+        for inc in includes:
             src = inc.get("file")
             if src is None:
                 raise FormatError("<include> needs a file attribute", file, inc.sourceline)
@@ -319,13 +325,8 @@ class DocumentReader:
             key = str(path)
             if key in stack:
                 raise FormatError(f"include cycle: {src!r} is already being included", file, inc.sourceline)
-            lim = limits.current()
-            self.include_count = getattr(self, "include_count", 0) + 1
-            if len(stack) > lim.max_include_depth:
+            if len(stack) > limits.current().max_include_depth:
                 raise limits.exceeded("include depth", len(stack), "max_include_depth", file, inc.sourceline)
-            if self.include_count > lim.max_include_count:
-                raise limits.exceeded("number of includes", self.include_count, "max_include_count", file,
-                                      inc.sourceline)
             sub = parse_xml(path, str(path))
             if local_name(sub) != "mujoco":
                 raise FormatError(f"included file must have a <mujoco> root, got <{local_name(sub)}>", str(path),

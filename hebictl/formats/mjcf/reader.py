@@ -59,7 +59,13 @@ class _Reader(ActuatorReader):
     # ------------------------------------------------------------------ body content
     def content(self, parent: etree._Element, T: FloatArray, ctx: Ctx) -> Iterator[Item]:
         """Children of a body (or worldbody), with frames, replicates and attachments flattened."""
+        budget = limits.current().max_elements
         for el in elements(parent):
+            # replicates multiply elements: the expanded tree is bounded like the parsed one
+            self.expanded = getattr(self, "expanded", 0) + 1
+            if self.expanded > budget:
+                raise limits.exceeded("elements after <replicate>/<attach> expansion", self.expanded, "max_elements",
+                                      *self.where(el))
             tag = local_name(el)
             if tag in _UNSUPPORTED:
                 raise self.fail(f"unsupported MJCF element <{tag}>: {_UNSUPPORTED[tag]}", el)
@@ -86,7 +92,7 @@ class _Reader(ActuatorReader):
         count_text = el.get("count")
         # ASCII digits only: "²".isdigit() is True but int("²") raises
         digits_text = (count_text or "").strip()
-        if not (digits_text.isascii() and digits_text.isdigit()) or int(digits_text) < 1:
+        if not (digits_text.isascii() and digits_text.isdigit()) or len(digits_text) > 12 or int(digits_text) < 1:
             raise self.fail(f"replicate needs a positive integer count, got {count_text!r}", el)
         count = limits.check_count(int(digits_text), "max_replicate_count", "replicate count", *self.where(el))
         # nested replicates multiply: count every copy made in this load against the same limit
