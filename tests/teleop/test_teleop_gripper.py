@@ -55,3 +55,34 @@ def test_gripper_keeps_its_grip_through_an_estop(broker, make_server):
     st = run(go())
     assert st["gripper"]["effort"] == -5.0
     assert server.runner.gripper.status().measured_opening < 0.01
+
+
+def test_gripper_moves_on_the_sim_backend():
+    """On the physics sim the arm's gripper is the simulated spool too: cmd/gripper closes it while
+    the MuJoCo arm keeps running (runner stepped by hand on a SimClock, no broker needed)."""
+    pytest.importorskip("mujoco", reason="the sim backend needs MuJoCo (the sim extra)")
+    from hebictl.config import load_config
+    from hebictl.control.arm import Arm
+    from hebictl.control.gripper import attach_gripper
+    from hebictl.hardware.clock import SimClock
+    from hebictl.teleop.runner import ArmRunner
+    from hebictl.teleop.schema import Envelope, GripperCommand
+
+    cfg = load_config(KIT6_GRIPPER)
+    clock = SimClock()
+    arm = Arm.from_config(cfg, backend="sim", clock=clock)
+    try:
+        assert attach_gripper(arm, cfg, "sim") is not None
+        runner = ArmRunner(arm)
+        acks = []
+        runner.on_result = acks.append
+        for _ in range(10):
+            runner.step()
+        runner.submit("gripper", GripperCommand(Envelope(1, 0.0, "op"), 0.0, "close"))
+        while clock.now() < 1.6:
+            runner.step()
+        g = runner.snapshot.gripper
+        assert acks[-1].accepted and g.hardware and g.measured_opening == pytest.approx(0.0, abs=1e-9)
+        assert runner.snapshot.state == "running"
+    finally:
+        arm.close()
