@@ -194,3 +194,78 @@ def test_hostile_input_ends_in_hebictl_error(name: str, pool: Pool, tmp_path: Pa
         return
     assert status == "hebictl", f"{case.issue}: loaded a model, expected an error matching {case.match!r}"
     assert re.search(case.match, report.last_message), report.last_message
+
+
+# --------------------------------------------------------------------------- allowed_roots, guard, detection
+CUBE_URDF = URDF.format('<collision><geometry><mesh filename="../shared/cube.obj"/></geometry></collision>', "")
+
+
+def _shared_mesh_layout(tmp_path: Path) -> tuple[Path, Path]:
+    (tmp_path / "model").mkdir()
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "cube.obj").write_bytes(CUBE_OBJ)
+    model = tmp_path / "model" / "m.urdf"
+    model.write_text(CUBE_URDF)
+    return model, tmp_path / "shared"
+
+
+def test_allowed_roots_admit_a_shared_folder(tmp_path: Path) -> None:
+    from hebictl import load_model
+    from hebictl.errors import FormatError
+
+    model, shared = _shared_mesh_layout(tmp_path)
+    with pytest.raises(FormatError, match="outside the allowed folders") as info:
+        load_model(model)
+    assert info.value.file == str(model)
+    assert load_model(model, allowed_roots=[shared]).dof == 1
+
+
+def test_cli_allow_root(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from hebictl.cli import main
+
+    model, shared = _shared_mesh_layout(tmp_path)
+    assert main(["model", "validate", str(model)]) != 0
+    assert "outside the allowed folders" in capsys.readouterr().err
+    assert main(["model", "validate", str(model), "--allow-root", str(shared)]) == 0
+
+
+def test_limits_per_call(tmp_path: Path) -> None:
+    from hebictl import load_model
+    from hebictl.errors import FormatError
+    from hebictl.limits import ReaderLimits
+
+    path = tmp_path / "m.xml"
+    path.write_text(MJCF.format("", '<replicate count="20"><geom size="0.1"/></replicate>'))
+    assert load_model(path).dof == 1
+    with pytest.raises(FormatError, match=r"ReaderLimits\.max_replicate_count=10"):
+        load_model(path, limits=ReaderLimits(max_replicate_count=10))
+
+
+def test_reader_bug_is_wrapped_with_its_cause(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last line of defence: an exception a reader should have prevented still comes out as a
+    FormatError naming the file, with the original exception as its cause."""
+    import hebictl.formats.urdf as urdf
+    from hebictl import load_model
+    from hebictl.errors import FormatError
+
+    def broken(path: Path, **options: object) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(urdf, "load_urdf", broken)
+    path = tmp_path / "m.urdf"
+    path.write_text(URDF.format("", ""))
+    with pytest.raises(FormatError, match="RecursionError") as info:
+        load_model(path)
+    assert info.value.file == str(path) and isinstance(info.value.__cause__, RecursionError)
+
+
+@pytest.mark.parametrize(("text", "line"), [("<!-- a\nb -->\n\n<nonsense/>", 4), ("\n\nno xml here", 1)])
+def test_format_detection_errors_name_file_and_line(tmp_path: Path, text: str, line: int) -> None:
+    from hebictl import load_model
+    from hebictl.errors import FormatError
+
+    path = tmp_path / "m.model"
+    path.write_text(text)
+    with pytest.raises(FormatError) as info:
+        load_model(path)
+    assert info.value.file == str(path) and info.value.line == line
