@@ -17,12 +17,12 @@
 from __future__ import annotations
 
 import math
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from hebictl.errors import CommandRejected
+from hebictl.teleop.clock import SYSTEM_CLOCK
 from hebictl.teleop.schema import Envelope
 
 
@@ -75,8 +75,8 @@ class Admission:
 
     def __init__(self, *, max_age: float = 1.0, max_skew: float | None = None,
                  rate_limits: Mapping[str, RateLimit] | None = None, max_clients: int = 1024,
-                 wall_clock: Callable[[], float] = time.time,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 wall_clock: Callable[[], float] = SYSTEM_CLOCK.wall,
+                 monotonic: Callable[[], float] = SYSTEM_CLOCK.monotonic) -> None:
         """``max_age`` [s]: oldest accepted command; ``max_skew`` [s]: furthest accepted in the
         future (default ``max_age``)."""
         if not (math.isfinite(max_age) and max_age > 0):
