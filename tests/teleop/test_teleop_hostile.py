@@ -176,3 +176,19 @@ def test_shutdown_brakes_and_holds_never_releases(broker, make_server):
     last_p, last_v = writes.positions[-1], writes.velocities[-1]
     assert np.all(np.isfinite(last_p)) and np.all(last_v == 0.0)
     assert np.all(np.isfinite(server.arm.pending_command.effort))   # gravity compensation, not nothing
+
+
+def test_retained_estop_engage_still_engages_and_is_cleared(broker, make_server):
+    """Refusing a stop is never safe: a retained e-stop engage engages the e-stop, and is deleted."""
+
+    async def go():
+        async with TeleopClient(broker.url, ARM_ID, name="op") as c:
+            msg = {"seq": c.next_seq(), "ts": time.time(), "client": c.name, "engaged": True}
+            await c.publish_raw("cmd/estop", json.dumps(msg), qos=1, retain=True)
+            server = await asyncio.to_thread(make_server, broker.url)
+            st = await c.wait_status(lambda s: s.get("estop") is True, timeout=3.0)
+            return server, st
+
+    server, st = run(go())
+    assert st["state"] == "stopped" and st["stop_behaviour"] == "hold"
+    assert server.bridge.stats["retained_cleared"] == 1
