@@ -10,6 +10,7 @@ where chromium, mosquitto or Playwright is missing (``tools/dev test`` installs 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -113,8 +114,8 @@ class Tap:
 
 
 class Rig:
-    def __init__(self, broker: LocalBroker, tap: Tap, panels: dict[str, str], tmp: Path) -> None:
-        self.broker, self.tap, self.panels, self.tmp = broker, tap, panels, tmp
+    def __init__(self, broker: LocalBroker, tap: Tap, panels: dict[str, str], tmp: Path, boost: int) -> None:
+        self.broker, self.tap, self.panels, self.tmp, self.boost = broker, tap, panels, tmp, boost
 
 
 def _gripper_config(tmp: Path) -> Path:
@@ -183,7 +184,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
             tap.wait(lambda a=arm: up(a), 60, f"{arm} online")
         for url in panels.values():
             tap.wait(lambda u=url: _http_ok(u), 30, f"panel at {url}")
-        yield Rig(broker, tap, panels, tmp)
+        yield Rig(broker, tap, panels, tmp, boost)
     finally:
         for p in procs:
             if p.poll() is None:
@@ -213,14 +214,48 @@ def _http_ok(url: str) -> bool:
         return False
 
 
+def _descendant_threads(root: int) -> list[int]:
+    """Thread ids of every process below ``root`` (Linux /proc)."""
+    parent: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    below, frontier = set(), {root}
+    while frontier:
+        frontier = {p for p, pp in parent.items() if pp in frontier} - below
+        below |= frontier
+    tids = []
+    for pid in below:
+        with contextlib.suppress(OSError):
+            tids += [int(t.name) for t in Path(f"/proc/{pid}/task").iterdir()]
+    return tids
+
+
+def _keep_priority(nice: int, stop: threading.Event) -> None:
+    """Chromium lowers the priority of its renderer threads itself (to nice 5-10 on Linux): on a
+    saturated machine the page's timers and socket writes then wait behind every other process.
+    Hold the browser's threads at the test's priority, as a foreground browser would be."""
+    while not stop.wait(0.2):
+        for tid in _descendant_threads(os.getpid()):
+            with contextlib.suppress(OSError):
+                if os.getpriority(os.PRIO_PROCESS, tid) > nice:
+                    os.setpriority(os.PRIO_PROCESS, tid, nice)
+
+
 @pytest.fixture(scope="module")
 def browser(rig: Rig) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
+    stop = threading.Event()
+    keeper = threading.Thread(target=_keep_priority, args=(os.nice(0), stop), daemon=True)
+    if rig.boost:
+        keeper.start()
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         yield b
         b.close()
+    stop.set()
 
 
 def _page(browser: Any, url: str, arm: str) -> Any:
@@ -310,15 +345,13 @@ def test_holding_a_jog_button_moves_and_releasing_stops_within_ttl(rig: Rig, bro
     page.hover("#jog_0_plus")
     t0 = time.time()
     page.mouse.down()
-    time.sleep(1.0)
-    link = page.evaluate("window.panelState.frame.link")
+    time.sleep(2.0)
     page.mouse.up()
     t_release = time.time()
-    print(f"\npanel's view of the browser link: {link}")
     t_stop = _stop_time(tap, "armA", t0)
     ts, q = _joint(tap, "armA", t0)
     moved = float(q[ts <= t_release].max() - q[0])
-    assert moved > 0.1, f"joint 1 moved only {moved:.3f} rad in 1 s of holding"
+    assert moved > 0.2, f"joint 1 moved only {moved:.3f} rad in 2 s of holding"
     stop_after = t_stop - t_release
     if stop_after >= TTL + 0.1:  # say why
         for t, b in tap.get("armA", "cmd/jog", t_release - 0.2):
@@ -334,6 +367,7 @@ def test_holding_a_jog_button_moves_and_releasing_stops_within_ttl(rig: Rig, bro
     jog = tap.get("armA", "cmd/jog", t0)
     held = [b for _, b in jog if b["deadman"]]
     assert held and all(b["ts"] <= t_release for b in held), "the browser sent dead-man samples after the release"
+    print(f"panel's view of the browser link: {page.evaluate('window.panelState.frame.link')}")
     _latency_report(jog)
     page.close()
 
@@ -448,4 +482,46 @@ def test_gripper_opens_and_closes(rig: Rig, browser: Any, arm: str) -> None:
         if st["gripper"].get("hardware"):  # a gripper that moves: wait for its measured opening to get there
             tap.wait_status(arm, lambda s, p=position: abs(((s.get("gripper") or {}).get("measured_opening")
                                                             or -9.0) - p) < 0.1, 10.0)
+    page.close()
+
+
+def test_joint_sliders_go_and_the_dragged_end_effector_target(rig: Rig, browser: Any) -> None:
+    tap = rig.tap
+    page = _page(browser, rig.panels["op"], "armA")
+    _mode(page, tap, "armA", "position")
+    page.click("#sync")
+    q0 = float(page.eval_on_selector("#slider0", "e => e.value"))
+    target = q0 + 0.3 if q0 < 2.5 else q0 - 0.3
+    page.eval_on_selector("#slider0", f"e => {{ e.value = '{target}'; e.dispatchEvent(new Event('input')); }}")
+    page.wait_for_function("window.panelState.frame.ghost !== undefined")  # the ghost shows the target
+    page.fill("#duration", "0.01")
+    page.click("#go")
+    page.wait_for_selector("#toasts .toast.error:has-text('too fast')")  # checked before anything is sent
+    page.fill("#duration", "2")
+    t0 = time.time()
+    page.click("#go")
+    page.wait_for_selector("#toasts .toast:has-text('joint_goal accepted')")
+    tap.wait_status("armA", lambda s: s.get("at_goal") is True, 15, since=t0 + 1.0)
+    ts, q = _joint(tap, "armA", t0)
+    assert abs(q[-1] - target) < 0.01
+
+    # drag the orange ball 40 px to the right in the view, then go there
+    before = page.evaluate("window.panelState.target.slice()")
+    box = page.locator("#view").bounding_box()
+    sx, sy = page.evaluate("window.panelState.targetScreen.slice(0, 2)")
+    page.mouse.move(box["x"] + sx, box["y"] + sy)
+    page.mouse.down()
+    for k in range(1, 11):
+        page.mouse.move(box["x"] + sx + 4 * k, box["y"] + sy)
+    page.mouse.up()
+    after = page.evaluate("window.panelState.target.slice()")
+    moved = float(np.linalg.norm(np.subtract(after, before)))
+    assert 0.005 < moved < 0.2, (before, after)
+    t1 = time.time()
+    page.click("#tgo")
+    page.wait_for_selector("#toasts .toast:has-text('cartesian_goal accepted')")
+    tap.wait_status("armA", lambda s: s.get("at_goal") is True, 15, since=t1 + 0.5)
+    page.wait_for_timeout(200)
+    pose = tap.get("armA", "state/ee_pose", t1)[-1][1]
+    assert np.linalg.norm(np.subtract(pose["position"], after)) < 0.005, (pose["position"], after)
     page.close()
