@@ -342,7 +342,7 @@ class Session:
         except PermissionError as exc:
             self.post({"t": "notice", "level": "error", "text": str(exc)})
             return
-        except (ConnectionError, Exception) as exc:  # the broker is away: say so, never crash the session
+        except Exception as exc:  # the broker is away (ConnectionError, MqttError): say so, never crash the session
             self.post({"t": "notice", "level": "error", "text": f"cmd/{name} not sent: {exc}"})
             return
         if not quiet:
