@@ -87,7 +87,7 @@ class Arm:
         hz = backend.feedback_frequency
         self.feedback_timeout = float(feedback_timeout if feedback_timeout is not None
                                       else (2.0 / hz if hz > 0 else 0.1))
-        self.events = EventLog()
+        self.events = EventLog(start=clock.now())  # log lines count from the arm's start
         self.state = ArmState.RUNNING
         self.pending_command = Command.empty(self.dof)
         self.last_feedback = Feedback.empty(self.dof)

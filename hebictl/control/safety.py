@@ -89,11 +89,11 @@ class SafetyEvent:
 class EventLog:
     """Bounded record of safety events (also sent to the ``hebictl.safety`` logger)."""
 
-    def __init__(self, maxlen: int = 1000) -> None:
+    def __init__(self, maxlen: int = 1000, start: float = 0.0) -> None:
         self.events: deque[SafetyEvent] = deque(maxlen=maxlen)
         self.dropped = 0
         #: clock time the run started: log lines show event times since then (events keep clock time)
-        self.start = 0.0
+        self.start = start
 
     def record(self, time: float, kind: EventKind | str, state: ArmState, detail: str) -> SafetyEvent:
         """Keep and log one event; ``kind`` must be an :class:`EventKind` value."""
