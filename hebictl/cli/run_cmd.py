@@ -12,6 +12,7 @@ shown live with rich.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import signal
 import sys
 from pathlib import Path
@@ -84,6 +85,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
                                + "; run will stop at the limit")
     finally:
         parts.backend.close()
+    if "sim" in cfg.user_data and importlib.util.find_spec("mujoco") is not None:
+        assemble(cfg, "sim").backend.close()  # user_data.sim: the simulator's own options, checked by it
     print(f"ok: {cfg.path}: {len(cfg.names)} modules {', '.join(cfg.names)}; hrdf {cfg.hrdf.name} "
           f"({model.dof} DoF, {model.total_mass:.3f} kg); gains {', '.join(gains) or 'none'}; "
           f"plugins {', '.join(p.type for p in cfg.plugins) or 'none'}")
@@ -256,8 +259,6 @@ def _panel(arm: Any, phases: list, state: dict, rate: float) -> Any:
 
 def _require_plotting() -> None:
     """Fail before the run, not after it, when --plot cannot be honoured."""
-    import importlib.util
-
     if importlib.util.find_spec("matplotlib") is None:
         raise InstallationError("--plot needs matplotlib: pip install 'hebictl[plot]'")
 

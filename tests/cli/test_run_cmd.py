@@ -155,3 +155,11 @@ def test_run_summary_covers_the_whole_run(tmp_path):
     elapsed = float(re.search(r"done after ([\d.]+) s", r.stdout).group(1))
     times = [float(t) for t in re.findall(r"event t=(-?[\d.]+) s", r.stdout)]
     assert all(0.0 <= t <= elapsed for t in times), r.stdout
+
+
+def test_check_config_checks_the_simulator_options(tmp_path):
+    """user_data.sim is checked by the simulator itself (a misspelt option is an error, named with its line)."""
+    path = _config_with(tmp_path, "user_data:\n", "user_data:\n  sim:\n    frictoin: 0.2\n")
+    r = hebictl("check-config", str(path))
+    assert r.returncode == 2, r.stdout
+    assert f"{path}:{_line_of(path, 'frictoin')} [user_data.sim.frictoin]: unknown simulator option" in r.stderr
