@@ -312,6 +312,11 @@ def test_lists_both_arms_and_shows_the_selected_one_moving_during_a_goal(rig: Ri
     labels = page.eval_on_selector("#arm", "e => [...e.options].map(o => o.textContent)")
     assert any(t.startswith("armA (online, mock, x-series-6dof-gripper") for t in labels), labels
     assert any(t.startswith("armB (online, sim, x-series-6dof-gripper") for t in labels), labels
+    n0 = page.evaluate("window.panelState.frames")
+    page.wait_for_timeout(1000)
+    rate = page.evaluate("window.panelState.frames") - n0
+    print(f"\nscene updates in the browser: {rate} per second")
+    assert rate >= 20
     _mode(page, rig.tap, "armB", "position")
     page.wait_for_selector("#home:not([disabled])")
     page.click("#home")

@@ -226,6 +226,7 @@ function syncTarget() {
 // ------------------------------------------------------------------ frames
 function onFrame(f) {
   S.frame = f;
+  S.frames = (S.frames || 0) + 1;
   S.allowed = f.allowed || {};
   const st = f.status || {};
   $("readonly").hidden = f.writable !== false;
