@@ -30,7 +30,9 @@ import pytest
 from hebictl.teleop.broker import LocalBroker, find_mosquitto, find_mosquitto_passwd, free_port
 
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = next((p for p in (shutil.which("chromium"), "/usr/bin/chromium") if p and os.access(p, os.X_OK)), None)
+#: Debian's chromium (HEBICTL_CHROMIUM overrides the path)
+CHROMIUM = next((p for p in (os.environ.get("HEBICTL_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium",)
+                 if os.access(p, os.X_OK)), None)
 ARMS = {"armA": "mock", "armB": "sim"}
 USERS = {"op": "op-pw", "viewer": "viewer-pw", "tap": "tap-pw", "armA": "a-pw", "armB": "b-pw"}
 TTL = 0.2  # the panel's jog ttl (hebictl.panel.server.JOG_TTL)
