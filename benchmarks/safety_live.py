@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.safety_rig import CONFIG, HOME, REPO, RUN_SIGNAL_DELAY, STD, Rig, Row, Trace, judge, metrics
-from hebictl.hardware.clock import MonotonicClock
+from hebictl.hardware.clock import PacedClock
 
 
 # ---------------------------------------------------------------------- teleop through a broker
@@ -33,7 +33,9 @@ def _teleop_row(backend: str, name: str, action: str) -> Row:
     tmp = tempfile.mkdtemp(prefix="hebictl-safety-")
     broker = LocalBroker(Path(tmp) / "broker")
     broker.start()
-    rig = Rig(backend, clock=MonotonicClock())
+    # simulated time paced to real time (the broker and the operator are real), stretched when the
+    # loaded machine makes the loop late: the stop is judged on the arm's own timing
+    rig = Rig(backend, clock=PacedClock())
     url = broker.url if hasattr(broker, "url") else f"mqtt://127.0.0.1:{broker.port}"
     server = TeleopServer(rig.arm, parse_broker(url), "safety",
                           bridge_options={"backoff_initial": 0.05, "backoff_max": 0.5},
@@ -59,12 +61,12 @@ def _teleop_row(backend: str, name: str, action: str) -> Row:
                 rig.mark_stop()
                 broker.stop()
                 return
-            await asyncio.sleep(2.2)
+            await _until_sim(rig, rig.trace.t_stop + 2.2)
 
     try:
-        asyncio.run(asyncio.wait_for(operate(), 20.0))
+        asyncio.run(asyncio.wait_for(operate(), 40.0))
         if action == "broker":
-            time.sleep(2.2)
+            asyncio.run(_until_sim(rig, rig.trace.t_stop + 2.2))
     finally:
         with contextlib.suppress(Exception):
             server.stop_background()
@@ -80,6 +82,13 @@ def _teleop_row(backend: str, name: str, action: str) -> Row:
     row = rig.row(name, backend)
     rig.close()
     return judge(row)
+
+
+async def _until_sim(rig: Rig, t: float, timeout: float = 30.0) -> None:
+    """Wait (wall time, at most ``timeout``) until the rig's simulated clock has reached ``t``."""
+    end = time.perf_counter() + timeout
+    while rig.clock.now() < t and time.perf_counter() < end:
+        await asyncio.sleep(0.02)
 
 
 def _safe(fn: Any, backend: str, name: str, *args: Any) -> Row:

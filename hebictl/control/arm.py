@@ -267,14 +267,13 @@ class Arm:
 
     def _start_brake(self, t: float) -> None:
         """Brake from the commanded state at ``t`` (the trajectory, a running brake or the last
-        command: never noisy or missing feedback), at the deceleration the actuators can deliver
-        (:mod:`hebictl.control.braking`), so the modules follow the ramp and the hold starts at rest."""
+        command; a moving joint from its fresh measured position, as its tracking lag would make the
+        hold ring) at the deceleration the actuators can deliver (:mod:`hebictl.control.braking`)."""
         p, v = self._commanded_state(t)
         age = t - self._last_fresh_time
-        if self._have_feedback and 0.0 <= age <= 0.05:  # a moving joint brakes from where it is (its
-            est = self.last_feedback.position + v * age  # tracking lag would make the hold ring)
-            moving = (np.abs(v) > self.safety.at_goal_velocity_tolerance) & np.isfinite(est)
-            p = np.where(moving, est, p)
+        if self._have_feedback and 0.0 <= age <= 0.05:
+            est = self.last_feedback.position + v * age
+            p = np.where((np.abs(v) > self.safety.at_goal_velocity_tolerance) & np.isfinite(est), est, p)
         lim = self.limits
         amax = self.brake_planner.deceleration(p, self._gravity_vector())
         self._brake = Brake(t, p, v, amax, lim.velocity_max, lim.position_min, lim.position_max)
@@ -379,7 +378,6 @@ class Arm:
         total = mstop.sum()  # one reduction: 0.0 (the usual case) means no module is stopped
         return total != 0.0 and bool(np.any(mstop == 1.0))
 
-    # ------------------------------------------------------------------ loop
     @property
     def dt(self) -> float:
         return self._dt
@@ -441,8 +439,8 @@ class Arm:
             cmd.position[:] = p
             cmd.velocity[:] = v
             cmd.effort[:] = self._gravity_efforts(fb.position if feedback_ok else p)
-            if self.trajectory_state is not None:  # braking: feed the deceleration forward
-                cmd.effort += self.brake_planner.brake_effort(*self.trajectory_state)
+            if self.trajectory_state is not None:  # braking: feed the deceleration forward (no plugins run)
+                cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, ())
             if feedback_ok:  # damp the joints' ringing after the brake (same damping as 'damp')
                 cmd.effort -= self._damping * np.nan_to_num(fb.velocity - v)
         else:  # DAMP: gravity + damping at the feedback; without feedback the modules' velocity loop damps
@@ -532,8 +530,10 @@ class Arm:
         ok = True
         for plugin in self.plugins:
             ok = plugin.update(self, self._dt) and ok
-        if self._brake is not None and self.trajectory_state is not None and self._trajectory is None:
-            cmd.effort += self.brake_planner.brake_effort(*self.trajectory_state)  # braking: feed it forward
+        if self._brake is not None and self._trajectory is None:  # a hold that braked: as the hold stop
+            if self.trajectory_state is not None:  # feed the ramp forward (what plugins did not)
+                cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, self.plugins)
+            cmd.effort -= self._damping * np.nan_to_num(fb.velocity - cmd.velocity)  # damp the ringing
         self._finish(fb.position)
         return ok
 

@@ -25,7 +25,8 @@ torque the ramp needs instead of finding it through their position error.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -107,6 +108,15 @@ class BrakePlanner:
                                          np.ascontiguousarray(a, dtype=np.float64), _NO_GRAVITY, out)
         # the model adds its own armature; otherwise add the estimated rotor inertia
         return out + self.rotor * a if getattr(self.model, "_armature", None) is None else out.copy()
+
+    def missing_effort(self, state: tuple[FloatArray, FloatArray, FloatArray], plugins: Iterable[Any]) -> FloatArray:
+        """:meth:`brake_effort` less what the arm's DynamicsCompensationEffort plugins already added
+        this cycle (they feed the same ramp's rigid-body dynamics forward while the arm holds)."""
+        out = self.brake_effort(*state)
+        for p in plugins:
+            if getattr(p, "type_name", "") == "DynamicsCompensationEffort" and p.enabled_ratio > 0.0:
+                out -= p.efforts
+        return out
 
 
 def firmware_limit_acting(state: FloatArray | None, dof: int) -> tuple[int, str] | None:

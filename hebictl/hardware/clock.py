@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 from hebictl.errors import ClockError
 
-__all__ = ["Clock", "MonotonicClock", "SimClock"]
+__all__ = ["Clock", "MonotonicClock", "PacedClock", "SimClock"]
 
 
 @runtime_checkable
@@ -94,3 +94,37 @@ class SimClock:
 
     def __repr__(self) -> str:
         return f"SimClock(now={self._now})"
+
+
+class PacedClock(SimClock):
+    """Simulated time that runs no faster than real time, and slower when the process is late.
+
+    ``sleep_until(t)`` waits (really) until as much wall time has passed as simulated time, then
+    jumps to ``t``. A process that falls behind (a loaded machine) does not make the loop late on
+    the simulated arm: simulated time stretches instead (the anchor moves), so physics, brake
+    ramps and stop measurements stay those of an on-time loop. For sim runs that must meet the
+    real world on the way (a broker, an operator) and still be judged on the arm's own timing.
+    ``now()`` may be read from other threads (a float read)."""
+
+    __slots__ = ("_sim0", "_wall0")
+
+    def __init__(self, start: float = 0.0) -> None:
+        super().__init__(start)
+        self._wall0 = time.perf_counter()
+        self._sim0 = float(start)
+
+    def sleep_until(self, t: float) -> None:
+        """Wait until wall time has caught up with ``t`` (see the class docstring), then jump to ``t``."""
+        if not math.isfinite(t):
+            raise ClockError(f"PacedClock cannot sleep until non-finite time {t!r}")
+        if t <= self._now:
+            return
+        remaining = self._wall0 + (t - self._sim0) - time.perf_counter()
+        if remaining > 0.0:
+            time.sleep(remaining)
+        else:  # late: stretch simulated time rather than skip it
+            self._wall0 -= remaining
+        self._now = float(t)
+
+    def __repr__(self) -> str:
+        return f"PacedClock(now={self._now})"

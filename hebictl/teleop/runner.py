@@ -48,7 +48,6 @@ from hebictl.control.loop import FixedRateLoop, LoopStats
 from hebictl.control.safety import ArmState, EventKind, StopBehaviour
 from hebictl.errors import CommandRejected, HebictlError
 from hebictl.hardware.base import Command
-from hebictl.teleop.braking import brake_profile
 from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 from hebictl.teleop.feasibility import check_reach, check_trajectory
 from hebictl.teleop.jog import JogMailbox, JogPlugin
@@ -392,30 +391,31 @@ class ArmRunner:
 
     # ------------------------------------------------------------------ motion helpers
     def _brake(self, kind: str, detail: str) -> None:
-        """Decelerate whatever moves (jog or goal) to rest and hold there; hold if nothing moves."""
+        """Decelerate whatever moves (jog or goal) to rest and hold there; hold if nothing moves.
+
+        A moving arm brakes on the Arm's own ramp (``arm.hold()`` without a position: from the
+        commanded state, at the deceleration the actuators can deliver, with the ramp's effort fed
+        forward; see :mod:`hebictl.control.braking`), the same ramp as the e-stop and every other
+        stop, so the modules follow it and the hold starts at rest."""
         arm = self.arm
-        now = self.clock.now()
         if arm.state is ArmState.STOPPED:
             self.jog.halt()
             return
         if self.jog.active:
             p, v = self.jog.halt()
+            self.jog.brake = None
             self._consumed_jog = max(self._consumed_jog, self._latest_jog_index())
         elif arm.state is ArmState.RUNNING and arm.trajectory is not None and not arm.at_goal:
-            p, v, _ = arm.trajectory.get_state(now)
+            p, v, _ = arm.trajectory.get_state(self.clock.now())
         else:
-            if arm.state is ArmState.RUNNING or not self.jog.braking:  # never cut a brake short
+            if arm.state is ArmState.RUNNING or not (self.jog.braking or arm.braking):  # never cut a brake short
                 hold = self._holdable_position() if arm.trajectory is None else None
                 arm.hold(hold, reason=kind, detail=detail)
             return
         if not (np.all(np.isfinite(p)) and np.all(np.isfinite(v))):
             arm.hold(self._holdable_position(), reason=kind, detail=detail)
             return
-        profile = brake_profile(now, p, v, self.brake_decel, self.brake_max_time,
-                                max_decel=arm.limits.acceleration_max)
-        final = np.clip(profile.final_position, arm.limits.position_min, arm.limits.position_max)
-        arm.hold(final, reason=kind, detail=detail)
-        self.jog.play_brake(profile, arm.events.last)
+        arm.hold(reason=kind, detail=detail)  # the Arm's brake ramp from its commanded state
 
     def _safety_stop(self, kind: EventKind, detail: str) -> None:
         """The ``hold`` stop of e-stop, broker loss and shutdown: the arm's latched stop, which

@@ -119,8 +119,13 @@ def test_jog_integrates_velocity_and_expires_after_ttl(rig):
     steps(runner, int(0.3 * RATE))
     assert arm.state is ArmState.HOLD and arm.pending_command.velocity[0] == 0.0
     held = arm.pending_command.position.copy()
-    brake_time = v / runner.brake_decel
-    assert held[0] == pytest.approx(runner.jog.position[0] + 0.5 * v * brake_time, abs=1e-12)
+    # the Arm's brake ramp from the jog's last command (v, position): it stops v T / 2 further on
+    brake = arm._brake
+    assert brake is not None and brake.v0[0] == pytest.approx(v, rel=1e-9)
+    assert held[0] == pytest.approx(runner.jog.position[0] + 0.5 * v * brake.duration, abs=1e-9)
+    decel = arm.brake_planner.deceleration(brake.p0)[0]  # at most rated, less where effort is short
+    assert decel <= arm.limits.acceleration_max[0]
+    assert brake.duration == pytest.approx(1.5 * v / decel, rel=1e-9)  # smooth ramp peaking at decel
     steps(runner, 10)
     np.testing.assert_array_equal(arm.pending_command.position, held)
     np.testing.assert_allclose(arm.last_feedback.position, held, atol=1e-12)
