@@ -19,6 +19,7 @@ import numpy as np
 
 from benchmarks.safety_rig import CONFIG, HOME, REPO, RUN_SIGNAL_DELAY, STD, Rig, Row, Trace, judge, metrics
 from hebictl.hardware.clock import PacedClock
+from sim_backend.backend import TRACE_ENV
 
 
 # ---------------------------------------------------------------------- teleop through a broker
@@ -182,10 +183,13 @@ def _teleop_signal_row(backend: str, sig: signal.Signals) -> Row:
     broker = LocalBroker(Path(tmp) / "broker")
     broker.start()
     url = broker.url if hasattr(broker, "url") else f"mqtt://127.0.0.1:{broker.port}"
+    # the sim appends its physical state at every sample (times: the process's perf_counter, which is
+    # CLOCK_MONOTONIC, the same clock as ours): the arm is observed after the bridge has gone offline
+    trace_file = Path(tmp) / "sim-trace.bin"
     proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", str(CONFIG), "--backend", backend,
                              "--broker", url, "--arm-id", "sig", "--state-rate", "100"], cwd=tmp,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+                            env={**os.environ, "PYTHONPATH": str(REPO), TRACE_ENV: str(trace_file)})
     tr = Trace()
     v = np.zeros(6)
     v[0] = 0.4 * vmax[0]
@@ -207,7 +211,7 @@ def _teleop_signal_row(backend: str, sig: signal.Signals) -> Row:
                 await asyncio.sleep(0.02)
             tr.t_stop = time.perf_counter()
             proc.send_signal(sig)
-            await asyncio.sleep(2.2)
+            await asyncio.sleep(2.5)
             watcher.cancel()
 
     row = Row(name, backend, target=f"holds, no release; {STD}")
@@ -224,13 +228,25 @@ def _teleop_signal_row(backend: str, sig: signal.Signals) -> Row:
             proc.kill()
             out, _ = proc.communicate()
         broker.stop()
+    if trace_file.exists() and trace_file.stat().st_size:
+        data = np.fromfile(trace_file, dtype=np.float64)
+        data = data[: data.size // 13 * 13].reshape(-1, 13)
+        sim = Trace(t_stop=tr.t_stop)
+        for row_ in data:
+            sim.sample(float(row_[0]), row_[1:7], row_[7:13])
+        tr = sim
     row.peak, row.still, row.ee_mm = metrics(tr, model, vmax)
     if not row.note and not np.isfinite(row.ee_mm):
-        row.note = "no arm state for 2 s after the signal: the process stopped serving"
+        row.note = "no arm state for 2 s after the signal: the process stopped"
     kinds = [w for w in ("interrupt", "terminate", "teleop_shutdown", "release") if w in out]
+    name_ = "Ctrl-C" if sig is signal.SIGINT else "SIGTERM"
+    want = "interrupt" if sig is signal.SIGINT else "terminate"
+    if f"{name_}: stopping teleop; the arm brakes and holds" in out and want not in kinds:
+        kinds.insert(0, want)  # the operator message names the stop (the event log is not printed)
     row.event = ",".join(kinds) or "-"
     row.state = f"exit {proc.returncode}"
-    return judge(row, extra=not row.note and "release" not in kinds)
+    row.target = f"{want} -> brake and hold, exit 0 on a 2nd signal, no release; {STD}"
+    return judge(row, extra=not row.note and "release" not in kinds and want in kinds and proc.returncode == 0)
 
 
 def sc_signals(backends: list[str]) -> list[Row]:

@@ -59,7 +59,10 @@ from sim_backend.firmware import F_HI, F_LO, FirmwareState, firmware_step
 from sim_backend.modules import ExtraModules, apply_feedback_faults, next_deliverable
 from sim_backend.scene import Scene
 
-__all__ = ["SimBackend"]
+__all__ = ["TRACE_ENV", "SimBackend"]
+
+#: environment variable naming a file the sim appends its physical state to (see SimBackend)
+TRACE_ENV = "HEBICTL_SIM_TRACE"
 
 log = logging.getLogger(__name__)
 _EPS_T = 1e-9  # [s] a sample or step due within 1 ns of now counts as due now
@@ -118,6 +121,11 @@ class SimBackend(ModuleGroup):
         self._clock = clock
         self.scene = scene
         self.actuators = actuators
+        #: HEBICTL_SIM_TRACE=PATH: append every feedback sample's physical state (time [s, clock],
+        #: joint positions, joint velocities: 1 + 2n float64 per row) to PATH, so a process driving
+        #: the sim (e.g. ``hebictl teleop`` in benchmarks/safety.py) can be judged on its true state
+        trace = os.environ.get(TRACE_ENV)
+        self._trace = open(trace, "ab") if trace else None  # noqa: SIM115  (closed by close())
         m, d = scene.model, scene.data
         self._m, self._d = m, d
         q0 = np.zeros(n) if initial_position is None else np.asarray(initial_position, dtype=np.float64)
@@ -247,6 +255,9 @@ class SimBackend(ModuleGroup):
         self._advance(t_k)
         clock.sleep_until(t_k)
         self._k = k
+        if self._trace is not None:
+            sc = self.scene
+            self._trace.write(np.concatenate(([t_k], self._d.qpos[sc.qadr], self._d.qvel[sc.dadr])).tobytes())
         if faults:
             lost = faults.first_active(FaultKind.DISCONNECTED, t_k)
             if lost is not None:
@@ -412,6 +423,9 @@ class SimBackend(ModuleGroup):
     def close(self) -> None:
         """Stop the simulation and close the viewer; idempotent."""
         self._closed = True
+        if self._trace is not None:
+            self._trace.close()
+            self._trace = None
         if self._viewer is not None:
             try:
                 self._viewer.close()
