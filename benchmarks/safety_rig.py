@@ -276,11 +276,13 @@ def sc_stop_full_speed(backend: str) -> Row:
         if s < best * 0.999 and best > 0.5:
             break
         best = max(best, s)
+    q, v = rig.be.true_state()
+    t_min = rig.arm.brake_planner.minimal_stop_time(q, v)  # all spare effort, rectangular deceleration
     rig.arm.stop()
     rig.mark_stop()
     rig.settle(2.0)
     row = rig.row("stop() at full speed", backend)
-    row.note = f"stopped at {best:.2f}x rated"
+    row.note = f"stopped at {best:.2f}x rated; physical minimum {t_min:.3f} s"
     rig.close()
     return judge(row)
 
