@@ -1,0 +1,37 @@
+"""hebictl.hardware.clock: PacedClock runs simulated time no faster than real time and stretches it
+when the caller is late (it never skips simulated time)."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+from hebictl.errors import ClockError
+from hebictl.hardware.clock import PacedClock
+
+
+def test_paced_clock_waits_for_real_time():
+    clock = PacedClock()
+    start = time.perf_counter()
+    clock.sleep_until(0.05)
+    assert clock.now() == 0.05
+    assert time.perf_counter() - start >= 0.05 - 1e-3
+
+
+def test_paced_clock_stretches_instead_of_skipping_when_late():
+    clock = PacedClock()
+    time.sleep(0.1)  # the caller is late by 0.1 s
+    clock.sleep_until(0.01)
+    assert clock.now() == 0.01  # no jump to the wall time
+    start = time.perf_counter()
+    clock.sleep_until(0.03)  # the anchor moved: the next step is paced again (0.02 s), not free
+    assert time.perf_counter() - start >= 0.02 - 2e-3
+    clock.sleep_until(0.02)  # the past leaves time unchanged
+    assert clock.now() == 0.03
+
+
+def test_paced_clock_rejects_non_finite_times():
+    with pytest.raises(ClockError):
+        PacedClock().sleep_until(math.inf)
