@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import signal
 import subprocess
@@ -183,11 +184,13 @@ def _teleop_signal_row(backend: str, sig: signal.Signals) -> Row:
     broker = LocalBroker(Path(tmp) / "broker")
     broker.start()
     url = broker.url if hasattr(broker, "url") else f"mqtt://127.0.0.1:{broker.port}"
-    # the sim appends its physical state at every sample (times: the process's perf_counter, which is
-    # CLOCK_MONOTONIC, the same clock as ours): the arm is observed after the bridge has gone offline
+    # the sim appends its physical state at every sample with its simulated time and the wall time
+    # (perf_counter: CLOCK_MONOTONIC, the same clock as ours), so the arm is observed after the bridge
+    # has gone offline; --paced-clock: the loaded machine stretches simulated time instead of making the
+    # loop late, and the stop is judged in simulated time from the sample the signal arrived at
     trace_file = Path(tmp) / "sim-trace.bin"
     proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", str(CONFIG), "--backend", backend,
-                             "--broker", url, "--arm-id", "sig", "--state-rate", "100"], cwd=tmp,
+                             "--broker", url, "--arm-id", "sig", "--state-rate", "100", "--paced-clock"], cwd=tmp,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO), TRACE_ENV: str(trace_file)})
     tr = Trace()
@@ -230,10 +233,11 @@ def _teleop_signal_row(backend: str, sig: signal.Signals) -> Row:
         broker.stop()
     if trace_file.exists() and trace_file.stat().st_size:
         data = np.fromfile(trace_file, dtype=np.float64)
-        data = data[: data.size // 13 * 13].reshape(-1, 13)
-        sim = Trace(t_stop=tr.t_stop)
+        data = data[: data.size // 14 * 14].reshape(-1, 14)
+        after = np.flatnonzero(data[:, 1] >= tr.t_stop)  # samples taken once the signal was sent
+        sim = Trace(t_stop=float(data[after[0], 0]) if after.size else math.nan)
         for row_ in data:
-            sim.sample(float(row_[0]), row_[1:7], row_[7:13])
+            sim.sample(float(row_[0]), row_[2:8], row_[8:14])
         tr = sim
     row.peak, row.still, row.ee_mm = metrics(tr, model, vmax)
     if not row.note and not np.isfinite(row.ee_mm):

@@ -121,8 +121,8 @@ class SimBackend(ModuleGroup):
         self._clock = clock
         self.scene = scene
         self.actuators = actuators
-        #: HEBICTL_SIM_TRACE=PATH: append every feedback sample's physical state (time [s, clock],
-        #: joint positions, joint velocities: 1 + 2n float64 per row) to PATH, so a process driving
+        #: HEBICTL_SIM_TRACE=PATH: append every feedback sample's physical state (time [s, clock], wall
+        #: time [s, perf_counter], joint positions, velocities: 2 + 2n float64 per row) to PATH, so a process driving
         #: the sim (e.g. ``hebictl teleop`` in benchmarks/safety.py) can be judged on its true state
         trace = os.environ.get(TRACE_ENV)
         self._trace = open(trace, "ab") if trace else None  # noqa: SIM115  (closed by close())
@@ -257,7 +257,8 @@ class SimBackend(ModuleGroup):
         self._k = k
         if self._trace is not None:
             sc = self.scene
-            self._trace.write(np.concatenate(([t_k], self._d.qpos[sc.qadr], self._d.qvel[sc.dadr])).tobytes())
+            row = np.concatenate(([t_k, time.perf_counter()], self._d.qpos[sc.qadr], self._d.qvel[sc.dadr]))
+            self._trace.write(row.tobytes())
         if faults:
             lost = faults.first_active(FaultKind.DISCONNECTED, t_k)
             if lost is not None:

@@ -28,6 +28,9 @@ from hebictl.errors import ConfigError, TeleopError
 from hebictl.hardware.registry import available_backends
 from hebictl.teleop.clock import SYSTEM_CLOCK
 
+#: backends whose modules (or hebi-py's imitation of them) keep real time: no --paced-clock
+_REAL_TIME_BACKENDS = frozenset({"hebi", "hebi-imitation"})
+
 log = logging.getLogger("hebictl.teleop")
 
 
@@ -67,6 +70,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--state-rate", type=float, default=50.0, help="state/joints and state/ee_pose rate [Hz]")
     p.add_argument("--max-age", type=float, default=1.0,
                    help="oldest accepted command [s] by ts (sender's clock: keep clocks in sync)")
+    p.add_argument("--paced-clock", action="store_true",
+                   help="simulated backends only: simulated time no faster than real time, stretched when the "
+                        "process is late (measurements on a loaded machine); refused with real modules")
     p.add_argument("--stop-hold", type=float, default=float("inf"),
                    help="after Ctrl-C/SIGTERM, hold the arm this many seconds before exiting (default: until a "
                         "second Ctrl-C/SIGTERM)")
@@ -112,7 +118,7 @@ def cmd_teleop(args: argparse.Namespace) -> int:
     from hebictl.control.arm import Arm
     from hebictl.control.gripper import attach_gripper
     from hebictl.control.safety import EventKind
-    from hebictl.hardware.clock import MonotonicClock
+    from hebictl.hardware.clock import MonotonicClock, PacedClock
     from hebictl.resources import bundled_config
     from hebictl.teleop.server import TeleopServer
     from hebictl.teleop.topics import check_arm_id
@@ -123,8 +129,11 @@ def cmd_teleop(args: argparse.Namespace) -> int:
         raise ConfigError("--rate and --state-rate must be > 0 Hz")
     if not args.stop_hold >= 0:
         raise ConfigError("--stop-hold must be >= 0 s (inf: until a second Ctrl-C/SIGTERM)")
+    if args.paced_clock and args.backend in _REAL_TIME_BACKENDS:
+        raise ConfigError(f"--paced-clock is for simulated backends; {args.backend} runs in real time")
     cfg = load_config(args.config or bundled_config())
-    arm = Arm.from_config(cfg, backend=args.backend, clock=MonotonicClock())
+    clock = PacedClock() if args.paced_clock else MonotonicClock()
+    arm = Arm.from_config(cfg, backend=args.backend, clock=clock)
     try:
         gripper = attach_gripper(arm, cfg, args.backend)
         server = TeleopServer(arm, settings, args.arm_id, rate_hz=args.rate or cfg.feedback_frequency,

@@ -104,14 +104,17 @@ class PacedClock(SimClock):
     the simulated arm: simulated time stretches instead (the anchor moves), so physics, brake
     ramps and stop measurements stay those of an on-time loop. For sim runs that must meet the
     real world on the way (a broker, an operator) and still be judged on the arm's own timing.
-    ``now()`` may be read from other threads (a float read)."""
+    ``start`` defaults to ``time.perf_counter()`` now, so its times line up with
+    :class:`MonotonicClock`'s until the process is first late. ``now()`` may be read from other
+    threads (a float read)."""
 
     __slots__ = ("_sim0", "_wall0")
 
-    def __init__(self, start: float = 0.0) -> None:
-        super().__init__(start)
-        self._wall0 = time.perf_counter()
-        self._sim0 = float(start)
+    def __init__(self, start: float | None = None) -> None:
+        wall = time.perf_counter()
+        super().__init__(wall if start is None else start)
+        self._wall0 = wall
+        self._sim0 = self._now
 
     def sleep_until(self, t: float) -> None:
         """Wait until wall time has caught up with ``t`` (see the class docstring), then jump to ``t``."""

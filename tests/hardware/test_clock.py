@@ -13,7 +13,7 @@ from hebictl.hardware.clock import PacedClock
 
 
 def test_paced_clock_waits_for_real_time():
-    clock = PacedClock()
+    clock = PacedClock(0.0)
     start = time.perf_counter()
     clock.sleep_until(0.05)
     assert clock.now() == 0.05
@@ -21,7 +21,7 @@ def test_paced_clock_waits_for_real_time():
 
 
 def test_paced_clock_stretches_instead_of_skipping_when_late():
-    clock = PacedClock()
+    clock = PacedClock(0.0)
     time.sleep(0.1)  # the caller is late by 0.1 s
     clock.sleep_until(0.01)
     assert clock.now() == 0.01  # no jump to the wall time
@@ -30,6 +30,12 @@ def test_paced_clock_stretches_instead_of_skipping_when_late():
     assert time.perf_counter() - start >= 0.02 - 2e-3
     clock.sleep_until(0.02)  # the past leaves time unchanged
     assert clock.now() == 0.03
+
+
+def test_paced_clock_starts_on_the_wall_clock():
+    before = time.perf_counter()
+    clock = PacedClock()
+    assert before <= clock.now() <= time.perf_counter()
 
 
 def test_paced_clock_rejects_non_finite_times():
