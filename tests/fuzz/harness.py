@@ -52,6 +52,7 @@ class Report:
     findings: list[tuple[str, int, list[str], Outcome]] = field(default_factory=list)
     slowest: float = 0.0
     slowest_case: str = ""
+    retried: list[str] = field(default_factory=list)
     last_message: str = ""
 
     def distinct(self) -> dict[tuple[str, str, str], tuple[str, int, list[str], Outcome]]:
@@ -65,6 +66,8 @@ class Report:
         lines = [f"{self.inputs} inputs in {self.seconds:.1f} s; outcomes {dict(self.statuses)}; "
                  f"slowest passing input {self.slowest:.2f} s ({self.slowest_case}); {len(self.findings)} findings, "
                  f"{len(self.distinct())} distinct"]
+        for line in self.retried:
+            lines.append(f"  over the time limit under load, retried alone: {line}")
         for (status, exc, where), (seed, index, muts, o) in self.distinct().items():
             lines.append(f"  {status} {exc} at {where}: {o.message[:160]!r} <- {seed} #{index} {muts}")
         return "\n".join(lines)
@@ -179,27 +182,30 @@ class Pool:
         return proc, parent
 
     def run(self, cases: list[tuple[str, int, list[str], Seed, bytes]], timeout: float, report: Report) -> None:
-        pending = collections.deque(cases)
-        busy: dict[int, tuple[tuple[str, int, list[str], Seed, bytes], float]] = {}
+        """Run every case; one past ``timeout`` is retried once alone in a fresh worker with 3x the time
+        (the machine may be busy), and only a second overrun is a hang; the retried ones are listed."""
+        pending = collections.deque((case, timeout) for case in cases)
+        busy: dict[int, tuple[tuple[str, int, list[str], Seed, bytes], float, float]] = {}
         while pending or busy:
             for i, (_, conn) in enumerate(self.procs):
-                if i not in busy and pending:
-                    case = pending.popleft()
+                retrying = any(limit > timeout for _, _, limit in busy.values())
+                if i not in busy and pending and not retrying and (pending[0][1] == timeout or not busy):
+                    case, limit = pending.popleft()
                     conn.send((case[3], case[4]))
-                    busy[i] = (case, time.monotonic())
+                    busy[i] = (case, time.monotonic(), limit)
             ready = wait([self.procs[i][1] for i in busy], timeout=0.2)
             now = time.monotonic()
             for i in list(busy):
                 proc, conn = self.procs[i]
-                case, started = busy[i]
+                case, started, limit = busy[i]
                 outcome = None
                 if conn in ready:
                     try:
                         outcome = conn.recv()
                     except (EOFError, OSError):
                         outcome = Outcome("crash", "", f"worker died (exit code {proc.exitcode})", "")
-                elif now - started > timeout:
-                    outcome = Outcome("hang", "", f"no result within {timeout:g} s", "")
+                elif now - started > limit:
+                    outcome = Outcome("hang", "", f"no result within {limit:g} s", "")
                 if outcome is None:
                     continue
                 del busy[i]
@@ -207,6 +213,12 @@ class Pool:
                     proc.kill()
                     proc.join()
                     self.procs[i] = self._spawn()
+                if outcome.status == "hang" and limit == timeout:
+                    pending.appendleft((case, 3 * timeout))
+                    continue
+                if limit > timeout:
+                    report.retried.append(f"{case[0]} #{case[1]} {case[2]}: {outcome.status} in "
+                                          f"{outcome.seconds:.2f} s alone")
                 report.inputs += 1
                 report.statuses[outcome.status] += 1
                 report.last_message = outcome.message
