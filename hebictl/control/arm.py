@@ -176,8 +176,8 @@ class Arm:
         if self._trajectory is not None:
             p, v, _ = self._trajectory.get_state(t)
             return p.copy(), v.copy()
-        if self._brake is not None:
-            p, v, _ = self._brake.state(t)
+        if self._brake is not None and t < self._brake.end_time:  # an ended brake may since have been
+            p, v, _ = self._brake.state(t)                       # overridden by a plugin (a jog)
             return p, v
         cmd, fb = self.pending_command, self.last_feedback
         pos = np.where(np.isfinite(cmd.position), cmd.position, fb.position)
@@ -190,7 +190,7 @@ class Arm:
         """Where a new goal starts: the trajectory's (or brake's) state now, else the last command."""
         if self._trajectory is not None:
             return self._trajectory.get_state(self._last_time)
-        if self._brake is not None:
+        if self._brake is not None and self._last_time < self._brake.end_time:
             return self._brake.state(self._last_time)
         fb = self.last_feedback
         pos = fb.position_command if np.all(np.isfinite(fb.position_command)) else fb.position

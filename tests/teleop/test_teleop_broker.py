@@ -137,15 +137,17 @@ def test_jog_stream_stop_holds_within_ttl_plus_one_cycle(broker, make_server):
     assert started is not None and braking is not None
     assert last.expiry < braking <= last.expiry + PERIOD + slack, braking - last.expiry
     # the commanded velocity ramps to v (8 rad/s²) and stays there until braking; from the last
-    # command before the brake the arm travels v²/(2·4 rad/s²) and stops (the distance covered at v
-    # depends on how regularly a loaded machine runs the loop: integration never jumps ahead)
+    # command before the brake the arm brakes on the Arm's smooth ramp (peak deceleration a, the
+    # braking deceleration at that pose: duration 1.5 v / a) and travels v T / 2 (the distance
+    # covered at v depends on how regularly a loaded machine runs the loop: integration never jumps ahead)
     t_w = np.array(writes.times)
     v_w = np.array(writes.velocities)[:, 0]
     p_w = np.array(writes.positions)[:, 0]
     plateau = (t_w > started + v / 8.0 + 2 * (PERIOD + slack)) & (t_w < braking)
     np.testing.assert_allclose(v_w[plateau], v, atol=1e-12)
     before_brake = p_w[np.searchsorted(t_w, braking) - 1]
-    assert q1[0] - before_brake == pytest.approx(v * v / (2 * 4.0), abs=v * (PERIOD + slack))
+    decel = server.arm.brake_planner.deceleration(q1)[0]
+    assert q1[0] - before_brake == pytest.approx(0.5 * v * 1.5 * v / decel, abs=v * (PERIOD + slack))
     assert q1[0] - q0[0] > v * (braking - started) * 0.5
     np.testing.assert_allclose(q1[1:], q0[1:], atol=1e-12)      # only joint 1 was jogged
     np.testing.assert_array_equal(q2, q1)                       # holding still
