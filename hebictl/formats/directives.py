@@ -167,6 +167,8 @@ class _Scene:
     # ------------------------------------------------------------------ steps
     def add_model(self, step: _Map, file: Path, ns: str) -> None:
         name = _required(step, "name", str, file)
+        if len(self.sources) >= limits.current().max_include_count:
+            raise limits.exceeded("models added", len(self.sources) + 1, "max_include_count", str(file), step.line)
         model_file = self.resolve(_required(step, "file", str, file), file, step.line)
         inst = ns + name
         if inst in self.instances:

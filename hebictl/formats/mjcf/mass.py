@@ -192,7 +192,17 @@ class MassReader(DocumentReader):
         return np.array([size[0], size[1], (size[2] / 2.0 + size[3]) / 2.0])
 
     def mesh_mass(self, el: etree._Element, ctx: Ctx, cls: str, body: str) -> geometry.MassProperties:
-        """Volume (as mass at density 1), centroid and unit-density inertia of a mesh, in mesh coordinates."""
+        """Volume (as mass at density 1), centroid and unit-density inertia of a mesh, in mesh coordinates.
+
+        Computed once per mesh asset: a model may place one mesh thousands of times, and a convex hull
+        per geom made such a file take seconds."""
+        key = (id(ctx.doc), self.get(el, "geom", "mesh", ctx, cls))
+        cache: dict[tuple[int, str | None], geometry.MassProperties] = self.__dict__.setdefault("_mesh_props", {})
+        if key not in cache:
+            cache[key] = self._mesh_mass(el, ctx, cls, body)
+        return cache[key]
+
+    def _mesh_mass(self, el: etree._Element, ctx: Ctx, cls: str, body: str) -> geometry.MassProperties:
         mname = self.get(el, "geom", "mesh", ctx, cls)
         if mname is None:
             raise self.fail("mesh geom needs a mesh attribute", el)

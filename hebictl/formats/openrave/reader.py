@@ -133,9 +133,18 @@ class _Reader:
         key = str(path)
         if key in self.stack:
             raise self.fail(f"file {name!r} includes itself", el, file)
-        if len(self.stack) >= limits.current().max_include_depth:
+        lim = limits.current()
+        if len(self.stack) >= lim.max_include_depth:
             raise limits.exceeded("include depth", len(self.stack) + 1, "max_include_depth", file, el.sourceline)
+        self.include_count = getattr(self, "include_count", 0) + 1
+        if self.include_count > lim.max_include_count:
+            raise limits.exceeded("included files", self.include_count, "max_include_count", file, el.sourceline)
         root = parse_xml(path, str(path))
+        # every inclusion is read again: the elements of all of them together are bounded like one file's
+        self.expanded = getattr(self, "expanded", 0) + sum(1 for _ in root.iter())
+        if self.expanded > lim.max_elements:
+            raise limits.exceeded("elements of all included files", self.expanded, "max_elements", file,
+                                  el.sourceline)
         return root, path.parent, str(path)
 
     # ------------------------------------------------------------------ kinbodies
