@@ -82,6 +82,13 @@ class IncludeReader(ElementReader):
         resolved = path.resolve()
         if resolved in self.include_stack:
             raise FormatError(f"<include> of {path} is recursive (it includes itself)", file, line_of(elem))
+        lim = limits.current()
+        self.include_count = getattr(self, "include_count", 0) + 1
+        if self.include_count > lim.max_include_count or len(self.include_stack) >= lim.max_include_depth:
+            which = "max_include_count" if self.include_count > lim.max_include_count else "max_include_depth"
+            raise limits.exceeded("includes" if which == "max_include_count" else "include depth",
+                                  self.include_count if which == "max_include_count" else len(self.include_stack) + 1,
+                                  which, file, line_of(elem))
         self.include_stack.append(resolved)
         try:
             sub = self.included_model(path, inc, scope, file, elem)
