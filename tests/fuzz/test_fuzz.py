@@ -1,6 +1,6 @@
 """Mutation fuzzing of every reader: only hebictl errors, or models with finite gravity compensation.
 
-The short run (2,000 inputs, fixed seed, spread over the bundled kits, configs, gains, synthetic
+The short run (3,000 inputs, fixed seed, spread over the bundled kits, configs, gains, synthetic
 meshes and ../shared/corpus when present) runs with the normal suite. The long run is opt-in:
 ``pytest tests/fuzz --fuzz-long`` or ``HEBICTL_FUZZ=100000 pytest tests/fuzz`` (or directly
 ``python -m tests.fuzz.harness --inputs 100000 --seed 1``). Each input runs in a worker process
@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import CORPUS_DIR
 from tests.fuzz.harness import campaign
 
-SHORT_INPUTS = 2000
+SHORT_INPUTS = 3000
 
 
 def _corpus():
