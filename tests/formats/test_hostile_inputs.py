@@ -161,6 +161,22 @@ def _cases() -> Iterator[tuple[str, Case]]:
     yield "xml-deep-nesting", Case(
         {"m.xml": "<mujoco>" + "<worldbody>" * 20000 + "</worldbody>" * 20000 + "</mujoco>"}, "m.xml", "(?i)depth",
         "deeply nested XML")
+    yield "mjcf-replicate-offset-overflow", Case(
+        {"m.xml": MJCF.format("", '<replicate count="15" offset="1e308 1e308 1e308"><body><freejoint/>'
+                              '<geom size="0.1"/></body></replicate>')}, "m.xml", "overflow",
+        "fuzz: replicate offsets summing to inf -> LinAlgError (SVD) in matrix_quat")
+    yield "sdf-drake-gear-ratio-1e308", Case(
+        {"m.sdf": '<sdf version="1.9"><model name="m"><link name="a"/><link name="b"/>'
+                  '<joint name="j" type="revolute"><parent>a</parent><child>b</child><axis><xyz>0 0 1</xyz></axis>'
+                  '<drake:rotor_inertia xmlns:drake="http://drake.mit.edu">1e-4</drake:rotor_inertia>'
+                  '<drake:gear_ratio xmlns:drake="http://drake.mit.edu">1e308</drake:gear_ratio></joint></model></sdf>'},
+        "m.sdf", "gear_ratio", "fuzz: OverflowError from an SDF drake:gear_ratio squared")
+    yield "sdf-mimic-multiplier-not-a-number", Case(
+        {"m.sdf": '<sdf version="1.9"><model name="m"><link name="a"/><link name="b"/><link name="c"/>'
+                  '<joint name="j" type="revolute"><parent>a</parent><child>b</child><axis><xyz>0 0 1</xyz></axis>'
+                  '</joint><joint name="k" type="revolute"><parent>b</parent><child>c</child><axis><xyz>0 0 1'
+                  '</xyz></axis><drake:mimic xmlns:drake="http://drake.mit.edu" joint="j" multiplier="pi"/>'
+                  "</joint></model></sdf>"}, "m.sdf", None, "float('pi') in a drake:mimic multiplier")
     yield "detect-format-garbage", Case({"m.model": b"\x00\xff" * 100}, "m.model", "m.model",
                                         "format detection errors name the file")
 

@@ -110,6 +110,8 @@ class _Reader(ActuatorReader):
             sub = replace(ctx, suffix=f"{sep}{i:0{digits}d}{ctx.suffix}")
             yield from self.content(el, T @ Ti, sub)
             Ti = Ti @ step
+            if not np.all(np.isfinite(Ti)):
+                raise self.fail(f"replicate offset {el.get('offset')!r} repeated {count} times overflows", el)
 
     def ints(self, el: etree._Element, attr: str, count: int | None = None) -> tuple[int, ...]:
         """Integers written as numbers (``count="3 4 5"``), each whole and within ±2**31 like MuJoCo's int."""
@@ -330,6 +332,8 @@ class _Reader(ActuatorReader):
                 align = transform(R_in, inertia.com)
                 inertia = Inertia(inertia.mass, (0.0, 0.0, 0.0), np.diag(moments))
             pose = P @ align
+            if not np.all(np.isfinite(pose)):
+                raise self.fail(f"pose of body {name!r} is not finite (positions too large?)", el)
             meta["default_position"] = tuple(float(v) for v in pose[:3, 3])
             meta["default_quaternion"] = tuple(float(v) for v in matrix_quat(pose[:3, :3]))
             index = self.add(builder, name, parent, np.eye(4), spec["joint"], inertia, meta, el)
