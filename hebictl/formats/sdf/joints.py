@@ -10,7 +10,7 @@ import numpy as np
 from lxml import etree
 
 from hebictl.errors import FormatError
-from hebictl.formats._xml import DRAKE_NS, HEBICTL_NS, elements, line_of, local_name, namespace
+from hebictl.formats._xml import DRAKE_NS, HEBICTL_NS, attr_float, elements, line_of, local_name, namespace
 from hebictl.formats.sdf.elements import (
     DRAKE_JOINT_TYPES,
     SDF_JOINT_TYPES,
@@ -164,11 +164,15 @@ class JointReader(ElementReader):
                 if tag == "rotor_inertia" and meta[tag] < 0:
                     raise FormatError(f"<drake:rotor_inertia> must be >= 0, got {meta[tag]}", file, line_of(c))
             elif tag == "mimic":
-                meta["mimic"] = {"joint": c.get("joint"),
-                                 "multiplier": float(c.get("multiplier", "1")), "offset": float(c.get("offset", "0"))}
+                meta["mimic"] = {"joint": c.get("joint"), "multiplier": attr_float(c, "multiplier", file, 1.0),
+                                 "offset": attr_float(c, "offset", file, 0.0)}
             elif tag == "controller_gains":
-                meta["controller_gains"] = {k: float(v) for k, v in c.attrib.items()}
+                meta["controller_gains"] = {k: attr_float(c, k, file) for k in c.attrib}
             elif tag not in ("parent", "child", "damping", "screw_thread_pitch"):
                 meta[f"drake:{tag}"] = _text(c) or dict(c.attrib)
         if "rotor_inertia" in meta:
-            meta["reflected_inertia"] = meta["rotor_inertia"] * meta.get("gear_ratio", 1.0) ** 2
+            ratio = meta.get("gear_ratio", 1.0)
+            meta["reflected_inertia"] = meta["rotor_inertia"] * ratio * ratio  # inf, not OverflowError
+            if not math.isfinite(meta["reflected_inertia"]):
+                raise FormatError(f"<drake:rotor_inertia> {meta['rotor_inertia']:.3g} times <drake:gear_ratio> "
+                                  f"{ratio:.3g} squared overflows", file, line_of(elem))
