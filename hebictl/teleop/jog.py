@@ -12,10 +12,10 @@ Each cycle it
 3. slews the commanded velocity toward it at no more than ``accel`` [rad/s²],
 4. integrates it into the jog position (clamped at the joint limits) and commands both.
 
-Starting, releasing (dead-man let go or ``ttl`` expired) and braking are decided by the arm
-thread (:mod:`hebictl.teleop.runner`) at the start of a cycle; after a release the plugin plays
-the :class:`~hebictl.teleop.braking.BrakeProfile` while the arm is in HOLD at the profile's end
-point, and stops overriding as soon as anything else (a safety event, a new goal) takes over.
+Starting and releasing (dead-man let go or ``ttl`` expired) are decided by the arm thread
+(:mod:`hebictl.teleop.runner`) at the start of a cycle; after a release the plugin stops
+commanding and the Arm brakes from the jog's last command on its own ramp
+(:mod:`hebictl.control.braking`), the same ramp as every other stop.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ from numpy.typing import ArrayLike
 
 from hebictl._typing import FloatArray
 from hebictl.control.plugins import ArmPlugin
-from hebictl.control.safety import ArmState, SafetyEvent
-from hebictl.teleop.braking import BrakeProfile
+from hebictl.control.safety import ArmState
 
 if TYPE_CHECKING:
     from hebictl.control.arm import Arm
@@ -83,7 +82,7 @@ def dls_joint_velocity(jacobian: ArrayLike, twist: ArrayLike, damping: float) ->
 
 
 class JogPlugin(ArmPlugin):
-    """Drives the arm from a :class:`JogMailbox`; also plays brake profiles (see module doc).
+    """Drives the arm from a :class:`JogMailbox` while a jog is active (see module doc).
 
     ``accel`` [rad/s²] per joint (slew limit of the commanded velocity), ``speed_fraction`` of
     each joint's velocity limit a jog may use, ``damping`` [m] of the Cartesian solve."""
@@ -102,8 +101,6 @@ class JogPlugin(ArmPlugin):
         self.position = np.zeros(0)
         self.velocity = np.zeros(0)
         self.sample: JogSample | None = None
-        self.brake: BrakeProfile | None = None
-        self._brake_event: SafetyEvent | None = None
         self._target = np.zeros(0)
 
     def on_associated(self, arm: Arm) -> None:
@@ -121,24 +118,12 @@ class JogPlugin(ArmPlugin):
         self.position[:] = position
         self.velocity.fill(0.0)
         self.sample = sample
-        self.brake = None
-        self._brake_event = None
         self.active = True
 
     def halt(self) -> tuple[FloatArray, FloatArray]:
         """Stop jogging; returns the jog's position and velocity at this moment (to brake from)."""
         self.active = False
         return self.position.copy(), self.velocity.copy()
-
-    def play_brake(self, profile: BrakeProfile, event: SafetyEvent | None) -> None:
-        """Override the hold that ``event`` started with ``profile`` until the profile ends."""
-        self.active = False
-        self.brake = profile if profile.duration > 0.0 else None
-        self._brake_event = event
-
-    @property
-    def braking(self) -> bool:
-        return self.brake is not None
 
     # ---------------------------------------------------------------- inside Arm.update
     def update(self, arm: Arm, dt: float) -> bool:
@@ -147,13 +132,6 @@ class JogPlugin(ArmPlugin):
                 self.active = False  # something else owns the arm now
                 return True
             self._jog(arm, min(dt, self.max_dt))
-        elif self.brake is not None:
-            if arm.state is not ArmState.HOLD or arm.events.last is not self._brake_event:
-                self.brake = None
-                return True
-            cmd = arm.pending_command
-            if not self.brake.sample(arm.clock.now(), cmd.position, cmd.velocity):
-                self.brake = None
         return True
 
     def _jog(self, arm: Arm, dt: float) -> None:

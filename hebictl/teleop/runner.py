@@ -83,9 +83,8 @@ class ArmRunner:
     """Owns the arm thread. Thread-safe entry points: :meth:`submit`, :meth:`offer_jog`,
     :meth:`engage_estop`, :meth:`link_lost`, :meth:`note_error`, :attr:`snapshot`, :attr:`mode`.
 
-    ``rate_hz`` [Hz] of the loop (default: the backend's feedback frequency); ``brake_decel``
-    [rad/s²] and ``brake_max_time`` [s] shape stops (see :mod:`hebictl.teleop.braking`; never
-    beyond the joints' rated deceleration where the arm knows it); ``jog_accel`` [rad/s²],
+    ``rate_hz`` [Hz] of the loop (default: the backend's feedback frequency); every stop brakes
+    on the Arm's own ramp (:mod:`hebictl.control.braking`); ``jog_accel`` [rad/s²],
     ``jog_damping`` [m], ``jog_speed_fraction`` tune the jog plugin; ``shutdown_hold`` [s] is how
     long the arm holds, after braking, before :meth:`close` ends the loop (the modules then keep
     the hold for their command lifetime); ``max_goal_duration`` [s] bounds a goal's length;
@@ -96,16 +95,14 @@ class ArmRunner:
     The gripper keeps its last command through every stop (it must not drop what it holds).
     """
 
-    def __init__(self, arm: Arm, *, rate_hz: float | None = None, brake_decel: float = 4.0,
-                 brake_max_time: float = 0.25, jog_accel: float = 8.0, jog_damping: float = 0.02,
+    def __init__(self, arm: Arm, *, rate_hz: float | None = None,
+                 jog_accel: float = 8.0, jog_damping: float = 0.02,
                  jog_speed_fraction: float = 1.0, shutdown_hold: float = 0.5, max_goal_duration: float = 600.0,
                  clock: TeleopClock = SYSTEM_CLOCK, gripper: GripperLike | None = None) -> None:
         self.arm = arm
         self.clock = arm.clock
         self.teleop_clock = clock
         self.rate_hz = float(rate_hz or arm.backend.feedback_frequency or 200.0)
-        self.brake_decel = brake_decel
-        self.brake_max_time = brake_max_time
         self.shutdown_hold = shutdown_hold
         self.max_goal_duration = float(max_goal_duration)
         if gripper is None:
@@ -274,7 +271,7 @@ class ArmRunner:
         if now < closing:
             return True
         # past the hold time: finish the brake first, but never wait on it for more than 2 s
-        return (arm.braking or self.jog.braking) and now < closing + 2.0
+        return arm.braking and now < closing + 2.0
 
     def _make_snapshot(self) -> ArmSnapshot:
         arm = self.arm
@@ -283,7 +280,7 @@ class ArmRunner:
         return ArmSnapshot(
             cycle=self._cycle, time=self.clock.now(), wall_time=self.teleop_clock.wall(), state=arm.state.value,
             mode=self._mode.value, estop=self._estop, jogging=self.jog.active,
-            braking=self.jog.braking or arm.braking,
+            braking=arm.braking,
             position=fb.position.copy(), velocity=fb.velocity.copy(), effort=fb.effort.copy(),
             command_position=cmd.position.copy(), command_velocity=cmd.velocity.copy(),
             goal_progress=arm.goal_progress, at_goal=arm.at_goal, loop=self._stats,
@@ -355,7 +352,6 @@ class ArmRunner:
         hold = self._holdable_position()
         try:
             self.jog.halt()
-            self.jog.brake = None
             self._to_idle()
             if arm.trajectory is not None:
                 arm.cancel_goal()
@@ -403,12 +399,11 @@ class ArmRunner:
             return
         if self.jog.active:
             p, v = self.jog.halt()
-            self.jog.brake = None
             self._consumed_jog = max(self._consumed_jog, self._latest_jog_index())
         elif arm.state is ArmState.RUNNING and arm.trajectory is not None and not arm.at_goal:
             p, v, _ = arm.trajectory.get_state(self.clock.now())
         else:
-            if arm.state is ArmState.RUNNING or not (self.jog.braking or arm.braking):  # never cut a brake short
+            if arm.state is ArmState.RUNNING or not arm.braking:  # never cut a brake short
                 hold = self._holdable_position() if arm.trajectory is None else None
                 arm.hold(hold, reason=kind, detail=detail)
             return
@@ -422,7 +417,6 @@ class ArmRunner:
         brakes from the commanded state (jog, goal or hold) within the rated deceleration and then
         holds under gravity compensation, also without feedback. Never commands nothing."""
         self.jog.halt()
-        self.jog.brake = None
         self._consumed_jog = max(self._consumed_jog, self._latest_jog_index())
         if self.arm.state is ArmState.STOPPED and self.arm.stop_behaviour is StopBehaviour.HOLD:
             return  # already stopped and holding: keep the first stop's brake and event
@@ -521,13 +515,12 @@ class ArmRunner:
         arm = self.arm
         target = Mode(cmd.mode)
         who = f"mode {target.value} from {cmd.envelope.client}"
-        if target is Mode.GRAVCOMP and (self._moving() or self.jog.braking or arm.braking):
+        if target is Mode.GRAVCOMP and (self._moving() or arm.braking):
             raise CommandRejected("moving", "the arm is moving: send cmd/stop and wait for the hold before gravcomp")
         if arm.state is ArmState.STOPPED:
             arm.clear_fault()
         if target is Mode.GRAVCOMP:
             self.jog.halt()
-            self.jog.brake = None
             arm.cancel_goal()
             if arm.state is ArmState.HOLD:
                 arm.clear_fault()

@@ -93,7 +93,7 @@ def test_estop_latched_until_released_and_mode_set(rig):
 
 def test_jog_integrates_velocity_and_expires_after_ttl(rig):
     """A joint jog moves joint 1 at v (after a slew ramp at 8 rad/s²); with no new sample it brakes
-    within one cycle after its ttl and holds at the brake profile's end."""
+    within one cycle after its ttl and holds where the Arm's brake ramp ends."""
     runner, arm, clock, acks = rig
     runner.submit("mode", ModeCommand(env(), "jog"))
     runner.step()
@@ -209,7 +209,7 @@ def test_gravcomp_refused_while_moving(rig):
     assert acks[-1].reason == "moving" and runner.mode == "position" and arm.state is ArmState.RUNNING
     runner.submit("stop", StopCommand(env()))
     steps(runner, int(0.3 * RATE))
-    assert arm.state is ArmState.HOLD and not runner.jog.braking
+    assert arm.state is ArmState.HOLD and not arm.braking
     runner.submit("mode", ModeCommand(env(), "gravcomp"))
     runner.step()
     assert acks[-1].accepted and runner.mode == "gravcomp"
