@@ -67,8 +67,8 @@ class ReaderLimits:
     max_replicate_count: int = 100_000
     #: Points/elements of one MJCF ``<flexcomp>`` grid (product of its ``count``).
     max_flexcomp_count: int = 1_000_000
-    #: Bodies/links/joints in one model.
-    max_bodies: int = 100_000
+    #: Elements of an HRDF chain (includes expanded); real arms have tens.
+    max_bodies: int = 20_000
     #: Robot config / directives YAML file.
     max_yaml_bytes: int = 4 * _MIB
     #: YAML nesting (mappings and sequences inside each other).

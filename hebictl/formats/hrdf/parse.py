@@ -175,7 +175,12 @@ class _Parser:
 
     def _chain(self, container: Any, kind: str, src: Source) -> list[HrdfElement]:
         chain: list[HrdfElement] = []
+        budget = limits.current().max_bodies
         for child in self._children(container, kind, src):
+            self.n_elements = getattr(self, "n_elements", 0) + 1
+            if self.n_elements > budget:
+                raise limits.exceeded("HRDF elements (includes expanded)", self.n_elements, "max_bodies", src.display,
+                                      src.line(child))
             name = self._element_name(child, kind, src, ROBOT_ELEMENTS)
             if name == "include":
                 chain.extend(self._include(child, src))
