@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hebictl._typing import FloatArray
 from hebictl.errors import HebictlError
 
 if TYPE_CHECKING:
@@ -89,20 +90,56 @@ def kinematic_tree(model: RobotModel) -> dict[str, Any]:
     return {"base": _matrix(model.base), "bodies": bodies, "end_effector": ee[:1]}
 
 
-def stop_behaviours(runner: ArmRunner, default_ttl: float = 0.25) -> dict[str, Any]:
-    """How this arm stops, as configured (docs/teleop.md "Modes and safety"; the arm's stop
-    behaviour ``hold``/``damp``/``release`` of /work/team/stop-api.md where the arm has one)."""
+#: arm events that latch a stop with the configured behaviour / that only brake and hold (not latched)
+_FAULT_STOPS = ["watchdog", "hardware_error", "mstop"]
+_FAULT_HOLDS = ["feedback_nan", "feedback_lost", "position_limit", "firmware_limit"]
+
+
+def braking_deceleration(arm: Any, home: FloatArray | None) -> dict[str, Any]:
+    """The per-joint deceleration the Arm's brake ramp uses (:mod:`hebictl.control.braking`):
+    computed at the home pose where the config has one (it depends on the pose and the payload:
+    the effort left after gravity over the joint's inertia, min'd with the rated figure), else the
+    rated deceleration, which is the upper bound. ``at`` says which of the two it is."""
+    rated = getattr(arm.limits, "acceleration_max", None)
+    planner = getattr(arm, "brake_planner", None)
+    if planner is not None and home is not None and np.all(np.isfinite(home)):
+        gravity_of = getattr(arm, "_gravity_vector", None)
+        try:
+            values = planner.deceleration(np.asarray(home, dtype=np.float64),
+                                          None if gravity_of is None else gravity_of())
+            return {"at": "home", "values": _nums(values)}
+        except Exception:  # a model the planner cannot evaluate still gets a description
+            log.exception("state/description: braking deceleration at home failed; giving the rated one")
+    return {"at": "rated", "values": None if rated is None else _nums(rated)}
+
+
+def stop_behaviours(runner: ArmRunner, default_ttl: float = 0.25, home: FloatArray | None = None) -> dict[str, Any]:
+    """What each stop source makes the arm do (docs/teleop.md "Modes and safety").
+
+    Every stop brakes on the Arm's one ramp (from the commanded state, at ``braking_deceleration``)
+    and then either holds in the non-latched HOLD state (``action: "hold"``: a new goal or jog
+    resumes) or enters the latched STOPPED state with a :class:`~hebictl.control.safety.StopBehaviour`
+    (``action: "stop"``, ``behaviour``). Teleop's own stops always use ``hold``; the arm's own
+    faults use the configured ``arm_stop`` (``user_data.safety.stop_behaviour``)."""
     arm = runner.arm
-    behaviour = getattr(arm, "default_stop_behaviour", None)
-    accel = getattr(arm.limits, "acceleration_max", None)
+    default = getattr(arm, "default_stop_behaviour", None)
+    default_name = None if default is None else str(getattr(default, "value", default))
+    rated = getattr(arm.limits, "acceleration_max", None)
+    hold = {"action": "hold", "latched": False}
+    teleop_stop = {"action": "stop", "behaviour": "hold", "latched": True}
     return {
-        "arm_stop": None if behaviour is None else str(getattr(behaviour, "value", behaviour)),
-        "rated_deceleration": None if accel is None else _nums(accel),
-        "stop": {"action": "brake_then_hold", "decel": runner.brake_decel, "max_time": runner.brake_max_time},
-        "jog_release": {"action": "brake_then_hold", "default_ttl": default_ttl},
-        "estop": {"action": "arm_stop", "latched": True, "resume": "release, then cmd/mode"},
-        "link_lost": {"action": "brake_then_hold", "mode_after": "idle"},
-        "fault": {"action": "arm_stop", "mode_after": "idle"},
+        "arm_stop": default_name,
+        "rated_deceleration": None if rated is None else _nums(rated),
+        "braking_deceleration": braking_deceleration(arm, home),
+        "stop": {**hold, "event": "teleop_stop", "resume": "a new goal or jog sample"},
+        "jog_release": {**hold, "events": ["teleop_jog_released", "teleop_jog_expired"],
+                        "default_ttl": default_ttl, "resume": "a new jog sample"},
+        "estop": {**teleop_stop, "event": "estop", "resume": "release, then cmd/mode"},
+        "link_lost": {**teleop_stop, "event": "teleop_link_lost", "mode_after": "idle", "resume": "cmd/mode"},
+        "shutdown": {**teleop_stop, "events": ["interrupt", "terminate", "teleop_shutdown"]},
+        "fault": {"action": "stop", "behaviour": default_name, "latched": True, "events": _FAULT_STOPS,
+                  "mode_after": "idle", "resume": "cmd/mode"},
+        "fault_hold": {**hold, "events": _FAULT_HOLDS, "mode_after": "idle", "resume": "cmd/mode"},
     }
 
 
@@ -139,7 +176,7 @@ def description(runner: ArmRunner, arm_id: str, *, config_name: str | None = Non
         "urdf": _urdf_text(model),
         "gripper": bool(arm.user_data.get("has_gripper", False)),
         "loop_rate": runner.rate_hz,
-        "stop_behaviours": stop_behaviours(runner, default_ttl),
+        "stop_behaviours": stop_behaviours(runner, default_ttl, None if home_list is None else np.asarray(home_list)),
     }
     if extra:
         body.update(extra)

@@ -41,8 +41,22 @@ def test_description_is_retained_and_complete(broker: Any, make_server: Any) -> 
     np.testing.assert_allclose(d["joints"]["velocity_max"], arm.limits.velocity_max)
     np.testing.assert_allclose(d["home"], HOME)
     assert d["backend"] == "mock"
-    assert d["stop_behaviours"]["estop"]["latched"] is True
-    assert d["stop_behaviours"]["jog_release"]["default_ttl"] == pytest.approx(0.25)
+    stops = d["stop_behaviours"]
+    assert stops["estop"] == {"action": "stop", "behaviour": "hold", "latched": True, "event": "estop",
+                              "resume": "release, then cmd/mode"}
+    assert stops["jog_release"]["action"] == "hold" and stops["jog_release"]["latched"] is False
+    assert stops["jog_release"]["default_ttl"] == pytest.approx(0.25)
+    assert stops["arm_stop"] == stops["fault"]["behaviour"] == arm.default_stop_behaviour.value
+    assert "decel" not in stops["stop"] and "max_time" not in stops["stop"]  # the old runner profile is gone
+    # the Arm's braking deceleration at home, as the Arm computes it for a stop there: positive and
+    # within the rated figure (on this kit at home every actuator can deliver the rated figure)
+    brake = stops["braking_deceleration"]
+    rated = np.asarray(stops["rated_deceleration"])
+    np.testing.assert_allclose(rated, arm.limits.acceleration_max)
+    assert brake["at"] == "home"
+    a = np.asarray(brake["values"])
+    assert np.all(a > 0) and np.all(a <= rated * (1 + 1e-12))
+    np.testing.assert_allclose(a, arm.brake_planner.deceleration(np.asarray(HOME), arm.model.gravity), rtol=1e-9)
     assert len(d["tree"]["bodies"]) == len(arm.model.bodies) and d["tree"]["end_effector"]
 
 
