@@ -242,8 +242,8 @@ def campaign(inputs: int, run_seed: int = 0, workers: int = 2, timeout: float = 
     """Run ``inputs`` mutated inputs, spread evenly over the seeds, and return what happened.
 
     ``max_seed_bytes`` leaves out larger seed files (the short run skips MuJoCo's 1-2 MB benchmarks,
-    which take seconds each on a busy machine)."""
-    corpus = corpus if corpus is not None else REPO.parent / "shared" / "corpus"
+    which take seconds each on a busy machine). ``corpus=None`` fuzzes the bundled kits and configs
+    only (the corpus may be absent, or hidden by HEBICTL_CORPUS=none)."""
     scratch = Path(tempfile.mkdtemp(prefix="hebictl-fuzz-seeds-"))
     try:
         seeds = [s for s in collect_seeds(corpus, scratch / "meshes")
@@ -252,7 +252,8 @@ def campaign(inputs: int, run_seed: int = 0, workers: int = 2, timeout: float = 
         for index in range(inputs):
             seed = seeds[index % len(seeds)]
             data, names = make_case(seed, index, run_seed)
-            label = str(seed.fuzzed.relative_to(corpus)) if seed.fuzzed.is_relative_to(corpus) else seed.fuzzed.name
+            label = (str(seed.fuzzed.relative_to(corpus)) if corpus is not None and seed.fuzzed.is_relative_to(corpus)
+                     else seed.fuzzed.name)
             cases.append((label, index, names, seed, data))
         report = Report()
         start = time.monotonic()
@@ -273,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=5.0)
-    parser.add_argument("--corpus", type=Path, default=None)
+    parser.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus")
     args = parser.parse_args(argv)
     report = campaign(args.inputs, args.seed, args.workers, args.timeout, corpus=args.corpus)
     print(report.summary())
