@@ -157,9 +157,5 @@ class OpenraveWarning(FormatWarning):
     """An OpenRAVE XML construct OpenRAVE accepts."""
 
 
-class DirectivesWarning(FormatWarning):
-    """A Drake model-directives construct Drake accepts."""
-
-
 class ConfigWarning(HebictlWarning):
     """A robot config or gains file that loads but looks wrong (e.g. a misspelt user_data key)."""

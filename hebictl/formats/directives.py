@@ -25,6 +25,10 @@ Bodies nothing welds are free bodies in Drake: here they get a free joint named 
 whose neutral configuration is their pose (``default_free_body_pose`` or the pose in the file),
 or are welded there with ``floating_base=False``. ``default_joint_positions`` are kept in
 ``model.metadata["default_joint_positions"]`` (scoped joint names).
+
+Warnings: the readers of the files ``add_model`` loads warn as usual (their own format's class,
+naming the included file and line); the directives themselves have no lenient case (Drake's
+parser accepts none with a warning either: a bad step is an error).
 """
 
 from __future__ import annotations
@@ -32,7 +36,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import math
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,10 +176,8 @@ class _Scene:
         inst = ns + name
         if inst in self.instances:
             raise FormatError(f"model instance {inst!r} already exists", str(file), step.line)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                model = _load_model(model_file)
+        try:  # its readers' warnings reach the caller: they already name their file and line
+            model = _load_model(model_file)
         except HebictlError as exc:
             raise FormatError(f"add_model {name!r}: {exc}", str(file), step.line) from None
         self.sources.append(str(model_file))

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hebictl.errors import FormatError
+from hebictl.errors import FormatError, SdfWarning
 from hebictl.formats import load_model
 from hebictl.formats.directives import load_directives, load_directives_string
 from hebictl.formats.sdf import write_sdf
@@ -182,3 +182,15 @@ def test_weld_of_a_jointed_body_is_refused(tmp_path: Path, scene: tuple[Path, Ro
     text = path.read_text() + "- add_weld: {parent: world, child: arm::J2_shoulder}\n"
     with pytest.raises(FormatError, match="already has a joint"):
         load_directives_string(text, base_dir=path.parent, package_map={"kits": REPO / "hrdf_kits"})
+
+
+def test_included_files_warnings_reach_the_caller(tmp_path: Path) -> None:
+    """A lenient case in a model the directives add (libsdformat reads "0.75junk" as 0.75, with a
+    warning) is warned about, naming the included file and its line, not silenced by the composer."""
+    (tmp_path / "table.sdf").write_text(TABLE_SDF.replace("<mass>20</mass>", "<mass>20kg</mass>"))
+    path = tmp_path / "scene.dmd.yaml"
+    path.write_text("directives:\n- add_model:\n    name: table\n    file: table.sdf\n")
+    with pytest.warns(SdfWarning, match=r"table\.sdf:5: .*'20kg'") as record:
+        model = load_directives(path)
+    assert any("20kg" in str(w.message) for w in record)
+    assert model.bodies[0].inertia.mass == pytest.approx(20.0)
