@@ -20,11 +20,15 @@ from hebictl.hardware.clock import Clock, MonotonicClock
 from hebictl.hardware.group import resolve_modules
 from sim_backend.actuator import ActuatorGroup
 from sim_backend.backend import SimBackend
+from sim_backend.mjlog import route_mujoco_messages
 from sim_backend.payload import Payload, strip_payload, with_payload
 from sim_backend.scene import Scene, build_scene
 
 __all__ = ["DEFAULT_MOTOR_TIME_CONSTANT", "SIM_OPTIONS", "ActuatorGroup", "Payload", "Scene", "SimBackend",
            "build_scene", "open_sim", "reflected_inertia", "strip_payload", "with_payload"]
+
+# MuJoCo's warnings go to logging, never to a MUJOCO_LOG.TXT in the user's directory (see mjlog)
+route_mujoco_messages()
 
 #: keys accepted under ``user_data: {sim: {...}}`` of a robot config (keyword arguments override them)
 SIM_OPTIONS = ("payload", "friction", "damping", "armature", "motor_time_constant", "initial_position", "timestep",

@@ -22,7 +22,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hebictl.errors import ConfigError, HardwareError
+from hebictl.errors import ConfigError, HardwareError, InstallationError
 from hebictl.hardware.base import Backend
 from hebictl.hardware.clock import Clock
 from hebictl.hardware.group import resolve_modules
@@ -67,6 +67,8 @@ _BUILTIN: dict[str, str] = {
     "sim": "sim_backend:open_sim",
 }
 _registered: dict[str, BackendFactory | str] = {}
+#: optional dependency of a built-in backend -> the hebictl extra that installs it
+_EXTRAS = {"mujoco": "sim"}
 
 
 def register_backend(name: str, factory: BackendFactory | str) -> None:
@@ -103,6 +105,12 @@ def _load_factory(name: str) -> BackendFactory:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
+        missing = (getattr(exc, "name", None) or "").split(".")[0]
+        extra = _EXTRAS.get(missing) if isinstance(exc, ModuleNotFoundError) else None
+        if extra is not None:
+            raise InstallationError(
+                f"backend {name!r} needs {missing!r}, which is not installed: install the {extra!r} extra, "
+                f"pip install 'hebictl[{extra}]' (in this repository: tools/dev demo installs it)") from exc
         raise HardwareError(
             f"backend {name!r} is not available: importing {module_name!r} failed ({exc})") from exc
     factory = getattr(module, attr, None)

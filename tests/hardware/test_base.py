@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from hebictl.errors import CommandRejected, ConfigError, HardwareError, HebictlError
+from hebictl.errors import CommandRejected, ConfigError, HardwareError, HebictlError, InstallationError
 from hebictl.hardware import (
     Backend,
     Command,
@@ -234,6 +234,15 @@ def test_sim_backend_missing_is_clear(monkeypatch):
     """Where sim_backend cannot be imported (no MuJoCo), 'sim' is a HardwareError naming the backend."""
     monkeypatch.setitem(sys.modules, "sim_backend", None)  # makes ``import sim_backend`` fail
     with pytest.raises(HardwareError, match="backend 'sim' is not available: importing 'sim_backend' failed"):
+        open_backend("sim", dof=6)
+
+
+def test_sim_backend_without_mujoco_names_the_extra(monkeypatch):
+    """Without MuJoCo, 'sim' is an InstallationError that says which extra installs it."""
+    for key in [k for k in sys.modules if k == "sim_backend" or k.startswith("sim_backend.")]:
+        monkeypatch.delitem(sys.modules, key)  # re-imported below, restored after the test
+    monkeypatch.setitem(sys.modules, "mujoco", None)  # ``import mujoco`` fails as if not installed
+    with pytest.raises(InstallationError, match=r"backend 'sim' needs 'mujoco'.*pip install 'hebictl\[sim\]'"):
         open_backend("sim", dof=6)
 
 
