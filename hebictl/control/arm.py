@@ -243,7 +243,7 @@ class Arm:
             return 0.0
         if traj.duration <= 0.0:
             return 1.0
-        return min(max(self._last_time - traj.start_time, 0.0), traj.duration) / traj.duration
+        return float(min(max(self._last_time - traj.start_time, 0.0), traj.duration) / traj.duration)
 
     @property
     def at_goal(self) -> bool:
@@ -282,7 +282,7 @@ class Arm:
     @property
     def braking(self) -> bool:
         """True while a brake ramp (stop, hold or cancel) is still decelerating."""
-        return self._brake is not None and self._last_time < self._brake.end_time
+        return self._brake is not None and bool(self._last_time < self._brake.end_time)
 
     def hold(self, position: ArrayLike | None = None, *, reason: EventKind | str = EventKind.HOLD,
              detail: str = "operator hold") -> None:
@@ -376,7 +376,7 @@ class Arm:
         if mstop is None:
             return False
         total = mstop.sum()  # one reduction: 0.0 (the usual case) means no module is stopped
-        return total != 0.0 and bool(np.any(mstop == 1.0))
+        return bool(total != 0.0) and bool(np.any(mstop == 1.0))  # plain bools: they go into JSON
 
     @property
     def dt(self) -> float:

@@ -285,7 +285,7 @@ class ArmRunner:
             command_position=cmd.position.copy(), command_velocity=cmd.velocity.copy(),
             goal_progress=arm.goal_progress, at_goal=arm.at_goal, loop=self._stats,
             last_error=self._last_error, last_event=arm.events.last, gripper=self._gripper_state(),
-            m_stopped=bool(arm.m_stopped), stop_behaviour=None if behaviour is None else behaviour.value)
+            m_stopped=arm.m_stopped, stop_behaviour=None if behaviour is None else behaviour.value)
 
     def _gripper_state(self) -> GripperState | None:
         cmd = self._gripper_cmd

@@ -160,3 +160,29 @@ def test_switched_on_outside_the_limits_can_move_back_in_but_not_further_out():
         while clock.now() < end:
             cycle(arm)
         assert arm.at_goal and len(arm.events.events) == n_events
+
+
+def test_status_flags_are_plain_python_values():
+    """m_stopped, braking, at_goal and goal_progress go into status JSON as they are: plain bool and
+    float (a numpy bool once made json.dumps fail), whether idle, moving, braking or M-stopped."""
+    import json
+
+    arm, _ = running()
+
+    def check() -> None:
+        flags = {"m_stopped": arm.m_stopped, "braking": arm.braking, "at_goal": arm.at_goal}
+        assert all(type(v) is bool for v in flags.values()), {k: type(v) for k, v in flags.items()}
+        assert type(arm.goal_progress) is float
+        json.dumps({**flags, "goal_progress": arm.goal_progress})
+
+    check()
+    moving(arm)
+    check()
+    arm.stop()
+    cycle(arm)
+    assert arm.braking
+    check()
+    arm.backend.press_mstop()
+    cycle(arm, 2)
+    assert arm.m_stopped
+    check()
