@@ -53,13 +53,7 @@ DBL_MAX = 1.7976931348623157e308
 class _Reader(LinkReader):
     """One parse of one URDF document: joints, the tree and its order, transmissions, frames."""
 
-
     # ------------------------------------------------------------------ elements
-
-
-
-
-
 
     def joint(self, el: etree._Element, is_drake: bool = False) -> _Joint:
         f = self.file
