@@ -249,6 +249,8 @@ def _teleop_signal_row(backend: str, sig: signal.Signals) -> Row:
         kinds.insert(0, want)  # the operator message names the stop (the event log is not printed)
     row.event = ",".join(kinds) or "-"
     row.state = f"exit {proc.returncode}"
+    if proc.returncode != 0:
+        row.note = (row.note + " " if row.note else "") + "output tail: " + " | ".join(out.strip().splitlines()[-6:])
     row.target = f"{want} -> brake and hold, exit 0 on a 2nd signal, no release; {STD}"
     return judge(row, extra=not row.note and "release" not in kinds and want in kinds and proc.returncode == 0)
 

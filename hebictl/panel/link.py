@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hebictl.tasks import cancel_and_wait
 from hebictl.teleop.connection import BrokerSettings
 from hebictl.teleop.topics import COMMAND_QOS, PREFIX, Topics
 
@@ -138,8 +139,7 @@ class PanelLink:
                     reader = asyncio.create_task(self._read(client))
                     stopper = asyncio.create_task(self._stop.wait())
                     done, pending = await asyncio.wait({reader, stopper}, return_when=asyncio.FIRST_COMPLETED)
-                    for t in pending:
-                        t.cancel()
+                    await cancel_and_wait(pending)
                     for t in done:
                         if t is reader and t.exception() is not None:
                             raise t.exception()  # type: ignore[misc]

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hebictl.errors import CommandRejected
+from hebictl.tasks import cancel_and_wait
 from hebictl.teleop.acks import AckQueue
 from hebictl.teleop.admission import Admission
 from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
@@ -192,9 +193,7 @@ class MqttBridge:
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await cancel_and_wait(tasks)
         if self._stopping.is_set():
             with contextlib.suppress(Exception):
                 await client.publish(self.topics.state("status"),

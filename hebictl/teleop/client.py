@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from hebictl.tasks import cancel_and_wait
 from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 from hebictl.teleop.connection import BrokerSettings, parse_broker
 from hebictl.teleop.messages import Ack
@@ -75,9 +76,7 @@ class TeleopClient:
 
     async def __aexit__(self, *exc: object) -> None:
         if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(BaseException):
-                await self._reader
+            await cancel_and_wait([self._reader])
         for fut in self._pending.values():
             fut.cancel()
         with contextlib.suppress(Exception):
