@@ -309,8 +309,12 @@ class _ConfigReader:
             raise self.fail(f"must be a positive finite number, got {value}", key=key)
         return number
 
-    def file(self, value: Any, key: str) -> Path:
-        """A path relative to the config's folder (absolute paths stay), checked to exist."""
+    def file(self, value: Any, key: str, *, missing_ok: bool = False) -> Path:
+        """A path relative to the config's folder (absolute paths stay), checked to exist.
+
+        ``missing_ok``: a missing file is a :class:`ConfigWarning`, not an error (gains files:
+        hebi's ``load_config`` keeps only their paths, and HEBI's own Daisy config names one that
+        is not published; whatever sends the gains later fails with the file's name)."""
         if not isinstance(value, str) or not value:
             raise self.fail(f"must be a file path, got {_kind(value)}", key=key)
         try:
@@ -319,14 +323,17 @@ class _ConfigReader:
             raise self.fail(exc.message, key=key) from None
         resolved = (self.path.parent / value).resolve()
         if self.require_files and not is_regular_file(resolved):
-            raise self.fail(f"file not found: {value} (looked for {resolved})", key=key)
+            if not missing_ok:
+                raise self.fail(f"file not found: {value} (looked for {resolved})", key=key)
+            config_warning(self.path, key, f"file not found: {value} (looked for {resolved}); the config "
+                                           "loads, as in hebi-py, but sending these gains will fail")
         return resolved
 
     # -- sections
 
     def gains(self, value: Any) -> dict[str, Path]:
         if isinstance(value, str):
-            return {"default": self.file(value, "gains")}
+            return {"default": self.file(value, "gains", missing_ok=True)}
         if not isinstance(value, dict):
             raise self.fail(f"must be a file path or a mapping of role: file, got {_kind(value)}",
                             key="gains")
@@ -334,7 +341,7 @@ class _ConfigReader:
         for role, file in value.items():
             if not isinstance(role, str):
                 raise self.fail(f"gains role must be a string, got {_kind(role)}", key=f"gains.{role}")
-            result[role] = self.file(file, f"gains.{role}")
+            result[role] = self.file(file, f"gains.{role}", missing_ok=True)
         return result
 
     def user_data(self, value: Any) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from hebictl.config import load_config
+from hebictl.errors import ConfigWarning
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "configs" / "x-series-6dof.cfg.yaml"
@@ -153,6 +154,24 @@ def test_check_config_names_file_and_key(tmp_path):
     bad.write_text(CONFIG.read_text().replace("version: 1.1", "version: 1.1\nspeed: 3"))
     r = hebictl("check-config", str(bad))
     assert r.returncode == 2 and str(bad) in r.stderr and "speed" in r.stderr
+
+
+def test_check_config_refuses_a_missing_gains_file_the_library_only_warns_about(tmp_path):
+    """hebi-py's load_config keeps gains paths without looking (HEBI's Daisy config names an unpublished
+    one), so load_config warns; check-config checks what a run needs, so it fails naming the file."""
+    for name in ("hrdf_kits", "configs"):
+        (tmp_path / name).symlink_to(REPO / name)
+    cfg = tmp_path / "configs" / "x-series-6dof.cfg.yaml"
+    bad = tmp_path / "missing-gains.cfg.yaml"
+    text = cfg.read_text().replace("gains/x-series-6dof.xml", "gains/not-published.xml")
+    bad.write_text(text.replace('"../hrdf_kits/', '"hrdf_kits/').replace("../hrdf_kits/", "hrdf_kits/"))
+    import hebi
+
+    assert hebi.config.load_config(str(bad)).gains["default"].endswith("not-published.xml")
+    with pytest.warns(ConfigWarning, match=r"\[gains.default\]: file not found"):
+        assert load_config(bad).gains["default"].name == "not-published.xml"
+    r = hebictl("check-config", str(bad))
+    assert r.returncode == 2 and "not-published.xml" in r.stderr and "Traceback" not in r.stderr
 
 
 def _line_of(path: Path, text: str) -> int:
