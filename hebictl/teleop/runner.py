@@ -155,6 +155,12 @@ class ArmRunner:
         """Stop the arm at the next cycle start, ahead of anything queued (latched)."""
         self._priority.append(("estop", (command, detail)))
 
+    def begin_shutdown(self, reason: EventKind | str = EventKind.TELEOP_SHUTDOWN) -> None:
+        """Brake and hold at the next cycle start (thread-safe), ahead of :meth:`close`: the MQTT
+        teardown before ``close`` (offline status, disconnect) can take a while, and the arm must
+        not keep moving meanwhile."""
+        self._priority.append(("shutdown", EventKind(reason)))
+
     def link_lost(self, detail: str) -> None:
         """The broker is gone: brake, hold, and require a new mode command afterwards."""
         self._priority.append(("link_lost", detail))
@@ -226,6 +232,11 @@ class ArmRunner:
                 kind, payload = self._priority.popleft()
                 if kind == "estop":
                     self._apply_estop_engage(*payload)  # type: ignore[misc]
+                elif kind == "shutdown":
+                    self._close_kind = payload  # type: ignore[assignment]
+                    if not self._stopping_done:
+                        self._safety_stop(self._close_kind, "teleop shutting down: braking, then holding")
+                        self._stopping_done = True
                 else:
                     self._apply_link_lost(str(payload))
             while True:
@@ -233,13 +244,13 @@ class ArmRunner:
                     topic, cmd = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if self._closing is not None:
+                if self._closing is not None or self._stopping_done:
                     self._ack(topic, cmd, False, "shutting_down", "teleop is shutting down")
                 else:
                     self._apply(topic, cmd)
             if self._closing is not None:
                 return self._shutdown_step()
-            if self._mode is Mode.JOG:
+            if self._mode is Mode.JOG and not self._stopping_done:
                 self._supervise_jog()
             arm.update()
             self._check_command()

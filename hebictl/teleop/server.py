@@ -74,6 +74,7 @@ class TeleopServer:
         (``interrupt`` for Ctrl-C, ``terminate`` for SIGTERM)."""
         self.stop_reason = reason
         self.stopping = True
+        self.runner.begin_shutdown(reason)  # brake now, not after the MQTT teardown
         self.bridge.stop()
 
     # ------------------------------------------------------------------ background mode
