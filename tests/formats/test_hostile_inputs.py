@@ -213,15 +213,17 @@ def test_hostile_input_ends_in_hebictl_error(name: str, pool: Pool, tmp_path: Pa
 
 
 # --------------------------------------------------------------------------- allowed_roots, guard, detection
-CUBE_URDF = URDF.format('<collision><geometry><mesh filename="../shared/cube.obj"/></geometry></collision>', "")
+# MuJoCo takes this body's inertia from the mesh, so the reader must open the file
+CUBE_MJCF = MJCF.format('<asset><mesh name="cube" file="../shared/cube.obj"/></asset>',
+                        '<geom type="mesh" mesh="cube"/>')
 
 
 def _shared_mesh_layout(tmp_path: Path) -> tuple[Path, Path]:
     (tmp_path / "model").mkdir()
     (tmp_path / "shared").mkdir()
     (tmp_path / "shared" / "cube.obj").write_bytes(CUBE_OBJ)
-    model = tmp_path / "model" / "m.urdf"
-    model.write_text(CUBE_URDF)
+    model = tmp_path / "model" / "m.xml"
+    model.write_text(CUBE_MJCF)
     return model, tmp_path / "shared"
 
 

@@ -77,6 +77,7 @@ class LinkReader:
         self.base_dir = base_dir
         self.package_map = {k: Path(v) for k, v in (package_map or {}).items()}
         self.missing_meshes: list[str] = []
+        self.outside_meshes: list[str] = []  # found outside the model's folder and allowed roots: not followed
         self.ignored: dict[str, int] = {}
         self.resolved: dict[str, Path | None] = {}
         self.ancestors = () if base_dir is None else (base_dir, *base_dir.parents)
@@ -160,7 +161,7 @@ class LinkReader:
                 out["scale"] = [float(v) for v in scale.split()] if _is_numbers(scale) else scale
             path = self.resolve(uri)
             out["mesh_path"] = str(path) if path is not None else None
-            if path is None:
+            if path is None and uri not in self.outside_meshes:
                 self.missing_meshes.append(uri)
             if drake.drake_child(shape, "declare_convex") is not None:
                 out["declare_convex"] = True
@@ -203,8 +204,14 @@ class LinkReader:
             candidates.append(p if p.is_absolute() or self.base_dir is None else self.base_dir / p)
         for c in candidates:
             if limits.is_regular_file(c):
-                return limits.resolve_reference(c, self.base_dir or Path.cwd(), roots, file=self.file,
-                                                what=f"mesh filename {uri!r}")
+                try:
+                    return limits.resolve_reference(c, self.base_dir or Path.cwd(), roots, file=self.file,
+                                                    what=f"mesh filename {uri!r}")
+                except FormatError:
+                    # never opened here (kinematics and dynamics do not need visual meshes, and pinocchio
+                    # loads such files), so no error; but an export must not point at it either
+                    self.outside_meshes.append(uri)
+                    return None
         return None
 
     def link(self, el: etree._Element) -> _Link:

@@ -248,6 +248,11 @@ class _Reader(LinkReader):
             warnings.warn(f"{self.file}: {len(self.missing_meshes)} mesh file(s) not found (first: "
                           f"{self.missing_meshes[0]}); kinematics and dynamics do not need them",
                           category=UrdfWarning, stacklevel=3)
+        if self.outside_meshes:
+            warnings.warn(f"{self.file}: {len(self.outside_meshes)} mesh file(s) outside the model's folder not "
+                          f"followed (first: {self.outside_meshes[0]}); kinematics and dynamics do not need them, "
+                          "and exports leave them out unless allowed_roots=[...] / --allow-root DIR lists their folder",
+                          category=UrdfWarning, stacklevel=3)
         if self.ignored:
             warnings.warn(f"{self.file}: ignored elements: "
                           + ", ".join(f"{k} x{v}" for k, v in sorted(self.ignored.items())),
@@ -256,7 +261,8 @@ class _Reader(LinkReader):
             warnings.warn(f"{self.file}: " + "; ".join(self.drake_notes),
             category=UrdfWarning, stacklevel=3)
         meta = {"root_link": root_link, "materials": materials, "transmissions": transmissions,
-                "missing_meshes": self.missing_meshes, "ignored_elements": dict(self.ignored)}
+                "missing_meshes": self.missing_meshes,
+                "outside_meshes": self.outside_meshes, "ignored_elements": dict(self.ignored)}
         if drake_meta:
             meta["drake"] = drake_meta
         return builder.build(metadata=meta)

@@ -195,3 +195,31 @@ def test_incomplete_inertial_reads_as_pinocchio_does(inertial):
     with pytest.raises(FormatError, match="pinocchio accepts this") as info:
         load_urdf_string(text, source_name="arm.urdf", strict=True)
     assert info.value.line == line
+
+
+def test_a_visual_mesh_outside_the_model_folder_is_not_followed_and_not_an_error(tmp_path):
+    """The ROS layout robot/urdf/r.urdf + robot/meshes/*.stl ('../meshes/a.stl') and absolute paths load
+    as pinocchio loads them: the mesh is never opened (kinematics do not need it), so the folder rule
+    only keeps it out of exports, with one warning; --allow-root lets exports reference it."""
+    (tmp_path / "urdf").mkdir()
+    (tmp_path / "meshes").mkdir()
+    (tmp_path / "meshes" / "a.stl").write_bytes(b"solid a\nendsolid a\n")
+    text = chain("revolute").replace(
+        f'<link name="a">{INERTIAL}', f'<link name="a">{INERTIAL}<visual><geometry><mesh filename="../meshes/a.stl"/>'
+        '</geometry></visual><visual><geometry><mesh filename="/etc/hostname"/></geometry></visual>')
+    path = tmp_path / "urdf" / "r.urdf"
+    path.write_text(text)
+    with pytest.warns(UrdfWarning, match=r"2 mesh file\(s\) outside the model's folder not followed"):
+        model = load_urdf(path)
+    assert model.metadata["outside_meshes"] == ["../meshes/a.stl", "/etc/hostname"]
+    ref = Pinocchio(path=path)
+    ref.bind(model)
+    q = random_q(model, np.random.default_rng(1))
+    np.testing.assert_allclose(model.gravity_compensation(q), ref.gravity(q, model.gravity), atol=1e-9)
+
+    from hebictl import load_model
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UrdfWarning)
+        allowed = load_model(path, allowed_roots=[tmp_path])
+    assert allowed.metadata["outside_meshes"] == ["/etc/hostname"]
