@@ -203,6 +203,17 @@ class RobotConfig:
         raise ConfigError(message, file=self.path, key=key, line=yaml_key_line(self.path, key))
 
 
+def gains_file(cfg: RobotConfig, role: str) -> Path:
+    """The gains file of ``role``, checked to exist: :func:`load_config` only warns about a missing one
+    (as hebi-py, which keeps the path), so whatever sends gains asks here and gets a ConfigError
+    naming the config, the key and its line."""
+    path = cfg.gains[role]
+    if not is_regular_file(path):
+        key = f"gains.{role}"
+        raise ConfigError(f"file not found: {path}", file=cfg.path, key=key, line=yaml_key_line(cfg.path, key))
+    return path
+
+
 def load_config(path: str | Path, *, require_files: bool = True) -> RobotConfig:
     """Load and check a HEBI robot-config YAML file.
 

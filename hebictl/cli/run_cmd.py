@@ -60,14 +60,14 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     and the plugins (``assemble``, as ``run`` does); then the home position against the limits.
     Any error exits 2; warnings (ConfigWarning, format warnings) are printed and exit 0.
     """
-    from hebictl.config import config_warning, load_config
+    from hebictl.config import config_warning, gains_file, load_config
     from hebictl.control.assembly import assemble
     from hebictl.gains import load_gains
 
     cfg = load_config(args.config)
     if cfg.hrdf is None:
         raise ConfigError("no hrdf given", file=cfg.path, key="hrdf")
-    gains = {k: load_gains(p) for k, p in cfg.gains.items()}
+    gains = {k: load_gains(gains_file(cfg, k)) for k in cfg.gains}
     parts = assemble(cfg, "mock")
     try:
         model = parts.model

@@ -82,7 +82,7 @@ def assemble(config: RobotConfig | str | Path, backend: str = "mock", *, clock: 
     ``gains`` is a role of the config's gains (``None``: send none); ``backend_options`` go to the
     backend's factory. The backend is closed again if anything after opening it fails.
     """
-    from hebictl.config import load_config
+    from hebictl.config import gains_file, load_config
     from hebictl.formats import load_model
     from hebictl.gains import load_gains
 
@@ -93,7 +93,7 @@ def assemble(config: RobotConfig | str | Path, backend: str = "mock", *, clock: 
         model = load_model(cfg.hrdf)
     group_gains = None
     if gains and gains in cfg.gains:
-        group_gains = load_gains(cfg.gains[gains])
+        group_gains = load_gains(gains_file(cfg, gains))
         if group_gains.width == 1:
             group_gains = group_gains.broadcast_to(model.dof)
     cfg.check_against(model.dof, group_gains)

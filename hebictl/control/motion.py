@@ -43,6 +43,9 @@ class RateLimiter:
         self._step = np.empty(n)
         self._delta = np.empty(n)
         self._abs = np.empty(n)
+        self._up, self._down, self._hi, self._lo = (np.empty(n) for _ in range(4))
+        self._two_a_key: bytes | None = None
+        self._two_a_value = np.empty(n)
 
     def reset(self) -> None:
         """Forget the previous command: the next one starts from the measured position."""
@@ -85,22 +88,40 @@ class RateLimiter:
 
     def _approach(self, position: FloatArray, velocity: FloatArray, dt: float,
                   bounds: tuple[FloatArray, FloatArray], lim: Limits) -> None:
-        """Brake toward a limit: speed toward it at most ``sqrt(2 a d)`` (see the module docstring)."""
+        """Brake toward a limit: speed toward it at most ``sqrt(2 a d)`` (see the module docstring).
+
+        In-place on preallocated buffers: this runs every cycle, and the temporaries of the plain
+        numpy expression cost about 30 µs per cycle."""
         last = self.last
-        a = lim.acceleration_max
-        a = np.where(np.isfinite(a), a, 1e9)  # type: ignore[arg-type]
-        a = APPROACH_FRACTION * a
-        up = np.sqrt(2.0 * a * np.maximum(bounds[1] - last, 0.0))
-        down = np.sqrt(2.0 * a * np.maximum(last - bounds[0], 0.0))
-        up[np.isnan(up)] = np.inf  # no previous command and no measurement: nothing to brake from
-        down[np.isnan(down)] = np.inf
-        hi = last + up * dt
-        lo = last - down * dt
-        if np.any(position > hi) or np.any(position < lo):
-            np.minimum(position, hi, out=position)
-            np.maximum(position, lo, out=position)
+        two_a = self._two_a(lim.acceleration_max)
+        up, down, hi, lo = self._up, self._down, self._hi, self._lo
+        np.subtract(bounds[1], last, out=up)
+        np.subtract(last, bounds[0], out=down)
+        for gap in (up, down):  # allowed speed toward each bound
+            np.maximum(gap, 0.0, out=gap)
+            np.multiply(gap, two_a, out=gap)
+            np.sqrt(gap, out=gap)
+        if math.isnan(up.sum() + down.sum()):  # no previous command and no measurement: nothing to brake from
+            up[np.isnan(up)] = np.inf
+            down[np.isnan(down)] = np.inf
+        np.multiply(up, dt, out=hi)
+        np.add(hi, last, out=hi)
+        np.multiply(down, dt, out=lo)
+        np.subtract(last, lo, out=lo)
+        np.minimum(position, hi, out=position)
+        np.maximum(position, lo, out=position)
         np.minimum(velocity, up, out=velocity)
-        np.maximum(velocity, -down, out=velocity)
+        np.negative(down, out=down)
+        np.maximum(velocity, down, out=velocity)
+
+    def _two_a(self, acceleration_max: FloatArray) -> FloatArray:
+        """``2 * APPROACH_FRACTION * a`` per joint (unbounded: 1e9 rad/s²), recomputed when ``a`` changes."""
+        key = acceleration_max.tobytes()
+        if key != self._two_a_key:
+            a = np.where(np.isfinite(acceleration_max), acceleration_max, 1e9)
+            self._two_a_value = 2.0 * APPROACH_FRACTION * a
+            self._two_a_key = key
+        return self._two_a_value
 
 
 def shrink_recovery(recovery: tuple[FloatArray, FloatArray], limits: Limits,
