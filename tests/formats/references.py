@@ -13,6 +13,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -295,3 +296,14 @@ class Mujoco:
             I = R @ np.diag(self.m.body_inertia[i]) @ R.T
             out[self.body_names[i]] = (float(self.m.body_mass[i]), self.m.body_ipos[i].copy(), I)
         return out
+
+
+def print_outcome_counts(request: Any, line: str) -> None:
+    """Write ``line`` (a corpus module's per-outcome counts) to the terminal once the module is done,
+    outside pytest's capture, so it shows in every run."""
+    tr = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if tr is not None and capture is not None:
+        with capture.global_and_fixture_disabled():
+            tr.write_line("")
+            tr.write_line(line)

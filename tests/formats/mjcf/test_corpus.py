@@ -15,7 +15,7 @@ from hebictl.errors import FormatError
 from hebictl.formats.mjcf import load_mjcf
 from hebictl.model.tree import JointKind
 from tests.conftest import CORPUS_DIR, corpus_path
-from tests.formats.references import Mujoco, ReferenceRejected, random_q
+from tests.formats.references import Mujoco, ReferenceRejected, print_outcome_counts, random_q
 
 pytest.importorskip("mujoco")
 pytestmark = pytest.mark.corpus
@@ -44,12 +44,8 @@ READ_ELEMENTS = {"mujoco", "compiler", "option", "default", "mesh", "model", "hf
 def _summary(request):
     """Print the per-outcome counts once the module is done (visible in every pytest run)."""
     yield
-    tr = request.config.pluginmanager.get_plugin("terminalreporter")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    if tr is not None and capture is not None and RESULTS:
-        with capture.global_and_fixture_disabled():
-            tr.write_line("")
-            tr.write_line("MJCF corpus: " + "; ".join(f"{k}: {v}" for k, v in sorted(RESULTS.items())))
+    if RESULTS:
+        print_outcome_counts(request, "MJCF corpus: " + "; ".join(f"{k}: {v}" for k, v in sorted(RESULTS.items())))
 
 
 def _unsupported_kind(message: str) -> str:

@@ -12,7 +12,7 @@ import pytest
 from hebictl.errors import FormatError
 from hebictl.formats.urdf import load_urdf
 from tests.conftest import CORPUS_DIR, corpus_path
-from tests.formats.references import Mujoco, Pinocchio, ReferenceRejected, random_q
+from tests.formats.references import Mujoco, Pinocchio, ReferenceRejected, print_outcome_counts, random_q
 
 pytest.importorskip("pinocchio")
 pytestmark = pytest.mark.corpus
@@ -26,12 +26,8 @@ RESULTS: Counter[str] = Counter()
 def _summary(request):
     """Print the per-outcome counts once the module is done (visible in every pytest run)."""
     yield
-    tr = request.config.pluginmanager.get_plugin("terminalreporter")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    if tr is not None and capture is not None and RESULTS:
-        with capture.global_and_fixture_disabled():
-            tr.write_line("")
-            tr.write_line("URDF corpus: " + ", ".join(f"{k}={v}" for k, v in sorted(RESULTS.items())))
+    if RESULTS:
+        print_outcome_counts(request, "URDF corpus: " + ", ".join(f"{k}={v}" for k, v in sorted(RESULTS.items())))
 
 
 def _load(path: Path):
