@@ -25,9 +25,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from hebictl._typing import FloatArray
+from hebictl.control import cycle_kernels
 from hebictl.control.admission import plan
 from hebictl.control.assembly import ExtraModules, assemble
-from hebictl.control.braking import BrakePlanner, firmware_limit_acting
+from hebictl.control.braking import BrakePlanner
 from hebictl.control.goal import Goal
 from hebictl.control.motion import Brake, RateLimiter, shrink_recovery
 from hebictl.control.plugins import ArmPlugin, DoubledJointMirror, GravityCompensationEffort
@@ -372,11 +373,7 @@ class Arm:
     @property
     def m_stopped(self) -> bool:
         """True while a module reports its M-stop pressed (``hebi.arm.Arm.m_stopped``)."""
-        mstop = getattr(self.last_feedback, "mstop", None)
-        if mstop is None:
-            return False
-        total = mstop.sum()  # one reduction: 0.0 (the usual case) means no module is stopped
-        return bool(total != 0.0) and bool(np.any(mstop == 1.0))  # plain bools: they go into JSON
+        return bool(np.any(self.last_feedback.mstop == 1.0))  # a plain bool: it goes into JSON
 
     @property
     def dt(self) -> float:
@@ -411,8 +408,7 @@ class Arm:
         it before a position limit (it reaches the limit at rest, within the rated deceleration)."""
         cmd = self.pending_command
         recovering = self._recovery if self._trajectory is not None else None
-        self.limits.clamp_command(cmd.position, cmd.velocity, cmd.effort, recovering)
-        self._rate.apply(cmd.position, cmd.velocity, self._dt, fb_position, recovering)
+        self._rate.clamp_and_apply(cmd.position, cmd.velocity, cmd.effort, self._dt, fb_position, recovering)
 
     def _hold_command(self, now: float) -> None:
         """Hold command valid without feedback: position, zero velocity, model gravity there."""
@@ -497,15 +493,19 @@ class Arm:
         self._dt = max(now - self._last_time, 0.0)
         self._last_time = now
 
-        if self.state is not _STOPPED and self.m_stopped:
+        lim = self.limits  # M-stop, firmware limit and position limit in one compiled call
+        pressed, acting, joint = cycle_kernels.feedback_faults(fb.position, lim.position_min, lim.position_max,
+                                                               lim.position_tolerance, lim._bounded, fb.mstop,
+                                                               fb.position_limit_state)
+        if pressed and self.state is not _STOPPED:
             self.stop(EventKind.MSTOP, "a module's M-stop is pressed")
-        self._check_firmware_limit(fb)
+        self._check_firmware_limit(fb, acting)
         if self.state is _STOPPED:
             self._stopped_command(now, feedback_ok=True)
             return True
         if self._recovery is not None:
             self._recovery = shrink_recovery(self._recovery, self.limits, fb.position)
-        joint = self.limits.position_violation(fb.position, self._recovery)
+            joint = self.limits.position_violation(fb.position, self._recovery)
         if joint >= 0 and self.state is _RUNNING:
             clamped = np.clip(fb.position, self.limits.position_min, self.limits.position_max)
             self.hold(clamped, reason=EventKind.POSITION_LIMIT,
@@ -537,14 +537,14 @@ class Arm:
         self._finish(fb.position)
         return ok
 
-    def _check_firmware_limit(self, fb: Feedback) -> None:
+    def _check_firmware_limit(self, fb: Feedback, acting: int) -> None:
         """Record (once per episode) a module's own position limit acting, and brake to a hold:
-        the module no longer follows the command on that joint (:func:`firmware_limit_acting`)."""
-        acting = firmware_limit_acting(getattr(fb, "position_limit_state", None), self.dof)
-        was, self._firmware_limit = self._firmware_limit, acting is not None
-        if acting is None or was:
+        the module no longer follows the command on that joint. ``acting``: ``2 joint + side``
+        (0 lower, 1 upper) of the first such module, else -1 (:func:`firmware_limit_acting`)."""
+        was, self._firmware_limit = self._firmware_limit, acting >= 0
+        if acting < 0 or was:
             return
-        j, side = acting
+        j, side = acting // 2, ("lower" if acting % 2 == 0 else "upper")
         detail = (f"module {j} ({self.backend.names[j]}): its firmware {side} position limit is acting "
                   f"(limit state {fb.position_limit_state[j]:.0f}) at {fb.position[j]:.4f}")
         if self.state is _RUNNING:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hebictl._typing import FloatArray
+from hebictl.control import cycle_kernels
 from hebictl.control.safety import Limits
 
 if TYPE_CHECKING:
@@ -122,11 +123,10 @@ class BrakePlanner:
 def firmware_limit_acting(state: FloatArray | None, dof: int) -> tuple[int, str] | None:
     """(joint, "lower" | "upper") of the first module whose own position limit is acting, from
     ``Feedback.position_limit_state`` (hebi's values: 0 Below, 1 AtLower (target limited), 2 Inside,
-    3 AtUpper, 4 Above, 5 Uninitialized; NaN unknown), else None. One reduction when all are Inside."""
-    if state is None or state.sum() == 2.0 * dof:
+    3 AtUpper, 4 Above, 5 Uninitialized; NaN unknown), else None."""
+    if state is None:
         return None
-    acting = (state <= 1.0) | (state == 3.0) | (state == 4.0)
-    if not acting.any():
+    k = int(cycle_kernels.first_firmware_limit(state))
+    if k < 0:
         return None
-    j = int(np.argmax(acting))
-    return j, ("lower" if state[j] <= 1.0 else "upper")
+    return k // 2, ("lower" if k % 2 == 0 else "upper")

@@ -22,16 +22,19 @@ import math
 import numpy as np
 
 from hebictl._typing import FloatArray
+from hebictl.control import cycle_kernels
 from hebictl.control.safety import Limits
 
-_FMAX = np.fmax.reduce  # max ignoring NaN
 #: a command approaches a limit at this fraction of the rated deceleration: it carries no effort
 #: feed-forward, so the modules follow it on their position error alone (which is the overshoot)
 APPROACH_FRACTION = 0.3
 
 
 class RateLimiter:
-    """Limits the position command's change per cycle to the rated speed (see module docstring)."""
+    """Limits the position command's change per cycle to the rated speed (see module docstring).
+
+    The arithmetic is one compiled pass over the joints (:func:`~hebictl.control.cycle_kernels.limit_command`).
+    """
 
     def __init__(self, velocity_max: FloatArray, limits: Limits | None = None) -> None:
         self.velocity_max = np.where(np.isfinite(velocity_max), velocity_max, np.inf)
@@ -39,11 +42,8 @@ class RateLimiter:
         self.limits = limits
         self.last = np.full(n, np.nan)
         self.limited = np.zeros(n, dtype=bool)
-        # preallocated work buffers: this runs every cycle of a 1 kHz loop
-        self._step = np.empty(n)
-        self._delta = np.empty(n)
-        self._abs = np.empty(n)
-        self._up, self._down, self._hi, self._lo = (np.empty(n) for _ in range(4))
+        self._unbounded = np.full(n, np.inf)
+        self._no_effort = np.empty(n)
         self._two_a_key: bytes | None = None
         self._two_a_value = np.empty(n)
 
@@ -58,61 +58,27 @@ class RateLimiter:
         A limited joint's velocity command is set to the speed it is actually moved at. ``bounds``
         replaces the position limits (a joint being moved back inside them).
         """
-        last = self.last
-        if math.isnan(last.sum()):
-            fresh = np.isnan(last)
-            last[fresh] = measured[fresh]
-            still = np.isnan(last)
-            last[still] = position[still]  # no measurement either: accept the command as it is
-        if dt <= 0.0:  # no time has passed: the command cannot move (its velocity stays as given)
-            np.copyto(position, last, where=np.isfinite(position))
-            return False
+        return self._run(position, velocity, self._no_effort, dt, measured, bounds, clamp=False)
+
+    def clamp_and_apply(self, position: FloatArray, velocity: FloatArray, effort: FloatArray, dt: float,
+                        measured: FloatArray, bounds: tuple[FloatArray, FloatArray] | None = None) -> bool:
+        """:meth:`Limits.clamp_command <hebictl.control.safety.Limits.clamp_command>`, then
+        :meth:`apply`, in one pass (what the arm does to every command)."""
+        return self._run(position, velocity, effort, dt, measured, bounds, clamp=True)
+
+    def _run(self, position: FloatArray, velocity: FloatArray, effort: FloatArray, dt: float,
+             measured: FloatArray, bounds: tuple[FloatArray, FloatArray] | None, clamp: bool) -> bool:
         lim = self.limits
-        if lim is not None and lim._bounded:
-            self._approach(position, velocity, dt, bounds or (lim.position_min, lim.position_max), lim)
-        step, delta, mag, limited = self._step, self._delta, self._abs, self.limited
-        np.multiply(self.velocity_max, max(dt, 0.0), out=step)
-        np.subtract(position, last, out=delta)
-        np.absolute(delta, out=mag)
-        np.subtract(mag, step, out=mag)
-        if not _FMAX(mag) > 0.0:  # the usual case, checked in one reduction (NaN: not commanded)
-            np.copyto(last, position)  # (``limited`` is only updated when this returns True)
-            return False
-        np.greater(mag, 0.0, out=limited)
-        sign = np.sign(delta[limited])
-        position[limited] = last[limited] + sign * step[limited]
-        velocity[limited] = sign * self.velocity_max[limited]
-        np.copyto(last, position)
-        return True
-
-
-    def _approach(self, position: FloatArray, velocity: FloatArray, dt: float,
-                  bounds: tuple[FloatArray, FloatArray], lim: Limits) -> None:
-        """Brake toward a limit: speed toward it at most ``sqrt(2 a d)`` (see the module docstring).
-
-        In-place on preallocated buffers: this runs every cycle, and the temporaries of the plain
-        numpy expression cost about 30 µs per cycle."""
-        last = self.last
-        two_a = self._two_a(lim.acceleration_max)
-        up, down, hi, lo = self._up, self._down, self._hi, self._lo
-        np.subtract(bounds[1], last, out=up)
-        np.subtract(last, bounds[0], out=down)
-        for gap in (up, down):  # allowed speed toward each bound
-            np.maximum(gap, 0.0, out=gap)
-            np.multiply(gap, two_a, out=gap)
-            np.sqrt(gap, out=gap)
-        if math.isnan(up.sum() + down.sum()):  # no previous command and no measurement: nothing to brake from
-            up[np.isnan(up)] = np.inf
-            down[np.isnan(down)] = np.inf
-        np.multiply(up, dt, out=hi)
-        np.add(hi, last, out=hi)
-        np.multiply(down, dt, out=lo)
-        np.subtract(last, lo, out=lo)
-        np.minimum(position, hi, out=position)
-        np.maximum(position, lo, out=position)
-        np.minimum(velocity, up, out=velocity)
-        np.negative(down, out=down)
-        np.maximum(velocity, down, out=velocity)
+        if lim is None:
+            inf = self._unbounded
+            return bool(cycle_kernels.limit_command(position, velocity, effort, self.last, measured, float(dt),
+                                                    False, False, inf, inf, inf, inf, self.velocity_max, inf,
+                                                    self.limited))
+        lo, hi = bounds if bounds is not None else (lim.position_min, lim.position_max)
+        return bool(cycle_kernels.limit_command(position, velocity, effort, self.last, measured, float(dt), clamp,
+                                                lim._bounded or bounds is not None, lo, hi, lim.velocity_max,
+                                                lim.effort_max, self.velocity_max,
+                                                self._two_a(lim.acceleration_max), self.limited))
 
     def _two_a(self, acceleration_max: FloatArray) -> FloatArray:
         """``2 * APPROACH_FRACTION * a`` per joint (unbounded: 1e9 rad/s²), recomputed when ``a`` changes."""

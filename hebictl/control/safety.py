@@ -27,6 +27,8 @@ from enum import StrEnum
 import numpy as np
 from numpy.typing import NDArray
 
+from hebictl.control import cycle_kernels
+
 log = logging.getLogger("hebictl.safety")
 
 
@@ -155,24 +157,14 @@ class Limits:
             self.acceleration_max = np.full(self.velocity_max.shape, np.inf)
         self._velocity_min = -self.velocity_max
         self._effort_min = -self.effort_max
-        self._pos_lo = self.position_min - self.position_tolerance
-        self._pos_hi = self.position_max + self.position_tolerance
         self._bounded = bool(np.isfinite(self.position_min).any() or np.isfinite(self.position_max).any())
-        self._work = np.empty(self.position_min.shape)
 
     def position_violation(self, position: NDArray[np.float64],
                            bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None) -> int:
         """Index of the first joint beyond its limit (or ``bounds``) by more than the tolerance, else -1."""
         if bounds is not None:
-            tol = self.position_tolerance
-            bad = (position < bounds[0] - tol) | (position > bounds[1] + tol)
-            return int(np.argmax(bad)) if bad.any() else -1
+            return int(cycle_kernels.first_outside(position, bounds[0], bounds[1], self.position_tolerance))
         if not self._bounded:
             return -1
-        buf = self._work
-        # two subtractions and two reductions: the hot path when every joint is inside
-        if np.subtract(position, self._pos_lo, out=buf).min() >= 0.0 and \
-                np.subtract(self._pos_hi, position, out=buf).min() >= 0.0:
-            return -1
-        bad = (position < self._pos_lo) | (position > self._pos_hi)
-        return int(np.argmax(bad)) if bad.any() else -1
+        return int(cycle_kernels.first_outside(position, self.position_min, self.position_max,
+                                               self.position_tolerance))

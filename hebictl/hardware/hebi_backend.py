@@ -177,13 +177,16 @@ class HebiBackend(ModuleGroup):
     def _imitate(self, into: Feedback, now: float) -> None:
         """Fill what the imitation echo leaves NaN as a module would report it (see the module doc)."""
         pos, vel = into.position, into.velocity
-        np.copyto(vel, 0.0, where=np.isnan(vel))
-        np.copyto(into.effort, 0.0, where=np.isnan(into.effort))
-        dt = now - self._imit_t if math.isfinite(self._imit_t) else 0.0
-        missing = np.isnan(pos)
-        if missing.any():
-            moved = self._imit_pos + vel * max(dt, 0.0)
-            np.copyto(pos, moved, where=missing)
+        # the usual case (position, velocity and effort all commanded) in two dot products: NaN in
+        # any of them makes the sum NaN (so does 0 * inf, which only takes the general path)
+        if math.isnan(pos @ vel + into.effort @ into.effort):
+            np.copyto(vel, 0.0, where=np.isnan(vel))
+            np.copyto(into.effort, 0.0, where=np.isnan(into.effort))
+            dt = now - self._imit_t if math.isfinite(self._imit_t) else 0.0
+            missing = np.isnan(pos)
+            if missing.any():
+                moved = self._imit_pos + vel * max(dt, 0.0)
+                np.copyto(pos, moved, where=missing)
         np.copyto(self._imit_pos, pos)
         self._imit_t = now
 

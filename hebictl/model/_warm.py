@@ -1,4 +1,4 @@
-"""``python -m hebictl.model._warm``: compile every model kernel into numba's cache, then write the stamp.
+"""``python -m hebictl.model._warm``: compile every kernel (model and control) into numba's cache, then stamp them.
 
 Started in the background by :mod:`hebictl.model.warmup` on the first run after an install (with
 ``HEBICTL_JIT=eager``, so the kernels compile here instead of being interpreted). It calls the
@@ -47,10 +47,28 @@ def compile_all() -> None:
     model.gravity_compensation_into(q, g, out)
     model.inverse_dynamics_into(q, q, q, g, out)
     model.forward_kinematics_into(q, "output", np.empty((model.frame_count("output"), 4, 4)))
+    _compile_cycle_kernels(model.nv)
+
+
+def _compile_cycle_kernels(n: int) -> None:
+    """The controller's per-cycle kernels (hebictl.control.cycle_kernels), through their callers."""
+    from hebictl.control.braking import firmware_limit_acting
+    from hebictl.control.cycle_kernels import feedback_faults
+    from hebictl.control.motion import RateLimiter
+    from hebictl.control.safety import Limits
+
+    lim = Limits(np.full(n, -1.0), np.full(n, 1.0), np.full(n, 2.0), np.full(n, 5.0), acceleration_max=np.full(n, 9.0))
+    q = np.zeros(n)
+    for limiter in (RateLimiter(lim.velocity_max, lim), RateLimiter(lim.velocity_max)):
+        limiter.clamp_and_apply(q.copy(), q.copy(), q.copy(), 0.001, q)
+        limiter.apply(q.copy(), q.copy(), 0.001, q)
+    lim.position_violation(q)
+    firmware_limit_acting(q, n)
+    feedback_faults(q, lim.position_min, lim.position_max, lim.position_tolerance, True, q, q)
 
 
 def main() -> int:
-    """Compile, then write the stamp (given by the parent, or numba's cache folder for kernels.py).
+    """Compile, then stamp every kernel module (the parent passes the stamp it waits for).
 
     Also usable by hand after an install (``python -m hebictl.model._warm``, e.g. in an image build)
     so that even the first run uses compiled kernels.
@@ -65,13 +83,19 @@ def main() -> int:
         if stamp:
             with contextlib.suppress(OSError):
                 Path(stamp).with_suffix(".lock").unlink()
-    if not stamp:
-        from hebictl.model import kernels, warmup
+    import importlib
 
-        path = warmup.stamp_path(kernels)
-        stamp = str(path) if path is not None else None
-    if stamp:
-        Path(stamp).write_text("compiled\n")
+    from hebictl.model import warmup
+
+    stamps = {stamp} if stamp else set()
+    for name in warmup.KERNEL_MODULES:  # every kernel module compiled above: stamp each
+        path = warmup.stamp_path(importlib.import_module(name))
+        if path is not None:
+            stamps.add(str(path))
+    for path in stamps:
+        with contextlib.suppress(OSError):
+            Path(path).write_text("compiled\n")
+            Path(path).with_suffix(".lock").unlink(missing_ok=True)
     return 0
 
 

@@ -22,6 +22,10 @@ How:
   core); larger batches compile in-process. When that process is done, a thread loads the
   compiled kernels and swaps them in.
 
+Other packages' kernel modules use the same machinery (``hebictl.control.cycle_kernels``): a
+module lists its own ``ENTRY_KERNELS`` and calls :func:`install` at its end; one background
+process compiles every kernel module and stamps each.
+
 ``HEBICTL_JIT=eager`` imports numba at once and compiles on first call (numba's own behaviour;
 the warm-up process uses it); ``HEBICTL_JIT=interpreted`` keeps the interpreted kernels.
 """
@@ -48,6 +52,13 @@ INTERPRETED_MAX_BATCH = 256
 #: a warm-up lock older than this is stale (its process died)
 LOCK_STALE_S = 300.0
 ENTRY_KERNELS = ("frame_poses_batch", "jacobians_batch", "gravity_batch", "rnea_batch")
+#: every kernel module ``python -m hebictl.model._warm`` compiles and stamps
+KERNEL_MODULES = ("hebictl.model.kernels", "hebictl.control.cycle_kernels")
+
+
+def entry_kernels(module: types.ModuleType) -> tuple[str, ...]:
+    """The entry kernels of ``module`` (its ``ENTRY_KERNELS``; the model kernels' by default)."""
+    return tuple(getattr(module, "ENTRY_KERNELS", ENTRY_KERNELS))
 
 
 def _mode() -> str:
@@ -110,7 +121,7 @@ def stamp_path(module: types.ModuleType) -> Path | None:
     It sits in numba's cache folder for ``module`` and its name hashes the kernel source, numba's
     and Python's versions, so an upgrade or an edited kernel makes it stale.
     """
-    dispatcher = dispatcher_of(module, ENTRY_KERNELS[0])
+    dispatcher = dispatcher_of(module, entry_kernels(module)[0])
     folder = getattr(getattr(dispatcher, "_cache", None), "_cache_path", None)
     if folder is None:
         return None
@@ -128,7 +139,7 @@ def install(module: types.ModuleType) -> None:
         return
     interpreted = _interpreted_namespace(module)
     warm = _WarmUp(module)
-    for name in ENTRY_KERNELS:
+    for name in entry_kernels(module):
         setattr(module, name, Kernel(module, name, getattr(module, name), interpreted[name], warm))
 
 
@@ -169,6 +180,10 @@ class _WarmUp:
         """Start the compile process unless another process already is compiling."""
         if self.stamp is None:
             return
+        running = next((p for p in _COMPILERS if p.poll() is None), None)
+        if running is not None:  # it compiles and stamps every kernel module, this one included
+            self.proc = running
+            return
         lock = self.stamp.with_suffix(".lock")
         try:
             if lock.exists() and time.time() - lock.stat().st_mtime < LOCK_STALE_S:
@@ -180,10 +195,11 @@ class _WarmUp:
             log.debug("kernels: no background compile (%s)", exc)
             return
         env = {**os.environ, "HEBICTL_JIT": "eager", "HEBICTL_WARM_STAMP": str(self.stamp)}
-        log.info("compiling the model kernels in the background (first run after an install)")
+        log.info("compiling the model and control kernels in the background (first run after an install)")
         self.proc = subprocess.Popen([sys.executable, "-m", "hebictl.model._warm"], env=env,
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
+        _COMPILERS.append(self.proc)
 
     def ready(self) -> bool:
         """True once the compiled kernels are in the cache (ours or another process's warm-up)."""
@@ -198,11 +214,11 @@ class _WarmUp:
         if self.loading:
             return
         self.loading = True
-        kernels = [k for k in (getattr(self.module, n) for n in ENTRY_KERNELS) if isinstance(k, Kernel)]
+        kernels = [k for k in (getattr(self.module, n) for n in entry_kernels(self.module)) if isinstance(k, Kernel)]
 
         def load() -> None:
             for k in kernels:
-                sample = _LAST_ARGS.get(k.name)
+                sample = _LAST_ARGS.get(k.key)
                 try:
                     if sample is not None:  # load this signature now; unused kernels load on first call
                         k.dispatcher(*_copies(sample))
@@ -227,6 +243,7 @@ class Kernel:
                  warm: _WarmUp) -> None:
         self.module = module
         self.name = name
+        self.key = f"{module.__name__}.{name}"
         self.lazy = lazy
         self.py_func = lazy.py_func
         self.dispatcher: Any = None
@@ -245,7 +262,7 @@ class Kernel:
         if _mode() == "interpreted":
             return self.interpreted(*args)
         if warm.decide():  # cached: compiled kernels from now on
-            for name in ENTRY_KERNELS:
+            for name in entry_kernels(self.module):
                 k = getattr(self.module, name)
                 if isinstance(k, Kernel):
                     k.swap_in()
@@ -256,15 +273,17 @@ class Kernel:
                 result = self.dispatcher(*args)
             self.swap_in()
             return result
-        if self.name not in _LAST_ARGS:
-            _LAST_ARGS[self.name] = _copies(args)
+        if self.key not in _LAST_ARGS:
+            _LAST_ARGS[self.key] = _copies(args)
         if warm.ready():
             warm.load_in_background()
         return self.interpreted(*args)
 
 
+#: the background compile processes this process started (one is enough for every kernel module)
+_COMPILERS: list[subprocess.Popen[bytes]] = []
 #: one sample call per kernel (copied), replayed by the loader thread to load the same signature
 _LAST_ARGS: dict[str, tuple[Any, ...]] = {}
 
-__all__ = ["INTERPRETED_MAX_BATCH", "Kernel", "LazyJit", "dispatcher_of", "install", "lazy_njit", "materialize",
-           "stamp_path"]
+__all__ = ["INTERPRETED_MAX_BATCH", "KERNEL_MODULES", "Kernel", "LazyJit", "dispatcher_of", "entry_kernels",
+           "install", "lazy_njit", "materialize", "stamp_path"]

@@ -103,3 +103,40 @@ def test_stamp_names_the_kernel_source():
     """The stamp lives beside numba's cache and changes with the kernels' source (hash in its name)."""
     stamp = warmup.stamp_path(kernels)
     assert stamp is not None and stamp.name.startswith("hebictl-kernels-") and stamp.suffix == ".warm"
+
+
+def test_cold_start_compiles_every_kernel_module_in_one_background_process(tmp_path):
+    """A fresh install's first arm loop: the model and control kernels run interpreted, one
+    background process compiles both modules and stamps each, and the loop ends up on the
+    compiled kernels of both without restarting."""
+    code = f"""
+import time
+from hebictl.control import cycle_kernels
+from hebictl.control.arm import Arm
+from hebictl.hardware.clock import SimClock
+from hebictl.model import kernels, warmup
+
+def entries(m):
+    return [getattr(m, k) for k in warmup.entry_kernels(m)]
+
+arm = Arm.from_config({str(REPO_ROOT / 'configs' / 'x-series-6dof.cfg.yaml')!r}, backend="mock", clock=SimClock())
+arm.update()
+arm.send()
+assert any(isinstance(k, warmup.Kernel) for k in entries(cycle_kernels)), "cold cache: interpreted first"
+deadline = time.monotonic() + 400
+while time.monotonic() < deadline and any(isinstance(k, warmup.Kernel) for m in (kernels, cycle_kernels)
+                                          for k in entries(m)):
+    arm.update()
+    arm.send()
+    time.sleep(0.001)
+assert not any(isinstance(k, warmup.Kernel) for m in (kernels, cycle_kernels) for k in entries(m)), "never swapped in"
+assert len(warmup._COMPILERS) == 1, warmup._COMPILERS
+for m in (kernels, cycle_kernels):
+    assert warmup.stamp_path(m).exists(), m.__name__
+print("ok", arm.state)
+"""
+    env = {**os.environ, "HEBICTL_JIT": "auto", "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600,
+                       cwd=REPO_ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "ok ArmState.RUNNING" in r.stdout or "ok running" in r.stdout, r.stdout
