@@ -577,3 +577,24 @@ def test_mstop_holds_and_reports_until_released():
     mock.write(position_command(2, 1.0))
     mock.read(fbk)
     assert not fbk.m_stopped and fbk.velocity[0] == 1.0
+
+
+def test_each_joint_of_one_group_takes_its_own_regime():
+    """Joints of one mock each at a regime's edge (band vmax*tau, rated speed, NaN, tau=0) match their references."""
+    vmax, emax, tau = 2.0, 3.0, [0.05, 0.05, 0.05, 0.02, 0.05, 0.0]
+    mock = make_mock(6, time_constant_s=tau, initial_position=[0, 0, 0.4, 0, 0, 0], command_lifetime=0.0,
+                     max_speed=vmax, max_effort=emax)
+    fbk, cmd = Feedback.empty(6), Command.empty(6)
+    assert mock.read(fbk)
+    cmd.position[:] = [0.0999, 0.1001, np.nan, np.nan, 0.3, 0.01]  # band = 0.1 rad for joints 0, 1
+    cmd.velocity[:] = [np.nan, np.nan, np.nan, vmax * 1.0001, 1.0, np.nan]
+    cmd.effort[:] = [emax * 1.0001, -emax * 0.9999, np.nan, 0.0, np.nan, -9.0]
+    mock.write(cmd)
+    rows = np.array([(fbk.time[0], *fbk.position, *fbk.velocity) for _ in range(400) if mock.read(fbk)])
+    t, pos, vel = rows[:, 0], rows[:, 1:7], rows[:, 7:]
+    for j, (r0, v) in {0: (0.0999, 0.0), 1: (0.1001, 0.0), 3: (0.0, vmax), 4: (0.3, 1.0)}.items():
+        np.testing.assert_allclose(pos[:, j], _saturated_lag_reference(0.0, r0, v, tau[j], vmax, t), atol=2e-6)
+        np.testing.assert_allclose(vel[:, j], np.clip((r0 + v * t - pos[:, j]) / tau[j], -vmax, vmax), atol=1e-9)
+    np.testing.assert_allclose(pos[:, 5], np.minimum(vmax * t, 0.01), atol=1e-15)  # tau = 0 at rated speed
+    assert np.all(pos[:, 2] == 0.4) and np.all(vel[:, 2] == 0.0) and np.all(np.abs(vel) <= vmax)  # 2 holds
+    np.testing.assert_array_equal(fbk.effort, [emax, -emax * 0.9999, 0.0, 0.0, 0.0, -emax])
