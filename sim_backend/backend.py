@@ -55,7 +55,7 @@ from hebictl.hardware.faults import FaultKind, FaultSchedule
 from hebictl.hardware.firmware import ModuleSafety
 from hebictl.hardware.group import ModuleGroup, checked_frequency, grid_index
 from sim_backend.actuator import ActuatorGroup, actuator_step
-from sim_backend.firmware import F_HI, F_LO, FirmwareState, firmware_step
+from sim_backend.firmware import F_HI, F_LIMIT_STATE, F_LO, FirmwareState, firmware_step, install_command
 from sim_backend.modules import ExtraModules, apply_feedback_faults, next_deliverable
 from sim_backend.scene import Scene
 
@@ -70,19 +70,41 @@ _CACHE = os.environ.get("HEBICTL_NUMBA_CACHE", "1") != "0"
 _VIEWER_PERIOD = 1.0 / 60.0  # [s] wall time between viewer refreshes
 
 
+# rows of the packed copy of the last sample that frozen feedback repeats (orientation: 4 rows)
+_FR_TIME, _FR_POS, _FR_VEL, _FR_EFF, _FR_ORIENT, _FR_PCMD, _FR_VCMD, _FR_ECMD, _FR_MSTOP, _FR_LIMIT = (
+    0, 1, 2, 3, 4, 8, 9, 10, 11, 12)
+_FR_ROWS = 13
+
+
 @njit(cache=_CACHE)
-def _sample(qpos, qvel, xquat, qadr, dadr, body, offset, effort, echo, t, times, pos, vel, eff, orient, pcmd, vcmd,
-            ecmd):
-    """Fill a Feedback: joint state, applied effort, command echo, sample time ``t`` and each
-    module's world orientation (xquat ⊗ offset). One call instead of a dozen numpy copies."""
+def _sample(qpos, qvel, xquat, qadr, dadr, body, offset, effort, mstop, F, frozen, echo, t, times, pos, vel, eff,
+            orient, pcmd, vcmd, ecmd, mst, lim):
+    """Fill a Feedback: joint state, applied effort, command echo (``echo[:, i]``), sample time
+    ``t``, each module's world orientation (xquat ⊗ offset), M-stop and limit state; and the same
+    values into ``frozen`` (rows ``_FR_*``), what frozen feedback repeats. One call instead of a
+    dozen numpy copies: this runs every control cycle."""
+    m = float(mstop[0])
     for i in range(qadr.shape[0]):
+        p, v, e = qpos[qadr[i]], qvel[dadr[i]], effort[i]
+        pc, vc, ec, ls = echo[0, i], echo[1, i], echo[2, i], F[F_LIMIT_STATE, i]
         times[i] = t
-        pos[i] = qpos[qadr[i]]
-        vel[i] = qvel[dadr[i]]
-        eff[i] = effort[i]
-        pcmd[i] = echo[0, i]
-        vcmd[i] = echo[1, i]
-        ecmd[i] = echo[2, i]
+        pos[i] = p
+        vel[i] = v
+        eff[i] = e
+        pcmd[i] = pc
+        vcmd[i] = vc
+        ecmd[i] = ec
+        mst[i] = m
+        lim[i] = ls
+        frozen[_FR_TIME, i] = t
+        frozen[_FR_POS, i] = p
+        frozen[_FR_VEL, i] = v
+        frozen[_FR_EFF, i] = e
+        frozen[_FR_PCMD, i] = pc
+        frozen[_FR_VCMD, i] = vc
+        frozen[_FR_ECMD, i] = ec
+        frozen[_FR_MSTOP, i] = m
+        frozen[_FR_LIMIT, i] = ls
         b = body[i]
         w1, x1, y1, z1 = xquat[b, 0], xquat[b, 1], xquat[b, 2], xquat[b, 3]
         w2, x2, y2, z2 = offset[i, 0], offset[i, 1], offset[i, 2], offset[i, 3]
@@ -93,6 +115,8 @@ def _sample(qpos, qvel, xquat, qadr, dadr, body, offset, effort, echo, t, times,
         if w < 0.0:  # one sign convention (w >= 0) for a quaternion that could be either
             w, x, y, z = -w, -x, -y, -z
         orient[i, 0], orient[i, 1], orient[i, 2], orient[i, 3] = w, x, y, z
+        frozen[_FR_ORIENT, i], frozen[_FR_ORIENT + 1, i] = w, x
+        frozen[_FR_ORIENT + 2, i], frozen[_FR_ORIENT + 3, i] = y, z
 
 
 def _display_available() -> bool:
@@ -152,7 +176,9 @@ class SimBackend(ModuleGroup):
         self._started = False
         self._t_next = math.inf  # [s] clock time at which the next physics step is due
         self._steps = 0
-        self._cmd_echo = np.full((3, n), np.nan)
+        # the command echo: while _pending_echo (a command written, no physics step since), the
+        # feedback echoes _echo_snap, the command held before it; otherwise the command held now
+        self._echo_snap = np.full((3, n), np.nan)
         self._pending_echo = False
         self._closed = False
         self._writes = 0
@@ -162,7 +188,9 @@ class SimBackend(ModuleGroup):
         self._seq = 0
         self._last_sample_t = math.nan
         self.faults = FaultSchedule(clock, self._names)
-        self._frozen = Feedback.empty(n)
+        # the last delivered sample (rows _FR_*, filled by _sample; its sequence is _seq), which
+        # frozen feedback repeats
+        self._frozen = np.full((_FR_ROWS, n), np.nan)
         # module i drives joint _joint[i] with sign _sign[i]; the first n are the arm's own modules
         self._joint = np.arange(n, dtype=np.int64)
         self._sign = np.ones(n)
@@ -174,8 +202,6 @@ class SimBackend(ModuleGroup):
         self.feedback_frequency = feedback_frequency
         self.command_lifetime = command_lifetime
         self._bind()
-        self._sample_args = (d.qpos, d.qvel, d.xquat, scene.qadr, scene.dadr, scene.imu_body, scene.imu_offset,
-                             actuators.effort, self._cmd_echo)
         self._run_kernels(self._t0)  # compile (or load) the kernels now, not inside the first control cycle
         self._viewer = None
         self._viewer_sync = 0.0
@@ -242,10 +268,11 @@ class SimBackend(ModuleGroup):
         deadline = now + timeout_s
         hz = self._fb_hz
         faults = self.faults
+        faulty = bool(faults)  # once: nothing in a read changes the schedule
         if hz > 0.0:
             origin = self._grid_origin
             k = grid_index(now, origin, hz, self._k)
-            if faults:
+            if faulty:
                 k = next_deliverable(faults, k, origin, hz, deadline)
             t_k = origin + k / hz
         if hz <= 0.0 or t_k > deadline:
@@ -259,26 +286,24 @@ class SimBackend(ModuleGroup):
             sc = self.scene
             row = np.concatenate(([t_k, time.perf_counter()], self._d.qpos[sc.qadr], self._d.qvel[sc.dadr]))
             self._trace.write(row.tobytes())
-        if faults:
+        if faulty:
             lost = faults.first_active(FaultKind.DISCONNECTED, t_k)
             if lost is not None:
                 raise HardwareError(f"module {self._names[lost.module]!r} (family "  # type: ignore[index]
                                     f"{self._families[lost.module]!r}) stopped responding at t={t_k:.6f} s")  # type: ignore[index]
             if self._seq and faults.first_active(FaultKind.FROZEN, t_k) is not None:
-                self._frozen.copy_into(into)
+                self._repeat_frozen(into)
                 into.rx_time = clock.now()
                 return True
         mujoco.mj_kinematics(self._m, self._d)  # xquat of the state just reached (mj_step leaves it one step old)
-        _sample(*self._sample_args, t_k, into.time, into.position, into.velocity, into.effort, into.orientation,
-                into.position_command, into.velocity_command, into.effort_command)
-        into.mstop.fill(float(self.firmware.mstop[0]))
-        np.copyto(into.position_limit_state, self.firmware.limit_state[:self._n])
-        self._seq += 1
+        _sample(*self._sample_args, self._echo_snap if self._pending_echo else self._cmd, t_k, into.time,
+                into.position, into.velocity, into.effort, into.orientation, into.position_command,
+                into.velocity_command, into.effort_command, into.mstop, into.position_limit_state)
+        self._seq = seq = self._seq + 1  # _sample also wrote this sample into _frozen, should a freeze start now
         self._last_sample_t = t_k
-        into.sequence = self._seq
+        into.sequence = seq
         into.rx_time = clock.now()
-        into.copy_into(self._frozen)  # what frozen feedback repeats, should a freeze start now
-        if faults:
+        if faulty:
             apply_feedback_faults(faults, into, t_k)
         if self._viewer is not None:
             self._sync_viewer()
@@ -296,7 +321,8 @@ class SimBackend(ModuleGroup):
         now = self._clock.now()
         if not self._started:
             self._start(now)
-        self._advance(now)
+        if now >= self._t_next:
+            self._advance(now)
         faults = self.faults
         lost = None
         if faults:
@@ -304,8 +330,16 @@ class SimBackend(ModuleGroup):
                 return True  # lost on the way: the modules' command lifetime runs out
             lost = faults.first_active(FaultKind.DISCONNECTED, now)
         if lost is None:
-            self.command_modules(slice(0, n), pc, vc, ec, now)
+            # command_modules(slice(0, n), ...) in one kernel call (this runs every control cycle)
+            life = self._lifetime
+            expiry = now + life if life > 0.0 else math.inf
+            fw = self.firmware
+            install_command(0, pc, vc, ec, fw.commanded, self.actuators.command, fw.F, expiry, self._echo_snap,
+                            not self._pending_echo)
+            if expiry < self._fw_next:
+                self._fw_next = expiry
         else:  # the other modules still get theirs; the lost one's last command runs out
+            self._hold_echo()
             keep = self.firmware.commanded[:, lost.module].copy()  # type: ignore[index]
             expiry = float(self.firmware.expiry[lost.module])  # type: ignore[index]
             self.command_modules(slice(0, n), pc, vc, ec, now)
@@ -327,6 +361,8 @@ class SimBackend(ModuleGroup):
                         lifetime: float | None = None) -> None:
         """Install a command for ``modules`` (indices into all simulated modules) written at ``now``,
         in force for ``lifetime`` [s] (default the backend's; 0 = forever)."""
+        if (modules.start or 0) < self._n:
+            self._hold_echo()
         fw = self.firmware
         cmd, run = fw.commanded, self.actuators.command
         cmd[0, modules] = run[0, modules] = pc
@@ -336,6 +372,28 @@ class SimBackend(ModuleGroup):
         expiry = now + life if life > 0.0 else math.inf
         fw.expiry[modules] = expiry
         self._fw_next = min(self._fw_next, expiry)
+
+    def _hold_echo(self) -> None:
+        """Keep the feedback echoing the command held now until the next physics step: call
+        before changing the arm modules' command (the Backend protocol's echo timing)."""
+        if not self._pending_echo:
+            np.copyto(self._echo_snap, self._cmd[:, :self._n])
+            self._pending_echo = True
+
+    def _repeat_frozen(self, into: Feedback) -> None:
+        """Fill ``into`` with the last delivered sample (frozen feedback), its sequence included."""
+        f = self._frozen
+        np.copyto(into.time, f[_FR_TIME])
+        np.copyto(into.position, f[_FR_POS])
+        np.copyto(into.velocity, f[_FR_VEL])
+        np.copyto(into.effort, f[_FR_EFF])
+        np.copyto(into.orientation, f[_FR_ORIENT:_FR_ORIENT + 4].T)
+        np.copyto(into.position_command, f[_FR_PCMD])
+        np.copyto(into.velocity_command, f[_FR_VCMD])
+        np.copyto(into.effort_command, f[_FR_ECMD])
+        np.copyto(into.mstop, f[_FR_MSTOP])
+        np.copyto(into.position_limit_state, f[_FR_LIMIT])
+        into.sequence = self._seq
 
     def set_safety(self, safety: ModuleSafety) -> None:
         """Firmware limits and strategies per joint (:mod:`sim_backend.firmware`); a double
@@ -399,7 +457,6 @@ class SimBackend(ModuleGroup):
         dadr = self.scene.dadr[joints]
         np.add.at(self._m.dof_armature, dadr, self.rotor_inertia[joints])  # the second rotor
         self._bind()
-        self._sample_args = (*self._sample_args[:7], self.actuators.effort, self._cmd_echo)
         if self.safety is not None:
             self.firmware.apply(self.safety, self._joint, self._sign)
         self._firmware_changed()
@@ -461,21 +518,21 @@ class SimBackend(ModuleGroup):
         args, fw_args = self._step_args, self._fw_args
         step = mujoco.mj_step
         t_step = self._t0 + self._steps * dt  # start of the next step
-        n = self._n
+        # the firmware kernel only when it can change something: limits or M-stop active, a
+        # setting changed, or a command's lifetime running out (writes install their command directly)
+        always = self._fw_always
+        fw_due = -math.inf if always or self._fw_dirty else self._fw_next - _EPS_T
         for _ in range(steps):
-            # the firmware kernel only when it can change something: limits or M-stop active, a
-            # setting changed, or a command's lifetime running out (writes install their command directly)
-            if self._fw_always or self._fw_dirty or t_step > self._fw_next - _EPS_T:
-                if firmware_step(t_step, *fw_args):  # a command expired: the echo reads NaN from now on
-                    self._pending_echo = True
+            if t_step > fw_due:
+                firmware_step(t_step, *fw_args)  # an expired command: the echo reads NaN after this step
                 self._fw_dirty = False
-                self._fw_next = float(self.firmware.expiry.min())
+                self._fw_next = fw_next = float(self.firmware.expiry.min())
+                fw_due = -math.inf if always else fw_next - _EPS_T
             actuator_step(*args)
             step(m, d)
-            if self._pending_echo:
-                self._pending_echo = False
-                np.copyto(self._cmd_echo, self.firmware.commanded[:, :n])
             t_step += dt
+        if steps > 0:
+            self._pending_echo = False  # a step ran: the echo shows the command held now
         self._steps += steps
         self._t_next = self._t0 + (self._steps + 1) * dt - _EPS_T
 
@@ -499,6 +556,9 @@ class SimBackend(ModuleGroup):
                            self._dt, d.ctrl, m.actuator_biasprm, a.effort, a.slope, self._joint, self._sign)
         self._fw_args = (fw.commanded, fw.F, fw.I, fw.mstop, a.command, a.strategy, d.qpos, d.qvel, qadr, dadr,
                          self._sign)
+        self._cmd = fw.commanded  # what the echo shows (its first n columns) once a step has run
+        self._sample_args = (d.qpos, d.qvel, d.xquat, sc.qadr, sc.dadr, sc.imu_body, sc.imu_offset, a.effort,
+                             fw.mstop, fw.F, self._frozen)
 
     def _run_kernels(self, t: float) -> None:
         self._fw_dirty = False

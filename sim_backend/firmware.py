@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from hebictl._typing import FloatArray
 from hebictl.hardware.firmware import LimitState, LimitStrategy, ModuleSafety, MstopStrategy
 
-__all__ = ["DEFAULT_MSTOP_STRATEGY", "FirmwareState", "firmware_step"]
+__all__ = ["DEFAULT_MSTOP_STRATEGY", "FirmwareState", "firmware_step", "install_command"]
 
 _CACHE = os.environ.get("HEBICTL_NUMBA_CACHE", "1") != "0"
 _EPS_T = 1e-9
@@ -124,6 +124,24 @@ def firmware_step(t, cmd, F, I, mstop, eff_cmd, strategy, qpos, qvel, qadr, dadr
                 eff_cmd[1, i] = 0.0
                 eff_cmd[2, i] = math.nan
     return expired
+
+
+@njit(cache=_CACHE)
+def install_command(first, pc, vc, ec, cmd, run, F, expiry, snap, snapshot):
+    """Command modules ``first ..`` with ``pc``, ``vc``, ``ec`` (into ``cmd``, what the controller
+    wrote, and ``run``, what the PID loops run until the next :func:`firmware_step`), expiring at
+    ``expiry`` [s]. With ``snapshot``, first copy the command held now (``cmd``'s first
+    ``snap.shape[1]`` columns) into ``snap``. One call: a write runs every control cycle."""
+    if snapshot:
+        for r in range(3):
+            for i in range(snap.shape[1]):
+                snap[r, i] = cmd[r, i]
+    for j in range(pc.shape[0]):
+        i = first + j
+        cmd[0, i] = run[0, i] = pc[j]
+        cmd[1, i] = run[1, i] = vc[j]
+        cmd[2, i] = run[2, i] = ec[j]
+        F[F_EXPIRY, i] = expiry
 
 
 @dataclass(eq=False)

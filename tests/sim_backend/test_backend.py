@@ -212,6 +212,55 @@ def test_command_echo_from_the_next_sample_and_expiry_goes_limp():
     assert np.abs(fb.position - HOME).max() > 0.05  # the arm falls
 
 
+def test_echo_waits_for_a_physics_step_when_feedback_outruns_physics():
+    """With 4 kHz feedback on 1 ms physics, samples before the next step still echo the command
+    held before the write (also across two writes); the first sample after a step echoes the last one."""
+    be = make(feedback_frequency=4000.0, command_lifetime=0.0)
+    fb = Feedback.empty(6)
+    first, second = hold_command(HOME, be.scene.robot), hold_command(HOME + 0.01, be.scene.robot)
+    be.write(first)
+    while be.sim_time < 0.0025:
+        be.read(fb)
+    np.testing.assert_array_equal(fb.position_command, first.position)
+    stepped_at = be.sim_time
+    be.write(second)
+    second.position[:] = 0.0  # the modules keep what was written, not the caller's buffer
+    be.write(first)
+    be.write(second)
+    seen = []
+    while be.sim_time < stepped_at + 0.0025:
+        be.read(fb)
+        seen.append((be.sim_time > stepped_at, fb.position_command.copy(), fb.effort_command.copy()))
+    assert any(not stepped for stepped, _, _ in seen)  # some samples came before the next step
+    for stepped, pc, ec in seen:
+        np.testing.assert_array_equal(pc, second.position if stepped else first.position)
+        np.testing.assert_array_equal(ec, second.effort if stepped else first.effort)
+
+
+def test_write_installs_what_command_modules_installs():
+    """write's one-kernel install and the general command_modules (used by extra modules and a
+    disconnected module) leave the same command, running command, expiry and echo."""
+    a, b = make(), make()
+    fa, fb = Feedback.empty(6), Feedback.empty(6)
+    rng = np.random.default_rng(3)
+    for i in range(30):
+        cmd = hold_command(HOME + 0.05 * rng.standard_normal(6), a.scene.robot)
+        cmd.velocity[rng.random(6) < 0.3] = np.nan
+        cmd.effort[rng.random(6) < 0.3] = np.nan
+        a.write(cmd)
+        b.advance(b.clock.now())
+        b.command_modules(slice(0, 6), cmd.position, cmd.velocity, cmd.effort, b.clock.now())
+        b._pending_echo = True  # what write does after installing (the echo from the next step on)
+        for _ in range(1 + i % 3):
+            a.read(fa)
+            b.read(fb)
+        for name in ("position", "velocity", "effort", "position_command", "velocity_command", "effort_command"):
+            np.testing.assert_array_equal(getattr(fa, name), getattr(fb, name), err_msg=name)
+        np.testing.assert_array_equal(a.actuators.command, b.actuators.command)
+        np.testing.assert_array_equal(a.firmware.F, b.firmware.F)
+        np.testing.assert_array_equal(a.firmware.commanded, b.firmware.commanded)
+
+
 def test_zero_lifetime_never_expires():
     """command_lifetime 0 keeps the last command in force."""
     be = make(command_lifetime=0.0)

@@ -112,6 +112,22 @@ def test_frozen_feedback_repeats_the_sample_and_its_sequence():
     assert len(set(seqs)) == 1
 
 
+def test_frozen_feedback_repeats_every_field_of_the_last_sample():
+    """Every field of a frozen sample (orientation, echo, M-stop and limit state too) is the last real sample's."""
+    be = _sim()
+    fbk = Feedback.empty(6)
+    for _ in range(20):
+        be.read(fbk)
+    last = fbk.copy()
+    be.faults.freeze_feedback(duration=0.01)
+    fresh = Feedback.empty(6)
+    be.read(fresh)
+    for name in ("time", "position", "velocity", "effort", "orientation", "position_command", "velocity_command",
+                 "effort_command", "mstop", "position_limit_state"):
+        np.testing.assert_array_equal(getattr(fresh, name), getattr(last, name), err_msg=name)
+    assert fresh.sequence == last.sequence and np.all(np.isfinite(fresh.orientation))
+
+
 def test_nan_fault_blanks_one_module_and_disconnect_raises():
     be = _sim()
     fbk = Feedback.empty(6)
