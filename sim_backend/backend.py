@@ -383,16 +383,11 @@ class SimBackend(ModuleGroup):
     def _repeat_frozen(self, into: Feedback) -> None:
         """Fill ``into`` with the last delivered sample (frozen feedback), its sequence included."""
         f = self._frozen
-        np.copyto(into.time, f[_FR_TIME])
-        np.copyto(into.position, f[_FR_POS])
-        np.copyto(into.velocity, f[_FR_VEL])
-        np.copyto(into.effort, f[_FR_EFF])
+        for name, row in (("time", _FR_TIME), ("position", _FR_POS), ("velocity", _FR_VEL), ("effort", _FR_EFF),
+                          ("position_command", _FR_PCMD), ("velocity_command", _FR_VCMD),
+                          ("effort_command", _FR_ECMD), ("mstop", _FR_MSTOP), ("position_limit_state", _FR_LIMIT)):
+            np.copyto(getattr(into, name), f[row])
         np.copyto(into.orientation, f[_FR_ORIENT:_FR_ORIENT + 4].T)
-        np.copyto(into.position_command, f[_FR_PCMD])
-        np.copyto(into.velocity_command, f[_FR_VCMD])
-        np.copyto(into.effort_command, f[_FR_ECMD])
-        np.copyto(into.mstop, f[_FR_MSTOP])
-        np.copyto(into.position_limit_state, f[_FR_LIMIT])
         into.sequence = self._seq
 
     def set_safety(self, safety: ModuleSafety) -> None:
@@ -566,6 +561,11 @@ class SimBackend(ModuleGroup):
         self._fw_next = math.inf
         firmware_step(t, *self._fw_args)
         actuator_step(*self._step_args)
+        fw, s, none = self.firmware, Feedback.empty(self._n), np.empty(0)  # installs nothing, samples into scratch
+        install_command(0, none, none, none, fw.commanded, self.actuators.command, fw.F, math.inf, self._echo_snap,
+                        False)
+        _sample(*self._sample_args, self._cmd, t, s.time, s.position, s.velocity, s.effort, s.orientation,
+                s.position_command, s.velocity_command, s.effort_command, s.mstop, s.position_limit_state)
 
     # ------------------------------------------------------------------ viewer
     def _open_viewer(self) -> None:
