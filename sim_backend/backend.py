@@ -77,15 +77,16 @@ _FR_ROWS = 13
 
 
 @njit(cache=_CACHE)
-def _sample(qpos, qvel, xquat, qadr, dadr, body, offset, effort, mstop, F, frozen, echo, t, times, pos, vel, eff,
-            orient, pcmd, vcmd, ecmd, mst, lim):
+def _sample(qpos, qvel, xquat, idx, offset, effort, mstop, F, frozen, echo, t, times, pos, vel, eff, orient, pcmd,
+            vcmd, ecmd, mst, lim):
     """Fill a Feedback: joint state, applied effort, command echo (``echo[:, i]``), sample time
     ``t``, each module's world orientation (xquat ⊗ offset), M-stop and limit state; and the same
     values into ``frozen`` (rows ``_FR_*``), what frozen feedback repeats. One call instead of a
-    dozen numpy copies: this runs every control cycle."""
+    dozen numpy copies: this runs every control cycle. ``idx`` rows: qpos index, qvel index and
+    IMU body of each module (packed: the call costs per argument)."""
     m = float(mstop[0])
-    for i in range(qadr.shape[0]):
-        p, v, e = qpos[qadr[i]], qvel[dadr[i]], effort[i]
+    for i in range(idx.shape[1]):
+        p, v, e = qpos[idx[0, i]], qvel[idx[1, i]], effort[i]
         pc, vc, ec, ls = echo[0, i], echo[1, i], echo[2, i], F[F_LIMIT_STATE, i]
         times[i] = t
         pos[i] = p
@@ -105,7 +106,7 @@ def _sample(qpos, qvel, xquat, qadr, dadr, body, offset, effort, mstop, F, froze
         frozen[_FR_ECMD, i] = ec
         frozen[_FR_MSTOP, i] = m
         frozen[_FR_LIMIT, i] = ls
-        b = body[i]
+        b = idx[2, i]
         w1, x1, y1, z1 = xquat[b, 0], xquat[b, 1], xquat[b, 2], xquat[b, 3]
         w2, x2, y2, z2 = offset[i, 0], offset[i, 1], offset[i, 2], offset[i, 3]
         w = w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2
@@ -338,6 +339,7 @@ class SimBackend(ModuleGroup):
                             not self._pending_echo)
             if expiry < self._fw_next:
                 self._fw_next = expiry
+                self._fw_due = min(self._fw_due, expiry - _EPS_T)
         else:  # the other modules still get theirs; the lost one's last command runs out
             self._hold_echo()
             keep = self.firmware.commanded[:, lost.module].copy()  # type: ignore[index]
@@ -345,7 +347,7 @@ class SimBackend(ModuleGroup):
             self.command_modules(slice(0, n), pc, vc, ec, now)
             self.firmware.commanded[:, lost.module] = keep  # type: ignore[index]
             self.firmware.expiry[lost.module] = expiry  # type: ignore[index]
-            self._fw_dirty = True
+            self._fw_due = -math.inf  # the firmware kernel hands the kept command to the loops next step
         # the command echo shows the command from the next sample on, as the Backend protocol says
         self._pending_echo = True
         self._writes += 1
@@ -372,6 +374,7 @@ class SimBackend(ModuleGroup):
         expiry = now + life if life > 0.0 else math.inf
         fw.expiry[modules] = expiry
         self._fw_next = min(self._fw_next, expiry)
+        self._fw_due = min(self._fw_due, expiry - _EPS_T)
 
     def _hold_echo(self) -> None:
         """Keep the feedback echoing the command held now until the next physics step: call
@@ -404,8 +407,8 @@ class SimBackend(ModuleGroup):
     def _firmware_changed(self) -> None:
         """Run the firmware kernel next step; every step while limits or the M-stop need it."""
         fw = self.firmware
-        self._fw_dirty = True
         self._fw_always = bool(fw.mstop[0]) or bool(np.isfinite(fw.F[F_LO]).any() or np.isfinite(fw.F[F_HI]).any())
+        self._fw_due = -math.inf
 
     @property
     def mstop_pressed(self) -> bool:
@@ -515,14 +518,12 @@ class SimBackend(ModuleGroup):
         t_step = self._t0 + self._steps * dt  # start of the next step
         # the firmware kernel only when it can change something: limits or M-stop active, a
         # setting changed, or a command's lifetime running out (writes install their command directly)
-        always = self._fw_always
-        fw_due = -math.inf if always or self._fw_dirty else self._fw_next - _EPS_T
+        fw_due = self._fw_due
         for _ in range(steps):
             if t_step > fw_due:
                 firmware_step(t_step, *fw_args)  # an expired command: the echo reads NaN after this step
-                self._fw_dirty = False
                 self._fw_next = fw_next = float(self.firmware.expiry.min())
-                fw_due = -math.inf if always else fw_next - _EPS_T
+                self._fw_due = fw_due = -math.inf if self._fw_always else fw_next - _EPS_T
             actuator_step(*args)
             step(m, d)
             t_step += dt
@@ -552,13 +553,15 @@ class SimBackend(ModuleGroup):
         self._fw_args = (fw.commanded, fw.F, fw.I, fw.mstop, a.command, a.strategy, d.qpos, d.qvel, qadr, dadr,
                          self._sign)
         self._cmd = fw.commanded  # what the echo shows (its first n columns) once a step has run
-        self._sample_args = (d.qpos, d.qvel, d.xquat, sc.qadr, sc.dadr, sc.imu_body, sc.imu_offset, a.effort,
-                             fw.mstop, fw.F, self._frozen)
+        idx = np.ascontiguousarray(np.stack([sc.qadr, sc.dadr, sc.imu_body]), dtype=np.int64)
+        self._sample_args = (d.qpos, d.qvel, d.xquat, idx, sc.imu_offset, a.effort, fw.mstop, fw.F, self._frozen)
 
     def _run_kernels(self, t: float) -> None:
-        self._fw_dirty = False
+        # the firmware kernel runs at the first step starting after _fw_due [s, clock]: -inf while limits
+        # or the M-stop are active (_fw_always) or a setting changed, else when the first command expires
         self._fw_always = False
-        self._fw_next = math.inf
+        self._fw_next = math.inf  # [s] earliest command expiry
+        self._fw_due = math.inf
         firmware_step(t, *self._fw_args)
         actuator_step(*self._step_args)
         fw, s, none = self.firmware, Feedback.empty(self._n), np.empty(0)  # installs nothing, samples into scratch
