@@ -44,7 +44,7 @@ def _maximum(a, b):
 
 @njit(cache=_CACHE)
 def limit_command(position, velocity, effort, last, measured, dt, clamp, bounded, lo, hi,
-                  velocity_limit, effort_limit, rate_velocity, two_a, limited):
+                  velocity_limit, effort_limit, rate_velocity, acceleration, approach, limited):
     """Limit one cycle's command in place; True if the rate limit moved any joint.
 
     Per joint, in this order (NaN entries are "not commanded" and stay NaN):
@@ -53,7 +53,8 @@ def limit_command(position, velocity, effort, last, measured, dt, clamp, bounded
        effort into ±``effort_limit``;
     2. ``last`` (the previous cycle's command) missing: the measured position, else the command;
     3. ``dt <= 0``: the position stays at ``last`` (no time, no motion);
-    4. ``bounded``: speed toward [lo, hi] at most ``sqrt(two_a * gap)`` (arrive at rest);
+    4. ``bounded``: speed toward [lo, hi] at most ``sqrt(approach * a * gap)`` (arrive at rest; ``a``
+       is ``acceleration``, 1e9 where that is not finite);
     5. a step over ``rate_velocity * dt`` is cut to it and the velocity set to the rated speed.
 
     ``last`` is updated; ``limited`` is written only when the result is True.
@@ -81,8 +82,10 @@ def limit_command(position, velocity, effort, last, measured, dt, clamp, bounded
             velocity[j] = v
             continue
         if bounded:
-            up = math.sqrt(_maximum(hi[j] - ref, 0.0) * two_a[j])
-            down = math.sqrt(_maximum(ref - lo[j], 0.0) * two_a[j])
+            a = acceleration[j]
+            two_a = approach * (a if math.isfinite(a) else 1e9)
+            up = math.sqrt(_maximum(hi[j] - ref, 0.0) * two_a)
+            down = math.sqrt(_maximum(ref - lo[j], 0.0) * two_a)
             if up != up:
                 up = math.inf
             if down != down:

@@ -28,6 +28,7 @@ from hebictl.control.safety import Limits
 #: a command approaches a limit at this fraction of the rated deceleration: it carries no effort
 #: feed-forward, so the modules follow it on their position error alone (which is the overshoot)
 APPROACH_FRACTION = 0.3
+_APPROACH = 2.0 * APPROACH_FRACTION  # the kernel brakes toward a limit at sqrt(_APPROACH * a * distance)
 
 
 class RateLimiter:
@@ -44,8 +45,6 @@ class RateLimiter:
         self.limited = np.zeros(n, dtype=bool)
         self._unbounded = np.full(n, np.inf)
         self._no_effort = np.empty(n)
-        self._two_a_key: bytes | None = None
-        self._two_a_value = np.empty(n)
 
     def reset(self) -> None:
         """Forget the previous command: the next one starts from the measured position."""
@@ -58,36 +57,29 @@ class RateLimiter:
         A limited joint's velocity command is set to the speed it is actually moved at. ``bounds``
         replaces the position limits (a joint being moved back inside them).
         """
-        return self._run(position, velocity, self._no_effort, dt, measured, bounds, clamp=False)
-
-    def clamp_and_apply(self, position: FloatArray, velocity: FloatArray, effort: FloatArray, dt: float,
-                        measured: FloatArray, bounds: tuple[FloatArray, FloatArray] | None = None) -> bool:
-        """:meth:`Limits.clamp_command <hebictl.control.safety.Limits.clamp_command>`, then
-        :meth:`apply`, in one pass (what the arm does to every command)."""
-        return self._run(position, velocity, effort, dt, measured, bounds, clamp=True)
-
-    def _run(self, position: FloatArray, velocity: FloatArray, effort: FloatArray, dt: float,
-             measured: FloatArray, bounds: tuple[FloatArray, FloatArray] | None, clamp: bool) -> bool:
         lim = self.limits
         if lim is None:
             inf = self._unbounded
-            return bool(cycle_kernels.limit_command(position, velocity, effort, self.last, measured, float(dt),
-                                                    False, False, inf, inf, inf, inf, self.velocity_max, inf,
-                                                    self.limited))
+            return cycle_kernels.limit_command(position, velocity, self._no_effort, self.last, measured, float(dt),
+                                               False, False, inf, inf, inf, inf, self.velocity_max, inf,
+                                               _APPROACH, self.limited)
         lo, hi = bounds if bounds is not None else (lim.position_min, lim.position_max)
-        return bool(cycle_kernels.limit_command(position, velocity, effort, self.last, measured, float(dt), clamp,
-                                                lim._bounded or bounds is not None, lo, hi, lim.velocity_max,
-                                                lim.effort_max, self.velocity_max,
-                                                self._two_a(lim.acceleration_max), self.limited))
+        return cycle_kernels.limit_command(position, velocity, self._no_effort, self.last, measured, float(dt),
+                                           False, lim._bounded, lo, hi, lim.velocity_max, lim.effort_max,
+                                           self.velocity_max, lim.acceleration_max, _APPROACH, self.limited)
 
-    def _two_a(self, acceleration_max: FloatArray) -> FloatArray:
-        """``2 * APPROACH_FRACTION * a`` per joint (unbounded: 1e9 rad/s²), recomputed when ``a`` changes."""
-        key = acceleration_max.tobytes()
-        if key != self._two_a_key:
-            a = np.where(np.isfinite(acceleration_max), acceleration_max, 1e9)
-            self._two_a_value = 2.0 * APPROACH_FRACTION * a
-            self._two_a_key = key
-        return self._two_a_value
+    def clamp_and_apply(self, position: FloatArray, velocity: FloatArray, effort: FloatArray, dt: float,
+                        measured: FloatArray, bounds: tuple[FloatArray, FloatArray] | None = None) -> bool:
+        """:meth:`Limits.clamp_command <hebictl.control.safety.Limits.clamp_command>` (positions to
+        ``bounds`` when given), then :meth:`apply`, in one pass: what the arm does to every command."""
+        lim = self.limits
+        if lim is None:  # no limits to clamp to
+            return self.apply(position, velocity, dt, measured, bounds)
+        lo, hi = bounds if bounds is not None else (lim.position_min, lim.position_max)
+        return cycle_kernels.limit_command(position, velocity, effort, self.last, measured, float(dt), True,
+                                           lim._bounded or bounds is not None, lo, hi, lim.velocity_max,
+                                           lim.effort_max, self.velocity_max, lim.acceleration_max, _APPROACH,
+                                           self.limited)
 
 
 def shrink_recovery(recovery: tuple[FloatArray, FloatArray], limits: Limits,
