@@ -49,9 +49,10 @@ class ModelBuilder:
                 raise ModelError(f"duplicate joint name {joint.name!r}")
             self._joint_names.add(joint.name)
         pose = checked_pose(placement, f"placement of {name!r}")
-        check_body(name, pose, joint, inertia or Inertia.zero(), metadata)  # finite physics (issue 12.3)
+        inertia = inertia or Inertia.zero()
+        check_body(name, pose, joint, inertia, metadata)  # finite physics (issue 12.3)
         self._bodies.append(Body(name=name, parent=parent, placement=pose, joint=joint,
-                                 inertia=inertia or Inertia.zero(), metadata=dict(metadata or {})))
+                                 inertia=inertia, metadata=dict(metadata or {})))
         return len(self._bodies) - 1
 
     def add_frame(self, kind: str, body: int, offset: ArrayLike | None = None,

@@ -38,9 +38,17 @@ class FusedTree:
         return body, pose @ frame.offset
 
 
+_EYE3 = np.eye(3)  # only read (scaled into new arrays), never written
+_EYE3.flags.writeable = False
+
+
 def _second_moment(mass: float, com: FloatArray, inertia_com: FloatArray) -> FloatArray:
     """Rotational inertia about the frame origin of a part with ``com`` and ``inertia_com``."""
-    return inertia_com + mass * (float(com @ com) * np.eye(3) - np.outer(com, com))
+    return inertia_com + mass * (float(com @ com) * _EYE3 - np.outer(com, com))
+
+
+_EYE4 = np.eye(4)
+_EYE4.flags.writeable = False
 
 
 def fuse(bodies: Sequence[Body], base: FloatArray) -> FusedTree:
@@ -51,14 +59,14 @@ def fuse(bodies: Sequence[Body], base: FloatArray) -> FusedTree:
     parents: list[int] = []
     for b in bodies:
         if b.parent < 0:
-            up, pose_in_up = -1, np.eye(4)
+            up, pose_in_up = -1, _EYE4
         else:
             up, pose_in_up = anchor[b.parent]
         placement = pose_in_up @ b.placement
         if b.joint.kind is JointKind.FIXED:
             anchor.append((up, placement))
         else:
-            anchor.append((len(moving), np.eye(4)))
+            anchor.append((len(moving), _EYE4.copy()))  # a copy: anchors reach callers via FusedTree
             moving.append(len(anchor) - 1)
             placements.append(placement)
             parents.append(up)
@@ -68,16 +76,18 @@ def fuse(bodies: Sequence[Body], base: FloatArray) -> FusedTree:
     second = np.zeros((n, 3, 3))
     for b, (up, pose) in zip(bodies, anchor, strict=True):
         m = b.inertia.mass
-        if up < 0 or (m == 0.0 and not np.any(b.inertia.rotational_array)):
-            continue  # mass on the fixed base never moves
+        if up < 0 or (m == 0.0 and not any(any(row) for row in b.inertia.rotational)):
+            continue  # mass on the fixed base never moves (a massless, inertia-free body adds nothing)
         R, p = pose[:3, :3], pose[:3, 3]
         c = R @ b.inertia.com_array + p
         mass[up] += m
         first[up] += m * c
         second[up] += _second_moment(m, c, R @ b.inertia.rotational_array @ R.T)
     com = np.divide(first, mass[:, None], out=np.zeros_like(first), where=mass[:, None] > 0)
-    inertia = np.array([second[i] - mass[i] * (float(com[i] @ com[i]) * np.eye(3) - np.outer(com[i], com[i]))
-                        for i in range(n)]).reshape(n, 3, 3)
+    # every body at once (was a per-body np.eye/np.outer; same operations element by element)
+    cc = (com * com).sum(axis=1)
+    shift = cc[:, None, None] * _EYE3 - com[:, :, None] * com[:, None, :]
+    inertia = second - mass[:, None, None] * shift
     inertia = 0.5 * (inertia + inertia.transpose(0, 2, 1))
     q_index, v_index = [], []
     nq = nv = 0

@@ -62,20 +62,46 @@ _NV = {JointKind.FIXED: 0, JointKind.REVOLUTE: 1, JointKind.PRISMATIC: 1, JointK
        JointKind.FREE: 6}
 
 
+#: Python number types the scalar fast paths accept as they are (anything else goes through numpy)
+_PLAIN = (float, int, np.float64)
+_EYE4 = np.eye(4)
+_EYE4.flags.writeable = False
+
+
 def checked_vec3(value: ArrayLike, what: str) -> FloatArray:
     """``value`` as a (3,) float array; ModelError naming ``what`` if it is not 3 finite numbers."""
     arr = np.asarray(value, dtype=np.float64).reshape(-1)
-    if arr.shape != (3,) or not np.all(np.isfinite(arr)):
+    if arr.shape != (3,) or not np.isfinite(arr).all():
         raise ModelError(f"{what} must be 3 finite numbers, got {value!r}")
     return arr
+
+
+def _finite3(value: ArrayLike, what: str) -> tuple[float, float, float]:
+    """:func:`checked_vec3` as a tuple of floats, without numpy for a tuple/list of 3 plain numbers.
+
+    Readers build one Inertia and Joint per body; numpy's per-call overhead on 3 numbers was most
+    of the model's build time on large files (flag.xml: 514 bodies).
+    """
+    if isinstance(value, tuple | list) and len(value) == 3 and all(type(v) in _PLAIN for v in value):
+        x, y, z = (float(v) for v in value)
+        if math.isfinite(x) and math.isfinite(y) and math.isfinite(z):
+            return x, y, z
+        raise ModelError(f"{what} must be 3 finite numbers, got {value!r}")
+    x, y, z = checked_vec3(value, what).tolist()
+    return x, y, z
+
+
+def _norm3(x: float, y: float, z: float) -> float:
+    """``np.linalg.norm`` of a 3-vector, bit for bit (same sum of squares: overflows to inf as it does)."""
+    return math.sqrt(x * x + y * y + z * z)
 
 
 def checked_pose(value: ArrayLike | None, what: str) -> FloatArray:
     """``value`` as a 4x4 float array (identity for None); ModelError naming ``what`` if not finite 4x4."""
     if value is None:
-        return np.eye(4)
+        return _EYE4.copy()  # a copy: callers own (and may modify) the pose they get
     arr = np.array(value, dtype=np.float64)
-    if arr.shape != (4, 4) or not np.all(np.isfinite(arr)):
+    if arr.shape != (4, 4) or not np.isfinite(arr).all():
         raise ModelError(f"{what} must be a finite 4x4 homogeneous transform")
     return arr
 
@@ -102,15 +128,15 @@ class Joint:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        axis = checked_vec3(self.axis, f"axis of joint {self.name!r}")
+        axis = _finite3(self.axis, f"axis of joint {self.name!r}")
         if not (math.isfinite(self.armature) and self.armature >= 0.0):
             raise ModelError(f"joint {self.name!r}: armature must be finite and >= 0, got {self.armature}")
         if self.kind in (JointKind.REVOLUTE, JointKind.PRISMATIC):
-            norm = float(np.linalg.norm(axis))
+            norm = _norm3(*axis)
             if norm < 1e-12:
                 raise ModelError(f"joint {self.name!r} has a zero axis")
-            axis = axis / norm
-        object.__setattr__(self, "axis", tuple(float(a) for a in axis))
+            axis = (axis[0] / norm, axis[1] / norm, axis[2] / norm)
+        object.__setattr__(self, "axis", axis)
         if not math.isfinite(self.scale) or self.scale == 0.0:
             raise ModelError(f"joint {self.name!r}: scale must be finite and non-zero")
         if self.lower > self.upper:
@@ -141,19 +167,29 @@ class Inertia:
     def __post_init__(self) -> None:
         if not math.isfinite(self.mass) or self.mass < 0.0:
             raise ModelError(f"mass must be finite and >= 0, got {self.mass}")
-        com = checked_vec3(self.com, "center of mass")
-        rot = np.asarray(self.rotational, dtype=np.float64)
-        if rot.shape != (3, 3) or not np.all(np.isfinite(rot)):
+        com = _finite3(self.com, "center of mass")
+        rows = self.rotational
+        if not (type(rows) is tuple and len(rows) == 3
+                and all(type(r) is tuple and len(r) == 3 and all(type(v) is float for v in r) for r in rows)):
+            rot = np.asarray(rows, dtype=np.float64)
+            if rot.shape != (3, 3):
+                raise ModelError("rotational inertia must be a finite 3x3 matrix")
+            rows = tuple(tuple(r) for r in rot.tolist())
+        flat = rows[0] + rows[1] + rows[2]
+        if not all(math.isfinite(v) for v in flat):
             raise ModelError("rotational inertia must be a finite 3x3 matrix")
-        if not np.allclose(rot, rot.T, rtol=0.0, atol=1e-12 * max(1.0, float(np.abs(rot).max()))):
+        # np.allclose(rot, rot.T, rtol=0, atol=tol) on finite entries, without numpy's overhead
+        tol = 1e-12 * max(1.0, max(abs(v) for v in flat))
+        if not (abs(flat[1] - flat[3]) <= tol and abs(flat[2] - flat[6]) <= tol and abs(flat[5] - flat[7]) <= tol):
             raise ModelError("rotational inertia must be symmetric")
         object.__setattr__(self, "mass", float(self.mass))
-        object.__setattr__(self, "com", tuple(float(c) for c in com))
-        object.__setattr__(self, "rotational", tuple(tuple(float(v) for v in row) for row in rot))
+        object.__setattr__(self, "com", com)
+        object.__setattr__(self, "rotational", rows)
 
     @classmethod
     def zero(cls) -> Inertia:
-        return cls()
+        """The massless inertia; one shared instance (it is immutable) for the plain class."""
+        return _ZERO_INERTIA if cls is Inertia else cls()
 
     @property
     def com_array(self) -> FloatArray:
@@ -162,6 +198,9 @@ class Inertia:
     @property
     def rotational_array(self) -> FloatArray:
         return np.array(self.rotational)
+
+
+_ZERO_INERTIA = Inertia()
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from hebictl.formats.mjcf.flexcomp import Flexcomp, parse_ints, vertex_bodies
 from hebictl.formats.rotations import (
     MJMINVAL,
     axis_angle_matrix,
+    identity4,
     inverse_transform,
     matrix_quat,
     transform,
@@ -299,7 +300,7 @@ class _Reader(ActuatorReader):
         name = self.register("body", item)
         sub = replace(ctx, childclass=el.get("childclass") or ctx.childclass)
         P = item.T @ self.pose(el, "body", ctx)
-        items = list(self.content(el, np.eye(4), sub))
+        items = list(self.content(el, identity4(), sub))
         joints = [i for i in items if i.tag in ("joint", "freejoint")]
         inertia = self.body_inertia(el, name, items, ctx.doc)
         meta: dict[str, Any] = {"line": el.sourceline, "file": self.where(el)[0]}
@@ -321,7 +322,7 @@ class _Reader(ActuatorReader):
             raise self.fail(f"more than 6 dofs in body {name!r}", el)
         if kinds and any(i.tag == "body" and i.elem.get(_FLEX_FREE) for i in items):
             raise self.fail(f"body {name!r} has joints but no flex vertices/nodes are pinned to it", el)
-        align = np.eye(4)
+        align = identity4()
         if kinds == [JointKind.FREE]:
             spec = specs[0]
             if not top:
@@ -336,7 +337,7 @@ class _Reader(ActuatorReader):
                 raise self.fail(f"pose of body {name!r} is not finite (positions too large?)", el)
             meta["default_position"] = tuple(float(v) for v in pose[:3, 3])
             meta["default_quaternion"] = tuple(float(v) for v in matrix_quat(pose[:3, :3]))
-            index = self.add(builder, name, parent, np.eye(4), spec["joint"], inertia, meta, el)
+            index = self.add(builder, name, parent, identity4(), spec["joint"], inertia, meta, el)
         elif not specs:
             index = self.add(builder, name, parent, P, Joint.fixed(), inertia, meta, el)
         else:
@@ -353,7 +354,7 @@ class _Reader(ActuatorReader):
                 chain_name = self.unique_body(f"{name}__{spec['joint'].name}")
                 at = self.add(builder, chain_name, at, place, spec["joint"], None, {"synthetic": "mjcf joint chain"},
                               el)
-                L = np.eye(4)
+                L = identity4()
                 prev_anchor = anchor
             else:
                 index = self.add(builder, name, at, transform(None, -prev_anchor), Joint.fixed(), inertia, meta, el)
@@ -397,7 +398,7 @@ class _Reader(ActuatorReader):
         extra = self.joint_extras.get(name, {})
         if item.tag == "freejoint":
             align = el.get("align", "auto")
-            return {"kind": JointKind.FREE, "anchor": np.zeros(3), "offset": np.eye(4),
+            return {"kind": JointKind.FREE, "anchor": np.zeros(3), "offset": identity4(),
                     "align": comp.alignfree if align == "auto" else _bool(align, "align", self, el),
                     "joint": Joint(name, JointKind.FREE, metadata={"mjcf_type": "free", "line": el.sourceline},
                                    max_velocity=extra.get("max_velocity", math.inf),
@@ -411,7 +412,7 @@ class _Reader(ActuatorReader):
         kind = kinds[jtype]
         meta: dict[str, Any] = {"mjcf_type": jtype, "line": el.sourceline}
         if kind is JointKind.FREE:
-            return {"kind": kind, "anchor": np.zeros(3), "offset": np.eye(4), "align": comp.alignfree,
+            return {"kind": kind, "anchor": np.zeros(3), "offset": identity4(), "align": comp.alignfree,
                     "joint": Joint(name, kind, metadata=meta,
                                    damping=self.num(el, "joint", "damping", ctx, 0.0, cls),
                                    friction=self.num(el, "joint", "frictionloss", ctx, 0.0, cls),
@@ -419,7 +420,8 @@ class _Reader(ActuatorReader):
         # a joint inside <frame> elements has its anchor and axis moved by them
         anchor = item.T[:3, :3] @ self.vec(el, "joint", "pos", ctx, (0.0, 0.0, 0.0), 3, cls) + item.T[:3, 3]
         axis = item.T[:3, :3] @ self.vec(el, "joint", "axis", ctx, (0.0, 0.0, 1.0), 3, cls)
-        if kind is not JointKind.BALL and np.linalg.norm(axis) < MJMINVAL:
+        ax, ay, az = axis.tolist()  # scalar norm: numpy's overhead per joint was a large part of a load
+        if kind is not JointKind.BALL and math.sqrt(ax * ax + ay * ay + az * az) < MJMINVAL:
             raise self.fail(f"joint {name!r}: axis too small", el)
         angular = kind in (JointKind.REVOLUTE, JointKind.BALL)
         unit = comp.angle if angular else 1.0
@@ -455,7 +457,7 @@ class _Reader(ActuatorReader):
         if self.actuators.get(name):
             meta["actuators"] = [{k: v for k, v in a.items() if k != "elem"} for a in self.actuators[name]]
         try:
-            joint = Joint(name, kind, tuple(axis) if kind is not JointKind.BALL else (0.0, 0.0, 1.0),
+            joint = Joint(name, kind, (ax, ay, az) if kind is not JointKind.BALL else (0.0, 0.0, 1.0),
                           lower=lower, upper=upper, max_effort=max_effort,
                           max_velocity=extra.get("max_velocity", math.inf),
                           damping=self.num(el, "joint", "damping", ctx, 0.0, cls),
@@ -463,7 +465,7 @@ class _Reader(ActuatorReader):
                           armature=self.num(el, "joint", "armature", ctx, 0.0, cls), metadata=meta)
         except ModelError as exc:
             raise self.fail(str(exc), el) from None
-        offset = np.eye(4)
+        offset = identity4()
         if ref and kind is JointKind.REVOLUTE:
             offset = transform(axis_angle_matrix(joint.axis, -ref))
         elif ref and kind is JointKind.PRISMATIC:
