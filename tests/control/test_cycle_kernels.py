@@ -1,10 +1,11 @@
 """The compiled per-cycle checks (hebictl.control.cycle_kernels) against the numpy they replaced.
 
-The references below are the numpy implementations the arm ran before the kernels (clamp,
-limit approach, rate limit, position-limit and firmware-limit checks), kept here verbatim as the
-independent side of the comparison. Inputs are random and hostile: NaN (not commanded) entries,
-infinite limits, commands far outside the limits, zero and negative ``dt``, a missing previous
-command, recovery bounds. Results must agree bit for bit, compiled and interpreted.
+The references are the numpy implementations the arm ran before the kernels: the clamp is still
+:meth:`Limits.clamp_command` (numpy); the limit approach, rate limit, position-limit and
+firmware-limit checks are kept below verbatim as the independent side of the comparison. Inputs
+are random and hostile: NaN (not commanded) entries, infinite limits, commands far outside the
+limits, zero and negative ``dt``, a missing previous command, recovery bounds. Results must agree
+bit for bit, compiled and interpreted.
 """
 
 from __future__ import annotations
@@ -21,19 +22,6 @@ from hebictl.control.safety import Limits
 from hebictl.model import warmup
 
 _FMAX = np.fmax.reduce
-
-
-def _reference_clamp(lim: Limits, position, velocity, effort, bounds=None) -> None:
-    if bounds is not None:
-        np.minimum(position, bounds[1], out=position)
-        np.maximum(position, bounds[0], out=position)
-    elif lim._bounded:
-        np.minimum(position, lim.position_max, out=position)
-        np.maximum(position, lim.position_min, out=position)
-    np.minimum(velocity, lim.velocity_max, out=velocity)
-    np.maximum(velocity, -lim.velocity_max, out=velocity)
-    np.minimum(effort, lim.effort_max, out=effort)
-    np.maximum(effort, -lim.effort_max, out=effort)
 
 
 def _reference_apply(state: dict, lim: Limits | None, position, velocity, dt, measured, bounds=None) -> bool:
@@ -153,7 +141,7 @@ def test_clamp_and_rate_limit_agree_with_numpy_over_a_run(kernels, seed):
         p1, v1, e1 = p0.copy(), v0.copy(), e0.copy()
         got = ours.clamp_and_apply(p1, v1, e1, dt, measured, recovery)
         p2, v2, e2 = p0.copy(), v0.copy(), e0.copy()
-        _reference_clamp(lim, p2, v2, e2, recovery)
+        lim.clamp_command(p2, v2, e2, recovery)  # numpy, as the arm clamped before the kernel
         want = _reference_apply(ref, lim, p2, v2, dt, measured, recovery)
         assert got == want, (cycle, dt)
         for a, b in ((p1, p2), (v1, v2), (e1, e2), (ours.last, ref["last"])):
