@@ -499,7 +499,8 @@ class Arm:
                                                                fb.position_limit_state)
         if pressed and self.state is not _STOPPED:
             self.stop(EventKind.MSTOP, "a module's M-stop is pressed")
-        self._check_firmware_limit(fb, acting)
+        if acting >= 0 or self._firmware_limit:
+            self._check_firmware_limit(fb, acting)
         if self.state is _STOPPED:
             self._stopped_command(now, feedback_ok=True)
             return True

@@ -65,7 +65,10 @@ class GravityCompensationEffort(ArmPlugin):
         Scalar arithmetic on purpose: this runs every cycle and numpy's per-call overhead on
         3-vectors would cost more than the maths.
         """
-        w, x, y, z = arm.last_feedback.orientation[self.imu_feedback_index]
+        orientation = arm.last_feedback.orientation
+        if math.isnan(orientation[self.imu_feedback_index, 0]):  # no IMU (the usual NaN row): one lookup
+            return self.fallback_gravity  # type: ignore[return-value]
+        w, x, y, z = orientation[self.imu_feedback_index]
         if not math.isfinite(w + x + y + z):
             return self.fallback_gravity  # type: ignore[return-value]
         gx, gy, gz = _gravity_direction(w, x, y, z)
