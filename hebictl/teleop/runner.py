@@ -31,6 +31,7 @@ non-finite position command holds instead, so no later goal can start from a NaN
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import queue
@@ -115,8 +116,11 @@ class ArmRunner:
                              max_dt=3.0 / self.rate_hz)
         arm.add_plugin(self.jog)
         self.on_result: Callable[[Ack], None] | None = None
-        self._queue: queue.SimpleQueue[tuple[str, TeleopCommand]] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[str, TeleopCommand, int]] = queue.SimpleQueue()
         self._priority: deque[tuple[str, object]] = deque()
+        # arrival order: an engage jumps the queue, so a release sent before it must not undo it
+        self._arrivals = itertools.count()
+        self._estop_arrival = -1
         self._mode = Mode.IDLE
         self._estop = False
         self._gripper_cmd: GripperCommand | None = None
@@ -145,7 +149,7 @@ class ArmRunner:
 
     def submit(self, topic: str, command: TeleopCommand) -> None:
         """Queue a command for the next cycle; its ack comes through :attr:`on_result`."""
-        self._queue.put((topic, command))
+        self._queue.put((topic, command, next(self._arrivals)))
 
     def offer_jog(self, command: JogCommand, received: float) -> None:
         """Hand a jog sample received at ``received`` [s, arm clock] to the loop (latest wins)."""
@@ -153,7 +157,7 @@ class ArmRunner:
 
     def engage_estop(self, command: EstopCommand | None, detail: str = "") -> None:
         """Stop the arm at the next cycle start, ahead of anything queued (latched)."""
-        self._priority.append(("estop", (command, detail)))
+        self._priority.append(("estop", (command, detail, next(self._arrivals))))
 
     def begin_shutdown(self, reason: EventKind | str = EventKind.TELEOP_SHUTDOWN) -> None:
         """Brake and hold at the next cycle start (thread-safe), ahead of :meth:`close`: the MQTT
@@ -241,13 +245,13 @@ class ArmRunner:
                     self._apply_link_lost(str(payload))
             while True:
                 try:
-                    topic, cmd = self._queue.get_nowait()
+                    topic, cmd, arrival = self._queue.get_nowait()
                 except queue.Empty:
                     break
                 if self._closing is not None or self._stopping_done:
                     self._ack(topic, cmd, False, "shutting_down", "teleop is shutting down")
                 else:
-                    self._apply(topic, cmd)
+                    self._apply(topic, cmd, arrival)
             if self._closing is not None:
                 return self._shutdown_step()
             if self._mode is Mode.JOG and not self._stopping_done:
@@ -472,11 +476,14 @@ class ArmRunner:
         self.jog.velocity[:] = velocity
 
     # ------------------------------------------------------------------ command handlers
-    def _apply(self, topic: str, cmd: TeleopCommand) -> None:
+    def _apply(self, topic: str, cmd: TeleopCommand, arrival: int) -> None:
         try:
             if isinstance(cmd, EstopCommand):
                 if cmd.engaged:
-                    self._apply_estop_engage(cmd, "")
+                    self._apply_estop_engage(cmd, "", arrival)
+                elif arrival < self._estop_arrival:  # an e-stop pressed after this release was sent
+                    self._ack(topic, cmd, False, "estop_engaged", "an e-stop engaged after this release "
+                                                                  "was sent stays engaged; release again")
                 else:
                     self._estop = False
                     self._ack(topic, cmd, True, "", "e-stop released; send cmd/mode to resume")
@@ -507,7 +514,8 @@ class ArmRunner:
         self.gripper.set_opening(cmd.position)
         self._ack(topic, cmd, True, "", f"gripper to {cmd.position:g} (0 closed, 1 open)")
 
-    def _apply_estop_engage(self, cmd: EstopCommand | None, detail: str) -> None:
+    def _apply_estop_engage(self, cmd: EstopCommand | None, detail: str, arrival: int = -1) -> None:
+        self._estop_arrival = max(self._estop_arrival, arrival)
         who = f"{cmd.envelope.client} (seq {cmd.envelope.seq})" if cmd is not None else "the bridge"
         self._consumed_jog = max(self._consumed_jog, self._latest_jog_index())
         self._estop = True

@@ -70,6 +70,23 @@ def test_estop_is_handled_ahead_of_queued_goals(rig):
     assert "release" not in arm.events.kinds()
 
 
+def test_an_estop_pressed_after_a_release_in_the_same_cycle_stays_engaged(rig):
+    """The engage jumps the queue; a release published before it (still queued) must not undo it.
+    Found by the panel's e2e test: release, then space bar, within one 10 ms cycle."""
+    runner, arm, _, acks = rig
+    runner.engage_estop(EstopCommand(env(), True))
+    runner.step()
+    runner.submit("estop", EstopCommand(env(), False))   # the operator releases...
+    runner.engage_estop(EstopCommand(env(), True))       # ...and presses the e-stop again at once
+    runner.step()
+    assert runner.snapshot.estop and runner.estop_latched
+    assert [(a.topic, a.accepted, a.reason) for a in acks[-2:]] == \
+        [("estop", True, ""), ("estop", False, "estop_engaged")]
+    runner.submit("estop", EstopCommand(env(), False))   # a release sent after it still works
+    runner.step()
+    assert acks[-1].accepted and not runner.estop_latched
+
+
 def test_estop_latched_until_released_and_mode_set(rig):
     """After an e-stop: mode refused while engaged; released alone keeps the arm stopped; mode re-arms."""
     runner, arm, _, acks = rig

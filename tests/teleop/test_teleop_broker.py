@@ -216,6 +216,27 @@ def test_estop_latches_until_released_and_mode_set(broker, make_server):
     np.testing.assert_allclose(server.runner.snapshot.position, HOME, atol=1e-5)
 
 
+def test_estop_right_after_a_release_stays_engaged_through_the_broker(broker, make_server):
+    """Release, then e-stop again at once (the panel's release button, then the space bar): the
+    engage jumps the arm thread's queue, and the release published before it must not undo it."""
+    server = make_server(broker.url)
+
+    async def go():
+        async with TeleopClient(broker.url, ARM_ID, name="op") as c:
+            await _home(c)
+            for _ in range(5):  # each round: both within one cycle, whatever the broker's timing
+                assert (await c.estop(True)).accepted
+                await c.estop(False, wait=False)
+                await c.estop(True, wait=False)
+                await asyncio.sleep(5.0 / LOOP_HZ)
+                st = await c.wait_status(lambda s: True)
+                assert st["estop"] is True and server.runner.estop_latched, st
+                assert (await c.estop(False)).accepted
+                await c.wait_status(lambda s: s["estop"] is False)
+
+    run(go())
+
+
 def test_stale_reordered_and_malformed_commands_rejected(broker, make_server):
     """Each bad command gets a rejection ack with its reason, and none of them moves the arm."""
     server = make_server(broker.url, joint_limits=(-np.pi, np.pi))
