@@ -118,11 +118,9 @@ class ArmRunner:
         self.on_result: Callable[[Ack], None] | None = None
         self._queue: queue.SimpleQueue[tuple[str, TeleopCommand, int]] = queue.SimpleQueue()
         self._priority: deque[tuple[str, object]] = deque()
-        # arrival order: an engage jumps the queue, so a release sent before it must not undo it
-        self._arrivals = itertools.count()
-        self._estop_arrival = -1
-        self._mode = Mode.IDLE
-        self._estop = False
+        # arrival order: an e-stop or link loss jumps the queue, and what arrived before it must not undo it
+        self._arrivals, self._estop_arrival, self._link_lost_arrival = itertools.count(), -1, -1
+        self._mode, self._estop = Mode.IDLE, False
         self._gripper_cmd: GripperCommand | None = None
         self._gripper_time: float | None = None
         self._last_error: ErrorRecord | None = None
@@ -167,7 +165,7 @@ class ArmRunner:
 
     def link_lost(self, detail: str) -> None:
         """The broker is gone: brake, hold, and require a new mode command afterwards."""
-        self._priority.append(("link_lost", detail))
+        self._priority.append(("link_lost", (detail, next(self._arrivals))))
 
     def note_error(self, reason: str, detail: str) -> None:
         """Record a rejection made outside the arm thread, for the status's ``last_error``."""
@@ -242,7 +240,7 @@ class ArmRunner:
                         self._safety_stop(self._close_kind, "teleop shutting down: braking, then holding")
                         self._stopping_done = True
                 else:
-                    self._apply_link_lost(str(payload))
+                    self._apply_link_lost(*payload)  # type: ignore[misc]
             while True:
                 try:
                     topic, cmd, arrival = self._queue.get_nowait()
@@ -491,6 +489,9 @@ class ArmRunner:
             if self._estop:
                 self._ack(topic, cmd, False, "estop_engaged", "the e-stop is engaged; release it, then set a mode")
                 return
+            if arrival < self._link_lost_arrival:
+                self._ack(topic, cmd, False, "stopped", "sent before the broker link was lost; send cmd/mode")
+                return
             if isinstance(cmd, ModeCommand):
                 self._apply_mode(topic, cmd)
             elif isinstance(cmd, JointGoalCommand):
@@ -525,7 +526,8 @@ class ArmRunner:
         if cmd is not None:
             self._ack("estop", cmd, True, "", "e-stop engaged (latched): braking, then holding")
 
-    def _apply_link_lost(self, detail: str) -> None:
+    def _apply_link_lost(self, detail: str, arrival: int) -> None:
+        self._link_lost_arrival = arrival  # what was queued before the loss must not resume the arm
         self._safety_stop(EventKind.TELEOP_LINK_LOST, detail)
         self._to_idle()
         self._last_error = ErrorRecord(self.teleop_clock.wall(), "link_lost", detail)

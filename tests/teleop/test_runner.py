@@ -87,6 +87,20 @@ def test_an_estop_pressed_after_a_release_in_the_same_cycle_stays_engaged(rig):
     assert acks[-1].accepted and not runner.estop_latched
 
 
+def test_a_mode_queued_before_the_link_was_lost_does_not_resume_the_arm(rig):
+    """The link loss jumps the queue like an e-stop; a mode command that arrived before it (still
+    queued in the same cycle) is refused, so the arm stays stopped until a new mode arrives."""
+    runner, arm, _, acks = rig
+    runner.submit("mode", ModeCommand(env(), "position"))
+    runner.link_lost("broker gone")
+    runner.step()
+    assert (acks[-1].topic, acks[-1].accepted, acks[-1].reason) == ("mode", False, "stopped")
+    assert runner.mode == "idle" and arm.state is not ArmState.RUNNING
+    runner.submit("mode", ModeCommand(env(), "position"))  # after reconnecting: a new mode resumes
+    runner.step()
+    assert acks[-1].accepted and runner.mode == "position"
+
+
 def test_estop_latched_until_released_and_mode_set(rig):
     """After an e-stop: mode refused while engaged; released alone keeps the arm stopped; mode re-arms."""
     runner, arm, _, acks = rig
