@@ -28,7 +28,7 @@ from hebictl._typing import FloatArray
 from hebictl.control import cycle_kernels
 from hebictl.control.admission import plan
 from hebictl.control.assembly import ExtraModules, assemble
-from hebictl.control.braking import BrakePlanner
+from hebictl.control.braking import BrakePlanner, firmware_limit_side
 from hebictl.control.goal import Goal
 from hebictl.control.motion import Brake, RateLimiter, shrink_recovery
 from hebictl.control.plugins import ArmPlugin, DoubledJointMirror, GravityCompensationEffort
@@ -540,12 +540,12 @@ class Arm:
 
     def _check_firmware_limit(self, fb: Feedback, acting: int) -> None:
         """Record (once per episode) a module's own position limit acting, and brake to a hold:
-        the module no longer follows the command on that joint. ``acting``: ``2 joint + side``
-        (0 lower, 1 upper) of the first such module, else -1 (:func:`firmware_limit_acting`)."""
-        was, self._firmware_limit = self._firmware_limit, acting >= 0
-        if acting < 0 or was:
+        the module no longer follows the command on that joint (``acting``: see :func:`firmware_limit_side`)."""
+        limit = firmware_limit_side(acting)
+        was, self._firmware_limit = self._firmware_limit, limit is not None
+        if limit is None or was:
             return
-        j, side = acting // 2, ("lower" if acting % 2 == 0 else "upper")
+        j, side = limit
         detail = (f"module {j} ({self.backend.names[j]}): its firmware {side} position limit is acting "
                   f"(limit state {fb.position_limit_state[j]:.0f}) at {fb.position[j]:.4f}")
         if self.state is _RUNNING:

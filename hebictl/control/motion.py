@@ -57,28 +57,26 @@ class RateLimiter:
         A limited joint's velocity command is set to the speed it is actually moved at. ``bounds``
         replaces the position limits (a joint being moved back inside them).
         """
-        lim = self.limits
-        if lim is None:
-            inf = self._unbounded
-            return cycle_kernels.limit_command(position, velocity, self._no_effort, self.last, measured, float(dt),
-                                               False, False, inf, inf, inf, inf, self.velocity_max, inf,
-                                               _APPROACH, self.limited)
-        lo, hi = bounds if bounds is not None else (lim.position_min, lim.position_max)
-        return cycle_kernels.limit_command(position, velocity, self._no_effort, self.last, measured, float(dt),
-                                           False, lim._bounded, lo, hi, lim.velocity_max, lim.effort_max,
-                                           self.velocity_max, lim.acceleration_max, _APPROACH, self.limited)
+        return self._limit(position, velocity, self._no_effort, dt, measured, bounds, clamp=False)
 
     def clamp_and_apply(self, position: FloatArray, velocity: FloatArray, effort: FloatArray, dt: float,
                         measured: FloatArray, bounds: tuple[FloatArray, FloatArray] | None = None) -> bool:
         """:meth:`Limits.clamp_command <hebictl.control.safety.Limits.clamp_command>` (positions to
         ``bounds`` when given), then :meth:`apply`, in one pass: what the arm does to every command."""
+        return self._limit(position, velocity, effort, dt, measured, bounds, clamp=True)
+
+    def _limit(self, position: FloatArray, velocity: FloatArray, effort: FloatArray, dt: float,
+               measured: FloatArray, bounds: tuple[FloatArray, FloatArray] | None, clamp: bool) -> bool:
         lim = self.limits
-        if lim is None:  # no limits to clamp to
-            return self.apply(position, velocity, dt, measured, bounds)
-        lo, hi = bounds if bounds is not None else (lim.position_min, lim.position_max)
-        return cycle_kernels.limit_command(position, velocity, effort, self.last, measured, float(dt), True,
-                                           lim._bounded or bounds is not None, lo, hi, lim.velocity_max,
-                                           lim.effort_max, self.velocity_max, lim.acceleration_max, _APPROACH,
+        if lim is None:  # rate limit only: nothing to clamp to or approach
+            lo = hi = vlim = elim = acc = self._unbounded
+            clamp = bounded = False
+        else:
+            lo, hi = bounds if bounds is not None else (lim.position_min, lim.position_max)
+            vlim, elim, acc = lim.velocity_max, lim.effort_max, lim.acceleration_max
+            bounded = lim._bounded or (clamp and bounds is not None)
+        return cycle_kernels.limit_command(position, velocity, effort, self.last, measured, float(dt), clamp,
+                                           bounded, lo, hi, vlim, elim, self.velocity_max, acc, _APPROACH,
                                            self.limited)
 
 

@@ -16,6 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+#: every kernel module this compiles and stamps (hebictl.model.warmup installs each)
+KERNEL_MODULES = ("hebictl.model.kernels", "hebictl.control.cycle_kernels")
+
 ARM = """<?xml version="1.0" encoding="UTF-8"?>
 <robot version="1.2.0">
   <actuator type="X5-9"/>
@@ -88,7 +91,7 @@ def main() -> int:
     from hebictl.model import warmup
 
     stamps = {stamp} if stamp else set()
-    for name in warmup.KERNEL_MODULES:  # every kernel module compiled above: stamp each
+    for name in KERNEL_MODULES:  # every kernel module compiled above: stamp each
         path = warmup.stamp_path(importlib.import_module(name))
         if path is not None:
             stamps.add(str(path))

@@ -52,8 +52,6 @@ INTERPRETED_MAX_BATCH = 256
 #: a warm-up lock older than this is stale (its process died)
 LOCK_STALE_S = 300.0
 ENTRY_KERNELS = ("frame_poses_batch", "jacobians_batch", "gravity_batch", "rnea_batch")
-#: every kernel module ``python -m hebictl.model._warm`` compiles and stamps
-KERNEL_MODULES = ("hebictl.model.kernels", "hebictl.control.cycle_kernels")
 
 
 def entry_kernels(module: types.ModuleType) -> tuple[str, ...]:
@@ -285,5 +283,5 @@ _COMPILERS: list[subprocess.Popen[bytes]] = []
 #: one sample call per kernel (copied), replayed by the loader thread to load the same signature
 _LAST_ARGS: dict[str, tuple[Any, ...]] = {}
 
-__all__ = ["INTERPRETED_MAX_BATCH", "KERNEL_MODULES", "Kernel", "LazyJit", "dispatcher_of", "entry_kernels",
+__all__ = ["INTERPRETED_MAX_BATCH", "Kernel", "LazyJit", "dispatcher_of", "entry_kernels",
            "install", "lazy_njit", "materialize", "stamp_path"]

@@ -343,15 +343,21 @@ def test_lists_both_arms_and_shows_the_selected_one_moving_during_a_goal(rig: Ri
     page.close()
 
 
-def test_holding_a_jog_button_moves_and_releasing_stops_within_ttl(rig: Rig, browser: Any) -> None:
-    tap = rig.tap
+def _press_jog_button(rig: Rig, browser: Any, button: str) -> tuple[Any, float]:
+    """armA's page in mode jog at speed 0.05, the mouse pressed on ``button``: (page, press time)."""
     page = _page(browser, rig.panels["op"], "armA")
-    _mode(page, tap, "armA", "jog")
+    _mode(page, rig.tap, "armA", "jog")
     page.eval_on_selector("#speed", "e => { e.value = '0.05'; }")
-    page.wait_for_selector("#jog_0_plus:not([disabled])")
-    page.hover("#jog_0_plus")
+    page.wait_for_selector(f"{button}:not([disabled])")
+    page.hover(button)
     t0 = time.time()
     page.mouse.down()
+    return page, t0
+
+
+def test_holding_a_jog_button_moves_and_releasing_stops_within_ttl(rig: Rig, browser: Any) -> None:
+    tap = rig.tap
+    page, t0 = _press_jog_button(rig, browser, "#jog_0_plus")
     time.sleep(2.0)
     page.mouse.up()
     t_release = time.time()
@@ -390,13 +396,7 @@ def _latency_report(jog: list[tuple[float, dict[str, Any]]]) -> None:
 
 def test_closing_the_page_mid_jog_stops_the_arm(rig: Rig, browser: Any) -> None:
     tap = rig.tap
-    page = _page(browser, rig.panels["op"], "armA")
-    _mode(page, tap, "armA", "jog")
-    page.eval_on_selector("#speed", "e => { e.value = '0.05'; }")
-    page.wait_for_selector("#jog_0_minus:not([disabled])")
-    page.hover("#jog_0_minus")
-    t0 = time.time()
-    page.mouse.down()
+    page, t0 = _press_jog_button(rig, browser, "#jog_0_minus")
     time.sleep(0.6)
     t_close = time.time()
     page.close()
