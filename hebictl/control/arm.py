@@ -106,8 +106,7 @@ class Arm:
         self._rate = RateLimiter(self.limits.velocity_max, self.limits)
         self.brake_planner = BrakePlanner(model, self.limits)
         self._firmware_limit = False  # a module's firmware limit was acting at the last feedback
-        # joints switched on outside their limits may be moved back in: the allowed range, which
-        # shrinks toward the limits as they come in (None: every joint inside, the limits apply)
+        # range a joint switched on outside its limits may move in, shrinking to them (None: all inside)
         self._recovery: tuple[FloatArray, FloatArray] | None = None
         self.module_safety: Any = None  # the modules' own safety settings, when the config gives them
         self._input_frames = np.empty((model.frame_count("input"), 4, 4))
@@ -117,6 +116,7 @@ class Arm:
         self.plugins: list[ArmPlugin] = []
         for p in plugins:
             self.add_plugin(p)
+        cycle_kernels.load(model, self.dof)  # numba loads the cycle's kernels now, not in the first cycle
 
     # ------------------------------------------------------------------ construction
     @classmethod

@@ -50,24 +50,9 @@ def compile_all() -> None:
     model.gravity_compensation_into(q, g, out)
     model.inverse_dynamics_into(q, q, q, g, out)
     model.forward_kinematics_into(q, "output", np.empty((model.frame_count("output"), 4, 4)))
-    _compile_cycle_kernels(model.nv)
+    from hebictl.control import cycle_kernels  # the controller's per-cycle kernels, as an Arm loads them
 
-
-def _compile_cycle_kernels(n: int) -> None:
-    """The controller's per-cycle kernels (hebictl.control.cycle_kernels), through their callers."""
-    from hebictl.control.braking import firmware_limit_acting
-    from hebictl.control.cycle_kernels import feedback_faults
-    from hebictl.control.motion import RateLimiter
-    from hebictl.control.safety import Limits
-
-    lim = Limits(np.full(n, -1.0), np.full(n, 1.0), np.full(n, 2.0), np.full(n, 5.0), acceleration_max=np.full(n, 9.0))
-    q = np.zeros(n)
-    for limiter in (RateLimiter(lim.velocity_max, lim), RateLimiter(lim.velocity_max)):
-        limiter.clamp_and_apply(q.copy(), q.copy(), q.copy(), 0.001, q)
-        limiter.apply(q.copy(), q.copy(), 0.001, q)
-    lim.position_violation(q)
-    firmware_limit_acting(q, n)
-    feedback_faults(q, lim.position_min, lim.position_max, lim.position_tolerance, True, q, q)
+    cycle_kernels.load(model, model.dof)
 
 
 def main() -> int:
