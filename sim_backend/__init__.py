@@ -78,7 +78,7 @@ def reflected_inertia(max_effort: ArrayLike, max_speed: ArrayLike, time_constant
     return np.asarray(max_effort, dtype=np.float64) / np.asarray(max_speed, dtype=np.float64) * tm
 
 
-def open_sim(*, names: Sequence[str] | None = None, families: str | Sequence[str] | None = None,
+def open_sim(*, names: Sequence[str] | None = None, families: str | Sequence[str] | None = None,  # noqa: C901 (one branch per sim option of the config)
              dof: int | None = None, clock: Clock | None = None, model: Any = None, config: Any = None,
              payload: Payload | Mapping[str, Any] | None = None, friction: ArrayLike | None = None,
              damping: ArrayLike | None = None, armature: ArrayLike | None = None,

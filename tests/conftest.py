@@ -84,12 +84,52 @@ def pytest_configure(config: pytest.Config) -> None:
         cfg.set()
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Without the corpus, skip every test that needs it with the one reason.
+#: fixtures that start a real broker, browser or timed process: their tests are ``realtime``
+REALTIME_FIXTURES = frozenset({"broker", "secure_broker", "make_server", "panel", "page", "browser"})
+#: test modules (relative to tests/) that assert wall-clock timing or drive processes with signals
+REALTIME_MODULES = frozenset({
+    "cli/test_run_cmd.py", "hardware/test_clock.py", "sim_backend/test_backend.py", "panel/test_panel_e2e.py",
+    "teleop/test_clock.py", "teleop/test_teleop_cli.py", "teleop/test_broker_plugin.py",
+    "model/test_warmup.py", "sim_backend/test_safety_matrix.py", "hardware/test_hebi_backend.py",
+    "test_yaml_load.py",
+})
+#: single tests with a wall-clock bound in modules that are otherwise unit tests
+REALTIME_TESTS = frozenset({"hardware/test_base.py::test_read_write_fit_a_1khz_loop",
+                            "test_limits.py::test_dev_zero_refused_without_reading"})
+#: test modules that compare against a reference library on files written by others
+REFERENCE_PREFIXES = ("formats/", "model/test_library.py")
+TESTS_DIR = Path(__file__).resolve().parent
 
-    "Needs it" = marked ``corpus``, or uses the ``corpus_dir`` fixture, or is the skipped
-    placeholder of a parametrization that came out empty because the corpus files are missing.
+
+def tier_of(item: pytest.Item) -> str:
+    """The tier of a test: ``realtime`` (wall clock, real broker/browser/processes: run serially),
+    ``reference`` (a reference library or the corpus) or ``unit``; an explicit marker wins."""
+    for tier in ("realtime", "reference", "unit"):
+        if item.get_closest_marker(tier) is not None:
+            return tier
+    rel = Path(str(item.path)).resolve().relative_to(TESTS_DIR).as_posix() if item.path else ""
+    names = set(getattr(item, "fixturenames", ()))
+    test = f"{rel}::{getattr(item, 'originalname', item.name)}"
+    if (item.get_closest_marker("broker") is not None or names & REALTIME_FIXTURES or rel in REALTIME_MODULES
+            or test in REALTIME_TESTS):
+        return "realtime"
+    if item.get_closest_marker("corpus") is not None or "corpus_dir" in names or rel.startswith(REFERENCE_PREFIXES):
+        return "reference"
+    return "unit"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with its tier (``-m "not realtime"`` runs in parallel under pytest-xdist;
+    ``-m realtime`` serially, so wall-clock checks are not disturbed by a second worker).
+
+    Without the corpus, skip every test that needs it with the one reason: "needs it" = marked
+    ``corpus``, or uses the ``corpus_dir`` fixture, or is the skipped placeholder of a
+    parametrization that came out empty because the corpus files are missing.
     """
+    for item in items:
+        tier = tier_of(item)
+        if item.get_closest_marker(tier) is None:
+            item.add_marker(getattr(pytest.mark, tier))
     if CORPUS_AVAILABLE:
         return
     skip = pytest.mark.skip(reason=CORPUS_SKIP_REASON)

@@ -37,7 +37,7 @@ def _skew(v: FloatArray) -> FloatArray:
     return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
 
 
-def solve(model: RobotModel, target: ArrayLike | None = None, seed: ArrayLike | None = None, *,
+def solve(model: RobotModel, target: ArrayLike | None = None, seed: ArrayLike | None = None, *,  # noqa: C901 (the damped Newton loop with its stop rules in one place)
           orientation: ArrayLike | None = None, tip_axis: ArrayLike | None = None,
           frame: str = "end_effector", index: int = 0, limits: tuple[ArrayLike, ArrayLike] | None = None,
           respect_limits: bool = True, tolerance: float = 1e-10, max_iterations: int = 200,

@@ -202,7 +202,7 @@ class MassReader(DocumentReader):
             cache[key] = self._mesh_mass(el, ctx, cls, body)
         return cache[key]
 
-    def _mesh_mass(self, el: etree._Element, ctx: Ctx, cls: str, body: str) -> geometry.MassProperties:
+    def _mesh_mass(self, el: etree._Element, ctx: Ctx, cls: str, body: str) -> geometry.MassProperties:  # noqa: C901 (one branch per attribute of the element it reads)
         mname = self.get(el, "geom", "mesh", ctx, cls)
         if mname is None:
             raise self.fail("mesh geom needs a mesh attribute", el)

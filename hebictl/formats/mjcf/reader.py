@@ -122,7 +122,7 @@ class _Reader(ActuatorReader):
                             f"{el.get(attr)!r}", el)
         return parse_ints(values)
 
-    def flexcomp(self, el: etree._Element, T: FloatArray, ctx: Ctx) -> Iterator[Item]:
+    def flexcomp(self, el: etree._Element, T: FloatArray, ctx: Ctx) -> Iterator[Item]:  # noqa: C901 (one branch per attribute of the element it reads)
         """The vertex bodies of a ``<flexcomp>``, as ``<body>`` elements made here (see flexcomp.py)."""
         fields: dict[str, Any] = {"name": el.get("name", "")}
         for attr in ("type", "dof"):
@@ -292,7 +292,7 @@ class _Reader(ActuatorReader):
         T = item.T @ self.shape_pose(item.elem, "site", item.ctx, cls)[0]
         self.site_frames.append((name, T, body))
 
-    def body(self, builder: ModelBuilder, item: Item, parent: int, top: bool) -> float:
+    def body(self, builder: ModelBuilder, item: Item, parent: int, top: bool) -> float:  # noqa: C901 (one branch per attribute of the element it reads)
         """Add one MuJoCo body (and its subtree); return the mass welded to its parent (0 if it moves)."""
         el, ctx = item.elem, item.ctx
         if el.get("childclass") and el.get("childclass") not in ctx.doc.defaults:

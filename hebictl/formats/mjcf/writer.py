@@ -64,7 +64,7 @@ def _principal(I: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return vals, vecs
 
 
-def write_mjcf(model: RobotModel, path: str | Path | None = None, *, balance_inertia: bool = False) -> str:
+def write_mjcf(model: RobotModel, path: str | Path | None = None, *, balance_inertia: bool = False) -> str:  # noqa: C901 (one branch per element kind it writes)
     """MJCF text of ``model``; also written to ``path`` when given.
 
     MuJoCo only accepts principal moments of inertia with A + B >= C (true of every rigid body).

@@ -231,7 +231,7 @@ class _Reader:
         link.mass_el, link.mass_file = mass_el, file
         link.T = (body.links[offsetfrom].T @ T) if offsetfrom else T
 
-    def joint(self, el: etree._Element, body: _Body, file: str, prefix: str) -> None:
+    def joint(self, el: etree._Element, body: _Body, file: str, prefix: str) -> None:  # noqa: C901 (one branch per attribute of the element it reads)
         jtype = (el.get("type") or "hinge").lower()
         if jtype not in _JOINT_TYPES:
             raise self.fail(f"<Joint> type {el.get('type')!r} is not hinge, slider, universal, hinge2 or spherical",

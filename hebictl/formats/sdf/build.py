@@ -149,7 +149,7 @@ def _joint(name: str, kind: JointKind, axis: np.ndarray, lim: Mapping[str, float
         raise FormatError(f"joint {j.full!r}: {exc}", j.file, line_of(j.elem)) from None
 
 
-def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, floating_base: bool,
+def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, floating_base: bool,  # noqa: C901 (one branch per attribute of the element it reads)
            metadata: dict[str, Any]) -> RobotModel:
     links = flat.links
     by_child: dict[str, _JointInfo] = {}

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 class JointReader(ElementReader):
     """The ``<joint>`` part of an SDFormat read."""
 
-    def read_joint(self, elem: etree._Element, file: str, version: tuple[int, int], scope: Scope,
+    def read_joint(self, elem: etree._Element, file: str, version: tuple[int, int], scope: Scope,  # noqa: C901 (one branch per attribute of the element it reads)
                    drake: bool) -> Entity:
         if not drake:
             self.check_element(elem, file, version)

@@ -416,7 +416,7 @@ class _Reader:
             return [_Motion(JointKind.BALL, (0.0, 0.0, 1.0), "", 0)]
         return [_Motion(JointKind.FREE, (0.0, 0.0, 1.0), "", 0)]
 
-    def dof_properties(self, j: _SkelJoint) -> None:
+    def dof_properties(self, j: _SkelJoint) -> None:  # noqa: C901 (one branch per attribute of the element it reads)
         """Per-DART-coordinate limits and dynamics from <axis*>, init_pos/init_vel and <dof>."""
         el, n = j.elem, j.ndof
         naxes = {"weld": 0, "ball": 0, "free": 0, "screw": 1}.get(j.type, n)

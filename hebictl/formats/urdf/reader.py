@@ -55,7 +55,7 @@ class _Reader(LinkReader):
 
     # ------------------------------------------------------------------ elements
 
-    def joint(self, el: etree._Element, is_drake: bool = False) -> _Joint:
+    def joint(self, el: etree._Element, is_drake: bool = False) -> _Joint:  # noqa: C901 (one branch per attribute of the element it reads)
         f = self.file
         name = require(el, "name", f)
         jtype = require(el, "type", f)
@@ -150,7 +150,7 @@ class _Reader(LinkReader):
         self.ignored[key] = self.ignored.get(key, 0) + 1
 
     # ------------------------------------------------------------------ document
-    def read(self, root: etree._Element, floating_base: bool) -> RobotModel:
+    def read(self, root: etree._Element, floating_base: bool) -> RobotModel:  # noqa: C901 (one branch per attribute of the element it reads)
         if local_name(root) != "robot" or namespace(root) is not None:
             raise self.fail(f"URDF root element must be <robot>, got <{local_name(root)}>", root)
         robot_name = root.get("name")

@@ -86,7 +86,7 @@ def _bone(link: etree._Element, end: np.ndarray) -> None:
     _geometry(vis, {"type": "cylinder", "radius": _BONE_RADIUS, "length": length})
 
 
-def write_urdf(model: RobotModel, path: str | Path | None = None) -> str:
+def write_urdf(model: RobotModel, path: str | Path | None = None) -> str:  # noqa: C901 (one branch per element kind it writes)
     """URDF text of ``model``; also written to ``path`` when given."""
     check_expressible(model, "urdf", path)
     names = body_names(model)

@@ -215,7 +215,7 @@ class _Reader:
         meta.update(mass=mass, dim=dim.tolist(), pose=transform(Rg, pos).tolist())
         return geometry.MassProperties(mass, pos, Rg @ I @ Rg.T), meta
 
-    def body(self, builder: ModelBuilder, el: etree._Element, parent: int) -> None:
+    def body(self, builder: ModelBuilder, el: etree._Element, parent: int) -> None:  # noqa: C901 (one branch per attribute of the element it reads)
         a = self.attrs(el)
         name = a.get("name")
         if not name:
