@@ -14,7 +14,7 @@ from lxml import etree
 
 from hebictl.formats._xml import elements, local_name
 from hebictl.formats.mjcf.document import (
-    _ACTUATORS,
+    ACTUATORS,
     Ctx,
     Doc,
 )
@@ -43,7 +43,7 @@ class ActuatorReader(MassReader):
         for section in doc.root.iterchildren("actuator"):
             for el in elements(section):
                 tag = local_name(el)
-                if tag not in _ACTUATORS and tag != "plugin":
+                if tag not in ACTUATORS and tag != "plugin":
                     raise self.fail(f"unrecognized element <{tag}> in <actuator>", el)
                 joint = el.get("joint") or el.get("jointinparent")
                 if joint is None:

@@ -36,18 +36,18 @@ from hebictl.model.builder import ModelBuilder
 if TYPE_CHECKING:
     pass
 
-_SRC = "{urn:hebictl:src}file"  # marks elements spliced in from an included file
-_FLEX_FREE = "{urn:hebictl:src}flexfree"  # marks the vertex bodies of a flexcomp that pins nothing to its parent
+SRC = "{urn:hebictl:src}file"  # marks elements spliced in from an included file
+FLEX_FREE = "{urn:hebictl:src}flexfree"  # marks the vertex bodies of a flexcomp that pins nothing to its parent
 FRAMES_TEXT = "hebictl:frames"  # <custom><text name=...> written by write_mjcf: the model's frames
 JOINTS_TEXT = "hebictl:joints"  # ... and joint data MJCF has no attribute for (max_velocity, one-sided limits)
 
 _SECTIONS = {"compiler", "option", "size", "statistic", "visual", "asset", "worldbody", "default", "contact",
              "equality", "tendon", "actuator", "sensor", "keyframe", "custom", "extension", "deformable"}
-_BODY_CHILDREN = {"inertial", "joint", "freejoint", "geom", "site", "camera", "light", "body", "frame", "flexcomp",
+BODY_CHILDREN = {"inertial", "joint", "freejoint", "geom", "site", "camera", "light", "body", "frame", "flexcomp",
                   "replicate", "attach", "plugin"}
-_UNSUPPORTED = {"composite": "it generates bodies procedurally (cables, particles, grids)"}
-_ORIENT = ("quat", "axisangle", "euler", "xyaxes", "zaxis")
-_POSE = ("pos", *_ORIENT)
+UNSUPPORTED = {"composite": "it generates bodies procedurally (cables, particles, grids)"}
+ORIENT = ("quat", "axisangle", "euler", "xyaxes", "zaxis")
+_POSE = ("pos", *ORIENT)
 _ATTRS: dict[str, set[str]] = {
     "body": {"name", "childclass", "mocap", "gravcomp", "sleep", "user", *_POSE},
     "inertial": {"mass", "diaginertia", "fullinertia", *_POSE},
@@ -64,11 +64,11 @@ _ATTRS: dict[str, set[str]] = {
     "replicate": {"count", "offset", "euler", "sep", "prefix"},
     "attach": {"model", "body", "frame", "prefix"},
 }
-_ACTUATORS = {"general", "motor", "position", "velocity", "intvelocity", "orientation", "pid", "damper", "cylinder",
+ACTUATORS = {"general", "motor", "position", "velocity", "intvelocity", "orientation", "pid", "damper", "cylinder",
               "muscle", "adhesion", "dcmotor"}
-_PRIMITIVES = {"sphere", "capsule", "cylinder", "ellipsoid", "box"}
+PRIMITIVES = {"sphere", "capsule", "cylinder", "ellipsoid", "box"}
 _AXIS_ROT = {"x": rot_x, "y": rot_y, "z": rot_z}
-_VOLUME_TYPES = {"hfield", "sphere", "capsule", "cylinder", "ellipsoid", "box", "mesh", "sdf"}
+VOLUME_TYPES = {"hfield", "sphere", "capsule", "cylinder", "ellipsoid", "box", "mesh", "sdf"}
 
 
 # --------------------------------------------------------------------------- documents
@@ -149,7 +149,7 @@ class DocumentReader:
         if elem is None:
             return self.file, None
         for e in (elem, *elem.iterancestors()):
-            src = e.get(_SRC)
+            src = e.get(SRC)
             if src is not None:
                 return src, elem.sourceline
         return self.file, elem.sourceline
@@ -216,7 +216,7 @@ class DocumentReader:
 
     def rotation(self, elem: etree._Element, tag: str, ctx: Ctx, cls: str | None = None) -> FloatArray:
         """Orientation from the element's own specifier, else from its defaults; identity if none."""
-        own = [a for a in _ORIENT if elem.get(a) is not None]
+        own = [a for a in ORIENT if elem.get(a) is not None]
         if len(own) > 1:
             raise self.fail(f"multiple orientation specifiers are not allowed: {', '.join(own)}", elem)
         if own:
@@ -224,7 +224,7 @@ class DocumentReader:
         if tag in ("body", "frame", "inertial") or cls is None:
             return np.eye(3)
         d = ctx.doc.defaults[cls].get(tag, {})
-        dflt = [a for a in _ORIENT if a in d]
+        dflt = [a for a in ORIENT if a in d]
         return self.orient(elem, dflt[-1], d[dflt[-1]], ctx.doc.compiler) if dflt else np.eye(3)
 
     def orient(self, elem: etree._Element, kind: str, text: str, comp: Compiler) -> FloatArray:
@@ -265,7 +265,7 @@ class DocumentReader:
             raise FormatError(f"MJCF root element must be <mujoco>, got <{local_name(root)}>", file, root.sourceline)
         if file != self.file:  # an attached model: its elements report their own file
             for child in elements(root):
-                child.set(_SRC, file)
+                child.set(SRC, file)
         self.expand_includes(root, base_dir, base_dir, [str(Path(file).resolve())], file)
         doc = Doc(file, base_dir, root)
         for el in elements(root):
@@ -337,8 +337,8 @@ class DocumentReader:
                 raise FormatError("<include> cannot be the root element", file, inc.sourceline)
             pos = parent.index(inc)
             for k, child in enumerate(elements(sub)):
-                if child.get(_SRC) is None:
-                    child.set(_SRC, str(path))
+                if child.get(SRC) is None:
+                    child.set(SRC, str(path))
                 parent.insert(pos + k, child)
             parent.remove(inc)
 
@@ -363,7 +363,7 @@ class DocumentReader:
             elif key in ("boundmass", "boundinertia", "settotalmass"):
                 setattr(c, key, float(self.floats(el, text, key, 1)[0]))
             elif key in ("balanceinertia", "autolimits", "discardvisual", "alignfree"):
-                setattr(c, key, _bool(text, key, self, el))
+                setattr(c, key, mjcf_bool(text, key, self, el))
             elif key in ("meshdir", "assetdir"):
                 if key == "meshdir" or c.meshdir is None:
                     c.meshdir = Path(text)
@@ -390,10 +390,10 @@ class DocumentReader:
             if tag == "default":
                 nested.append(child)
                 continue
-            key = "actuator" if tag in _ACTUATORS else tag
+            key = "actuator" if tag in ACTUATORS else tag
             attrs = base.setdefault(key, {})
-            if tag in ("geom", "site") and any(a in child.attrib for a in _ORIENT):
-                for a in _ORIENT:
+            if tag in ("geom", "site") and any(a in child.attrib for a in ORIENT):
+                for a in ORIENT:
                     attrs.pop(a, None)
             attrs.update({k: v for k, v in child.attrib.items() if not k.startswith("{")})
         for child in nested:
@@ -494,7 +494,7 @@ def _normalize(text: str) -> tuple[float, ...] | str:
         return text.strip()
 
 
-def _bool(text: str, what: str, reader: DocumentReader, el: etree._Element) -> bool:
+def mjcf_bool(text: str, what: str, reader: DocumentReader, el: etree._Element) -> bool:
     if text not in ("true", "false"):
         raise reader.fail(f"{what} must be 'true' or 'false', got {text!r}", el)
     return text == "true"

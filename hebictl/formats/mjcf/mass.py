@@ -20,15 +20,15 @@ from hebictl._typing import FloatArray
 from hebictl.formats import geometry
 from hebictl.formats.mjcf.builtin_meshes import builtin_mesh
 from hebictl.formats.mjcf.document import (
-    _ORIENT,
-    _PRIMITIVES,
-    _VOLUME_TYPES,
+    ORIENT,
+    PRIMITIVES,
+    VOLUME_TYPES,
     Compiler,
     Ctx,
     Doc,
     DocumentReader,
     Item,
-    _bool,
+    mjcf_bool,
 )
 from hebictl.formats.mjcf.sdf_plugin_meshes import mesh_plugin_config, sdf_plugin_mesh
 from hebictl.formats.rotations import (
@@ -113,7 +113,7 @@ class MassReader(DocumentReader):
         if mass < 0:
             raise self.fail(f"negative mass {mass} in <inertial>", el)
         if el.get("fullinertia") is not None:
-            if any(el.get(a) is not None for a in _ORIENT):
+            if any(el.get(a) is not None for a in ORIENT):
                 raise self.fail("<inertial>: at most one of 'fullinertia', 'quat', 'axisangle', 'xyaxes', 'zaxis', "
                                 "'euler' can be specified", el)
             v = self.floats(el, el.get("fullinertia", ""), "fullinertia", 6)
@@ -141,13 +141,13 @@ class MassReader(DocumentReader):
                 raise self.fail("plane only allowed in static bodies", el)
             return None
         fitted = self.get(el, "geom", "mesh", ctx, cls)
-        if gtype in _PRIMITIVES and fitted is not None:
+        if gtype in PRIMITIVES and fitted is not None:
             raise self.fail(f"geom in body {body!r} is a {gtype} fitted to mesh {fitted!r}: fitting primitives to "
                             "meshes is not supported; give the body an <inertial>", el)
-        if gtype not in _VOLUME_TYPES:
+        if gtype not in VOLUME_TYPES:
             raise self.fail(f"geom type {gtype!r} in body {body!r}: inertia from it is not supported; give the body "
                             "an <inertial>", el)
-        if _bool(self.flag(el, "geom", "shellinertia", ctx, "false", cls), "shellinertia", self, el):
+        if mjcf_bool(self.flag(el, "geom", "shellinertia", ctx, "false", cls), "shellinertia", self, el):
             raise self.fail("shellinertia is not supported; give the body an <inertial>", el)
         T, half = self.geom_shape(item, cls)
         mass_text = self.get(el, "geom", "mass", ctx, cls)

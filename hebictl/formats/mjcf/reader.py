@@ -27,16 +27,16 @@ from hebictl.formats._xml import elements, local_name, parse_xml
 from hebictl.formats.building import add_standard_frames
 from hebictl.formats.mjcf.actuators import ActuatorReader
 from hebictl.formats.mjcf.document import (
-    _BODY_CHILDREN,
-    _FLEX_FREE,
-    _SRC,
-    _UNSUPPORTED,
+    BODY_CHILDREN,
+    FLEX_FREE,
     FRAMES_TEXT,
     JOINTS_TEXT,
+    SRC,
+    UNSUPPORTED,
     Ctx,
     Doc,
     Item,
-    _bool,
+    mjcf_bool,
 )
 from hebictl.formats.mjcf.flexcomp import Flexcomp, parse_ints, vertex_bodies
 from hebictl.formats.rotations import (
@@ -68,9 +68,9 @@ class _Reader(ActuatorReader):
                 raise limits.exceeded("elements after <replicate>/<attach> expansion", self.expanded, "max_elements",
                                       *self.where(el))
             tag = local_name(el)
-            if tag in _UNSUPPORTED:
-                raise self.fail(f"unsupported MJCF element <{tag}>: {_UNSUPPORTED[tag]}", el)
-            if tag not in _BODY_CHILDREN:
+            if tag in UNSUPPORTED:
+                raise self.fail(f"unsupported MJCF element <{tag}>: {UNSUPPORTED[tag]}", el)
+            if tag not in BODY_CHILDREN:
                 raise self.fail(f"unrecognized element <{tag}> in <{local_name(parent)}>", el)
             self.check_attrs(el, tag)
             if tag == "frame":
@@ -144,7 +144,7 @@ class _Reader(ActuatorReader):
         if el.get("element") is not None:
             fields["element"] = self.ints(el, "element")
         if el.get("rigid") is not None:
-            fields["rigid"] = _bool(el.get("rigid", ""), "rigid", self, el)
+            fields["rigid"] = mjcf_bool(el.get("rigid", ""), "rigid", self, el)
         if el.get("file") is not None and el.get("type") not in ("mesh", "gmsh"):
             raise self.fail("flexcomp file is only for types mesh and gmsh", el)
         pins: dict[str, list[int]] = {"id": [], "range": [], "grid": [], "gridrange": []}
@@ -170,11 +170,11 @@ class _Reader(ActuatorReader):
             for axis in vb.slide_axes:
                 etree.SubElement(body, "joint", type="slide", pos="0 0 0", axis=" ".join(repr(a) for a in axis))
             if not n_pinned:
-                body.set(_FLEX_FREE, "1")
+                body.set(FLEX_FREE, "1")
             for child in body.iter():
                 child.sourceline = el.sourceline
-                if el.get(_SRC) is not None or self.where(el)[0] != self.file:
-                    child.set(_SRC, self.where(el)[0])
+                if el.get(SRC) is not None or self.where(el)[0] != self.file:
+                    child.set(SRC, self.where(el)[0])
             yield Item("body", body, np.eye(4), ctx)
 
     def attach(self, el: etree._Element, T: FloatArray, ctx: Ctx) -> Iterator[Item]:
@@ -320,7 +320,7 @@ class _Reader(ActuatorReader):
                 raise self.fail(f"ball followed by rotation in body {name!r}", el)
         if sum(k.nv for k in kinds) > 6:
             raise self.fail(f"more than 6 dofs in body {name!r}", el)
-        if kinds and any(i.tag == "body" and i.elem.get(_FLEX_FREE) for i in items):
+        if kinds and any(i.tag == "body" and i.elem.get(FLEX_FREE) for i in items):
             raise self.fail(f"body {name!r} has joints but no flex vertices/nodes are pinned to it", el)
         align = identity4()
         if kinds == [JointKind.FREE]:
@@ -399,7 +399,7 @@ class _Reader(ActuatorReader):
         if item.tag == "freejoint":
             align = el.get("align", "auto")
             return {"kind": JointKind.FREE, "anchor": np.zeros(3), "offset": identity4(),
-                    "align": comp.alignfree if align == "auto" else _bool(align, "align", self, el),
+                    "align": comp.alignfree if align == "auto" else mjcf_bool(align, "align", self, el),
                     "joint": Joint(name, JointKind.FREE, metadata={"mjcf_type": "free", "line": el.sourceline},
                                    max_velocity=extra.get("max_velocity", math.inf),
                                    max_effort=extra.get("max_effort", math.inf))}
@@ -435,7 +435,7 @@ class _Reader(ActuatorReader):
             # MuJoCo's autolimits: only a proper interval limits the joint
             is_limited = rng is not None and bool(rng[0] < rng[1])
         else:
-            is_limited = _bool(limited, "limited", self, el)
+            is_limited = mjcf_bool(limited, "limited", self, el)
         if is_limited:
             rng = np.zeros(2) if rng is None else rng
             if kind is not JointKind.BALL and not rng[0] < rng[1]:  # MuJoCo checks hinges and slides only

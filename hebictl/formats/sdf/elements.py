@@ -36,7 +36,7 @@ SDF_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "ball", "univ
 DRAKE_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "ball", "universal", "planar", "screw")
 _RESERVED = ("world",)
 _PATH_VARS = ("SDF_PATH", "GZ_SIM_RESOURCE_PATH", "IGN_GAZEBO_RESOURCE_PATH", "GAZEBO_MODEL_PATH")
-_COLOR_TAGS = ("ambient", "diffuse", "specular", "emissive")
+COLOR_TAGS = ("ambient", "diffuse", "specular", "emissive")
 _NUMBER_PREFIX = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
@@ -70,7 +70,7 @@ def parse_sdf_xml(source: str | bytes | Path, file: str) -> etree._Element:
 
 
 # ====================================================================== small element helpers
-def _child(elem: etree._Element, tag: str) -> etree._Element | None:
+def child_of(elem: etree._Element, tag: str) -> etree._Element | None:
     """First un-namespaced child ``tag`` (SDF elements are never namespaced)."""
     for c in elem:
         if c.tag == tag:
@@ -78,19 +78,19 @@ def _child(elem: etree._Element, tag: str) -> etree._Element | None:
     return None
 
 
-def _children(elem: etree._Element, tag: str) -> list[etree._Element]:
+def children_of(elem: etree._Element, tag: str) -> list[etree._Element]:
     return [c for c in elem if c.tag == tag]
 
 
-def _text(elem: etree._Element | None) -> str:
+def text_of(elem: etree._Element | None) -> str:
     return (elem.text or "").strip() if elem is not None else ""
 
 
-def _float(elem: etree._Element | None, file: str, default: float, what: str | None = None) -> float:
+def sdf_float(elem: etree._Element | None, file: str, default: float, what: str | None = None) -> float:
     """A double element's value (``default`` when absent)."""
     if elem is None:
         return default
-    text = _text(elem)
+    text = text_of(elem)
     try:
         value = float(text)
     except ValueError:
@@ -107,8 +107,8 @@ def _float(elem: etree._Element | None, file: str, default: float, what: str | N
     return value
 
 
-def _floats(elem: etree._Element, file: str, count: int | Sequence[int]) -> np.ndarray:
-    text = _text(elem).split()
+def sdf_floats(elem: etree._Element, file: str, count: int | Sequence[int]) -> np.ndarray:
+    text = text_of(elem).split()
     try:
         values = np.array([float(t) for t in text], dtype=np.float64)
     except ValueError:
@@ -122,7 +122,7 @@ def _floats(elem: etree._Element, file: str, count: int | Sequence[int]) -> np.n
     return values
 
 
-def _bounded(value: float) -> float:
+def bounded_value(value: float) -> float:
     if value >= UNBOUNDED:
         return math.inf
     if value <= -UNBOUNDED:
@@ -209,7 +209,7 @@ class ElementReader:
 
     def pose_of(self, elem: etree._Element, file: str, version: tuple[int, int]) -> tuple[np.ndarray, str, int | None]:
         """(pose, relative_to, line) of an element's ``<pose>`` child."""
-        p = _child(elem, "pose")
+        p = child_of(elem, "pose")
         if p is None:
             return np.eye(4), "", None
         self.check_element(p, file, version)

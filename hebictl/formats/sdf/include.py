@@ -23,11 +23,11 @@ from hebictl.formats._xml import line_of, local_name, parse_xml
 from hebictl.formats.sdf.elements import (
     SUPPORTED,
     ElementReader,
-    _child,
-    _children,
-    _text,
+    child_of,
+    children_of,
     parse_sdf_xml,
     parse_version,
+    text_of,
 )
 from hebictl.formats.sdf.frames import Entity, Scope, parse_bool
 from hebictl.formats.sdf.writer import model_element
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class _Include:
+class SdfInclude:
     """What an ``<include>`` overrides on the model it brings in."""
 
     name: str | None = None
@@ -55,8 +55,8 @@ class IncludeReader(ElementReader):
     def read_include(self, scope: Scope, elem: etree._Element, file: str, version: tuple[int, int],
                      base_dir: Path | None) -> None:
         self.check_element(elem, file, version)
-        uri_el = _child(elem, "uri")
-        uri = _text(uri_el)
+        uri_el = child_of(elem, "uri")
+        uri = text_of(uri_el)
         if not uri:
             raise FormatError("<include> needs a <uri>", file, line_of(elem))
         path = self.resolve_uri(uri, base_dir, file, line_of(uri_el))
@@ -66,18 +66,18 @@ class IncludeReader(ElementReader):
                               f"{where}; pass model_paths= or package_map=, or set SDF_PATH)", file, line_of(uri_el))
         if os.path.isdir(path):
             path = self.model_config(path, file, uri_el)
-        inc = _Include()
-        nm = _child(elem, "name")
+        inc = SdfInclude()
+        nm = child_of(elem, "name")
         if nm is not None:
-            inc.name = _text(nm)
-        if _child(elem, "pose") is not None:
+            inc.name = text_of(nm)
+        if child_of(elem, "pose") is not None:
             inc.pose, inc.relative_to, inc.pose_line = self.pose_of(elem, file, version)
-        st = _child(elem, "static")
+        st = child_of(elem, "static")
         if st is not None:
-            inc.static = parse_bool(_text(st), st, file, "<static>")
-        pf = _child(elem, "placement_frame")
+            inc.static = parse_bool(text_of(st), st, file, "<static>")
+        pf = child_of(elem, "placement_frame")
         if pf is not None:
-            inc.placement_frame = _text(pf)
+            inc.placement_frame = text_of(pf)
         merge = parse_bool(elem.get("merge", "false"), elem, file, "merge attribute")
         resolved = path.resolve()
         if resolved in self.include_stack:
@@ -103,7 +103,7 @@ class IncludeReader(ElementReader):
         else:
             self.add_model_entity(scope, sub, elem, file)
 
-    def included_model(self, path: Path, inc: _Include, parent: Scope, file: str,
+    def included_model(self, path: Path, inc: SdfInclude, parent: Scope, file: str,
                        elem: etree._Element) -> Scope | None:
         if path.suffix.lower() == ".urdf":
             return self.included_urdf(path, inc, parent, file, elem)
@@ -111,9 +111,9 @@ class IncludeReader(ElementReader):
         if local_name(root) != "sdf":
             raise FormatError(f"<include>d file {path} is not SDF (root <{local_name(root)}>)", file, line_of(elem))
         version = parse_version(root.get("version"), root, str(path))
-        models = _children(root, "model")
+        models = children_of(root, "model")
         if len(models) != 1:
-            if not models and (_children(root, "actor") or _children(root, "light")):
+            if not models and (children_of(root, "actor") or children_of(root, "light")):
                 self.ignored["<include> of an actor or light"] = self.ignored.get("<include> of an actor or light",
                                                                                    0) + 1
                 return None
@@ -121,7 +121,7 @@ class IncludeReader(ElementReader):
                               line_of(elem))
         return self.read_model(models[0], str(path), version, path.resolve().parent, parent, inc)
 
-    def included_urdf(self, path: Path, inc: _Include, parent: Scope, file: str,
+    def included_urdf(self, path: Path, inc: SdfInclude, parent: Scope, file: str,
                       elem: etree._Element) -> Scope:
         """A URDF brought in by <include>: read by the URDF reader, then seen as an SDF model."""
         with warnings.catch_warnings():
@@ -209,8 +209,8 @@ class IncludeReader(ElementReader):
             for s in root.iter("sdf"):
                 m = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", s.get("version", "0.0"))
                 v = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
-                if v <= SUPPORTED[1] and _text(s) and (best is None or v > best[0]):
-                    best = (v, _text(s))
+                if v <= SUPPORTED[1] and text_of(s) and (best is None or v > best[0]):
+                    best = (v, text_of(s))
             if best is not None and limits.is_regular_file(folder / best[1]):
                 return limits.resolve_reference(best[1], folder, file=str(cfg), what="model.config <sdf>")
         if limits.is_regular_file(folder / "model.sdf"):

@@ -28,7 +28,15 @@ from hebictl.formats.geometry import (
     sphere_volume,
 )
 from hebictl.formats.rotations import inverse_transform
-from hebictl.formats.sdf.elements import _COLOR_TAGS, ElementReader, _child, _children, _float, _floats, _text
+from hebictl.formats.sdf.elements import (
+    COLOR_TAGS,
+    ElementReader,
+    child_of,
+    children_of,
+    sdf_float,
+    sdf_floats,
+    text_of,
+)
 from hebictl.formats.sdf.frames import Entity, Scope, parse_bool
 from hebictl.model.tree import Inertia
 
@@ -65,9 +73,9 @@ class LinkReader(ElementReader):
             elif c.tag == "velocity_decay":
                 for v in elements(c):
                     if v.tag in ("linear", "angular"):
-                        _float(v, file, 0.0)
+                        sdf_float(v, file, 0.0)
             elif c.tag in ("gravity", "self_collide", "kinematic", "enable_wind", "must_be_base_link"):
-                meta[c.tag] = parse_bool(_text(c), c, file, f"<{c.tag}>")
+                meta[c.tag] = parse_bool(text_of(c), c, file, f"<{c.tag}>")
         if visuals:
             meta["visuals"] = visuals
         if collisions:
@@ -85,40 +93,40 @@ class LinkReader(ElementReader):
         out: dict[str, Any] = {"name": elem.get("name"), "pose": pose.tolist(), "line": line_of(elem)}
         if rel:
             out["relative_to"] = rel
-        geo = _child(elem, "geometry")
+        geo = child_of(elem, "geometry")
         if geo is not None:
             shapes = elements(geo)
             if shapes:
                 out.update(self.read_geometry(shapes[0], file, scope))
-        density = _child(elem, "density")
+        density = child_of(elem, "density")
         if density is not None:
-            out["density"] = _float(density, file, 1000.0)
-        mat = _child(elem, "material")
+            out["density"] = sdf_float(density, file, 1000.0)
+        mat = child_of(elem, "material")
         if mat is not None:
-            for tag in _COLOR_TAGS:
-                col = _child(mat, tag)
+            for tag in COLOR_TAGS:
+                col = child_of(mat, tag)
                 if col is not None:
-                    rgba = _floats(col, file, (3, 4))
+                    rgba = sdf_floats(col, file, (3, 4))
                     if np.any(rgba < 0) or np.any(rgba > 1):
-                        raise FormatError(f"<{tag}> colour components must be in [0, 1], got {_text(col)!r}", file,
+                        raise FormatError(f"<{tag}> colour components must be in [0, 1], got {text_of(col)!r}", file,
                                           line_of(col))
                     out.setdefault("material", {})[tag] = rgba.tolist()
-            script = _child(mat, "script")
-            if script is not None and not any(_text(u) for u in _children(script, "uri")):
+            script = child_of(mat, "script")
+            if script is not None and not any(text_of(u) for u in children_of(script, "uri")):
                 raise FormatError("a material <script> needs a <uri> (the file that defines the script)", file,
                                   line_of(script))
-            shader = _child(mat, "shader")
+            shader = child_of(mat, "shader")
             if shader is not None and (shader.get("type") or "").startswith("normal_map") \
-                    and not _text(_child(shader, "normal_map")):
+                    and not text_of(child_of(shader, "normal_map")):
                 raise FormatError(f"material <shader type={shader.get('type')!r}> needs a <normal_map>", file,
                                   line_of(shader))
         for c in elements(elem):
             if namespace(c) == DRAKE_NS:
                 if local_name(c) == "proximity_properties":
-                    out["drake:proximity_properties"] = {local_name(p): _text(p) or dict(p.attrib)
+                    out["drake:proximity_properties"] = {local_name(p): text_of(p) or dict(p.attrib)
                                                          for p in elements(c)}
                 else:
-                    out[f"drake:{local_name(c)}"] = _text(c) or dict(c.attrib)
+                    out[f"drake:{local_name(c)}"] = text_of(c) or dict(c.attrib)
         return out
 
     def read_geometry(self, shape: etree._Element, file: str, scope: Scope) -> dict[str, Any]:
@@ -128,36 +136,36 @@ class LinkReader(ElementReader):
         if ns not in (None, DRAKE_NS):
             return out
         if kind == "box":
-            size = _child(shape, "size")
-            out["size"] = _floats(size, file, 3).tolist() if size is not None else [1.0, 1.0, 1.0]
+            size = child_of(shape, "size")
+            out["size"] = sdf_floats(size, file, 3).tolist() if size is not None else [1.0, 1.0, 1.0]
         elif kind in ("sphere", "cylinder", "capsule"):
-            out["radius"] = _float(_child(shape, "radius"), file, 1.0 if kind != "capsule" else 0.5)
+            out["radius"] = sdf_float(child_of(shape, "radius"), file, 1.0 if kind != "capsule" else 0.5)
             if kind != "sphere":
-                out["length"] = _float(_child(shape, "length"), file, 1.0)
+                out["length"] = sdf_float(child_of(shape, "length"), file, 1.0)
         elif kind == "ellipsoid":
-            radii = _child(shape, "radii")
+            radii = child_of(shape, "radii")
             if ns == DRAKE_NS:
-                out["radii"] = [_float(_child(shape, k), file, 1.0) for k in ("a", "b", "c")]
+                out["radii"] = [sdf_float(child_of(shape, k), file, 1.0) for k in ("a", "b", "c")]
             else:
-                out["radii"] = _floats(radii, file, 3).tolist() if radii is not None else [1.0, 1.0, 1.0]
+                out["radii"] = sdf_floats(radii, file, 3).tolist() if radii is not None else [1.0, 1.0, 1.0]
         elif kind == "mesh":
-            uri = _text(_child(shape, "uri"))
+            uri = text_of(child_of(shape, "uri"))
             out["uri"] = uri
-            scale = _child(shape, "scale")
-            out["scale"] = _floats(scale, file, 3).tolist() if scale is not None else [1.0, 1.0, 1.0]
+            scale = child_of(shape, "scale")
+            out["scale"] = sdf_floats(scale, file, 3).tolist() if scale is not None else [1.0, 1.0, 1.0]
             path = self.resolve_uri(uri, getattr(scope, "base_dir", None), file, line_of(shape)) if uri else None
             out["mesh_path"] = str(path) if path is not None and os.path.isfile(path) else None
             if out["mesh_path"] is None:
                 self.missing_meshes.append(uri)
         elif kind == "plane":
-            normal = _child(shape, "normal")
+            normal = child_of(shape, "normal")
             if normal is not None:
-                out["normal"] = _floats(normal, file, 3).tolist()
+                out["normal"] = sdf_floats(normal, file, 3).tolist()
         return out
 
     def read_inertial(self, link: Entity, scope: Scope) -> Inertia:
         """SDFormat ``<inertial>``: mass (default 1 kg), inertia about the COM in the inertial frame."""
-        el = _child(link.elem, "inertial")
+        el = child_of(link.elem, "inertial")
         file, version = link.file, scope.version
         if el is None:
             return Inertia(1.0, (0.0, 0.0, 0.0), np.eye(3))
@@ -168,18 +176,18 @@ class LinkReader(ElementReader):
                 raise FormatError(f"link {link.name!r}: inertial pose relative_to {rel!r} is not a frame of "
                                   f"{scope.what}", file, line_of(el))
             pose = inverse_transform(scope.pose(link.name)) @ scope.pose(rel) @ pose
-        mass_el = _child(el, "mass")
-        mass = _float(mass_el, file, 1.0)
+        mass_el = child_of(el, "mass")
+        mass = sdf_float(mass_el, file, 1.0)
         auto = version >= (1, 11) and parse_bool(el.get("auto", "false"), el, file, "auto attribute")
         if auto:
             return self.auto_inertia(link, el, mass if mass_el is not None else None, scope)
         if mass < 0:
             raise FormatError(f"link {link.name!r} has a negative mass {mass}", file, line_of(mass_el))
         I = np.eye(3)
-        inertia = _child(el, "inertia")
+        inertia = child_of(el, "inertia")
         if inertia is not None:
             self.check_element(inertia, file, version)
-            vals = {k: _float(_child(inertia, k), file, 1.0 if k in ("ixx", "iyy", "izz") else 0.0)
+            vals = {k: sdf_float(child_of(inertia, k), file, 1.0 if k in ("ixx", "iyy", "izz") else 0.0)
                     for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
             I = np.array([[vals["ixx"], vals["ixy"], vals["ixz"]],
                           [vals["ixy"], vals["iyy"], vals["iyz"]],
@@ -193,7 +201,7 @@ class LinkReader(ElementReader):
     def auto_inertia(self, link: Entity, el: etree._Element, mass: float | None, scope: Scope) -> Inertia:
         """``<inertial auto="true">`` (1.11): mass properties of the collision shapes."""
         file = link.file
-        default_density = _float(_child(el, "density"), file, 1000.0)
+        default_density = sdf_float(child_of(el, "density"), file, 1000.0)
         parts: list[MassProperties] = []
         for col in link.data["collisions"]:
             density = col.get("density", default_density)

@@ -18,9 +18,9 @@ from hebictl.errors import FormatError
 from hebictl.formats._xml import DRAKE_NS, HEBICTL_NS, elements, line_of, local_name, namespace
 from hebictl.formats.rotations import inverse_transform
 from hebictl.formats.sdf.build import Flattener, build
-from hebictl.formats.sdf.elements import _child, _children, _floats, _text, parse_sdf_xml, parse_version
+from hebictl.formats.sdf.elements import child_of, children_of, parse_sdf_xml, parse_version, sdf_floats, text_of
 from hebictl.formats.sdf.frames import SCOPE, Entity, Scope, parse_bool
-from hebictl.formats.sdf.include import IncludeReader, _Include
+from hebictl.formats.sdf.include import IncludeReader, SdfInclude
 from hebictl.formats.sdf.joints import JointReader
 from hebictl.formats.sdf.links import LinkReader
 
@@ -42,8 +42,8 @@ class _Reader(IncludeReader, LinkReader, JointReader):
         if tag != "sdf" or namespace(root) is not None:
             raise FormatError(f"SDFormat root element must be <sdf version=...>, got <{tag}>", file, line_of(root))
         version = parse_version(root.get("version"), root, file)
-        worlds = _children(root, "world")
-        models = _children(root, "model")
+        worlds = children_of(root, "world")
+        models = children_of(root, "model")
         others = [c for c in elements(root) if c.tag in ("actor", "light")]
         if worlds and (models or len(worlds) > 1):
             raise FormatError(f"an <sdf> may hold one <world> or one <model>; this one has {len(worlds)} world(s) "
@@ -68,11 +68,11 @@ class _Reader(IncludeReader, LinkReader, JointReader):
         if not name:
             raise FormatError("<world> is missing the required attribute 'name'", file, line_of(elem))
         world = Scope("world", name, elem, file, version)
-        gravity = _child(elem, "gravity")
-        physics = _child(elem, "physics")
+        gravity = child_of(elem, "gravity")
+        physics = child_of(elem, "physics")
         if gravity is None and physics is not None and version < (1, 5):
-            gravity = _child(physics, "gravity")
-        world.entities_data = {"gravity": _floats(gravity, file, 3) if gravity is not None  # type: ignore[attr-defined]
+            gravity = child_of(physics, "gravity")
+        world.entities_data = {"gravity": sdf_floats(gravity, file, 3) if gravity is not None  # type: ignore[attr-defined]
                                else np.array([0.0, 0.0, -9.8])}
         for c in elements(elem):
             tag = c.tag
@@ -93,7 +93,7 @@ class _Reader(IncludeReader, LinkReader, JointReader):
     # ------------------------------------------------------------------ models
 
     def read_model(self, elem: etree._Element, file: str, version: tuple[int, int], base_dir: Path | None,
-                   parent: Scope | None, include: _Include | None = None) -> Scope:
+                   parent: Scope | None, include: SdfInclude | None = None) -> Scope:
         self.check_element(elem, file, version)
         name = include.name if include and include.name else self.name_of(elem, file, version, "model")
         scope = Scope("model", name, elem, file, version, parent)
@@ -106,8 +106,8 @@ class _Reader(IncludeReader, LinkReader, JointReader):
         if scope.placement_frame == "__root__":
             raise FormatError("placement_frame=\"__root__\": '__root__' is reserved and cannot be used", file,
                               line_of(elem))
-        st = _child(elem, "static")
-        scope.static = parse_bool(_text(st), st, file, "<static>") if st is not None else False
+        st = child_of(elem, "static")
+        scope.static = parse_bool(text_of(st), st, file, "<static>") if st is not None else False
         if include is not None and include.static is not None:
             scope.static = include.static
         pose, rel, line = self.pose_of(elem, file, version)
@@ -123,7 +123,7 @@ class _Reader(IncludeReader, LinkReader, JointReader):
                 elif ns == HEBICTL_NS and local_name(c) == "frames" and parent is None:
                     self.hebictl_frames = [f for f in c if local_name(f) == "frame"]
                 elif ns == HEBICTL_NS and local_name(c) == "gravity" and parent is None:
-                    self.gravity = _floats(c, file, 3)
+                    self.gravity = sdf_floats(c, file, 3)
                 continue
             if tag == "link":
                 scope.add(self.read_link(c, file, version, scope))
@@ -218,11 +218,11 @@ class _Reader(IncludeReader, LinkReader, JointReader):
         elif tag == "collision_filter_group":
             drake.setdefault("collision_filter_groups", []).append({
                 "name": c.get("name"), "ignore": c.get("ignore"),
-                "members": [_text(m) for m in c if local_name(m) == "member"],
-                "member_groups": [_text(m) for m in c if local_name(m) == "member_group"],
-                "ignored_groups": [_text(m) for m in c if local_name(m) == "ignored_collision_filter_group"]})
+                "members": [text_of(m) for m in c if local_name(m) == "member"],
+                "member_groups": [text_of(m) for m in c if local_name(m) == "member_group"],
+                "ignored_groups": [text_of(m) for m in c if local_name(m) == "ignored_collision_filter_group"]})
         elif tag in ("ball_constraint", "linear_bushing_rpy", "weld_constraint"):
-            drake.setdefault(tag, []).append({local_name(k): _text(k) for k in elements(c)})
+            drake.setdefault(tag, []).append({local_name(k): text_of(k) for k in elements(c)})
         else:
             drake.setdefault("other", []).append(tag)
 

@@ -40,7 +40,7 @@ _INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 
 
 @dataclass
-class _Link:
+class UrdfLink:
     name: str
     elem: etree._Element
     inertia: Inertia
@@ -48,7 +48,7 @@ class _Link:
 
 
 @dataclass
-class _Joint:
+class UrdfJoint:
     name: str
     type: str
     elem: etree._Element
@@ -169,7 +169,7 @@ class LinkReader:
             out["shape_element"] = etree.tostring(shape, encoding="unicode")
         mat = shape_parent.find("material")
         if mat is not None:
-            out["material"] = _material(mat)
+            out["material"] = read_material(mat)
         for c in elements(shape_parent):
             if not drake.is_drake(c):
                 continue
@@ -214,7 +214,7 @@ class LinkReader:
                     return None
         return None
 
-    def link(self, el: etree._Element) -> _Link:
+    def link(self, el: etree._Element) -> UrdfLink:
         name = require(el, "name", self.file)
         meta: dict[str, Any] = {"line": el.sourceline}
         visuals, collisions = [], []
@@ -233,10 +233,10 @@ class LinkReader:
             meta["visuals"] = visuals
         if collisions:
             meta["collisions"] = collisions
-        return _Link(name, el, self.inertial(el, name), meta)
+        return UrdfLink(name, el, self.inertial(el, name), meta)
 
 
-def _material(el: etree._Element) -> dict[str, Any]:
+def read_material(el: etree._Element) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if el.get("name"):
         out["name"] = el.get("name")

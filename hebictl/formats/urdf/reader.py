@@ -31,7 +31,7 @@ from hebictl.formats._xml import (
 )
 from hebictl.formats.building import add_standard_frames, joint_stages, unique
 from hebictl.formats.rotations import rpy_matrix, transform
-from hebictl.formats.urdf.links import LinkReader, _Joint, _Link, _material
+from hebictl.formats.urdf.links import LinkReader, UrdfJoint, UrdfLink, read_material
 from hebictl.model.builder import ModelBuilder
 from hebictl.model.tree import Joint, JointKind
 
@@ -55,7 +55,7 @@ class _Reader(LinkReader):
 
     # ------------------------------------------------------------------ elements
 
-    def joint(self, el: etree._Element, is_drake: bool = False) -> _Joint:  # noqa: C901 (one branch per attribute of the element it reads)
+    def joint(self, el: etree._Element, is_drake: bool = False) -> UrdfJoint:  # noqa: C901 (one branch per attribute of the element it reads)
         f = self.file
         name = require(el, "name", f)
         jtype = require(el, "type", f)
@@ -84,7 +84,7 @@ class _Reader(LinkReader):
                 raise self.fail(f"joint {name!r} has a zero axis", axis_el)
             if norm > 0:
                 axis = axis / norm
-        j = _Joint(name, jtype, el, parent, child, self.origin(el), axis, drake=is_drake)
+        j = UrdfJoint(name, jtype, el, parent, child, self.origin(el), axis, drake=is_drake)
         limit = el.find("limit")
         if limit is not None and is_drake:
             # Drake reads no <limit> of its own joint types (a standard planar joint keeps its ratings)
@@ -156,8 +156,8 @@ class _Reader(LinkReader):
         robot_name = root.get("name")
         if robot_name is None:
             raise self.fail("<robot> is missing the required attribute 'name'", root)
-        links: dict[str, _Link] = {}
-        joints: dict[str, _Joint] = {}
+        links: dict[str, UrdfLink] = {}
+        joints: dict[str, UrdfJoint] = {}
         materials: dict[str, Any] = {}
         transmissions: list[dict[str, Any]] = []
         drake_frames: list[etree._Element] = []
@@ -196,7 +196,7 @@ class _Reader(LinkReader):
                                     el)
                 joints[j.name] = j
             elif tag == "material":
-                materials[require(el, "name", self.file)] = _material(el)
+                materials[require(el, "name", self.file)] = read_material(el)
             elif tag == "transmission":
                 transmissions.append(_transmission(el))
                 transmission_elements.append(el)
@@ -267,7 +267,7 @@ class _Reader(LinkReader):
             meta["drake"] = drake_meta
         return builder.build(metadata=meta)
 
-    def transmission(self, el: etree._Element, info: dict[str, Any], joints: dict[str, _Joint]) -> None:
+    def transmission(self, el: etree._Element, info: dict[str, Any], joints: dict[str, UrdfJoint]) -> None:
         """Apply a transmission's Drake actuator extensions to its joint, with Drake's rules: only a
         SimpleTransmission makes an actuator, not on a fixed joint or one with a zero effort limit,
         and only on a one-degree-of-freedom joint; reflected inertia = gear_ratio² · rotor_inertia."""
@@ -309,11 +309,11 @@ class _Reader(LinkReader):
             j.metadata["reflected_inertia"] = j.metadata.get("reflected_inertia", 0.0) + reflected
             j.armature += reflected
 
-    def tree(self, links: dict[str, _Link], joints: dict[str, _Joint],
-             root: etree._Element) -> tuple[str, dict[str, list[_Joint]]]:
+    def tree(self, links: dict[str, UrdfLink], joints: dict[str, UrdfJoint],
+             root: etree._Element) -> tuple[str, dict[str, list[UrdfJoint]]]:
         """Check the link graph is one tree; return its root and each link's child joints (file order)."""
-        parent_joint: dict[str, _Joint] = {}
-        children: dict[str, list[_Joint]] = {}
+        parent_joint: dict[str, UrdfJoint] = {}
+        children: dict[str, list[UrdfJoint]] = {}
         for j in joints.values():
             for role, lname in (("parent", j.parent), ("child", j.child)):
                 if lname not in links:
@@ -348,7 +348,7 @@ class _Reader(LinkReader):
         return roots[0], children
 
     @staticmethod
-    def joint_order(root: str, joints: dict[str, _Joint], children: dict[str, list[_Joint]]) -> list[_Joint]:
+    def joint_order(root: str, joints: dict[str, UrdfJoint], children: dict[str, list[UrdfJoint]]) -> list[UrdfJoint]:
         """Joints in file order when that already lists parents first (hebictl's writer does), else depth first
         with children in file order (pinocchio's order)."""
         placed = {root}
@@ -358,7 +358,7 @@ class _Reader(LinkReader):
             placed.add(j.child)
         else:
             return list(joints.values())
-        out: list[_Joint] = []
+        out: list[UrdfJoint] = []
         stack = list(reversed(children.get(root, [])))
         while stack:
             j = stack.pop()
@@ -378,7 +378,7 @@ class _Reader(LinkReader):
             builder.add_frame(kind, index[lname] if lname else -1, transform(rpy_matrix(rpy), xyz),
                               el.get("name"))
 
-    def add_joint(self, builder: ModelBuilder, index: dict[str, int], j: _Joint, child: _Link) -> None:
+    def add_joint(self, builder: ModelBuilder, index: dict[str, int], j: UrdfJoint, child: UrdfLink) -> None:
         parent = index[j.parent]
         meta = {**j.metadata, "urdf_type": j.type}
         if j.drake:
@@ -404,7 +404,7 @@ class _Reader(LinkReader):
         except ModelError as exc:
             raise self.fail(f"joint {j.name!r}: {exc}", j.elem) from None
 
-    def add_chain(self, builder: ModelBuilder, parent: int, j: _Joint, child: _Link, meta: dict[str, Any]) -> int:
+    def add_chain(self, builder: ModelBuilder, parent: int, j: UrdfJoint, child: UrdfLink, meta: dict[str, Any]) -> int:
         """A joint the kernels have no kind for, as Drake defines it: massless bodies between one-DoF
         stages (:func:`hebictl.formats.building.joint_stages`); the child sits on the joint frame."""
         R = np.eye(3)
