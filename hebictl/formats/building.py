@@ -34,7 +34,7 @@ def add_standard_frames(builder: ModelBuilder) -> None:
                 builder.add_frame(kind, i, None, b.name)
 
 
-Stage = tuple[JointKind, np.ndarray, str, dict[str, float]]
+Stage = tuple[JointKind, np.ndarray | None, str, Mapping[str, float]]
 
 
 def joint_stages(t: str, axes: Sequence[np.ndarray | None], limits: Sequence[Mapping[str, float]]) -> list[Stage]:

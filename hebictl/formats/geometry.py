@@ -152,7 +152,10 @@ def combine(parts: Iterable[MassProperties]) -> MassProperties:
     if not parts:
         return MassProperties(0.0, np.zeros(3), np.zeros((3, 3)))
     mass = sum(p.mass for p in parts)
-    com = sum(p.mass * p.com for p in parts) / mass
+    weighted = np.zeros(3)
+    for p in parts:  # summed in order, as sum() did (the same floats bit for bit)
+        weighted = weighted + p.mass * p.com
+    com = weighted / mass
     inertia = np.zeros((3, 3))
     for p in parts:
         d = p.com - com

@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from hebictl._typing import FloatArray
 
@@ -62,9 +63,9 @@ def rot_z(a: float) -> FloatArray:
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
-def rpy_matrix(rpy: Sequence[float]) -> FloatArray:
+def rpy_matrix(rpy: ArrayLike) -> FloatArray:
     """Fixed-axis roll-pitch-yaw [rad] (URDF/SDF): ``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)``."""
-    r, p, y = (float(v) for v in rpy)
+    r, p, y = (float(v) for v in np.asarray(rpy, dtype=np.float64).reshape(3))
     cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
     return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
                      [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
@@ -86,7 +87,7 @@ def matrix_rpy(R: FloatArray) -> tuple[float, float, float]:
     return roll, pitch, yaw
 
 
-def axis_angle_matrix(axis: Sequence[float], angle: float) -> FloatArray:
+def axis_angle_matrix(axis: ArrayLike, angle: float) -> FloatArray:
     """Rotation by ``angle`` [rad] about ``axis`` (any length, not zero)."""
     a = np.asarray(axis, dtype=np.float64)
     a = a / np.linalg.norm(a)
@@ -94,7 +95,7 @@ def axis_angle_matrix(axis: Sequence[float], angle: float) -> FloatArray:
     return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * (K @ K)
 
 
-def quat_matrix(q: Sequence[float]) -> FloatArray:
+def quat_matrix(q: ArrayLike) -> FloatArray:
     """Rotation matrix of a quaternion ``w x y z`` (normalised here)."""
     w, x, y, z = np.asarray(q, dtype=np.float64) / np.linalg.norm(q)
     return np.array([

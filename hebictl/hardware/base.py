@@ -67,8 +67,9 @@ class Feedback:
     position_command: NDArray[np.float64]
     velocity_command: NDArray[np.float64]
     effort_command: NDArray[np.float64]
-    mstop: NDArray[np.float64] = field(default=None)  # type: ignore[assignment]
-    position_limit_state: NDArray[np.float64] = field(default=None)  # type: ignore[assignment]
+    # None -> filled with NaN in __post_init__ (backends that report no M-stop or limit state)
+    mstop: NDArray[np.float64] = field(default=None)  # type: ignore[arg-type]
+    position_limit_state: NDArray[np.float64] = field(default=None)  # type: ignore[arg-type]
     sequence: int = 0
     rx_time: float = float("nan")
 
@@ -140,8 +141,9 @@ class Command:
     """
 
     position: NDArray[np.float64]
-    velocity: NDArray[np.float64] = field(default=None)  # type: ignore[assignment]
-    effort: NDArray[np.float64] = field(default=None)  # type: ignore[assignment]
+    # None -> NaN (not commanded) in __post_init__
+    velocity: NDArray[np.float64] = field(default=None)  # type: ignore[arg-type]
+    effort: NDArray[np.float64] = field(default=None)  # type: ignore[arg-type]
 
     def __post_init__(self) -> None:
         n = self.position.shape[0] if isinstance(self.position, np.ndarray) and self.position.ndim else -1

@@ -80,10 +80,10 @@ def main() -> int:
         path = warmup.stamp_path(importlib.import_module(name))
         if path is not None:
             stamps.add(str(path))
-    for path in stamps:
+    for done in stamps:
         with contextlib.suppress(OSError):
-            Path(path).write_text("compiled\n")
-            Path(path).with_suffix(".lock").unlink(missing_ok=True)
+            Path(done).write_text("compiled\n")
+            Path(done).with_suffix(".lock").unlink(missing_ok=True)
     return 0
 
 

@@ -156,19 +156,23 @@ class Joint:
         return self.kind.nv
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Inertia:
-    """Mass [kg], center of mass [m, body frame] and rotational inertia about it [kg·m², body axes]."""
+    """Mass [kg], center of mass [m, body frame] and rotational inertia about it [kg·m², body axes].
 
-    mass: float = 0.0
-    com: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    rotational: tuple[tuple[float, float, float], ...] = ((0.0,) * 3,) * 3
+    Built from any 3-vector and 3x3 array-like (readers pass numpy arrays); stored as tuples so the
+    value is immutable and hashable."""
 
-    def __post_init__(self) -> None:
-        if not math.isfinite(self.mass) or self.mass < 0.0:
-            raise ModelError(f"mass must be finite and >= 0, got {self.mass}")
-        com = _finite3(self.com, "center of mass")
-        rows = self.rotational
+    mass: float
+    com: tuple[float, float, float]
+    rotational: tuple[tuple[float, float, float], ...]
+
+    def __init__(self, mass: float = 0.0, com: ArrayLike = (0.0, 0.0, 0.0),
+                 rotational: ArrayLike = ((0.0,) * 3,) * 3) -> None:
+        if not math.isfinite(mass) or mass < 0.0:
+            raise ModelError(f"mass must be finite and >= 0, got {mass}")
+        com3 = _finite3(com, "center of mass")
+        rows: Any = rotational
         if not (type(rows) is tuple and len(rows) == 3
                 and all(type(r) is tuple and len(r) == 3 and all(type(v) is float for v in r) for r in rows)):
             rot = np.asarray(rows, dtype=np.float64)
@@ -182,8 +186,8 @@ class Inertia:
         tol = 1e-12 * max(1.0, max(abs(v) for v in flat))
         if not (abs(flat[1] - flat[3]) <= tol and abs(flat[2] - flat[6]) <= tol and abs(flat[5] - flat[7]) <= tol):
             raise ModelError("rotational inertia must be symmetric")
-        object.__setattr__(self, "mass", float(self.mass))
-        object.__setattr__(self, "com", com)
+        object.__setattr__(self, "mass", float(mass))
+        object.__setattr__(self, "com", com3)
         object.__setattr__(self, "rotational", rows)
 
     @classmethod

@@ -65,7 +65,7 @@ def _as_matrix(name: str, value: ArrayLike) -> NDArray[np.float64]:
     return m
 
 
-def _waypoint_matrix(name: str, value: ArrayLike, shape: tuple[int, int]) -> NDArray[np.float64]:
+def _waypoint_matrix(name: str, value: ArrayLike, shape: tuple[int, ...]) -> NDArray[np.float64]:
     """:func:`_as_matrix`, checked against the (joints, waypoints) ``shape`` and for infinities."""
     m = _as_matrix(name, value)
     if m.shape != shape:
@@ -78,7 +78,7 @@ def _waypoint_matrix(name: str, value: ArrayLike, shape: tuple[int, int]) -> NDA
     return m
 
 
-def _end_zero_default(shape: tuple[int, int]) -> NDArray[np.float64]:
+def _end_zero_default(shape: tuple[int, ...]) -> NDArray[np.float64]:
     """hebi-py's default for omitted velocities/accelerations: 0 at both ends, free in between."""
     m = np.full(shape, np.nan)
     if shape[1]:

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from lxml import etree
 
+from hebictl._typing import FloatArray
 from hebictl.errors import FormatError, ModelError, XxyWarning
 from hebictl.formats import geometry
 from hebictl.formats._xml import elements, local_name, parse_floats, parse_xml
@@ -122,9 +123,12 @@ class _Reader:
         return FormatError(message, self.file, None if elem is None else elem.sourceline)
 
     def floats(self, attrs: Mapping[str, str], key: str, elem: etree._Element, count: int | tuple[int, ...] | None,
-               default: Sequence[float] | None = None) -> np.ndarray | None:
+               default: Sequence[float] | None = None) -> FloatArray:
+        """The attribute's numbers; callers check ``key in attrs`` first unless they give a default."""
         if key not in attrs:
-            return None if default is None else np.array(default, dtype=np.float64)
+            if default is None:
+                raise self.fail(f"<{local_name(elem)}> needs {key}", elem)
+            return np.array(default, dtype=np.float64)
         return parse_floats(attrs[key], elem, key, self.file, count)
 
     def read(self, root: etree._Element) -> RobotModel:
