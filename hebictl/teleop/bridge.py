@@ -118,7 +118,7 @@ class MqttBridge:
         self._description: tuple[bytes, str] | None = None  # payload and its hex sha256, built once
         self.stats: dict[str, int] = {"received": 0, "accepted": 0, "rejected": 0, "connects": 0,
                                       "disconnects": 0, "acks_coalesced": 0, "acks_dropped": 0,
-                                      "retained_cleared": 0}
+                                      "retained_cleared": 0, "malformed": 0}
         self.acks = AckQueue(clock.monotonic, ack_queue_size)
         self.connected = asyncio.Event()
         self._stopping: asyncio.Event | None = None
@@ -256,7 +256,11 @@ class MqttBridge:
             payload = b"" if payload is None else str(payload)
         seq = client = None
         try:
-            obj = decode(payload)
+            try:
+                obj = decode(payload)
+            except CommandRejected:
+                self.stats["malformed"] += 1  # not JSON, too big or deep, NaN, repeated fields
+                raise
             seq, client = loose_ids(obj)
             if retain and not (name == "estop" and obj.get("engaged") is True):
                 raise CommandRejected("retained", "commands must not be published with the retain flag; "
