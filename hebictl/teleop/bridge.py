@@ -72,6 +72,26 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def arm_client_id(arm_id: str, username: str | None, session: str) -> str:
+    """The arm's MQTT client id: ``<account>:hebictl-arm-<arm_id>-<session>``, or without the
+    account prefix on a broker without accounts. The broker plugin of docs/teleop.md lets only
+    the account itself use ids starting with ``<account>:``, and the random session part keeps
+    the id unguessable even without the plugin: another client reusing it would disconnect the
+    arm (MQTT's takeover of a client id)."""
+    base = f"hebictl-arm-{arm_id}-{session}"
+    return base if username is None else f"{username}:{base}"
+
+
+def check_client_account(client: str, account: str | None) -> None:
+    """Refuse a command whose ``client`` name is not bound to the broker ``account`` it came
+    from (``<account>`` or ``<account>:<anything>``), so that acks, ordering and who-did-what
+    name the account; None (the broker did not say) accepts any name."""
+    if account is None or client == account or client.startswith(f"{account}:"):
+        return
+    raise CommandRejected("wrong_client", f"client name {client[:60]!r} is not bound to the broker account "
+                                          f"{account[:60]!r}: use '{account[:60]}' or '{account[:60]}:<name>'")
+
+
 class MqttBridge:
     """Connects one :class:`~hebictl.teleop.runner.ArmRunner` to a broker.
 
@@ -107,7 +127,6 @@ class MqttBridge:
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.reject_ack_period = reject_ack_period
-        self.identifier = identifier or f"hebictl-arm-{arm_id}"
         #: extra fields of the retained state/description (config name, backend): see teleop/description.py
         self.description = dict(description or {})
         if not description_period > 0:
@@ -115,6 +134,7 @@ class MqttBridge:
         self.description_period = description_period
         #: random per teleop process: viewers clear the events of an earlier process when it changes
         self.session = session or secrets.token_hex(8)
+        self.identifier = identifier or arm_client_id(arm_id, settings.username, self.session)
         self._description: tuple[bytes, str] | None = None  # payload and its hex sha256, built once
         self.stats: dict[str, int] = {"received": 0, "accepted": 0, "rejected": 0, "connects": 0,
                                       "disconnects": 0, "acks_coalesced": 0, "acks_dropped": 0,
@@ -247,9 +267,10 @@ class MqttBridge:
 
     async def handle(self, topic: str, payload: Any, *, retain: bool = False) -> None:
         """Validate one message and hand it to the arm (or ack its rejection)."""
-        name = self.topics.command_name(topic)
-        if name is None:
+        parsed = self.topics.command_and_account(topic)
+        if parsed is None:
             return
+        name, account = parsed
         self.stats["received"] += 1
         received = self.runner.clock.now()  # the arm's clock: jog ttl runs on it
         if not isinstance(payload, bytes | bytearray | str):
@@ -267,12 +288,14 @@ class MqttBridge:
                                                   "the bridge cleared it from the broker")
             env = envelope(obj)
             cmd = self.schema.validate(name, obj, env)
-            if isinstance(cmd, EstopCommand) and cmd.engaged:
+            if isinstance(cmd, EstopCommand) and cmd.engaged:  # never refused, whoever sends it
                 with contextlib.suppress(CommandRejected):
+                    check_client_account(env.client, account)
                     self.admission.check_order(env)
                 self.stats["accepted"] += 1
                 self.runner.engage_estop(cmd)
                 return
+            check_client_account(env.client, account)
             self.admission.admit(name, env)
             if isinstance(cmd, JogCommand):
                 if self.runner.mode != "jog":
