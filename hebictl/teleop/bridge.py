@@ -85,9 +85,15 @@ def arm_client_id(arm_id: str, username: str | None, session: str) -> str:
 def check_client_account(client: str, account: str | None) -> None:
     """Refuse a command whose ``client`` name is not bound to the broker ``account`` it came
     from (``<account>`` or ``<account>:<anything>``), so that acks, ordering and who-did-what
-    name the account; None (the broker did not say) accepts any name."""
-    if account is None or client == account or client.startswith(f"{account}:"):
+    name the account; ``""`` (an anonymous publisher) may not claim any account (no ``:``);
+    None (the broker did not say) accepts any name."""
+    if account is None or (account and (client == account or client.startswith(f"{account}:"))):
         return
+    if not account:
+        if ":" not in client:
+            return
+        raise CommandRejected("wrong_client", f"an anonymous client may not use the name {client[:60]!r}: "
+                                              "a name with ':' belongs to a broker account")
     raise CommandRejected("wrong_client", f"client name {client[:60]!r} is not bound to the broker account "
                                           f"{account[:60]!r}: use '{account[:60]}' or '{account[:60]}:<name>'")
 

@@ -22,6 +22,8 @@ from pathlib import Path
 import aiomqtt
 import pytest
 
+from hebictl.errors import CommandRejected
+from hebictl.teleop.bridge import arm_client_id, check_client_account
 from hebictl.teleop.broker import LocalBroker, find_mosquitto_passwd
 from hebictl.teleop.client import TeleopClient
 from hebictl.teleop.topics import Topics
@@ -32,6 +34,31 @@ pytestmark = pytest.mark.broker
 VIEWER = ("viewer", "viewer-secret")
 OPERATOR2 = ("operator2", "op2-secret")
 ATTEMPTS = 20
+
+
+@pytest.mark.parametrize(("client", "account", "ok"), [
+    ("operator", "operator", True), ("operator:panel-3", "operator", True), ("anything", None, True),
+    ("operator:x", None, True), ("op", "operator", False), ("operator2:x", "operator", False),
+    ("operatorx", "operator", False), ("operator:panel", "operator2", False), ("console", "", True),
+    ("operator:panel", "", False),
+])
+def test_client_names_bound_to_the_account_the_broker_names(client, account, ok):
+    """``<account>`` or ``<account>:...``; anonymous ("") may not claim one; unknown (None): any."""
+    if ok:
+        check_client_account(client, account)
+    else:
+        with pytest.raises(CommandRejected, match="wrong_client"):
+            check_client_account(client, account)
+
+
+def test_topics_carry_the_account_tag_and_the_arm_id_is_unguessable():
+    t = Topics(ARM_ID)
+    assert t.command_and_account(t.cmd("mode")) == ("mode", None)
+    assert t.command_and_account(t.cmd("mode") + "/@operator") == ("mode", "operator")
+    assert t.command_and_account(t.cmd("mode") + "/@") == ("mode", "")
+    assert t.command_name(t.cmd("jog") + "/@arm-t1") == "jog" and t.command_and_account("x/y") is None
+    assert arm_client_id("arm1", "acct", "ab12") == "acct:hebictl-arm-arm1-ab12"
+    assert arm_client_id("arm1", None, "ab12") == "hebictl-arm-arm1-ab12"
 
 
 def compile_doc_plugin(tmp_path: Path) -> Path:
