@@ -360,9 +360,8 @@ class Arm:
             self._hold_position = self.last_feedback.position.copy()
 
     def clear_fault(self, detail: str = "fault cleared; holding current position") -> None:
-        """Leave HOLD/STOPPED: hold the current feedback position in RUNNING state (the rate
-        limiter moves the command there at no more than the rated speed). ``detail`` words the
-        ``cleared`` event: leaving a plain hold is not clearing a fault."""
+        """Leave HOLD/STOPPED: hold the current feedback position in RUNNING state (the rate limiter
+        moves the command there at no more than the rated speed); ``detail`` words the event."""
         if self.state is ArmState.RUNNING:
             return
         self._hold_position = self.last_feedback.position.copy() if self._have_feedback else None
