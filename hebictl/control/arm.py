@@ -359,16 +359,16 @@ class Arm:
         elif self._have_feedback and self._trajectory is None and self._hold_position is None:
             self._hold_position = self.last_feedback.position.copy()
 
-    def clear_fault(self) -> None:
-        """Leave HOLD/STOPPED: hold the current feedback position in RUNNING state (the rate
-        limiter moves the command there at no more than the rated speed)."""
+    def clear_fault(self, detail: str = "fault cleared; holding current position") -> None:
+        """Leave HOLD/STOPPED: hold the current feedback position in RUNNING state (the rate limiter
+        moves the command there at no more than the rated speed); ``detail`` words the event."""
         if self.state is ArmState.RUNNING:
             return
         self._hold_position = self.last_feedback.position.copy() if self._have_feedback else None
         self._trajectory = None
         self._brake = None
         self._stop_behaviour = None
-        self._enter(ArmState.RUNNING, EventKind.CLEARED, "fault cleared; holding current position")
+        self._enter(ArmState.RUNNING, EventKind.CLEARED, detail)
 
     @property
     def m_stopped(self) -> bool:

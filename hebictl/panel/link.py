@@ -199,7 +199,7 @@ class PanelLink:
                 self._spawn_probe(arm_id)
             if kind == "status":
                 view.note_status(body)
-            elif kind == "description":
+            elif kind == "description" and body != view.description:  # the arm republishes it every 5 s
                 view.description = body
             elif kind == "joints":
                 view.joints = body

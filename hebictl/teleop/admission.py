@@ -9,7 +9,12 @@
 * **Ordering**: ``seq`` must be larger than the last one seen from the same ``client`` (one
   counter per client across all topics), so a replayed or reordered message cannot undo a newer
   one. Memory is bounded: the least recently heard clients are forgotten beyond ``max_clients``
-  (their replays are then still bounded by the freshness check).
+  (their replays are then still bounded by the freshness check). A ``seq`` ahead of the wall
+  clock in microseconds (plus ``max_skew``) is refused ``seq_ahead`` and not recorded: clients
+  start their counter at the current time in microseconds (or lower) and count up, so anyone
+  allowed to publish under a client's name cannot lock it out with ``seq`` 2^63-1; the most a
+  same-account sender can do is push that client's counter ``max_skew`` ahead. Client names
+  themselves are bound to broker accounts by the bridge (see :mod:`hebictl.teleop.bridge`).
 * **Rate**: one token bucket per command topic, shared by all clients, so a flood on one topic
   cannot starve the arm; jog may stream fast, goals are limited to a few per second.
 """
@@ -33,6 +38,9 @@ class RateLimit:
     rate: float
     burst: float
 
+
+#: ``seq`` units per second of wall clock: clients count from the current time in microseconds
+SEQ_PER_SECOND = 1_000_000
 
 DEFAULT_RATE_LIMITS: dict[str, RateLimit] = {
     "jog": RateLimit(1000.0, 100.0),
@@ -100,7 +108,11 @@ class Admission:
                                                  f"(> {self.max_skew:.3f} s; check clock sync)")
 
     def check_order(self, env: Envelope) -> None:
-        """Reject ``seq`` <= the last seen from this client; otherwise record it."""
+        """Reject ``seq`` <= the last seen from this client, or ahead of the clock; otherwise record it."""
+        horizon = int((self.wall_clock() + self.max_skew) * SEQ_PER_SECOND)
+        if env.seq > horizon:
+            raise CommandRejected("seq_ahead", f"seq {env.seq} is ahead of the arm's clock ({horizon} µs since "
+                                               "the epoch); start seq at the current time in µs or lower")
         last = self._last_seq.get(env.client)
         if last is not None and env.seq <= last:
             raise CommandRejected("out_of_order", f"seq {env.seq} <= last seq {last} from client {env.client!r}")

@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import random
+import secrets
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -65,8 +67,35 @@ if TYPE_CHECKING:
     import aiomqtt
 
     from hebictl.teleop.runner import ArmRunner
+    from hebictl.teleop.snapshot import ArmSnapshot
 
 log = logging.getLogger(__name__)
+
+
+def arm_client_id(arm_id: str, username: str | None, session: str) -> str:
+    """The arm's MQTT client id: ``<account>:hebictl-arm-<arm_id>-<session>``, or without the
+    account prefix on a broker without accounts. The broker plugin of docs/teleop.md lets only
+    the account itself use ids starting with ``<account>:``, and the random session part keeps
+    the id unguessable even without the plugin: another client reusing it would disconnect the
+    arm (MQTT's takeover of a client id)."""
+    base = f"hebictl-arm-{arm_id}-{session}"
+    return base if username is None else f"{username}:{base}"
+
+
+def check_client_account(client: str, account: str | None) -> None:
+    """Refuse a command whose ``client`` name is not bound to the broker ``account`` it came
+    from (``<account>`` or ``<account>:<anything>``), so that acks, ordering and who-did-what
+    name the account; ``""`` (an anonymous publisher) may not claim any account (no ``:``);
+    None (the broker did not say) accepts any name."""
+    if account is None or (account and (client == account or client.startswith(f"{account}:"))):
+        return
+    if not account:
+        if ":" not in client:
+            return
+        raise CommandRejected("wrong_client", f"an anonymous client may not use the name {client[:60]!r}: "
+                                              "a name with ':' belongs to a broker account")
+    raise CommandRejected("wrong_client", f"client name {client[:60]!r} is not bound to the broker account "
+                                          f"{account[:60]!r}: use '{account[:60]}' or '{account[:60]}:<name>'")
 
 
 class MqttBridge:
@@ -78,13 +107,17 @@ class MqttBridge:
     streamed jog messages with the same client and reason are acked at most this often (a
     1 kHz stream must not produce a 1 kHz ack stream; the ack that goes out counts the others);
     ``ack_queue_size``: distinct acks waiting before rejections coalesce per reason alone;
-    ``clock``: wall and monotonic time (injected for tests)."""
+    ``description_period`` [s] between republishing the retained ``state/description`` (also
+    published on every connect), so a spoofed copy does not stay for the whole connection;
+    ``session``: the id published in every status (default: random per bridge, i.e. per teleop
+    process); ``clock``: wall and monotonic time (injected for tests)."""
 
     def __init__(self, runner: ArmRunner, settings: BrokerSettings, arm_id: str, *,
                  schema: CommandSchema | None = None, admission: Admission | None = None,
                  state_rate_hz: float = 50.0, status_period: float = 0.5, backoff_initial: float = 0.1,
                  backoff_max: float = 5.0, reject_ack_period: float = 0.2, identifier: str | None = None,
                  description: dict[str, Any] | None = None, ack_queue_size: int = 1000,
+                 description_period: float = 5.0, session: str | None = None,
                  clock: TeleopClock = SYSTEM_CLOCK) -> None:
         if not state_rate_hz > 0:
             raise ValueError(f"state rate must be > 0 Hz, got {state_rate_hz}")
@@ -100,12 +133,18 @@ class MqttBridge:
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.reject_ack_period = reject_ack_period
-        self.identifier = identifier or f"hebictl-arm-{arm_id}"
         #: extra fields of the retained state/description (config name, backend): see teleop/description.py
         self.description = dict(description or {})
+        if not description_period > 0:
+            raise ValueError(f"description period must be > 0 s, got {description_period}")
+        self.description_period = description_period
+        #: random per teleop process: viewers clear the events of an earlier process when it changes
+        self.session = session or secrets.token_hex(8)
+        self.identifier = identifier or arm_client_id(arm_id, settings.username, self.session)
+        self._description: tuple[bytes, str] | None = None  # payload and its hex sha256, built once
         self.stats: dict[str, int] = {"received": 0, "accepted": 0, "rejected": 0, "connects": 0,
                                       "disconnects": 0, "acks_coalesced": 0, "acks_dropped": 0,
-                                      "retained_cleared": 0}
+                                      "retained_cleared": 0, "malformed": 0}
         self.acks = AckQueue(clock.monotonic, ack_queue_size)
         self.connected = asyncio.Event()
         self._stopping: asyncio.Event | None = None
@@ -138,8 +177,7 @@ class MqttBridge:
                 was_connected = False
                 reason = "connection failed"
                 try:
-                    will = aiomqtt.Will(self.topics.state("status"),
-                                        status_payload(None, self.topics.arm_id, online=False, ts=self.clock.wall()),
+                    will = aiomqtt.Will(self.topics.state("status"), self._status(None, online=False),
                                         qos=1, retain=True)
                     async with aiomqtt.Client(**self.settings.client_options(), identifier=self.identifier,
                                               will=will, clean_session=True, timeout=5.0) as client:
@@ -182,13 +220,12 @@ class MqttBridge:
         self._cleared.clear()
         await client.subscribe(self.topics.all_commands, qos=1)
         await self._publish_status(client)
-        await client.publish(self.topics.state("description"), description_payload(
-            self.runner, self.topics.arm_id, default_ttl=self.schema.default_ttl, **self.description),
-            qos=1, retain=True, timeout=5.0)
+        await self._publish_description(client)
         self.connected.set()
         tasks = [asyncio.create_task(self._receive(client), name="teleop-receive"),
                  asyncio.create_task(self._publish_acks(client), name="teleop-acks"),
                  asyncio.create_task(self._publish_states(client), name="teleop-states"),
+                 asyncio.create_task(self._republish_description(client), name="teleop-description"),
                  asyncio.create_task(self._stopping.wait(), name="teleop-stop")]
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -197,8 +234,7 @@ class MqttBridge:
         if self._stopping.is_set():
             with contextlib.suppress(Exception):
                 await client.publish(self.topics.state("status"),
-                                     status_payload(self.runner.snapshot, self.topics.arm_id, online=False,
-                                                    ts=self.clock.wall(), bridge=self._bridge_stats()),
+                                     self._status(self.runner.snapshot, online=False, bridge=self._bridge_stats()),
                                      qos=1, retain=True, timeout=2.0)
             return
         for t in done:
@@ -237,28 +273,35 @@ class MqttBridge:
 
     async def handle(self, topic: str, payload: Any, *, retain: bool = False) -> None:
         """Validate one message and hand it to the arm (or ack its rejection)."""
-        name = self.topics.command_name(topic)
-        if name is None:
+        parsed = self.topics.command_and_account(topic)
+        if parsed is None:
             return
+        name, account = parsed
         self.stats["received"] += 1
         received = self.runner.clock.now()  # the arm's clock: jog ttl runs on it
         if not isinstance(payload, bytes | bytearray | str):
             payload = b"" if payload is None else str(payload)
         seq = client = None
         try:
-            obj = decode(payload)
+            try:
+                obj = decode(payload)
+            except CommandRejected:
+                self.stats["malformed"] += 1  # not JSON, too big or deep, NaN, repeated fields
+                raise
             seq, client = loose_ids(obj)
             if retain and not (name == "estop" and obj.get("engaged") is True):
                 raise CommandRejected("retained", "commands must not be published with the retain flag; "
                                                   "the bridge cleared it from the broker")
             env = envelope(obj)
             cmd = self.schema.validate(name, obj, env)
-            if isinstance(cmd, EstopCommand) and cmd.engaged:
+            if isinstance(cmd, EstopCommand) and cmd.engaged:  # never refused, whoever sends it
                 with contextlib.suppress(CommandRejected):
+                    check_client_account(env.client, account)
                     self.admission.check_order(env)
                 self.stats["accepted"] += 1
                 self.runner.engage_estop(cmd)
                 return
+            check_client_account(env.client, account)
             self.admission.admit(name, env)
             if isinstance(cmd, JogCommand):
                 if self.runner.mode != "jog":
@@ -335,12 +378,35 @@ class MqttBridge:
 
     async def _publish_status(self, client: aiomqtt.Client) -> None:
         try:
-            payload = status_payload(self.runner.snapshot, self.topics.arm_id, online=True, ts=self.clock.wall(),
-                                     bridge=self._bridge_stats())
+            payload = self._status(self.runner.snapshot, online=True, bridge=self._bridge_stats())
         except Exception:  # never let a payload bug take the bridge down; the next tick retries
             log.exception("could not build the status payload")
             return
         await client.publish(self.topics.state("status"), payload, qos=1, retain=True, timeout=5.0)
+
+    def description_bytes(self) -> tuple[bytes, str]:
+        """The exact ``state/description`` payload and its hex SHA-256 (built once: it does not
+        change while the process runs)."""
+        if self._description is None:
+            payload = description_payload(self.runner, self.topics.arm_id, default_ttl=self.schema.default_ttl,
+                                          **self.description)
+            self._description = payload, hashlib.sha256(payload).hexdigest()
+        return self._description
+
+    def _status(self, snap: ArmSnapshot | None, *, online: bool, bridge: dict[str, int] | None = None) -> bytes:
+        return status_payload(snap, self.topics.arm_id, online=online, ts=self.clock.wall(), bridge=bridge,
+                              session=self.session, description_sha256=self.description_bytes()[1])
+
+    async def _publish_description(self, client: aiomqtt.Client) -> None:
+        await client.publish(self.topics.state("description"), self.description_bytes()[0], qos=1, retain=True,
+                             timeout=5.0)
+
+    async def _republish_description(self, client: aiomqtt.Client) -> None:
+        """Every ``description_period``: a description overwritten by someone else (a broker
+        without accounts) is corrected within one period, and the status hash exposes it at once."""
+        while True:
+            await asyncio.sleep(self.description_period)
+            await self._publish_description(client)
 
     async def _publish_states(self, client: aiomqtt.Client) -> None:
         names = self.runner.arm.model.joint_names

@@ -55,16 +55,19 @@ def write_password_file(path: Path, users: Mapping[str, str]) -> Path:
     return path
 
 
-def acl_text(arms: Mapping[str, str], operators: Sequence[str]) -> str:
+def acl_text(arms: Mapping[str, str], operators: Sequence[str], viewers: Sequence[str] = ()) -> str:
     """mosquitto ACL: each arm account (user -> arm id) reads its ``cmd/#`` and writes its
-    ``state/#``; each operator writes every arm's ``cmd/#`` and reads every ``state/#``. Anything
-    not granted is denied (mosquitto's default once an ACL file is set)."""
+    ``state/#``; each operator writes every arm's ``cmd/#`` and reads every ``state/#``; each
+    viewer only reads ``state/#``. Anything not granted is denied (mosquitto's default once an
+    ACL file is set)."""
     lines = ["# hebictl teleop ACL: operators command, arms report; nothing else is allowed", ""]
     for user, arm_id in arms.items():
         check_arm_id(arm_id)
         lines += [f"user {user}", f"topic read {PREFIX}/{arm_id}/cmd/#", f"topic write {PREFIX}/{arm_id}/state/#", ""]
     for user in operators:
         lines += [f"user {user}", f"topic write {PREFIX}/+/cmd/#", f"topic read {PREFIX}/+/state/#", ""]
+    for user in viewers:
+        lines += [f"user {user}", f"topic read {PREFIX}/+/state/#", ""]
     return "\n".join(lines)
 
 
@@ -75,7 +78,7 @@ class LocalBroker:
     authentication and the ACL; without them any client may connect and publish anywhere."""
 
     def __init__(self, directory: str | Path, *, port: int | None = None, users: Mapping[str, str] | None = None,
-                 arms: Mapping[str, str] | None = None, operators: Sequence[str] = (),
+                 arms: Mapping[str, str] | None = None, operators: Sequence[str] = (), viewers: Sequence[str] = (),
                  tls: tuple[str | Path, str | Path, str | Path] | None = None, binary: str | None = None,
                  plugins: Sequence[str | Path] = ()) -> None:
         """``tls`` = (CA certificate, server certificate, server key) files switches the listener
@@ -90,6 +93,7 @@ class LocalBroker:
         self.users = dict(users or {})
         self.arms = dict(arms or {})
         self.operators = list(operators)
+        self.viewers = list(viewers)
         self.tls = tuple(Path(p) for p in tls) if tls is not None else None
         self.plugins = [Path(p) for p in plugins]
         self.process: subprocess.Popen[bytes] | None = None
@@ -111,7 +115,7 @@ class LocalBroker:
         if self.users:
             pw = write_password_file(d / "passwords", self.users)
             acl = d / "acl"
-            acl.write_text(acl_text(self.arms, self.operators))
+            acl.write_text(acl_text(self.arms, self.operators, self.viewers))
             acl.chmod(0o600)
             lines += ["allow_anonymous false", f"password_file {pw}", f"acl_file {acl}"]
         else:

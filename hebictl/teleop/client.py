@@ -35,7 +35,7 @@ class TeleopClient:
     """Async operator client: ``async with TeleopClient(broker, arm_id) as c: await c.mode("position")``.
 
     ``broker`` is a URL (``mqtt://host:port``) or :class:`BrokerSettings`; ``name`` goes into every
-    command's ``client`` field (default ``operator-<pid>``)."""
+    command's ``client`` field (default ``operator-<pid>``, ``<username>:operator-<pid>`` with an account)."""
 
     def __init__(self, broker: str | BrokerSettings, arm_id: str, *, name: str | None = None,
                  username: str | None = None, password: str | None = None, subscribe_state: bool = True,
@@ -44,7 +44,9 @@ class TeleopClient:
             broker = parse_broker(broker, username=username, password=password)
         self.settings = broker
         self.topics = Topics(arm_id)
-        self.name = name or f"operator-{os.getpid()}"
+        # bound to the broker account (<account>:<name>), as the broker plugin of docs/teleop.md requires
+        default = f"operator-{os.getpid()}"
+        self.name = name or (default if broker.username is None else f"{broker.username}:{default}")
         self.clock = clock
         self.subscribe_state = subscribe_state
         self._seq = itertools.count(seq_start if seq_start is not None else int(clock.wall() * 1e6))

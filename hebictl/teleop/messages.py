@@ -96,12 +96,27 @@ def ee_pose_payload(snap: ArmSnapshot, pose: NDArray[np.float64]) -> bytes:
 
 
 def status_payload(snap: ArmSnapshot | None, arm_id: str, *, online: bool, ts: float,
-                   bridge: dict[str, Any] | None = None) -> bytes:
+                   bridge: dict[str, Any] | None = None, session: str | None = None,
+                   description_sha256: str | None = None) -> bytes:
     """The retained ``state/status`` stamped ``ts`` [s since epoch]: ``status`` online/offline,
     arm state, mode, e-stop, M-stop, stop behaviour, goal progress, loop statistics, last error,
-    gripper and bridge counters."""
+    gripper and bridge counters; ``session`` (random per teleop process: a viewer clears what it
+    showed of an earlier process when it changes) and ``description_sha256`` (hex SHA-256 of the
+    exact ``state/description`` bytes published, so a viewer can refuse a spoofed description).
+
+    Offline (the last will, a clean shutdown) says ``state: "offline"`` and carries nothing that
+    would make a dead arm look live (no mode, no motion fields): only the last event and error."""
     body: dict[str, Any] = {"ts": ts, "arm_id": arm_id, "status": "online" if online else "offline"}
-    if snap is not None:
+    if session is not None:
+        body["session"] = session
+    if description_sha256 is not None:
+        body["description_sha256"] = description_sha256
+    if not online:
+        body["state"] = "offline"
+        if snap is not None:
+            body.update({"last_error": None if snap.last_error is None else asdict(snap.last_error),
+                         "last_event": _event(snap), "cycles": snap.cycle})
+    elif snap is not None:
         body.update({
             "state": snap.state, "mode": snap.mode, "estop": snap.estop, "m_stopped": snap.m_stopped,
             "stop_behaviour": snap.stop_behaviour, "jogging": snap.jogging,
@@ -109,12 +124,15 @@ def status_payload(snap: ArmSnapshot | None, arm_id: str, *, online: bool, ts: f
             "loop": None if snap.loop is None else {k: (v if math.isfinite(v) else None)
                                                      for k, v in snap.loop.as_dict().items()},
             "last_error": None if snap.last_error is None else asdict(snap.last_error),
-            "last_event": None if snap.last_event is None else {
-                "kind": snap.last_event.kind, "state": snap.last_event.state.value,
-                "detail": snap.last_event.detail},
+            "last_event": _event(snap),
             "gripper": None if snap.gripper is None else asdict(snap.gripper),
             "cycles": snap.cycle,
         })
     if bridge is not None:
         body["bridge"] = bridge
     return dumps(body)
+
+
+def _event(snap: ArmSnapshot) -> dict[str, Any] | None:
+    ev = snap.last_event
+    return None if ev is None else {"kind": ev.kind, "state": ev.state.value, "detail": ev.detail}

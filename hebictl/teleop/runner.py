@@ -14,6 +14,12 @@ through lock-free hand-overs:
 * **state** comes back as an immutable :class:`ArmSnapshot` rebuilt every cycle and published
   by plain attribute assignment; **acks** through the ``on_result`` callback.
 
+What to do with each input is not decided here: every command, e-stop, link loss, shutdown, arm
+fault and jog transition becomes a typed event for :func:`hebictl.teleop.events.decide`, a pure
+function of the runner's one state value (:class:`~hebictl.teleop.events.RunnerState`) with an
+explicit transition table; this class drains the queues (priority first), calls it and applies
+the returned actions to the Arm (:meth:`ArmRunner.dispatch`).
+
 Modes: ``idle`` (hold, no motion accepted: the start-up mode and where every fault lands),
 ``position`` (joint/Cartesian goals), ``jog`` (velocity streaming) and ``gravcomp``
 (hand-guiding: gravity compensation only). Anything that stops the arm for safety — e-stop, loss
@@ -38,7 +44,6 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable
-from enum import StrEnum
 
 import numpy as np
 
@@ -50,6 +55,33 @@ from hebictl.control.safety import ArmState, EventKind, StopBehaviour
 from hebictl.errors import CommandRejected, HebictlError
 from hebictl.hardware.base import Command
 from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
+from hebictl.teleop.events import (
+    Action,
+    Answer,
+    ArmFacts,
+    ArmFault,
+    Brake,
+    CommandArrived,
+    EnterIdle,
+    EstopEngaged,
+    Event,
+    InternalError,
+    JogLetGo,
+    JogSampleReady,
+    LinkLost,
+    Mode,
+    Phase,
+    RecordError,
+    Recover,
+    RunnerState,
+    SafetyStop,
+    SetArmMode,
+    SetGripper,
+    ShutdownBegun,
+    StartGoal,
+    StartJog,
+    decide,
+)
 from hebictl.teleop.feasibility import check_reach, check_trajectory
 from hebictl.teleop.jog import JogMailbox, JogPlugin
 from hebictl.teleop.messages import Ack
@@ -58,8 +90,6 @@ from hebictl.teleop.schema import (
     GripperCommand,
     JogCommand,
     JointGoalCommand,
-    ModeCommand,
-    StopCommand,
     TeleopCommand,
 )
 from hebictl.teleop.snapshot import ArmSnapshot, ErrorRecord, GripperLike, GripperState, finite_or_none
@@ -67,12 +97,7 @@ from hebictl.teleop.snapshot import ArmSnapshot, ErrorRecord, GripperLike, Gripp
 log = logging.getLogger(__name__)
 
 
-class Mode(StrEnum):
-    IDLE = "idle"
-    GRAVCOMP = "gravcomp"
-    POSITION = "position"
-    JOG = "jog"
-
+__all__ = ["OWN_EVENT_KINDS", "ArmRunner", "Mode"]
 
 #: safety-event kinds the runner itself causes; any other kind is a fault of the arm
 OWN_EVENT_KINDS = frozenset({"goal", "cleared", "estop", "release", "teleop_stop", "teleop_jog_released",
@@ -117,21 +142,21 @@ class ArmRunner:
         arm.add_plugin(self.jog)
         self.on_result: Callable[[Ack], None] | None = None
         self._queue: queue.SimpleQueue[tuple[str, TeleopCommand, int]] = queue.SimpleQueue()
-        self._priority: deque[tuple[str, object]] = deque()
+        # e-stop engage, link loss and shutdown: handled before anything queued
+        self._priority: deque[Callable[[], Event]] = deque()
         # arrival order: an e-stop or link loss jumps the queue, and what arrived before it must not undo it
-        self._arrivals, self._estop_arrival, self._link_lost_arrival = itertools.count(), -1, -1
-        self._mode, self._estop = Mode.IDLE, False
+        self._arrivals = itertools.count()
+        #: the teleop state, replaced (never mutated) by :func:`hebictl.teleop.events.decide`
+        self.state = RunnerState()
         self._gripper_cmd: GripperCommand | None = None
         self._gripper_time: float | None = None
         self._last_error: ErrorRecord | None = None
         self._stats: LoopStats | None = None
         self._cycle = 0
         self._events_seen = arm.events.dropped + len(arm.events.events)
-        self._consumed_jog = 0          # mailbox index up to which samples cannot (re)start a jog
+        # the loop's lifetime (not the teleop state): when close() ends it, and whether end_hold() came first
         self._closing: float | None = None
-        self._close_kind = EventKind.TELEOP_SHUTDOWN
         self._end_now = False
-        self._stopping_done = False       # the shutdown stop has been applied
         self._loop = FixedRateLoop(self.step, self.rate_hz, self.clock, report=self._on_stats)
         self._thread: threading.Thread | None = None
         self.snapshot: ArmSnapshot = self._make_snapshot()
@@ -139,11 +164,11 @@ class ArmRunner:
     # ------------------------------------------------------------------ thread-safe API
     @property
     def mode(self) -> str:
-        return self._mode.value
+        return self.state.mode.value
 
     @property
     def estop_latched(self) -> bool:
-        return self._estop
+        return self.state.estop
 
     def submit(self, topic: str, command: TeleopCommand) -> None:
         """Queue a command for the next cycle; its ack comes through :attr:`on_result`."""
@@ -155,17 +180,20 @@ class ArmRunner:
 
     def engage_estop(self, command: EstopCommand | None, detail: str = "") -> None:
         """Stop the arm at the next cycle start, ahead of anything queued (latched)."""
-        self._priority.append(("estop", (command, detail, next(self._arrivals))))
+        arrival = next(self._arrivals)
+        self._priority.append(lambda: EstopEngaged(command, detail, arrival, self._latest_jog_index()))
 
     def begin_shutdown(self, reason: EventKind | str = EventKind.TELEOP_SHUTDOWN) -> None:
         """Brake and hold at the next cycle start (thread-safe), ahead of :meth:`close`: the MQTT
         teardown before ``close`` (offline status, disconnect) can take a while, and the arm must
         not keep moving meanwhile."""
-        self._priority.append(("shutdown", EventKind(reason)))
+        kind = EventKind(reason).value
+        self._priority.append(lambda: ShutdownBegun(kind, self._latest_jog_index()))
 
     def link_lost(self, detail: str) -> None:
         """The broker is gone: brake, hold, and require a new mode command afterwards."""
-        self._priority.append(("link_lost", (detail, next(self._arrivals))))
+        arrival = next(self._arrivals)
+        self._priority.append(lambda: LinkLost(detail, arrival, self._latest_jog_index()))
 
     def note_error(self, reason: str, detail: str) -> None:
         """Record a rejection made outside the arm thread, for the status's ``last_error``."""
@@ -201,7 +229,7 @@ class ArmRunner:
         if self._thread is None:
             return
         if self._closing is None:
-            self._close_kind = EventKind(reason)
+            self.begin_shutdown(reason)  # a no-op if begin_shutdown() came first
             hold_s = self.shutdown_hold if hold is None else hold
             self._closing = self.clock.now() + (0.0 if self._end_now else hold_s)  # inf: until end_hold()
         while self._thread.is_alive():
@@ -231,28 +259,16 @@ class ArmRunner:
         arm = self.arm
         try:
             while self._priority:
-                kind, payload = self._priority.popleft()
-                if kind == "estop":
-                    self._apply_estop_engage(*payload)  # type: ignore[misc]
-                elif kind == "shutdown":
-                    self._close_kind = payload  # type: ignore[assignment]
-                    if not self._stopping_done:
-                        self._safety_stop(self._close_kind, "teleop shutting down: braking, then holding")
-                        self._stopping_done = True
-                else:
-                    self._apply_link_lost(*payload)  # type: ignore[misc]
+                self.dispatch(self._priority.popleft()())
             while True:
                 try:
                     topic, cmd, arrival = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if self._closing is not None or self._stopping_done:
-                    self._ack(topic, cmd, False, "shutting_down", "teleop is shutting down")
-                else:
-                    self._apply(topic, cmd, arrival)
+                self.dispatch(CommandArrived(topic, cmd, arrival, self._facts()))
             if self._closing is not None:
                 return self._shutdown_step()
-            if self._mode is Mode.JOG and not self._stopping_done:
+            if self.state.mode is Mode.JOG and self.state.phase is Phase.SERVING:
                 self._supervise_jog()
             arm.update()
             self._check_command()
@@ -260,7 +276,7 @@ class ArmRunner:
             self._check_events()
         except Exception as exc:  # a bug here must not leave the modules with a stale or NaN command
             log.exception("arm thread step failed")
-            self._recover(f"{type(exc).__name__}: {exc}")
+            self.dispatch(InternalError(f"{type(exc).__name__}: {exc}"))
             if self._closing is not None:  # shutting down: a failing step must not keep the loop alive
                 self._cycle += 1
                 return self.clock.now() < self._closing + 2.0
@@ -272,9 +288,6 @@ class ArmRunner:
         """Brake and hold until ``shutdown_hold`` has passed and the brake has ended; then stop
         the loop with the hold still commanded."""
         arm = self.arm
-        if not self._stopping_done:
-            self._safety_stop(self._close_kind, "teleop shutting down: braking, then holding")
-            self._stopping_done = True
         arm.update()
         self._check_command()
         arm.send()
@@ -292,7 +305,7 @@ class ArmRunner:
         behaviour = arm.stop_behaviour
         return ArmSnapshot(
             cycle=self._cycle, time=self.clock.now(), wall_time=self.teleop_clock.wall(), state=arm.state.value,
-            mode=self._mode.value, estop=self._estop, jogging=self.jog.active,
+            mode=self.state.mode.value, estop=self.state.estop, jogging=self.jog.active,
             braking=arm.braking,
             position=fb.position.copy(), velocity=fb.velocity.copy(), effort=fb.effort.copy(),
             command_position=cmd.position.copy(), command_velocity=cmd.velocity.copy(),
@@ -317,8 +330,8 @@ class ArmRunner:
             measured_opening=finite_or_none(st.measured_opening))
 
     def _to_idle(self) -> None:
-        """Mode ``idle``: nothing moves until an operator sets a mode again."""
-        self._mode = Mode.IDLE
+        """Arm side of mode ``idle``: nothing moves until an operator sets a mode again."""
+        self.jog.halt()
         if self.arm.idle != "hold":
             self.arm.set_idle("hold")
 
@@ -333,9 +346,7 @@ class ArmRunner:
         self._events_seen = total
         for ev in new:
             if str(ev.kind) not in OWN_EVENT_KINDS:
-                self.jog.halt()
-                self._to_idle()
-                self._last_error = ErrorRecord(self.teleop_clock.wall(), str(ev.kind), ev.detail)
+                self.dispatch(ArmFault(str(ev.kind), ev.detail))
 
     # ------------------------------------------------------------------ never NaN, never a drop
     def _holdable_position(self) -> FloatArray | None:
@@ -359,12 +370,10 @@ class ArmRunner:
             raise FloatingPointError("the arm computed a non-finite position command")
 
     def _recover(self, detail: str) -> None:
-        """After an internal error: hold a finite position, drop to idle, report it."""
+        """After an internal error: hold a finite position (the mode is already idle)."""
         arm = self.arm
-        self._last_error = ErrorRecord(self.teleop_clock.wall(), "internal_error", detail)
         hold = self._holdable_position()
         try:
-            self.jog.halt()
             self._to_idle()
             if arm.trajectory is not None:
                 arm.cancel_goal()
@@ -412,7 +421,6 @@ class ArmRunner:
             return
         if self.jog.active:
             p, v = self.jog.halt()
-            self._consumed_jog = max(self._consumed_jog, self._latest_jog_index())
         elif arm.state is ArmState.RUNNING and arm.trajectory is not None and not arm.at_goal:
             p, v, _ = arm.trajectory.get_state(self.clock.now())
         else:
@@ -425,12 +433,11 @@ class ArmRunner:
             return
         arm.hold(reason=kind, detail=detail)  # the Arm's brake ramp from its commanded state
 
-    def _safety_stop(self, kind: EventKind, detail: str) -> None:
+    def _safety_stop(self, kind: str, detail: str) -> None:
         """The ``hold`` stop of e-stop, broker loss and shutdown: the arm's latched stop, which
         brakes from the commanded state (jog, goal or hold) within the rated deceleration and then
         holds under gravity compensation, also without feedback. Never commands nothing."""
         self.jog.halt()
-        self._consumed_jog = max(self._consumed_jog, self._latest_jog_index())
         if self.arm.state is ArmState.STOPPED and self.arm.stop_behaviour is StopBehaviour.HOLD:
             return  # already stopped and holding: keep the first stop's brake and event
         self.arm.stop(kind, detail, behaviour=StopBehaviour.HOLD)
@@ -443,23 +450,32 @@ class ArmRunner:
         s = self.mailbox.latest
         return 0 if s is None else s.index
 
+    def _facts(self) -> ArmFacts:
+        return ArmFacts(moving=self._moving(), braking=self.arm.braking, jog_index=self._latest_jog_index())
+
     def _supervise_jog(self) -> None:
-        """Start a jog on a fresh dead-man sample; release it when let go or expired."""
+        """Release a running jog when let go or expired; offer a fresh dead-man sample to start one."""
         s = self.mailbox.latest
         if s is None:
             return
         now = self.clock.now()
         if self.jog.active:
             if not s.deadman:
-                self._brake("teleop_jog_released", f"dead-man released by {s.client} (seq {s.seq})")
+                self.dispatch(JogLetGo(EventKind.TELEOP_JOG_RELEASED.value,
+                                       f"dead-man released by {s.client} (seq {s.seq})", s.index))
             elif now > s.expiry:
-                self._brake("teleop_jog_expired", f"jog stream stopped: last sample (seq {s.seq} from {s.client}) "
-                                                  f"expired {now - s.expiry:.3f} s ago")
+                self.dispatch(JogLetGo(EventKind.TELEOP_JOG_EXPIRED.value,
+                                       f"jog stream stopped: last sample (seq {s.seq} from {s.client}) "
+                                       f"expired {now - s.expiry:.3f} s ago", s.index))
             return
-        if s.index <= self._consumed_jog or not s.deadman or now > s.expiry:
-            return
+        if s.deadman and now <= s.expiry and self.arm.state is not ArmState.STOPPED:
+            self.dispatch(JogSampleReady(s.index, f"jog by {s.client} (seq {s.seq}): leaving the hold"))
+
+    def _start_jog(self, detail: str) -> None:
+        """Start the jog plugin from the commanded state (position and velocity), leaving a hold."""
         arm = self.arm
-        if arm.state is ArmState.STOPPED or self._estop:
+        s = self.mailbox.latest
+        if s is None or arm.state is ArmState.STOPPED:
             return
         cmd = arm.pending_command
         start = cmd.position.copy() if np.all(np.isfinite(cmd.position)) else arm.last_feedback.position.copy()
@@ -469,43 +485,47 @@ class ArmRunner:
         if arm.trajectory is not None:
             arm.cancel_goal()
         if arm.state is ArmState.HOLD:
-            arm.clear_fault()
+            arm.clear_fault(detail)  # a plain hold (cmd/stop, a released jog) is not a fault
         self.jog.start(start, s)
         self.jog.velocity[:] = velocity
 
-    # ------------------------------------------------------------------ command handlers
-    def _apply(self, topic: str, cmd: TeleopCommand, arrival: int) -> None:
-        try:
-            if isinstance(cmd, EstopCommand):
-                if cmd.engaged:
-                    self._apply_estop_engage(cmd, "", arrival)
-                elif arrival < self._estop_arrival:  # an e-stop pressed after this release was sent
-                    self._ack(topic, cmd, False, "estop_engaged", "an e-stop engaged after this release "
-                                                                  "was sent stays engaged; release again")
-                else:
-                    self._estop = False
-                    self._ack(topic, cmd, True, "", "e-stop released; send cmd/mode to resume")
-                return
-            if self._estop:
-                self._ack(topic, cmd, False, "estop_engaged", "the e-stop is engaged; release it, then set a mode")
-                return
-            if arrival < self._link_lost_arrival:
-                self._ack(topic, cmd, False, "stopped", "sent before the broker link was lost; send cmd/mode")
-                return
-            if isinstance(cmd, ModeCommand):
-                self._apply_mode(topic, cmd)
-            elif isinstance(cmd, JointGoalCommand):
-                self._apply_goal(topic, cmd)
-            elif isinstance(cmd, StopCommand):
-                self._brake("teleop_stop", f"stop from {cmd.envelope.client} (seq {cmd.envelope.seq})")
-                self._ack(topic, cmd, True)
-            elif isinstance(cmd, GripperCommand):
-                self._apply_gripper(topic, cmd)
-            else:
-                self._ack(topic, cmd, False, "unknown_topic", f"the arm thread does not handle {type(cmd).__name__}")
-        except CommandRejected as exc:
-            self._ack(topic, cmd, False, exc.reason, exc.detail)
+    # ------------------------------------------------------------------ events and actions
+    def dispatch(self, event: Event) -> None:
+        """Decide on ``event`` (:func:`hebictl.teleop.events.decide`) and apply the actions in
+        order. Called in the arm thread only (tests may call it on a stepped runner)."""
+        self.state, actions = decide(self.state, event)
+        for action in actions:
+            self._do(action)
 
+    def _do(self, action: Action) -> None:
+        """Apply one action to the arm (the only place the runner's decisions touch it)."""
+        if isinstance(action, Answer):
+            self._ack(action.topic, action.command, action.accepted, action.reason, action.detail)
+        elif isinstance(action, SafetyStop):
+            self._safety_stop(action.kind, action.detail)
+        elif isinstance(action, Brake):
+            self._brake(action.kind, action.detail)
+        elif isinstance(action, EnterIdle):
+            self._to_idle()
+        elif isinstance(action, RecordError):
+            self._last_error = ErrorRecord(self.teleop_clock.wall(), action.reason, action.detail)
+        elif isinstance(action, SetArmMode):
+            self._set_arm_mode(action.target, action.previous, action.who)
+        elif isinstance(action, StartGoal):
+            try:
+                self._apply_goal(action.topic, action.command)
+            except CommandRejected as exc:
+                self._ack(action.topic, action.command, False, exc.reason, exc.detail)
+        elif isinstance(action, SetGripper):
+            self._apply_gripper(action.topic, action.command)
+        elif isinstance(action, StartJog):
+            self._start_jog(action.detail)
+        elif isinstance(action, Recover):
+            self._recover(action.detail)
+        else:  # pragma: no cover - every action type is handled above
+            raise TypeError(f"unknown action {action!r}")
+
+    # ------------------------------------------------------------------ command handlers
     def _apply_gripper(self, topic: str, cmd: GripperCommand) -> None:
         self._gripper_cmd = cmd
         self._gripper_time = self.teleop_clock.wall()
@@ -515,45 +535,21 @@ class ArmRunner:
         self.gripper.set_opening(cmd.position)
         self._ack(topic, cmd, True, "", f"gripper to {cmd.position:g} (0 closed, 1 open)")
 
-    def _apply_estop_engage(self, cmd: EstopCommand | None, detail: str, arrival: int = -1) -> None:
-        self._estop_arrival = max(self._estop_arrival, arrival)
-        who = f"{cmd.envelope.client} (seq {cmd.envelope.seq})" if cmd is not None else "the bridge"
-        self._consumed_jog = max(self._consumed_jog, self._latest_jog_index())
-        self._estop = True
-        self._safety_stop(EventKind.ESTOP, detail or f"e-stop engaged by {who}")
-        self._to_idle()
-        self._last_error = ErrorRecord(self.teleop_clock.wall(), "estop", detail or f"e-stop engaged by {who}")
-        if cmd is not None:
-            self._ack("estop", cmd, True, "", "e-stop engaged (latched): braking, then holding")
-
-    def _apply_link_lost(self, detail: str, arrival: int) -> None:
-        self._link_lost_arrival = arrival  # what was queued before the loss must not resume the arm
-        self._safety_stop(EventKind.TELEOP_LINK_LOST, detail)
-        self._to_idle()
-        self._last_error = ErrorRecord(self.teleop_clock.wall(), "link_lost", detail)
-
-    def _apply_mode(self, topic: str, cmd: ModeCommand) -> None:
+    def _set_arm_mode(self, target: Mode, previous: Mode, who: str) -> None:
+        """The arm side of a mode change (the runner's mode is already ``target``)."""
         arm = self.arm
-        target = Mode(cmd.mode)
-        who = f"mode {target.value} from {cmd.envelope.client}"
-        if target is Mode.GRAVCOMP and (self._moving() or arm.braking):
-            raise CommandRejected("moving", "the arm is moving: send cmd/stop and wait for the hold before gravcomp")
         if arm.state is ArmState.STOPPED:
-            arm.clear_fault()
+            arm.clear_fault(f"latched stop cleared by {who}; holding the current position")
         if target is Mode.GRAVCOMP:
             self.jog.halt()
             arm.cancel_goal()
             if arm.state is ArmState.HOLD:
-                arm.clear_fault()
+                arm.clear_fault(f"{who}: leaving the hold for hand-guiding")
             arm.set_idle("gravcomp")
-        else:
-            if arm.idle != "hold":
-                arm.set_idle("hold")  # leaving hand-guiding: hold where the operator left the arm
-            elif target is not self._mode and self._moving():
-                self._brake("teleop_mode", who)
-        self._consumed_jog = max(self._consumed_jog, self._latest_jog_index())
-        self._mode = target
-        self._ack(topic, cmd, True)
+        elif arm.idle != "hold":
+            arm.set_idle("hold")  # leaving hand-guiding: hold where the operator left the arm
+        elif target is not previous and self._moving():
+            self._brake(EventKind.TELEOP_MODE.value, who)
 
     def _goal_start(self) -> tuple[FloatArray, FloatArray, FloatArray]:
         """Where a new goal starts; a non-finite state is replaced by a hold at the measured
@@ -570,8 +566,6 @@ class ArmRunner:
                                             "measured position: send the goal again")
 
     def _apply_goal(self, topic: str, cmd: JointGoalCommand) -> None:
-        if self._mode is not Mode.POSITION:
-            raise CommandRejected("wrong_mode", f"goals need mode 'position' (mode is {self._mode.value!r})")
         arm = self.arm
         names = arm.model.joint_names
         goal = Goal(arm.dof)

@@ -12,7 +12,13 @@ wall time, s since the Unix epoch) and ``client`` (the sender's name). Freshness
 the envelope are checked by :mod:`hebictl.teleop.admission`, not here.
 
 Unknown fields are rejected rather than ignored: a typo such as ``position`` for ``positions``
-must not turn into "no target given, use a default".
+must not turn into "no target given, use a default"; a field given twice is rejected too.
+
+Hostile numbers never get through as numbers: JSON ``NaN``/``Infinity`` literals are refused by the
+decoder, integers too long to convert (more than Python's 4300 digits) and nesting deeper than the
+recursion limit are ``malformed_json``, integers and floats that overflow a float are
+``not_finite``, and every number is range-checked by its validator. Each of these is one
+rejection (an ack and a counter in ``state/status``): nothing is closed or restarted.
 """
 
 from __future__ import annotations
@@ -121,13 +127,27 @@ def _reject_constant(name: str) -> float:
     raise CommandRejected("not_finite", f"JSON {name} is not allowed")
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object without repeated keys: ``{"mode": "idle", "mode": "jog"}`` means one thing to
+    a parser that keeps the first and another to one that keeps the last (the panel's page and
+    this bridge must never read one message two ways)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise CommandRejected("duplicate_field", f"field {key[:40]!r} appears more than once")
+            seen.add(key)
+    return obj
+
+
 def decode(payload: bytes | bytearray | str) -> dict[str, Any]:
     """The JSON object in ``payload``; rejects oversize, non-UTF-8, non-JSON and non-objects."""
     if len(payload) > MAX_PAYLOAD_BYTES:
         raise CommandRejected("too_large", f"payload of {len(payload)} bytes exceeds {MAX_PAYLOAD_BYTES}")
     try:
         text = payload.decode("utf-8") if isinstance(payload, bytes | bytearray) else payload
-        obj = json.loads(text, parse_constant=_reject_constant)
+        obj = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
     except CommandRejected:
         raise
     except UnicodeDecodeError as exc:

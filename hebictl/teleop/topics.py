@@ -35,6 +35,9 @@ STATE_QOS: dict[str, tuple[int, bool]] = {
     "description": (1, True),
 }
 
+#: the broker plugin tags a command topic with ``/@<account>`` of its publisher
+ACCOUNT_TAG = "/@"
+
 _ARM_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
@@ -76,11 +79,23 @@ class Topics:
         return f"{self.root}/state/#"
 
     def command_name(self, topic: str) -> str | None:
-        """``joint_goal`` for ``<root>/cmd/joint_goal``; None for a topic outside this arm's commands."""
+        """``joint_goal`` for ``<root>/cmd/joint_goal`` (also when the broker tagged it with the
+        sender's account, ``<root>/cmd/joint_goal/@operator``); None for a topic outside this
+        arm's commands."""
+        parsed = self.command_and_account(topic)
+        return None if parsed is None else parsed[0]
+
+    def command_and_account(self, topic: str) -> tuple[str, str | None] | None:
+        """(command name, broker account or None) of a command topic; None outside this arm's
+        commands. The account is the last level ``@<account>`` that the broker plugin of
+        docs/teleop.md appends to every command an authenticated client publishes (and that no
+        client may publish itself); without the plugin it is None (the broker says nothing)."""
         head = f"{self.root}/cmd/"
         if not topic.startswith(head):
             return None
-        return topic[len(head):]
+        rest = topic[len(head):]
+        name, sep, account = rest.partition(ACCOUNT_TAG)
+        return (name, account) if sep else (rest, None)
 
     def state_name(self, topic: str) -> str | None:
         head = f"{self.root}/state/"

@@ -48,6 +48,21 @@ def test_order_is_per_client_and_strict():
     adm.check_order(Envelope(4, 0.0, "b"))
 
 
+def test_seq_ahead_of_the_clock_is_refused_and_not_recorded():
+    """Issue 20: one command with seq 2^63-1 under a client's name locked that client out. A seq
+    beyond the wall clock in µs (+ max_skew) is refused and leaves the client's counter alone."""
+    wall = Clock(1_800_000_000.0)
+    adm = Admission(max_age=1.0, wall_clock=wall)
+    now_us = 1_800_000_000 * 1_000_000
+    adm.check_order(Envelope(now_us, 0.0, "panel"))              # what TeleopClient and the panel start at
+    for seq in (2**63 - 1, now_us + 1_000_001):
+        with pytest.raises(CommandRejected, match="seq_ahead"):
+            adm.check_order(Envelope(seq, 0.0, "panel"))
+    adm.check_order(Envelope(now_us + 1, 0.0, "panel"))          # the panel's next command still passes
+    adm.check_order(Envelope(now_us + 1_000_000, 0.0, "other"))  # within the skew: accepted
+    adm.check_order(Envelope(1, 0.0, "counter"))                 # counters from 1 are far behind the clock
+
+
 def test_client_memory_is_bounded_lru():
     """Beyond max_clients the least recently heard client is forgotten, the others are kept."""
     adm = Admission(max_clients=3)

@@ -50,7 +50,7 @@ def test_plugin_refuses_retained_commands_only(plugin, tmp_path):
     root = f"hebictl/v1/{ARM_ID}"
 
     async def retained(topic_filter: str) -> list[str]:
-        async with aiomqtt.Client("127.0.0.1", b.port, identifier="peek", **op) as c:
+        async with aiomqtt.Client("127.0.0.1", b.port, identifier=f"{OPERATOR[0]}:peek", **op) as c:
             await c.subscribe(topic_filter, qos=1)
             found = []
             try:
@@ -63,12 +63,12 @@ def test_plugin_refuses_retained_commands_only(plugin, tmp_path):
             return found
 
     async def go():
-        async with aiomqtt.Client("127.0.0.1", b.port, identifier="op", **op) as c:
+        async with aiomqtt.Client("127.0.0.1", b.port, identifier=f"{OPERATOR[0]}:op", **op) as c:
             await c.publish(f"{root}/cmd/joint_goal", b"{}", qos=1, retain=True)
-        async with aiomqtt.Client("127.0.0.1", b.port, identifier="arm", **arm) as a:
+        async with aiomqtt.Client("127.0.0.1", b.port, identifier=f"{ARM_USER[0]}:arm", **arm) as a:
             await a.publish(f"{root}/state/status", b"{}", qos=1, retain=True)
             await a.subscribe(f"{root}/cmd/#", qos=1)
-            async with aiomqtt.Client("127.0.0.1", b.port, identifier="op2", **op) as c:
+            async with aiomqtt.Client("127.0.0.1", b.port, identifier=f"{OPERATOR[0]}:op2", **op) as c:
                 await c.publish(f"{root}/cmd/stop", b"live", qos=1)
             got = []
             try:
@@ -84,5 +84,5 @@ def test_plugin_refuses_retained_commands_only(plugin, tmp_path):
         log = b.log_tail(4000)
     assert cmd_retained == []
     assert state_retained == [f"{root}/state/status"]
-    assert got == [(f"{root}/cmd/stop", b"live", False)]
+    assert got == [(f"{root}/cmd/stop/@{OPERATOR[0]}", b"live", False)]  # tagged with its account
     assert f"refused a retained publish to {root}/cmd/joint_goal" in log

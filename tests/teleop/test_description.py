@@ -99,3 +99,71 @@ def test_offline_arms_keep_their_description(broker: Any, make_server: Any) -> N
     server.stop_background()
     d = asyncio.run(asyncio.wait_for(_retained_description(broker.url), 10))
     assert d["arm_id"] == ARM_ID
+
+
+def test_description_is_republished_and_every_status_names_its_hash_and_session(broker: Any,
+                                                                                make_server: Any) -> None:
+    """Issue 20 item 4: the description comes again every period (a spoofed retained copy is
+    overwritten), every status carries the SHA-256 of the exact description bytes (hashed here
+    with hashlib, not by the bridge's code) and a per-process session id; the offline status
+    says ``state: offline`` and nothing that looks live."""
+    import hashlib
+
+    import aiomqtt
+
+    period = 0.4
+    server = make_server(broker.url, bridge_options={"backoff_initial": 0.05, "backoff_max": 0.5,
+                                                     "description_period": period})
+    topics = Topics(ARM_ID)
+    port = int(broker.url.rsplit(":", 1)[1])
+
+    async def watch(seconds: float) -> tuple[list[bytes], list[dict[str, Any]], float | None]:
+        descriptions: list[bytes] = []
+        statuses: list[dict[str, Any]] = []
+        restored = None
+        async with aiomqtt.Client("127.0.0.1", port, identifier="desc-watch") as c:
+            await c.subscribe(topics.state("description"), qos=1)
+            await c.subscribe(topics.state("status"), qos=1)
+            async with aiomqtt.Client("127.0.0.1", port, identifier="spoofer") as bad:  # no accounts here
+                await bad.publish(topics.state("description"), b'{"arm_id": "t1", "home": [9, 9, 9, 9, 9, 9]}',
+                                  qos=1, retain=True)
+            t0 = asyncio.get_running_loop().time()
+            try:
+                async with asyncio.timeout(seconds):
+                    async for m in c.messages:
+                        if m.topic.matches(topics.state("description")):
+                            descriptions.append(bytes(m.payload))
+                            if b"[9, 9" not in bytes(m.payload) and restored is None and len(descriptions) > 1:
+                                restored = asyncio.get_running_loop().time() - t0
+                        else:
+                            statuses.append(json.loads(m.payload))
+            except TimeoutError:
+                pass
+        return descriptions, statuses, restored
+
+    descriptions, statuses, restored = run(watch(3 * period + 0.3))
+    genuine = [d for d in descriptions if b"[9, 9" not in d]
+    assert len(genuine) >= 3, f"{len(genuine)} genuine descriptions in {3 * period + 0.3} s"
+    assert len(set(genuine)) == 1  # republished byte for byte
+    digest = hashlib.sha256(genuine[0]).hexdigest()
+    assert statuses and all(s["description_sha256"] == digest for s in statuses)
+    assert any(hashlib.sha256(d).hexdigest() != digest for d in descriptions), "the spoof reached the viewer"
+    assert restored is not None and restored <= period + 0.2, restored
+    print(f"\nspoofed description replaced after {restored * 1000:.0f} ms (period {period * 1000:.0f} ms)")
+    session = statuses[0]["session"]
+    assert len(session) == 16 and int(session, 16) >= 0 and all(s["session"] == session for s in statuses)
+
+    server.stop_background()
+
+    async def offline() -> dict[str, Any]:
+        async with aiomqtt.Client("127.0.0.1", port, identifier="status-reader") as c:
+            await c.subscribe(topics.state("status"), qos=1)
+            async for m in c.messages:
+                return json.loads(m.payload)
+        raise AssertionError("no status")
+
+    last = run(offline())
+    assert last["status"] == "offline" and last["state"] == "offline"
+    assert "mode" not in last and "at_goal" not in last and last["session"] == session
+    second = make_server(broker.url)
+    assert second.bridge.session != session  # a restarted process gets a new session

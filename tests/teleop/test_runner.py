@@ -313,3 +313,22 @@ def test_runner_rejects_absurd_goals_even_without_the_bridge(rig):
         assert not acks[-1].accepted and acks[-1].reason in ("too_fast", "too_far"), (target, acks[-1])
     assert "internal_error" not in arm.events.kinds() and arm.trajectory is None
     assert np.isfinite(arm.pending_command.position).all()
+
+
+def test_a_plain_stop_is_not_reported_as_a_fault(rig):
+    """After cmd/stop (a plain hold, not a fault) the next jog leaves the hold with an event that
+    says so in plain words, not "fault cleared" (issue 20: "cleared fault cleared" in the panel)."""
+    runner, arm, clock, acks = rig
+    runner.submit("mode", ModeCommand(env(), "jog"))
+    runner.step()
+    runner.offer_jog(JogCommand(env(), "joint", np.full(6, 0.2), True, 1.0), clock.now())
+    steps(runner, 20)
+    runner.submit("stop", StopCommand(env()))
+    steps(runner, 60)
+    assert arm.state is ArmState.HOLD and arm.events.last.kind == "teleop_stop"
+    runner.offer_jog(JogCommand(env(), "joint", np.full(6, -0.2), True, 1.0), clock.now())
+    steps(runner, 3)
+    cleared = [e for e in arm.events.events if e.kind == "cleared"]
+    assert runner.jog.active and len(cleared) == 1
+    assert "fault" not in cleared[0].detail and "leaving the hold" in cleared[0].detail, cleared[0].detail
+    assert all(a.accepted for a in acks)

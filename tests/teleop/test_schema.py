@@ -70,6 +70,22 @@ REJECTED = [
     ("stop", b"", "malformed_json"),
     ("stop", b"[" * 100000, "too_large"),
     ("stop", b"[" * 5000 + b"]" * 5000, "malformed_json"),  # nesting deeper than the recursion limit
+    # issue 20 item 9: what a panel might forward
+    ("jog", b'{"seq":1,"ts":1,"client":"a","space":"joint","velocity":[NaN,0,0,0,0,0],"deadman":true}', "not_finite"),
+    ("jog", b'{"seq":1,"ts":1,"client":"a","space":"cartesian","velocity":[-Infinity,0,0,0,0,0],"deadman":true}',
+     "not_finite"),
+    ("jog", _payload({"space": "joint", "velocity": ["NaN", 0, 0, 0, 0, 0], "deadman": True}), "wrong_type"),
+    ("jog", _payload({"space": "joint", "velocity": [None, 0, 0, 0, 0, 0], "deadman": True}), "wrong_type"),
+    ("jog", b'{"seq":1,"ts":1,"client":"a","space":"joint","velocity":[' + b"9" * 400 + b',0,0,0,0,0],"deadman":true}',
+     "not_finite"),  # an integer that overflows a float
+    ("jog", b'{"seq":1,"ts":1,"client":"a","space":"joint","velocity":[' + b"9" * 5000 + b',0,0,0,0,0],"deadman":true}',
+     "malformed_json"),  # more digits than Python converts
+    ("stop", b'{"seq":' + b"9" * 30 + b',"ts":1,"client":"a"}', "out_of_range"),
+    ("stop", b'{"seq":1,"ts":1,"client":"a","x":' + b"[" * 3000 + b"]" * 3000 + b"}", "malformed_json"),
+    ("mode", b'{"seq":1,"ts":1,"client":"a","mode":"idle","mode":"jog"}', "duplicate_field"),
+    ("mode", _payload({"mode": "POSITION"}), "out_of_range"),
+    ("cartesian_goal", _payload({"position": [0.3, 0.1, 0.2], "orientation": [1, 0, 0, 0, 0, 0, 0, 0]}),
+     "wrong_length"),
     ("nope", _payload({}), "unknown_topic"),
     # envelope
     ("stop", json.dumps({"ts": 1.0, "client": "op"}).encode(), "missing_field"),

@@ -99,7 +99,8 @@ def test_teleop_process_serves_and_leaves_offline_status(broker):
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         will = run(status_of("proc1"))
-        assert "state" not in will  # the will is the bare offline notice registered at connect
+        # the will is the offline notice registered at connect: nothing in it looks live
+        assert will["state"] == "offline" and "mode" not in will and len(will["session"]) == 16
     finally:
         proc.kill()
         proc.wait(10)
@@ -112,7 +113,7 @@ def test_teleop_process_serves_and_leaves_offline_status(broker):
         assert proc.wait(15) == 0, proc.stderr.read().decode()[-2000:]
         assert time.monotonic() - t < 10
         clean = run(status_of("proc2"))
-        assert clean["state"] in ("hold", "running", "stopped") and "bridge" in clean
+        assert clean["state"] == "offline" and "mode" not in clean and "bridge" in clean
         err = proc.stderr.read().decode()
         assert "SIGTERM: stopping teleop" in err and "release" not in err.lower(), err[-2000:]
     finally:

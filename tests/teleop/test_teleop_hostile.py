@@ -192,3 +192,74 @@ def test_retained_estop_engage_still_engages_and_is_cleared(broker, make_server)
     server, st = run(go())
     assert st["state"] == "stopped" and st["stop_behaviour"] == "hold"
     assert server.bridge.stats["retained_cleared"] == 1
+
+
+def test_hostile_numbers_and_shapes_are_dropped_counted_and_close_nothing(broker, make_server):
+    """Issue 20 item 9, at the bridge: NaN/Infinity, out-of-range numbers, unknown modes,
+    8-value orientations, integer overflow, deep nesting and repeated fields are each rejected
+    with an ack; a jog whose direction is NaN never becomes a jog; the operator's connection and
+    the arm's stay up (no reconnect), and the next valid jog is accepted and moves the arm."""
+    server = make_server(broker.url)
+    topics = Topics(ARM_ID)
+    port = int(broker.url.rsplit(":", 1)[1])
+    env = '"seq": %d, "ts": %.3f, "client": "hostile"'
+    bodies = {
+        "jog": ['"space": "joint", "velocity": [NaN, 0, 0, 0, 0, 0], "deadman": true',
+                '"space": "cartesian", "velocity": [-Infinity, 0, 0, 0, 0, 0], "deadman": true',
+                '"space": "joint", "velocity": [' + "9" * 400 + ', 0, 0, 0, 0, 0], "deadman": true',
+                '"space": "joint", "velocity": [' + "9" * 5000 + ', 0, 0, 0, 0, 0], "deadman": true',
+                '"space": "joint", "velocity": [1e999, 0, 0, 0, 0, 0], "deadman": true',
+                '"space": "joint", "velocity": [0.1, 0, 0, 0, 0, 0], "deadman": true, "x": '
+                + "[" * 3000 + "]" * 3000,
+                '"space": "joint", "velocity": [0.1, 0, 0, 0, 0, 0], "velocity": [-3, 0, 0, 0, 0, 0], '
+                '"deadman": true'],
+        "mode": ['"mode": "turbo"'],
+        "cartesian_goal": ['"position": [0.3, 0, 0.2], "orientation": [1, 0, 0, 0, 0, 0, 0, 0]'],
+        "gripper": ['"position": 1.5'],
+    }
+
+    async def go():
+        async with TeleopClient(broker.url, ARM_ID, name="op") as c:
+            assert (await c.mode("jog")).accepted
+            q0 = server.runner.snapshot.position.copy()
+            acks = []
+            async with aiomqtt.Client("127.0.0.1", port, identifier="hostile") as h:
+                await h.subscribe(topics.state("ack"), qos=1)
+                n = 0
+                for name, items in bodies.items():
+                    for body in items:
+                        n += 1
+                        payload = ("{" + env % (n, time.time()) + ", " + body + "}").encode()
+                        await h.publish(topics.cmd(name), payload, qos=1)
+                try:
+                    async with asyncio.timeout(3.0):
+                        async for m in h.messages:
+                            a = json.loads(m.payload)
+                            if a["client"] in ("hostile", None):
+                                acks.append(a)
+                            if sum(x.get("coalesced", 0) + 1 for x in acks) >= n:
+                                break
+                except TimeoutError:
+                    pass
+            await asyncio.sleep(0.2)
+            moved = np.abs(server.runner.snapshot.position - q0).max()
+            jogging = server.runner.jog.active
+            for _ in range(30):  # a valid jog afterwards still works
+                await c.jog([0.2, 0, 0, 0, 0, 0], ttl=0.2)
+                await asyncio.sleep(0.01)
+            moved_after = abs(server.runner.snapshot.position[0] - q0[0])
+            return n, acks, moved, jogging, moved_after
+
+    n, acks, moved, jogging, moved_after = run(go())
+    stats = server.bridge.stats
+    reasons = sorted({a["reason"] for a in acks})
+    print(f"\n{n} hostile payloads -> {len(acks)} acks, reasons {reasons}; malformed counted "
+          f"{stats['malformed']}; arm moved {moved:.2e} rad; connects {stats['connects']}, "
+          f"disconnects {stats['disconnects']}")
+    assert acks and not any(a["accepted"] for a in acks)
+    # jog rejections are acked at most every 0.2 s per client and reason: the count is in the status
+    assert {"not_finite", "out_of_range", "wrong_length"} <= set(reasons)
+    assert moved < 1e-9 and not jogging, "a hostile jog moved the arm"
+    assert stats["rejected"] == n and stats["malformed"] == 5  # NaN, -Infinity, 5000 digits, depth, repeat
+    assert stats["connects"] == 1 and stats["disconnects"] == 0
+    assert moved_after > 0.01, "a valid jog after the hostile ones did not move the arm"

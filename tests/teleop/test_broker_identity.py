@@ -1,0 +1,200 @@
+"""Issue 20 item 4 through a real mosquitto 2.0 with the teleop ACL and the broker plugin of
+docs/teleop.md (compiled from the doc): identities are bound to broker accounts.
+
+* A read-only viewer that connects with the arm's client id is refused at CONNECT; the arm stays
+  connected (without the plugin the same attack disconnects it, which the control run shows).
+* A command's ``client`` name must belong to the account the plugin tagged it with, so another
+  account cannot send under the panel's name; ``seq`` far ahead of the clock is refused, so
+  2^63-1 under the panel's name cannot lock the panel out.
+* No client can forge the account tag.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import aiomqtt
+import pytest
+
+from hebictl.errors import CommandRejected
+from hebictl.teleop.bridge import arm_client_id, check_client_account
+from hebictl.teleop.broker import LocalBroker, find_mosquitto_passwd
+from hebictl.teleop.client import TeleopClient
+from hebictl.teleop.topics import Topics
+
+from .conftest import ARM_ID, ARM_USER, HOME, OPERATOR, REPO, need_mosquitto, run
+
+pytestmark = pytest.mark.broker
+VIEWER = ("viewer", "viewer-secret")
+OPERATOR2 = ("operator2", "op2-secret")
+ATTEMPTS = 20
+
+
+@pytest.mark.parametrize(("client", "account", "ok"), [
+    ("operator", "operator", True), ("operator:panel-3", "operator", True), ("anything", None, True),
+    ("operator:x", None, True), ("op", "operator", False), ("operator2:x", "operator", False),
+    ("operatorx", "operator", False), ("operator:panel", "operator2", False), ("console", "", True),
+    ("operator:panel", "", False),
+])
+def test_client_names_bound_to_the_account_the_broker_names(client, account, ok):
+    """``<account>`` or ``<account>:...``; anonymous ("") may not claim one; unknown (None): any."""
+    if ok:
+        check_client_account(client, account)
+    else:
+        with pytest.raises(CommandRejected, match="wrong_client"):
+            check_client_account(client, account)
+
+
+def test_topics_carry_the_account_tag_and_the_arm_id_is_unguessable():
+    t = Topics(ARM_ID)
+    assert t.command_and_account(t.cmd("mode")) == ("mode", None)
+    assert t.command_and_account(t.cmd("mode") + "/@operator") == ("mode", "operator")
+    assert t.command_and_account(t.cmd("mode") + "/@") == ("mode", "")
+    assert t.command_name(t.cmd("jog") + "/@arm-t1") == "jog" and t.command_and_account("x/y") is None
+    assert arm_client_id("arm1", "acct", "ab12") == "acct:hebictl-arm-arm1-ab12"
+    assert arm_client_id("arm1", None, "ab12") == "hebictl-arm-arm1-ab12"
+
+
+def compile_doc_plugin(tmp_path: Path) -> Path:
+    """The plugin block of docs/teleop.md, compiled with -Wall -Werror."""
+    need_mosquitto()
+    gcc = shutil.which("gcc")
+    if gcc is None or not Path("/usr/include/mosquitto_broker.h").is_file() \
+            or not Path("/usr/include/mosquitto.h").is_file():
+        pytest.skip("needs gcc and mosquitto's plugin headers (Debian: apt-get install gcc libmosquitto-dev)")
+    if find_mosquitto_passwd() is None:
+        pytest.skip("mosquitto_passwd not found (apt-get install mosquitto)")
+    text = (REPO / "docs" / "teleop.md").read_text(encoding="utf-8")
+    m = re.search(r"<!-- no_retained_cmd\.c -->\n```c\n(.*?)```", text, re.S)
+    assert m, "docs/teleop.md lost its plugin block"
+    src = tmp_path / "no_retained_cmd.c"
+    src.write_text(m.group(1))
+    lib = tmp_path / "no_retained_cmd.so"
+    subprocess.run([gcc, "-Wall", "-Werror", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True,
+                   capture_output=True, timeout=60)
+    return lib
+
+
+def accounts_broker(directory: Path, plugins: list[Path]) -> LocalBroker:
+    return LocalBroker(directory, users=dict([OPERATOR, OPERATOR2, ARM_USER, VIEWER]), arms={ARM_USER[0]: ARM_ID},
+                       operators=[OPERATOR[0], OPERATOR2[0]], viewers=[VIEWER[0]], plugins=plugins)
+
+
+def arm_server(make_server, broker: LocalBroker):
+    server = make_server(broker.url, username=ARM_USER[0], password=ARM_USER[1])
+    deadline = time.monotonic() + 10.0
+    while not server.bridge.connected.is_set():
+        assert time.monotonic() < deadline, "the arm did not connect"
+        time.sleep(0.02)
+    return server
+
+
+async def take_over(port: int, identifier: str, attempts: int) -> int:
+    """Connect ``attempts`` times as the viewer with ``identifier``; how many were let in."""
+    admitted = 0
+    for _ in range(attempts):
+        try:
+            async with aiomqtt.Client("127.0.0.1", port, identifier=identifier, username=VIEWER[0],
+                                      password=VIEWER[1], timeout=2.0):
+                admitted += 1
+                await asyncio.sleep(0.05)
+        except aiomqtt.MqttError:
+            pass
+    return admitted
+
+
+def test_a_viewer_reusing_the_arms_client_id_cannot_disconnect_it(tmp_path, make_server):
+    plugin = compile_doc_plugin(tmp_path)
+    with accounts_broker(tmp_path / "b", [plugin]) as b:
+        server = arm_server(make_server, b)
+        ident = server.bridge.identifier
+        assert ident.startswith(f"{ARM_USER[0]}:hebictl-arm-{ARM_ID}-") and server.bridge.session in ident
+        admitted = run(take_over(b.port, ident, ATTEMPTS), timeout=60.0)
+        admitted += run(take_over(b.port, f"hebictl-arm-{ARM_ID}", 1))  # the old fixed id
+        own = run(take_over(b.port, f"{VIEWER[0]}:panel", 1))           # its own prefix works
+        time.sleep(0.3)
+        stats = dict(server.bridge.stats)
+        log = b.log_tail(20000)
+    print(f"\nwith the plugin: {ATTEMPTS + 1} takeover attempts, {admitted} admitted; arm connects "
+          f"{stats['connects']}, disconnects {stats['disconnects']}")
+    assert admitted == 0 and own == 1
+    assert stats["connects"] == 1 and stats["disconnects"] == 0
+    assert f"refused client id {ident} for account {VIEWER[0]}" in log
+
+
+def test_control_without_the_plugin_the_same_attack_disconnects_the_arm(tmp_path, make_server):
+    """What the plugin prevents: mosquitto alone hands the arm's id to whoever asks for it."""
+    need_mosquitto()
+    if find_mosquitto_passwd() is None:
+        pytest.skip("mosquitto_passwd not found")
+    with accounts_broker(tmp_path / "b", []) as b:
+        server = arm_server(make_server, b)
+        admitted = run(take_over(b.port, server.bridge.identifier, 3), timeout=30.0)
+        time.sleep(0.3)
+        stats = dict(server.bridge.stats)
+    print(f"\nwithout the plugin: 3 takeover attempts, {admitted} admitted; arm disconnects {stats['disconnects']}")
+    assert admitted == 3 and stats["disconnects"] >= 1
+
+
+def test_names_are_bound_to_accounts_and_seq_far_ahead_cannot_lock_the_panel_out(tmp_path, make_server):
+    plugin = compile_doc_plugin(tmp_path)
+    topics = Topics(ARM_ID)
+    panel = f"{OPERATOR[0]}:panel"
+    top = 2**63 - 1
+
+    def raw(client: str, seq: int, mode: str) -> bytes:
+        return json.dumps({"seq": seq, "ts": time.time(), "client": client, "mode": mode}).encode()
+
+    async def acks_of(c: TeleopClient, client: str, seq: int) -> list[tuple[bool, str]]:
+        for _ in range(100):
+            found = [(a.accepted, a.reason) for a in c.acks if a.client == client and a.seq == seq]
+            if found:
+                return found
+            await asyncio.sleep(0.02)
+        return []
+
+    async def go():
+        async with TeleopClient(b.url, ARM_ID, name=f"{OPERATOR2[0]}:mallory", username=OPERATOR2[0],
+                                password=OPERATOR2[1]) as evil, \
+                TeleopClient(b.url, ARM_ID, name=panel, username=OPERATOR[0], password=OPERATOR[1]) as op:
+            await op.wait_status(lambda s: s["status"] == "online", timeout=10.0)
+            out = {}
+            # another account, the panel's name, seq 2^63-1
+            await evil.publish_raw(topics.cmd("mode"), raw(panel, top, "idle"), qos=1)
+            out["foreign account as the panel"] = await acks_of(op, panel, top)
+            # another account, its own name, seq 2^63-1
+            mallory = f"{OPERATOR2[0]}:mallory"
+            await evil.publish_raw(topics.cmd("mode"), raw(mallory, top, "idle"), qos=1)
+            out["own name, seq 2^63-1"] = await acks_of(op, mallory, top)
+            # the panel's own account (a second tab, or a stolen session) with seq 2^63-1
+            await op.publish_raw(topics.cmd("mode"), raw(panel, top - 1, "idle"), qos=1)
+            out["same account, seq 2^63-2"] = await acks_of(op, panel, top - 1)
+            # the account tag cannot be forged: never delivered to the arm
+            received = server.bridge.stats["received"]
+            await evil.publish_raw(topics.cmd("mode") + f"/@{OPERATOR[0]}", raw(panel, 5, "jog"),
+                                   qos=1)
+            await asyncio.sleep(0.3)
+            out["forged tag delivered"] = server.bridge.stats["received"] - received
+            # the panel still works: mode, goal, e-stop and its release
+            mode = await op.mode("position")
+            goal = await op.joint_goal(HOME, duration=1.0)
+            estop = await op.estop(True)
+            release = await op.estop(False)
+            out["panel afterwards"] = [(a.accepted, a.reason) for a in (mode, goal, estop, release)]
+            return out
+
+    with accounts_broker(tmp_path / "b", [plugin]) as b:
+        server = arm_server(make_server, b)
+        out = run(go(), timeout=60.0)
+    print("\n" + json.dumps(out))
+    assert out["foreign account as the panel"] == [(False, "wrong_client")]
+    assert out["own name, seq 2^63-1"] == [(False, "seq_ahead")]
+    assert out["same account, seq 2^63-2"] == [(False, "seq_ahead")]
+    assert out["forged tag delivered"] == 0
+    assert out["panel afterwards"] == [(True, "")] * 4
