@@ -67,7 +67,7 @@ class RecordingSummary:
 
 
 def _ns(t: float) -> int:
-    return max(0, int(round(t * 1e9)))
+    return max(0, round(t * 1e9))
 
 
 def _finite(values: Any) -> list[float | None]:
@@ -146,6 +146,8 @@ class McapRecorder:
         self._open_file(self._next_path())  # fail here, in the caller, on a bad path
         self._thread = threading.Thread(target=self._run, name="hebictl-recorder", daemon=True)
         self._thread.start()
+        self.note(f"recording {self.arm.model.name or 'the arm'} ({arm.dof} joints) with {type(self.clock).__name__} "
+                  f"time to {self.path}")
 
     # ------------------------------------------------------------------ control thread
     def cycle_start(self) -> None:
@@ -292,6 +294,8 @@ class McapRecorder:
                     break
                 self._stop.wait(0.01)
             self.state = "draining"
+            self._write((_NOTE, self.clock.now(), Log.INFO,
+                         f"recording closed: {self.written} of {self.cycles} cycles written, {self.dropped} dropped"))
             if self.dropped != self._dropped_reported:
                 self._report_drops()
             self._finish_file(final=True)
@@ -323,14 +327,7 @@ class McapRecorder:
         self.messages += 1
 
     def _joints(self, t_ns: int, p: Any, v: Any, e: Any, *, effort_is_acceleration: bool = False) -> bytes:
-        msg = JointStates()
-        msg.timestamp.FromNanoseconds(t_ns)
-        for name, a, b, c in zip(self.names, p.tolist(), v.tolist(), e.tolist(), strict=True):
-            if effort_is_acceleration:
-                msg.joints.add(name=name, position=a, velocity=b, acceleration=c)
-            else:
-                msg.joints.add(name=name, position=a, velocity=b, effort=c)
-        return msg.SerializeToString()
+        return joint_states(self.names, t_ns, p, v, e, effort_is_acceleration=effort_is_acceleration)
 
     def _write(self, item: tuple[Any, ...]) -> None:
         kind, t = item[0], item[1]
@@ -379,6 +376,20 @@ class McapRecorder:
         msg = Log(level=level, message=text, name=name)
         msg.timestamp.FromNanoseconds(t_ns)
         return msg.SerializeToString()
+
+
+def joint_states(names: tuple[str, ...], t_ns: int, p: Any, v: Any, e: Any, *,
+                 effort_is_acceleration: bool = False) -> bytes:
+    """One encoded ``foxglove.JointStates`` (``e`` is the acceleration for a trajectory reference)."""
+    msg = JointStates()
+    msg.timestamp.FromNanoseconds(t_ns)
+    for name, a, b, c in zip(names, np.asarray(p).tolist(), np.asarray(v).tolist(), np.asarray(e).tolist(),
+                             strict=True):
+        if effort_is_acceleration:
+            msg.joints.add(name=name, position=a, velocity=b, acceleration=c)
+        else:
+            msg.joints.add(name=name, position=a, velocity=b, effort=c)
+    return msg.SerializeToString()
 
 
 def _jsonable(value: Any) -> Any:
