@@ -76,6 +76,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stop-hold", type=float, default=float("inf"),
                    help="after Ctrl-C/SIGTERM, hold the arm this many seconds before exiting (default: until a "
                         "second Ctrl-C/SIGTERM)")
+    p.add_argument("--record", type=Path, metavar="DIR",
+                   help="record the session (arm, MQTT commands and acks) as MCAP into DIR: one file per session, "
+                        "rotated by size or time (docs/recording.md)")
+    p.add_argument("--record-rotate-mb", type=float, default=512.0, help="start the next file at this size [MB]")
+    p.add_argument("--record-rotate-min", type=float, default=60.0, help="start the next file after [minutes]")
     p.set_defaults(func=cmd_teleop)
 
     s = sub.add_parser("teleop-send", help="send one teleop command over MQTT and print its ack")
@@ -134,12 +139,15 @@ def cmd_teleop(args: argparse.Namespace) -> int:
     cfg = load_config(args.config or bundled_config())
     clock = PacedClock() if args.paced_clock else MonotonicClock()
     arm = Arm.from_config(cfg, backend=args.backend, clock=clock)
+    recorder = None
     try:
         gripper = attach_gripper(arm, cfg, args.backend)
         server = TeleopServer(arm, settings, args.arm_id, rate_hz=args.rate or cfg.feedback_frequency,
                               state_rate_hz=args.state_rate, max_age=args.max_age, clock=SYSTEM_CLOCK,
                               gripper=gripper, runner_options={"shutdown_hold": args.stop_hold},
                               bridge_options={"description": {"config_name": cfg.path.name, "backend": args.backend}})
+        recorder = _session_recorder(args, arm, cfg)
+        server.runner.recorder = recorder
 
         async def main() -> None:
             loop = asyncio.get_running_loop()
@@ -168,7 +176,25 @@ def cmd_teleop(args: argparse.Namespace) -> int:
         asyncio.run(main())
     finally:
         arm.close()
+        if recorder is not None:
+            done = recorder.close()
+            _tell(f"recorded {done.written} of {done.cycles} cycles ({done.dropped} items dropped) to "
+                  + ", ".join(str(f) for f in done.files))
     return 0
+
+
+def _session_recorder(args: argparse.Namespace, arm: Any, cfg: Any) -> Any:
+    """``--record DIR``: an MCAP recorder for this session (hebictl.recording), or None."""
+    if args.record is None:
+        return None
+    if not (args.record_rotate_mb > 0 and args.record_rotate_min > 0):
+        raise ConfigError("--record-rotate-mb and --record-rotate-min must be > 0")
+    from hebictl.recording.writer import McapRecorder, session_path
+
+    return McapRecorder(session_path(args.record), arm, config_path=cfg.path, teleop=True,
+                        rotate_bytes=int(args.record_rotate_mb * 1e6), rotate_seconds=args.record_rotate_min * 60.0,
+                        metadata={"command": "teleop", "backend_name": args.backend, "arm_id": args.arm_id,
+                                  "config": str(cfg.path)})
 
 
 def _tell(message: str) -> None:
