@@ -129,6 +129,7 @@ class McapRecorder:
         self._mode: tuple[str, str, str | None] | None = None
         self._n_plugins = -1
         self._effort_plugins: list[Any] = []
+        self._effort_names: tuple[str, ...] = ()
         # writer-thread state
         self.state = "open"
         self.files: list[Path] = []
@@ -168,13 +169,17 @@ class McapRecorder:
         ref = arm.trajectory_state
         if len(arm.plugins) != self._n_plugins:
             self._n_plugins = len(arm.plugins)
-            self._effort_plugins = [p for p in arm.plugins if isinstance(getattr(p, "efforts", None), np.ndarray)]
+            self._effort_plugins = [p for p in arm.plugins if isinstance(getattr(p, "efforts", None), np.ndarray)
+                                    and p.efforts.shape == (arm.dof,)]
+            self._effort_names = tuple(p.name for p in self._effort_plugins)
         self.cycles += 1
-        self._put((_CYCLE, now, self.cycles, period, work, wait,
-                   fb.position.copy(), fb.velocity.copy(), fb.effort.copy(),
-                   cmd.position.copy(), cmd.velocity.copy(), cmd.effort.copy(),
-                   None if ref is None else (ref[0].copy(), ref[1].copy(), ref[2].copy()),
-                   tuple((p.name, p.efforts.copy()) for p in self._effort_plugins)))
+        # one copy of everything (one C call, not one per array): the writer slices it back by dof
+        arrays = [fb.position, fb.velocity, fb.effort, cmd.position, cmd.velocity, cmd.effort]
+        arrays.extend(p.efforts for p in self._effort_plugins)
+        if ref is not None:
+            arrays.extend(ref)
+        self._put((_CYCLE, now, self.cycles, period, work, wait, np.concatenate(arrays), ref is not None,
+                   self._effort_names))
         events = arm.events
         total = events.dropped + len(events.events)
         if total != self._events_seen:
@@ -280,8 +285,7 @@ class McapRecorder:
                 while self._buffer:
                     self._write(self._buffer.popleft())
                     n += 1
-                    if n % 8 == 0:
-                        time.sleep(0)  # hand the interpreter back: the control thread must not wait on us
+                    time.sleep(0)  # release the GIL after each item: the control thread must not wait on us
                 now = time.monotonic()
                 if self.dropped != self._dropped_reported and now - last_flush >= self.flush_interval:
                     self._report_drops()
@@ -333,7 +337,11 @@ class McapRecorder:
         kind, t = item[0], item[1]
         t_ns = _ns(t)
         if kind == _CYCLE:
-            _, _, cycle, period, work, wait, fp, fv, fe, cp, cv, ce, ref, efforts = item
+            _, _, cycle, period, work, wait, flat, has_ref, effort_names = item
+            rows = flat.reshape(-1, len(self.names))
+            fp, fv, fe, cp, cv, ce = rows[:6]
+            efforts = zip(effort_names, rows[6:6 + len(effort_names)], strict=True)
+            ref = rows[6 + len(effort_names):] if has_ref else None
             self._emit(schemas.JOINT_STATES.name, t_ns, self._joints(t_ns, fp, fv, fe))
             self._emit(schemas.JOINT_COMMANDS.name, t_ns, self._joints(t_ns, cp, cv, ce))
             if ref is not None:
