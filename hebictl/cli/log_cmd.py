@@ -21,6 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     info = lsub.add_parser("info", help="topics, counts, duration and events of a recording")
     info.add_argument("recording", type=Path)
     info.add_argument("--json", action="store_true", help="machine-readable output")
+    info.add_argument("--urdf", type=Path, metavar="FILE", help="also write the recording's URDF attachment to FILE "
+                                                               "(for a 3D panel URDF layer that reads a file)")
     info.set_defaults(func=cmd_info)
     conv = lsub.add_parser("convert", help="convert a hebi-py .hebilog to MCAP (opens in Foxglove)")
     conv.add_argument("log", type=Path)
@@ -34,6 +36,10 @@ def cmd_info(args: argparse.Namespace) -> int:
     from hebictl.recording.reader import read_run
 
     run = read_run(args.recording)
+    if args.urdf is not None:
+        if schemas.URDF_ATTACHMENT not in run.attachments:
+            raise RecordingError(f"{args.recording}: no {schemas.URDF_ATTACHMENT} attachment")
+        args.urdf.write_bytes(run.attachments[schemas.URDF_ATTACHMENT])
     start = run.start
     summary = run.metadata.get(schemas.FINAL_METADATA, {})
     if args.json:

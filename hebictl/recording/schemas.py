@@ -86,8 +86,13 @@ ACKS = Topic("/teleop/acks", "hebictl.TeleopAck", "json",
                                          "reason": {"type": "string"}, "detail": {"type": "string"}}),
              teleop_only=True)
 
+ROBOT_DESCRIPTION = Topic("/robot_description", "hebictl.RobotDescription", "json",
+                          "the URDF hebictl exports for the arm (``data``), once at the start of each file, for a "
+                          "3D panel URDF layer that reads it from a topic (also an attachment, robot.urdf)",
+                          _json("hebictl.RobotDescription", {"data": {"type": "string"}}))
+
 TOPICS: tuple[Topic, ...] = (JOINT_STATES, JOINT_COMMANDS, REFERENCE, PLUGIN_EFFORTS, LOOP, LOOP_STATS, MODE,
-                             EVENTS, TF, COMMANDS, ACKS)
+                             EVENTS, TF, ROBOT_DESCRIPTION, COMMANDS, ACKS)
 
 _PROTOBUF = {"foxglove.JointStates": JointStates, "foxglove.FrameTransforms": FrameTransforms,
              "foxglove.Log": Log}

@@ -261,6 +261,7 @@ class McapRecorder:
         self._file_started = time.monotonic()
         self._last_tf = -math.inf
         self.files.append(path)
+        self._emit(schemas.ROBOT_DESCRIPTION.name, now_ns, json.dumps({"data": self.frames.urdf}).encode())
         if self._last_mode_item is not None:  # each file of a session says which mode it starts in
             self._write(self._last_mode_item)
 

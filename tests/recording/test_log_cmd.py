@@ -61,10 +61,11 @@ def test_recorded_sim_run_reads_back(recorded_run):
     assert any("grav" in name.lower() for name in efforts), efforts
 
 
-def test_log_info_lists_topics_counts_and_events(recorded_run):
+def test_log_info_lists_topics_counts_and_events(recorded_run, tmp_path):
     out, cycles = recorded_run
-    r = hebictl("log", "info", str(out))
+    r = hebictl("log", "info", str(out), "--urdf", str(tmp_path / "robot.urdf"))
     assert r.returncode == 0, r.stderr
+    assert pin.buildModelFromUrdf(str(tmp_path / "robot.urdf")).nv == 6
     assert "complete; duration" in r.stdout
     assert re.search(rf"/joint_states\s+foxglove.JointStates\s+{cycles}\b", r.stdout), r.stdout
     assert "robot.urdf" in r.stdout
