@@ -51,6 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     plot = sub.add_parser("plot", help="plot a recording saved with hebictl run --record (.npz or .mcap)")
     plot.add_argument("recording", type=Path)
     plot.add_argument("-o", "--output", type=Path, default=Path("hebictl-run.png"))
+    plot.add_argument("--layout", action="store_true",
+                      help=".mcap only: draw the Foxglove layout's panels (3D frames, joints, mode, events)")
     plot.set_defaults(func=cmd_plot)
 
 
@@ -103,7 +105,11 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from hebictl.control.recorder import Recorder
     from hebictl.plot import plot_recording
 
-    if args.recording.suffix == ".mcap":
+    if args.recording.suffix == ".mcap" and args.layout:
+        from hebictl.recording.overview import render_layout
+
+        out = render_layout(args.recording, args.output)
+    elif args.recording.suffix == ".mcap":
         from hebictl.recording.reader import load_recorder
 
         rec, events = load_recorder(args.recording)

@@ -81,6 +81,10 @@ def test_plot_of_an_mcap_recording_writes_a_png(recorded_run, tmp_path):
     r = hebictl("plot", str(out), "-o", str(png))
     assert r.returncode == 0, r.stderr
     assert png.stat().st_size > 10_000
+    layout = tmp_path / "layout.png"
+    r = hebictl("plot", str(out), "--layout", "-o", str(layout))
+    assert r.returncode == 0, r.stderr
+    assert layout.stat().st_size > 20_000
     rec, events = load_recorder(out)
     assert len(rec) == cycles and any("recording closed" in e.text for e in events)
 
