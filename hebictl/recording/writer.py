@@ -46,7 +46,7 @@ from mcap.writer import CompressionType, Writer
 
 import hebictl
 from hebictl.control.safety import OPERATOR_EVENTS
-from hebictl.errors import RecordingError
+from hebictl.errors import FormatError, RecordingError
 from hebictl.recording import schemas
 from hebictl.recording.frames import LinkFrames
 
@@ -107,14 +107,22 @@ class McapRecorder:
         self.transform_period = 1.0 / transform_rate if transform_rate > 0 else math.inf
         self.rotate_bytes = rotate_bytes
         self.rotate_seconds = rotate_seconds
-        self.topics = tuple(t for t in schemas.TOPICS if teleop or not t.teleop_only)
         self.compression = compression
-        self.frames = LinkFrames(arm.model)
+        # a model URDF cannot express (HRDF gear ratios, ball joints) is recorded without the 3D view
+        self.frames: LinkFrames | None = None
+        no_frames = ""
+        try:
+            self.frames = LinkFrames(arm.model)
+        except FormatError as exc:
+            no_frames = f"no URDF, so no /tf and no 3D view: {exc}"
+        spatial = {schemas.TF.name, schemas.ROBOT_DESCRIPTION.name}
+        self.topics = tuple(t for t in schemas.TOPICS if (teleop or not t.teleop_only)
+                            and (self.frames is not None or t.name not in spatial))
         self.config_text = Path(config_path).read_bytes() if config_path is not None else None
         self.metadata = {"hebictl_version": getattr(hebictl, "__version__", "unknown"),
                          "model": arm.model.name or "", "dof": str(arm.dof),
                          "joint_names": json.dumps(list(self.names)),
-                         "links": json.dumps(list(self.frames.frame_ids())),
+                         "links": json.dumps(list(self.frames.frame_ids()) if self.frames else []),
                          "backend": repr(getattr(arm, "backend", "")), "clock": type(self.clock).__name__,
                          "start_wall_time": f"{time.time():.6f}", "start_clock_time": f"{self.clock.now():.9f}",
                          "topics": json.dumps([t.name for t in self.topics]), **dict(metadata or {})}
@@ -147,6 +155,8 @@ class McapRecorder:
         self._open_file(self._next_path())  # fail here, in the caller, on a bad path
         self._thread = threading.Thread(target=self._run, name="hebictl-recorder", daemon=True)
         self._thread.start()
+        if no_frames:
+            self.note(no_frames, Log.WARNING)
         self.note(f"recording {self.arm.model.name or 'the arm'} ({arm.dof} joints) with {type(self.clock).__name__} "
                   f"time to {self.path}")
 
@@ -252,8 +262,9 @@ class McapRecorder:
         self._channels = {t.name: schemas.register(writer, t) for t in self.topics}
         now_ns = _ns(self.clock.now())
         writer.add_metadata(schemas.RUN_METADATA, {**self.metadata, "file_index": str(len(self.files) + 1)})
-        writer.add_attachment(now_ns, now_ns, schemas.URDF_ATTACHMENT, "application/xml",
-                              self.frames.urdf.encode())
+        if self.frames is not None:
+            writer.add_attachment(now_ns, now_ns, schemas.URDF_ATTACHMENT, "application/xml",
+                                  self.frames.urdf.encode())
         if self.config_text is not None:
             writer.add_attachment(now_ns, now_ns, schemas.CONFIG_ATTACHMENT, "application/yaml", self.config_text)
         writer.flush()
@@ -261,7 +272,8 @@ class McapRecorder:
         self._file_started = time.monotonic()
         self._last_tf = -math.inf
         self.files.append(path)
-        self._emit(schemas.ROBOT_DESCRIPTION.name, now_ns, json.dumps({"data": self.frames.urdf}).encode())
+        if self.frames is not None:
+            self._emit(schemas.ROBOT_DESCRIPTION.name, now_ns, json.dumps({"data": self.frames.urdf}).encode())
         if self._last_mode_item is not None:  # each file of a session says which mode it starts in
             self._write(self._last_mode_item)
 
@@ -282,10 +294,8 @@ class McapRecorder:
         try:
             while True:
                 stopping = self._stop.is_set()
-                n = 0
                 while self._buffer:
                     self._write(self._buffer.popleft())
-                    n += 1
                     time.sleep(0)  # release the GIL after each item: the control thread must not wait on us
                 now = time.monotonic()
                 if self.dropped != self._dropped_reported and now - last_flush >= self.flush_interval:
@@ -352,7 +362,8 @@ class McapRecorder:
             self._emit(schemas.LOOP.name, t_ns, json.dumps(
                 {"cycle": cycle, "period": _finite([period])[0], "work": _finite([work])[0],
                  "wait": _finite([wait])[0], "dropped": self.dropped}).encode())
-            if t - self._last_tf >= self.transform_period * 0.999 and np.isfinite(fp).all():
+            if self.frames is not None and t - self._last_tf >= self.transform_period * 0.999 \
+                    and np.isfinite(fp).all():
                 self._last_tf = t
                 self._emit(schemas.TF.name, t_ns, self.frames.message(fp, t_ns).SerializeToString())
             self.written += 1

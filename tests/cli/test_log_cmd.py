@@ -17,8 +17,7 @@ import pytest
 from hebictl.recording import schemas
 from hebictl.recording.hebilog import write_feedback
 from hebictl.recording.reader import load_recorder
-
-from .helpers import Readback
+from tests.recording.helpers import Readback
 
 pytest.importorskip("mujoco")
 
