@@ -22,7 +22,7 @@ from hebictl.errors import ConfigError, HebictlError
 #: optional dependency (top-level import name) -> the extra that installs it
 EXTRAS: dict[str, str] = {"mujoco": "sim", "aiomqtt": "teleop", "paho": "teleop", "matplotlib": "plot",
                           "websockets": "panel", "mcap": "record", "mcap_protobuf": "record",
-                          "foxglove_schemas_protobuf": "record", "google": "record"}
+                          "foxglove_schemas_protobuf": "record", "google": "record", "foxglove": "live"}
 
 #: modules that each define ``register(subparsers)``; missing ones (features not built yet) are skipped
 COMMAND_MODULES = ("hebictl.cli.model_cmd", "hebictl.cli.run_cmd", "hebictl.cli.teleop_cmd",

@@ -81,6 +81,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "rotated by size or time (docs/recording.md)")
     p.add_argument("--record-rotate-mb", type=float, default=512.0, help="start the next file at this size [MB]")
     p.add_argument("--record-rotate-min", type=float, default=60.0, help="start the next file after [minutes]")
+    p.add_argument("--foxglove", action="store_true",
+                   help="serve the same data live to Foxglove (ws://HOST:PORT, read-only; docs/recording.md)")
+    p.add_argument("--foxglove-host", default="127.0.0.1", help="live view address (loopback unless allowed)")
+    p.add_argument("--foxglove-port", type=int, default=8765, help="live view port (0: any free port)")
+    p.add_argument("--foxglove-allow-remote", action="store_true",
+                   help="let the live view bind a non-loopback address (it has no login: use a TLS proxy)")
     p.set_defaults(func=cmd_teleop)
 
     s = sub.add_parser("teleop-send", help="send one teleop command over MQTT and print its ack")
@@ -179,19 +185,28 @@ def cmd_teleop(args: argparse.Namespace) -> int:
         if recorder is not None:
             done = recorder.close()
             _tell(f"recorded {done.written} of {done.cycles} cycles ({done.dropped} items dropped) to "
-                  + ", ".join(str(f) for f in done.files))
+                  + (", ".join(str(f) for f in done.files) or "the live view only"))
     return 0
 
 
 def _session_recorder(args: argparse.Namespace, arm: Any, cfg: Any) -> Any:
-    """``--record DIR``: an MCAP recorder for this session (hebictl.recording), or None."""
-    if args.record is None:
+    """``--record DIR`` and/or ``--foxglove``: the session's recorder (hebictl.recording), or None."""
+    if args.record is None and not args.foxglove:
         return None
     if not (args.record_rotate_mb > 0 and args.record_rotate_min > 0):
         raise ConfigError("--record-rotate-mb and --record-rotate-min must be > 0")
     from hebictl.recording.writer import McapRecorder, session_path
 
-    return McapRecorder(session_path(args.record), arm, config_path=cfg.path, teleop=True,
+    live = None
+    if args.foxglove:
+        from hebictl.recording.live import LiveView
+        from hebictl.recording.schemas import TOPICS
+
+        live = LiveView(TOPICS, host=args.foxglove_host, port=args.foxglove_port,
+                        allow_remote=args.foxglove_allow_remote, name=f"hebictl teleop {args.arm_id}")
+        _tell(f"Foxglove live view on {live.url} (read-only)")
+    path = session_path(args.record) if args.record is not None else None
+    return McapRecorder(path, arm, config_path=cfg.path, teleop=True, live=live,
                         rotate_bytes=int(args.record_rotate_mb * 1e6), rotate_seconds=args.record_rotate_min * 60.0,
                         metadata={"command": "teleop", "backend_name": args.backend, "arm_id": args.arm_id,
                                   "config": str(cfg.path)})

@@ -105,11 +105,15 @@ RUN_METADATA = "hebictl.run"
 FINAL_METADATA = "hebictl.summary"
 
 
+def schema_bytes(topic: Topic) -> bytes:
+    """The schema record's data: a protobuf FileDescriptorSet, or the JSON Schema text."""
+    if topic.encoding == "protobuf":
+        return build_file_descriptor_set(_PROTOBUF[topic.schema]).SerializeToString()
+    return json.dumps(topic.json_schema).encode()
+
+
 def register(writer: Writer, topic: Topic) -> int:
     """Register ``topic``'s schema and channel on ``writer``; returns the channel id."""
-    if topic.encoding == "protobuf":
-        fds = build_file_descriptor_set(_PROTOBUF[topic.schema])
-        schema_id = writer.register_schema(topic.schema, "protobuf", fds.SerializeToString())
-    else:
-        schema_id = writer.register_schema(topic.schema, "jsonschema", json.dumps(topic.json_schema).encode())
+    encoding = "protobuf" if topic.encoding == "protobuf" else "jsonschema"
+    schema_id = writer.register_schema(topic.schema, encoding, schema_bytes(topic))
     return writer.register_channel(topic.name, topic.encoding, schema_id)

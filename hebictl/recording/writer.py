@@ -93,12 +93,14 @@ class McapRecorder:
     items the buffer holds before it drops (4 s at 1 kHz by default).
     """
 
-    def __init__(self, path: str | Path, arm: Any, *, config_path: str | Path | None = None,
+    def __init__(self, path: str | Path | None, arm: Any, *, config_path: str | Path | None = None,
                  metadata: Mapping[str, str] | None = None, capacity: int = 4096, flush_interval: float = 0.5,
                  transform_rate: float = 50.0, rotate_bytes: int | None = None,
                  rotate_seconds: float | None = None, teleop: bool = False,
-                 compression: CompressionType = CompressionType.ZSTD) -> None:
-        self.path = Path(path)
+                 compression: CompressionType = CompressionType.ZSTD, live: Any = None) -> None:
+        self.path = Path(path) if path is not None else None
+        #: a :class:`hebictl.recording.live.LiveView` that also gets every message, or None
+        self.live = live
         self.arm = arm
         self.clock = arm.clock
         self.names = tuple(arm.model.joint_names)
@@ -152,13 +154,14 @@ class McapRecorder:
         self._file_started = 0.0
         self._seq = 0
         self._stop = threading.Event()
-        self._open_file(self._next_path())  # fail here, in the caller, on a bad path
+        if self.path is not None:
+            self._open_file(self._next_path())  # fail here, in the caller, on a bad path
         self._thread = threading.Thread(target=self._run, name="hebictl-recorder", daemon=True)
         self._thread.start()
         if no_frames:
             self.note(no_frames, Log.WARNING)
         self.note(f"recording {self.arm.model.name or 'the arm'} ({arm.dof} joints) with {type(self.clock).__name__} "
-                  f"time to {self.path}")
+                  f"time to {self.path or 'the live view only'}")
 
     # ------------------------------------------------------------------ control thread
     def cycle_start(self) -> None:
@@ -236,7 +239,11 @@ class McapRecorder:
             self._stop.set()
             self._thread.join(timeout)
             if self._thread.is_alive():
-                raise RecordingError(f"{self.path}: the recorder did not finish writing within {timeout:g} s")
+                raise RecordingError(f"{self.path or 'live view'}: the recorder did not finish writing within "
+                                     f"{timeout:g} s")
+        if self.live is not None:  # handed over at construction: the recorder closes it
+            self.live.close()
+            self.live = None
         return RecordingSummary(tuple(self.files), self.cycles, self.written, self.dropped, self.messages)
 
     def __enter__(self) -> McapRecorder:
@@ -247,6 +254,7 @@ class McapRecorder:
 
     # ------------------------------------------------------------------ writer thread
     def _next_path(self) -> Path:
+        assert self.path is not None
         if self.rotate_bytes is None and self.rotate_seconds is None:
             return self.path
         return self.path.with_name(f"{self.path.stem}-{len(self.files) + 1:03d}{self.path.suffix or '.mcap'}")
@@ -301,10 +309,12 @@ class McapRecorder:
                 if self.dropped != self._dropped_reported and now - last_flush >= self.flush_interval:
                     self._report_drops()
                 if now - last_flush >= self.flush_interval:
-                    assert self._writer is not None
-                    self._writer.flush()
+                    if self._writer is not None:
+                        self._writer.flush()
+                        self._maybe_rotate(now)
+                    if self.live is not None and self.frames is not None:
+                        self.live.describe(_ns(self.clock.now()), self.frames.urdf)
                     last_flush = now
-                    self._maybe_rotate(now)
                 if stopping and not self._buffer:
                     break
                 self._stop.wait(0.01)
@@ -317,7 +327,7 @@ class McapRecorder:
             self.state = "closed"
         except OSError as exc:
             self.state = "failed"
-            log.error("recording to %s failed: %s; the run goes on unrecorded", self.files[-1], exc)
+            log.error("recording to %s failed: %s; the run goes on unrecorded", self.files[-1:], exc)
 
     def _report_drops(self) -> None:
         new = self.dropped - self._dropped_reported
@@ -335,10 +345,12 @@ class McapRecorder:
             self._open_file(self._next_path())
 
     def _emit(self, topic: str, t_ns: int, data: bytes) -> None:
-        assert self._writer is not None
         self._seq += 1
-        self._writer.add_message(self._channels[topic], log_time=t_ns, data=data, publish_time=t_ns,
-                                 sequence=self._seq)
+        if self._writer is not None:
+            self._writer.add_message(self._channels[topic], log_time=t_ns, data=data, publish_time=t_ns,
+                                     sequence=self._seq)
+        if self.live is not None:
+            self.live.emit(topic, t_ns, data)
         self.messages += 1
 
     def _joints(self, t_ns: int, p: Any, v: Any, e: Any, *, effort_is_acceleration: bool = False) -> bytes:
