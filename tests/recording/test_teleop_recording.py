@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
+from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
@@ -92,10 +92,12 @@ def test_teleop_session_records_cycles_commands_and_acks(broker, tmp_path):
 
 
 def test_teleop_process_records_a_session_file(broker, tmp_path):
-    """`hebictl teleop --record DIR` as a real process: one file for the session, closed on exit."""
+    """`hebictl teleop --record DIR --foxglove` as a real process: one file for the session, closed on
+    exit, and the live view announced on loopback."""
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--broker", broker.url, "--arm-id", "rec2",
-                             "--rate", "200", "--stop-hold", "0.1", "--record", str(tmp_path / "sessions")],
+                             "--rate", "200", "--stop-hold", "0.1", "--record", str(tmp_path / "sessions"),
+                             *(["--foxglove", "--foxglove-port", "0"] if find_spec("foxglove") else [])],
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         asyncio.run(asyncio.wait_for(_session(broker.url, "rec2"), 60.0))
@@ -108,8 +110,8 @@ def test_teleop_process_records_a_session_file(broker, tmp_path):
     err = proc.stderr.read().decode()
     files = sorted((tmp_path / "sessions").glob("teleop-*.mcap"))
     assert len(files) == 1 and "recorded" in err, (files, err[-2000:])
+    assert not find_spec("foxglove") or "Foxglove live view on ws://127.0.0.1:" in err, err[-2000:]
     run = Readback(files[0])
     run.check_topics()
     assert run.metadata[schemas.RUN_METADATA]["arm_id"] == "rec2"
     assert any(not m["accepted"] for _, m in run.messages["/teleop/acks"])
-    time.sleep(0)  # nothing left running
