@@ -152,7 +152,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     rate = args.rate or cfg.feedback_frequency
     npz = args.record is not None and args.record.suffix != ".mcap"
     rec = Recorder(arm.dof, arm.model.joint_names) if (args.plot or npz) else None
-    mcap = _mcap_recorder(args, arm, cfg, rate)
+    try:
+        mcap = _mcap_recorder(args, arm, cfg, rate)
+    except BaseException:
+        arm.close()  # a file that cannot be written: nothing ran, nothing stays open
+        raise
     phases: list[tuple[str, np.ndarray | None, float | None]] = []
     home = None if args.no_home else _home(cfg, arm.dof)
     if home is not None:

@@ -93,7 +93,8 @@ def test_bad_files_are_one_line_errors(tmp_path):
     junk.write_bytes(b"not an mcap file at all")
     for args in (("log", "info", str(junk)), ("plot", str(junk)), ("log", "convert", str(junk), "--to", "mcap",
                                                                     "-o", str(tmp_path / "o.mcap")),
-                 ("log", "info", str(tmp_path / "missing.mcap"))):
+                 ("log", "info", str(tmp_path / "missing.mcap")),
+                 ("run", "--backend", "mock", "--record", str(junk / "run.mcap"), "--quiet")):
         r = hebictl(*args)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         assert r.stderr.startswith("hebictl: error:") and "Traceback" not in r.stderr, r.stderr
