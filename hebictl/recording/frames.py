@@ -5,13 +5,14 @@ poses from transform messages. A frame has one parent, so each link is published
 URDF parent link (``inverse(T_world_parent) @ T_world_child`` from the model's forward kinematics),
 which is exactly the tree the URDF declares; a root link the exporter adds (``world``) is the world
 origin. When the URDF has no such root, a ``world`` frame is published above the first link so a
-layout can always use ``world`` as its display frame.
+layout can always use ``world`` as its display frame (the shipped layout does).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from foxglove_schemas_protobuf.FrameTransforms_pb2 import FrameTransforms
+from lxml import etree
 from scipy.spatial.transform import Rotation
 
 from hebictl._typing import FloatArray
@@ -29,12 +30,14 @@ class LinkFrames:
         self.model = model
         self.names = body_names(model)  # the link names write_urdf gives the same model
         self.parents = [b.parent for b in model.bodies]
-        # the exporter's root link, if any, is called "world" (or a unique variant): find it in its output
-        urdf = write_urdf(model)
-        self.urdf = urdf
-        self.root = WORLD if f'<link name="{WORLD}"/>' in urdf else None
-        # a body that is itself called "world" (no root added) is the world frame: nothing to publish for it
-        self.child_frames = tuple(n for i, n in enumerate(self.names) if not (self.parents[i] < 0 and n == WORLD))
+        self.urdf = write_urdf(model)
+        # the link the exporter added above the bodies, if any ("world", or a unique variant of it)
+        tree = etree.fromstring(self.urdf.encode())
+        added = {link.get("name") for link in tree.iter("link")} - set(self.names)
+        self.root = added.pop() if added else WORLD
+        # a top-level body that is itself called like the root is the world frame: nothing to publish for it
+        self.child_frames = tuple(n for i, n in enumerate(self.names)
+                                  if not (self.parents[i] < 0 and n == self.root))
 
     def frame_ids(self) -> tuple[str, ...]:
         """Every child frame published (each URDF link, except the exporter's root)."""
@@ -55,7 +58,7 @@ class LinkFrames:
         sec, nsec = divmod(stamp_ns, 1_000_000_000)
         for i, name in enumerate(self.names):
             p = self.parents[i]
-            parent = self.names[p] if p >= 0 else WORLD  # top-level links hang off the world
+            parent = self.names[p] if p >= 0 else self.root  # top-level links hang off the world
             if parent == name:
                 continue
             tf = msg.transforms.add()
