@@ -113,7 +113,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
         from hebictl.recording.reader import load_recorder
 
         rec, events = load_recorder(args.recording)
-        out = plot_recording(rec, args.output, title=str(args.recording), events=events)
+        marked = [e for e in events if e.level != "INFO" or e.source != "hebictl.recording"]  # not start/close
+        out = plot_recording(rec, args.output, title=str(args.recording), events=marked)
     else:
         out = plot_recording(Recorder.load(args.recording), args.output, title=str(args.recording))
     print(f"wrote {out}")
