@@ -206,8 +206,10 @@ class McapRecorder:
             self._put((_MODE, now, *mode))
 
     def loop_stats(self, stats: Any) -> None:
-        """The loop's once-a-second statistics (its ``report`` callback)."""
-        self._put((_STATS, self.clock.now(), stats.as_dict()))
+        """The loop's once-a-second statistics (its ``report`` callback): every numeric field."""
+        fields_ = stats.as_dict() if hasattr(stats, "as_dict") else vars(stats)
+        self._put((_STATS, self.clock.now(), {k: float(v) for k, v in fields_.items()
+                                              if isinstance(v, int | float | np.number)}))
 
     # ------------------------------------------------------------------ any thread
     def command(self, topic: str, command: Any) -> None:
