@@ -169,3 +169,30 @@ def test_a_path_that_cannot_be_written_is_a_recording_error(tmp_path):
     with pytest.raises(RecordingError, match="cannot record to"):
         McapRecorder(tmp_path / "file" / "run.mcap", arm)
     arm.close()
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in divide:RuntimeWarning")  # the geared
+def test_a_model_urdf_cannot_express_records_without_the_3d_view(tmp_path):  # model's unrated joints
+    """An HRDF gear ratio has no URDF form: the run is still recorded, without /tf and the URDF, and
+    the file says why."""
+    from hebictl.formats import load_model_string
+    from hebictl.hardware.mock import open_mock
+
+    model = load_model_string('<robot version="1.6.0"><actuator type="X5-4"/>'
+                              '<joint axis="rz" gear_ratio="2"/><actuator type="X5-4"/></robot>', "hrdf")
+    clock = SimClock()
+    arm = Arm(model, open_mock(dof=model.dof, clock=clock, model=model), clock=clock)
+    rec = McapRecorder(tmp_path / "geared.mcap", arm)
+    for _ in range(10):
+        arm.update()
+        arm.send()
+        rec.sample()
+        clock.sleep_until(clock.now() + 0.01)
+    arm.close()
+    rec.close()
+    run = Readback(tmp_path / "geared.mcap")
+    empty = {t for t in run.declared if not run.messages[t]}
+    assert empty == {schemas.REFERENCE.name, schemas.LOOP_STATS.name}  # no goal set, no FixedRateLoop here
+    assert schemas.TF.name not in run.declared and schemas.URDF_ATTACHMENT not in run.attachments
+    assert len(run.messages["/joint_states"]) == 10
+    assert any("gear_ratio" in m.message and m.level == 3 for _, m in run.messages["/events"])
