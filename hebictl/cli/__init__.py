@@ -21,11 +21,12 @@ from hebictl.errors import ConfigError, HebictlError
 
 #: optional dependency (top-level import name) -> the extra that installs it
 EXTRAS: dict[str, str] = {"mujoco": "sim", "aiomqtt": "teleop", "paho": "teleop", "matplotlib": "plot",
-                          "websockets": "panel"}
+                          "websockets": "panel", "mcap": "record", "mcap_protobuf": "record",
+                          "foxglove_schemas_protobuf": "record", "google": "record", "foxglove": "live"}
 
 #: modules that each define ``register(subparsers)``; missing ones (features not built yet) are skipped
 COMMAND_MODULES = ("hebictl.cli.model_cmd", "hebictl.cli.run_cmd", "hebictl.cli.teleop_cmd",
-                   "hebictl.cli.panel_cmd")
+                   "hebictl.cli.panel_cmd", "hebictl.cli.log_cmd")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -34,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="seconds to hold at the end under gravity compensation (inf: until Ctrl-C)")
     run.add_argument("--rate", type=float, default=None, help="control rate [Hz] (default: feedback_frequency)")
     run.add_argument("--plot", type=Path, help="save a plot of commanded vs. measured position and effort")
-    run.add_argument("--record", type=Path, help="save the run as .npz (plot later with hebictl plot)")
+    run.add_argument("--record", type=Path, help="save the run as .mcap (Foxglove; see docs/recording.md) or .npz "
+                                               "(plot either later with hebictl plot)")
     run.add_argument("--no-home", action="store_true", help="skip the move to user_data.home_position")
     run.add_argument("--stop-hold", type=float, default=float("inf"),
                      help="after Ctrl-C/SIGTERM, hold this many seconds before exiting (default: until a "
@@ -47,9 +48,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     chk.add_argument("config", type=Path)
     chk.set_defaults(func=cmd_check_config)
 
-    plot = sub.add_parser("plot", help="plot a recording saved with hebictl run --record")
+    plot = sub.add_parser("plot", help="plot a recording saved with hebictl run --record (.npz or .mcap)")
     plot.add_argument("recording", type=Path)
     plot.add_argument("-o", "--output", type=Path, default=Path("hebictl-run.png"))
+    plot.add_argument("--layout", action="store_true",
+                      help=".mcap only: draw the Foxglove layout's panels (3D frames, joints, mode, events)")
     plot.set_defaults(func=cmd_plot)
 
 
@@ -102,7 +105,18 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from hebictl.control.recorder import Recorder
     from hebictl.plot import plot_recording
 
-    out = plot_recording(Recorder.load(args.recording), args.output, title=str(args.recording))
+    if args.recording.suffix == ".mcap" and args.layout:
+        from hebictl.recording.overview import render_layout
+
+        out = render_layout(args.recording, args.output)
+    elif args.recording.suffix == ".mcap":
+        from hebictl.recording.reader import load_recorder
+
+        rec, events = load_recorder(args.recording)
+        marked = [e for e in events if e.level != "INFO" or e.source != "hebictl.recording"]  # not start/close
+        out = plot_recording(rec, args.output, title=str(args.recording), events=marked)
+    else:
+        out = plot_recording(Recorder.load(args.recording), args.output, title=str(args.recording))
     print(f"wrote {out}")
     return 0
 
@@ -137,7 +151,13 @@ def cmd_run(args: argparse.Namespace) -> int:  # noqa: C901 (the run sequence: c
     if hasattr(arm.events, "start"):
         arm.events.start = t_start
     rate = args.rate or cfg.feedback_frequency
-    rec = Recorder(arm.dof, arm.model.joint_names) if (args.plot or args.record) else None
+    npz = args.record is not None and args.record.suffix != ".mcap"
+    rec = Recorder(arm.dof, arm.model.joint_names) if (args.plot or npz) else None
+    try:
+        mcap = _mcap_recorder(args, arm, cfg, rate)
+    except BaseException:
+        arm.close()  # a file that cannot be written: nothing ran, nothing stays open
+        raise
     phases: list[tuple[str, np.ndarray | None, float | None]] = []
     home = None if args.no_home else _home(cfg, arm.dof)
     if home is not None:
@@ -167,8 +187,12 @@ def cmd_run(args: argparse.Namespace) -> int:  # noqa: C901 (the run sequence: c
             arm.set_goal(goal)
 
     def step() -> bool:
+        if mcap is not None:
+            mcap.cycle_start()
         arm.update()
         arm.send()
+        if mcap is not None:
+            mcap.sample()
         if rec is not None and np.isfinite(arm.last_feedback.position).all():
             fb, cmd = arm.last_feedback, arm.pending_command
             rec.record(clock.now(), cmd.position, fb.position, cmd.velocity, fb.velocity, cmd.effort, fb.effort)
@@ -199,6 +223,8 @@ def cmd_run(args: argparse.Namespace) -> int:  # noqa: C901 (the run sequence: c
 
     def report(stats: LoopStats) -> None:
         state["stats"] = stats
+        if mcap is not None:
+            mcap.loop_stats(stats)
         state["windows"].append(stats)  # one per second: the summary covers the whole run
 
     loop = FixedRateLoop(step, rate, clock, report=report)
@@ -220,9 +246,12 @@ def cmd_run(args: argparse.Namespace) -> int:  # noqa: C901 (the run sequence: c
             live.update(_panel(arm, phases, state, rate))
             live.stop()
         arm.close()
+        if mcap is not None:
+            done = mcap.close()
+            print(f"recording: {args.record} ({done.written} of {done.cycles} cycles, {done.dropped} dropped)")
     _summary(arm, phases, state, loop, rate, clock.now() - t_start)
     if rec is not None:
-        if args.record:
+        if npz:
             rec.save(args.record)
             print(f"recording: {args.record}")
         if args.plot:
@@ -255,6 +284,17 @@ def _panel(arm: Any, phases: list, state: dict, rate: float) -> Any:
         e = arm.events.last
         t.add_row("last event", escape(f"{e.kind}: {e.detail}"))
     return t
+
+
+def _mcap_recorder(args: argparse.Namespace, arm: Any, cfg: Any, rate: float) -> Any:
+    """``--record RUN.mcap``: the MCAP recorder (hebictl.recording), opened before the loop starts."""
+    if args.record is None or args.record.suffix != ".mcap":
+        return None
+    from hebictl.recording.writer import McapRecorder
+
+    return McapRecorder(args.record, arm, config_path=cfg.path,
+                        metadata={"command": "run", "backend_name": args.backend, "rate_hz": f"{rate:g}",
+                                  "config": str(cfg.path)})
 
 
 def _require_plotting() -> None:

@@ -76,6 +76,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stop-hold", type=float, default=float("inf"),
                    help="after Ctrl-C/SIGTERM, hold the arm this many seconds before exiting (default: until a "
                         "second Ctrl-C/SIGTERM)")
+    p.add_argument("--record", type=Path, metavar="DIR",
+                   help="record the session (arm, MQTT commands and acks) as MCAP into DIR: one file per session, "
+                        "rotated by size or time (docs/recording.md)")
+    p.add_argument("--record-rotate-mb", type=float, default=512.0, help="start the next file at this size [MB]")
+    p.add_argument("--record-rotate-min", type=float, default=60.0, help="start the next file after [minutes]")
+    p.add_argument("--foxglove", action="store_true",
+                   help="serve the same data live to Foxglove (ws://HOST:PORT, read-only; docs/recording.md)")
+    p.add_argument("--foxglove-host", default="127.0.0.1", help="live view address (loopback unless allowed)")
+    p.add_argument("--foxglove-port", type=int, default=8765, help="live view port (0: any free port)")
+    p.add_argument("--foxglove-allow-remote", action="store_true",
+                   help="let the live view bind a non-loopback address (it has no login: use a TLS proxy)")
     p.set_defaults(func=cmd_teleop)
 
     s = sub.add_parser("teleop-send", help="send one teleop command over MQTT and print its ack")
@@ -134,12 +145,15 @@ def cmd_teleop(args: argparse.Namespace) -> int:
     cfg = load_config(args.config or bundled_config())
     clock = PacedClock() if args.paced_clock else MonotonicClock()
     arm = Arm.from_config(cfg, backend=args.backend, clock=clock)
+    recorder = None
     try:
         gripper = attach_gripper(arm, cfg, args.backend)
         server = TeleopServer(arm, settings, args.arm_id, rate_hz=args.rate or cfg.feedback_frequency,
                               state_rate_hz=args.state_rate, max_age=args.max_age, clock=SYSTEM_CLOCK,
                               gripper=gripper, runner_options={"shutdown_hold": args.stop_hold},
                               bridge_options={"description": {"config_name": cfg.path.name, "backend": args.backend}})
+        recorder = _session_recorder(args, arm, cfg)
+        server.runner.recorder = recorder
 
         async def main() -> None:
             loop = asyncio.get_running_loop()
@@ -168,7 +182,34 @@ def cmd_teleop(args: argparse.Namespace) -> int:
         asyncio.run(main())
     finally:
         arm.close()
+        if recorder is not None:
+            done = recorder.close()
+            _tell(f"recorded {done.written} of {done.cycles} cycles ({done.dropped} items dropped) to "
+                  + (", ".join(str(f) for f in done.files) or "the live view only"))
     return 0
+
+
+def _session_recorder(args: argparse.Namespace, arm: Any, cfg: Any) -> Any:
+    """``--record DIR`` and/or ``--foxglove``: the session's recorder (hebictl.recording), or None."""
+    if args.record is None and not args.foxglove:
+        return None
+    if not (args.record_rotate_mb > 0 and args.record_rotate_min > 0):
+        raise ConfigError("--record-rotate-mb and --record-rotate-min must be > 0")
+    from hebictl.recording.writer import McapRecorder, session_path
+
+    live = None
+    if args.foxglove:
+        from hebictl.recording.live import LiveView
+        from hebictl.recording.schemas import TOPICS
+
+        live = LiveView(TOPICS, host=args.foxglove_host, port=args.foxglove_port,
+                        allow_remote=args.foxglove_allow_remote, name=f"hebictl teleop {args.arm_id}")
+        _tell(f"Foxglove live view on {live.url} (read-only)")
+    path = session_path(args.record) if args.record is not None else None
+    return McapRecorder(path, arm, config_path=cfg.path, teleop=True, live=live,
+                        rotate_bytes=int(args.record_rotate_mb * 1e6), rotate_seconds=args.record_rotate_min * 60.0,
+                        metadata={"command": "teleop", "backend_name": args.backend, "arm_id": args.arm_id,
+                                  "config": str(cfg.path)})
 
 
 def _tell(message: str) -> None:

@@ -352,8 +352,10 @@ class MqttBridge:
     def _reject(self, name: str, seq: int | None, client: str | None, exc: CommandRejected) -> None:
         self.stats["rejected"] += 1
         self.runner.note_error(exc.reason, f"cmd/{name}: {exc.detail}")
-        self.acks.put(Ack(seq, client, name, False, exc.reason, exc.detail),
-                      throttle=self.reject_ack_period if name == "jog" else 0.0)
+        ack = Ack(seq, client, name, False, exc.reason, exc.detail)
+        if self.runner.recorder is not None:  # a recorded session keeps the refusals made here too
+            self.runner.recorder.ack(ack)
+        self.acks.put(ack, throttle=self.reject_ack_period if name == "jog" else 0.0)
 
     # ------------------------------------------------------------------ outbound
     def _bridge_stats(self) -> dict[str, int]:

@@ -44,6 +44,7 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -157,6 +158,8 @@ class ArmRunner:
         # the loop's lifetime (not the teleop state): when close() ends it, and whether end_hold() came first
         self._closing: float | None = None
         self._end_now = False
+        #: an MCAP recorder (hebictl.recording.writer.McapRecorder) or None: every cycle, command and ack
+        self.recorder: Any = None
         self._loop = FixedRateLoop(self.step, self.rate_hz, self.clock, report=self._on_stats)
         self._thread: threading.Thread | None = None
         self.snapshot: ArmSnapshot = self._make_snapshot()
@@ -172,14 +175,20 @@ class ArmRunner:
 
     def submit(self, topic: str, command: TeleopCommand) -> None:
         """Queue a command for the next cycle; its ack comes through :attr:`on_result`."""
+        if self.recorder is not None:
+            self.recorder.command(topic, command)
         self._queue.put((topic, command, next(self._arrivals)))
 
     def offer_jog(self, command: JogCommand, received: float) -> None:
         """Hand a jog sample received at ``received`` [s, arm clock] to the loop (latest wins)."""
+        if self.recorder is not None:
+            self.recorder.command("jog", command)
         self.mailbox.offer(command, received)
 
     def engage_estop(self, command: EstopCommand | None, detail: str = "") -> None:
         """Stop the arm at the next cycle start, ahead of anything queued (latched)."""
+        if self.recorder is not None and command is not None:
+            self.recorder.command("estop", command)
         arrival = next(self._arrivals)
         self._priority.append(lambda: EstopEngaged(command, detail, arrival, self._latest_jog_index()))
 
@@ -251,11 +260,23 @@ class ArmRunner:
 
     def _on_stats(self, stats: LoopStats) -> None:
         self._stats = stats
+        if self.recorder is not None:
+            self.recorder.loop_stats(stats)
 
     # ------------------------------------------------------------------ the cycle
     def step(self) -> bool:
         """One cycle: priority items, queued commands, jog supervision, ``update``, ``send``,
-        snapshot. The arm thread calls it; tests may call it directly on a SimClock arm."""
+        snapshot (and the recorder's sample, if one is attached). The arm thread calls it; tests
+        may call it directly on a SimClock arm."""
+        recorder = self.recorder
+        if recorder is None:
+            return self._cycle_step()
+        recorder.cycle_start()
+        go_on = self._cycle_step()
+        recorder.sample(self.mode)
+        return go_on
+
+    def _cycle_step(self) -> bool:
         arm = self.arm
         try:
             while self._priority:
@@ -397,13 +418,16 @@ class ArmRunner:
     def _ack(self, topic: str, cmd: TeleopCommand | None, accepted: bool, reason: str = "", detail: str = "") -> None:
         if not accepted:
             self._last_error = ErrorRecord(self.teleop_clock.wall(), reason, detail)
+        env = None if cmd is None else cmd.envelope
+        ack = Ack(None if env is None else env.seq, None if env is None else env.client, topic, accepted, reason,
+                  detail)
+        if self.recorder is not None:
+            self.recorder.ack(ack)
         cb = self.on_result
         if cb is None:
             return
-        env = None if cmd is None else cmd.envelope
         try:
-            cb(Ack(None if env is None else env.seq, None if env is None else env.client, topic,
-                   accepted, reason, detail))
+            cb(ack)
         except Exception:
             log.exception("ack callback failed")
 

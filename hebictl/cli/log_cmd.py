@@ -1,0 +1,86 @@
+"""``hebictl log info RUN.mcap`` and ``hebictl log convert RUN.hebilog --to mcap``.
+
+``info`` prints what a recording holds (topics with their schema, message count and rate, the
+duration, the recorder's counts, attachments, and every event with its time since the start); a
+recording cut short (the process was killed) is read to its last complete chunk and says so.
+``convert`` imports a hebi-py log through ``hebi.util.load_log`` (docs/recording.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from hebictl.errors import RecordingError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("log", help="inspect MCAP recordings, import HEBI logs")
+    lsub = p.add_subparsers(dest="log_command", required=True, metavar="ACTION")
+    info = lsub.add_parser("info", help="topics, counts, duration and events of a recording")
+    info.add_argument("recording", type=Path)
+    info.add_argument("--json", action="store_true", help="machine-readable output")
+    info.add_argument("--urdf", type=Path, metavar="FILE", help="also write the recording's URDF attachment to FILE "
+                                                               "(for a 3D panel URDF layer that reads a file)")
+    info.set_defaults(func=cmd_info)
+    conv = lsub.add_parser("convert", help="convert a hebi-py .hebilog to MCAP (opens in Foxglove)")
+    conv.add_argument("log", type=Path)
+    conv.add_argument("--to", required=True, choices=["mcap"])
+    conv.add_argument("-o", "--output", type=Path, help="output file (default: the log's name with .mcap)")
+    conv.set_defaults(func=cmd_convert)
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from hebictl.recording import schemas
+    from hebictl.recording.reader import read_run
+
+    run = read_run(args.recording)
+    if args.urdf is not None:
+        if schemas.URDF_ATTACHMENT not in run.attachments:
+            raise RecordingError(f"{args.recording}: no {schemas.URDF_ATTACHMENT} attachment")
+        args.urdf.write_bytes(run.attachments[schemas.URDF_ATTACHMENT])
+    start = run.start
+    summary = run.metadata.get(schemas.FINAL_METADATA, {})
+    if args.json:
+        print(json.dumps({
+            "file": str(run.path), "complete": run.complete, "truncated_at": run.error or None,
+            "duration": run.duration,
+            "topics": {t: {"schema": run.schema_of.get(t, ""), "count": run.counts[t]} for t in sorted(run.counts)},
+            "declared_topics": sorted(run.schema_of), "attachments": sorted(run.attachments),
+            "metadata": run.metadata,
+            "events": [{"time": e.time - start, "level": e.level, "source": e.source, "text": e.text}
+                       for e in run.events]}, indent=2))
+        return 0
+    state = "complete" if run.complete else f"cut short (no footer; read to the last complete chunk: {run.error})"
+    print(f"{run.path}: {state}; duration {run.duration:.3f} s")
+    meta = run.metadata.get(schemas.RUN_METADATA, {})
+    if meta:
+        print(f"  recorded by {meta.get('command', 'hebictl')} on {meta.get('backend_name', meta.get('backend', '?'))}"
+              f": model {meta.get('model', '?')} ({meta.get('dof', '?')} joints), clock {meta.get('clock', '?')}")
+    if summary:
+        print(f"  recorder: {summary.get('written', '?')} of {summary.get('cycles', '?')} cycles written, "
+              f"{summary.get('dropped', '?')} items dropped")
+    print(f"  {'topic':<24} {'schema':<28} {'messages':>9} {'rate [Hz]':>10}")
+    for topic in sorted(run.schema_of):
+        n = run.counts[topic]
+        span = (run.last[topic] - run.first[topic]) * 1e-9 if n else 0.0
+        rate = f"{(n - 1) / span:.1f}" if n > 1 and span > 0 else "-"
+        print(f"  {topic:<24} {run.schema_of[topic]:<28} {n:>9} {rate:>10}")
+    if run.attachments:
+        print("  attachments: " + ", ".join(f"{k} ({len(v)} bytes)" for k, v in sorted(run.attachments.items())))
+    print(f"  events: {len(run.events)}")
+    for e in run.events:
+        print(f"    t={e.time - start:9.3f} s  {e.level:<7} {e.text}")
+    return 0
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from hebictl.recording.hebilog import convert_hebilog
+
+    out = args.output or args.log.with_suffix(".mcap")
+    if out.resolve() == args.log.resolve():
+        raise RecordingError(f"{out}: the output would overwrite the input")
+    n = convert_hebilog(args.log, out)
+    print(f"wrote {out} ({n} feedback samples)")
+    return 0

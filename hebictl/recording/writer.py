@@ -1,0 +1,445 @@
+"""MCAP recording of a running arm, written off the control thread.
+
+Why a thread and a bounded buffer: the control cycle must keep its rate whatever the disk does.
+The cycle only copies the few arrays it already has (feedback, command, the trajectory's
+reference, each plugin's efforts) into a tuple and appends it to a bounded deque (a few µs, see
+benchmarks/recording.py); a writer thread encodes the messages, computes the link frames by
+forward kinematics, compresses and writes. When the writer falls behind and the buffer is full
+the sample is dropped, counted (``dropped``), logged once a second and written to ``/events``, so
+a gap in the file is never silent.
+
+Crash safety: MCAP is append-only. The writer closes the chunk it is filling and flushes the file
+every ``flush_interval`` seconds (default 0.5 s), so a process killed with ``kill -9`` loses at most
+that much plus what is still in the buffer; the file has no footer then, and
+:mod:`hebictl.recording.reader` (like Foxglove) reads it to its last complete chunk.
+
+State table of the writer thread (``state``):
+
+=========  ===================================  ============
+state      on                                   next state
+=========  ===================================  ============
+open       ``close()``                          draining
+open       the file reaches ``rotate_bytes``    open (the next file of the session)
+           or ``rotate_seconds``
+open       an OSError writing                   failed (samples are counted as dropped)
+draining   buffer empty                         closed (summary metadata, footer written)
+=========  ===================================  ============
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, is_dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+from foxglove_schemas_protobuf.JointStates_pb2 import JointStates
+from foxglove_schemas_protobuf.Log_pb2 import Log
+from mcap.writer import CompressionType, Writer
+
+import hebictl
+from hebictl.control.safety import OPERATOR_EVENTS
+from hebictl.errors import FormatError, RecordingError
+from hebictl.recording import schemas
+from hebictl.recording.frames import LinkFrames
+
+log = logging.getLogger(__name__)
+
+_CYCLE, _EVENT, _MODE, _STATS, _COMMAND, _ACK, _NOTE = range(7)
+
+
+@dataclass(frozen=True)
+class RecordingSummary:
+    """What a closed recorder wrote."""
+
+    files: tuple[Path, ...]
+    cycles: int        # cycles handed to the recorder
+    written: int       # cycles written
+    dropped: int       # items (cycles, events, commands) lost because the buffer was full
+    messages: int
+
+
+def _ns(t: float) -> int:
+    return max(0, round(t * 1e9))
+
+
+def _finite(values: Any) -> list[float | None]:
+    """JSON has no NaN: non-finite numbers become null."""
+    return [x if math.isfinite(x) else None for x in np.asarray(values, dtype=float).tolist()]
+
+
+def _mode_of(arm: Any) -> str:
+    """The supervisor's mode where the arm has one (``arm.mode``), else the arm's state."""
+    mode = getattr(arm, "mode", None)
+    if mode is None:
+        mode = arm.state
+    return str(getattr(mode, "value", mode))
+
+
+class McapRecorder:
+    """Records one arm to MCAP: call :meth:`sample` once per control cycle (after ``send``).
+
+    ``path``: the file; with ``rotate_bytes``/``rotate_seconds`` the first of a series named
+    ``<stem>-001.mcap``, ``-002`` ... (teleop sessions). ``config_path``: the robot config, attached
+    with the URDF hebictl exports of ``arm.model``. ``transform_rate`` [Hz of the arm's clock]: how
+    often ``/tf`` is written (the 3D view needs tens of Hz, not the control rate). ``capacity``:
+    items the buffer holds before it drops (4 s at 1 kHz by default).
+    """
+
+    def __init__(self, path: str | Path | None, arm: Any, *, config_path: str | Path | None = None,
+                 metadata: Mapping[str, str] | None = None, capacity: int = 4096, flush_interval: float = 0.5,
+                 transform_rate: float = 50.0, rotate_bytes: int | None = None,
+                 rotate_seconds: float | None = None, teleop: bool = False,
+                 compression: CompressionType = CompressionType.ZSTD, live: Any = None) -> None:
+        self.path = Path(path) if path is not None else None
+        #: a :class:`hebictl.recording.live.LiveView` that also gets every message, or None
+        self.live = live
+        self.arm = arm
+        self.clock = arm.clock
+        self.names = tuple(arm.model.joint_names)
+        self.capacity = int(capacity)
+        self.flush_interval = float(flush_interval)
+        self.transform_period = 1.0 / transform_rate if transform_rate > 0 else math.inf
+        self.rotate_bytes = rotate_bytes
+        self.rotate_seconds = rotate_seconds
+        self.compression = compression
+        # a model URDF cannot express (HRDF gear ratios, ball joints) is recorded without the 3D view
+        self.frames: LinkFrames | None = None
+        no_frames = ""
+        try:
+            self.frames = LinkFrames(arm.model)
+        except FormatError as exc:
+            no_frames = f"no URDF, so no /tf and no 3D view: {exc}"
+        spatial = {schemas.TF.name, schemas.ROBOT_DESCRIPTION.name}
+        self.topics = tuple(t for t in schemas.TOPICS if (teleop or not t.teleop_only)
+                            and (self.frames is not None or t.name not in spatial))
+        self.config_text = Path(config_path).read_bytes() if config_path is not None else None
+        self.metadata = {"hebictl_version": getattr(hebictl, "__version__", "unknown"),
+                         "model": arm.model.name or "", "dof": str(arm.dof),
+                         "joint_names": json.dumps(list(self.names)),
+                         "links": json.dumps(list(self.frames.frame_ids()) if self.frames else []),
+                         "backend": repr(getattr(arm, "backend", "")), "clock": type(self.clock).__name__,
+                         "start_wall_time": f"{time.time():.6f}", "start_clock_time": f"{self.clock.now():.9f}",
+                         "topics": json.dumps([t.name for t in self.topics]), **dict(metadata or {})}
+        # control-thread state
+        self._buffer: deque[tuple[Any, ...]] = deque()
+        self.dropped = 0
+        self.cycles = 0
+        self._cycle_start = math.nan
+        self._last_start = math.nan
+        self._last_work = math.nan
+        self._events_seen = arm.events.dropped + len(arm.events.events)
+        self._mode: tuple[str, str, str | None] | None = None
+        self._n_plugins = -1
+        self._effort_plugins: list[Any] = []
+        self._effort_names: tuple[str, ...] = ()
+        # writer-thread state
+        self.state = "open"
+        self.files: list[Path] = []
+        self.written = 0
+        self.messages = 0
+        self._dropped_reported = 0
+        self._last_tf = -math.inf
+        self._last_mode_item: tuple[Any, ...] | None = None
+        self._stream: BinaryIO | None = None
+        self._writer: Writer | None = None
+        self._channels: dict[str, int] = {}
+        self._file_started = 0.0
+        self._seq = 0
+        self._stop = threading.Event()
+        if self.path is not None:
+            self._open_file(self._next_path())  # fail here, in the caller, on a bad path
+        self._thread = threading.Thread(target=self._run, name="hebictl-recorder", daemon=True)
+        self._thread.start()
+        if no_frames:
+            self.note(no_frames, Log.WARNING)
+        self.note(f"recording {self.arm.model.name or 'the arm'} ({arm.dof} joints) with {type(self.clock).__name__} "
+                  f"time to {self.path or 'the live view only'}")
+
+    # ------------------------------------------------------------------ control thread
+    def cycle_start(self) -> None:
+        """Mark the start of a cycle's work (optional: gives ``/loop/timing`` its work and wait)."""
+        self._cycle_start = time.perf_counter()
+
+    def sample(self, teleop_mode: str | None = None) -> None:
+        """Hand this cycle's data to the writer; call after ``arm.send()``. Never blocks."""
+        arm = self.arm
+        now = self.clock.now()
+        wall = time.perf_counter()
+        start = self._cycle_start if not math.isnan(self._cycle_start) else wall
+        period = start - self._last_start
+        work = wall - start if not math.isnan(self._cycle_start) else math.nan
+        wait = period - self._last_work
+        self._last_start, self._last_work, self._cycle_start = start, work, math.nan
+        fb, cmd = arm.last_feedback, arm.pending_command
+        ref = arm.trajectory_state
+        if len(arm.plugins) != self._n_plugins:
+            self._n_plugins = len(arm.plugins)
+            self._effort_plugins = [p for p in arm.plugins if isinstance(getattr(p, "efforts", None), np.ndarray)
+                                    and p.efforts.shape == (arm.dof,)]
+            self._effort_names = tuple(p.name for p in self._effort_plugins)
+        self.cycles += 1
+        # one copy of everything (one C call, not one per array): the writer slices it back by dof
+        arrays = [fb.position, fb.velocity, fb.effort, cmd.position, cmd.velocity, cmd.effort]
+        arrays.extend(p.efforts for p in self._effort_plugins)
+        if ref is not None:
+            arrays.extend(ref)
+        self._put((_CYCLE, now, self.cycles, period, work, wait, np.concatenate(arrays), ref is not None,
+                   self._effort_names))
+        events = arm.events
+        total = events.dropped + len(events.events)
+        if total != self._events_seen:
+            new = min(total - self._events_seen, len(events.events))
+            for ev in list(events.events)[-new:]:
+                self._put((_EVENT, ev.time, ev.kind.value, ev.state.value, ev.detail))
+            self._events_seen = total
+        mode = (_mode_of(arm), arm.state.value, teleop_mode)
+        if mode != self._mode:
+            self._mode = mode
+            self._put((_MODE, now, *mode))
+
+    def loop_stats(self, stats: Any) -> None:
+        """The loop's once-a-second statistics (its ``report`` callback): every numeric field."""
+        fields_ = stats.as_dict() if hasattr(stats, "as_dict") else vars(stats)
+        self._put((_STATS, self.clock.now(), {k: float(v) for k, v in fields_.items()
+                                              if isinstance(v, int | float | np.number)}))
+
+    # ------------------------------------------------------------------ any thread
+    def command(self, topic: str, command: Any) -> None:
+        """An MQTT command handed to the arm thread (``command.envelope`` carries client and seq)."""
+        env = getattr(command, "envelope", None)
+        body = ({f.name: getattr(command, f.name) for f in fields(command) if f.name != "envelope"}
+                if is_dataclass(command) else {})
+        self._put((_COMMAND, self.clock.now(), topic, getattr(env, "client", None), getattr(env, "seq", None),
+                   body))
+
+    def ack(self, ack: Any) -> None:
+        """An ack the arm thread sent (:class:`hebictl.teleop.messages.Ack`)."""
+        self._put((_ACK, self.clock.now(), ack.topic, ack.client, ack.seq, bool(ack.accepted), ack.reason or "",
+                   ack.detail or ""))
+
+    def note(self, text: str, level: int = Log.INFO) -> None:
+        """A line of the recorder's own on ``/events`` (start, stop, drops)."""
+        self._put((_NOTE, self.clock.now(), level, text))
+
+    def _put(self, item: tuple[Any, ...]) -> None:
+        if len(self._buffer) >= self.capacity or self.state == "failed":
+            self.dropped += 1
+            return
+        self._buffer.append(item)
+
+    def close(self, timeout: float = 30.0) -> RecordingSummary:
+        """Write what is buffered, the summary and the footer; idempotent."""
+        if self._thread.is_alive():
+            self._stop.set()
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                raise RecordingError(f"{self.path or 'live view'}: the recorder did not finish writing within "
+                                     f"{timeout:g} s")
+        if self.live is not None:  # handed over at construction: the recorder closes it
+            self.live.close()
+            self.live = None
+        return RecordingSummary(tuple(self.files), self.cycles, self.written, self.dropped, self.messages)
+
+    def __enter__(self) -> McapRecorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ writer thread
+    def _next_path(self) -> Path:
+        assert self.path is not None
+        if self.rotate_bytes is None and self.rotate_seconds is None:
+            return self.path
+        return self.path.with_name(f"{self.path.stem}-{len(self.files) + 1:03d}{self.path.suffix or '.mcap'}")
+
+    def _open_file(self, path: Path) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            stream = path.open("wb")
+        except OSError as exc:
+            raise RecordingError(f"cannot record to {path}: {exc.strerror or exc}") from exc
+        writer = Writer(stream, chunk_size=1 << 20, compression=self.compression)
+        writer.start(profile=schemas.PROFILE, library=f"hebictl {self.metadata['hebictl_version']}")
+        self._channels = {t.name: schemas.register(writer, t) for t in self.topics}
+        now_ns = _ns(self.clock.now())
+        writer.add_metadata(schemas.RUN_METADATA, {**self.metadata, "file_index": str(len(self.files) + 1)})
+        if self.frames is not None:
+            writer.add_attachment(now_ns, now_ns, schemas.URDF_ATTACHMENT, "application/xml",
+                                  self.frames.urdf.encode())
+        if self.config_text is not None:
+            writer.add_attachment(now_ns, now_ns, schemas.CONFIG_ATTACHMENT, "application/yaml", self.config_text)
+        writer.flush()
+        self._stream, self._writer = stream, writer
+        self._file_started = time.monotonic()
+        self._last_tf = -math.inf
+        self.files.append(path)
+        if self.frames is not None:
+            self._emit(schemas.ROBOT_DESCRIPTION.name, now_ns, json.dumps({"data": self.frames.urdf}).encode())
+        if self._last_mode_item is not None:  # each file of a session says which mode it starts in
+            self._write(self._last_mode_item)
+
+    def _finish_file(self, final: bool) -> None:
+        writer, stream = self._writer, self._stream
+        if writer is None or stream is None:
+            return
+        if final:
+            writer.add_metadata(schemas.FINAL_METADATA, {"cycles": str(self.cycles), "written": str(self.written),
+                                                         "dropped": str(self.dropped),
+                                                         "end_clock_time": f"{self.clock.now():.9f}"})
+        writer.finish()
+        stream.close()
+        self._writer = self._stream = None
+
+    def _run(self) -> None:
+        last_flush = time.monotonic()
+        try:
+            while True:
+                stopping = self._stop.is_set()
+                while self._buffer:
+                    self._write(self._buffer.popleft())
+                    time.sleep(0)  # release the GIL after each item: the control thread must not wait on us
+                now = time.monotonic()
+                if self.dropped != self._dropped_reported and now - last_flush >= self.flush_interval:
+                    self._report_drops()
+                if now - last_flush >= self.flush_interval:
+                    if self._writer is not None:
+                        self._writer.flush()
+                        self._maybe_rotate(now)
+                    if self.live is not None and self.frames is not None:
+                        self.live.describe(_ns(self.clock.now()), self.frames.urdf)
+                    last_flush = now
+                if stopping and not self._buffer:
+                    break
+                self._stop.wait(0.01)
+            self.state = "draining"
+            self._write((_NOTE, self.clock.now(), Log.INFO,
+                         f"recording closed: {self.written} of {self.cycles} cycles written, {self.dropped} dropped"))
+            if self.dropped != self._dropped_reported:
+                self._report_drops()
+            self._finish_file(final=True)
+            self.state = "closed"
+        except OSError as exc:
+            self.state = "failed"
+            log.error("recording to %s failed: %s; the run goes on unrecorded", self.files[-1:], exc)
+
+    def _report_drops(self) -> None:
+        new = self.dropped - self._dropped_reported
+        self._dropped_reported = self.dropped
+        text = f"recorder buffer full: {new} items dropped ({self.dropped} in all)"
+        log.warning("%s", text)
+        self._write((_NOTE, self.clock.now(), Log.WARNING, text))
+
+    def _maybe_rotate(self, now: float) -> None:
+        assert self._stream is not None
+        too_big = self.rotate_bytes is not None and self._stream.tell() >= self.rotate_bytes
+        too_old = self.rotate_seconds is not None and now - self._file_started >= self.rotate_seconds
+        if too_big or too_old:
+            self._finish_file(final=True)
+            self._open_file(self._next_path())
+
+    def _emit(self, topic: str, t_ns: int, data: bytes) -> None:
+        self._seq += 1
+        if self._writer is not None:
+            self._writer.add_message(self._channels[topic], log_time=t_ns, data=data, publish_time=t_ns,
+                                     sequence=self._seq)
+        if self.live is not None:
+            self.live.emit(topic, t_ns, data)
+        self.messages += 1
+
+    def _joints(self, t_ns: int, p: Any, v: Any, e: Any, *, effort_is_acceleration: bool = False) -> bytes:
+        return joint_states(self.names, t_ns, p, v, e, effort_is_acceleration=effort_is_acceleration)
+
+    def _write(self, item: tuple[Any, ...]) -> None:
+        kind, t = item[0], item[1]
+        t_ns = _ns(t)
+        if kind == _CYCLE:
+            _, _, cycle, period, work, wait, flat, has_ref, effort_names = item
+            rows = flat.reshape(-1, len(self.names))
+            fp, fv, fe, cp, cv, ce = rows[:6]
+            efforts = zip(effort_names, rows[6:6 + len(effort_names)], strict=True)
+            ref = rows[6 + len(effort_names):] if has_ref else None
+            self._emit(schemas.JOINT_STATES.name, t_ns, self._joints(t_ns, fp, fv, fe))
+            self._emit(schemas.JOINT_COMMANDS.name, t_ns, self._joints(t_ns, cp, cv, ce))
+            if ref is not None:
+                self._emit(schemas.REFERENCE.name, t_ns, self._joints(t_ns, *ref, effort_is_acceleration=True))
+            self._emit(schemas.PLUGIN_EFFORTS.name, t_ns, json.dumps(
+                {"timestamp": t, "plugins": {name: _finite(x) for name, x in efforts}}).encode())
+            self._emit(schemas.LOOP.name, t_ns, json.dumps(
+                {"cycle": cycle, "period": _finite([period])[0], "work": _finite([work])[0],
+                 "wait": _finite([wait])[0], "dropped": self.dropped}).encode())
+            if self.frames is not None and t - self._last_tf >= self.transform_period * 0.999 \
+                    and np.isfinite(fp).all():
+                self._last_tf = t
+                self._emit(schemas.TF.name, t_ns, self.frames.message(fp, t_ns).SerializeToString())
+            self.written += 1
+        elif kind == _EVENT:
+            _, _, ev_kind, state, detail = item
+            level = Log.INFO if ev_kind in OPERATOR_EVENTS else Log.WARNING
+            self._emit(schemas.EVENTS.name, t_ns, self._log(t_ns, level, "hebictl.safety",
+                                                            f"{ev_kind} -> {state}: {detail}"))
+        elif kind == _NOTE:
+            self._emit(schemas.EVENTS.name, t_ns, self._log(t_ns, item[2], "hebictl.recording", item[3]))
+        elif kind == _MODE:
+            self._last_mode_item = item
+            self._emit(schemas.MODE.name, t_ns, json.dumps(
+                {"mode": item[2], "state": item[3], "teleop_mode": item[4]}).encode())
+        elif kind == _STATS:
+            self._emit(schemas.LOOP_STATS.name, t_ns, json.dumps(
+                {k: (v if math.isfinite(v) else None) for k, v in item[2].items()}).encode())
+        elif kind == _COMMAND:
+            _, _, topic, client, seq, body = item
+            self._emit(schemas.COMMANDS.name, t_ns, json.dumps(
+                {"topic": topic, "client": client, "seq": seq, "body": body}, default=_jsonable).encode())
+        elif kind == _ACK:
+            _, _, topic, client, seq, accepted, reason, detail = item
+            self._emit(schemas.ACKS.name, t_ns, json.dumps(
+                {"topic": topic, "client": client, "seq": seq, "accepted": accepted, "reason": reason,
+                 "detail": detail}).encode())
+
+    @staticmethod
+    def _log(t_ns: int, level: int, name: str, text: str) -> bytes:
+        msg = Log(level=level, message=text, name=name)
+        msg.timestamp.FromNanoseconds(t_ns)
+        return msg.SerializeToString()
+
+
+def joint_states(names: tuple[str, ...], t_ns: int, p: Any, v: Any, e: Any, *,
+                 effort_is_acceleration: bool = False) -> bytes:
+    """One encoded ``foxglove.JointStates`` (``e`` is the acceleration for a trajectory reference)."""
+    msg = JointStates()
+    msg.timestamp.FromNanoseconds(t_ns)
+    for name, a, b, c in zip(names, np.asarray(p).tolist(), np.asarray(v).tolist(), np.asarray(e).tolist(),
+                             strict=True):
+        if effort_is_acceleration:
+            msg.joints.add(name=name, position=a, velocity=b, acceleration=c)
+        else:
+            msg.joints.add(name=name, position=a, velocity=b, effort=c)
+    return msg.SerializeToString()
+
+
+def _jsonable(value: Any) -> Any:
+    """Command bodies hold arrays, tuples, enums and small dataclasses: a JSON form of each."""
+    if isinstance(value, np.ndarray):
+        return _finite(value.ravel())
+    if hasattr(value, "value"):
+        return value.value
+    if hasattr(value, "__dict__"):
+        return {k: v for k, v in vars(value).items() if not k.startswith("_")}
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return str(value)
+
+
+def session_path(directory: str | Path, prefix: str = "teleop", clock: Callable[[], float] = time.time) -> Path:
+    """``DIR/<prefix>-YYYYmmdd-HHMMSS.mcap`` (the recorder numbers rotated files ``-001``, ``-002`` ...)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(clock()))
+    return Path(directory) / f"{prefix}-{stamp}.mcap"

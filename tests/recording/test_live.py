@@ -1,0 +1,74 @@
+"""The live view: Foxglove's WebSocket protocol on loopback, spoken by a plain websockets client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import struct
+
+import pytest
+
+from hebictl.control.arm import Arm
+from hebictl.errors import ConfigError
+from hebictl.hardware.clock import SimClock
+from hebictl.recording import schemas
+from hebictl.recording.live import LiveView, check_host
+from hebictl.recording.writer import McapRecorder
+
+pytest.importorskip("foxglove")
+websockets = pytest.importorskip("websockets")
+
+CONFIG = "configs/x-series-6dof.cfg.yaml"
+
+
+def test_non_loopback_needs_allow_remote():
+    with pytest.raises(ConfigError, match="no login"):
+        check_host("0.0.0.0", allow_remote=False)
+    check_host("0.0.0.0", allow_remote=True)
+    check_host("::1", allow_remote=False)
+    with pytest.raises(ConfigError, match="not an IP address"):
+        check_host("example.org", allow_remote=False)
+
+
+async def _watch(url: str, recorder: McapRecorder, arm: Arm) -> tuple[set[str], list[tuple[int, bytes]]]:
+    async with websockets.connect(url, subprotocols=["foxglove.sdk.v1"]) as ws:
+        advertised: dict[str, int] = {}
+        while schemas.JOINT_STATES.name not in advertised:
+            msg = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            if msg.get("op") == "advertise":
+                advertised.update({c["topic"]: c["id"] for c in msg["channels"]})
+        await ws.send(json.dumps({"op": "subscribe",
+                                  "subscriptions": [{"id": 7, "channelId": advertised[schemas.JOINT_STATES.name]}]}))
+        await asyncio.sleep(0.2)
+        got: list[tuple[int, bytes]] = []
+        for _ in range(20):
+            arm.update()
+            arm.send()
+            recorder.sample()
+            arm.clock.sleep_until(arm.clock.now() + 0.01)
+        while len(got) < 5:
+            frame = await asyncio.wait_for(ws.recv(), 10)
+            if isinstance(frame, bytes) and frame[0] == 1:
+                sub, t_ns = struct.unpack_from("<IQ", frame, 1)
+                assert sub == 7
+                got.append((t_ns, frame[13:]))
+        return set(advertised), got
+
+
+def test_live_view_serves_joint_states_on_loopback():
+    from foxglove_schemas_protobuf.JointStates_pb2 import JointStates
+
+    arm = Arm.from_config(CONFIG, backend="mock", clock=SimClock())
+    live = LiveView(schemas.TOPICS, port=0)
+    assert live.url.startswith("ws://127.0.0.1:")
+    recorder = McapRecorder(None, arm, teleop=True, live=live, flush_interval=0.05)
+    try:
+        topics, got = asyncio.run(_watch(live.url, recorder, arm))
+    finally:
+        summary = recorder.close()
+        arm.close()
+    assert topics == {t.name for t in schemas.TOPICS}
+    assert summary.files == () and summary.written == 20
+    msg = JointStates.FromString(got[0][1])
+    assert [j.name for j in msg.joints] == list(arm.model.joint_names)
+    assert [t for t, _ in got] == sorted(t for t, _ in got)

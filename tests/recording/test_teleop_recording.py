@@ -1,0 +1,117 @@
+"""A teleop session recorded to MCAP: the arm's cycles, the MQTT commands and their acks.
+
+Real parts: mosquitto on a free loopback port, aiomqtt clients, the Arm on the mock backend looping
+in its own thread. Read back with the ``mcap`` package's reader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hebictl.control.arm import Arm
+from hebictl.hardware.clock import MonotonicClock
+from hebictl.recording import schemas
+from hebictl.recording.writer import McapRecorder
+from hebictl.teleop.broker import LocalBroker, find_mosquitto
+from hebictl.teleop.client import TeleopClient
+from hebictl.teleop.connection import parse_broker
+from hebictl.teleop.server import TeleopServer
+
+from .helpers import Readback
+
+pytestmark = pytest.mark.broker
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = REPO / "configs" / "x-series-6dof.cfg.yaml"
+HOME = [0.0, 1.2, 1.8, 2.2, -1.57, 0.0]
+
+
+@pytest.fixture
+def broker(tmp_path):
+    if find_mosquitto() is None:
+        pytest.skip("mosquitto binary not found (apt-get install mosquitto)")
+    b = LocalBroker(tmp_path / "broker")
+    b.start()
+    yield b
+    b.stop()
+
+
+async def _session(url: str, arm_id: str) -> None:
+    async with TeleopClient(url, arm_id, name="op") as c:
+        await c.wait_status(lambda s: s["status"] == "online", timeout=20.0)
+        assert (await c.mode("position")).accepted
+        assert (await c.joint_goal(list(np.add(HOME, 0.1)))).accepted  # segment time from the limits
+        await c.wait_status(lambda s: s["at_goal"], timeout=20.0)
+        bad = await c.joint_goal([0.0, 1.0])  # wrong length: refused
+        assert bad is not None and not bad.accepted
+        assert (await c.estop(True)).accepted
+        assert not (await c.mode("position")).accepted  # e-stop latched
+
+
+def test_teleop_session_records_cycles_commands_and_acks(broker, tmp_path):
+    arm = Arm.from_config(CONFIG, backend="mock", clock=MonotonicClock(), initial_position=HOME)
+    arm.backend.feedback_frequency = 250.0
+    server = TeleopServer(arm, parse_broker(broker.url), "rec1", rate_hz=250.0,
+                          runner_options={"shutdown_hold": 0.05})
+    rec = McapRecorder(tmp_path / "session.mcap", arm, config_path=CONFIG, teleop=True)
+    server.runner.recorder = rec
+    server.start_background()
+    try:
+        asyncio.run(asyncio.wait_for(_session(broker.url, "rec1"), 30.0))
+    finally:
+        server.stop_background()
+        arm.close()
+    summary = rec.close()
+    run = Readback(tmp_path / "session.mcap")
+    run.check_topics()
+    assert run.declared == {t.name for t in schemas.TOPICS}
+    assert len(run.messages["/joint_states"]) == server.runner.snapshot.cycle == summary.cycles
+    commands = [m for _, m in run.messages["/teleop/commands"]]
+    acks = [m for _, m in run.messages["/teleop/acks"]]
+    # what reached the arm thread, in order (the wrong-length goal is refused by the bridge's schema check)
+    assert [c["topic"] for c in commands] == ["mode", "joint_goal", "estop", "mode"], commands
+    assert all(c["client"] == "op" and isinstance(c["seq"], int) for c in commands)
+    assert commands[0]["body"] == {"mode": "position"} and commands[2]["body"] == {"engaged": True}
+    # every ack, the bridge's refusal included
+    assert [(a["topic"], a["accepted"], a["reason"]) for a in acks] == [
+        ("mode", True, ""), ("joint_goal", True, ""), ("joint_goal", False, "wrong_length"), ("estop", True, ""),
+        ("mode", False, "estop_engaged")], acks
+    modes = [m["teleop_mode"] for _, m in run.messages["/supervisor/mode"]]
+    assert modes[0] == "idle" and "position" in modes
+    print(f"teleop session: {summary.cycles} cycles, {len(commands)} commands, {len(acks)} acks, "
+          f"{len(run.messages['/events'])} event lines")
+
+
+def test_teleop_process_records_a_session_file(broker, tmp_path):
+    """`hebictl teleop --record DIR --foxglove` as a real process: one file for the session, closed on
+    exit, and the live view announced on loopback."""
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--broker", broker.url, "--arm-id", "rec2",
+                             "--rate", "200", "--stop-hold", "0.1", "--record", str(tmp_path / "sessions"),
+                             *(["--foxglove", "--foxglove-port", "0"] if find_spec("foxglove") else [])],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        asyncio.run(asyncio.wait_for(_session(broker.url, "rec2"), 60.0))
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(20) == 0, proc.stderr.read().decode()[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    err = proc.stderr.read().decode()
+    files = sorted((tmp_path / "sessions").glob("teleop-*.mcap"))
+    assert len(files) == 1 and "recorded" in err, (files, err[-2000:])
+    assert not find_spec("foxglove") or "Foxglove live view on ws://127.0.0.1:" in err, err[-2000:]
+    run = Readback(files[0])
+    run.check_topics()
+    assert run.metadata[schemas.RUN_METADATA]["arm_id"] == "rec2"
+    assert any(not m["accepted"] for _, m in run.messages["/teleop/acks"])
