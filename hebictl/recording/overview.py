@@ -10,6 +10,7 @@ instants, seen from the side), the joint position plot (``/joint_states``, comma
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -19,9 +20,10 @@ from hebictl.recording import schemas
 from hebictl.recording.reader import iter_messages, read_run
 
 
-def _world_points(tf_message) -> dict[str, np.ndarray]:
-    """Each frame's origin in the world, chaining the message's parent -> child transforms."""
-    rel = {}
+def _world_points(tf_message: Any) -> tuple[dict[str, np.ndarray], dict[str, tuple[str, np.ndarray]]]:
+    """Each frame's origin in the world, chaining the message's parent -> child transforms, and
+    the parent -> child table itself (frame -> (parent, transform))."""
+    rel: dict[str, tuple[str, np.ndarray]] = {}
     for tf in tf_message.transforms:
         T = np.eye(4)
         r = tf.rotation
@@ -38,7 +40,7 @@ def _world_points(tf_message) -> dict[str, np.ndarray]:
             cache[name] = world(parent) @ T
         return cache[name]
 
-    return {name: world(name)[:3, 3] for name in rel} | {"__parents__": rel}  # type: ignore[dict-item]
+    return {name: world(name)[:3, 3] for name in rel}, rel
 
 
 def render_layout(path: str | Path, out: str | Path, snapshots: int = 5) -> Path:
@@ -64,8 +66,7 @@ def render_layout(path: str | Path, out: str | Path, snapshots: int = 5) -> Path
     colors = plt.cm.viridis(np.linspace(0.1, 0.9, max(1, snapshots)))
     for k, i in enumerate(np.linspace(0, len(tfs) - 1, snapshots).astype(int) if tfs else []):
         t, msg = tfs[i]
-        pts = _world_points(msg)
-        parents = pts.pop("__parents__")
+        pts, parents = _world_points(msg)
         for child, (parent, _T) in parents.items():
             if parent in pts:
                 a, b = pts[parent], pts[child]

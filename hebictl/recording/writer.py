@@ -407,7 +407,7 @@ class McapRecorder:
 
     @staticmethod
     def _log(t_ns: int, level: int, name: str, text: str) -> bytes:
-        msg = Log(level=level, message=text, name=name)
+        msg = Log(level=level, message=text, name=name)  # type: ignore[arg-type]  # protobuf enums are ints
         msg.timestamp.FromNanoseconds(t_ns)
         return msg.SerializeToString()
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import Any
 
 from hebictl.control.safety import EventKind
 from hebictl.teleop.schema import (
@@ -369,7 +370,8 @@ def _internal_error(state: RunnerState, ev: InternalError) -> Decision:
     return replace(state, mode=Mode.IDLE), (RecordError("internal_error", ev.detail), Recover(ev.detail))
 
 
-Handler = Callable[[RunnerState, Event], Decision]
+#: a handler takes the one event type its table rows name (Any: Callable is contravariant in it)
+Handler = Callable[[RunnerState, Any], Decision]
 _S, _E, _D = Phase.SERVING, Phase.ESTOPPED, Phase.SHUTTING_DOWN
 
 #: the transition table: (phase, event type) -> handler. Every pair is present (a test checks it);
@@ -383,7 +385,7 @@ TABLE: dict[tuple[Phase, type], Handler] = {
     (_S, JogLetGo): _let_go, (_E, JogLetGo): _let_go, (_D, JogLetGo): _let_go,
     (_S, JogSampleReady): _jog_ready, (_E, JogSampleReady): _nothing, (_D, JogSampleReady): _nothing,
     (_S, InternalError): _internal_error, (_E, InternalError): _internal_error, (_D, InternalError): _internal_error,
-}  # type: ignore[dict-item]
+}
 
 EVENT_TYPES: tuple[type, ...] = (EstopEngaged, LinkLost, ShutdownBegun, CommandArrived, ArmFault, JogLetGo,
                                  JogSampleReady, InternalError)
