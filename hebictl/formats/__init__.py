@@ -42,30 +42,34 @@ def _reader(fmt: str, which: int) -> Callable[..., RobotModel]:
 
 
 def load_model(path: str | Path, format: str | None = None, *, limits: ReaderLimits | None = None,
-               allowed_roots: Iterable[str | os.PathLike[str]] = (), **options: Any) -> RobotModel:
+               confine: bool = False, allowed_roots: Iterable[str | os.PathLike[str]] = (),
+               **options: Any) -> RobotModel:
     """Load any supported robot description into a :class:`RobotModel`.
 
-    Reading is bounded by ``limits`` (default: :func:`hebictl.limits.default_limits`), and the
-    file references in the model (includes, meshes) must resolve inside the model's own folder
-    or under one of ``allowed_roots``. Every failure is a :class:`FormatError` naming the file.
+    Reading is bounded by ``limits`` (default: :func:`hebictl.limits.default_limits`). File
+    references (includes, meshes) resolve as the format's reference library resolves them,
+    ``..`` included; for a file from an untrusted source, ``confine=True`` makes any reference
+    outside the model's own folder tree and ``allowed_roots`` an error. Every failure is a
+    :class:`FormatError` naming the file.
     """
     lim = limits or _limits.current()
     p = Path(_limits.check_path_text(path, lim, what="model path"))
     if not _limits.exists(p):
         raise FormatError("file not found", p)
-    with _limits.reading(limits, [os.path.dirname(os.path.realpath(p)), *allowed_roots]):
+    with _limits.reading(limits, [os.path.dirname(os.path.realpath(p)), *allowed_roots], confine=confine):
         return _guarded(lambda: _reader(format or detect_format(p), 0)(p, **options), p)
 
 
 def load_model_string(text: str, format: str | None = None, *, limits: ReaderLimits | None = None,
-                      allowed_roots: Iterable[str | os.PathLike[str]] = (), **options: Any) -> RobotModel:
+                      confine: bool = False, allowed_roots: Iterable[str | os.PathLike[str]] = (),
+                      **options: Any) -> RobotModel:
     """Load a robot description from a string (``format`` guessed from the root element if omitted).
 
-    References resolve against ``base_dir=`` (when given), which with ``allowed_roots`` bounds
-    where they may point, as for :func:`load_model`.
+    References resolve against ``base_dir=`` (when given); with ``confine=True`` they must stay
+    under it or ``allowed_roots``, as for :func:`load_model`.
     """
     base = options.get("base_dir")
-    with _limits.reading(limits, [*([base] if base is not None else []), *allowed_roots]):
+    with _limits.reading(limits, [*([base] if base is not None else []), *allowed_roots], confine=confine):
         return _guarded(lambda: _reader(format or detect_format(text=text), 1)(text, **options),
                         options.get("source_name"))
 
