@@ -18,19 +18,16 @@ from __future__ import annotations
 
 import difflib
 import math
-import re
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from hebictl.control.plugin_table import KNOWN_PLUGINS, PluginParam, PluginSpec
 from hebictl.errors import ConfigError, ConfigWarning
 from hebictl.limits import check_path_text, is_regular_file
-from hebictl.yaml_load import describe, load_yaml
+from hebictl.yaml_load import describe, key_line, load_yaml
 
 if TYPE_CHECKING:
     from hebictl.gains import GroupGains
@@ -74,28 +71,9 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 def yaml_key_line(path: str | Path, key: str | None) -> int | None:
     """Line (1-based) of a key path such as ``plugins[2].ramp_tme`` in a YAML file, or None.
 
-    For messages only: composes the file again (after it loaded, so it is known to be within the
-    YAML limits) and walks mapping keys and sequence indices; the deepest part found wins.
+    For messages only; the file's node graph is the one its load kept (no second parse).
     """
-    if not key:
-        return None
-    try:
-        node = yaml.compose(Path(path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError, yaml.YAMLError):
-        return None
-    line = None
-    for part in re.findall(r"\[\d+\]|[^.\[\]]+", key):
-        if isinstance(node, yaml.MappingNode):
-            match = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == part), None)
-            if match is None:
-                break
-            line, node = match[0].start_mark.line + 1, match[1]
-        elif isinstance(node, yaml.SequenceNode) and part.startswith("[") and int(part[1:-1]) < len(node.value):
-            node = node.value[int(part[1:-1])]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
+    return key_line(path, key)
 
 
 def config_warning(path: Path, key: str, message: str) -> None:

@@ -73,8 +73,10 @@ class ReaderLimits:
     max_flexcomp_count: int = 1_000_000
     #: Elements of an HRDF chain (includes expanded); real arms have tens.
     max_bodies: int = 20_000
-    #: Robot config / directives YAML file.
-    max_yaml_bytes: int = 4 * _MIB
+    #: Robot config / directives YAML file: 40 times the largest real one (HEBI's and Drake's are < 4 KiB),
+    #: and small enough that a file at the limit parses in about 0.1 s (a 1 MiB one took ~1 s with
+    #: libyaml and 25 s in pure Python), so an oversized file is refused at once by its size.
+    max_yaml_bytes: int = 128 * 1024
     #: YAML nesting (mappings and sequences inside each other).
     max_yaml_depth: int = 64
     #: Nodes a YAML document may produce through aliases (``*a``); an alias bomb exceeds it at once.
