@@ -182,13 +182,15 @@ class RobotConfig:
 
 
 def gains_file(cfg: RobotConfig, role: str) -> Path:
-    """The gains file of ``role``, checked to exist: :func:`load_config` only warns about a missing one
-    (as hebi-py, which keeps the path), so whatever sends gains asks here and gets a ConfigError
-    naming the config, the key and its line."""
+    """The gains file of ``role``, checked to exist: :func:`load_config` keeps a missing one's path
+    (as hebi-py does), so whatever sends gains asks here and gets one ConfigError naming the config,
+    the key and its line."""
     path = cfg.gains[role]
     if not is_regular_file(path):
         key = f"gains.{role}"
-        raise ConfigError(f"file not found: {path}", file=cfg.path, key=key, line=yaml_key_line(cfg.path, key))
+        raise ConfigError(f"file not found: {path} (the gains file; the config loads without it, as in "
+                          "hebi-py, but its gains cannot be sent)", file=cfg.path, key=key,
+                          line=yaml_key_line(cfg.path, key))
     return path
 
 
@@ -201,7 +203,34 @@ def load_config(path: str | Path, *, require_files: bool = True) -> RobotConfig:
     :class:`ConfigError` naming the file and the key (or the YAML line) of the first problem.
     """
     path = Path(check_path_text(path, error=ConfigError, what="config path")).resolve()
-    return _ConfigReader(path, require_files).read(_read_yaml(path))
+    if not path.name.lower().endswith((".yaml", ".yml")) or path.name.lower().endswith(".dmd.yaml"):
+        _refuse_robot_description(path)
+    try:
+        doc = _read_yaml(path)
+    except ConfigError:
+        _refuse_robot_description(path)
+        raise
+    if not isinstance(doc, dict):
+        _refuse_robot_description(path)
+    return _ConfigReader(path, require_files).read(doc)
+
+
+def _refuse_robot_description(path: Path) -> None:
+    """Raise a ConfigError saying what to do if ``path`` is a robot description (HRDF, URDF, ...).
+
+    Users pass the HRDF where the config goes; YAML would then report "mapping values are not
+    allowed here" at some line of the XML. The format is told as ``hebictl model`` tells it (by
+    extension, else by the XML root element); anything else returns, for the YAML error to stand.
+    """
+    from hebictl.errors import FormatError
+    from hebictl.formats.registry import detect_format
+
+    try:
+        fmt = detect_format(path)
+    except FormatError:
+        return
+    raise ConfigError(f"this is a robot description ({fmt.upper() if len(fmt) <= 4 else fmt}), not a config; "
+                      f"try `hebictl model validate {path}`", file=path)
 
 
 def _read_yaml(path: Path) -> Any:
@@ -247,7 +276,13 @@ class _ConfigReader:
 
         plugins = self.plugins(doc["plugins"]) if "plugins" in doc else ()
         user_data = self.user_data(doc.get("user_data"))
-        self.per_joint(len(names), plugins, user_data)
+        try:
+            self.per_joint(len(names), plugins, user_data)
+        except ConfigError:
+            # a user counts joints on the robot first: if names disagrees with the model, say that,
+            # not that every per-joint list (sized for the model) disagrees with names
+            self.names_against_model(doc.get("hrdf"), len(names))
+            raise
         return RobotConfig(
             path=self.path,
             version=self.version(doc["version"]),
@@ -262,6 +297,29 @@ class _ConfigReader:
             plugins=plugins,
             user_data=user_data,
         )
+
+    def names_against_model(self, hrdf: Any, count: int) -> None:
+        """Raise the ``names`` error if the config's model has another number of joints than ``names``.
+
+        Only called once a per-joint list disagreed with ``names`` (the model is then worth loading);
+        a model that cannot be loaded here leaves that first error standing.
+        """
+        if not isinstance(hrdf, str) or not hrdf:
+            return
+        from hebictl.errors import FormatError
+        from hebictl.formats import load_model
+
+        path = (self.path.parent / hrdf).resolve()
+        if not is_regular_file(path):
+            return
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                dof = load_model(path).dof
+        except FormatError:
+            return
+        if dof != count:
+            raise self.fail(f"{count} module names, but the model has {dof} joints", key="names")
 
     # -- scalar checks
 
@@ -301,9 +359,10 @@ class _ConfigReader:
     def file(self, value: Any, key: str, *, missing_ok: bool = False) -> Path:
         """A path relative to the config's folder (absolute paths stay), checked to exist.
 
-        ``missing_ok``: a missing file is a :class:`ConfigWarning`, not an error (gains files:
-        hebi's ``load_config`` keeps only their paths, and HEBI's own Daisy config names one that
-        is not published; whatever sends the gains later fails with the file's name)."""
+        ``missing_ok``: a missing file is not an error here (gains files: hebi's ``load_config``
+        keeps only their paths, and HEBI's own Daisy config names one that is not published).
+        Whatever sends the gains asks :func:`gains_file`, whose one error names the file, the key
+        and its line; a warning here as well would say "loads" just before that error."""
         if not isinstance(value, str) or not value:
             raise self.fail(f"must be a file path, got {_kind(value)}", key=key)
         try:
@@ -311,11 +370,8 @@ class _ConfigReader:
         except ConfigError as exc:
             raise self.fail(exc.message, key=key) from None
         resolved = (self.path.parent / value).resolve()
-        if self.require_files and not is_regular_file(resolved):
-            if not missing_ok:
-                raise self.fail(f"file not found: {value} (looked for {resolved})", key=key)
-            config_warning(self.path, key, f"file not found: {value} (looked for {resolved}); the config "
-                                           "loads, as in hebi-py, but sending these gains will fail")
+        if self.require_files and not missing_ok and not is_regular_file(resolved):
+            raise self.fail(f"file not found: {value} (looked for {resolved})", key=key)
         return resolved
 
     # -- sections
