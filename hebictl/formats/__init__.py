@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from hebictl import limits as _limits
 from hebictl.errors import FormatError, HebictlError, ModelError
 from hebictl.formats.registry import READERS, WRITERS, detect_format
@@ -82,7 +84,10 @@ def _guarded(load: Callable[[], RobotModel], file: str | Path | None) -> RobotMo
     ``numpy.linalg.LinAlgError`` from a file a stranger wrote. The cause stays attached.
     """
     try:
-        return load()
+        # every reader checks its results are finite and says which element overflowed; numpy's
+        # floating-point warnings on the way (an inertia of 1e308**2) are not for the user
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            return load()
     except ModelError as exc:  # a rule of the model itself (e.g. a physical bound), found while building it
         raise FormatError(str(exc), file) from exc
     except HebictlError:

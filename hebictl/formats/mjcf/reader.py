@@ -500,6 +500,20 @@ class _Reader(ActuatorReader):
         return out
 
 def _read(source: str | bytes | Path, file: str, base_dir: Path | None) -> RobotModel:
+    # Extreme sizes and masses (size="1e308") overflow while geom inertia is computed; the reader
+    # then refuses the non-finite result with a FormatError naming the body ("mass properties of
+    # body 'b' overflow"), so numpy's RuntimeWarnings on the way there would only be noise printed
+    # before the clean error.
+    # A model rule broken while building (a non-finite inertia) is a FormatError naming the file,
+    # as through load_model.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        try:
+            return _read_model(source, file, base_dir)
+        except ModelError as exc:
+            raise FormatError(str(exc), file) from exc
+
+
+def _read_model(source: str | bytes | Path, file: str, base_dir: Path | None) -> RobotModel:
     reader = _Reader(file, base_dir)
     doc = reader.load_doc(parse_xml(source, file), file, base_dir)
     model = reader.read(doc)
