@@ -111,7 +111,7 @@ def _cases() -> Iterator[tuple[str, Case]]:
                               'element="0 1 1e300" dim="2"/>')}, "m.xml", "flexcomp",
         "OverflowError: int(1e300) in a flexcomp element index")
     yield "mjcf-include-dev-zero", Case(
-        {"m.xml": MJCF.format('<include file="/dev/zero"/>', "")}, "m.xml", "not a regular file|not found",
+        {"m.xml": MJCF.format('<include file="/dev/zero"/>', "")}, "m.xml", "'/dev/zero' is not a regular file",
         "absolute include path read from /dev")
     yield "mjcf-mesh-absolute-etc", Case(
         {"m.xml": MJCF.format('<asset><mesh name="t" file="/etc/passwd.obj"/></asset>',
@@ -154,7 +154,7 @@ def _cases() -> Iterator[tuple[str, Case]]:
         "SKEL reads a mesh file from /dev/zero until memory runs out")
     yield "directives-add-model-dev-zero", Case(
         {"m.dmd.yaml": "directives:\n- add_model:\n    name: a\n    file: /dev/zero\n"}, "m.dmd.yaml",
-        "not a regular|device|not found", "directives file reference to /dev/zero")
+        "'/dev/zero' is not a regular file", "directives file reference to /dev/zero")
     yield "xml-billion-laughs", Case(
         {"m.urdf": '<!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">'
                    '<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">]>'

@@ -114,7 +114,7 @@ class _Parser:
         if src.base_dir is None:
             raise FormatError("<include> in an HRDF string needs a base directory: load the file, or pass "
                               "base_dir= to load_hrdf_string", src.display, line)
-        # inside the model's folder tree (or an allowed root): FORMAT.md, and no ../ chains to /etc
+        # relative to this file, '..' included (FORMAT.md); a confined load keeps it in the allowed folders
         target = limits.resolve_reference(raw, src.base_dir, file=src.display, line=line,
                                           what="<include> attribute 'path'")
         display = os.path.normpath(os.path.join(os.path.dirname(src.display), raw)) \

@@ -112,7 +112,7 @@ class _Reader:
     # ------------------------------------------------------------------ files
     def resolve(self, name: str, here: Path | None, el: etree._Element, file: str) -> Path:
         """An included file, searched as OpenRAVE does (beside the file, its parent folder, the data
-        folders); it must lie under one of those folders or the allowed roots, never elsewhere."""
+        folders); a confined load (``confine=True``) keeps it under those folders or the allowed roots."""
         limits.check_path_text(name, file=file, line=el.sourceline, what="file attribute")
         cands = [(here / name) if here else Path(name)] + [d / name for d in ([here.parent] if here else [])
                                                            + self.data_dirs]
