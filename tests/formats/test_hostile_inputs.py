@@ -310,3 +310,41 @@ def test_format_detection_errors_name_file_and_line(tmp_path: Path, text: str, l
     with pytest.raises(FormatError) as info:
         load_model(path)
     assert info.value.file == str(path) and info.value.line == line
+
+
+# --------------------------------------------------------------------------- no numpy warnings from readers
+SKEL_BOX = ('<skel version="1.0"><world name="w"><skeleton name="s"><body name="b"><inertia><mass>{m}</mass>'
+            "<offset>{o}</offset></inertia><collision_shape><geometry><box><size>{s}</size></box></geometry>"
+            '</collision_shape></body><joint type="revolute" name="j"><parent>world</parent><child>b</child><axis>'
+            "<xyz>0 0 1</xyz></axis></joint></skeleton></world></skel>")
+OPENRAVE_BOX = ('<Robot name="r"><KinBody><Body name="a" type="dynamic"><Geom type="box"><extents>{e}</extents></Geom>'
+                '<Mass type="mimicgeom"><density>{d}</density></Mass></Body><Body name="b" type="dynamic"><Geom '
+                'type="box"><extents>1 1 1</extents></Geom></Body><Joint name="j" type="hinge"><Body>a</Body><Body>b'
+                "</Body></Joint></KinBody></Robot>")
+OVERFLOWS = [
+    ("skel", "skel-mass-1e308", SKEL_BOX.format(m="1e308", o="1e308 0 0", s="1 1 1"), "rotational inertia"),
+    ("skel", "skel-box-1e200", SKEL_BOX.format(m="1", o="0 0 0", s="1e200 1e200 1e200"), "rotational inertia"),
+    ("openrave", "openrave-box-1e200", OPENRAVE_BOX.format(e="1e200 1e200 1e200", d="1000"), "mass must be finite"),
+    ("openrave", "openrave-density-1e308", OPENRAVE_BOX.format(e="1 1 1", d="1e308"), "mass must be finite"),
+    ("mjcf", "mjcf-sphere-1e308", MJCF.format("", '<geom size="1e308"/>'), "overflow"),
+]
+
+
+@pytest.mark.parametrize(("fmt", "text", "fragment"), [pytest.param(f, t, m, id=i) for f, i, t, m in OVERFLOWS])
+def test_overflowing_values_end_in_one_format_error_without_numpy_warnings(fmt: str, text: str, fragment: str) -> None:
+    """Issue 23: extreme values printed numpy 'RuntimeWarning: overflow/invalid value encountered' before
+    the clean error (and SKEL/OpenRAVE's own loaders raised a ModelError without the file). Each reader's
+    own loader and load_model_string now end in a FormatError naming the source, with no warning at all."""
+    import importlib
+    import warnings
+
+    from hebictl import load_model_string
+    from hebictl.errors import FormatError
+
+    direct = getattr(importlib.import_module(f"hebictl.formats.{fmt}"), f"load_{fmt}_string")
+    for load in (lambda t: direct(t, source_name="m.xml"), lambda t: load_model_string(t, fmt, source_name="m.xml")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a numpy RuntimeWarning (or any other) fails the test
+            with pytest.raises(FormatError, match=fragment) as info:
+                load(text)
+        assert info.value.file == "m.xml"

@@ -24,7 +24,7 @@ from hebictl._typing import FloatArray
 from hebictl.errors import FormatError, MjcfWarning, ModelError
 from hebictl.formats import geometry
 from hebictl.formats._xml import elements, local_name, parse_xml
-from hebictl.formats.building import add_standard_frames
+from hebictl.formats.building import add_standard_frames, building
 from hebictl.formats.mjcf.actuators import ActuatorReader
 from hebictl.formats.mjcf.document import (
     _BODY_CHILDREN,
@@ -500,17 +500,8 @@ class _Reader(ActuatorReader):
         return out
 
 def _read(source: str | bytes | Path, file: str, base_dir: Path | None) -> RobotModel:
-    # Extreme sizes and masses (size="1e308") overflow while geom inertia is computed; the reader
-    # then refuses the non-finite result with a FormatError naming the body ("mass properties of
-    # body 'b' overflow"), so numpy's RuntimeWarnings on the way there would only be noise printed
-    # before the clean error.
-    # A model rule broken while building (a non-finite inertia) is a FormatError naming the file,
-    # as through load_model.
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        try:
-            return _read_model(source, file, base_dir)
-        except ModelError as exc:
-            raise FormatError(str(exc), file) from exc
+    with building(file):  # size="1e308": one FormatError naming the body, no numpy warnings first
+        return _read_model(source, file, base_dir)
 
 
 def _read_model(source: str | bytes | Path, file: str, base_dir: Path | None) -> RobotModel:

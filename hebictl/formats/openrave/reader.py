@@ -48,6 +48,7 @@ from lxml import etree
 from hebictl import limits
 from hebictl.errors import FormatError, ModelError, OpenraveWarning
 from hebictl.formats._xml import parse_xml
+from hebictl.formats.building import building
 from hebictl.formats.openrave.mass import Geom, apply_transform_tag, manip_transform, numbers, read_geom, read_mass, tag
 from hebictl.formats.rotations import inverse_transform, transform
 from hebictl.model.builder import ModelBuilder
@@ -496,11 +497,13 @@ def load_openrave(path: str | Path, *, body: str | None = None, data_dirs: Seque
     p = Path(path)
     if p.suffix.lower() in (".dae", ".zae"):
         raise FormatError("COLLADA files are not supported (OpenRAVE XML only)", p)
-    return _Reader(str(p), p.resolve().parent, [Path(d) for d in data_dirs]).read(parse_xml(p, str(p)), body)
+    with building(str(p)):
+        return _Reader(str(p), p.resolve().parent, [Path(d) for d in data_dirs]).read(parse_xml(p, str(p)), body)
 
 
 def load_openrave_string(text: str | bytes, *, base_dir: str | Path | None = None, source_name: str = "<string>",
                          body: str | None = None, data_dirs: Sequence[str | Path] = ()) -> RobotModel:
     """Read OpenRAVE XML text; ``file=`` includes resolve against ``base_dir``."""
-    return _Reader(source_name, Path(base_dir) if base_dir is not None else None,
-                   [Path(d) for d in data_dirs]).read(parse_xml(text, source_name), body)
+    with building(source_name):
+        return _Reader(source_name, Path(base_dir) if base_dir is not None else None,
+                       [Path(d) for d in data_dirs]).read(parse_xml(text, source_name), body)
