@@ -23,6 +23,7 @@ import contextlib
 import os
 import re
 import reprlib
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -173,6 +174,7 @@ def check_shape(root: yaml.Node | None, limits: _limits.ReaderLimits | None = No
 #: Node graphs of the last files read, for :func:`key_line`: realpath -> ((mtime_ns, size), root node).
 _COMPOSED: OrderedDict[str, tuple[tuple[int, int], yaml.Node | None]] = OrderedDict()
 _COMPOSED_KEEP = 8
+_COMPOSED_LOCK = threading.Lock()  # configs may load in several threads (teleop, panel)
 
 
 def _stamp(path: str | os.PathLike[str]) -> tuple[str, tuple[int, int]] | None:
@@ -188,10 +190,11 @@ def _remember(path: str | os.PathLike[str], root: yaml.Node | None) -> None:
     stamp = _stamp(path)
     if stamp is None:
         return
-    _COMPOSED[stamp[0]] = (stamp[1], root)
-    _COMPOSED.move_to_end(stamp[0])
-    while len(_COMPOSED) > _COMPOSED_KEEP:
-        _COMPOSED.popitem(last=False)
+    with _COMPOSED_LOCK:
+        _COMPOSED[stamp[0]] = (stamp[1], root)
+        _COMPOSED.move_to_end(stamp[0])
+        while len(_COMPOSED) > _COMPOSED_KEEP:
+            _COMPOSED.popitem(last=False)
 
 
 def composed(path: str | os.PathLike[str]) -> yaml.Node | None:
@@ -199,7 +202,8 @@ def composed(path: str | os.PathLike[str]) -> yaml.Node | None:
     read again within the same limits. ``None`` if it cannot be read or parsed (for messages only)."""
     stamp = _stamp(path)
     if stamp is not None:
-        kept = _COMPOSED.get(stamp[0])
+        with _COMPOSED_LOCK:
+            kept = _COMPOSED.get(stamp[0])
         if kept is not None and kept[0] == stamp[1]:
             return kept[1]
     try:
