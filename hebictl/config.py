@@ -18,19 +18,16 @@ from __future__ import annotations
 
 import difflib
 import math
-import re
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from hebictl.control.plugin_table import KNOWN_PLUGINS, PluginParam, PluginSpec
 from hebictl.errors import ConfigError, ConfigWarning
 from hebictl.limits import check_path_text, is_regular_file
-from hebictl.yaml_load import describe, load_yaml
+from hebictl.yaml_load import describe, key_line, load_yaml
 
 if TYPE_CHECKING:
     from hebictl.gains import GroupGains
@@ -74,28 +71,9 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 def yaml_key_line(path: str | Path, key: str | None) -> int | None:
     """Line (1-based) of a key path such as ``plugins[2].ramp_tme`` in a YAML file, or None.
 
-    For messages only: composes the file again (after it loaded, so it is known to be within the
-    YAML limits) and walks mapping keys and sequence indices; the deepest part found wins.
+    For messages only; the file's node graph is the one its load kept (no second parse).
     """
-    if not key:
-        return None
-    try:
-        node = yaml.compose(Path(path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError, yaml.YAMLError):
-        return None
-    line = None
-    for part in re.findall(r"\[\d+\]|[^.\[\]]+", key):
-        if isinstance(node, yaml.MappingNode):
-            match = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == part), None)
-            if match is None:
-                break
-            line, node = match[0].start_mark.line + 1, match[1]
-        elif isinstance(node, yaml.SequenceNode) and part.startswith("[") and int(part[1:-1]) < len(node.value):
-            node = node.value[int(part[1:-1])]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
+    return key_line(path, key)
 
 
 def config_warning(path: Path, key: str, message: str) -> None:
@@ -204,13 +182,15 @@ class RobotConfig:
 
 
 def gains_file(cfg: RobotConfig, role: str) -> Path:
-    """The gains file of ``role``, checked to exist: :func:`load_config` only warns about a missing one
-    (as hebi-py, which keeps the path), so whatever sends gains asks here and gets a ConfigError
-    naming the config, the key and its line."""
+    """The gains file of ``role``, checked to exist: :func:`load_config` keeps a missing one's path
+    (as hebi-py does), so whatever sends gains asks here and gets one ConfigError naming the config,
+    the key and its line."""
     path = cfg.gains[role]
     if not is_regular_file(path):
         key = f"gains.{role}"
-        raise ConfigError(f"file not found: {path}", file=cfg.path, key=key, line=yaml_key_line(cfg.path, key))
+        raise ConfigError(f"file not found: {path} (the gains file; the config loads without it, as in "
+                          "hebi-py, but its gains cannot be sent)", file=cfg.path, key=key,
+                          line=yaml_key_line(cfg.path, key))
     return path
 
 
@@ -223,7 +203,34 @@ def load_config(path: str | Path, *, require_files: bool = True) -> RobotConfig:
     :class:`ConfigError` naming the file and the key (or the YAML line) of the first problem.
     """
     path = Path(check_path_text(path, error=ConfigError, what="config path")).resolve()
-    return _ConfigReader(path, require_files).read(_read_yaml(path))
+    if not path.name.lower().endswith((".yaml", ".yml")) or path.name.lower().endswith(".dmd.yaml"):
+        _refuse_robot_description(path)
+    try:
+        doc = _read_yaml(path)
+    except ConfigError:
+        _refuse_robot_description(path)
+        raise
+    if not isinstance(doc, dict):
+        _refuse_robot_description(path)
+    return _ConfigReader(path, require_files).read(doc)
+
+
+def _refuse_robot_description(path: Path) -> None:
+    """Raise a ConfigError saying what to do if ``path`` is a robot description (HRDF, URDF, ...).
+
+    Users pass the HRDF where the config goes; YAML would then report "mapping values are not
+    allowed here" at some line of the XML. The format is told as ``hebictl model`` tells it (by
+    extension, else by the XML root element); anything else returns, for the YAML error to stand.
+    """
+    from hebictl.errors import FormatError
+    from hebictl.formats.registry import detect_format
+
+    try:
+        fmt = detect_format(path)
+    except FormatError:
+        return
+    raise ConfigError(f"this is a robot description ({fmt.upper() if len(fmt) <= 4 else fmt}), not a config; "
+                      f"try `hebictl model validate {path}`", file=path)
 
 
 def _read_yaml(path: Path) -> Any:
@@ -269,7 +276,13 @@ class _ConfigReader:
 
         plugins = self.plugins(doc["plugins"]) if "plugins" in doc else ()
         user_data = self.user_data(doc.get("user_data"))
-        self.per_joint(len(names), plugins, user_data)
+        try:
+            self.per_joint(len(names), plugins, user_data)
+        except ConfigError:
+            # a user counts joints on the robot first: if names disagrees with the model, say that,
+            # not that every per-joint list (sized for the model) disagrees with names
+            self.names_against_model(doc.get("hrdf"), len(names))
+            raise
         return RobotConfig(
             path=self.path,
             version=self.version(doc["version"]),
@@ -284,6 +297,29 @@ class _ConfigReader:
             plugins=plugins,
             user_data=user_data,
         )
+
+    def names_against_model(self, hrdf: Any, count: int) -> None:
+        """Raise the ``names`` error if the config's model has another number of joints than ``names``.
+
+        Only called once a per-joint list disagreed with ``names`` (the model is then worth loading);
+        a model that cannot be loaded here leaves that first error standing.
+        """
+        if not isinstance(hrdf, str) or not hrdf:
+            return
+        from hebictl.errors import FormatError
+        from hebictl.formats import load_model
+
+        path = (self.path.parent / hrdf).resolve()
+        if not is_regular_file(path):
+            return
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                dof = load_model(path).dof
+        except FormatError:
+            return
+        if dof != count:
+            raise self.fail(f"{count} module names, but the model has {dof} joints", key="names")
 
     # -- scalar checks
 
@@ -323,9 +359,10 @@ class _ConfigReader:
     def file(self, value: Any, key: str, *, missing_ok: bool = False) -> Path:
         """A path relative to the config's folder (absolute paths stay), checked to exist.
 
-        ``missing_ok``: a missing file is a :class:`ConfigWarning`, not an error (gains files:
-        hebi's ``load_config`` keeps only their paths, and HEBI's own Daisy config names one that
-        is not published; whatever sends the gains later fails with the file's name)."""
+        ``missing_ok``: a missing file is not an error here (gains files: hebi's ``load_config``
+        keeps only their paths, and HEBI's own Daisy config names one that is not published).
+        Whatever sends the gains asks :func:`gains_file`, whose one error names the file, the key
+        and its line; a warning here as well would say "loads" just before that error."""
         if not isinstance(value, str) or not value:
             raise self.fail(f"must be a file path, got {_kind(value)}", key=key)
         try:
@@ -333,11 +370,8 @@ class _ConfigReader:
         except ConfigError as exc:
             raise self.fail(exc.message, key=key) from None
         resolved = (self.path.parent / value).resolve()
-        if self.require_files and not is_regular_file(resolved):
-            if not missing_ok:
-                raise self.fail(f"file not found: {value} (looked for {resolved})", key=key)
-            config_warning(self.path, key, f"file not found: {value} (looked for {resolved}); the config "
-                                           "loads, as in hebi-py, but sending these gains will fail")
+        if self.require_files and not missing_ok and not is_regular_file(resolved):
+            raise self.fail(f"file not found: {value} (looked for {resolved})", key=key)
         return resolved
 
     # -- sections

@@ -2,12 +2,16 @@
 
 Robot descriptions and configs come from strangers, so every reader is bounded: a file is read
 only if it is a regular file below a size limit (``/dev/zero`` or a FIFO cannot be read forever),
-file references resolve only inside the model's own folder tree or under folders the caller
-lists (``allowed_roots``), and counts that drive allocations (elements, includes, mesh vertices,
-replicate and flexcomp counts, formula nesting, YAML depth and aliases) are checked before the
-allocation happens. Going past a limit is a :class:`~hebictl.errors.FormatError` (or
-:class:`~hebictl.errors.ConfigError` for configs) naming the file, the line and the limit, so a
-user with a legitimately huge model knows which field of :class:`ReaderLimits` to raise.
+and counts that drive allocations (elements, includes, mesh vertices, replicate and flexcomp
+counts, formula nesting, YAML depth and aliases) are checked before the allocation happens.
+File references resolve as the format's reference library resolves them (``..`` included: the
+HRDF spec itself gives ``../robot_parts/left_arm.hrdf`` as an example, and HEBI's Rosie kit and
+MuJoCo's treadmill model use such paths); confining them to the model's folder tree plus the
+folders the caller lists (``allowed_roots``) is an opt-in for untrusted files (``confine=True``
+in :func:`hebictl.load_model`, ``--confine`` on the command line). Going past a limit is a
+:class:`~hebictl.errors.FormatError` (or :class:`~hebictl.errors.ConfigError` for configs)
+naming the file, the line and the limit, so a user with a legitimately huge model knows which
+field of :class:`ReaderLimits` to raise.
 
 Limits apply per call (``load_model(path, limits=ReaderLimits(max_mesh_vertices=...))``) or
 globally (:func:`set_default_limits`). Readers do not take them as arguments through every
@@ -69,8 +73,10 @@ class ReaderLimits:
     max_flexcomp_count: int = 1_000_000
     #: Elements of an HRDF chain (includes expanded); real arms have tens.
     max_bodies: int = 20_000
-    #: Robot config / directives YAML file.
-    max_yaml_bytes: int = 4 * _MIB
+    #: Robot config / directives YAML file: 40 times the largest real one (HEBI's and Drake's are < 4 KiB),
+    #: and small enough that a file at the limit parses in about 0.1 s (a 1 MiB one took ~1 s with
+    #: libyaml and 25 s in pure Python), so an oversized file is refused at once by its size.
+    max_yaml_bytes: int = 128 * 1024
     #: YAML nesting (mappings and sequences inside each other).
     max_yaml_depth: int = 64
     #: Nodes a YAML document may produce through aliases (``*a``); an alias bomb exceeds it at once.
@@ -94,6 +100,7 @@ _default = ReaderLimits()
 class _Active:
     limits: ReaderLimits
     roots: tuple[Path, ...]
+    confine: bool
 
 
 _active: contextvars.ContextVar[_Active | None] = contextvars.ContextVar("hebictl_reader_limits", default=None)
@@ -119,6 +126,12 @@ def current() -> ReaderLimits:
     return active.limits if active is not None else _default
 
 
+def confined() -> bool:
+    """Whether the load in progress confines file references to :func:`allowed_roots` (opt-in)."""
+    active = _active.get()
+    return active.confine if active is not None else False
+
+
 def allowed_roots() -> tuple[Path, ...]:
     """Folders file references may resolve under during the load in progress (resolved paths)."""
     active = _active.get()
@@ -126,11 +139,14 @@ def allowed_roots() -> tuple[Path, ...]:
 
 
 @contextlib.contextmanager
-def reading(limits: ReaderLimits | None = None, roots: Iterable[str | os.PathLike[str]] = ()) -> Iterator[ReaderLimits]:
+def reading(limits: ReaderLimits | None = None, roots: Iterable[str | os.PathLike[str]] = (), *,
+            confine: bool = False) -> Iterator[ReaderLimits]:
     """Make ``limits`` and ``roots`` the active ones while a model loads.
 
     ``roots`` adds to the roots of an enclosing :func:`reading` (an included file keeps its
     includer's permissions); limits default to the enclosing ones, else the global default.
+    ``confine=True`` makes references outside the roots an error; an enclosing confined load
+    stays confined (an included file cannot lift its includer's confinement).
     """
     outer = _active.get()
     chosen = limits or (outer.limits if outer is not None else _default)
@@ -141,7 +157,7 @@ def reading(limits: ReaderLimits | None = None, roots: Iterable[str | os.PathLik
         real = Path(os.path.realpath(check_path_text(r, chosen, FormatError, what="allowed root")))
         if real not in new_roots:
             new_roots.append(real)
-    token = _active.set(_Active(chosen, tuple(new_roots)))
+    token = _active.set(_Active(chosen, tuple(new_roots), confine or (outer is not None and outer.confine)))
     try:
         yield chosen
     finally:
@@ -235,14 +251,19 @@ def _shorten(text: str, width: int = 120) -> str:
 def resolve_reference(ref: str | os.PathLike[str], base_dir: str | os.PathLike[str],
                       roots: Sequence[str | os.PathLike[str]] | None = None, *,
                       file: str | os.PathLike[str] | None = None, line: int | None = None,
-                      what: str = "file reference", error: ErrorClass = FormatError) -> Path:
-    """Resolve a file reference written in a model (relative to ``base_dir``) and check where it lands.
+                      what: str = "file reference", error: ErrorClass = FormatError,
+                      confine: bool | None = None) -> Path:
+    """Resolve a file reference written in a model (relative to ``base_dir``), as its reference library does.
 
-    The target (symlinks followed) must lie under ``base_dir``, under the root folder of the load
-    in progress, or under one of ``roots`` / the active :func:`allowed_roots`; otherwise ``../``
-    chains and absolute paths could make a model read ``/etc`` or ``/proc``. The result need not
-    exist (callers report a missing file their own way). Errors name ``file`` and ``line`` (the
-    referencing element) and the rule broken.
+    Relative paths, ``..`` included, are joined to ``base_dir`` and symlinks followed (a format
+    whose spec forbids absolute paths, as HRDF does, refuses them before calling this). Only a
+    confined load (``confine=True`` here or in the active :func:`reading`) checks where the
+    target lands: under ``base_dir``, the active :func:`allowed_roots` or ``roots``, so that
+    ``../`` chains and absolute paths in an untrusted file cannot make it read ``/etc`` or
+    ``/proc``. What protects every load, confined or not, is elsewhere: only regular files are
+    read, within size, count and depth limits, and no error quotes a file's content. The result
+    need not exist (callers report a missing file their own way). Errors name ``file`` and
+    ``line`` (the referencing element) and the rule broken.
     """
     limits = current()
     text = check_path_text(ref, limits, error, file=file, line=line, what=what)
@@ -254,6 +275,8 @@ def resolve_reference(ref: str | os.PathLike[str], base_dir: str | os.PathLike[s
         target = Path(os.path.realpath(os.path.join(base, text)))
     except (OSError, ValueError) as exc:  # pragma: no cover - realpath is non-strict
         raise _error(error, f"{what} {_shorten(text)!r} cannot be resolved: {exc}", file, line) from None
+    if not (confined() if confine is None else confine):
+        return target
     allowed = [base, *allowed_roots()]
     allowed.extend(Path(os.path.realpath(check_path_text(r, limits, error, file=file, line=line,
                                                           what="allowed root"))) for r in roots or ())
@@ -262,8 +285,8 @@ def resolve_reference(ref: str | os.PathLike[str], base_dir: str | os.PathLike[s
     rule = ("absolute paths must lie inside the model's folder" if os.path.isabs(text)
             else "'..' must not leave the model's folder")
     raise _error(error, f"{what} {_shorten(text)!r} resolves to {_shorten(str(target))}, outside the "
-                 f"allowed folders ({rule}; pass allowed_roots=[...] or --allow-root DIR to permit it)",
-                 file, line)
+                 f"allowed folders (confine=True: {rule}; pass allowed_roots=[...] or --allow-root DIR "
+                 "to permit it)", file, line)
 
 
 def is_regular_file(path: str | os.PathLike[str]) -> bool:
@@ -342,7 +365,7 @@ def _limit_name(cap: int, limits: ReaderLimits) -> str:
 
 
 __all__ = [
-    "ReaderLimits", "allowed_roots", "check_count", "check_path_text", "current", "default_limits", "exceeded",
-    "exists", "is_regular_file", "model_folder", "read_regular_file", "reading", "resolve_reference",
+    "ReaderLimits", "allowed_roots", "check_count", "check_path_text", "confined", "current", "default_limits",
+    "exceeded", "exists", "is_regular_file", "model_folder", "read_regular_file", "reading", "resolve_reference",
     "set_default_limits",
 ]

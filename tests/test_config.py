@@ -17,6 +17,7 @@ from hebictl.config import (
     KNOWN_PLUGINS,
     PluginConfig,
     RobotConfig,
+    gains_file,
     load_config,
 )
 from hebictl.errors import ConfigError, ConfigWarning
@@ -95,9 +96,14 @@ def test_corpus_configs_agree_with_hebi(rel, corpus_dir, hebi):
         assert (err.value.file, err.value.key) == (str(path.resolve()), missing_model[0][0])
         assert "file not found" in err.value.message
         ours = load_config(path, require_files=False)
-    elif missing:  # only gains files (HEBI's Daisy config): loads as in hebi-py, with a warning naming them
-        with pytest.warns(ConfigWarning, match=rf"\[{missing[0][0]}\]: file not found"):
+    elif missing:  # only gains files (HEBI's Daisy config): loads as in hebi-py; sending them is one error
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConfigWarning)
             ours = load_config(path)
+        role = missing[0][0].removeprefix("gains.")
+        with pytest.raises(ConfigError, match="file not found") as err:
+            gains_file(ours, role)
+        assert (err.value.file, err.value.key) == (str(path.resolve()), missing[0][0])
     else:
         ours = load_config(path)
     _assert_matches_hebi(ours, theirs, hebi)
@@ -406,3 +412,120 @@ def test_corpus_arm_config_values(corpus_dir):
     assert impedance is not None and impedance.enabled is False and impedance.ramp_time == 5.0
     assert impedance.params["kp"] == [50, 50, 50, 0, 0, 0]
     assert cfg.plugin("EffortOffset").name == "gasSpringCompensation"
+
+
+# --------------------------------------------------------------------------- issue 23: checks in a user's order
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _bundled_copy(tmp_path: Path, name: str = "x-series-6dof") -> Path:
+    """configs/<name>.cfg.yaml and what it references, copied so a test can edit it."""
+    import shutil
+
+    shutil.copytree(REPO / "configs", tmp_path / "configs")
+    shutil.copytree(REPO / "hrdf_kits", tmp_path / "hrdf_kits")
+    return tmp_path / "configs" / f"{name}.cfg.yaml"
+
+
+@pytest.mark.parametrize("drop", [(), ("home_position", "ik_seed_pos"),
+                                  ("home_position", "ik_seed_pos", "joint_limits", "position_min", "position_max")])
+def test_a_seventh_name_for_a_six_joint_model_names_names_first(tmp_path, drop):
+    """Issue 23: with 7 names for a 6-joint HRDF the error was about home_position (or joint_limits):
+    every per-joint list is sized for the robot, so the list that disagrees with it is names."""
+    path = _bundled_copy(tmp_path)
+    lines = [ln for ln in path.read_text().splitlines()
+             if not any(ln.strip().startswith(f"{key}:") for key in drop)]
+    text = "\n".join(lines).replace('names: ["J1_base"', 'names: ["J0_extra", "J1_base"')
+    path.write_text(text + "\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert err.value.key == "names"
+    assert err.value.message == "7 module names, but the model has 6 joints"
+    assert err.value.line == 5
+
+
+def test_a_list_that_disagrees_with_right_names_is_still_named(tmp_path):
+    """With names matching the model, a short per-joint list is the one blamed."""
+    path = _bundled_copy(tmp_path)
+    path.write_text(path.read_text().replace("home_position: [0.0, 1.2, 1.8, 2.2, -1.57, 0.0]",
+                                             "home_position: [0.0, 1.2, 1.8, 2.2, -1.57]"))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert err.value.key == "user_data.home_position"
+
+
+@pytest.mark.parametrize("fmt", ["HRDF", "URDF"])
+def test_a_robot_description_given_as_config_says_what_to_do(tmp_path, fmt):
+    """Issue 23: an HRDF given to check-config gave "YAML error: mapping values are not allowed here"."""
+    from hebictl.formats import convert, load_model
+
+    src = REPO / "hrdf_kits/x-series-6dof.hrdf"
+    if fmt == "URDF":  # the bundled kit written as URDF
+        src = tmp_path / "arm.urdf"
+        src.write_text(convert(load_model(REPO / "hrdf_kits/x-series-6dof.hrdf"), "urdf"))
+    for path in (src, tmp_path / f"renamed-{fmt}.cfg.yaml"):
+        if path != src:
+            path.write_bytes(src.read_bytes())  # the content tells, whatever the name
+        with pytest.raises(ConfigError) as err:
+            load_config(path)
+        assert err.value.message == (f"this is a robot description ({fmt}), not a config; "
+                                     f"try `hebictl model validate {path.resolve()}`")
+
+
+def test_check_config_prints_one_line_for_a_missing_gains_file(tmp_path, capsys):
+    """Issue 23: a missing gains file printed a warning that the config loads, then an error."""
+    from hebictl.cli import main
+
+    path = _bundled_copy(tmp_path)
+    path.write_text(path.read_text().replace('default: "gains/x-series-6dof.xml"', 'default: "gains/gone.xml"'))
+    assert main(["check-config", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f"hebictl: error: {path}:9 [gains.default]: file not found: ")
+
+
+# --------------------------------------------------------------------------- issue 23: HEBI's Rosie layout
+@pytest.mark.corpus
+def test_rosie_config_reaching_two_folders_up_agrees_with_hebi(tmp_path, corpus_dir, hebi):
+    """HEBI's robot-config: rosie/config/A-2160-01_X-Rosie.cfg.yaml names hrdf/Rosie.hrdf, which includes
+    ../../../arms/config/hrdf/A-2085-06.hrdf, and gains ../../arms/config/gains/A-2085-06.xml (the corpus
+    kit files, copied into that layout). The config agrees with hebi.config.load_config, and the model it
+    names with hebi's import_from_hrdf; check-config builds it."""
+    from hebictl.cli import main
+    from hebictl.formats import load_model
+    from hebictl.formats.hrdf.grammar import HEBI_PI
+    from tests.formats.hrdf.test_vs_hebi import ROSIE_TOP, compare_with_hebi
+
+    kit = corpus_dir / HEBI_CORPUS / ARM_CONFIGS
+    root = tmp_path / "robot-config"
+    (root / "arms/config/hrdf").mkdir(parents=True)
+    (root / "arms/config/gains").mkdir(parents=True)
+    (root / "arms/config/hrdf/A-2085-06.hrdf").write_bytes((kit / "hrdf/A-2085-06.hrdf").read_bytes())
+    (root / "arms/config/gains/A-2085-06.xml").write_bytes((kit / "gains/A-2085-06.xml").read_bytes())
+    (root / "rosie/config/hrdf").mkdir(parents=True)
+    (root / "rosie/config/hrdf/Rosie.hrdf").write_text(ROSIE_TOP)
+    path = root / "rosie/config/A-2160-01_X-Rosie.cfg.yaml"
+    path.write_text(textwrap.dedent("""\
+        version: 1.0
+        families: ["Rosie"]
+        names: ["J1_base", "J2_shoulder", "J3_elbow", "J4_wrist1", "J5_wrist2", "J6_wrist3"]
+        hrdf: "hrdf/Rosie.hrdf"
+        gains:
+          default: "../../arms/config/gains/A-2085-06.xml"
+        user_data:
+          home_position: [0.0, 1.2, 1.8, 2.2, -1.57, 0.0]
+        plugins:
+          - type: GravityCompensationEffort
+            name: gravComp
+            enabled: true
+            ramp_time: 5
+        """))
+    ours = load_config(path)
+    _assert_matches_hebi(ours, hebi.config.load_config(str(path)), hebi)
+    h = hebi.robot_model.import_from_hrdf(str(ours.hrdf), warning_callback=lambda w: None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same 1.6.0 version in both files: nothing to bend
+        model = load_model(ours.hrdf, pi=HEBI_PI)
+    compare_with_hebi(model, h)
+    assert model.dof == 6
+    assert main(["check-config", str(path)]) == 0

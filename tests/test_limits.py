@@ -118,16 +118,32 @@ def test_resolve_inside_model_folder(tmp_path: Path) -> None:
 @pytest.mark.parametrize("ref, rule", [("../../../etc/passwd", "'..' must not leave"),
                                        ("/etc/passwd", "absolute paths"), ("/dev/zero", "absolute paths")])
 def test_escape_refused_with_file_line_and_rule(tmp_path: Path, ref: str, rule: str) -> None:
-    with pytest.raises(FormatError) as info:
+    with pytest.raises(FormatError) as info, L.reading(confine=True):
         L.resolve_reference(ref, tmp_path, file=tmp_path / "m.urdf", line=7)
     assert rule in info.value.message and "allowed_roots" in info.value.message
     assert info.value.file == str(tmp_path / "m.urdf") and info.value.line == 7
 
 
+def test_references_follow_dotdot_unless_confined(tmp_path: Path) -> None:
+    """By default a reference resolves as the format's reference library resolves it ('..' included,
+    as in the HRDF spec's '../robot_parts/left_arm.hrdf'); confinement is opt-in, inherited by nested loads."""
+    model = tmp_path / "rosie" / "config" / "hrdf"
+    model.mkdir(parents=True)
+    target = "../../../arms/config/hrdf/A-2085-06.hrdf"
+    assert L.resolve_reference(target, model) == (tmp_path / "arms/config/hrdf/A-2085-06.hrdf").resolve()
+    assert not L.confined()
+    # an included file's reading() cannot lift its includer's confinement
+    with L.reading(confine=True), L.reading(roots=[tmp_path / "x"]):
+        assert L.confined()
+        with pytest.raises(FormatError, match=r"confine=True: '\.\.' must not leave"):
+            L.resolve_reference(target, model)
+    assert L.resolve_reference(target, model, confine=False).name == "A-2085-06.hrdf"
+
+
 def test_symlink_escape_refused(tmp_path: Path) -> None:
     (tmp_path / "link").symlink_to("/etc")
     with pytest.raises(FormatError, match="outside the allowed folders"):
-        L.resolve_reference("link/passwd", tmp_path)
+        L.resolve_reference("link/passwd", tmp_path, confine=True)
 
 
 def test_allowed_roots_argument_and_context(tmp_path: Path) -> None:
@@ -136,8 +152,8 @@ def test_allowed_roots_argument_and_context(tmp_path: Path) -> None:
     shared.mkdir()
     assert L.resolve_reference("../shared/x.stl", model, [shared]) == shared.resolve() / "x.stl"
     with pytest.raises(FormatError):
-        L.resolve_reference("../shared/x.stl", model)
-    with L.reading(roots=[shared]):
+        L.resolve_reference("../shared/x.stl", model, confine=True)
+    with L.reading(roots=[shared], confine=True):
         assert L.resolve_reference(str(shared / "x.stl"), model) == shared.resolve() / "x.stl"
         with L.reading(roots=[tmp_path / "other"]):  # nested loads keep the outer roots
             assert shared.resolve() in L.allowed_roots()

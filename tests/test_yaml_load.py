@@ -41,6 +41,8 @@ HOSTILE = [
     ("tab-indent", HEADER + "user_data:\n\t- x\n", "", 5),
     ("nul-in-text", HEADER + "user_data: {a: \"\0\"}\n", "", 4),
     ("bad-merge", HEADER + "user_data: {<<: 3}\n", "", 4),
+    ("recursive-alias", HEADER + "user_data: &a {x: *a}\n", "recursive alias", 4),
+    ("libyaml-depth", HEADER + "user_data: " + "[" * 1500 + "]" * 1500 + "\n", "ReaderLimits.max_yaml_depth", 4),
 ]
 
 
@@ -129,3 +131,60 @@ def test_describe_is_bounded() -> None:
 def test_loader_is_safe() -> None:
     with pytest.raises(yaml.YAMLError):
         yaml.load("!!python/object/apply:os.system ['true']", Loader=StrictLoader)
+
+
+def _waypoint_config(size: int) -> str:
+    """A config of about ``size`` bytes: the header and a long user_data list of 6-joint waypoints."""
+    head = HEADER.replace("names: [J1]", "names: [J1, J2, J3, J4, J5, J6]") + "user_data:\n  waypoints:\n"
+    row = "    - [0.1234, 0.5, -1.25, 0.75, 1.5, -0.125]\n"
+    return head + row * ((size - len(head)) // len(row))
+
+
+def test_a_1_mib_config_is_refused_at_once_by_its_size(tmp_path: Path) -> None:
+    """Issue 23: a 1 MiB config took 25 s in pure Python. It is now refused by its size before a byte is
+    parsed (ReaderLimits.max_yaml_bytes, 128 KiB: 40x the largest HEBI or Drake file), in well under 0.5 s."""
+    path = tmp_path / "big.cfg.yaml"
+    path.write_text(_waypoint_config(1024 * 1024))
+    start = time.perf_counter()
+    with pytest.raises(ConfigError, match=r"over the limit of 131072 bytes \(ReaderLimits.max_yaml_bytes\)") as info:
+        load_config(path, require_files=False)
+    elapsed = time.perf_counter() - start
+    print(f"\n1 MiB config refused in {elapsed * 1e3:.1f} ms: {info.value.message}")
+    assert info.value.file == str(path)
+    assert elapsed < 0.5
+
+
+def test_a_config_at_the_size_limit_parses_once_with_libyaml(tmp_path: Path) -> None:
+    """The largest config allowed loads, parsed once by libyaml's C parser, with every value intact; timed
+    against PyYAML's pure-Python SafeLoader on the same text (same run: the machine's load cancels out)."""
+    text = _waypoint_config(limits.default_limits().max_yaml_bytes - 100)
+    path = tmp_path / "limit.cfg.yaml"
+    path.write_text(text)
+    start = time.perf_counter()
+    cfg = load_config(path, require_files=False)
+    ours = time.perf_counter() - start
+    rows = cfg.user_data["waypoints"]
+    assert len(rows) == text.count("    - [") and rows[-1] == [0.1234, 0.5, -1.25, 0.75, 1.5, -0.125]
+    start = time.perf_counter()
+    assert yaml.load(text, Loader=yaml.SafeLoader)["user_data"]["waypoints"] == rows
+    pure = time.perf_counter() - start
+    print(f"\n{len(text) / 1024:.0f} KiB config: load_config {ours * 1e3:.0f} ms, pure-Python yaml.load "
+          f"{pure * 1e3:.0f} ms (x{pure / ours:.1f}); libyaml: {yaml.__with_libyaml__}")
+    if yaml.__with_libyaml__:
+        assert ours < pure  # the old reader parsed twice in pure Python: about 2 x pure
+    assert ours < 5.0
+
+
+def test_key_lines_come_from_the_kept_parse(tmp_path: Path) -> None:
+    """An error's line is found from the node graph kept by the load, not by parsing the file again."""
+    from hebictl import yaml_load
+
+    path = tmp_path / "arm.cfg.yaml"
+    path.write_text(HEADER + "feedback_frequency: -5\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, require_files=False)
+    assert (info.value.key, info.value.line) == ("feedback_frequency", 4)
+    kept = yaml_load.composed(path)
+    assert kept is yaml_load.composed(path) and kept is not None
+    path.write_text(HEADER + "\nfeedback_frequency: -5\n")  # changed on disk: read again
+    assert yaml_load.key_line(path, "feedback_frequency") == 5

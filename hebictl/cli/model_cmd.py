@@ -42,9 +42,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     conv.add_argument("-o", "--output", type=Path, help="output file (default: stdout)")
     conv.set_defaults(func=cmd_convert)
     for cmd in (info, val, fk, conv):
+        cmd.add_argument("--confine", action="store_true",
+                         help="for an untrusted file: refuse file references outside the model's folder "
+                              "and --allow-root folders (default: follow them as the format's reference does)")
         cmd.add_argument("--allow-root", action="append", type=Path, default=[], metavar="DIR",
-                         help="folder the model's file references may point into, besides its own folder "
-                              "(repeatable; e.g. a shared mesh folder)")
+                         help="with --confine, a folder the model's file references may point into, besides "
+                              "its own folder (repeatable; e.g. a shared mesh folder)")
 
 
 def default_kit() -> Path:
@@ -54,16 +57,19 @@ def default_kit() -> Path:
     return bundled_kit()
 
 
-def load_with_warnings(path: Path, *, strict: bool = False, allowed_roots: list[Path] | None = None):
+def load_with_warnings(path: Path, *, strict: bool = False, allowed_roots: list[Path] | None = None,
+                       confine: bool = False):
     """Load a model, printing each format warning as one ``warning:`` line on stderr.
 
-    ``allowed_roots`` (``--allow-root``) are folders besides the model's own that its file
-    references may resolve into."""
+    ``confine`` (``--confine``) limits its file references to the model's folder and
+    ``allowed_roots`` (``--allow-root``), for a file from an untrusted source."""
     from hebictl.formats import load_model
 
     options: dict[str, Any] = {"strict": True} if strict and supports_strict(path) else {}
     if allowed_roots:
         options["allowed_roots"] = list(allowed_roots)
+    if confine:
+        options["confine"] = True
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = load_model(path, **options)
@@ -123,7 +129,7 @@ def _summary(model) -> dict[str, Any]:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    model = load_with_warnings(args.file or default_kit(), allowed_roots=args.allow_root)
+    model = load_with_warnings(args.file or default_kit(), allowed_roots=args.allow_root, confine=args.confine)
     s = _summary(model)
     if args.json:
         print(json.dumps(s, indent=2, default=float))
@@ -154,14 +160,14 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    model = load_with_warnings(args.file, strict=args.strict, allowed_roots=args.allow_root)
+    model = load_with_warnings(args.file, strict=args.strict, allowed_roots=args.allow_root, confine=args.confine)
     print(f"ok: {args.file} ({model.format}, {model.dof} DoF, {len(model.bodies)} bodies, "
           f"{model.total_mass:.4f} kg)")
     return 0
 
 
 def cmd_fk(args: argparse.Namespace) -> int:
-    model = load_with_warnings(args.file, allowed_roots=args.allow_root)
+    model = load_with_warnings(args.file, allowed_roots=args.allow_root, confine=args.confine)
     q = model.neutral_configuration() if args.q is None else np.array(args.q, dtype=float)
     if q.shape != (model.nq,):
         raise ModelError(f"--q needs {model.nq} values ({', '.join(model.q_names)}), got {q.size}")
@@ -178,7 +184,7 @@ def cmd_fk(args: argparse.Namespace) -> int:
 def cmd_convert(args: argparse.Namespace) -> int:
     from hebictl.formats import convert
 
-    model = load_with_warnings(args.file, allowed_roots=args.allow_root)
+    model = load_with_warnings(args.file, allowed_roots=args.allow_root, confine=args.confine)
     text = convert(model, args.to)
     if args.output:
         args.output.write_text(text)

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from hebictl import limits as _limits
 from hebictl.errors import FormatError, HebictlError, ModelError
 from hebictl.formats.registry import READERS, WRITERS, detect_format
@@ -42,30 +44,34 @@ def _reader(fmt: str, which: int) -> Callable[..., RobotModel]:
 
 
 def load_model(path: str | Path, format: str | None = None, *, limits: ReaderLimits | None = None,
-               allowed_roots: Iterable[str | os.PathLike[str]] = (), **options: Any) -> RobotModel:
+               confine: bool = False, allowed_roots: Iterable[str | os.PathLike[str]] = (),
+               **options: Any) -> RobotModel:
     """Load any supported robot description into a :class:`RobotModel`.
 
-    Reading is bounded by ``limits`` (default: :func:`hebictl.limits.default_limits`), and the
-    file references in the model (includes, meshes) must resolve inside the model's own folder
-    or under one of ``allowed_roots``. Every failure is a :class:`FormatError` naming the file.
+    Reading is bounded by ``limits`` (default: :func:`hebictl.limits.default_limits`). File
+    references (includes, meshes) resolve as the format's reference library resolves them,
+    ``..`` included; for a file from an untrusted source, ``confine=True`` makes any reference
+    outside the model's own folder tree and ``allowed_roots`` an error. Every failure is a
+    :class:`FormatError` naming the file.
     """
     lim = limits or _limits.current()
     p = Path(_limits.check_path_text(path, lim, what="model path"))
     if not _limits.exists(p):
         raise FormatError("file not found", p)
-    with _limits.reading(limits, [os.path.dirname(os.path.realpath(p)), *allowed_roots]):
+    with _limits.reading(limits, [os.path.dirname(os.path.realpath(p)), *allowed_roots], confine=confine):
         return _guarded(lambda: _reader(format or detect_format(p), 0)(p, **options), p)
 
 
 def load_model_string(text: str, format: str | None = None, *, limits: ReaderLimits | None = None,
-                      allowed_roots: Iterable[str | os.PathLike[str]] = (), **options: Any) -> RobotModel:
+                      confine: bool = False, allowed_roots: Iterable[str | os.PathLike[str]] = (),
+                      **options: Any) -> RobotModel:
     """Load a robot description from a string (``format`` guessed from the root element if omitted).
 
-    References resolve against ``base_dir=`` (when given), which with ``allowed_roots`` bounds
-    where they may point, as for :func:`load_model`.
+    References resolve against ``base_dir=`` (when given); with ``confine=True`` they must stay
+    under it or ``allowed_roots``, as for :func:`load_model`.
     """
     base = options.get("base_dir")
-    with _limits.reading(limits, [*([base] if base is not None else []), *allowed_roots]):
+    with _limits.reading(limits, [*([base] if base is not None else []), *allowed_roots], confine=confine):
         return _guarded(lambda: _reader(format or detect_format(text=text), 1)(text, **options),
                         options.get("source_name"))
 
@@ -78,7 +84,10 @@ def _guarded(load: Callable[[], RobotModel], file: str | Path | None) -> RobotMo
     ``numpy.linalg.LinAlgError`` from a file a stranger wrote. The cause stays attached.
     """
     try:
-        return load()
+        # every reader checks its results are finite and says which element overflowed; numpy's
+        # floating-point warnings on the way (an inertia of 1e308**2) are not for the user
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            return load()
     except ModelError as exc:  # a rule of the model itself (e.g. a physical bound), found while building it
         raise FormatError(str(exc), file) from exc
     except HebictlError:

@@ -7,13 +7,33 @@ and the writers all need them, so they live here rather than in one reader that 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
+from hebictl.errors import FormatError, ModelError
 from hebictl.formats.rotations import transform
 from hebictl.model.builder import ModelBuilder
 from hebictl.model.tree import JointKind
+
+
+@contextlib.contextmanager
+def building(file: str | None) -> Iterator[None]:
+    """Around a reader's work: floating-point overflow stays quiet and a model rule is a FormatError.
+
+    Extreme values (a box of size 1e200, a mass of 1e308) overflow while inertia is computed; the
+    reader or the model then refuses the non-finite result with an error naming the element
+    ("rotational inertia must be finite", "mass properties of body 'b' overflow"), so numpy's
+    RuntimeWarnings on the way would only be noise printed before the clean error. A
+    :class:`~hebictl.errors.ModelError` raised while building becomes a
+    :class:`~hebictl.errors.FormatError` naming ``file``, as through :func:`hebictl.load_model`.
+    """
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        try:
+            yield
+        except ModelError as exc:
+            raise FormatError(str(exc), file) from exc
 
 
 def add_standard_frames(builder: ModelBuilder) -> None:

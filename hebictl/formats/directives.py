@@ -272,7 +272,8 @@ class _Scene:
         return ns + name
 
     def resolve(self, uri: str, file: Path, line: int | None) -> Path:
-        """A ``file:`` URI, kept inside the directives file's folder, a package_map folder or an allowed root."""
+        """A ``file:`` URI; a confined load keeps it inside the directives file's folder, a package_map folder
+        or an allowed root."""
         limits.check_path_text(uri, file=str(file), line=line, what="file")
         if uri.startswith("package://"):
             pkg, _, rest = uri[len("package://"):].partition("/")
@@ -287,7 +288,8 @@ class _Scene:
         path = limits.resolve_reference(path, file.resolve().parent, list(self.package_map.values()), file=str(file),
                                         line=line, what=f"file {uri!r}")
         if not limits.is_regular_file(path):
-            raise FormatError(f"file {uri!r} not found ({path})", str(file), line)
+            why = "is not a regular file" if limits.exists(path) else "not found"
+            raise FormatError(f"file {uri!r} {why} ({path})", str(file), line)
         return path
 
     def run(self, path: Path, ns: str = "") -> None:

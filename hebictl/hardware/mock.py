@@ -307,6 +307,33 @@ class MockBackend(ModuleGroup):
         pos, vel, _, _ = self._evaluate(self._segs[self._head], self._clock.now())
         return np.array(pos, dtype=np.float64), np.array(vel, dtype=np.float64)
 
+    def open_extra_modules(self, names: Sequence[str], families: Sequence[str], *, joints: Sequence[int] = (),
+                           signs: Sequence[float] = ()) -> MockBackend:
+        """More mock modules on this arm's joints, e.g. a double shoulder's mirror module, as the sim offers.
+
+        Module ``i`` starts where joint ``joints[i]`` is now, times ``signs[i]`` (-1: mounted
+        mirrored), with that joint's lag and ratings, on this mock's clock and feedback rate. So
+        the arm's ``initial_position`` (one value per arm joint) seeds the extra modules too,
+        instead of being handed to a group of another size. Unlike the sim, the joints' physics
+        are not shared: the group follows its own commands with its own first-order dynamics.
+        Without ``joints`` the modules are an independent group starting at zero.
+        """
+        n_new = len(names)
+        common = {"clock": self._clock, "feedback_frequency": self.feedback_frequency,
+                  "command_lifetime": self.command_lifetime}
+        if not len(joints):
+            return MockBackend(names, families, **common)
+        j = np.asarray(joints, dtype=np.int64)
+        sign = np.ones(n_new) if not len(signs) else np.asarray(signs, dtype=np.float64)
+        if j.shape != (n_new,) or sign.shape != (n_new,) or np.any((j < 0) | (j >= self._n)) \
+                or np.any(np.abs(np.abs(sign) - 1.0) > 0):
+            raise ConfigError(f"extra modules need one joint in 0..{self._n - 1} and one sign ±1 per name, got "
+                              f"joints {list(joints)}, signs {list(signs)}", key="joints")
+        position, _ = self.true_state()
+        return MockBackend(names, families, time_constant_s=np.asarray(self._tau)[j],
+                           initial_position=sign * position[j], max_speed=np.asarray(self._vmax)[j],
+                           max_effort=np.asarray(self._emax)[j], **common)
+
     def set_safety(self, safety: ModuleSafety) -> None:
         """Firmware limits and strategies (:mod:`hebictl.hardware.firmware`); see the module doc."""
         if safety.size != self._n:

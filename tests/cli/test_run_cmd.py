@@ -9,6 +9,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -156,9 +157,10 @@ def test_check_config_names_file_and_key(tmp_path):
     assert r.returncode == 2 and str(bad) in r.stderr and "speed" in r.stderr
 
 
-def test_check_config_refuses_a_missing_gains_file_the_library_only_warns_about(tmp_path):
+def test_check_config_refuses_a_missing_gains_file_the_library_keeps(tmp_path):
     """hebi-py's load_config keeps gains paths without looking (HEBI's Daisy config names an unpublished
-    one), so load_config warns; check-config checks what a run needs, so it fails naming the file."""
+    one), so load_config does too; check-config checks what a run needs, so it fails naming the file,
+    in one line (issue 23: not a warning that the config loads, then an error)."""
     for name in ("hrdf_kits", "configs"):
         (tmp_path / name).symlink_to(REPO / name)
     cfg = tmp_path / "configs" / "x-series-6dof.cfg.yaml"
@@ -168,10 +170,12 @@ def test_check_config_refuses_a_missing_gains_file_the_library_only_warns_about(
     import hebi
 
     assert hebi.config.load_config(str(bad)).gains["default"].endswith("not-published.xml")
-    with pytest.warns(ConfigWarning, match=r"\[gains.default\]: file not found"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConfigWarning)
         assert load_config(bad).gains["default"].name == "not-published.xml"
     r = hebictl("check-config", str(bad))
     assert r.returncode == 2 and "not-published.xml" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
 def _line_of(path: Path, text: str) -> int:

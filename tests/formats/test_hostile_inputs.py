@@ -56,7 +56,8 @@ def _cases() -> Iterator[tuple[str, Case]]:
         None, "RecursionError from a long chain of unary minus (a valid formula: loads)")
     yield "hrdf-include-dotdot-chain", Case(
         {"m.hrdf": HRDF.format('<include path="../../../../../../../etc/passwd"/>')}, "m.hrdf",
-        "outside the allowed folders", "HRDF follows ../ chains anywhere on the machine")
+        "not well-formed XML", "HRDF follows ../ chains as hebi-py does: /etc/passwd is read as a regular file "
+        "within the size limit, and the error quotes none of it")
     yield "hrdf-include-name-too-long", Case(
         {"m.hrdf": HRDF.format(f'<include path="{LONG}/x.hrdf"/>')}, "m.hrdf", "limit",
         "ENAMETOOLONG from Path.is_file()")
@@ -110,16 +111,16 @@ def _cases() -> Iterator[tuple[str, Case]]:
                               'element="0 1 1e300" dim="2"/>')}, "m.xml", "flexcomp",
         "OverflowError: int(1e300) in a flexcomp element index")
     yield "mjcf-include-dev-zero", Case(
-        {"m.xml": MJCF.format('<include file="/dev/zero"/>', "")}, "m.xml", "outside the allowed folders",
+        {"m.xml": MJCF.format('<include file="/dev/zero"/>', "")}, "m.xml", "'/dev/zero' is not a regular file",
         "absolute include path read from /dev")
     yield "mjcf-mesh-absolute-etc", Case(
         {"m.xml": MJCF.format('<asset><mesh name="t" file="/etc/passwd.obj"/></asset>',
-                              '<geom type="mesh" mesh="t"/>')}, "m.xml", "outside the allowed folders",
-        "MJCF follows absolute paths")
+                              '<geom type="mesh" mesh="t"/>')}, "m.xml", "was not found",
+        "MJCF follows absolute paths (as MuJoCo does)")
     yield "mjcf-meshdir-dotdot", Case(
         {"m.xml": '<mujoco><compiler meshdir="../../../../../../etc"/><asset><mesh name="t" file="passwd.obj"/>'
                   '</asset><worldbody><body><joint/><geom type="mesh" mesh="t"/></body></worldbody></mujoco>'},
-        "m.xml", "outside the allowed folders", "meshdir ../ chain")
+        "m.xml", "was not found", "meshdir ../ chain (as MuJoCo does)")
     yield "mjcf-include-name-too-long", Case(
         {"m.xml": MJCF.format(f'<include file="{LONG}.xml"/>', "")}, "m.xml", "limit", "ENAMETOOLONG")
     yield "sdf-include-uri-dev-zero", Case(
@@ -134,14 +135,14 @@ def _cases() -> Iterator[tuple[str, Case]]:
         "m.sdf", "limit", "ENAMETOOLONG from Path.exists()")
     yield "sdf-mesh-absolute", Case(
         {"m.sdf": SDF.format('<collision name="c"><geometry><mesh><uri>/etc/passwd</uri></mesh></geometry>'
-                             "</collision>", "")}, "m.sdf", "outside the allowed folders",
-        "SDF follows absolute mesh paths")
+                             "</collision>", "")}, "m.sdf", None,
+        "SDF follows absolute mesh paths (a collision mesh is never opened: the model loads)")
     yield "openrave-render-scale-pi", Case(
         {"m.xml": OPENRAVE.format("<Render>cube.obj pi</Render>"), "cube.obj": CUBE_OBJ}, "m.xml", "scale",
         "ValueError: float('pi') in a Render scale")
     yield "openrave-absolute-file", Case(
-        {"m.xml": '<Robot file="/etc/passwd"/>'}, "m.xml", "outside the allowed folders",
-        "OpenRAVE follows absolute paths")
+        {"m.xml": '<Robot file="/etc/passwd"/>'}, "m.xml", "XML syntax error",
+        "OpenRAVE follows absolute paths (as OpenRAVE does); the error quotes none of the file")
     yield "openrave-data-name-too-long", Case(
         {"m.xml": OPENRAVE.format(f"<Data>{LONG}.obj</Data>")}, "m.xml", None, "ENAMETOOLONG")
     yield "skel-mesh-absolute", Case(
@@ -149,10 +150,11 @@ def _cases() -> Iterator[tuple[str, Case]]:
                    "</mass></inertia><collision_shape><geometry><mesh><file_name>/dev/zero</file_name>"
                    "<scale>1 1 1</scale></mesh></geometry></collision_shape></body><joint type=\"free\" "
                    'name="j"><parent>world</parent><child>b</child></joint></skeleton></world></skel>'},
-        "m.skel", "outside the allowed folders", "SKEL reads a mesh file from /dev/zero until memory runs out")
+        "m.skel", "character device; only regular files are read",
+        "SKEL reads a mesh file from /dev/zero until memory runs out")
     yield "directives-add-model-dev-zero", Case(
         {"m.dmd.yaml": "directives:\n- add_model:\n    name: a\n    file: /dev/zero\n"}, "m.dmd.yaml",
-        "outside the allowed folders|not a regular|device|package", "directives file reference to /dev/zero")
+        "'/dev/zero' is not a regular file", "directives file reference to /dev/zero")
     yield "xml-billion-laughs", Case(
         {"m.urdf": '<!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">'
                    '<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">]>'
@@ -182,6 +184,11 @@ def _cases() -> Iterator[tuple[str, Case]]:
 
 
 CASES = dict(_cases())
+#: Rows whose file references leave the model's folder: with confine=True (an untrusted file), each
+#: is refused before anything is opened.
+ESCAPES = ["hrdf-include-dotdot-chain", "mjcf-include-dev-zero", "mjcf-mesh-absolute-etc", "mjcf-meshdir-dotdot",
+           "sdf-include-uri-dev-zero", "sdf-include-uri-dev-urandom", "sdf-mesh-absolute", "openrave-absolute-file",
+           "skel-mesh-absolute", "directives-add-model-dev-zero"]
 
 
 @pytest.fixture(scope="module")
@@ -212,6 +219,20 @@ def test_hostile_input_ends_in_hebictl_error(name: str, pool: Pool, tmp_path: Pa
     assert re.search(case.match, report.last_message), report.last_message
 
 
+@pytest.mark.parametrize("name", ESCAPES)
+def test_confine_refuses_references_outside_the_model_folder(name: str, tmp_path: Path) -> None:
+    """``confine=True`` (for untrusted files) refuses each escaping reference by name, file and rule."""
+    from hebictl import load_model
+    from hebictl.errors import FormatError
+
+    case = CASES[name]
+    for fname, content in case.files.items():
+        (tmp_path / fname).write_bytes(content.encode() if isinstance(content, str) else content)
+    with pytest.raises(FormatError, match=r"outside the allowed folders \(confine=True") as info:
+        load_model(tmp_path / case.main, confine=True)
+    assert info.value.file == str(tmp_path / case.main)
+
+
 # --------------------------------------------------------------------------- allowed_roots, guard, detection
 # MuJoCo takes this body's inertia from the mesh, so the reader must open the file
 CUBE_MJCF = MJCF.format('<asset><mesh name="cube" file="../shared/cube.obj"/></asset>',
@@ -232,19 +253,21 @@ def test_allowed_roots_admit_a_shared_folder(tmp_path: Path) -> None:
     from hebictl.errors import FormatError
 
     model, shared = _shared_mesh_layout(tmp_path)
+    assert load_model(model).dof == 1  # '../shared/cube.obj' is followed, as MuJoCo does
     with pytest.raises(FormatError, match="outside the allowed folders") as info:
-        load_model(model)
+        load_model(model, confine=True)
     assert info.value.file == str(model)
-    assert load_model(model, allowed_roots=[shared]).dof == 1
+    assert load_model(model, confine=True, allowed_roots=[shared]).dof == 1
 
 
 def test_cli_allow_root(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from hebictl.cli import main
 
     model, shared = _shared_mesh_layout(tmp_path)
-    assert main(["model", "validate", str(model)]) != 0
+    assert main(["model", "validate", str(model)]) == 0
+    assert main(["model", "validate", str(model), "--confine"]) != 0
     assert "outside the allowed folders" in capsys.readouterr().err
-    assert main(["model", "validate", str(model), "--allow-root", str(shared)]) == 0
+    assert main(["model", "validate", str(model), "--confine", "--allow-root", str(shared)]) == 0
 
 
 def test_limits_per_call(tmp_path: Path) -> None:
@@ -287,3 +310,41 @@ def test_format_detection_errors_name_file_and_line(tmp_path: Path, text: str, l
     with pytest.raises(FormatError) as info:
         load_model(path)
     assert info.value.file == str(path) and info.value.line == line
+
+
+# --------------------------------------------------------------------------- no numpy warnings from readers
+SKEL_BOX = ('<skel version="1.0"><world name="w"><skeleton name="s"><body name="b"><inertia><mass>{m}</mass>'
+            "<offset>{o}</offset></inertia><collision_shape><geometry><box><size>{s}</size></box></geometry>"
+            '</collision_shape></body><joint type="revolute" name="j"><parent>world</parent><child>b</child><axis>'
+            "<xyz>0 0 1</xyz></axis></joint></skeleton></world></skel>")
+OPENRAVE_BOX = ('<Robot name="r"><KinBody><Body name="a" type="dynamic"><Geom type="box"><extents>{e}</extents></Geom>'
+                '<Mass type="mimicgeom"><density>{d}</density></Mass></Body><Body name="b" type="dynamic"><Geom '
+                'type="box"><extents>1 1 1</extents></Geom></Body><Joint name="j" type="hinge"><Body>a</Body><Body>b'
+                "</Body></Joint></KinBody></Robot>")
+OVERFLOWS = [
+    ("skel", "skel-mass-1e308", SKEL_BOX.format(m="1e308", o="1e308 0 0", s="1 1 1"), "rotational inertia"),
+    ("skel", "skel-box-1e200", SKEL_BOX.format(m="1", o="0 0 0", s="1e200 1e200 1e200"), "rotational inertia"),
+    ("openrave", "openrave-box-1e200", OPENRAVE_BOX.format(e="1e200 1e200 1e200", d="1000"), "mass must be finite"),
+    ("openrave", "openrave-density-1e308", OPENRAVE_BOX.format(e="1 1 1", d="1e308"), "mass must be finite"),
+    ("mjcf", "mjcf-sphere-1e308", MJCF.format("", '<geom size="1e308"/>'), "overflow"),
+]
+
+
+@pytest.mark.parametrize(("fmt", "text", "fragment"), [pytest.param(f, t, m, id=i) for f, i, t, m in OVERFLOWS])
+def test_overflowing_values_end_in_one_format_error_without_numpy_warnings(fmt: str, text: str, fragment: str) -> None:
+    """Issue 23: extreme values printed numpy 'RuntimeWarning: overflow/invalid value encountered' before
+    the clean error (and SKEL/OpenRAVE's own loaders raised a ModelError without the file). Each reader's
+    own loader and load_model_string now end in a FormatError naming the source, with no warning at all."""
+    import importlib
+    import warnings
+
+    from hebictl import load_model_string
+    from hebictl.errors import FormatError
+
+    direct = getattr(importlib.import_module(f"hebictl.formats.{fmt}"), f"load_{fmt}_string")
+    for load in (lambda t: direct(t, source_name="m.xml"), lambda t: load_model_string(t, fmt, source_name="m.xml")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a numpy RuntimeWarning (or any other) fails the test
+            with pytest.raises(FormatError, match=fragment) as info:
+                load(text)
+        assert info.value.file == "m.xml"

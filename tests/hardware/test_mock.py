@@ -598,3 +598,40 @@ def test_each_joint_of_one_group_takes_its_own_regime():
     np.testing.assert_allclose(pos[:, 5], np.minimum(vmax * t, 0.01), atol=1e-15)  # tau = 0 at rated speed
     assert np.all(pos[:, 2] == 0.4) and np.all(vel[:, 2] == 0.0) and np.all(np.abs(vel) <= vmax)  # 2 holds
     np.testing.assert_array_equal(fbk.effort, [emax, -emax * 0.9999, 0.0, 0.0, 0.0, -emax])
+
+
+@pytest.mark.parametrize("backend", ["mock", "sim"])
+def test_double_shoulder_arm_starts_at_its_initial_position_on_mock_as_on_sim(backend):
+    """Issue 23: Arm.from_config(double shoulder, backend="mock", initial_position=<7 values>) raised
+    "[initial_position]: expected a number or 1 numbers": the mirror module's group of one got the arm's
+    7 values. The mock now opens extra modules on the arm's joints as the sim does: the arm reads its
+    home on both backends, and the mirror module starts at -home[1] (mounted mirrored)."""
+    from pathlib import Path
+
+    from hebictl.config import load_config
+    from hebictl.control.arm import Arm
+
+    if backend == "sim":
+        pytest.importorskip("mujoco")
+    repo = Path(__file__).resolve().parents[2]
+    cfg = load_config(repo / "configs" / "x-series-7dof-double-shoulder.cfg.yaml")
+    home = np.asarray(cfg.user_data["home_position"], dtype=float)
+    assert home.size == 7
+    arm = Arm.from_config(cfg, backend=backend, initial_position=home)
+    try:
+        assert arm.update()
+        np.testing.assert_allclose(arm.last_feedback.position, home, atol=1e-6)
+        mirror = arm.plugin("DoubledJointMirror")
+        fb = Feedback.empty(1)
+        assert mirror.backend.read(fb, timeout_s=1.0)
+        np.testing.assert_allclose(fb.position, [-home[1]], atol=1e-6)
+    finally:
+        arm.close()
+
+
+def test_extra_modules_refuse_a_joint_outside_the_arm():
+    mock = open_backend("mock", names=["a", "b"], clock=SimClock(), initial_position=[0.5, -0.25])
+    extra = mock.open_extra_modules(["m"], ["F"], joints=[1], signs=[-1.0])
+    assert extra.true_state()[0].tolist() == [0.25]
+    with pytest.raises(ConfigError, match=r"one joint in 0\.\.1"):
+        mock.open_extra_modules(["m"], ["F"], joints=[2], signs=[1.0])

@@ -34,6 +34,7 @@ from hebictl.formats.hrdf.spec import (
     ATTRIBUTES,
     ELEMENT_VERSION,
     ENUMS,
+    HEBI_PY_NEWER_VERSIONS,
     NONE,
     REQUIRED,
     ROBOT_ELEMENTS,
@@ -113,7 +114,7 @@ class _Parser:
         if src.base_dir is None:
             raise FormatError("<include> in an HRDF string needs a base directory: load the file, or pass "
                               "base_dir= to load_hrdf_string", src.display, line)
-        # inside the model's folder tree (or an allowed root): FORMAT.md, and no ../ chains to /etc
+        # relative to this file, '..' included (FORMAT.md); a confined load keeps it in the allowed folders
         target = limits.resolve_reference(raw, src.base_dir, file=src.display, line=line,
                                           what="<include> attribute 'path'")
         display = os.path.normpath(os.path.join(os.path.dirname(src.display), raw)) \
@@ -300,16 +301,16 @@ class _Parser:
         return raw  # "string", "version"
 
     def _known_version(self, version: str, file: str, line: int) -> str:
-        """``version`` if supported; a newer well-formed one is read by the newest rules unless strict (as hebi-py)."""
+        """``version`` if supported; one of hebi-py's newer minor versions is read by the newest rules
+        unless strict, exactly as hebi-py does; any other string is an error, as in hebi-py."""
         if version in VERSIONS:
             return version
-        newer = re.fullmatch(r"\d+\.\d+\.\d+", version) is not None and \
-            version_tuple(version) > version_tuple(VERSIONS[-1])
         message = (f"<robot> attribute 'version': unsupported HRDF version {version!r} (supported: "
-                   f"{', '.join(VERSIONS)})")
-        if not newer:
-            raise FormatError(message, file, line)
-        self._lax(f"{message}; read as {VERSIONS[-1]}", file, line)
+                   f"{', '.join(VERSIONS)}")
+        if version not in HEBI_PY_NEWER_VERSIONS:
+            raise FormatError(f"{message}; hebi-py also reads {', '.join(HEBI_PY_NEWER_VERSIONS)})", file, line)
+        self._lax(f"{message}); a newer minor version of 1.x that hebi-py reads: read as {VERSIONS[-1]}",
+                  file, line)
         return VERSIONS[-1]
 
     def _lax(self, message: str, file: str, line: int) -> None:

@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 
 #: Supported values of ``<robot version=...>``, oldest first; a missing version means 1.0.0.
 VERSIONS: Final[tuple[str, ...]] = ("1.0.0", "1.1.0", "1.2.0", "1.3.0", "1.4.0", "1.5.0", "1.6.0")
+#: Versions newer than :data:`VERSIONS` that hebi-py (2.16.1) loads. Measured, not guessed: hebi-py
+#: accepts exactly the strings "1.0.0" to "1.7.0" (minor releases, patch 0) and rejects every other
+#: one (1.6.1, 1.7.1, 1.8.0, 2.0.0, 9.0.0, "1.7", " 1.7.0", "01.7.0", ...); see
+#: tests/formats/hrdf/test_vs_hebi.py::test_version_rule_matches_hebi. Read by the newest rules we know.
+HEBI_PY_NEWER_VERSIONS: Final[tuple[str, ...]] = ("1.7.0",)
 
 # --------------------------------------------------------------------------- spec tables
 # Enum values (canonical spelling) -> first version supporting them (CHANGELOG.md).

@@ -316,12 +316,14 @@ class DocumentReader:
             src = inc.get("file")
             if src is None:
                 raise FormatError("<include> needs a file attribute", file, inc.sourceline)
-            # tried beside the including file, then beside the main file; never outside the allowed folders
+            # tried beside the including file, then beside the main file ('..' followed, as MuJoCo does;
+            # a confined load keeps both inside the allowed folders)
             candidates = [limits.resolve_reference(src, p, file=file, line=inc.sourceline, what="<include> file")
                           for p in [q for q in (here, main) if q is not None] or [Path.cwd()]]
             path = next((c for c in candidates if limits.is_regular_file(c)), None)
             if path is None:
-                raise FormatError(f"included file {src!r} not found", file, inc.sourceline)
+                why = "is not a regular file" if any(limits.exists(c) for c in candidates) else "not found"
+                raise FormatError(f"included file {src!r} {why}", file, inc.sourceline)
             key = str(path)
             if key in stack:
                 raise FormatError(f"include cycle: {src!r} is already being included", file, inc.sourceline)

@@ -24,7 +24,7 @@ from hebictl._typing import FloatArray
 from hebictl.errors import FormatError, MjcfWarning, ModelError
 from hebictl.formats import geometry
 from hebictl.formats._xml import elements, local_name, parse_xml
-from hebictl.formats.building import add_standard_frames
+from hebictl.formats.building import add_standard_frames, building
 from hebictl.formats.mjcf.actuators import ActuatorReader
 from hebictl.formats.mjcf.document import (
     BODY_CHILDREN,
@@ -500,6 +500,11 @@ class _Reader(ActuatorReader):
         return out
 
 def _read(source: str | bytes | Path, file: str, base_dir: Path | None) -> RobotModel:
+    with building(file):  # size="1e308": one FormatError naming the body, no numpy warnings first
+        return _read_model(source, file, base_dir)
+
+
+def _read_model(source: str | bytes | Path, file: str, base_dir: Path | None) -> RobotModel:
     reader = _Reader(file, base_dir)
     doc = reader.load_doc(parse_xml(source, file), file, base_dir)
     model = reader.read(doc)

@@ -48,6 +48,7 @@ from lxml import etree
 from hebictl import limits
 from hebictl.errors import FormatError, ModelError, OpenraveWarning
 from hebictl.formats._xml import parse_xml
+from hebictl.formats.building import building
 from hebictl.formats.openrave.mass import Geom, apply_transform_tag, manip_transform, numbers, read_geom, read_mass, tag
 from hebictl.formats.rotations import inverse_transform, transform
 from hebictl.model.builder import ModelBuilder
@@ -112,7 +113,7 @@ class _Reader:
     # ------------------------------------------------------------------ files
     def resolve(self, name: str, here: Path | None, el: etree._Element, file: str) -> Path:
         """An included file, searched as OpenRAVE does (beside the file, its parent folder, the data
-        folders); it must lie under one of those folders or the allowed roots, never elsewhere."""
+        folders); a confined load (``confine=True``) keeps it under those folders or the allowed roots."""
         limits.check_path_text(name, file=file, line=el.sourceline, what="file attribute")
         cands = [(here / name) if here else Path(name)] + [d / name for d in ([here.parent] if here else [])
                                                            + self.data_dirs]
@@ -496,11 +497,13 @@ def load_openrave(path: str | Path, *, body: str | None = None, data_dirs: Seque
     p = Path(path)
     if p.suffix.lower() in (".dae", ".zae"):
         raise FormatError("COLLADA files are not supported (OpenRAVE XML only)", p)
-    return _Reader(str(p), p.resolve().parent, [Path(d) for d in data_dirs]).read(parse_xml(p, str(p)), body)
+    with building(str(p)):
+        return _Reader(str(p), p.resolve().parent, [Path(d) for d in data_dirs]).read(parse_xml(p, str(p)), body)
 
 
 def load_openrave_string(text: str | bytes, *, base_dir: str | Path | None = None, source_name: str = "<string>",
                          body: str | None = None, data_dirs: Sequence[str | Path] = ()) -> RobotModel:
     """Read OpenRAVE XML text; ``file=`` includes resolve against ``base_dir``."""
-    return _Reader(source_name, Path(base_dir) if base_dir is not None else None,
-                   [Path(d) for d in data_dirs]).read(parse_xml(text, source_name), body)
+    with building(source_name):
+        return _Reader(source_name, Path(base_dir) if base_dir is not None else None,
+                       [Path(d) for d in data_dirs]).read(parse_xml(text, source_name), body)

@@ -164,8 +164,9 @@ class IncludeReader(ElementReader):
 
     def resolve_uri(self, uri: str, base_dir: Path | None, file: str | None = None,
                     line: int | None = None) -> Path | None:
-        """The file or folder a URI names, searched like libsdformat; it must lie inside the model's
-        folder, a model path, a package_map folder or (for ``model://``) a sibling model folder."""
+        """The file or folder a URI names, searched like libsdformat; a confined load (``confine=True``)
+        keeps it inside the model's folder, a model path, a package_map folder or (for ``model://``) a
+        sibling model folder."""
         candidates: list[Path] = []
         limits.check_path_text(uri, file=file, line=line, what="uri")
         roots: list[Path] = [*self.model_paths, *self.package_map.values()]

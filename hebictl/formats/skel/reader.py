@@ -73,7 +73,7 @@ from hebictl._typing import FloatArray
 from hebictl.errors import FormatError, ModelError, SkelWarning
 from hebictl.formats import geometry
 from hebictl.formats._xml import local_name, parse_floats, parse_xml
-from hebictl.formats.building import add_standard_frames
+from hebictl.formats.building import add_standard_frames, building
 from hebictl.formats.lenient import bend
 from hebictl.formats.rotations import inverse_transform, matrix_quat, transform
 from hebictl.formats.skel.shapes import (
@@ -584,7 +584,7 @@ def load_skel(path: str | Path, *, skeleton: str | None = None, strict: bool = F
     """Read a SKEL world file; ``skeleton`` picks one skeleton by name (default: all of them). ``strict=True``
     rejects what DART only tolerates (repeated body or joint names) instead of warning and reading it as DART."""
     p = Path(path)
-    with limits.model_folder(p):
+    with limits.model_folder(p), building(str(p)):
         data = limits.read_regular_file(p, what="SKEL file")  # bounded; never a device or FIFO
         return _read(data, str(p), p.resolve().parent, skeleton, strict)
 
@@ -593,4 +593,5 @@ def load_skel_string(text: str | bytes, *, base_dir: str | Path | None = None, s
                      skeleton: str | None = None, strict: bool = False) -> RobotModel:
     """Read SKEL text; relative mesh paths resolve against ``base_dir`` (``strict`` as for :func:`load_skel`)."""
     data = text.encode() if isinstance(text, str) else text
-    return _read(data, source_name, Path(base_dir) if base_dir is not None else None, skeleton, strict)
+    with building(source_name):
+        return _read(data, source_name, Path(base_dir) if base_dir is not None else None, skeleton, strict)

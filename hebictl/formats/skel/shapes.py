@@ -91,7 +91,7 @@ def read_shape(elem: etree._Element, role: str, pose: FloatArray, file: str, bas
         params["scale"] = text_floats(g, "scale", file, 3) if g.find("scale") is not None else np.ones(3)
         fname = name_el.text.strip()
         extra["file_name"] = fname
-        # inside the model's folder or an allowed root, checked before the file system sees it
+        # '..' and absolute paths followed as DART does; confined loads keep it inside the allowed folders
         path = limits.resolve_reference(fname, base_dir or Path.cwd(), file=file, line=name_el.sourceline,
                                         what="mesh <file_name>")
         extra["path"] = str(path)

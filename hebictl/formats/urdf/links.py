@@ -77,7 +77,7 @@ class LinkReader:
         self.base_dir = base_dir
         self.package_map = {k: Path(v) for k, v in (package_map or {}).items()}
         self.missing_meshes: list[str] = []
-        self.outside_meshes: list[str] = []  # found outside the model's folder and allowed roots: not followed
+        self.outside_meshes: list[str] = []  # confined load: found outside the allowed folders, not followed
         self.ignored: dict[str, int] = {}
         self.resolved: dict[str, Path | None] = {}
         self.ancestors = () if base_dir is None else (base_dir, *base_dir.parents)
@@ -186,8 +186,8 @@ class LinkReader:
         return self.resolved[uri]
 
     def _resolve(self, uri: str) -> Path | None:
-        # the text is checked before any system call (NUL bytes, ENAMETOOLONG); an existing file must lie
-        # inside the model's folder, a package_map folder, the package folder found above it or an allowed root
+        # the text is checked before any system call (NUL bytes, ENAMETOOLONG); in a confined load an existing
+        # file must lie inside the model's folder, a package_map folder, the package folder above it or an allowed root
         limits.check_path_text(uri, file=self.file, what="mesh filename")
         candidates: list[Path] = []
         roots: list[Path] = list(self.package_map.values())

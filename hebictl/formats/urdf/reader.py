@@ -250,8 +250,9 @@ class _Reader(LinkReader):
                           category=UrdfWarning, stacklevel=3)
         if self.outside_meshes:
             warnings.warn(f"{self.file}: {len(self.outside_meshes)} mesh file(s) outside the model's folder not "
-                          f"followed (first: {self.outside_meshes[0]}); kinematics and dynamics do not need them, "
-                          "and exports leave them out unless allowed_roots=[...] / --allow-root DIR lists their folder",
+                          f"followed (confine=True; first: {self.outside_meshes[0]}); kinematics and dynamics do not "
+                          "need them, and exports leave them out unless allowed_roots=[...] / --allow-root DIR lists "
+                          "their folder",
                           category=UrdfWarning, stacklevel=3)
         if self.ignored:
             warnings.warn(f"{self.file}: ignored elements: "

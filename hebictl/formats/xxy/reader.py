@@ -61,7 +61,7 @@ from hebictl._typing import FloatArray
 from hebictl.errors import FormatError, ModelError, XxyWarning
 from hebictl.formats import geometry
 from hebictl.formats._xml import elements, local_name, parse_floats, parse_xml
-from hebictl.formats.building import add_standard_frames
+from hebictl.formats.building import add_standard_frames, building
 from hebictl.formats.rotations import quat_matrix, rot_x, rot_y, rot_z, transform
 from hebictl.model.builder import ModelBuilder
 from hebictl.model.tree import Inertia, Joint, JointKind
@@ -332,11 +332,13 @@ def ring_quaternion(q_wxyz: Sequence[float]) -> np.ndarray:
 def load_xxy(path: str | Path, *, joint_axes: Mapping[str, Any] | None = None) -> RobotModel:
     """Read an x_xy file; ``joint_axes`` fixes the axes of rr/rr_imp/rsaddle joints by body name."""
     p = Path(path)
-    return _Reader(str(p), joint_axes).read(parse_xml(p, str(p)))
+    with building(str(p)):
+        return _Reader(str(p), joint_axes).read(parse_xml(p, str(p)))
 
 
 def load_xxy_string(text: str | bytes, *, base_dir: str | Path | None = None, source_name: str = "<string>",
                     joint_axes: Mapping[str, Any] | None = None) -> RobotModel:
     """Read x_xy text (``base_dir`` is accepted for symmetry with the other readers; x_xy has no files)."""
-    return _Reader(source_name, joint_axes).read(parse_xml(text, source_name))
+    with building(source_name):
+        return _Reader(source_name, joint_axes).read(parse_xml(text, source_name))
 

@@ -391,3 +391,84 @@ def test_what_hebi_loads_loads_with_a_warning(text, fragment, line, hebi):
     with pytest.raises(FormatError, match=fragment) as info:
         load_hrdf_string(text, strict=True, source_name="arm.hrdf")
     assert info.value.line == line
+
+
+# --------------------------------------------------------------------------- version rule, side by side
+#: (version string, what hebi-py 2.16.1 does with it: "loads" or "rejects"), measured by feeding each to
+#: ``hebi.robot_model.import_from_hrdf_string``; the test asserts hebi-py still does so, then that we agree.
+VERSION_RULE = [
+    *[(v, "loads") for v in ("1.0.0", "1.1.0", "1.2.0", "1.3.0", "1.4.0", "1.5.0", "1.6.0", "1.7.0")],
+    *[(v, "rejects") for v in ("1.0.1", "1.4.5", "1.6.1", "1.6.9", "1.7.1", "1.8.0", "1.10.0", "2.0.0", "2.1.0",
+                               "9.0.0", "0.9.0", "0.0.0", "1.7", "1", "1.7.0.0", " 1.7.0", "01.7.0", "1.07.0",
+                               "1.7.0-rc1", "1.7.x", "", "abc")],
+]
+
+
+@pytest.mark.parametrize(("version", "hebi_does"), VERSION_RULE, ids=[repr(v) for v, _ in VERSION_RULE])
+def test_version_rule_matches_hebi(version, hebi_does, hebi):
+    """hebictl loads exactly the versions hebi-py loads. The spec versions load silently; 1.7.0, the one
+    newer minor version hebi-py reads, loads with a warning saying so (and is an error with strict=True);
+    every version hebi-py rejects is a FormatError at the <robot> line."""
+    text = H('<actuator type="X8-9"/>', '<link type="X5" extension="0.3" twist="1.5707963"/>',
+             '<actuator type="X5-4"/>', version=version)
+    try:
+        h = hebi.robot_model.import_from_hrdf_string(text, warning_callback=lambda w: None)
+    except RuntimeError as exc:
+        assert hebi_does == "rejects", f"hebi-py rejects {version!r} now: {exc}"
+        with pytest.raises(FormatError, match="unsupported HRDF version") as info:
+            load_hrdf_string(text, source_name="arm.hrdf")
+        assert info.value.line == 1
+        return
+    assert hebi_does == "loads", f"hebi-py loads {version!r} now"
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        model = load_hrdf_string(text, pi=HEBI_PI, source_name="arm.hrdf")
+    messages = [str(w.message) for w in record]
+    compare_with_hebi(model, h)
+    if version in ("1.0.0", "1.1.0", "1.2.0", "1.3.0", "1.4.0", "1.5.0", "1.6.0"):
+        assert messages == []
+        return
+    assert len(messages) == 1 and messages[0].startswith("arm.hrdf:1: ")
+    assert "a newer minor version of 1.x that hebi-py reads: read as 1.6.0" in messages[0]
+    with pytest.raises(FormatError, match="hebi-py accepts this"):
+        load_hrdf_string(text, strict=True, source_name="arm.hrdf")
+
+
+# --------------------------------------------------------------------------- '..' includes (HEBI's Rosie)
+ROSIE_TOP = '''<?xml version="1.0" encoding="UTF-8"?>
+<!-- Rosie's layout (HebiRobotics/robot-config): the mobile base, then the arm kit shared with arms/ -->
+<robot version="1.6.0">
+  <rigid-body mass="12.0" com_trans="0 0 0.1" output_trans="0.1 0 0.3"/>
+  <include path="../../../arms/config/hrdf/A-2085-06.hrdf"/>
+</robot>
+'''
+
+
+def _rosie_layout(root: Path, arm: Path) -> Path:
+    """robot-config/rosie/config/hrdf/Rosie.hrdf including ../../../arms/config/hrdf/A-2085-06.hrdf."""
+    arms = root / "arms" / "config" / "hrdf"
+    arms.mkdir(parents=True)
+    (arms / "A-2085-06.hrdf").write_bytes(arm.read_bytes())
+    rosie = root / "rosie" / "config" / "hrdf"
+    rosie.mkdir(parents=True)
+    (rosie / "Rosie.hrdf").write_text(ROSIE_TOP)
+    return rosie / "Rosie.hrdf"
+
+
+@pytest.mark.corpus
+def test_rosie_includes_a_kit_three_folders_up_and_matches_hebi(tmp_path, corpus_dir, hebi):
+    """The HRDF spec: include paths are relative to the including file and '..' moves up a folder. HEBI's
+    Rosie.hrdf includes ../../../arms/config/hrdf/A-2085-06.hrdf (the corpus file, copied here in the same
+    layout): hebictl loads it by default and agrees with hebi-py; confine=True refuses it, naming the line."""
+    from hebictl import load_model
+
+    kit = corpus_dir / HEBI_CORPUS / "hebi-python-examples/kits/arms/config/hrdf/A-2085-06.hrdf"
+    top = _rosie_layout(tmp_path / "robot-config", kit)
+    model = load_model(top)
+    h = hebi.robot_model.import_from_hrdf(str(top), warning_callback=lambda w: None)
+    assert model.dof == h.dof_count == 6
+    compare_with_hebi(model, h)
+    with pytest.raises(FormatError, match=r"outside the allowed folders \(confine=True") as info:
+        load_model(top, confine=True)
+    assert (info.value.file, info.value.line) == (str(top), 5)
+    assert load_model(top, confine=True, allowed_roots=[tmp_path / "robot-config" / "arms"]).dof == 6

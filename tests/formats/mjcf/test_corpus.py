@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hebictl import limits
 from hebictl.errors import FormatError
 from hebictl.formats.mjcf import load_mjcf
 from hebictl.model.tree import JointKind
@@ -59,8 +58,9 @@ def _unsupported_kind(message: str) -> str:
 
 
 def _load(path: Path):
-    # MuJoCo's own models reach into sibling folders of the repository (../../mug/mug.obj): allow the corpus
-    with warnings.catch_warnings(), limits.reading(roots=[CORPUS_DIR]):
+    # MuJoCo's own models reach into sibling folders (../../mug/mug.obj, treadmill.xml's
+    # <model file="../humanoid/humanoid.xml">): followed by default, as MuJoCo does
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return load_mjcf(path)
 
@@ -181,3 +181,24 @@ def test_mjcf_matches_mujoco(rel):
     RESULTS["agree with MuJoCo"] += 1
     RESULTS["inverse dynamics: " + ("no degrees of freedom" if model.nv == 0 else "agree with mj_inverse"
                                     if compare_dynamics else "not compared, tendon armature")] += 1
+
+
+TREADMILL = "google-deepmind__mujoco/model/surfacevel/treadmill.xml"
+
+
+def test_treadmill_attaches_a_model_from_a_sibling_folder():
+    """Issue 23: MuJoCo's treadmill.xml has <model file="../humanoid/humanoid.xml"/>. MuJoCo loads it and so
+    does load_model by default (no allowed roots), agreeing with MuJoCo (the side-by-side test above, run
+    on it here); confine=True, for an untrusted file, refuses the reference, naming its line."""
+    from hebictl import load_model
+
+    path = corpus_path("mjcf", TREADMILL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = load_model(path)
+    assert "rider_torso" in model.link_names and model.dof == 21 + 6
+    test_mjcf_matches_mujoco(TREADMILL)
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "<model " in text)
+    with pytest.raises(FormatError, match=r"outside the allowed folders \(confine=True") as info:
+        load_model(path, confine=True)
+    assert info.value.line == line

@@ -144,3 +144,30 @@ def test_stl_mesh_inertia_matches_mujoco(tmp_path):
     assert b.inertia.mass == pytest.approx(mass, rel=1e-12)
     np.testing.assert_allclose(b.inertia.com, com, atol=1e-12)
     np.testing.assert_allclose(b.inertia.rotational, inertia, atol=1e-9 * np.abs(inertia).max())
+
+
+EXTREME = [
+    ("sphere-1e308", '<geom size="1e308"/>', "overflow"),
+    ("sphere-1e200-with-mass", '<geom size="1e200" mass="1"/>', "overflow"),
+    ("box-1e200", '<geom type="box" size="1e200 1e200 1e200"/>', "overflow"),
+    ("ellipsoid-1e200", '<geom type="ellipsoid" size="1e200 1e200 1e200"/>', "overflow"),
+    ("cylinder-1e200", '<geom type="cylinder" size="1e200 1e200"/>', "overflow"),
+    ("capsule-fromto-1e308", '<geom type="capsule" fromto="0 0 0 1e308 0 0" size="0.1"/>', "overflow"),
+    ("inertia-1e308", '<inertial pos="0 0 0" mass="1e308" diaginertia="1e308 1e308 1e308"/>', "inertia"),
+]
+
+
+@pytest.mark.parametrize(("element", "fragment"), [pytest.param(*r[1:], id=r[0]) for r in EXTREME])
+def test_extreme_values_end_in_a_format_error_without_numpy_warnings(element, fragment):
+    """Issue 23: these printed numpy 'RuntimeWarning: overflow/invalid value encountered' before the clean
+    error. Through load_mjcf_string and load_model_string alike, the FormatError is the only output."""
+    import warnings
+
+    from hebictl import load_model_string
+
+    text = f'<mujoco model="m"><worldbody><body name="b"><joint type="hinge"/>{element}</body></worldbody></mujoco>'
+    for load in (load_mjcf_string, lambda t: load_model_string(t, "mjcf")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # any warning (numpy's RuntimeWarning included) fails the test
+            with pytest.raises(FormatError, match=fragment):
+                load(text)

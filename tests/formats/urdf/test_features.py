@@ -199,8 +199,11 @@ def test_incomplete_inertial_reads_as_pinocchio_does(inertial):
 
 def test_a_visual_mesh_outside_the_model_folder_is_not_followed_and_not_an_error(tmp_path):
     """The ROS layout robot/urdf/r.urdf + robot/meshes/*.stl ('../meshes/a.stl') and absolute paths load
-    as pinocchio loads them: the mesh is never opened (kinematics do not need it), so the folder rule
-    only keeps it out of exports, with one warning; --allow-root lets exports reference it."""
+    as pinocchio loads them. Confined (confine=True, for untrusted files) the mesh is never opened
+    (kinematics do not need it), so the folder rule only keeps it out of exports, with one warning;
+    --allow-root lets exports reference it. Unconfined (the default) both are followed, as pinocchio does."""
+    from hebictl import load_model
+
     (tmp_path / "urdf").mkdir()
     (tmp_path / "meshes").mkdir()
     (tmp_path / "meshes" / "a.stl").write_bytes(b"solid a\nendsolid a\n")
@@ -210,16 +213,15 @@ def test_a_visual_mesh_outside_the_model_folder_is_not_followed_and_not_an_error
     path = tmp_path / "urdf" / "r.urdf"
     path.write_text(text)
     with pytest.warns(UrdfWarning, match=r"2 mesh file\(s\) outside the model's folder not followed"):
-        model = load_urdf(path)
+        model = load_model(path, confine=True)
     assert model.metadata["outside_meshes"] == ["../meshes/a.stl", "/etc/hostname"]
     ref = Pinocchio(path=path)
     ref.bind(model)
     q = random_q(model, np.random.default_rng(1))
     np.testing.assert_allclose(model.gravity_compensation(q), ref.gravity(q, model.gravity), atol=1e-9)
 
-    from hebictl import load_model
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UrdfWarning)
-        allowed = load_model(path, allowed_roots=[tmp_path])
+        allowed = load_model(path, confine=True, allowed_roots=[tmp_path])
     assert allowed.metadata["outside_meshes"] == ["/etc/hostname"]
+    assert load_urdf(path).metadata.get("outside_meshes", []) == []
