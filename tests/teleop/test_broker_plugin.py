@@ -56,12 +56,16 @@ def _compile(gcc: str, folder: Path, *flags: str) -> Path:
 
 def test_a_missing_header_fails_with_gccs_message_and_the_package(tmp_path):
     """Issue 23: on a fresh Debian 12 the plugin failed to compile ("mosquitto.h: No such file") and the
-    test hid gcc's message. Reproduced with a sysroot that has no /usr/include: the failure shows gcc's
-    words and names the package to install."""
+    test hid gcc's message. Reproduced with a sysroot whose /usr/include lacks mosquitto's headers: the
+    failure shows gcc's words and names the package to install."""
     gcc = shutil.which("gcc")
     if gcc is None:
         pytest.skip("needs a C compiler: gcc not found (Debian: apt-get install gcc)")
-    (tmp_path / "root" / "usr" / "include").mkdir(parents=True)
+    include = tmp_path / "root" / "usr" / "include"
+    include.mkdir(parents=True)
+    for entry in Path("/usr/include").iterdir():  # the C library's headers, without mosquitto's
+        if not entry.name.startswith("mosquitto"):
+            (include / entry.name).symlink_to(entry)
     with pytest.raises(pytest.fail.Exception) as info:
         _compile(gcc, tmp_path, f"--sysroot={tmp_path / 'root'}")
     message = str(info.value)
