@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from hebictl.cli.output import say
 from hebictl.errors import ConfigError, HebictlError
 
 #: optional dependency (top-level import name) -> the extra that installs it
@@ -89,13 +90,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except HebictlError as exc:
-        print(f"hebictl: error: {error_text(exc)}", file=sys.stderr)
+        say(f"hebictl: error: {error_text(exc)}")
         return 2
     except ModuleNotFoundError as exc:
         message = missing_extra(exc, args.command)
         if message is None:
             raise
-        print(message, file=sys.stderr)
+        say(message)
         return 2
     except BrokenPipeError:
         # the reader closed the pipe (hebictl model fk ... | head): stop quietly; stdout goes to
@@ -104,10 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
         where = f": {exc.filename}" if exc.filename else ""
-        print(f"hebictl: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        say(f"hebictl: error: {exc.strerror or exc}{where}")
         return 2
     except KeyboardInterrupt:
-        print("hebictl: interrupted", file=sys.stderr)
+        say("hebictl: interrupted")
         return 130
 
 

@@ -19,14 +19,18 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
+from hebictl.cli.output import say
 from hebictl.errors import ConfigError, TeleopError
 from hebictl.hardware.registry import available_backends
 from hebictl.teleop.clock import SYSTEM_CLOCK
+
+#: with no way to ask for a second Ctrl-C (stderr gone), an endless --stop-hold ends after this [s]
+UNATTENDED_HOLD_S = 1.0
 
 #: backends whose modules (or hebi-py's imitation of them) keep real time: no --paced-clock
 _REAL_TIME_BACKENDS = frozenset({"hebi", "hebi-imitation"})
@@ -145,24 +149,39 @@ def cmd_teleop(args: argparse.Namespace) -> int:
             loop = asyncio.get_running_loop()
             signals = {signal.SIGINT: (EventKind.INTERRUPT, "Ctrl-C"), signal.SIGTERM: (EventKind.TERMINATE, "SIGTERM")}
 
-            def on_signal(sig: signal.Signals) -> None:
-                kind, name = signals[sig]
-                if server.stopping:  # second signal: end the hold and exit
-                    _tell(f"{name} again: exiting; the modules keep the hold for their command lifetime")
-                    server.runner.end_hold()
-                    return
-                _tell(f"{name}: stopping teleop; the arm brakes and holds under gravity compensation ("
-                      + ("Ctrl-C again to exit" if args.stop_hold == float("inf") else f"for {args.stop_hold:g} s")
-                      + "; once the process has exited a brakeless arm sinks when the modules' command "
-                        "lifetime ends)")
+            stopping: list[asyncio.Task[None]] = []
+
+            async def stop_once_braking(kind: EventKind) -> None:
+                """The offline status shows the stop: the bridge is stopped once the arm thread has
+                applied it (at most 0.5 s later; it brakes in its next cycle either way)."""
+                server.runner.begin_shutdown(kind)
+                deadline = loop.time() + 0.5
+                while server.runner.snapshot.state != "stopped" and loop.time() < deadline:
+                    await asyncio.sleep(0.005)
                 server.stop(kind)
+
+            def on_signal(sig: signal.Signals) -> None:
+                # the arm first: a failed write (stderr closed) must never keep it from stopping
+                kind, name = signals[sig]
+                if stopping:  # second signal: end the hold and exit
+                    server.runner.end_hold()
+                    _tell(f"{name} again: exiting; the modules keep the hold for their command lifetime")
+                    return
+                stopping.append(loop.create_task(stop_once_braking(kind)))
+                endless = args.stop_hold == math.inf
+                shown = _tell(f"{name}: stopping teleop; the arm brakes and holds under gravity compensation ("
+                              + ("Ctrl-C again to exit" if endless else f"for {args.stop_hold:g} s")
+                              + "; once the process has exited a brakeless arm sinks when the modules' command "
+                                "lifetime ends)")
+                if not shown and endless:  # nobody can be asked for a second Ctrl-C: a bounded hold
+                    server.runner.shutdown_hold = UNATTENDED_HOLD_S
 
             for sig in signals:
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.add_signal_handler(sig, on_signal, sig)
-            print(f"hebictl teleop: {cfg.path.name} on {args.backend} at {server.runner.rate_hz:g} Hz"
-                  f"{' with its gripper' if gripper is not None else ''}; broker {settings.url}, "
-                  f"topics {server.bridge.topics.root}/ (Ctrl-C to stop)", file=sys.stderr)
+            say(f"hebictl teleop: {cfg.path.name} on {args.backend} at {server.runner.rate_hz:g} Hz"
+                f"{' with its gripper' if gripper is not None else ''}; broker {settings.url}, "
+                f"topics {server.bridge.topics.root}/ (Ctrl-C to stop)")
             await server.run()
 
         asyncio.run(main())
@@ -171,10 +190,11 @@ def cmd_teleop(args: argparse.Namespace) -> int:
     return 0
 
 
-def _tell(message: str) -> None:
-    """A normal operator action: logged at INFO and shown on stderr (the user pressed the key)."""
+def _tell(message: str) -> bool:
+    """A normal operator action: logged at INFO and shown on stderr (the user pressed the key).
+    False when stderr is gone; never raises."""
     log.info("%s", message)
-    print(f"hebictl teleop: {message}", file=sys.stderr, flush=True)
+    return say(f"hebictl teleop: {message}")
 
 
 # ---------------------------------------------------------------------- hebictl teleop-send

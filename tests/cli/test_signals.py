@@ -1,0 +1,157 @@
+"""Stop signals with stdout/stderr gone (``2>&1 | head -1``): the arm stops, the process ends, files are written.
+
+Real processes on the mock and the MuJoCo sim backends; for teleop a real mosquitto on a free
+loopback port. The pipe is the process's only stdout and stderr; the test reads one line and
+closes its end, as ``head -1`` does, so every later write of the process fails with EPIPE.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hebictl.control.recorder import Recorder
+
+REPO = Path(__file__).resolve().parents[2]
+GOAL = [0.6] * 6   # from the start (zeros on mock and sim) in 4 s: the arm is moving when the signal comes
+BACKENDS = ["mock", pytest.param("sim", marks=pytest.mark.skipif(
+    __import__("importlib.util").util.find_spec("mujoco") is None, reason="needs the sim extra (mujoco)"))]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), "PYTHONWARNINGS": "ignore"}
+
+
+def _handles_sigterm(pid: int) -> bool:
+    """True once the process catches SIGTERM: its signal handlers (installed with the loop) are in place."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+    return False
+
+
+def _spawn_run(backend: str, record: Path, *extra: str) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "hebictl", "run", "--backend", backend, "--no-home",
+                             "--goal", *map(str, GOAL), "--goal-time", "4", "--hold", "inf", "--record", str(record),
+                             *extra], cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while not _handles_sigterm(proc.pid):
+        assert proc.poll() is None, proc.stdout.read().decode()[-2000:]
+        assert time.monotonic() < deadline, "run loop did not start"
+        time.sleep(0.05)
+    time.sleep(1.0)  # the goal is under way
+    return proc
+
+
+def _assert_stopped_midway(record: Path) -> None:
+    """The recording exists, and the arm braked to standstill short of the goal (it was moving)."""
+    rec = Recorder.load(record)
+    pos, vel = rec.series("position"), rec.series("velocity")
+    assert np.abs(pos[-1] - GOAL).max() > 0.05, "the arm went on to the goal instead of stopping"
+    assert np.abs(vel).max() > 0.05, "the arm never moved: nothing was tested"
+    print(f"moving at {np.abs(vel).max():.2f} rad/s before the signal; at the end |v| "
+          f"{np.abs(vel[-1]).max():.4f} rad/s, stopped {np.abs(pos[-1] - GOAL).max():.3f} rad short of the goal")
+    assert np.abs(vel[-1]).max() < 0.05
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc to see the signal handlers")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_run_piped_to_head_stops_on_ctrl_c_twice_and_writes_its_recording(backend, tmp_path):
+    """`hebictl run ... 2>&1 | head -1`, Ctrl-C, head takes the stop notice and exits, Ctrl-C again:
+    exit 0 (an operator's stop), the --record file written, the arm stopped before the goal."""
+    record = tmp_path / "run.npz"
+    proc = _spawn_run(backend, record)
+    try:
+        proc.send_signal(signal.SIGINT)
+        first = proc.stdout.readline().decode()
+        proc.stdout.close()  # head -1 has its line and exits
+        assert first.startswith("stopping: holding the arm"), first
+        time.sleep(0.5)
+        assert proc.poll() is None, "the first Ctrl-C holds the arm until a second one"
+        t = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+        print(f"exited {time.monotonic() - t:.2f} s after the second Ctrl-C")
+    finally:
+        proc.kill()
+        proc.wait(10)
+    _assert_stopped_midway(record)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc to see the signal handlers")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_run_with_its_output_gone_exits_on_one_signal(backend, tmp_path):
+    """Output closed before the signal: the stop notice cannot be shown, so nobody can be asked for a
+    second Ctrl-C; the arm brakes, holds for UNATTENDED_HOLD_S (1 s), and the process exits with its recording."""
+    record = tmp_path / "run.npz"
+    proc = _spawn_run(backend, record)
+    try:
+        proc.stdout.close()
+        t = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+        took = time.monotonic() - t
+        print(f"exited {took:.2f} s after one Ctrl-C")
+        assert took >= 1.0  # the bounded hold was kept
+    finally:
+        proc.kill()
+        proc.wait(10)
+    _assert_stopped_midway(record)
+
+
+# ---------------------------------------------------------------------------------------- teleop
+def _broker(tmp_path: Path):
+    from hebictl.teleop.broker import LocalBroker, find_mosquitto
+
+    if find_mosquitto() is None:
+        pytest.skip("mosquitto binary not found (apt-get install mosquitto; tools/dev test installs it)")
+    b = LocalBroker(tmp_path / "broker")
+    b.start()
+    return b
+
+
+async def _status(url: str, arm_id: str, predicate, timeout: float) -> dict:
+    from hebictl.teleop.client import TeleopClient
+
+    async with TeleopClient(url, arm_id, name="watch") as c:
+        return await c.wait_status(predicate, timeout=timeout)
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("extra", [(), ("--stop-hold", "inf")], ids=["default", "stop-hold-inf"])
+def test_teleop_piped_to_head_stops_the_arm_and_exits_on_one_sigint(backend, extra, tmp_path):
+    """`hebictl teleop ... 2>&1 | head -1`, then one SIGINT: the arm stops (the retained status is
+    offline with the arm stopped, by the interrupt, holding), and the process exits 0."""
+    broker = _broker(tmp_path)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--backend", backend, "--broker",
+                                 broker.url, "--arm-id", "pipe1", *extra], cwd=REPO, env=_env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            first = proc.stdout.readline().decode()
+            proc.stdout.close()
+            assert first.startswith("hebictl teleop: "), first
+            online = asyncio.run(_status(broker.url, "pipe1", lambda s: s["status"] == "online"
+                                         and s.get("cycles", 0) > 0, 60.0))
+            assert online["state"] == "running"
+            t = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(30) == 0
+            print(f"teleop on {backend} exited {time.monotonic() - t:.2f} s after one SIGINT")
+        finally:
+            proc.kill()
+            proc.wait(10)
+        final = asyncio.run(_status(broker.url, "pipe1", lambda s: True, 10.0))
+    finally:
+        broker.stop()
+    assert final["status"] == "offline" and final["state"] == "stopped", final
+    assert final["stop_behaviour"] == "hold" and final["last_event"]["kind"] == "interrupt", final
