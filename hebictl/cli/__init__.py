@@ -15,8 +15,9 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
+from hebictl import __version__
 from hebictl.cli.output import say
 from hebictl.errors import ConfigError, HebictlError
 
@@ -29,10 +30,39 @@ COMMAND_MODULES = ("hebictl.cli.model_cmd", "hebictl.cli.run_cmd", "hebictl.cli.
                    "hebictl.cli.panel_cmd")
 
 
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Help that shows every option's default (``(default: mock)``), unless the text already says it
+    or there is none to show (None, False, an empty list)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if "default" in text or default in (None, False, [], argparse.SUPPRESS) or not action.option_strings:
+            return text
+        if isinstance(default, float) and default == float("inf"):
+            return f"{text} (default: inf)"
+        return f"{text} (default: %(default)s)"
+
+
+class HebictlParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line, ``hebictl: error: COMMAND: ...``, exit 2
+    (argparse's default prints the usage block first), and whose help shows the defaults."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        where = self.prog.removeprefix("hebictl").strip()
+        say(f"hebictl: error: {where + ': ' if where else ''}{message} (see {self.prog} --help)")
+        self.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hebictl", description="Controller for HEBI Robotics arms.")
+    parser = HebictlParser(prog="hebictl", description="Controller for HEBI Robotics arms.")
+    parser.add_argument("--version", action="version", version=f"hebictl {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=HebictlParser)
     for name in COMMAND_MODULES:
         try:
             module = importlib.import_module(name)
@@ -41,7 +71,19 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    for command in _leaf_parsers(parser):  # -v also after the command (hebictl run CONFIG -v)
+        if command is not parser:
+            command.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                                 help="more log output (-vv for debug)")
     return parser
+
+
+def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """Every parser that ends a command line (``run``, ``model info``, ``teleop-send mode``, ...)."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return [parser]
+    return [leaf for a in subs for p in dict.fromkeys(a.choices.values()) for leaf in _leaf_parsers(p)]
 
 
 def show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,

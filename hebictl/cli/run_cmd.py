@@ -34,19 +34,26 @@ log = logging.getLogger("hebictl.run")
 def register(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="run an arm: home, follow a goal, hold (mock, sim or real modules)")
     run.add_argument("config", type=Path, nargs="?", help="robot config YAML (default: the bundled 6-DoF kit)")
-    run.add_argument("--backend", default="mock", choices=available_backends())
+    run.add_argument("--backend", default="mock", choices=available_backends(),
+                     help="mock: simulated in Python; sim: MuJoCo; hebi: real modules; hebi-imitation: hebi-py's")
     run.add_argument("--goal", type=float, nargs="+", metavar="RAD", help="joint positions to move to after home")
-    run.add_argument("--goal-time", type=float, default=None, help="seconds for the goal move (default: estimated)")
-    run.add_argument("--hold", type=float, default=2.0,
+    run.add_argument("--goal-time", type=float, default=None, metavar="S",
+                     help="seconds for the goal move; refused before moving if faster than the arm may go "
+                          "(default: estimated from the limits)")
+    run.add_argument("--hold", type=float, default=2.0, metavar="S",
                      help="seconds to hold at the end under gravity compensation (inf: until Ctrl-C)")
-    run.add_argument("--rate", type=float, default=None, help="control rate [Hz] (default: feedback_frequency)")
-    run.add_argument("--plot", type=Path, help="save a plot of commanded vs. measured position and effort")
-    run.add_argument("--record", type=Path, help="save the run as .npz (plot later with hebictl plot)")
+    run.add_argument("--rate", type=float, default=None, metavar="HZ",
+                     help="control rate [Hz] (default: the config's feedback_frequency; the loop is then paced "
+                          "by the feedback read)")
+    run.add_argument("--plot", type=Path, metavar="PNG",
+                     help="save a plot of commanded vs. measured position and effort (default: no plot)")
+    run.add_argument("--record", type=Path, metavar="RUN.npz",
+                     help="save the run as .npz (plot later with hebictl plot) (default: not recorded)")
     run.add_argument("--no-home", action="store_true", help="skip the move to user_data.home_position")
-    run.add_argument("--stop-hold", type=float, default=float("inf"),
+    run.add_argument("--stop-hold", type=float, default=float("inf"), metavar="S",
                      help="after Ctrl-C/SIGTERM, hold this many seconds before exiting (default: until a "
                           "second Ctrl-C/SIGTERM)")
-    run.add_argument("--quiet", action="store_true", help="no live display")
+    run.add_argument("--quiet", action="store_true", help="no live display, no stop notice")
     run.set_defaults(func=cmd_run)
 
     chk = sub.add_parser("check-config", help="build what run builds from a robot config (no hardware); "
@@ -56,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     plot = sub.add_parser("plot", help="plot a recording saved with hebictl run --record")
     plot.add_argument("recording", type=Path)
-    plot.add_argument("-o", "--output", type=Path, default=Path("hebictl-run.png"))
+    plot.add_argument("-o", "--output", type=Path, default=Path("hebictl-run.png"), help="image file to write")
     plot.set_defaults(func=cmd_plot)
 
 
