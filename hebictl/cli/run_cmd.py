@@ -314,7 +314,9 @@ class RunSteps:
             return self._still_holding()
         if arm.state.value == "stopped":  # a safety event stopped the arm (its own stop behaviour)
             self.failed = True
-            self.exit_at = self._hold_end("stopped by a safety event; holding the arm")
+            last = arm.events.last
+            cause = f"{last.kind}: {last.detail}" if last is not None else "a safety event"
+            self.exit_at = self._hold_end(f"hebictl: the arm stopped ({cause}); holding it")
             return self._still_holding()
         if self.phase_start is None:
             if arm.last_feedback.sequence > 0:
@@ -353,7 +355,8 @@ class RunSteps:
         """When the stop hold ends; the notice says how to end it. If it cannot be shown, nobody can
         be asked for a second Ctrl-C: an endless hold then ends after UNATTENDED_HOLD_S."""
         hold = self.args.stop_hold
-        how = ("Ctrl-C again to exit" if hold == math.inf else f"for {hold:g} s") + \
+        again = " again" if self.signal is not None else ""
+        how = (f"Ctrl-C{again} to exit" if hold == math.inf else f"for {hold:g} s") + \
             " (the arm goes limp once the modules' command lifetime ends unless it is supported)"
         shown = say(f"{notice}; {how}") if not self.args.quiet or self.error is not None else True
         if not shown:

@@ -369,3 +369,23 @@ def test_check_config_checks_the_simulator_options(tmp_path):
     r = hebictl("check-config", str(path))
     assert r.returncode == 2, r.stdout
     assert f"{path}:{_line_of(path, 'frictoin')} [user_data.sim.frictoin]: unknown simulator option" in r.stderr
+
+
+def test_run_loop_statistics_separate_waiting_work_and_misses():
+    """`hebictl run --backend mock --hold 1`: the loop is paced by the mock's blocking feedback read, so
+    nearly all of a cycle is waiting for feedback, the controller's own work is a fraction of the period,
+    and overruns (work over a period) stay ~0 even where a loaded machine makes cycles late (deadline
+    misses). Before, the same run reported up to 849 overruns in 849 cycles, by the phase of two clocks."""
+    r = hebictl("run", str(CONFIG), "--backend", "mock", "--hold", "1", "--quiet")
+    assert r.returncode == 0, r.stderr
+    head = re.search(r"whole run: (\d+) cycles; deadline misses (\d+), overruns (\d+) .*missed cycles (\d+)", r.stdout)
+    figures = re.search(r"period p50 ([\d.]+) ms.*work p50 ([\d.]+) ms, worst p99 ([\d.]+) ms; waiting for feedback "
+                        r"p50 ([\d.]+) ms", r.stdout)
+    assert head and figures, r.stdout
+    cycles, misses, overruns, _missed = map(int, head.groups())
+    period, work, work_p99, wait = map(float, figures.groups())
+    print(r.stdout.split("\n", 2)[2].strip())
+    assert "paced by the feedback read" in r.stdout
+    assert period == pytest.approx(5.0, abs=0.5)
+    assert work < 2.5 and wait > 2.5 and work + wait == pytest.approx(period, abs=1.0)
+    assert overruns <= misses and overruns <= max(2, cycles // 100)
