@@ -71,19 +71,19 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
-    for command in _leaf_parsers(parser):  # -v also after the command (hebictl run CONFIG -v)
+    for command in leaf_parsers(parser):  # -v also after the command (hebictl run CONFIG -v)
         if command is not parser:
             command.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
                                  help="more log output (-vv for debug)")
     return parser
 
 
-def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+def leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
     """Every parser that ends a command line (``run``, ``model info``, ``teleop-send mode``, ...)."""
     subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     if not subs:
         return [parser]
-    return [leaf for a in subs for p in dict.fromkeys(a.choices.values()) for leaf in _leaf_parsers(p)]
+    return [leaf for a in subs for p in dict.fromkeys(a.choices.values()) for leaf in leaf_parsers(p)]
 
 
 def show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,

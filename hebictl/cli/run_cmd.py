@@ -376,16 +376,16 @@ def _run_loop(loop: Any, run: RunSteps, windows: list, rate: float, args: argpar
         if not args.quiet and sys.stdout.isatty():
             from rich.live import Live
 
-            live = Live(_panel(run, windows, rate), refresh_per_second=8, transient=False)
+            live = Live(live_panel(run, windows, rate), refresh_per_second=8, transient=False)
             live.start()
-            loop.report = lambda s: (windows.append(s), live.update(_panel(run, windows, rate)))
+            loop.report = lambda s: (windows.append(s), live.update(live_panel(run, windows, rate)))
         loop.run()
     finally:
         signal.signal(signal.SIGINT, old)
         signal.signal(signal.SIGTERM, old_term)
         if live is not None:
             with tolerant("stdout"):
-                live.update(_panel(run, windows, rate))
+                live.update(live_panel(run, windows, rate))
                 live.stop()
 
 
@@ -408,7 +408,9 @@ def _finish(arm: Any, cfg: Any, run: RunSteps, loop: Any, windows: list, rate: f
             print(line)
 
 
-def _panel(run: RunSteps, windows: list, rate: float) -> Any:
+def live_panel(run: RunSteps, windows: list, rate: float) -> Any:
+    """The live status table (rich): phase, state, positions and efforts as plain numbers, the last
+    second's loop figures and the last event."""
     from rich.markup import escape
     from rich.table import Table
 

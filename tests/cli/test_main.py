@@ -109,11 +109,11 @@ def test_usage_errors_are_one_line(argv, expect):
 def test_every_help_shows_its_defaults():
     """Every option of every command that has a default says it in its help (backend, hold time, broker,
     timeout, plot output, fk frame, ...), and every option has a help text."""
-    from hebictl.cli import _leaf_parsers, build_parser
+    from hebictl.cli import build_parser, leaf_parsers
 
     parser = build_parser()
     checked = 0
-    for command in _leaf_parsers(parser):
+    for command in leaf_parsers(parser):
         for action in command._actions:
             if not action.option_strings or action.dest == "help":
                 continue
@@ -127,7 +127,7 @@ def test_every_help_shows_its_defaults():
                                 ("hebictl teleop-send mode", "--timeout", "3.0"), ("hebictl plot", "--output",
                                                                                    "hebictl-run.png"),
                                 ("hebictl model fk", "--frame", "end_effector")):
-        command = next(c for c in _leaf_parsers(parser) if c.prog == prog)
+        command = next(c for c in leaf_parsers(parser) if c.prog == prog)
         assert f"(default: {default})" in " ".join(command.format_help().split()), (prog, flag)
     assert checked >= 15
 

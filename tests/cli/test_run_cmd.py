@@ -389,3 +389,28 @@ def test_run_loop_statistics_separate_waiting_work_and_misses():
     assert period == pytest.approx(5.0, abs=0.5)
     assert work < 2.5 and wait > 2.5 and work + wait == pytest.approx(period, abs=1.0)
     assert overruns <= misses and overruns <= max(2, cycles // 100)
+
+
+def test_live_panel_title_is_one_readable_line():
+    """The live panel's title names the model and the backend by name (it showed the backend object's
+    repr over two lines); positions and efforts are plain numbers on one row each."""
+    import argparse
+
+    from rich.console import Console
+
+    from hebictl.cli.run_cmd import Phase, RunSteps, live_panel
+    from hebictl.control.arm import Arm
+
+    arm = Arm.from_config(load_config(CONFIG), backend="mock")
+    try:
+        arm.update()
+        run = RunSteps(arm, [Phase("hold", None, 1.0)], arm.clock, None, argparse.Namespace(backend="mock"))
+        console = Console(record=True, width=100)
+        console.print(live_panel(run, [], 200.0))
+        text = console.export_text()
+    finally:
+        arm.close()
+    title = text.splitlines()[0].strip()
+    assert title == f"hebictl run: {arm.model.name} on mock", text
+    assert "object at" not in text and "<" not in text
+    assert re.search(r"position \[rad\]\s+│ (\+0\.000 ){5}\+0\.000", text), text
