@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from hebictl import __version__
-from hebictl.cli.output import say
+from hebictl.cli.output import ensure_streams, say
 from hebictl.errors import ConfigError, HebictlError
 
 #: optional dependency (top-level import name) -> the extra that installs it
@@ -123,6 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     Exit codes: 0 ok, 1 the command ran but reports a failure, 2 an error (bad file, config,
     missing extra, unreachable device), 130 Ctrl-C, 141 the reader of stdout went away (``| head``).
     """
+    ensure_streams()
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING - 10 * min(args.verbose, 2),

@@ -16,12 +16,24 @@ import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
 
+#: streams that are gone (closed at start, or their reader went away): nothing written there arrives
+GONE: set[str] = set()
+
+
+def ensure_streams() -> None:
+    """A process started with stdout or stderr closed (``2>&-``) has ``sys.stderr is None``: give it
+    /dev/null, so every later write (ours, rich's, logging's) just disappears, and remember it is gone."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115 - lives as long as the process
+            GONE.add(name)
+
 
 def say(message: str, *, err: bool = True) -> bool:
     """Print ``message`` to stderr (or stdout); True if it was written, False if the stream is gone."""
     name = "stderr" if err else "stdout"
     stream: TextIO | None = getattr(sys, name)
-    if stream is None:  # started with the descriptor closed (2>&-)
+    if stream is None or name in GONE:
         return False
     try:
         print(message, file=stream, flush=True)
@@ -33,6 +45,7 @@ def say(message: str, *, err: bool = True) -> bool:
 
 def silence(name: str) -> None:
     """Point ``sys.<name>`` (``stdout`` or ``stderr``) at /dev/null after its reader went away."""
+    GONE.add(name)
     stream: TextIO | None = getattr(sys, name)
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:

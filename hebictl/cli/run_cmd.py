@@ -373,7 +373,7 @@ def _run_loop(loop: Any, run: RunSteps, windows: list, rate: float, args: argpar
     old_term = signal.signal(signal.SIGTERM, run.on_signal)
     live = None
     try:
-        if not args.quiet and sys.stdout.isatty():
+        if not args.quiet and sys.stdout is not None and sys.stdout.isatty():
             from rich.live import Live
 
             live = Live(live_panel(run, windows, rate), refresh_per_second=8, transient=False)

@@ -38,13 +38,21 @@ def _handles_sigterm(pid: int) -> bool:
     return False
 
 
-def _spawn_run(backend: str, record: Path, *extra: str) -> subprocess.Popen:
+def _close_stdout_and_stderr() -> None:
+    """In the child before exec: start without stdout and stderr at all (``>&- 2>&-``)."""
+    os.close(1)
+    os.close(2)
+
+
+def _spawn_run(backend: str, record: Path, *extra: str, closed: bool = False) -> subprocess.Popen:
+    out = {"preexec_fn": _close_stdout_and_stderr} if closed else \
+        {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
     proc = subprocess.Popen([sys.executable, "-m", "hebictl", "run", "--backend", backend, "--no-home",
                              "--goal", *map(str, GOAL), "--goal-time", "4", "--hold", "inf", "--record", str(record),
-                             *extra], cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                             *extra], cwd=REPO, env=_env(), **out)
     deadline = time.monotonic() + 120
     while not _handles_sigterm(proc.pid):
-        assert proc.poll() is None, proc.stdout.read().decode()[-2000:]
+        assert proc.poll() is None, proc.stdout.read().decode()[-2000:] if proc.stdout else proc.returncode
         assert time.monotonic() < deadline, "run loop did not start"
         time.sleep(0.05)
     time.sleep(1.0)  # the goal is under way
@@ -101,6 +109,21 @@ def test_run_with_its_output_gone_exits_on_one_signal(backend, tmp_path):
         took = time.monotonic() - t
         print(f"exited {took:.2f} s after one Ctrl-C")
         assert took >= 1.0  # the bounded hold was kept
+    finally:
+        proc.kill()
+        proc.wait(10)
+    _assert_stopped_midway(record)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc to see the signal handlers")
+def test_run_started_without_stdout_and_stderr_exits_on_one_signal(tmp_path):
+    """`hebictl run ... >&- 2>&-` (no descriptors at all: sys.stdout is None): it runs, one SIGTERM
+    stops the arm, the bounded hold ends and the recording is written; exit 0."""
+    record = tmp_path / "run.npz"
+    proc = _spawn_run("mock", record, closed=True)
+    try:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
     finally:
         proc.kill()
         proc.wait(10)
