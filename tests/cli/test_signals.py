@@ -8,6 +8,7 @@ closes its end, as ``head -1`` does, so every later write of the process fails w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -178,3 +179,47 @@ def test_teleop_piped_to_head_stops_the_arm_and_exits_on_one_sigint(backend, ext
         broker.stop()
     assert final["status"] == "offline" and final["state"] == "stopped", final
     assert final["stop_behaviour"] == "hold" and final["last_event"]["kind"] == "interrupt", final
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        kids += [int(k) for k in text]
+    return kids
+
+
+@pytest.mark.skipif(not Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists(),
+                    reason="needs Linux /proc children lists")
+def test_run_in_a_shell_pipeline_to_head_and_ctrl_c_from_the_terminal(tmp_path):
+    """The literal case: `sh -c 'hebictl run ... 2>&1 | head -1'` in its own process group, Ctrl-C from the
+    terminal (SIGINT to the whole group: head dies of it, the pipe closes), then Ctrl-C again: hebictl
+    exits 0 and its --record file is written."""
+    record = tmp_path / "run.npz"
+    line = (f"{sys.executable} -m hebictl run --backend mock --no-home --goal {' '.join(map(str, GOAL))} "
+            f"--goal-time 4 --hold inf --record {record} 2>&1 | head -1")
+    shell = subprocess.Popen(["sh", "-c", line], cwd=REPO, env=_env(), start_new_session=True,
+                             stdout=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        hebictl = None
+        while hebictl is None or not _handles_sigterm(hebictl):
+            assert time.monotonic() < deadline and shell.poll() is None, "hebictl run did not start"
+            pythons = [k for k in _children(shell.pid) if "python" in Path(f"/proc/{k}/cmdline").read_text()]
+            hebictl = pythons[0] if pythons else None
+            time.sleep(0.05)
+        time.sleep(1.0)
+        os.killpg(shell.pid, signal.SIGINT)
+        time.sleep(1.0)
+        assert Path(f"/proc/{hebictl}").exists(), "the first Ctrl-C holds the arm"
+        os.killpg(shell.pid, signal.SIGINT)
+        shell.wait(30)
+        end = time.monotonic() + 30
+        while Path(f"/proc/{hebictl}").exists() and time.monotonic() < end:
+            time.sleep(0.05)
+        assert not Path(f"/proc/{hebictl}").exists(), "hebictl run is still alive"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(shell.pid, signal.SIGKILL)
+        shell.wait(10)
+    _assert_stopped_midway(record)
