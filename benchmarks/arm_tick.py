@@ -21,7 +21,7 @@ from _common import REPO, import_hebi, kit_path, table
 from hebictl.config import load_config
 from hebictl.control.arm import Arm
 from hebictl.control.goal import Goal
-from hebictl.control.loop import FixedRateLoop
+from hebictl.control.loop import FixedRateLoop, WaitMeter
 from hebictl.hardware.clock import MonotonicClock
 
 CONFIG = REPO / "configs" / "x-series-6dof.cfg.yaml"
@@ -91,8 +91,11 @@ def main() -> None:
         mock.update()
         mock.send()
 
-    # paced like hebi.arm: the mock's blocking read releases each cycle on its 1 kHz sample grid
-    loop = FixedRateLoop(step, 1000.0, clock, paced_by_step=True)
+    # paced like hebi.arm: the mock's blocking read releases each cycle on its 1 kHz sample grid; the
+    # read's time is waiting for feedback, not the controller's work (overruns: work over a period)
+    meter = WaitMeter(clock)
+    mock.backend.read = meter.wrap(mock.backend.read)
+    loop = FixedRateLoop(step, 1000.0, clock, paced_by_step=True, wait=meter)
     periods = []
     loop.report = lambda s: periods.append(s)
     loop.run(duration=args.loop_seconds)
@@ -102,6 +105,9 @@ def main() -> None:
           [["period p50 [ms]", f"{statistics.median(s.period_p50 for s in periods) * 1e3:.4f}"],
            ["period p99 [ms]", f"{p99:.4f}"],
            ["period max [ms]", f"{max(s.period_max for s in periods) * 1e3:.4f}"],
+           ["work p99 [ms]", f"{max(s.work_p99 for s in periods) * 1e3:.4f}"],
+           ["waiting for feedback p50 [ms]", f"{statistics.median(s.wait_p50 for s in periods) * 1e3:.4f}"],
+           ["deadline misses", str(loop.total.late)],
            ["overruns", str(loop.total.overruns)], ["missed cycles", str(loop.total.missed)],
            ["cycles", str(loop.cycles)]])
     mock.close()

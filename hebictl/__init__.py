@@ -36,6 +36,7 @@ from hebictl.errors import (
     TeleopError,
     TrajectoryError,
     UrdfWarning,
+    UsageError,
     XxyWarning,
 )
 
@@ -81,6 +82,7 @@ __all__ = [
     "TeleopError",
     "TrajectoryError",
     "UrdfWarning",
+    "UsageError",
     "XxyWarning",
     *sorted(_LAZY),
 ]

@@ -92,6 +92,11 @@ class LimitViolation(CommandRejected):
         super().__init__("out_of_limits", detail)
 
 
+class UsageError(HebictlError):
+    """A command-line flag has a value the command cannot use; the message starts with the flag
+    (``--goal needs 6 positions``), never with a config file it did not come from."""
+
+
 class TrajectoryError(HebictlError):
     """Waypoints or limits do not define a valid trajectory (names the argument and index)."""
 

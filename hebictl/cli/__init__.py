@@ -15,8 +15,10 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
+from hebictl import __version__
+from hebictl.cli.output import ensure_streams, say
 from hebictl.errors import ConfigError, HebictlError
 
 #: optional dependency (top-level import name) -> the extra that installs it
@@ -29,10 +31,39 @@ COMMAND_MODULES = ("hebictl.cli.model_cmd", "hebictl.cli.run_cmd", "hebictl.cli.
                    "hebictl.cli.panel_cmd", "hebictl.cli.log_cmd")
 
 
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Help that shows every option's default (``(default: mock)``), unless the text already says it
+    or there is none to show (None, False, an empty list)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if "default" in text or default in (None, False, [], argparse.SUPPRESS) or not action.option_strings:
+            return text
+        if isinstance(default, float) and default == float("inf"):
+            return f"{text} (default: inf)"
+        return f"{text} (default: %(default)s)"
+
+
+class HebictlParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line, ``hebictl: error: COMMAND: ...``, exit 2
+    (argparse's default prints the usage block first), and whose help shows the defaults."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        where = self.prog.removeprefix("hebictl").strip()
+        say(f"hebictl: error: {where + ': ' if where else ''}{message} (see {self.prog} --help)")
+        self.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hebictl", description="Controller for HEBI Robotics arms.")
+    parser = HebictlParser(prog="hebictl", description="Controller for HEBI Robotics arms.")
+    parser.add_argument("--version", action="version", version=f"hebictl {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=HebictlParser)
     for name in COMMAND_MODULES:
         try:
             module = importlib.import_module(name)
@@ -41,7 +72,19 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    for command in leaf_parsers(parser):  # -v also after the command (hebictl run CONFIG -v)
+        if command is not parser:
+            command.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                                 help="more log output (-vv for debug)")
     return parser
+
+
+def leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """Every parser that ends a command line (``run``, ``model info``, ``teleop-send mode``, ...)."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return [parser]
+    return [leaf for a in subs for p in dict.fromkeys(a.choices.values()) for leaf in leaf_parsers(p)]
 
 
 def show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
@@ -81,6 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     Exit codes: 0 ok, 1 the command ran but reports a failure, 2 an error (bad file, config,
     missing extra, unreachable device), 130 Ctrl-C, 141 the reader of stdout went away (``| head``).
     """
+    ensure_streams()
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING - 10 * min(args.verbose, 2),
@@ -90,13 +134,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except HebictlError as exc:
-        print(f"hebictl: error: {error_text(exc)}", file=sys.stderr)
+        say(f"hebictl: error: {error_text(exc)}")
         return 2
     except ModuleNotFoundError as exc:
         message = missing_extra(exc, args.command)
         if message is None:
             raise
-        print(message, file=sys.stderr)
+        say(message)
         return 2
     except BrokenPipeError:
         # the reader closed the pipe (hebictl model fk ... | head): stop quietly; stdout goes to
@@ -105,10 +149,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
         where = f": {exc.filename}" if exc.filename else ""
-        print(f"hebictl: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        say(f"hebictl: error: {exc.strerror or exc}{where}")
         return 2
     except KeyboardInterrupt:
-        print("hebictl: interrupted", file=sys.stderr)
+        say("hebictl: interrupted")
         return 130
 
 

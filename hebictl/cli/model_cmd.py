@@ -21,6 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     info = msub.add_parser("info", help="elements, joints, masses and end effectors of a model")
     info.add_argument("file", type=Path, nargs="?", help="robot file (default: the bundled 6-DoF X-series kit)")
     info.add_argument("--json", action="store_true", help="machine-readable output")
+    info.add_argument("--config", type=Path, metavar="CFG",
+                      help="robot config: show the joint limits a run applies (config and model), and its "
+                           "model if no FILE is given (default: the model's own limits)")
     info.set_defaults(func=cmd_info)
 
     val = msub.add_parser("validate", help="exit 0 if the file loads, else print the error (file:line)")
@@ -33,12 +36,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     fk.add_argument("file", type=Path)
     fk.add_argument("--q", type=float, nargs="*", default=None, help="joint positions [rad or m] (default zeros)")
     fk.add_argument("--frame", default="end_effector", help="output | com | input | end_effector | link")
-    fk.add_argument("--json", action="store_true")
+    fk.add_argument("--json", action="store_true", help="machine-readable output")
     fk.set_defaults(func=cmd_fk)
 
     conv = msub.add_parser("convert", help="write the model as URDF, MJCF or SDF")
     conv.add_argument("file", type=Path)
-    conv.add_argument("--to", required=True, choices=["urdf", "mjcf", "sdf"])
+    conv.add_argument("--to", required=True, choices=["urdf", "mjcf", "sdf"], help="output format")
     conv.add_argument("-o", "--output", type=Path, help="output file (default: stdout)")
     conv.set_defaults(func=cmd_convert)
     for cmd in (info, val, fk, conv):
@@ -128,16 +131,47 @@ def _summary(model) -> dict[str, Any]:
     }
 
 
+def config_limits(path: Path) -> tuple[Any, Any, str]:
+    """(model, limits, where they come from) as ``hebictl run`` builds them from a robot config."""
+    from hebictl.config import load_config
+    from hebictl.control.assembly import assemble
+
+    cfg = load_config(path)
+    parts = assemble(cfg, "mock")
+    parts.backend.close()
+    return parts.model, parts.limits, f"{cfg.path} (user_data.joint_limits and the model), as hebictl run applies them"
+
+
 def cmd_info(args: argparse.Namespace) -> int:
-    model = load_with_warnings(args.file or default_kit(), allowed_roots=args.allow_root, confine=args.confine)
+    limits = None
+    if args.config is not None:
+        config_model, limits, source = config_limits(args.config)
+        model = config_model if args.file is None else \
+            load_with_warnings(args.file, allowed_roots=args.allow_root, confine=args.confine)
+        if model.dof != config_model.dof:
+            raise ModelError(f"--config {args.config} is for a {config_model.dof}-joint arm, {args.file} has "
+                             f"{model.dof} joints")
+    else:
+        model = load_with_warnings(args.file or default_kit(), allowed_roots=args.allow_root, confine=args.confine)
+        lo, hi = model.position_limits
+        declared = "" if np.isfinite(lo).any() or np.isfinite(hi).any() else \
+            f" ({model.format} declares no position limits: -inf/inf)"
+        source = (f"the model file's own{declared}; the limits a run applies come from a robot config: "
+                  "hebictl model info --config CFG (or hebictl check-config CFG)")
     s = _summary(model)
+    if limits is not None:
+        for j, joint in enumerate(s["joints"]):
+            joint.update(lower=float(limits.position_min[j]), upper=float(limits.position_max[j]),
+                         max_velocity=float(limits.velocity_max[j]), max_acceleration=float(limits.acceleration_max[j]),
+                         max_effort=float(limits.effort_max[j]))
+    s["limits_from"] = source
     if args.json:
         print(json.dumps(s, indent=2, default=float))
         return 0
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = Console(soft_wrap=True)
     console.print(f"[bold]{s['file']}[/bold]  format={s['format']}  dof={s['dof']}  bodies={s['bodies']}  "
                   f"total mass={s['total_mass_kg']:.4f} kg  end effectors={s['end_effectors']}")
     if s["elements"]:
@@ -149,12 +183,16 @@ def cmd_info(args: argparse.Namespace) -> int:
             t.add_row(str(i), str(e.get("kind", "")), str(e.get("type", "") or ""), str(e.get("tag", "") or ""),
                       "" if mass is None else f"{mass:.4f}")
         console.print(t)
-    t = Table(title="Joints")
-    for col in ("name", "lower", "upper", "max velocity", "max effort"):
+    t = Table(title="Joints", caption=f"limits: {s['limits_from']}")
+    columns = ["name", "lower", "upper", "max velocity"] + (["max accel."] if limits is not None else []) + \
+        ["max effort"]
+    for col in columns:
         t.add_column(col, justify="left" if col == "name" else "right")
     for j in s["joints"]:
-        t.add_row(j["name"], f"{j['lower']:.4g}", f"{j['upper']:.4g}", f"{j['max_velocity']:.4g}",
-                  f"{j['max_effort']:.4g}")
+        row = [j["name"], f"{j['lower']:.4g}", f"{j['upper']:.4g}", f"{j['max_velocity']:.4g}"]
+        if limits is not None:
+            row.append(f"{j['max_acceleration']:.4g}")
+        t.add_row(*row, f"{j['max_effort']:.4g}")
     console.print(t)
     return 0
 

@@ -13,34 +13,48 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import logging
+import math
+import os
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from hebictl.errors import ConfigError, InstallationError
+from hebictl.cli.output import console, say, tolerant
+from hebictl.errors import CommandRejected, ConfigError, HardwareError, HebictlError, InstallationError, UsageError
 from hebictl.hardware.registry import available_backends
+
+log = logging.getLogger("hebictl.run")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="run an arm: home, follow a goal, hold (mock, sim or real modules)")
     run.add_argument("config", type=Path, nargs="?", help="robot config YAML (default: the bundled 6-DoF kit)")
-    run.add_argument("--backend", default="mock", choices=available_backends())
+    run.add_argument("--backend", default="mock", choices=available_backends(),
+                     help="mock: simulated in Python; sim: MuJoCo; hebi: real modules; hebi-imitation: hebi-py's")
     run.add_argument("--goal", type=float, nargs="+", metavar="RAD", help="joint positions to move to after home")
-    run.add_argument("--goal-time", type=float, default=None, help="seconds for the goal move (default: estimated)")
-    run.add_argument("--hold", type=float, default=2.0,
+    run.add_argument("--goal-time", type=float, default=None, metavar="S",
+                     help="seconds for the goal move; refused before moving if faster than the arm may go "
+                          "(default: estimated from the limits)")
+    run.add_argument("--hold", type=float, default=2.0, metavar="S",
                      help="seconds to hold at the end under gravity compensation (inf: until Ctrl-C)")
-    run.add_argument("--rate", type=float, default=None, help="control rate [Hz] (default: feedback_frequency)")
-    run.add_argument("--plot", type=Path, help="save a plot of commanded vs. measured position and effort")
-    run.add_argument("--record", type=Path, help="save the run as .mcap (Foxglove; see docs/recording.md) or .npz "
-                                               "(plot either later with hebictl plot)")
+    run.add_argument("--rate", type=float, default=None, metavar="HZ",
+                     help="control rate [Hz] (default: the config's feedback_frequency; the loop is then paced "
+                          "by the feedback read)")
+    run.add_argument("--plot", type=Path, metavar="PNG",
+                     help="save a plot of commanded vs. measured position and effort (default: no plot)")
+    run.add_argument("--record", type=Path, metavar="RUN.mcap|RUN.npz",
+                     help="save the run as .mcap (Foxglove; see docs/recording.md) or .npz (plot either later "
+                          "with hebictl plot) (default: not recorded)")
     run.add_argument("--no-home", action="store_true", help="skip the move to user_data.home_position")
-    run.add_argument("--stop-hold", type=float, default=float("inf"),
+    run.add_argument("--stop-hold", type=float, default=float("inf"), metavar="S",
                      help="after Ctrl-C/SIGTERM, hold this many seconds before exiting (default: until a "
                           "second Ctrl-C/SIGTERM)")
-    run.add_argument("--quiet", action="store_true", help="no live display")
+    run.add_argument("--quiet", action="store_true", help="no live display, no stop notice")
     run.set_defaults(func=cmd_run)
 
     chk = sub.add_parser("check-config", help="build what run builds from a robot config (no hardware); "
@@ -50,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     plot = sub.add_parser("plot", help="plot a recording saved with hebictl run --record (.npz or .mcap)")
     plot.add_argument("recording", type=Path)
-    plot.add_argument("-o", "--output", type=Path, default=Path("hebictl-run.png"))
+    plot.add_argument("-o", "--output", type=Path, default=Path("hebictl-run.png"), help="image file to write")
     plot.add_argument("--layout", action="store_true",
                       help=".mcap only: draw the Foxglove layout's panels (3D frames, joints, mode, events)")
     plot.set_defaults(func=cmd_plot)
@@ -132,158 +146,338 @@ def _home(cfg: Any, dof: int) -> np.ndarray | None:
     return arr
 
 
-def cmd_run(args: argparse.Namespace) -> int:  # noqa: C901 (the run sequence: checks, home, goal, hold, summary)
+def cmd_run(args: argparse.Namespace) -> int:
+    """Open the arm, check everything the run will ask of it, then home, follow the goal and hold.
+
+    The checks (flag values, output folders, the goal against the arm's own admission) run before
+    the first command is sent: a refused run has not moved. An error during the run brakes and
+    holds for ``--stop-hold`` seconds, then the recording and the summary are written and the
+    exit code is non-zero. Nothing printed is needed for the arm to stop: a failed write (stdout or
+    stderr closed) is ignored."""
     from hebictl.config import load_config
     from hebictl.control.arm import Arm
-    from hebictl.control.goal import Goal
-    from hebictl.control.loop import FixedRateLoop, LoopStats
+    from hebictl.control.loop import FixedRateLoop, LoopStats, WaitMeter
     from hebictl.control.recorder import Recorder
-    from hebictl.control.safety import EventKind, StopBehaviour
     from hebictl.hardware.clock import MonotonicClock
     from hebictl.resources import bundled_config
 
-    if args.plot is not None:
-        _require_plotting()
+    check_run_flags(args)
     clock = MonotonicClock()
     t_start = clock.now()  # event times and the summary count from here
     cfg = load_config(args.config or bundled_config())
     arm = Arm.from_config(cfg, backend=args.backend, clock=clock)
-    if hasattr(arm.events, "start"):
-        arm.events.start = t_start
-    rate = args.rate or cfg.feedback_frequency
-    npz = args.record is not None and args.record.suffix != ".mcap"
-    rec = Recorder(arm.dof, arm.model.joint_names) if (args.plot or npz) else None
+    mcap: Any = None
+    mcap_done: Any = None
     try:
-        mcap = _mcap_recorder(args, arm, cfg, rate)
-    except BaseException:
-        arm.close()  # a file that cannot be written: nothing ran, nothing stays open
-        raise
-    phases: list[tuple[str, np.ndarray | None, float | None]] = []
-    home = None if args.no_home else _home(cfg, arm.dof)
-    if home is not None:
-        phases.append(("home", home, None))
-    if args.goal is not None:
-        if len(args.goal) != arm.dof:
-            raise ConfigError(f"--goal needs {arm.dof} positions ({', '.join(arm.model.joint_names)}), "
-                              f"got {len(args.goal)}")
-        phases.append(("goal", np.array(args.goal), args.goal_time))
-    phases.append(("hold", None, args.hold))
+        if hasattr(arm.events, "start"):
+            arm.events.start = t_start
+        rate = args.rate or cfg.feedback_frequency
+        phases = plan_phases(arm, None if args.no_home else _home(cfg, arm.dof), args)
+        npz = args.record is not None and args.record.suffix != ".mcap"
+        rec = Recorder(arm.dof, arm.model.joint_names) if (args.plot or npz) else None
+        mcap = _mcap_recorder(args, arm, cfg, rate)  # opened before the loop: a file that fails has moved nothing
+        meter = WaitMeter(clock)
+        arm.backend.read = meter.wrap(arm.backend.read)  # time waiting for feedback, apart from work
+        # a backend whose read blocks until the next sample paces the loop, as hebi.arm runs: sleeping
+        # to a deadline and then waiting for feedback would make cycles late by the clocks' phase
+        paced = rate >= arm.backend.feedback_frequency * (1 - 1e-9)
+        run = RunSteps(arm, phases, clock, rec, args)
+        run.mcap = mcap
+        run.t_start = t_start
+        windows: list[LoopStats] = []
 
-    state: dict[str, Any] = {"phase": 0, "phase_start": None, "stats": None, "interrupted": None,
-                             "exit_at": None, "exit": False, "windows": [], "t_start": t_start}
+        def report(stats: LoopStats) -> None:
+            windows.append(stats)  # one per second: the summary covers the whole run
+            if mcap is not None:
+                mcap.loop_stats(stats)
 
-    def on_signal(signum: int, frame: Any) -> None:
-        if state["interrupted"] is not None:
-            state["exit"] = True  # second signal: leave the loop (the last command stays a hold)
-            return
-        state["interrupted"] = signum
+        loop = FixedRateLoop(run.step, rate, clock, paced_by_step=paced, wait=meter, report=report)
+        _run_loop(loop, run, windows, rate, args)
+    finally:
+        arm.close()
+        if mcap is not None:  # the writer thread drains and closes the file
+            mcap_done = mcap.close()
+    run.mcap_done = mcap_done
+    _finish(arm, cfg, run, loop, windows, rate, clock.now() - t_start, rec, args, paced)
+    if run.error is not None:
+        return 2
+    normal = ("interrupt", "terminate", "release", "hold", "goal", "cleared")
+    return 1 if run.failed or any(e.kind not in normal for e in arm.events.events) else 0
 
-    def start_phase() -> None:
-        _name, target, duration = phases[state["phase"]]
-        state["phase_start"] = clock.now()
-        if target is not None:
-            goal = Goal(arm.dof)
-            goal.add_waypoint(t=duration, position=target)
-            arm.set_goal(goal)
 
-    def step() -> bool:
-        if mcap is not None:
-            mcap.cycle_start()
+#: with no way to ask for a second Ctrl-C (stderr gone), an endless --stop-hold ends after this
+UNATTENDED_HOLD_S = 1.0
+
+
+def check_run_flags(args: argparse.Namespace) -> None:
+    """Flag values and output paths, before the arm is opened."""
+    for flag, value, ok in (("--goal-time", args.goal_time, args.goal_time is None or 0 < args.goal_time < math.inf),
+                            ("--hold", args.hold, args.hold >= 0),
+                            ("--stop-hold", args.stop_hold, args.stop_hold >= 0),
+                            ("--rate", args.rate, args.rate is None or 0 < args.rate < math.inf)):
+        if not ok:
+            raise UsageError(f"{flag} {value:g} is out of range (seconds/Hz must be > 0; --hold and --stop-hold "
+                             "may be 0 or inf)")
+    if args.goal is not None and not all(math.isfinite(x) for x in args.goal):
+        raise UsageError("--goal positions must be finite numbers")
+    if args.plot is not None:
+        _require_plotting()
+    for flag, path in (("--plot", args.plot), ("--record", args.record)):
+        if path is None:
+            continue
+        folder = path.parent if str(path.parent) else Path(".")
+        if path.is_dir():
+            raise UsageError(f"{flag} {path}: is a folder; give a file name")
+        if not folder.is_dir():
+            raise UsageError(f"{flag} {path}: folder {folder} does not exist")
+        if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            raise UsageError(f"{flag} {path}: not writable")
+
+
+def plan_phases(arm: Any, home: np.ndarray | None, args: argparse.Namespace) -> list[Phase]:
+    """The run's phases, each goal admitted by the arm's own admission from where it will start.
+
+    Home starts from the measured position, the goal from home (or from the measured position
+    with ``--no-home``), both at rest. A goal beyond the limits, or a ``--goal-time`` faster than
+    the arm may move, is refused here, before anything moves."""
+    from hebictl.control.admission import plan
+    from hebictl.control.goal import Goal
+
+    phases: list[Phase] = []
+    if args.goal is not None and len(args.goal) != arm.dof:
+        raise UsageError(f"--goal needs {arm.dof} positions ({', '.join(arm.model.joint_names)}), "
+                         f"got {len(args.goal)}")
+    for _ in range(50):  # the first feedback: where the first move starts
         arm.update()
-        arm.send()
-        if mcap is not None:
-            mcap.sample()
-        if rec is not None and np.isfinite(arm.last_feedback.position).all():
-            fb, cmd = arm.last_feedback, arm.pending_command
-            rec.record(clock.now(), cmd.position, fb.position, cmd.velocity, fb.velocity, cmd.effort, fb.effort)
-        now = clock.now()
-        if state["interrupted"] is not None:
-            if state["exit_at"] is None:
-                sigterm = state["interrupted"] == signal.SIGTERM
-                arm.stop(EventKind.TERMINATE if sigterm else EventKind.INTERRUPT,
-                         f"{'SIGTERM' if sigterm else 'Ctrl-C'}: braking, then holding under gravity compensation",
-                         behaviour=StopBehaviour.HOLD)
-                state["exit_at"] = now + args.stop_hold
-                if not args.quiet:
-                    print("stopping: holding the arm; Ctrl-C again to exit (the arm goes limp once the "
-                          "modules' command lifetime ends unless it is supported)", file=sys.stderr)
-            return not (state["exit"] or now >= state["exit_at"])
-        if state["phase_start"] is None:
+        if arm.last_feedback.sequence > 0 and np.isfinite(arm.last_feedback.position).all():
+            break
+    else:
+        raise HardwareError(f"no usable feedback from the {args.backend} backend; nothing was moved")
+    start = np.array(arm.last_feedback.position, dtype=float)
+    rest = np.zeros(arm.dof)
+    moves = ([("home", home, None, "user_data.home_position")] if home is not None else []) + \
+        ([("goal", np.array(args.goal, dtype=float), args.goal_time, "--goal")] if args.goal is not None else [])
+    for name, target, duration, source in moves:
+        goal = Goal(arm.dof)
+        goal.add_waypoint(t=duration, position=target)
+        try:
+            plan(goal, 0.0, (start, rest, rest), arm.limits, arm.model)
+        except CommandRejected as exc:
+            hint = " (or a longer --goal-time)" if exc.reason == "too_fast" and duration is not None else ""
+            raise UsageError(f"{source} refused before moving: {exc.reason}: {exc.detail}{hint}") from exc
+        phases.append(Phase(name, target, duration))
+        start = target
+    phases.append(Phase("hold", None, args.hold))
+    return phases
+
+
+@dataclass
+class Phase:
+    """One part of a run: move to ``target`` (None: hold) in ``duration`` s (None: estimated)."""
+
+    name: str
+    target: np.ndarray | None
+    duration: float | None
+
+
+class RunSteps:
+    """The run's cycle: phases in order, signals, and errors, each answered by a braked hold.
+
+    The signal handler only sets a flag; the stop happens in the cycle, so it never depends on a
+    write succeeding or on where the main thread was interrupted."""
+
+    def __init__(self, arm: Any, phases: list[Phase], clock: Any, rec: Any, args: argparse.Namespace) -> None:
+        self.arm, self.phases, self.clock, self.rec, self.args = arm, phases, clock, rec, args
+        self.phase = 0
+        self.phase_start: float | None = None
+        self.signal: int | None = None    # first SIGINT/SIGTERM
+        self.exit_now = False              # second one
+        self.exit_at: float | None = None  # end of the stop hold
+        self.error: BaseException | None = None  # an exception during the run
+        self.failed = False                # the arm stopped itself (a safety event)
+        self.t_start = clock.now()         # event times in the summary count from here
+        self.mcap: Any = None              # --record RUN.mcap: hebictl.recording.writer.McapRecorder
+        self.mcap_done: Any = None         # its closing counts (written, cycles, dropped)
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        if self.signal is not None:
+            self.exit_now = True  # second signal: leave the loop (the last command stays a hold)
+            return
+        self.signal = signum
+
+    def step(self) -> bool:
+        from hebictl.control.safety import EventKind
+
+        arm = self.arm
+        mcap = self.mcap
+        try:
+            if mcap is not None:
+                mcap.cycle_start()
+            arm.update()
+            arm.send()
+            if mcap is not None:
+                mcap.sample()
+            self._record()
+            return self._advance()
+        except Exception as exc:  # brake and hold, then leave with the recording and summary written
+            if self.error is None and self.exit_at is None:
+                self.error = exc
+                if not isinstance(exc, HebictlError):
+                    log.error("run: unexpected error; braking and holding", exc_info=exc)
+                self._hold_then_exit(EventKind.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}",
+                                     f"hebictl: error: {exc}; braking and holding the arm")
+                return True
+            return self._still_holding()
+
+    def _record(self) -> None:
+        rec = self.rec
+        if rec is not None and np.isfinite(self.arm.last_feedback.position).all():
+            fb, cmd = self.arm.last_feedback, self.arm.pending_command
+            rec.record(self.clock.now(), cmd.position, fb.position, cmd.velocity, fb.velocity, cmd.effort, fb.effort)
+
+    def _advance(self) -> bool:
+        from hebictl.control.safety import EventKind
+
+        arm = self.arm
+        if self.exit_at is not None:
+            return self._still_holding()
+        if self.signal is not None:
+            sigterm = self.signal == signal.SIGTERM
+            self._hold_then_exit(EventKind.TERMINATE if sigterm else EventKind.INTERRUPT,
+                                 f"{'SIGTERM' if sigterm else 'Ctrl-C'}: braking, then holding under gravity "
+                                 "compensation", "stopping: holding the arm")
+            return self._still_holding()
+        if arm.state.value == "stopped":  # a safety event stopped the arm (its own stop behaviour)
+            self.failed = True
+            last = arm.events.last
+            cause = f"{last.kind}: {last.detail}" if last is not None else "a safety event"
+            self.exit_at = self._hold_end(f"hebictl: the arm stopped ({cause}); holding it")
+            return self._still_holding()
+        if self.phase_start is None:
             if arm.last_feedback.sequence > 0:
-                start_phase()
+                self._start_phase()
             return True
-        _name, target, duration = phases[state["phase"]]
-        done = arm.at_goal if target is not None else (duration is not None and now - state["phase_start"] >= duration)
-        if done:
-            if state["phase"] + 1 >= len(phases):
+        if self._phase_done():
+            if self.phase + 1 >= len(self.phases):
                 return False
-            state["phase"] += 1
-            start_phase()
+            self.phase += 1
+            self._start_phase()
         return True
 
-    def report(stats: LoopStats) -> None:
-        state["stats"] = stats
-        if mcap is not None:
-            mcap.loop_stats(stats)
-        state["windows"].append(stats)  # one per second: the summary covers the whole run
+    def _phase_done(self) -> bool:
+        p = self.phases[self.phase]
+        if p.target is not None:
+            return bool(self.arm.at_goal)
+        return p.duration is not None and self.clock.now() - (self.phase_start or 0.0) >= p.duration
 
-    loop = FixedRateLoop(step, rate, clock, report=report)
-    old = signal.signal(signal.SIGINT, on_signal)
-    old_term = signal.signal(signal.SIGTERM, on_signal)
+    def _start_phase(self) -> None:
+        from hebictl.control.goal import Goal
+
+        p = self.phases[self.phase]
+        self.phase_start = self.clock.now()
+        if p.target is not None:
+            goal = Goal(self.arm.dof)
+            goal.add_waypoint(t=p.duration, position=p.target)
+            self.arm.set_goal(goal)
+
+    def _hold_then_exit(self, kind: Any, detail: str, notice: str) -> None:
+        from hebictl.control.safety import StopBehaviour
+
+        self.arm.stop(kind, detail, behaviour=StopBehaviour.HOLD)
+        self.exit_at = self._hold_end(notice)
+
+    def _hold_end(self, notice: str) -> float:
+        """When the stop hold ends; the notice says how to end it. If it cannot be shown, nobody can
+        be asked for a second Ctrl-C: an endless hold then ends after UNATTENDED_HOLD_S."""
+        hold = self.args.stop_hold
+        again = " again" if self.signal is not None else ""
+        how = (f"Ctrl-C{again} to exit" if hold == math.inf else f"for {hold:g} s") + \
+            " (the arm goes limp once the modules' command lifetime ends unless it is supported)"
+        shown = say(f"{notice}; {how}") if not self.args.quiet or self.error is not None else True
+        if not shown:
+            hold = min(hold, UNATTENDED_HOLD_S)
+        return self.clock.now() + hold
+
+    def _still_holding(self) -> bool:
+        return not (self.exit_now or self.clock.now() >= (self.exit_at or math.inf))
+
+
+def _run_loop(loop: Any, run: RunSteps, windows: list, rate: float, args: argparse.Namespace) -> None:
+    """The loop with the signal handlers installed and, on a terminal, a live panel."""
+    old = signal.signal(signal.SIGINT, run.on_signal)
+    old_term = signal.signal(signal.SIGTERM, run.on_signal)
     live = None
     try:
-        if not args.quiet and sys.stdout.isatty():
+        if not args.quiet and sys.stdout is not None and sys.stdout.isatty():
             from rich.live import Live
 
-            live = Live(_panel(arm, phases, state, rate), refresh_per_second=8, transient=False)
+            live = Live(live_panel(run, windows, rate), refresh_per_second=8, transient=False)
             live.start()
-            loop.report = lambda s: (report(s), live.update(_panel(arm, phases, state, rate)))
+            report = loop.report
+            loop.report = lambda s: (report(s), live.update(live_panel(run, windows, rate)))
         loop.run()
     finally:
         signal.signal(signal.SIGINT, old)
         signal.signal(signal.SIGTERM, old_term)
         if live is not None:
-            live.update(_panel(arm, phases, state, rate))
-            live.stop()
-        arm.close()
-        if mcap is not None:
-            done = mcap.close()
-            print(f"recording: {args.record} ({done.written} of {done.cycles} cycles, {done.dropped} dropped)")
-    _summary(arm, phases, state, loop, rate, clock.now() - t_start)
+            with tolerant("stdout"):
+                live.update(live_panel(run, windows, rate))
+                live.stop()
+
+
+def _finish(arm: Any, cfg: Any, run: RunSteps, loop: Any, windows: list, rate: float, elapsed: float,
+            rec: Any, args: argparse.Namespace, paced: bool) -> None:
+    """Recording and plot first (they matter more than the text), then the summary."""
+    written = []
+    done = run.mcap_done
+    if done is not None:
+        written.append(f"recording: {args.record} ({done.written} of {done.cycles} cycles, {done.dropped} dropped)")
     if rec is not None:
-        if npz:
+        if args.record is not None and args.record.suffix != ".mcap":
             rec.save(args.record)
-            print(f"recording: {args.record}")
+            written.append(f"recording: {args.record}")
         if args.plot:
             from hebictl.plot import plot_recording
 
             plot_recording(rec, args.plot, title=f"{cfg.path.name} on {args.backend}")
-            print(f"plot: {args.plot}")
-    normal = ("interrupt", "terminate", "release", "hold", "goal", "cleared")
-    return 1 if any(e.kind not in normal for e in arm.events.events) else 0
+            written.append(f"plot: {args.plot}")
+    with tolerant("stdout"):
+        _summary(arm, run, loop, windows, rate, elapsed, paced)
+        for line in written:
+            print(line)
 
 
-def _panel(arm: Any, phases: list, state: dict, rate: float) -> Any:
+def live_panel(run: RunSteps, windows: list, rate: float) -> Any:
+    """The live status table (rich): phase, state, positions and efforts as plain numbers, the last
+    second's loop figures and the last event."""
     from rich.markup import escape
     from rich.table import Table
 
-    t = Table(title=f"hebictl run — {arm.model.name} on {arm.backend!r}"[:100], show_header=False)
-    i = min(state["phase"], len(phases) - 1)
-    t.add_row("phase", f"{phases[i][0]} ({i + 1}/{len(phases)})")
+    arm, phases = run.arm, run.phases
+    t = Table(title=f"hebictl run: {arm.model.name} on {run.args.backend}", show_header=False)
+    i = min(run.phase, len(phases) - 1)
+    t.add_row("phase", f"{phases[i].name} ({i + 1}/{len(phases)})")
     t.add_row("state", arm.state.value)
     t.add_row("goal progress", f"{100 * arm.goal_progress:5.1f} %")
-    pos = arm.last_feedback.position
-    t.add_row("position \\[rad]", " ".join(f"{x:+.3f}" for x in pos))
-    t.add_row("effort \\[N·m]", " ".join(f"{x:+.2f}" for x in arm.pending_command.effort))
-    s = state.get("stats")
-    if s is not None:
-        t.add_row("loop", f"{rate:.0f} Hz target; period p50 {s.period_p50 * 1e3:.3f} ms, "
-                          f"p99 {s.period_p99 * 1e3:.3f} ms, max {s.period_max * 1e3:.3f} ms; "
-                          f"overruns {s.overruns}, missed {s.missed_cycles}")
+    t.add_row("position \\[rad]", _numbers(arm.last_feedback.position, 3))
+    t.add_row("effort \\[N·m]", _numbers(arm.pending_command.effort, 2))
+    if windows:
+        t.add_row("loop", _loop_line(windows[-1], rate))
     if arm.events.last is not None:
         e = arm.events.last
         t.add_row("last event", escape(f"{e.kind}: {e.detail}"))
     return t
+
+
+def _numbers(values: Any, digits: int) -> str:
+    """``+0.123 -1.200 ...`` on one line (numpy's repr wraps and brackets)."""
+    return " ".join(f"{x:+.{digits}f}" for x in np.asarray(values, dtype=float))
+
+
+def _loop_line(s: Any, rate: float) -> str:
+    return (f"{rate:.0f} Hz: period p50 {s.period_p50 * 1e3:.3f} ms, max {s.period_max * 1e3:.3f} ms; "
+            f"work p99 {s.work_p99 * 1e3:.3f} ms; waiting for feedback p50 {s.wait_p50 * 1e3:.3f} ms; "
+            f"deadline misses {s.deadline_misses}, overruns {s.overruns}")
 
 
 def _mcap_recorder(args: argparse.Namespace, arm: Any, cfg: Any, rate: float) -> Any:
@@ -303,21 +497,27 @@ def _require_plotting() -> None:
         raise InstallationError("--plot needs matplotlib: pip install 'hebictl[plot]'")
 
 
-def _summary(arm: Any, phases: list, state: dict, loop: Any, rate: float, elapsed: float) -> None:
-    """Closing report over the whole run (every statistics window, not the last one)."""
-    from rich.console import Console
+def _summary(arm: Any, run: RunSteps, loop: Any, windows: list, rate: float, elapsed: float,
+             paced: bool) -> None:
+    """Closing report over the whole run (every statistics window, not the last one), one fact a line."""
     from rich.markup import escape
 
-    c = Console()
+    c = console(soft_wrap=True)  # long lines stay whole (no wrapping mid-number when piped)
     c.print(f"[bold]done[/bold] after {elapsed:.2f} s: state={arm.state.value}, "
-            f"phases={', '.join(p[0] for p in phases)}, "
-            f"final position \\[rad]: {np.array2string(arm.last_feedback.position, precision=4)}")
-    windows = [w for w in state["windows"] if w.cycles]
-    if windows:
-        p50 = float(np.median([w.period_p50 for w in windows]))
-        c.print(f"loop at {rate:.0f} Hz, whole run: {loop.cycles} cycles, overruns {loop.total.overruns}, missed "
-                f"{loop.total.missed}; period p50 {p50 * 1e3:.3f} ms (median of the per-second medians), worst "
-                f"per-second p99 {max(w.period_p99 for w in windows) * 1e3:.3f} ms, max "
-                f"{max(w.period_max for w in windows) * 1e3:.3f} ms")
+            f"phases={', '.join(p.name for p in run.phases)}")
+    c.print(f"final position \\[rad]: {_numbers(arm.last_feedback.position, 4)}")
+    ws = [w for w in windows if w.cycles]
+    if ws:
+        total = loop.total
+        pacing = "paced by the feedback read" if paced else "paced by its deadlines"
+        c.print(f"loop at {rate:.0f} Hz ({pacing}), whole run: {loop.cycles} cycles; "
+                f"deadline misses {total.late}, overruns {total.overruns} (cycles whose own work took longer "
+                f"than a period), missed cycles {total.missed}")
+        c.print(f"  period p50 {float(np.median([w.period_p50 for w in ws])) * 1e3:.3f} ms, worst per-second p99 "
+                f"{max(w.period_p99 for w in ws) * 1e3:.3f} ms, max {max(w.period_max for w in ws) * 1e3:.3f} ms; "
+                f"work p50 {float(np.median([w.work_p50 for w in ws])) * 1e3:.3f} ms, worst p99 "
+                f"{max(w.work_p99 for w in ws) * 1e3:.3f} ms; waiting for feedback p50 "
+                f"{float(np.median([w.wait_p50 for w in ws])) * 1e3:.3f} ms")
     for e in arm.events.events:
-        c.print(f"  event t={e.time - state['t_start']:.3f} s {e.kind} -> {e.state.value}: {escape(e.detail)}")
+        c.print(f"  event t={e.time - run.t_start:.3f} s "
+                f"{e.kind} -> {e.state.value}: {escape(e.detail)}")

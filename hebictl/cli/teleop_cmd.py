@@ -19,14 +19,18 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
-from hebictl.errors import ConfigError, TeleopError
+from hebictl.cli.output import say
+from hebictl.errors import ConfigError, TeleopError, UsageError
 from hebictl.hardware.registry import available_backends
 from hebictl.teleop.clock import SYSTEM_CLOCK
+
+#: with no way to ask for a second Ctrl-C (stderr gone), an endless --stop-hold ends after this [s]
+UNATTENDED_HOLD_S = 1.0
 
 #: backends whose modules (or hebi-py's imitation of them) keep real time: no --paced-clock
 _REAL_TIME_BACKENDS = frozenset({"hebi", "hebi-imitation"})
@@ -34,22 +38,54 @@ _REAL_TIME_BACKENDS = frozenset({"hebi", "hebi-imitation"})
 log = logging.getLogger("hebictl.teleop")
 
 
-def _broker_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--broker", default="mqtt://127.0.0.1:1883", help="mqtt://HOST:PORT or mqtts://HOST:PORT")
-    p.add_argument("--arm-id", default="arm", help="topic namespace hebictl/v1/<ARM_ID>/ (default: arm)")
-    p.add_argument("--username", help="broker account")
-    p.add_argument("--password-file", type=Path, help="file whose first line is the password")
-    p.add_argument("--tls-ca", type=Path, help="CA certificate to verify the broker with (enables TLS)")
-    p.add_argument("--tls-cert", type=Path, help="client certificate (mutual TLS; with --tls-key)")
-    p.add_argument("--tls-key", type=Path, help="client certificate's private key")
-    p.add_argument("--keepalive", type=int, default=5, help="MQTT keepalive [s]: a silent broker is lost after ~1.5x")
+#: (flags, options) of the broker connection, shared by teleop and teleop-send
+_BROKER_OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
+    (("--broker",), {"default": "mqtt://127.0.0.1:1883", "metavar": "URL",
+                     "help": "mqtt://HOST:PORT or mqtts://HOST:PORT"}),
+    (("--arm-id",), {"default": "arm", "help": "topic namespace hebictl/v1/<ARM_ID>/"}),
+    (("--username",), {"help": "broker account (default: anonymous)"}),
+    (("--password-file",), {"type": Path, "help": "file whose first line is the password"}),
+    (("--tls-ca",), {"type": Path, "help": "CA certificate to verify the broker with (enables TLS)"}),
+    (("--tls-cert",), {"type": Path, "help": "client certificate (mutual TLS; with --tls-key)"}),
+    (("--tls-key",), {"type": Path, "help": "client certificate's private key"}),
+    (("--keepalive",), {"type": int, "default": 5, "metavar": "S",
+                        "help": "MQTT keepalive [s]: a silent broker is lost after ~1.5x"}),
+)
+
+#: teleop-send's own options, accepted before or after the ACTION
+_SEND_OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
+    (("--client",), {"default": None, "help": "client name in the envelope (default: operator-<pid>)"}),
+    (("--timeout",), {"type": float, "default": 3.0, "metavar": "S", "help": "seconds to wait for the ack"}),
+)
+
+
+def _add_options(p: argparse.ArgumentParser, options: tuple[tuple[tuple[str, ...], dict[str, Any]], ...], *,
+                 again: bool = False) -> None:
+    """Add ``options``; ``again``: on an ACTION's parser, where they may be repeated after the action.
+    There they default to SUPPRESS, so the value given before the action stays unless repeated."""
+    for flags, kw in options:
+        kw = dict(kw)
+        if again:
+            if kw.get("default") is not None:
+                kw["help"] = f"{kw['help']} (default: {kw['default']})"
+            kw["default"] = argparse.SUPPRESS
+        p.add_argument(*flags, **kw)
 
 
 def _settings(args: argparse.Namespace) -> Any:
+    """The broker settings; a bad value names its flag (``--broker: ...``), not a config file."""
     from hebictl.teleop.connection import parse_broker
 
-    return parse_broker(args.broker, username=args.username, password_file=args.password_file,
-                        tls_ca=args.tls_ca, tls_cert=args.tls_cert, tls_key=args.tls_key, keepalive=args.keepalive)
+    try:
+        return parse_broker(args.broker, username=args.username, password_file=args.password_file,
+                            tls_ca=args.tls_ca, tls_cert=args.tls_cert, tls_key=args.tls_key,
+                            keepalive=args.keepalive)
+    except ConfigError as exc:
+        if exc.file is not None:  # a file named by a flag (password, certificate): keep its name
+            raise UsageError(str(exc)) from exc
+        flag = {"broker": "--broker", "tls": "--tls-cert/--tls-key", "password": "--password-file",
+                "username": "--username", "keepalive": "--keepalive"}.get(exc.key or "", "")
+        raise UsageError(f"{flag}: {exc.message}" if flag else exc.message) from exc
 
 
 def _bool(text: str) -> bool:
@@ -64,16 +100,19 @@ def _bool(text: str) -> bool:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("teleop", help="serve an arm over MQTT (goals, jog, e-stop; state at a fixed rate)")
     p.add_argument("config", type=Path, nargs="?", help="robot config YAML (default: the bundled 6-DoF kit)")
-    _broker_args(p)
-    p.add_argument("--backend", default="mock", choices=available_backends())
-    p.add_argument("--rate", type=float, default=None, help="arm loop rate [Hz] (default: feedback_frequency)")
-    p.add_argument("--state-rate", type=float, default=50.0, help="state/joints and state/ee_pose rate [Hz]")
-    p.add_argument("--max-age", type=float, default=1.0,
+    _add_options(p, _BROKER_OPTIONS)
+    p.add_argument("--backend", default="mock", choices=available_backends(),
+                   help="mock: simulated in Python; sim: MuJoCo; hebi: real modules; hebi-imitation: hebi-py's")
+    p.add_argument("--rate", type=float, default=None, metavar="HZ",
+                   help="arm loop rate [Hz] (default: the config's feedback_frequency)")
+    p.add_argument("--state-rate", type=float, default=50.0, metavar="HZ",
+                   help="state/joints and state/ee_pose rate [Hz]")
+    p.add_argument("--max-age", type=float, default=1.0, metavar="S",
                    help="oldest accepted command [s] by ts (sender's clock: keep clocks in sync)")
     p.add_argument("--paced-clock", action="store_true",
                    help="simulated backends only: simulated time no faster than real time, stretched when the "
                         "process is late (measurements on a loaded machine); refused with real modules")
-    p.add_argument("--stop-hold", type=float, default=float("inf"),
+    p.add_argument("--stop-hold", type=float, default=float("inf"), metavar="S",
                    help="after Ctrl-C/SIGTERM, hold the arm this many seconds before exiting (default: until a "
                         "second Ctrl-C/SIGTERM)")
     p.add_argument("--record", type=Path, metavar="DIR",
@@ -90,34 +129,39 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_teleop)
 
     s = sub.add_parser("teleop-send", help="send one teleop command over MQTT and print its ack")
-    _broker_args(s)
-    s.add_argument("--client", default=None, help="client name in the envelope (default operator-<pid>)")
-    s.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the ack")
+    _add_options(s, _BROKER_OPTIONS + _SEND_OPTIONS)
     a = s.add_subparsers(dest="send_action", required=True, metavar="ACTION")
     jg = a.add_parser("joint-goal", help="move to joint positions")
-    jg.add_argument("--positions", type=float, nargs="+", required=True, metavar="RAD")
-    jg.add_argument("--velocities", type=float, nargs="+", metavar="RAD_S")
-    jg.add_argument("--duration", type=float, help="seconds (default: estimated from the limits)")
+    jg.add_argument("--positions", type=float, nargs="+", required=True, metavar="RAD", help="one per joint")
+    jg.add_argument("--velocities", type=float, nargs="+", metavar="RAD_S",
+                    help="velocities at the goal (default: at rest)")
+    jg.add_argument("--duration", type=float, metavar="S", help="seconds (default: estimated from the limits)")
     cg = a.add_parser("cartesian-goal", help="move the end effector (IK on the arm)")
-    cg.add_argument("--position", type=float, nargs=3, required=True, metavar=("X", "Y", "Z"))
-    cg.add_argument("--orientation", type=float, nargs=4, metavar=("W", "X", "Y", "Z"))
-    cg.add_argument("--duration", type=float)
+    cg.add_argument("--position", type=float, nargs=3, required=True, metavar=("X", "Y", "Z"),
+                    help="end-effector position [m, world frame]")
+    cg.add_argument("--orientation", type=float, nargs=4, metavar=("W", "X", "Y", "Z"),
+                    help="quaternion (default: any orientation)")
+    cg.add_argument("--duration", type=float, metavar="S", help="seconds (default: estimated from the limits)")
     jo = a.add_parser("jog", help="stream a jog velocity with the dead-man held, then let go")
-    jo.add_argument("--space", choices=["joint", "cartesian"], default="joint")
-    jo.add_argument("--velocity", type=float, nargs="+", required=True)
-    jo.add_argument("--for", dest="seconds", type=float, default=1.0, help="seconds to stream (default 1)")
-    jo.add_argument("--rate", type=float, default=50.0, help="messages per second (default 50)")
-    jo.add_argument("--ttl", type=float, default=None)
+    jo.add_argument("--space", choices=["joint", "cartesian"], default="joint",
+                    help="joint: rad/s per joint; cartesian: vx vy vz [m/s] (+ wx wy wz [rad/s])")
+    jo.add_argument("--velocity", type=float, nargs="+", required=True, help="the velocity to stream")
+    jo.add_argument("--for", dest="seconds", type=float, default=1.0, metavar="S", help="seconds to stream")
+    jo.add_argument("--rate", type=float, default=50.0, metavar="HZ", help="messages per second")
+    jo.add_argument("--ttl", type=float, default=None, metavar="S",
+                    help="how long each sample stays valid (default: the arm's)")
     gr = a.add_parser("gripper", help="gripper opening (a config with user_data.has_gripper moves one)")
     g = gr.add_mutually_exclusive_group(required=True)
     g.add_argument("--position", type=float, help="0 closed .. 1 open")
-    g.add_argument("--action", dest="gripper_action", choices=["open", "close"])
+    g.add_argument("--action", dest="gripper_action", choices=["open", "close"], help="fully open or closed")
     a.add_parser("stop", help="decelerate and hold")
     es = a.add_parser("estop", help="engage or release the e-stop")
-    es.add_argument("--engaged", type=_bool, required=True, metavar="true|false")
+    es.add_argument("--engaged", type=_bool, required=True, metavar="true|false", help="engage (true) or release")
     mo = a.add_parser("mode", help="idle | gravcomp | position | jog")
     mo.add_argument("mode", choices=["idle", "gravcomp", "position", "jog"])
     a.add_parser("status", help="print the arm's retained status")
+    for action in dict.fromkeys(a.choices.values()):  # options also after the action: mode position --timeout 3
+        _add_options(action, _BROKER_OPTIONS + _SEND_OPTIONS, again=True)
     s.set_defaults(func=cmd_teleop_send)
 
 
@@ -137,11 +181,11 @@ def cmd_teleop(args: argparse.Namespace) -> int:
     check_arm_id(args.arm_id)
     settings = _settings(args)
     if args.state_rate <= 0 or (args.rate is not None and args.rate <= 0):
-        raise ConfigError("--rate and --state-rate must be > 0 Hz")
+        raise UsageError("--rate and --state-rate must be > 0 Hz")
     if not args.stop_hold >= 0:
-        raise ConfigError("--stop-hold must be >= 0 s (inf: until a second Ctrl-C/SIGTERM)")
+        raise UsageError("--stop-hold must be >= 0 s (inf: until a second Ctrl-C/SIGTERM)")
     if args.paced_clock and args.backend in _REAL_TIME_BACKENDS:
-        raise ConfigError(f"--paced-clock is for simulated backends; {args.backend} runs in real time")
+        raise UsageError(f"--paced-clock is for simulated backends; {args.backend} runs in real time")
     cfg = load_config(args.config or bundled_config())
     clock = PacedClock() if args.paced_clock else MonotonicClock()
     arm = Arm.from_config(cfg, backend=args.backend, clock=clock)
@@ -159,24 +203,39 @@ def cmd_teleop(args: argparse.Namespace) -> int:
             loop = asyncio.get_running_loop()
             signals = {signal.SIGINT: (EventKind.INTERRUPT, "Ctrl-C"), signal.SIGTERM: (EventKind.TERMINATE, "SIGTERM")}
 
-            def on_signal(sig: signal.Signals) -> None:
-                kind, name = signals[sig]
-                if server.stopping:  # second signal: end the hold and exit
-                    _tell(f"{name} again: exiting; the modules keep the hold for their command lifetime")
-                    server.runner.end_hold()
-                    return
-                _tell(f"{name}: stopping teleop; the arm brakes and holds under gravity compensation ("
-                      + ("Ctrl-C again to exit" if args.stop_hold == float("inf") else f"for {args.stop_hold:g} s")
-                      + "; once the process has exited a brakeless arm sinks when the modules' command "
-                        "lifetime ends)")
+            stopping: list[asyncio.Task[None]] = []
+
+            async def stop_once_braking(kind: EventKind) -> None:
+                """The offline status shows the stop: the bridge is stopped once the arm thread has
+                applied it (at most 0.5 s later; it brakes in its next cycle either way)."""
+                server.runner.begin_shutdown(kind)
+                deadline = loop.time() + 0.5
+                while server.runner.snapshot.state != "stopped" and loop.time() < deadline:
+                    await asyncio.sleep(0.005)
                 server.stop(kind)
+
+            def on_signal(sig: signal.Signals) -> None:
+                # the arm first: a failed write (stderr closed) must never keep it from stopping
+                kind, name = signals[sig]
+                if stopping:  # second signal: end the hold and exit
+                    server.runner.end_hold()
+                    _tell(f"{name} again: exiting; the modules keep the hold for their command lifetime")
+                    return
+                stopping.append(loop.create_task(stop_once_braking(kind)))
+                endless = args.stop_hold == math.inf
+                shown = _tell(f"{name}: stopping teleop; the arm brakes and holds under gravity compensation ("
+                              + ("Ctrl-C again to exit" if endless else f"for {args.stop_hold:g} s")
+                              + "; once the process has exited a brakeless arm sinks when the modules' command "
+                                "lifetime ends)")
+                if not shown and endless:  # nobody can be asked for a second Ctrl-C: a bounded hold
+                    server.runner.shutdown_hold = UNATTENDED_HOLD_S
 
             for sig in signals:
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.add_signal_handler(sig, on_signal, sig)
-            print(f"hebictl teleop: {cfg.path.name} on {args.backend} at {server.runner.rate_hz:g} Hz"
-                  f"{' with its gripper' if gripper is not None else ''}; broker {settings.url}, "
-                  f"topics {server.bridge.topics.root}/ (Ctrl-C to stop)", file=sys.stderr)
+            say(f"hebictl teleop: {cfg.path.name} on {args.backend} at {server.runner.rate_hz:g} Hz"
+                f"{' with its gripper' if gripper is not None else ''}; broker {settings.url}, "
+                f"topics {server.bridge.topics.root}/ (Ctrl-C to stop)")
             await server.run()
 
         asyncio.run(main())
@@ -212,10 +271,11 @@ def _session_recorder(args: argparse.Namespace, arm: Any, cfg: Any) -> Any:
                                   "config": str(cfg.path)})
 
 
-def _tell(message: str) -> None:
-    """A normal operator action: logged at INFO and shown on stderr (the user pressed the key)."""
+def _tell(message: str) -> bool:
+    """A normal operator action: logged at INFO and shown on stderr (the user pressed the key).
+    False when stderr is gone; never raises."""
     log.info("%s", message)
-    print(f"hebictl teleop: {message}", file=sys.stderr, flush=True)
+    return say(f"hebictl teleop: {message}")
 
 
 # ---------------------------------------------------------------------- hebictl teleop-send
@@ -237,8 +297,8 @@ async def _send(args: argparse.Namespace) -> int:
     except TimeoutError as exc:
         raise TeleopError(f"no answer from arm {args.arm_id!r} within {args.timeout} s "
                           "(is hebictl teleop running with the same --arm-id?)") from exc
-    if isinstance(ack, dict):
-        print(json.dumps(ack, indent=2 if args.send_action == "status" else None))
+    if isinstance(ack, dict):  # status or the jog summary: one JSON line like an ack
+        print(json.dumps(ack))
         return 0 if ack.get("accepted", True) else 1
     print(json.dumps(_ack_dict(ack)))
     return 0 if ack.accepted else 1
@@ -271,34 +331,62 @@ async def _dispatch(client: Any, args: argparse.Namespace) -> Any:
         return await client.mode(args.mode, timeout=t)
     if args.send_action == "status":
         return await client.wait_status(lambda s: True, timeout=t)
-    raise ConfigError(f"unknown action {args.send_action}")
+    raise UsageError(f"unknown action {args.send_action}")
+
+
+#: the bridge acks rejected jog samples at most every 0.2 s per client and reason (docs/teleop.md);
+#: with no new rejection ack for this long after the dead-man release, every sample is answered
+JOG_ACK_QUIET_S = 0.5
 
 
 async def _jog(client: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """Stream the jog, let go of the dead-man, print each rejection ack as it came; return a
-    summary in the shape of an ack (accepted jog samples are not acked one by one: a stream)."""
+    """Stream the jog, let go of the dead-man, wait until every sample is answered, print each
+    rejection ack as one line and return a summary in the shape of an ack.
+
+    Accepted jog samples are not acked one by one (a stream); rejected ones are, coalesced per
+    reason. "Every sample answered" therefore means: the rejection acks cover all samples, or no
+    further rejection ack came for JOG_ACK_QUIET_S after the release (the rest were accepted)."""
     if args.rate <= 0 or args.seconds < 0:
-        raise ConfigError("jog --rate must be > 0 and --for >= 0")
+        raise UsageError("jog --rate must be > 0 and --for >= 0")
     monotonic = SYSTEM_CLOCK.monotonic
     period = 1.0 / args.rate
     end = monotonic() + args.seconds
     next_t = monotonic()
+    first_seq: int | None = None
     sent = 0
     while monotonic() < end:
-        await client.jog(args.velocity, space=args.space, deadman=True, ttl=args.ttl)
+        seq = client.next_seq()
+        first_seq = seq if first_seq is None else first_seq
+        await client.jog(args.velocity, space=args.space, deadman=True, ttl=args.ttl, seq=seq)
         sent += 1
         next_t += period
         await asyncio.sleep(max(0.0, next_t - monotonic()))
-    await client.jog([0.0] * len(args.velocity), space=args.space, deadman=False, ttl=args.ttl)
-    release_seq = client.next_seq() - 1
-    await asyncio.sleep(min(args.timeout, 0.3))  # rejection acks of the last samples
-    rejected = [a for a in client.acks if a.client == client.name and not a.accepted]
-    for a in rejected:
+    release_seq = client.next_seq()
+    first_seq = release_seq if first_seq is None else first_seq
+    await client.jog([0.0] * len(args.velocity), space=args.space, deadman=False, ttl=args.ttl, seq=release_seq)
+    samples = sent + 1
+
+    def rejections() -> list[Any]:
+        return [a for a in client.acks if a.client == client.name and not a.accepted and a.seq is not None
+                and first_seq <= a.seq <= release_seq]
+
+    released = last_change = monotonic()
+    seen = 0
+    while True:
+        acks = rejections()
+        answered = sum(1 + a.coalesced for a in acks)
+        if len(acks) != seen:
+            seen, last_change = len(acks), monotonic()
+        now = monotonic()
+        if answered >= samples or now - last_change >= JOG_ACK_QUIET_S or now - released >= args.timeout:
+            break
+        await asyncio.sleep(0.02)
+    for a in acks:
         print(json.dumps(_ack_dict(a)))
-    n_rejected = sum(1 + a.coalesced for a in rejected)
-    first = rejected[0] if rejected else None
-    return {"seq": release_seq, "client": client.name, "topic": "jog", "accepted": not rejected,
+    first = acks[0] if acks else None
+    return {"seq": release_seq, "client": client.name, "topic": "jog", "accepted": not acks,
             "reason": "" if first is None else first.reason,
-            "detail": f"{sent} samples streamed at {args.rate:g}/s, then the dead-man released; "
-                      f"{n_rejected} rejected" + ("" if first is None else f" ({first.detail})"),
-            "samples": sent + 1, "rejected": n_rejected}
+            "detail": f"{samples} samples: {sent} streamed at {args.rate:g}/s, then the dead-man release; "
+                      f"{answered} rejected (in {len(acks)} acks), {samples - answered} accepted (accepted jog "
+                      f"samples are not acked one by one)" + ("" if first is None else f"; {first.detail}"),
+            "samples": samples, "rejected": answered}

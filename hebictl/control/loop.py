@@ -1,11 +1,29 @@
-"""Fixed-rate control loop with absolute deadlines and loop statistics.
+"""Fixed-rate control loop with absolute deadlines and loop statistics that mean one thing each.
 
-Deadlines are ``t0 + k * period`` rather than "sleep one period after the work", so the rate
-does not drift with the work's duration. A cycle that overruns its deadline is not made up by
-bursting: the loop skips to the next deadline in the future and counts the missed cycles.
-Statistics (period p50/p99/max, overruns) are reported once per ``report_every`` seconds through a
-callback (the CLI shows them; tests read them), never per overrun, so a struggling loop is not
-slowed further by its own logging.
+A cycle's time splits into two parts, reported separately:
+
+* **wait**: time blocked on the backend's feedback read (:class:`WaitMeter`). The modules send
+  feedback on their own clock; waiting for it is the loop being paced, not the controller being slow.
+* **work**: the rest of the cycle, the controller's own computation (model, trajectory, safety
+  checks, sending the command).
+
+and two kinds of lateness are counted:
+
+* a **deadline miss**: a cycle that ended after the next cycle's deadline (paced by the feedback
+  read: a period longer than 1.5 periods), whatever the cause;
+* an **overrun**: a deadline miss of the controller's own making, a cycle whose *work* alone took
+  longer than one period. On an idle machine a healthy controller has none.
+
+Two pacing modes. By default the loop sleeps to absolute deadlines ``t0 + k * period`` (the rate
+does not drift with the work's duration; a late cycle is not made up by bursting: the loop skips to
+the next deadline in the future and counts the skipped ones). With ``paced_by_step`` the step
+itself blocks until the next cycle, as ``hebi.arm`` runs when the backend's read waits for the
+next feedback sample; the loop then only measures. Sleeping to a deadline *and then* waiting for
+feedback would make a cycle late or not depending on the phase of two clocks, so a controller that
+reads a blocking backend at its feedback rate is paced by the read.
+
+Statistics are reported once per ``report_every`` seconds through a callback (the CLI shows them;
+tests read them), never per miss, so a struggling loop is not slowed further by its own logging.
 """
 
 from __future__ import annotations
@@ -14,6 +32,7 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -21,23 +40,56 @@ from hebictl.hardware.clock import Clock
 
 log = logging.getLogger(__name__)
 
+#: paced by the step: a period longer than (1 + this) nominal periods is a deadline miss
+LATE_FRACTION = 0.5
+
 
 @dataclass(frozen=True)
 class LoopStats:
-    """Statistics over one reporting window; periods and work times in seconds."""
+    """Statistics over one reporting window; times in seconds."""
 
     cycles: int
     period_p50: float
     period_p99: float
     period_max: float
-    work_p50: float
+    work_p50: float        # the controller's own work per cycle (waiting for feedback excluded)
     work_p99: float
-    overruns: int          # cycles whose work ended after the next deadline
-    missed_cycles: int     # deadlines skipped because of overruns
+    overruns: int          # cycles whose own work took longer than one period
+    missed_cycles: int     # deadlines skipped (no cycle ran for them)
     window: float          # s
+    wait_p50: float = 0.0  # time blocked on the feedback read per cycle
+    wait_p99: float = 0.0
+    deadline_misses: int = 0  # cycles that started late, whatever the cause (overruns included)
 
     def as_dict(self) -> dict[str, float]:
         return {k: float(v) for k, v in self.__dict__.items()}
+
+
+class WaitMeter:
+    """Time a loop's step spends blocked in a call, typically the backend's feedback read.
+
+    ``backend.read = meter.wrap(backend.read)``: every call adds its duration (on ``clock``) to
+    :attr:`pending`, which the loop takes once per cycle (:meth:`take`)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.pending = 0.0
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        clock = self.clock
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t = clock.now()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.pending += clock.now() - t
+
+        return timed
+
+    def take(self) -> float:
+        waited, self.pending = self.pending, 0.0
+        return waited
 
 
 class _Window:
@@ -46,27 +98,30 @@ class _Window:
     def __init__(self, capacity: int) -> None:
         self.periods = np.empty(capacity)
         self.works = np.empty(capacity)
+        self.waits = np.empty(capacity)
         self.n = 0
         self.overruns = 0
         self.missed = 0
+        self.late = 0
 
-    def add(self, period: float, work: float) -> None:
+    def add(self, period: float, work: float, wait: float) -> None:
         if self.n < self.periods.shape[0]:
             self.periods[self.n] = period
             self.works[self.n] = work
+            self.waits[self.n] = wait
             self.n += 1
 
     def stats(self, window: float) -> LoopStats:
-        p = self.periods[: self.n]
-        w = self.works[: self.n]
         if self.n == 0:
             nan = math.nan
-            return LoopStats(0, nan, nan, nan, nan, nan, self.overruns, self.missed, window)
+            return LoopStats(0, nan, nan, nan, nan, nan, self.overruns, self.missed, window, nan, nan, self.late)
+        p, w, q = self.periods[: self.n], self.works[: self.n], self.waits[: self.n]
         return LoopStats(self.n, float(np.median(p)), float(np.percentile(p, 99)), float(p.max()),
-                         float(np.median(w)), float(np.percentile(w, 99)), self.overruns, self.missed, window)
+                         float(np.median(w)), float(np.percentile(w, 99)), self.overruns, self.missed, window,
+                         float(np.median(q)), float(np.percentile(q, 99)), self.late)
 
     def reset(self) -> None:
-        self.n = self.overruns = self.missed = 0
+        self.n = self.overruns = self.missed = self.late = 0
 
 
 class FixedRateLoop:
@@ -74,10 +129,11 @@ class FixedRateLoop:
 
     def __init__(self, step: Callable[[], bool | None], rate_hz: float, clock: Clock, *,
                  report: Callable[[LoopStats], None] | None = None, report_every: float = 1.0,
-                 paced_by_step: bool = False) -> None:
+                 paced_by_step: bool = False, wait: WaitMeter | None = None) -> None:
         """``paced_by_step``: ``step`` itself blocks until the next cycle (e.g. a backend's
-        blocking feedback read, as hebi-py's Arm runs); the loop then only measures, and a cycle
-        longer than 1.5 periods counts as an overrun."""
+        blocking feedback read, as hebi-py's Arm runs); the loop then only measures.
+        ``wait``: the meter the step's feedback read is wrapped with; its time is reported as
+        waiting, not as the controller's work."""
         if not rate_hz > 0:
             raise ValueError(f"rate_hz must be > 0, got {rate_hz}")
         self.step = step
@@ -86,6 +142,7 @@ class FixedRateLoop:
         self.report = report
         self.report_every = report_every
         self.paced_by_step = paced_by_step
+        self.wait = wait
         self._running = False
         self._window = _Window(int(rate_hz * report_every * 2) + 16)
         self.total = _Window(0)  # counts only
@@ -99,6 +156,7 @@ class FixedRateLoop:
         """Run for ``duration`` seconds (None = until stopped); returns the last window's stats."""
         clock = self.clock
         period = self.period
+        late_after = LATE_FRACTION * period  # paced only
         self._running = True
         t0 = clock.now()
         end = math.inf if duration is None else t0 + duration
@@ -106,6 +164,8 @@ class FixedRateLoop:
         deadline = t0
         last_start = math.nan
         window_start = t0
+        if self.wait is not None:
+            self.wait.take()
         while self._running:
             if not self.paced_by_step:
                 clock.sleep_until(deadline)
@@ -114,23 +174,29 @@ class FixedRateLoop:
                 break
             result = self.step()
             done = clock.now()
+            waited = self.wait.take() if self.wait is not None else 0.0
+            work = max(done - start - waited, 0.0)
             measured = start - last_start
             if not math.isnan(measured):
-                self._window.add(measured, done - start)
+                self._window.add(measured, work, waited)
             last_start = start
             self.cycles += 1
             k += 1
+            overrun = work > period * (1.0 + 1e-9)  # not by the rounding of a clock's sum
             if self.paced_by_step:
-                if measured > 1.5 * period:
-                    self._count_overrun(0)
+                # paced: a late cycle shows as a long period (an overrun's shows at the next cycle)
+                late = measured > period + late_after
+                skipped = max(round(measured / period) - 1, 0) if late else 0
             else:
                 deadline = t0 + k * period
-                if done > deadline:
+                late = done > deadline  # ended after the next cycle should have started
+                skipped = 0
+                if late:
                     # skip every deadline already in the past instead of running them back to back
-                    skip = math.floor((done - deadline) / period) + 1 if done - deadline >= period else 0
-                    k += skip
+                    skipped = math.floor((done - deadline) / period) + 1 if done - deadline >= period else 0
+                    k += skipped
                     deadline = t0 + k * period
-                    self._count_overrun(skip)
+            self._count(late=late, overrun=overrun, skipped=skipped)
             if done - window_start >= self.report_every:
                 self._flush(done - window_start)
                 window_start = done
@@ -141,11 +207,11 @@ class FixedRateLoop:
         self._running = False
         return self.last_stats or self._window.stats(0.0)
 
-    def _count_overrun(self, skipped: int) -> None:
-        self._window.overruns += 1
-        self.total.overruns += 1
-        self._window.missed += skipped
-        self.total.missed += skipped
+    def _count(self, *, late: bool, overrun: bool, skipped: int) -> None:
+        for w in (self._window, self.total):
+            w.late += late
+            w.overruns += overrun
+            w.missed += skipped
 
     def _flush(self, window: float) -> None:
         self.last_stats = self._window.stats(window)

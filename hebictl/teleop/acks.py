@@ -9,7 +9,8 @@ a well-behaved operator without the answer it waits for and hides the flood. Ins
   folded into that one: its ack goes out once, with ``coalesced`` = how many more it stands for
   and ``last_seq`` = the ``seq`` of the newest;
 * streamed topics (jog) are throttled on top: a rejection for a ``(client, reason)`` acked less
-  than ``throttle`` seconds ago is counted and carried by the next ack of that pair;
+  than ``throttle`` seconds ago is counted and carried by the next ack of that pair, or, when no
+  further rejection comes (the end of a stream), acked on its own once ``throttle`` has passed;
 * when ``maxsize`` distinct entries wait (a flood under many client names), further rejections
   coalesce per reason alone, into an ack with ``client`` None;
 * **accepted** acks are never coalesced; they are bounded by the admission rate limits. Only if
@@ -22,6 +23,7 @@ Single-threaded: use from the bridge's event loop only.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -39,6 +41,14 @@ class _Entry:
     last_seq: int | None = None
 
 
+@dataclass
+class _Held:
+    first: Ack              # the first throttled rejection (answered by its own ack if nothing follows)
+    count: int              # throttled rejections held, the first included
+    last_seq: int | None
+    due: float              # monotonic time its throttle ends
+
+
 class AckQueue:
     """FIFO of acks with per-``(client, reason)`` coalescing of rejections (see module doc)."""
 
@@ -52,7 +62,7 @@ class AckQueue:
         self._fifo: deque[_Entry] = deque()
         self._waiting: dict[_Key, _Entry] = {}
         self._last_sent: dict[_Key, float] = {}
-        self._held: dict[_Key, tuple[int, int | None]] = {}   # throttled: count, last seq
+        self._held: dict[_Key, _Held] = {}   # throttled rejections, per pair
         self._ready = asyncio.Event()
 
     def __len__(self) -> int:
@@ -80,9 +90,15 @@ class AckQueue:
             return
         if throttle > 0.0:
             now = self.monotonic()
-            if now - self._last_sent.get(key, -1e18) < throttle:
-                count, _ = self._held.get(key, (0, None))
-                self._held[key] = (count + 1, ack.seq)
+            last = self._last_sent.get(key, -1e18)
+            if now - last < throttle:
+                held = self._held.get(key)
+                if held is None:
+                    self._held[key] = _Held(ack, 1, ack.seq, last + throttle)
+                    self._ready.set()  # a waiting get() learns when this one falls due
+                else:
+                    held.count += 1
+                    held.last_seq = ack.seq
                 self.coalesced += 1
                 return
             if len(self._last_sent) > 4 * self.maxsize:
@@ -99,7 +115,7 @@ class AckQueue:
         entry = _Entry(ack, key)
         held = self._held.pop(key, None)
         if held is not None:
-            entry.count, entry.last_seq = held[0], ack.seq
+            entry.count, entry.last_seq = held.count, ack.seq
         self._waiting[key] = entry
         self._append(entry)
 
@@ -112,8 +128,23 @@ class AckQueue:
         self._fifo.append(entry)
         self._ready.set()
 
+    def _release_held(self) -> None:
+        """Ack throttled rejections whose throttle time has passed with no later rejection to carry
+        them: every command is answered, the last samples of a stream included."""
+        if not self._held:
+            return
+        now = self.monotonic()
+        for key in [k for k, h in self._held.items() if h.due <= now]:
+            held = self._held.pop(key)
+            self._last_sent[key] = now
+            self.coalesced -= 1  # the first held rejection is answered by its own ack
+            entry = _Entry(held.first, key, held.count - 1, held.last_seq if held.count > 1 else None)
+            self._waiting[key] = entry
+            self._append(entry)
+
     def get_nowait(self) -> Ack | None:
         """The next ack to publish (with its coalescing count), or None when empty."""
+        self._release_held()
         if not self._fifo:
             self._ready.clear()
             return None
@@ -127,9 +158,14 @@ class AckQueue:
         return replace(entry.ack, coalesced=entry.count, last_seq=entry.last_seq)
 
     async def get(self) -> Ack:
-        """Wait for the next ack to publish."""
+        """Wait for the next ack to publish (or for a held rejection's throttle to pass)."""
         while True:
             ack = self.get_nowait()
             if ack is not None:
                 return ack
-            await self._ready.wait()
+            due = min((h.due for h in self._held.values()), default=None)
+            if due is None:
+                await self._ready.wait()
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._ready.wait(), max(due - self.monotonic(), 0.0) + 1e-3)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
+import json
+import math
 import os
+import re
+import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -68,3 +73,99 @@ def test_warnings_print_as_one_readable_line(capsys):
         warnings.showwarning = show_warning
         warnings.warn("hello", ConfigWarning, stacklevel=1)
     assert capsys.readouterr().err == "hebictl: warning: hello\n"
+
+
+def _run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hebictl", *args], capture_output=True, text=True, timeout=120,
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+
+
+def test_version():
+    from hebictl import __version__
+
+    r = _run_cli("--version")
+    assert r.returncode == 0 and r.stdout == f"hebictl {__version__}\n"
+
+
+@pytest.mark.parametrize(("argv", "expect"), [
+    (["run", "--backend", "foo"], "hebictl: error: run: argument --backend: invalid choice: 'foo'"),
+    ([], "hebictl: error: the following arguments are required: COMMAND"),
+    (["model", "fk"], "hebictl: error: model fk: the following arguments are required: file"),
+    (["teleop-send", "mode", "fly"], "hebictl: error: teleop-send mode: argument mode: invalid choice: 'fly'"),
+    (["run", "--hold", "x"], "hebictl: error: run: argument --hold: invalid float value: 'x'"),
+    (["teleop-send", "--broker", "http://x", "stop"],
+     "hebictl: error: --broker: broker URL scheme must be mqtt:// or mqtts://, got 'http://x'"),
+    (["teleop", "--backend", "hebi", "--paced-clock"], "hebictl: error: --paced-clock is for simulated backends"),
+])
+def test_usage_errors_are_one_line(argv, expect):
+    """argparse's own errors and the commands' flag errors alike: one `hebictl: error:` line naming the
+    flag (never `<config>`), exit 2, no usage block."""
+    r = _run_cli(*argv)
+    assert r.returncode == 2
+    assert r.stderr.startswith(expect) and r.stderr.count("\n") == 1, r.stderr
+    assert "usage:" not in r.stderr and "<config>" not in r.stderr and r.stdout == ""
+
+
+def test_every_help_shows_its_defaults():
+    """Every option of every command that has a default says it in its help (backend, hold time, broker,
+    timeout, plot output, fk frame, ...), and every option has a help text."""
+    from hebictl.cli import build_parser, leaf_parsers
+
+    parser = build_parser()
+    checked = 0
+    for command in leaf_parsers(parser):
+        for action in command._actions:
+            if not action.option_strings or action.dest == "help":
+                continue
+            assert action.help, f"{command.prog} {action.option_strings[0]} has no help"
+            if action.default not in (None, False, [], argparse.SUPPRESS):
+                shown = command._get_formatter()._get_help_string(action)
+                assert "default" in shown, f"{command.prog} {action.option_strings[0]}: {shown}"
+                checked += 1
+    for prog, flag, default in (("hebictl run", "--backend", "mock"), ("hebictl run", "--hold", "2.0"),
+                                ("hebictl teleop-send stop", "--broker", "mqtt://127.0.0.1:1883"),
+                                ("hebictl teleop-send mode", "--timeout", "3.0"), ("hebictl plot", "--output",
+                                                                                   "hebictl-run.png"),
+                                ("hebictl model fk", "--frame", "end_effector")):
+        command = next(c for c in leaf_parsers(parser) if c.prog == prog)
+        assert f"(default: {default})" in " ".join(command.format_help().split()), (prog, flag)
+    assert checked >= 15
+
+
+def test_verbose_is_accepted_after_the_command(capsys):
+    """-v works before and after the command (hebictl model validate FILE -v)."""
+    assert main(["model", "validate", str(KIT), "-v"]) == 0
+    assert main(["-v", "model", "validate", str(KIT)]) == 0
+
+
+def test_model_info_shows_the_limits_that_apply():
+    """Without a config, model info says the limits are the model file's own and where a run's come from;
+    with --config it shows the config's limits (the same as check-config prints), finite for the bundled kit."""
+    r = _run_cli("model", "info", str(KIT), "--json")
+    plain = json.loads(r.stdout)
+    assert "hebictl model info --config CFG" in plain["limits_from"]
+    assert all(j["lower"] == -math.inf for j in plain["joints"])
+    cfg = REPO / "configs" / "x-series-6dof.cfg.yaml"
+    r = _run_cli("model", "info", "--config", str(cfg), "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["limits_from"].startswith(str(cfg))
+    check = _run_cli("check-config", str(cfg)).stdout
+    for j in info["joints"]:
+        assert math.isfinite(j["lower"]) and math.isfinite(j["upper"])
+        assert f"{j['name']:<16} [{j['lower']:+.3f}, {j['upper']:+.3f}] rad   {j['max_velocity']:.2f} rad/s" in check
+    table = _run_cli("model", "info", "--config", str(cfg), env={"COLUMNS": "200"}).stdout
+    assert f"limits: {cfg}" in table and "max accel." in table
+
+
+def test_run_summary_lines_do_not_wrap():
+    """The summary keeps each fact on one line, arrays as plain numbers, however narrow the terminal."""
+    r = _run_cli("run", "--no-home", "--hold", "0.2", "--quiet", env={"COLUMNS": "40"})
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    final = next(line for line in lines if line.startswith("final position [rad]: "))
+    assert len(final.split(": ")[1].split()) == 6 and "[" not in final.split(": ")[1]
+    loop = next(line for line in lines if line.startswith("loop at "))
+    assert re.fullmatch(r"loop at 200 Hz \(paced by the feedback read\), whole run: \d+ cycles; deadline misses "
+                        r"\d+, overruns \d+ \(cycles whose own work took longer than a period\), missed cycles \d+",
+                        loop), loop

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import subprocess
@@ -133,10 +134,133 @@ def test_signal_with_stop_hold_exits_after_holding():
 
 
 def test_bad_goal_length_is_a_clear_error():
-    """A --goal of the wrong length ends with one error line naming the joints, exit 2, no traceback."""
+    """A --goal of the wrong length ends with one error line naming the flag and the joints, exit 2."""
     r = hebictl("run", str(CONFIG), "--goal", "0", "1", "--quiet")
     assert r.returncode == 2
-    assert "--goal needs 6 positions (J1_base" in r.stderr and "Traceback" not in r.stderr
+    assert r.stderr.startswith("hebictl: error: --goal needs 6 positions (J1_base") and r.stderr.count("\n") == 1
+    assert "<config>" not in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.fixture
+def writes(monkeypatch) -> list[int]:
+    """Commands the mock and sim backends were sent (the real backends, counted on the way through)."""
+    from hebictl.hardware.mock import MockBackend
+
+    sent: list[int] = []
+    classes = [MockBackend]
+    with contextlib.suppress(ImportError):
+        from sim_backend.backend import SimBackend
+
+        classes.append(SimBackend)
+    for cls in classes:
+        original = cls.write
+
+        def write(self, command, original=original):
+            sent.append(1)
+            return original(self, command)
+
+        monkeypatch.setattr(cls, "write", write)
+    return sent
+
+
+@pytest.mark.parametrize("backend", ["mock", "sim"])
+@pytest.mark.parametrize(("argv", "expect"), [
+    (["--goal", "0", "5", "1.8", "2.2", "-1.57", "0"],
+     "--goal refused before moving: out_of_limits: waypoint 0: joint 1 (J2_shoulder) to 5.0000 is beyond its "
+     "limit 3.1300"),
+    (["--goal", "0", "1.2", "1.8", "2.2", "-1.0", "0", "--goal-time", "0.1"],
+     "--goal refused before moving: too_fast: joint 4 (J5_wrist2) needs"),
+    (["--goal", "0", "1.2", "1.8", "2.2", "-1.57", "0", "--goal-time", "0"], "--goal-time 0 is out of range"),
+    (["--plot", "/nonexistent/x.png"], "--plot /nonexistent/x.png: folder /nonexistent does not exist"),
+    (["--record", "/nonexistent/run.npz"], "--record /nonexistent/run.npz: folder /nonexistent does not exist"),
+    (["--hold", "-1"], "--hold -1 is out of range"),
+])
+def test_run_refuses_before_anything_moves(argv, expect, backend, writes, capsys, tmp_path, monkeypatch):
+    """The goal (limits, and a --goal-time faster than the arm's own admission allows, checked from the
+    home position it will start from), the timing flags and the output folders are checked before the
+    first command: exit 2, one line naming the flag, and not one command sent to the modules."""
+    if backend == "sim":
+        pytest.importorskip("mujoco")
+    monkeypatch.chdir(tmp_path)
+    from hebictl.cli import main
+
+    assert main(["run", str(CONFIG), "--backend", backend, "--quiet", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hebictl: error: ") and err.count("\n") == 1, err
+    assert expect in err
+    assert writes == [], f"{len(writes)} commands were sent before the refusal"
+
+
+def test_run_goal_at_the_rated_limit_is_accepted_and_followed(tmp_path):
+    """The pre-check is the arm's own admission, not a stricter guess: the fastest --goal-time it accepts
+    (found by bisection on the same admission) runs to the goal with exit 0."""
+    from hebictl.config import load_config as load
+    from hebictl.control.admission import plan
+    from hebictl.control.arm import Arm
+    from hebictl.control.goal import Goal
+    from hebictl.errors import CommandRejected
+
+    home = np.array([0.0, 1.2, 1.8, 2.2, -1.57, 0.0])
+    goal = np.array([0.3, 1.0, 1.5, 2.0, -1.2, 0.3])
+    arm = Arm.from_config(load(CONFIG), backend="mock")
+    rest = np.zeros(6)
+    lo, hi = 0.01, 5.0
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        try:
+            plan(Goal(6).add_waypoint(t=mid, position=goal), 0.0, (home, rest, rest), arm.limits, arm.model)
+            hi = mid
+        except CommandRejected:
+            lo = mid
+    arm.close()
+    fastest = hi * 1.001
+    r = hebictl("run", str(CONFIG), "--goal", *map(str, goal), "--goal-time", f"{fastest:.6f}", "--hold", "0.1",
+                "--quiet")
+    assert r.returncode == 0, r.stderr
+    slower = hebictl("run", str(CONFIG), "--goal", *map(str, goal), "--goal-time", f"{lo * 0.99:.6f}", "--quiet")
+    assert slower.returncode == 2 and "too_fast" in slower.stderr
+    print(f"fastest accepted --goal-time {fastest:.3f} s; {lo * 0.99:.3f} s refused before moving")
+
+
+def test_an_error_during_the_run_brakes_holds_and_writes_everything(tmp_path, monkeypatch, capsys):
+    """An error half-way through the goal (a HardwareError out of the real arm on the mock, injected once):
+    the arm brakes from its speed and holds for --stop-hold, then the recording and the summary are written
+    and the exit code is 2."""
+    from hebictl.cli import main
+    from hebictl.control.arm import Arm
+    from hebictl.control.recorder import Recorder
+    from hebictl.errors import HardwareError
+
+    original = Arm.update
+    raised = []
+
+    def update(self):
+        if not raised and self.trajectory is not None and self.goal_progress > 0.5 and self.state.value == "running" \
+                and np.abs(self.last_feedback.position[5]) > 0.05:  # the goal move, not homing
+            raised.append(self.last_feedback.velocity.copy())
+            raise HardwareError("module 3 (J4_wrist1) stopped answering")
+        return original(self)
+
+    monkeypatch.setattr(Arm, "update", update)
+    rec = tmp_path / "run.npz"
+    goal = [0.5, 1.2, 1.8, 2.2, -1.57, 0.6]
+    code = main(["run", str(CONFIG), "--goal", *map(str, goal), "--goal-time", "2", "--stop-hold", "0.4",
+                 "--record", str(rec), "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    assert "hebictl: error: module 3 (J4_wrist1) stopped answering; braking and holding the arm; for 0.4 s" in err
+    assert "internal_error -> stopped: HardwareError: module 3 (J4_wrist1) stopped answering [hold]" in out
+    assert "done after" in out and f"recording: {rec}" in out
+    recording = Recorder.load(rec)
+    pos, t = recording.series("position"), recording.times
+    i = int(np.searchsorted(t, t[-1] - 0.1))  # the brake (within the 0.4 s) is over by then
+    print(f"moving at {np.abs(raised[0]).max():.3f} rad/s at the error; stopped {np.abs(pos[-1] - goal).max():.3f} "
+          f"rad short of the goal")
+    assert np.abs(raised[0]).max() > 0.1, "the arm was moving when the error came"
+    drift = np.abs(pos[i:] - pos[-1]).max()
+    print(f"position drift over the last 0.1 s of the hold: {drift:.2e} rad")
+    assert drift < 1e-3, "the arm holds still after the error"
+    assert np.abs(pos[-1] - goal).max() > 0.01, "it stopped, it did not go on to the goal"
 
 
 @pytest.mark.parametrize("config", sorted((REPO / "configs").glob("*.cfg.yaml")), ids=lambda p: p.stem)
@@ -249,3 +373,48 @@ def test_check_config_checks_the_simulator_options(tmp_path):
     r = hebictl("check-config", str(path))
     assert r.returncode == 2, r.stdout
     assert f"{path}:{_line_of(path, 'frictoin')} [user_data.sim.frictoin]: unknown simulator option" in r.stderr
+
+
+def test_run_loop_statistics_separate_waiting_work_and_misses():
+    """`hebictl run --backend mock --hold 1`: the loop is paced by the mock's blocking feedback read, so
+    nearly all of a cycle is waiting for feedback, the controller's own work is a fraction of the period,
+    and overruns (work over a period) stay ~0 even where a loaded machine makes cycles late (deadline
+    misses). Before, the same run reported up to 849 overruns in 849 cycles, by the phase of two clocks."""
+    r = hebictl("run", str(CONFIG), "--backend", "mock", "--hold", "1", "--quiet")
+    assert r.returncode == 0, r.stderr
+    head = re.search(r"whole run: (\d+) cycles; deadline misses (\d+), overruns (\d+) .*missed cycles (\d+)", r.stdout)
+    figures = re.search(r"period p50 ([\d.]+) ms.*work p50 ([\d.]+) ms, worst p99 ([\d.]+) ms; waiting for feedback "
+                        r"p50 ([\d.]+) ms", r.stdout)
+    assert head and figures, r.stdout
+    cycles, misses, overruns, _missed = map(int, head.groups())
+    period, work, work_p99, wait = map(float, figures.groups())
+    print(r.stdout.split("\n", 2)[2].strip())
+    assert "paced by the feedback read" in r.stdout
+    assert period == pytest.approx(5.0, abs=0.5)
+    assert work < 2.5 and wait > 2.5 and work + wait == pytest.approx(period, abs=1.0)
+    assert overruns <= misses and overruns <= max(2, cycles // 100)
+
+
+def test_live_panel_title_is_one_readable_line():
+    """The live panel's title names the model and the backend by name (it showed the backend object's
+    repr over two lines); positions and efforts are plain numbers on one row each."""
+    import argparse
+
+    from rich.console import Console
+
+    from hebictl.cli.run_cmd import Phase, RunSteps, live_panel
+    from hebictl.control.arm import Arm
+
+    arm = Arm.from_config(load_config(CONFIG), backend="mock")
+    try:
+        arm.update()
+        run = RunSteps(arm, [Phase("hold", None, 1.0)], arm.clock, None, argparse.Namespace(backend="mock"))
+        console = Console(record=True, width=100)
+        console.print(live_panel(run, [], 200.0))
+        text = console.export_text()
+    finally:
+        arm.close()
+    title = text.splitlines()[0].strip()
+    assert title == f"hebictl run: {arm.model.name} on mock", text
+    assert "object at" not in text and "<" not in text
+    assert re.search(r"position \[rad\]\s+│ (\+0\.000 ){5}\+0\.000", text), text

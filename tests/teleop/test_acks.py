@@ -92,3 +92,28 @@ def test_get_waits_for_the_next_ack():
         return await asyncio.wait_for(task, 1.0)
 
     assert asyncio.run(go()).seq == 3
+
+
+def test_held_rejections_are_acked_when_no_later_one_carries_them():
+    """The end of a rejected jog stream: rejections held by the throttle are answered on their own once
+    the throttle time has passed, so every sample gets its answer (seq of the first held, last_seq of
+    the last, coalesced the rest)."""
+    clock = FakeMonotonic()
+    q = AckQueue(clock, maxsize=10)
+    q.put(_reject(1, topic="jog"), throttle=0.2)
+    assert _drain(q)[0].seq == 1
+    for s in range(2, 8):
+        clock.t += 0.01
+        q.put(_reject(s, topic="jog"), throttle=0.2)
+    assert _drain(q) == []
+    clock.t = 0.2
+    (ack,) = _drain(q)
+    assert (ack.seq, ack.coalesced, ack.last_seq) == (2, 5, 7)
+    assert q.coalesced == 5
+
+    async def wait_for_it() -> Ack:  # get() wakes up for it without a new put()
+        q.put(_reject(8, topic="jog"), throttle=0.2)   # within 0.2 s of the last ack: held
+        clock.t = 0.5
+        return await asyncio.wait_for(q.get(), 1.0)
+
+    assert asyncio.run(wait_for_it()).seq == 8

@@ -1,0 +1,94 @@
+"""``hebictl teleop-send`` against a real teleop server (mock arm) through a real mosquitto: one JSON line
+per ack, options anywhere on the line, a jog summary that counts exactly what the arm answered."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hebictl.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = REPO / "configs" / "x-series-6dof.cfg.yaml"
+HOME = [0.0, 1.2, 1.8, 2.2, -1.57, 0.0]
+
+pytestmark = pytest.mark.broker
+
+
+@pytest.fixture
+def arm_url(tmp_path: Path) -> Iterator[str]:
+    """mosquitto on a free loopback port and `hebictl teleop`'s server for the 6-DoF kit on the mock."""
+    from hebictl.control.arm import Arm
+    from hebictl.hardware.clock import MonotonicClock
+    from hebictl.teleop.broker import LocalBroker, find_mosquitto
+    from hebictl.teleop.connection import parse_broker
+    from hebictl.teleop.server import TeleopServer
+
+    if find_mosquitto() is None:
+        pytest.skip("mosquitto binary not found (apt-get install mosquitto; tools/dev test installs it)")
+    broker = LocalBroker(tmp_path / "broker")
+    broker.start()
+    arm = Arm.from_config(CONFIG, backend="mock", clock=MonotonicClock(), initial_position=HOME)
+    server = TeleopServer(arm, parse_broker(broker.url), "c1", rate_hz=200.0,
+                          runner_options={"shutdown_hold": 0.05})
+    try:
+        server.start_background()
+        yield broker.url
+    finally:
+        with contextlib.suppress(Exception):
+            server.stop_background()
+        arm.close()
+        broker.stop()
+
+
+def _lines(capsys) -> list[dict]:
+    out = capsys.readouterr().out
+    assert out.endswith("\n")
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_options_after_the_action_and_one_json_line_per_answer(arm_url, capsys):
+    """`mode position --timeout 3 --arm-id c1 --broker URL`: the options after the action are taken
+    (not the top-level usage); the ack and the status are one JSON line each."""
+    assert main(["teleop-send", "mode", "position", "--timeout", "3", "--arm-id", "c1", "--broker", arm_url,
+                 "--client", "after"]) == 0
+    (ack,) = _lines(capsys)
+    assert ack["accepted"] and ack["topic"] == "mode" and ack["client"] == "after"
+    # before the action still works, and a repeat after it wins
+    assert main(["teleop-send", "--broker", arm_url, "--arm-id", "nobody", "--timeout", "9", "status",
+                 "--arm-id", "c1", "--timeout", "3"]) == 0
+    (status,) = _lines(capsys)
+    assert status["status"] == "online" and status["mode"] == "position"
+
+
+def test_jog_in_the_wrong_mode_counts_every_sample_rejected(arm_url, capsys):
+    """All 26 samples (25 streamed + the dead-man release) of a jog in mode 'position' are rejected
+    wrong_mode; the rejections come coalesced (at most one ack per 0.2 s). The summary waits for every
+    answer: rejected == samples, and the printed acks add up to it."""
+    assert main(["teleop-send", "mode", "position", "--broker", arm_url, "--arm-id", "c1"]) == 0
+    capsys.readouterr()
+    code = main(["teleop-send", "jog", "--velocity", "0.2", "0", "0", "0", "0", "0", "--for", "0.5", "--rate",
+                 "50", "--broker", arm_url, "--arm-id", "c1", "--client", "jogger"])
+    lines = _lines(capsys)
+    summary, acks = lines[-1], lines[:-1]
+    print(summary["detail"])
+    assert code == 1
+    assert summary["topic"] == "jog" and not summary["accepted"] and summary["reason"] == "wrong_mode"
+    assert summary["samples"] == summary["rejected"] >= 20
+    assert sum(1 + a.get("coalesced", 0) for a in acks) == summary["rejected"]
+    assert all(a["reason"] == "wrong_mode" and a["client"] == "jogger" for a in acks)
+    assert max(a.get("last_seq") or a["seq"] for a in acks) == summary["seq"], "the release was answered"
+
+
+def test_jog_in_jog_mode_is_accepted_with_nothing_rejected(arm_url, capsys):
+    """In mode 'jog' no sample is rejected: exit 0, the summary alone, 0 rejected."""
+    assert main(["teleop-send", "mode", "jog", "--broker", arm_url, "--arm-id", "c1"]) == 0
+    capsys.readouterr()
+    assert main(["teleop-send", "jog", "--velocity", "0.1", "0", "0", "0", "0", "0", "--for", "0.2",
+                 "--broker", arm_url, "--arm-id", "c1"]) == 0
+    (summary,) = _lines(capsys)
+    assert summary["accepted"] and summary["rejected"] == 0 and summary["samples"] >= 10
