@@ -19,14 +19,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("log", help="inspect MCAP recordings, import HEBI logs")
     lsub = p.add_subparsers(dest="log_command", required=True, metavar="ACTION")
     info = lsub.add_parser("info", help="topics, counts, duration and events of a recording")
-    info.add_argument("recording", type=Path)
+    info.add_argument("recording", type=Path, help="an .mcap file written by hebictl run/teleop --record")
     info.add_argument("--json", action="store_true", help="machine-readable output")
     info.add_argument("--urdf", type=Path, metavar="FILE", help="also write the recording's URDF attachment to FILE "
                                                                "(for a 3D panel URDF layer that reads a file)")
     info.set_defaults(func=cmd_info)
     conv = lsub.add_parser("convert", help="convert a hebi-py .hebilog to MCAP (opens in Foxglove)")
-    conv.add_argument("log", type=Path)
-    conv.add_argument("--to", required=True, choices=["mcap"])
+    conv.add_argument("log", type=Path, help="a .hebilog file (hebi-py's group.start_log)")
+    conv.add_argument("--to", required=True, choices=["mcap"], help="the format to write (required; only mcap)")
     conv.add_argument("-o", "--output", type=Path, help="output file (default: the log's name with .mcap)")
     conv.set_defaults(func=cmd_convert)
 
