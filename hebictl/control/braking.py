@@ -42,6 +42,8 @@ ROTOR_TIME_CONSTANT_S = 0.01
 #: fraction of the effort left after gravity that a brake may plan to use (the rest is for the
 #: position loop's corrections, model error and a payload the model does not know)
 MARGIN = 0.5
+#: the measured effort may shrink the spare effort to this fraction of the model's, not below
+MEASURED_FLOOR = 0.25
 _NO_GRAVITY = np.zeros(3)
 
 
@@ -86,9 +88,10 @@ class BrakePlanner:
         if not np.all(np.isfinite(q)):
             return np.full(self.model.dof, np.inf)
         used = np.abs(self.model.gravity_compensation(q, gravity))
-        if effort is not None:
-            used = np.maximum(used, np.nan_to_num(np.abs(np.asarray(effort, dtype=np.float64))))
         spare = np.maximum(self.limits.effort_max - used, 0.0)
+        if effort is not None:  # never below a quarter of the model's: a saturated reading is a transient
+            measured = np.nan_to_num(np.abs(np.asarray(effort, dtype=np.float64)))
+            spare = np.maximum(self.limits.effort_max - np.maximum(used, measured), MEASURED_FLOOR * spare)
         inertia = mass_diagonal(self.model, q) + self.rotor
         with np.errstate(divide="ignore", invalid="ignore"):
             a = np.where(inertia > 0, spare / inertia, np.inf)
