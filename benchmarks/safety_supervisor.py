@@ -166,12 +166,22 @@ def sc_mstop_release(key: str, strategy: str) -> Row:
         rig.settle(1.5)
         t_rel = rig.clock.now()
         rig.be.release_mstop()
-        rig.settle(1.5)
-        row = _row(rig, f"M-stop {strategy} press, release", t0, after=t_rel, cause="mstop", still=False)
-        s_rel, _, _ = rig.figures(t_rel)
-        row.still = s_rel
-        row.note = f"standstill {s_rel:.3f} s after the release"
-        row.target = f"EE<{EE_TOL:g}mm in the 1.5 s after the release, step<={STEP_TOL}x, event mstop"
+        rig.settle(2.0)
+        if strategy != "MotorOff":
+            row = _row(rig, f"M-stop {strategy} press, release", t0, after=t_rel, cause="mstop", still=False)
+            s_rel, _, _ = rig.figures(t_rel)
+            row.still = s_rel
+            row.note = f"standstill {s_rel:.3f} s after the release"
+            row.target = f"EE<{EE_TOL:g}mm in the 1.5 s after the release, step<={STEP_TOL}x, event mstop"
+            return row
+        # MotorOff: the arm falls while pressed (the modules' strategy) and may still swing at the release
+        s_rel, ee_after, step = rig.figures(t_rel)
+        _, ee_release, _ = rig.figures(t_rel, after=t_rel)
+        row = Row(f"M-stop MotorOff press, release [{key}]", "sim", step, s_rel, ee_after, rig.arm.state.value,
+                  rig.events_since(t0))
+        row.note = f"falls while pressed (MotorOff); EE {ee_release:.0f} mm from the release to standstill"
+        row.target = f"brake from the release: standstill<{STILL_T}s, then EE<{EE_TOL:g}mm; step<={STEP_TOL}x"
+        row.ok = bool(s_rel <= STILL_T and ee_after < EE_TOL and step <= STEP_TOL and "mstop" in row.event)
         return row
     finally:
         rig.close()
@@ -189,12 +199,15 @@ def sc_module_return(key: str) -> Row:
         t_back = rig.clock.now()
         q_back = rig.q[-1].copy()
         rig.settle(1.5)
-        row = _row(rig, "module gone 0.5 s and back", t0, after=t_back, cause="hardware_error", still=False)
-        s_back, _, _ = rig.figures(t_back)
-        row.still = s_back
+        s_back, ee_after, step = rig.figures(t_back)
+        _, ee_return, _ = rig.figures(t_back, after=t_back)
+        row = Row(f"module gone 0.5 s and back [{key}]", "sim", step, s_back, ee_after, rig.arm.state.value,
+                  rig.events_since(t0))
         fall = float(abs(q_back[1] - rig.q[0][1]))
-        row.note = f"shoulder fell {fall:.3f} rad while gone; standstill {s_back:.3f} s after its return"
-        row.target = f"EE<{EE_TOL:g}mm in the 1.5 s after the return, step<={STEP_TOL}x, event hardware_error"
+        row.note = (f"shoulder fell {fall:.3f} rad while gone (commands cannot reach it); EE {ee_return:.0f} mm "
+                    "from the return to standstill, braking from the measured velocity")
+        row.target = f"standstill<{STILL_T}s after the return, then EE<{EE_TOL:g}mm; step<={STEP_TOL}x; hardware_error"
+        row.ok = bool(s_back <= STILL_T and ee_after < EE_TOL and step <= STEP_TOL and "hardware_error" in row.event)
         return row
     finally:
         rig.close()

@@ -67,9 +67,6 @@ _RUN_WHEN_STOPPED = (DoubledJointMirror,)
 STALE_RAD = 0.1
 #: what :meth:`Arm.react` accepts (the monitors' reactions)
 REACTIONS = ("event", "hold", "stop", "damp")
-#: [rad/s] a joint faster than this when its brake ramp ends brakes again from its measured state,
-#: up to MAX_REPLANS times (then it holds where it is)
-REPLAN_SPEED, MAX_REPLANS = 0.05, 4
 # _stale: how the next fresh sample re-anchors a hold or brake
 _FRESH, _JOINTS, _ALL = 0, 1, 2
 class Arm:
@@ -122,12 +119,12 @@ class Arm:
         self._trajectory: Trajectory | None = None  # FOLLOW
         self._brake: Brake | None = None             # BRAKE (and, once ended, the hold's damping)
         self._hold: FloatArray | None = None         # HOLD: the held position (None: not anchored yet)
-        self._replans = 0  # brake ramps re-planned from the measured state since the brake began
         self._stale = _FRESH  # how the next fresh sample re-anchors a hold/brake (modules not following)
         self.trajectory_state: tuple[FloatArray, FloatArray, FloatArray] | None = None
         hz0 = backend.feedback_frequency
         #: [s] the loop's usual period (an average that ignores gaps): the rate limiter's step bound
         self.nominal_period = 1.0 / hz0 if hz0 > 0 else 0.01
+        self._rate_dt = 0.0
         #: execution monitors (:mod:`hebictl.control.monitors`, wired in by the assembly), or None
         self.monitors: Any = None
         self._rate = RateLimiter(self.limits.velocity_max, self.limits)
@@ -237,6 +234,8 @@ class Arm:
         cand = last if command is None else command
         if not self._have_feedback:
             return np.where(np.isfinite(last), last, self._hold if self._hold is not None else 0.0)
+        if self._last_time - self._last_fresh_time > 0.05 and not measured:
+            return np.where(np.isfinite(cand), cand, self.last_feedback.position)  # old feedback: keep the command
         meas = self.last_feedback.position
         if not np.all(np.isfinite(meas)):
             meas = np.where(np.isfinite(meas), meas, last)
@@ -283,7 +282,6 @@ class Arm:
         else:
             p = self._anchor(measured)
         self._make_brake(now, p)
-        self._replans = 0
         self._fire(Trigger.BRAKE)
 
     def _to_hold(self, position: FloatArray | None = None, measured: bool = False) -> None:
@@ -566,6 +564,7 @@ class Arm:
         self._dt = dt
         self._last_time = now
         nom = self.nominal_period
+        self._rate_dt = min(dt, nom)  # the rate limiter's period: a gap counts as one nominal period
         if 0.0 < dt <= 1.5 * nom:
             self.nominal_period = 0.95 * nom + 0.05 * dt
         elif dt > 0.0:
@@ -580,20 +579,6 @@ class Arm:
             p, v, a = brake.state(now)
             self.trajectory_state = (p, v, a)
             return p
-        # a joint still moving when the ramp ends (it lagged: a payload the model does not know)
-        # brakes again from where it is and how fast it goes, so the hold never drives it back
-        v = np.nan_to_num(self.last_feedback.velocity)
-        moving = np.abs(v) > REPLAN_SPEED
-        if self._replans < MAX_REPLANS and bool(moving.any()) and now - self._last_fresh_time <= 0.05:
-            self._replans += 1
-            meas = self.last_feedback.position
-            p0 = np.where(moving, meas, brake.target)
-            np.copyto(self._rate.last, meas, where=moving)  # the command lands on the arm: no pull back
-            lim = self.limits
-            amax = self.brake_planner.deceleration(p0, self._gravity_vector(), self.last_feedback.effort)
-            self._brake = Brake(now, p0, np.where(moving, v, 0.0), amax, lim.velocity_max, lim.position_min,
-                                lim.position_max)
-            return self._brake_step(now)
         self.trajectory_state = None
         sup = self.supervisor
         pending = sup.pending
@@ -658,8 +643,7 @@ class Arm:
         position limit (it reaches the limit at rest, within the rated deceleration)."""
         cmd = self.pending_command
         recovering = self._recovery if self.supervisor.mode is _FOLLOW else None
-        dt = min(self._dt, self.nominal_period)
-        self._rate.clamp_and_apply(cmd.position, cmd.velocity, cmd.effort, dt, fb_position, recovering)
+        self._rate.clamp_and_apply(cmd.position, cmd.velocity, cmd.effort, self._rate_dt, fb_position, recovering)
 
     def _latched_command(self, now: float, feedback_ok: bool) -> None:
         """What the latched stop commands this cycle (see :meth:`stop`): no plugins but the mirror."""
