@@ -65,6 +65,9 @@ _RUN_WHEN_STOPPED = (DoubledJointMirror,)
 #: following it (a stale command): a new mode starts that joint from the measured position. Above
 #: the tracking lag at rated speed (~20 mrad on the bundled kits) and a hold's sag under 1 kg.
 STALE_RAD = 0.1
+#: [rad or m] a moving joint's brake starts from its measured position only if its command lags or leads
+#: it by more than this (below, the step is not worth it: the ramp starts from the command exactly)
+LAG_MIN_RAD = 1e-3
 #: what :meth:`Arm.react` accepts (the monitors' reactions)
 REACTIONS = ("event", "hold", "stop", "damp")
 # _stale: how the next fresh sample re-anchors a hold or brake
@@ -270,18 +273,30 @@ class Arm:
         mode = self.supervisor.mode
         return self._stale == _FRESH and (mode is _FOLLOW or mode is _BRAKE or mode is _MHOLD)
 
+    def _brake_start(self, now: float) -> FloatArray:
+        """Where a brake from a live command starts: a moving joint from its measured position (the
+        position loop's tracking lag would otherwise keep pushing it on and the hold would ring; the
+        command lands on the arm, a step toward it, and the rate limiter starts there, so the velocity
+        command stays the measured one), a still joint from its last command (its sag under load)."""
+        last = self._rate.last
+        p = np.where(np.isfinite(last), last, self.last_feedback.position)
+        age = now - self._last_fresh_time
+        if not (self._have_feedback and 0.0 <= age <= 0.05):
+            return p
+        v = self._measured_velocity(now)
+        est = self.last_feedback.position + v * age
+        moving = (np.abs(v) > self.safety.at_goal_velocity_tolerance) & (np.abs(est - p) > LAG_MIN_RAD)
+        np.copyto(p, est, where=moving)
+        np.copyto(last, est, where=moving)
+        return p
+
     def _to_brake(self, now: float, measured: bool = False) -> None:
         """Brake from the measured velocity (a running brake is kept: never restarted or dropped)."""
         if self.supervisor.mode is _BRAKE:
             if measured:
                 self._make_brake(now, self._anchor(True))
             return
-        if self._live() and not measured:
-            last = self._rate.last
-            p = np.where(np.isfinite(last), last, self.last_feedback.position)
-        else:
-            p = self._anchor(measured)
-        self._make_brake(now, p)
+        self._make_brake(now, self._brake_start(now) if self._live() and not measured else self._anchor(measured))
         self._fire(Trigger.BRAKE)
 
     def _to_hold(self, position: FloatArray | None = None, measured: bool = False) -> None:
@@ -582,13 +597,27 @@ class Arm:
         self.trajectory_state = None
         sup = self.supervisor
         pending = sup.pending
-        self._hold = self._anchor(command=brake.target)
+        self._hold = self._anchor(command=self._stopping_point(brake))
         sup.fire(Trigger.STILL)
         if pending is not None:
             self._fire(pending)
         elif self.idle == "gravcomp" and sup.level is _RUNNING:
             self._fire(Trigger.GRAVCOMP)
         return None
+
+    def _stopping_point(self, brake: Brake) -> FloatArray:
+        """Where a hold after ``brake`` holds: the ramp's stopping point, except for a joint that
+        went further along its braking direction (it lagged the ramp: a payload the model does not
+        know), which holds where it is instead of being driven back (the command lands on it)."""
+        target = brake.target.copy()
+        if not self._have_feedback or self._last_time - self._last_fresh_time > 0.05:
+            return target
+        meas = self.last_feedback.position
+        over = (np.abs(brake.v0) > self.safety.at_goal_velocity_tolerance) & ((meas - target) * brake.v0 > 0.0) \
+            & (np.abs(meas - target) > LAG_MIN_RAD)
+        np.copyto(target, meas, where=over)
+        np.copyto(self._rate.last, meas, where=over)
+        return target
 
     def _reanchor(self, now: float) -> None:
         """A fresh sample after the modules were not following the command (M-stop, a module gone,
