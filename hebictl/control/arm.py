@@ -237,8 +237,8 @@ class Arm:
         cand = last if command is None else command
         if not self._have_feedback:
             return np.where(np.isfinite(last), last, self._hold if self._hold is not None else 0.0)
-        if self._last_time - self._last_fresh_time > 0.05 and not measured:
-            return np.where(np.isfinite(cand), cand, self.last_feedback.position)  # old feedback: keep the command
+        if not self._fresh():  # old feedback is not where the arm is: keep the command (re-anchored
+            return np.where(np.isfinite(cand), cand, self.last_feedback.position)  # on the next fresh sample)
         meas = self.last_feedback.position
         if not np.all(np.isfinite(meas)):
             meas = np.where(np.isfinite(meas), meas, last)
@@ -248,6 +248,10 @@ class Arm:
         p = np.where(keep, cand, meas)
         np.copyto(last, p, where=~keep & np.isfinite(p))
         return p
+
+    def _fresh(self) -> bool:
+        """The last feedback is from this cycle or the one before (within 50 ms)."""
+        return self._have_feedback and 0.0 <= self._last_time - self._last_fresh_time <= 0.05
 
     def _measured_velocity(self, now: float) -> FloatArray:
         """The measured velocity (a NaN reading, or feedback older than 50 ms: the last commanded
@@ -543,7 +547,8 @@ class Arm:
         else:
             self._hold = None
             self._fire(Trigger.HOLD_AT)
-        self._stale = _FRESH if self._have_feedback else self._stale
+        if self._fresh():
+            self._stale = _FRESH
         sup.check()
         what = "braking, then holding where the arm stops" if sup.mode is _BRAKE else "holding where the arm is"
         self._record(EventKind.CLEARED, f"fault cleared; {what}")
@@ -609,7 +614,8 @@ class Arm:
         """Where a hold after ``brake`` holds: the ramp's stopping point, except for a joint that
         went further along its braking direction (it lagged the ramp: a payload the model does not
         know), which holds where it is instead of being driven back (the command lands on it)."""
-        target = brake.target.copy()
+        last = self._rate.last  # the ramp's last command (its stopping point, unless it was cut short)
+        target = np.where(np.isfinite(last), last, brake.target)
         if not self._have_feedback or self._last_time - self._last_fresh_time > 0.05:
             return target
         meas = self.last_feedback.position
@@ -643,6 +649,13 @@ class Arm:
     def _position_command(self, now: float, cmd: Command) -> None:
         """Position and velocity of the mode's command (FOLLOW, BRAKE, HOLD); NaN otherwise."""
         mode = self.supervisor.mode
+        if self._stale == _ALL and (mode is _BRAKE or mode is _MHOLD) and np.all(np.isfinite(self._rate.last)):
+            # M-stop pressed: the modules run their own strategy; the command stays where the arm was
+            # last measured (no ramp advances while nothing executes it), so the release moves nothing
+            self.trajectory_state = None
+            cmd.position[:] = self._rate.last
+            cmd.velocity.fill(0.0)
+            return
         if mode is _BRAKE:
             if self._brake_step(now) is not None:
                 p, v, _ = self.trajectory_state  # type: ignore[misc]
