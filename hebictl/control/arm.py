@@ -614,8 +614,8 @@ class Arm:
         """Where a hold after ``brake`` holds: the ramp's stopping point, except for a joint that
         went further along its braking direction (it lagged the ramp: a payload the model does not
         know), which holds where it is instead of being driven back (the command lands on it)."""
-        last = self._rate.last  # the ramp's last command (its stopping point, unless it was cut short)
-        target = np.where(np.isfinite(last), last, brake.target)
+        last = self._rate.last  # the ramp's last command: its stopping point, unless it was cut short
+        target = np.where(np.isfinite(last) & (np.abs(last - brake.target) > LAG_MIN_RAD), last, brake.target)
         if not self._have_feedback or self._last_time - self._last_fresh_time > 0.05:
             return target
         meas = self.last_feedback.position
