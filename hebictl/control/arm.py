@@ -128,6 +128,7 @@ class Arm:
         #: [s] the loop's usual period (an average that ignores gaps): the rate limiter's step bound
         self.nominal_period = 1.0 / hz0 if hz0 > 0 else 0.01
         self._rate_dt = 0.0
+        self._long_cycles = 0  # consecutive cycles longer than 1.5 x the nominal period
         #: execution monitors (:mod:`hebictl.control.monitors`, wired in by the assembly), or None
         self.monitors: Any = None
         self._rate = RateLimiter(self.limits.velocity_max, self.limits)
@@ -415,9 +416,8 @@ class Arm:
         if self.supervisor.level is ArmState.STOPPED:
             return
         self.supervisor.set_level(Level.HOLD)
-        if position is None:
-            if self.supervisor.mode is not _MHOLD or self._moving():
-                self._stop_or_hold(self.clock.now(), measured=self.supervisor.mode is _GRAVCOMP)
+        if position is None:  # (a hold re-anchors too: a jog plugin may have moved the idle hold's command)
+            self._stop_or_hold(self.clock.now(), measured=self.supervisor.mode is _GRAVCOMP)
         else:
             self._to_hold(np.asarray(position, dtype=np.float64))
         self.supervisor.check()
@@ -461,8 +461,8 @@ class Arm:
             elif sup.mode is _DAMP or sup.mode is _RELEASE or sup.mode is _GRAVCOMP or sup.mode is _FOLLOW \
                     or self._moving():
                 self._stop_or_hold(now, measured or (sup.mode is not _MHOLD and sup.mode is not _FOLLOW))
-            elif measured:
-                self._to_hold(measured=True)
+            else:  # a still hold: where its command is now (a jog plugin may have moved it)
+                self._to_hold(measured=measured)
         else:
             trigger = Trigger.DAMP if b is StopBehaviour.DAMP else Trigger.RELEASE
             if sup.mode is _BRAKE or (self._moving() and sup.mode is not _DAMP and sup.mode is not _RELEASE):
@@ -579,16 +579,21 @@ class Arm:
 
     # ------------------------------------------------------------------ per-cycle command
     def _tick(self, dt: float, now: float) -> None:
-        """Advance the clock bookkeeping: ``dt`` and the loop's nominal period (an average that a
-        gap, a cycle over 1.5 x it, moves by only 2 %: a stall is not a new period)."""
+        """Advance the clock bookkeeping: ``dt`` and the loop's nominal period, an average of the
+        cycle periods. A cycle over 1.5 x it is a gap (a stall: the rate limiter counts it as one
+        nominal period) unless three come in a row: then the loop runs slower (feedback timing out,
+        a slower rate) and that is the new period."""
         self._dt = dt
         self._last_time = now
         nom = self.nominal_period
-        self._rate_dt = min(dt, nom)  # the rate limiter's period: a gap counts as one nominal period
         if 0.0 < dt <= 1.5 * nom:
             self.nominal_period = 0.95 * nom + 0.05 * dt
+            self._long_cycles = 0
         elif dt > 0.0:
-            self.nominal_period = 1.02 * nom
+            self._long_cycles += 1
+            if self._long_cycles >= 3:
+                self.nominal_period, self._long_cycles = dt, 0
+        self._rate_dt = min(dt, self.nominal_period)  # the rate limiter's period
 
     def _brake_step(self, now: float) -> FloatArray | None:
         """The brake ramp at ``now``; once it has ended, hold where the arm stopped (then a pending
