@@ -255,11 +255,14 @@ class Arm:
         return self._have_feedback and 0.0 <= self._last_time - self._last_fresh_time <= 0.05
 
     def _measured_velocity(self, now: float) -> FloatArray:
-        """The measured velocity (a NaN reading, or feedback older than 50 ms: the last commanded
-        velocity), within the rated speed."""
+        """The measured velocity (a NaN reading, or no fresh sample this cycle: the last commanded
+        velocity, which the modules are following), within the rated speed."""
         fb = self.last_feedback
-        cmd_v = np.nan_to_num(self.pending_command.velocity)
-        fresh = self._have_feedback and 0.0 <= now - self._last_fresh_time <= 0.05
+        if self.supervisor.mode is _FOLLOW and self._trajectory is not None:  # the command now
+            cmd_v = self._trajectory.get_state(now)[1].copy()
+        else:
+            cmd_v = np.nan_to_num(self.pending_command.velocity)
+        fresh = self._have_feedback and 0.0 <= now - self._last_fresh_time <= 1.5 * self.nominal_period
         v = np.where(np.isfinite(fb.velocity), fb.velocity, cmd_v) if fresh else cmd_v
         return np.clip(v, -self.limits.velocity_max, self.limits.velocity_max)
 
@@ -273,10 +276,10 @@ class Arm:
         self._brake = Brake(now, p, v, amax, lim.velocity_max, lim.position_min, lim.position_max)
 
     def _live(self) -> bool:
-        """The modules are executing the position command (following, braking or holding, nothing
-        stale since): a brake may start from it, however far the arm lags, without a step."""
+        """The modules are executing the position command (following, braking or holding; no M-stop
+        since): a brake may start from it, however far the arm lags, without a step."""
         mode = self.supervisor.mode
-        return self._stale == _FRESH and (mode is _FOLLOW or mode is _BRAKE or mode is _MHOLD)
+        return self._stale != _ALL and (mode is _FOLLOW or mode is _BRAKE or mode is _MHOLD)
 
     def _brake_start(self, now: float) -> FloatArray:
         """Where a brake from a live command starts: a moving joint from its measured position (the
@@ -292,8 +295,9 @@ class Arm:
         est = self.last_feedback.position + v * age
         moving = (np.abs(v) > self.safety.at_goal_velocity_tolerance) & (np.abs(est - p) > LAG_MIN_RAD)
         np.copyto(p, est, where=moving)
-        np.copyto(last, est, where=moving)
-        return p
+        if age <= 1.5 * self.nominal_period:  # a sample from this cycle: the command lands on the arm
+            np.copyto(last, est, where=moving)
+        return p  # (else extrapolated from an older one: the rate limiter moves the command there)
 
     def _to_brake(self, now: float, measured: bool = False) -> None:
         """Brake from the measured velocity (a running brake is kept: never restarted or dropped)."""
@@ -578,14 +582,18 @@ class Arm:
         return self.model.gravity_compensation(q, g) if np.all(np.isfinite(q)) else np.full(self.dof, np.nan)
 
     # ------------------------------------------------------------------ per-cycle command
-    def _tick(self, dt: float, now: float) -> None:
+    def _tick(self, dt: float, now: float, timed_out: bool = False) -> None:
         """Advance the clock bookkeeping: ``dt`` and the loop's nominal period, an average of the
         cycle periods. A cycle over 1.5 x it is a gap (a stall: the rate limiter counts it as one
-        nominal period) unless three come in a row: then the loop runs slower (feedback timing out,
-        a slower rate) and that is the new period."""
+        nominal period) unless three come in a row: then the loop runs slower (a slower rate) and that
+        is the new period. A cycle whose read ``timed_out`` waited for feedback up to
+        ``feedback_timeout``: it may take that much longer, and leaves the average alone."""
         self._dt = dt
         self._last_time = now
         nom = self.nominal_period
+        if timed_out:
+            self._rate_dt = min(dt, nom + self.feedback_timeout)
+            return
         if 0.0 < dt <= 1.5 * nom:
             self.nominal_period = 0.95 * nom + 0.05 * dt
             self._long_cycles = 0
@@ -842,7 +850,7 @@ class Arm:
         return self.last_feedback.position.copy() if self._have_feedback else np.zeros(self.dof)
 
     def _on_missing_feedback(self, now: float) -> bool:
-        self._tick(max(now - self._last_time, 0.0), now)
+        self._tick(max(now - self._last_time, 0.0), now, timed_out=True)
         if self.supervisor.level is _STOPPED:
             self._latched_command(now, feedback_ok=False)
             return False
