@@ -98,9 +98,10 @@ class SupRig:
     def ee(self, q: np.ndarray) -> np.ndarray:
         return np.asarray(self.arm.model.end_effector(q)[:3, 3], dtype=float)
 
-    def figures(self, t0: float, *, after: float | None = None) -> tuple[float, float, float]:
+    def figures(self, t0: float, *, after: float | None = None,
+                steps_from: float = -math.inf) -> tuple[float, float, float]:
         """(standstill [s after t0], EE displacement [mm] after ``after`` (default: standstill) to
-        the end, largest commanded step / (rated speed x period)) of the trace."""
+        the end, largest commanded step / (rated speed x period) from ``steps_from`` on) of the trace."""
         t, q, v = np.array(self.t), np.array(self.q), np.array(self.v)
         moving = (t >= t0) & np.any(np.abs(v) >= STILL_V, axis=1)
         t_still = float(t[moving].max()) if moving.any() else t0
@@ -111,13 +112,14 @@ class SupRig:
         if win.sum() >= 2:
             pts = np.array([self.ee(qi) for qi in q[win]])
             ee_mm = float(np.max(np.linalg.norm(pts - pts[0], axis=1)) * 1e3)
-        return still, ee_mm, self.step_ratio()
+        return still, ee_mm, self.step_ratio(steps_from)
 
-    def step_ratio(self) -> float:
-        """Largest commanded step / (rated speed x period) that pulls the arm: a step that brings the
-        command closer to the measured position (a re-anchoring: the command lands on the arm) is
-        not a motion request and is left out."""
-        return step_ratio(np.array(self.cmd), np.array(self.q), self.vmax * self.arm.nominal_period)
+    def step_ratio(self, since: float = -math.inf) -> float:
+        """Largest commanded step / (rated speed x period) that pulls the arm, from ``since`` on: a step
+        that brings the command closer to the measured position (a re-anchoring: the command lands on
+        the arm) is not a motion request and is left out."""
+        k = max(int(np.searchsorted(np.array(self.t), since)) - 1, 0)
+        return step_ratio(np.array(self.cmd[k:]), np.array(self.q[k:]), self.vmax * self.arm.nominal_period)
 
     def events_since(self, t0: float) -> str:
         return ",".join(dict.fromkeys(e.kind.value for e in self.arm.events.events if e.time >= t0 - 1e-9)) or "-"
@@ -174,8 +176,9 @@ def sc_mstop_release(key: str, strategy: str) -> Row:
             row.note = f"standstill {s_rel:.3f} s after the release"
             row.target = f"EE<{EE_TOL:g}mm in the 1.5 s after the release, step<={STEP_TOL}x, event mstop"
             return row
-        # MotorOff: the arm falls while pressed (the modules' strategy) and may still swing at the release
-        s_rel, ee_after, step = rig.figures(t_rel)
+        # MotorOff: the arm falls while pressed (the modules' strategy) and may still swing at the release;
+        # while pressed the modules ignore commands (the command trails the falling arm by a sample)
+        s_rel, ee_after, step = rig.figures(t_rel, steps_from=t_rel)
         _, ee_release, _ = rig.figures(t_rel, after=t_rel)
         row = Row(f"M-stop MotorOff press, release [{key}]", "sim", step, s_rel, ee_after, rig.arm.state.value,
                   rig.events_since(t0))
