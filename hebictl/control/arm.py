@@ -248,7 +248,20 @@ class Arm:
             keep[:] = False
         p = np.where(keep, cand, meas)
         np.copyto(last, p, where=~keep & np.isfinite(p))
+        self._allow_outside(p)
         return p
+
+    def _allow_outside(self, p: FloatArray) -> None:
+        """A joint anchored beyond its limits (it fell or was pushed there while nothing commanded it)
+        is held where it is, not swept back at the rated speed: the recovery range (as for a goal
+        from outside the limits) includes it, and shrinks as the joint comes back."""
+        lim = self.limits
+        if not bool(np.any((p < lim.position_min) | (p > lim.position_max))):
+            return
+        lo, hi = np.minimum(lim.position_min, p), np.maximum(lim.position_max, p)
+        if self._recovery is not None:
+            lo, hi = np.minimum(lo, self._recovery[0]), np.maximum(hi, self._recovery[1])
+        self._recovery = (lo, hi)
 
     def _fresh(self) -> bool:
         """The last feedback is from this cycle or the one before (within 50 ms)."""
@@ -697,7 +710,8 @@ class Arm:
         the nominal period: after a gap no step is larger than one cycle's) and brake it before a
         position limit (it reaches the limit at rest, within the rated deceleration)."""
         cmd = self.pending_command
-        recovering = self._recovery if self.supervisor.mode is _FOLLOW else None
+        mode = self.supervisor.mode
+        recovering = self._recovery if mode is _FOLLOW or mode is _MHOLD or mode is _BRAKE else None
         self._rate.clamp_and_apply(cmd.position, cmd.velocity, cmd.effort, self._rate_dt, fb_position, recovering)
 
     def _latched_command(self, now: float, feedback_ok: bool) -> None:
@@ -801,12 +815,13 @@ class Arm:
         if self.monitors is not None:
             for f in self.monitors.after_read(self, fb, now):
                 self.react(f.kind, f.detail, f.reaction)
+        if self._recovery is not None:
+            self._recovery = shrink_recovery(self._recovery, self.limits, fb.position)
+            if self._recovery is not None:
+                joint = self.limits.position_violation(fb.position, self._recovery)
         if self.supervisor.level is _STOPPED:
             self._latched_command(now, feedback_ok=True)
             return True
-        if self._recovery is not None:
-            self._recovery = shrink_recovery(self._recovery, self.limits, fb.position)
-            joint = self.limits.position_violation(fb.position, self._recovery)
         if joint >= 0 and self.supervisor.level is _RUNNING:
             clamped = np.clip(fb.position, self.limits.position_min, self.limits.position_max)
             self.hold(clamped, reason=EventKind.POSITION_LIMIT,
