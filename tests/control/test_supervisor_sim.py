@@ -115,7 +115,8 @@ def test_random_sequences_never_step_exceed_or_move_while_latched(key):
     """60 random actions, 0.1-0.4 s apart (seeded; a latched stop is cleared half the time, an M-stop
     released after the cycles that follow its press): every cycle the command's step that pulls the arm
     is <= rated speed x period, no commanded position is beyond a limit by more than 1 mrad further than
-    the arm was measured, and while the arm is latched in a hold (not damp/release, M-stop not pressed, once still) the end effector moves < 5 mm."""
+    the arm was measured, and while the arm is latched in a hold (not damp/release, M-stop not pressed,
+    once still) the end effector moves < 5 mm."""
     rng = np.random.default_rng(18)
     rig = SupRig(key)
     arm, be = rig.arm, rig.be
