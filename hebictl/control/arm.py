@@ -228,12 +228,12 @@ class Arm:
     def _moving(self) -> bool:
         return self.supervisor.mode is _FOLLOW or self.supervisor.mode is _BRAKE or self._speed() > 1.0
 
-    def _anchor(self, measured: bool = False, command: FloatArray | None = None) -> FloatArray:
+    def _anchor(self, measured: bool = False, command: FloatArray | None = None, *, apply: bool = True) -> FloatArray:
         """Where a new mode starts, per joint: the last command where the modules were executing it
         and the joint is within ``STALE_RAD`` of it (no step), else the measured position (and the
         rate limiter starts that joint there: a command that lands on the arm moves nothing).
         ``measured``: every joint from the measured position; ``command``: the command to keep
-        instead of the last one (a brake's stopping point)."""
+        instead of the last one (a brake's stopping point); ``apply=False``: only compute it."""
         last = self._rate.last
         cand = last if command is None else command
         if not self._have_feedback:
@@ -247,8 +247,9 @@ class Arm:
         if measured:
             keep[:] = False
         p = np.where(keep, cand, meas)
-        np.copyto(last, p, where=~keep & np.isfinite(p))
-        self._allow_outside(p)
+        if apply:
+            np.copyto(last, p, where=~keep & np.isfinite(p))
+            self._allow_outside(p)
         return p
 
     def _allow_outside(self, p: FloatArray) -> None:
@@ -344,9 +345,7 @@ class Arm:
     def current_state(self) -> tuple[FloatArray, FloatArray, FloatArray]:
         """Where a new goal starts: the last command where the modules follow it, else the measured
         position (:meth:`_anchor`, without re-anchoring), and the measured velocity (zero at rest)."""
-        last, saved = self._rate.last, self._rate.last.copy()
-        p = self._anchor()
-        np.copyto(last, saved)
+        p = self._anchor(apply=False)
         v = self._measured_velocity(self._last_time)
         v = np.where(np.abs(v) > self.safety.at_goal_velocity_tolerance, v, 0.0)
         if self.supervisor.mode is _MHOLD:  # a hold asks for standstill: the goal starts from it
