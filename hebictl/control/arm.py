@@ -30,6 +30,8 @@ from hebictl.control.admission import plan
 from hebictl.control.assembly import ExtraModules, assemble
 from hebictl.control.braking import BrakePlanner, firmware_limit_side
 from hebictl.control.goal import Goal
+from hebictl.control.monitors import MonitorSuite, Payload, goal_status
+from hebictl.control.monitors.payload import payload_efforts
 from hebictl.control.motion import Brake, RateLimiter, shrink_recovery
 from hebictl.control.plugins import ArmPlugin, DoubledJointMirror, GravityCompensationEffort
 from hebictl.control.safety import ArmState, EventKind, EventLog, Limits, StopBehaviour
@@ -117,6 +119,13 @@ class Arm:
         for p in plugins:
             self.add_plugin(p)
         cycle_kernels.load(model, self.dof)  # numba loads the cycle's kernels now, not in the first cycle
+        # --- execution monitors (hebictl.control.monitors; hook: update() and send(), reactions: react())
+        #: a payload the gravity model includes (set_payload), else None
+        self.payload: Payload | None = None
+        self.monitors = MonitorSuite(model, self.limits, feedback_frequency=hz,
+                                     command_lifetime=float(getattr(backend, "command_lifetime", 0.0) or 0.0),
+                                     settings=self.safety.monitors, plugins=self.plugins)
+        # --- end execution monitors
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -333,6 +342,68 @@ class Arm:
         self._stop_behaviour = b
         self._enter(ArmState.STOPPED, reason, f"{detail} [{b.value}]")
 
+    # --- execution monitors: reactions, payload, status (hebictl.control.monitors) -----------------
+    def react(self, kind: EventKind | str, detail: str, reaction: str) -> None:
+        """Act on a monitor's finding: ``event`` records it; ``hold`` brakes then holds;
+        ``stop`` is a latched stop that holds, ``damp`` one that damps. Holds and stops start from
+        the measured state (position advanced by velocity x feedback age, measured velocity), so a
+        hold after a contact or a control gap stays where the arm is instead of driving back to
+        (or through) the stale command."""
+        if reaction == "event":
+            self.events.record(self.clock.now(), kind, self.state, detail)
+            return
+        if reaction == "damp":
+            self.stop(kind, detail, behaviour="damp")
+            return
+        if reaction == "hold":
+            if self.state is ArmState.STOPPED:
+                self.events.record(self.clock.now(), kind, self.state, detail)
+                return
+            self.hold(reason=kind, detail=detail)
+        elif reaction == "stop":
+            self.stop(kind, detail, behaviour="hold")
+        else:
+            raise ValueError(f"unknown reaction {reaction!r}")
+        fb = self.last_feedback
+        if self._have_feedback and np.all(np.isfinite(fb.position)):
+            now = self.clock.now()
+            v = np.nan_to_num(fb.velocity)
+            p = fb.position + v * min(self.monitors.feedback_age, 0.1)
+            lim = self.limits
+            amax = self.brake_planner.deceleration(p, self._gravity_vector())
+            self._brake = Brake(now, p, v, amax, lim.velocity_max, lim.position_min, lim.position_max)
+            self._hold_position = self._brake.target
+            self._rate.reset()
+
+    def set_payload(self, mass: float, com: ArrayLike = (0.0, 0.0, 0.0)) -> None:
+        """Include an end-effector payload of ``mass`` [kg] at ``com`` [m, end-effector frame] in the
+        gravity model (hold, stops, the monitors), as HEBI users declare end-effector payloads;
+        ``mass=0`` removes it. ``arm.payload_estimate['mass_kg']`` is what the monitor measured."""
+        m = float(mass)
+        if not (math.isfinite(m) and m >= 0.0):
+            raise ConfigError(f"payload mass must be finite and >= 0 kg, got {mass!r}", key="payload")
+        c = np.asarray(com, dtype=np.float64)
+        if c.shape != (3,) or not np.all(np.isfinite(c)):
+            raise ConfigError(f"payload com must be 3 finite numbers [m], got {com!r}", key="payload")
+        self.payload = Payload(m, c) if m > 0.0 else None
+
+    @property
+    def payload_estimate(self) -> dict[str, Any] | None:
+        """The model-mismatch monitor's last estimate at rest: ``mass_kg`` (total end-effector
+        payload), ``extra_mass_kg`` (not in the model), ``applied_mass_kg``; None before one."""
+        return self.monitors.payload_estimate
+
+    @property
+    def goal_status(self) -> str:
+        """Why the arm is or is not at its goal (``reached``, ``moving``, ``not reached: ...``)."""
+        return goal_status(self)
+
+    @property
+    def commands_delivered(self) -> bool:
+        """False while the modules are not taking the commands sent (``command_lost``)."""
+        return self.monitors.commands_delivered
+    # --- end execution monitors ----------------------------------------------------------------
+
     def inverse_kinematics(self, target: Any = None, seed: ArrayLike | None = None, **kwargs: Any) -> Any:
         """:meth:`RobotModel.inverse_kinematics` within this arm's joint limits (the config's and
         the model's), so a Cartesian goal never asks for a position a joint goal would be refused."""
@@ -392,7 +463,12 @@ class Arm:
 
     def _gravity_efforts(self, q: FloatArray) -> FloatArray:
         g = self._gravity_vector()
-        return self.model.gravity_compensation(q, g) if np.all(np.isfinite(q)) else np.full(self.dof, np.nan)
+        if not np.all(np.isfinite(q)):
+            return np.full(self.dof, np.nan)
+        out = self.model.gravity_compensation(q, g)
+        if self.payload is not None:  # execution monitors: a payload set with set_payload
+            out += payload_efforts(self.model, q, self.payload, g)
+        return out
 
     def _hold_target(self, now: float) -> tuple[FloatArray, FloatArray]:
         if self._brake is not None:
@@ -501,6 +577,10 @@ class Arm:
             self.stop(EventKind.MSTOP, "a module's M-stop is pressed")
         if acting >= 0 or self._firmware_limit:
             self._check_firmware_limit(fb, acting)
+        # --- execution monitors: one call per fresh sample, before the command is computed
+        for finding in self.monitors.after_read(self, fb, now):
+            self.react(finding.kind, finding.detail, finding.reaction)
+        # --- end execution monitors
         if self.state is _STOPPED:
             self._stopped_command(now, feedback_ok=True)
             return True
@@ -531,6 +611,8 @@ class Arm:
         ok = True
         for plugin in self.plugins:
             ok = plugin.update(self, self._dt) and ok
+        if self.payload is not None and np.all(np.isfinite(cmd.position)):  # execution monitors: set_payload
+            cmd.effort += payload_efforts(self.model, fb.position, self.payload, self._gravity_vector())
         if self._brake is not None and self._trajectory is None:  # a hold that braked: as the hold stop
             if self.trajectory_state is not None:  # feed the ramp forward (what plugins did not)
                 cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, self.plugins)
@@ -594,7 +676,12 @@ class Arm:
         except HardwareError as exc:
             if self.state is not _STOPPED:
                 self.stop(EventKind.HARDWARE_ERROR, str(exc))
-            return False
+            ok = False
+        written = ok
         for plugin in self.plugins:
             ok = plugin.send(self) and ok
+        # --- execution monitors: delivery of this command (the arm's modules and the mirror)
+        for finding in self.monitors.after_send(self, written, self.pending_command):
+            self.react(finding.kind, finding.detail, finding.reaction)
+        # --- end execution monitors
         return ok
