@@ -67,7 +67,7 @@ REACTIONS = ("event", "hold", "stop", "damp")
 #: the one table the monitors, the config check and docs/monitors.md (checked by a test) follow.
 #: Units: s, rad, rad/s, kg, m/s, and "fraction" of a joint's rated effort.
 MONITOR_DEFAULTS: dict[str, dict[str, Any]] = {
-    "contact": {"reaction": "stop", "observer_gain": 60.0, "threshold_fraction": 0.12, "threshold_min": 1.5,
+    "contact": {"reaction": "stop", "observer_gain": 60.0, "threshold_fraction": 0.05, "threshold_min": 0.5,
                 "motor_time_constant": 0.01},
     "tracking_error": {"reaction": "hold", "base_error": 0.08, "error_per_speed": 0.06, "sustain_time": 0.25},
     "model_mismatch": {"reaction": "event", "rest_speed": 0.02, "rest_time": 0.3, "min_mass": 0.2},
