@@ -671,6 +671,7 @@ class Arm:
 
     def send(self) -> bool:
         """Write the pending command to the modules (and plugins' extra modules)."""
+        self.monitors.before_send(self.pending_command)  # execution monitors: mark it for the echo check
         try:
             ok = self.backend.write(self.pending_command)
         except HardwareError as exc:

@@ -27,23 +27,53 @@ RING = 16
 
 
 class EchoCheck:
-    """The last commands sent to a group and the bad cycles in a row (shared with :mod:`.mirror`)."""
+    """The last commands sent to a group and the bad observations in a row (shared with :mod:`.mirror`).
+
+    Why a mark on the effort: a held arm is sent the same command every cycle, so an echo stuck
+    at an old command would look delivered until the command lifetime ran out. :meth:`mark` adds
+    a small offset to the effort command when it repeats the previous one exactly, stepping
+    through ``MARKS`` values ``MARK`` N·m apart (at most ±0.008 N·m: 0.3% of an X5-1's rated
+    effort), so consecutive commands always differ and an echo that stops advancing is seen
+    within a few cycles. Commands that change anyway are sent as computed."""
+
+    #: [N·m] step between effort marks, and how many distinct marks (more than RING commands kept)
+    MARK = 5e-4
+    MARKS = 2 * RING
 
     def __init__(self, n: int, tol: float) -> None:
         self.ring = np.full((RING, 3, n), np.nan)
         self.count = 0
         self.head = -1
-        self.tol = float(tol)
+        self.sent_total = 0
+        self.matched = -1            # sent_total index of the command the echo last showed
+        self.tol_abs = np.array([tol, tol, 0.25 * self.MARK])  # rad, rad/s, N·m
+        self.tol_rel = np.array([1e-6, 1e-6, 1e-6])
         self.echo_seen = False
-        self.bad = 0             # bad observations in a row (failed writes, wrong echoes)
+        self.bad = 0                 # bad observations in a row (failed writes, wrong or stuck echoes)
         self.why = ""
         self.write_failed = False
+        self._k = 0
+        self._prev = np.full((3, n), np.nan)  # the last command before its mark
+        self._marked = False
+
+    def mark(self, cmd: Command) -> None:
+        k = self._k
+        self._k = kernels.mark_repeat(cmd.position, cmd.velocity, cmd.effort, self._prev, k, self.MARK,
+                                      self.MARKS, self.tol_abs, self.tol_rel)
+        self._marked = self._k != k
+
+    def unmark(self, cmd: Command) -> None:
+        """Take the mark off the arm's pending command again (only the wire carries it)."""
+        if self._marked:
+            np.copyto(cmd.effort, self._prev[2])
+            self._marked = False
 
     def sent(self, cmd: Command, ok: bool) -> None:
         self.head = (self.head + 1) % RING
         row = self.ring[self.head]
         row[0], row[1], row[2] = cmd.position, cmd.velocity, cmd.effort
         self.count = min(self.count + 1, RING)
+        self.sent_total += 1
         self.write_failed = not ok
         if not ok:
             self.bad += 1
@@ -52,17 +82,24 @@ class EchoCheck:
     def echoed(self, fb: Feedback) -> None:
         if self.count == 0:
             return
-        status = kernels.echo_status(fb.position_command, fb.velocity_command, fb.effort_command, self.ring,
-                                     self.count, self.head, self.tol)
-        if status == 0:
+        age = kernels.echo_status(fb.position_command, fb.velocity_command, fb.effort_command, self.ring,
+                                  self.count, self.head, self.tol_abs, self.tol_rel)
+        if age >= 0:
+            matched = self.sent_total - age
+            stuck = self.echo_seen and matched <= self.matched and age > 0
+            self.matched = max(matched, self.matched)
             self.echo_seen = True
-            if not self.write_failed:
-                self.bad = 0
+            if not stuck:
+                if not self.write_failed:
+                    self.bad = 0
+                return
+            self.bad += 1
+            self.why = f"the echo stays at a command sent {age} cycles ago"
             return
         if not self.echo_seen:
             return
         self.bad += 1
-        self.why = "the echo is NaN (no command held)" if status == 2 else "the echo differs from every command sent"
+        self.why = "the echo is NaN (no command held)" if age == -2 else "the echo differs from every command sent"
 
 
 class CommandDeliveryMonitor(Monitor):
@@ -79,6 +116,10 @@ class CommandDeliveryMonitor(Monitor):
         self.lost = False
         self.since: float | None = None
 
+    def before_send(self, cmd: Command) -> None:
+        """Mark the command about to be written (see :class:`EchoCheck`)."""
+        self.check.mark(cmd)
+
     @property
     def delivered(self) -> bool:
         return not self.lost
@@ -89,6 +130,7 @@ class CommandDeliveryMonitor(Monitor):
 
     def after_send(self, arm: Any, ok: bool, cmd: Command) -> Finding | None:
         self.check.sent(cmd, ok)
+        self.check.unmark(cmd)
         return self._judge(arm, arm.clock.now())
 
     def _judge(self, arm: Any, now: float) -> Finding | None:

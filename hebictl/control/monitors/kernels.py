@@ -19,7 +19,7 @@ njit = _warmup.lazy_njit
 _CACHE = os.environ.get("HEBICTL_NUMBA_CACHE", "1") != "0"
 
 #: what :func:`hebictl.model.warmup.install` wraps (compiled from the cache or interpreted while cold)
-ENTRY_KERNELS = ("observer_step", "echo_status")
+ENTRY_KERNELS = ("observer_step", "echo_status", "mark_repeat")
 
 
 @njit(cache=_CACHE)
@@ -62,14 +62,15 @@ def observer_step(R, qd, tau, dt, gain, rotor, M, M_prev, p0, integral, r, start
 
 
 @njit(cache=_CACHE)
-def echo_status(pos, vel, eff, ring, count, head, tol):
-    """How the modules' command echo (``pos``/``vel``/``eff``) compares with the last ``count``
-    commands sent (``ring`` (K, 3, n), newest at ``head``): 0 it matches one of them, 1 it matches
-    none, 2 a field sent finite echoes NaN in every candidate (the command did not arrive or expired).
-    A field sent as NaN (not commanded) is not compared. Tolerance ``tol`` x (1 + |value|)."""
+def echo_status(pos, vel, eff, ring, count, head, tol_abs, tol_rel):
+    """Which of the last ``count`` commands sent (``ring`` (K, 3, n), newest at ``head``) the
+    modules' echo (``pos``/``vel``/``eff``) shows: its age in commands (0 = the newest) if one
+    matches, -1 if none does, -2 if none does and a field sent finite in the newest echoes NaN
+    (the command did not arrive or expired). A field sent as NaN (not commanded) is not compared; field f
+    matches within ``tol_abs[f] + tol_rel[f] * |value|``."""
     size = ring.shape[0]
     n = pos.shape[0]
-    nan_echo = True
+    nan_echo = False
     for c in range(count):
         k = (head - c) % size
         ok = True
@@ -83,15 +84,42 @@ def echo_status(pos, vel, eff, ring, count, head, tol):
                 if echo != echo:
                     nan_here = True
                     ok = False
-                elif abs(echo - sent) > tol * (1.0 + abs(sent)):
+                elif abs(echo - sent) > tol_abs[f] + tol_rel[f] * abs(sent):
                     ok = False
             if not ok and not nan_here:
                 break
         if ok:
-            return 0
-        if not nan_here:
-            nan_echo = False
-    return 2 if nan_echo and count > 0 else 1
+            return c
+        if c == 0:
+            nan_echo = nan_here
+    return -2 if nan_echo else -1
+
+
+@njit(cache=_CACHE)
+def mark_repeat(pos, vel, eff, prev, k, step, marks, tol_abs, tol_rel):
+    """If the command (``pos``/``vel``/``eff``) repeats the previous one (``prev`` (3, n), its
+    unmarked copy) within the echo tolerances (:func:`echo_status`; NaN equal to NaN), add mark ``k + 1`` (of ``marks``, ``step`` apart,
+    centred on 0) to its finite efforts and return ``k + 1``; else return ``k``. ``prev`` becomes
+    this command unmarked. (The caller takes the mark off again after the write: ``unmark``.)"""
+    n = pos.shape[0]
+    same = True
+    for i in range(n):
+        for f in range(3):
+            x = pos[i] if f == 0 else (vel[i] if f == 1 else eff[i])
+            y = prev[f, i]
+            if x != x or y != y:
+                if not (x != x and y != y):
+                    same = False
+            elif abs(x - y) > tol_abs[f] + tol_rel[f] * abs(y):
+                same = False
+            prev[f, i] = x
+    if not same:
+        return k
+    k = (k + 1) % marks
+    offset = (k - 0.5 * (marks - 1)) * step
+    for i in range(n):
+        eff[i] += offset
+    return k
 
 
 def load(dof: int) -> None:
@@ -99,7 +127,8 @@ def load(dof: int) -> None:
     x = np.zeros(dof)
     m = np.zeros((dof, dof))
     observer_step(np.zeros((dof + 2, dof)), x, x, 0.005, 1.0, x, m, m.copy(), x.copy(), x.copy(), x.copy(), True)
-    echo_status(x, x, x, np.zeros((2, 3, dof)), 1, 0, 1e-3)
+    echo_status(x, x, x, np.zeros((2, 3, dof)), 1, 0, np.zeros(3), np.zeros(3))
+    mark_repeat(x.copy(), x.copy(), x.copy(), np.zeros((3, dof)), 0, 1e-3, 8, np.zeros(3), np.zeros(3))
 
 
 _warmup.install(sys.modules[__name__])

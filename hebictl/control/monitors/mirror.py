@@ -51,9 +51,13 @@ class MirrorMonitor(Monitor):
             self.check.echoed(self.fb)
         return self._judge(arm)
 
+    def before_send(self) -> None:
+        self.check.mark(self.plugin.command)
+
     def after_send(self, arm: Any, ok: bool, cmd: Command) -> Finding | None:
         p = self.plugin
         self.check.sent(p.command, p.last_send_ok)
+        self.check.unmark(p.command)
         if not p.last_send_ok and p.last_error:
             self.check.why = p.last_error
         return self._judge(arm)

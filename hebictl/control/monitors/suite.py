@@ -67,6 +67,8 @@ class MonitorSuite:
         self.last = [self.tracking, self.damp]
         self.sending: list[Monitor] = [m for m in (self.delivery, self.mirror) if m is not None]
         self.tau = np.zeros(n)
+        #: [s] samples further apart than this restart the observer (3 feedback periods)
+        self.restart_after = 3.0 / feedback_frequency if feedback_frequency > 0 else 0.05
         self.last_time: float | None = None
         self._payload: Any = None
         self.findings: list[Finding] = []  # every finding so far (bounded), for tests and reports
@@ -103,6 +105,14 @@ class MonitorSuite:
             f = m.after_read(arm, fb, now, dt)
             if f is not None:
                 out.append(f)
+        if dt > self.restart_after:  # a gap: the observer's integral is void, start it afresh
+            self.observer.restart()
+        if any(f.reaction != "event" for f in out):
+            # the arm changes mode on these: what the later monitors would judge (the command, the
+            # residual under it) is about to be replaced, so they wait for the next sample
+            self.observer.restart()
+            self._keep(out)
+            return out
         payload = arm.payload
         if payload is not self._payload:
             self._payload = payload
@@ -123,6 +133,9 @@ class MonitorSuite:
             f = self.contact.check(arm, fb, now, self.observer.r, expected)
             if f is not None:
                 out.append(f)
+                if f.reaction != "event":
+                    self._keep(out)
+                    return out
         f = self.mismatch.check(arm, fb, dt, self.observer.r, g, valid, self.contact.latched)
         if f is not None:
             out.append(f)
@@ -137,6 +150,12 @@ class MonitorSuite:
     def plugin_mirrors(self) -> bool:
         """The mirror module's effort is known this cycle (it answered)."""
         return self.mirror is not None and np.isfinite(self.mirror.joint_effort)
+
+    def before_send(self, cmd: Command) -> None:
+        """Mark the command about to be written, so its echo can be told from the previous one's."""
+        self.delivery.before_send(cmd)
+        if self.mirror is not None:
+            self.mirror.before_send()
 
     def after_send(self, arm: Any, ok: bool, cmd: Command) -> list[Finding]:
         out: list[Finding] = []
