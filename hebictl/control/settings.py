@@ -70,7 +70,7 @@ MONITOR_DEFAULTS: dict[str, dict[str, Any]] = {
     "contact": {"reaction": "stop", "observer_gain": 60.0, "threshold_fraction": 0.05, "threshold_min": 0.5,
                 "motor_time_constant": 0.01},
     "tracking_error": {"reaction": "hold", "base_error": 0.15, "error_per_speed": 0.25, "sustain_time": 0.5},
-    "model_mismatch": {"reaction": "event", "rest_speed": 0.02, "rest_time": 0.3, "min_mass": 0.2},
+    "model_mismatch": {"reaction": "event", "rest_speed": 0.5, "rest_time": 0.3, "min_mass": 0.2},
     "command_lost": {"reaction": "stop", "echo_tolerance": 1e-5, "tolerated_failures": 2},
     "control_gap": {"reaction": "stop"},
     "imu_implausible": {"reaction": "event", "max_angle": 0.2},

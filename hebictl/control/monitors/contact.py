@@ -88,15 +88,18 @@ class ContactMonitor(Monitor):
         self.external = np.zeros(len(emax))  # residual minus the estimated payload's share [N·m]
 
     def check(self, arm: Any, fb: Feedback, now: float, residual: FloatArray,
-              expected: FloatArray | None) -> Finding | None:
+              expected: FloatArray | None, allowance: FloatArray | None = None) -> Finding | None:
+        """``expected``: the residual an estimated payload explains; ``allowance``: what its
+        unmodelled inertia may add (both None without one)."""
         ext = self.external
         np.subtract(residual, expected, out=ext) if expected is not None else np.copyto(ext, residual)
         if not self.armed:
             return None
-        over = np.abs(ext) - self.threshold
+        bound = self.threshold if allowance is None else self.threshold + allowance
+        over = np.abs(ext) - bound
         j = int(np.argmax(over))
         if self.latched:  # one event per contact: re-arm once the arm runs again and the push is gone
-            if arm.state is ArmState.RUNNING and over[j] < -0.5 * self.threshold[j]:
+            if arm.state is ArmState.RUNNING and over[j] < -0.5 * bound[j]:
                 self.latched = False
             return None
         if over[j] <= 0.0:
@@ -106,8 +109,8 @@ class ContactMonitor(Monitor):
         force = _end_effector_force(arm.model, fb.position, ext)
         return self.finding(
             f"joint {j} ({arm.model.joint_names[j]}): effort residual {ext[j]:+.2f} N·m beyond "
-            f"±{self.threshold[j]:.2f} N·m (end-effector force estimate {force:.1f} N)",
-            joint=j, residual=ext.tolist(), threshold=self.threshold.tolist(), force_estimate_N=force,
+            f"±{bound[j]:.2f} N·m (end-effector force estimate {force:.1f} N)",
+            joint=j, residual=ext.tolist(), threshold=bound.tolist(), force_estimate_N=force,
             hold_position=fb.position.copy(), time=now)
 
 

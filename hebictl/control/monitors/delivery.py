@@ -86,8 +86,10 @@ class EchoCheck:
                                   self.count, self.head, self.tol_abs, self.tol_rel)
         if age >= 0:
             matched = self.sent_total - age
-            stuck = self.echo_seen and matched <= self.matched and age > 0
-            self.matched = max(matched, self.matched)
+            # stuck: the echo shows the same command as at the previous sample although newer ones
+            # were sent (a delayed echo jumps back once, then advances again)
+            stuck = self.echo_seen and matched == self.matched and age > 0
+            self.matched = matched
             self.echo_seen = True
             if not stuck:
                 if not self.write_failed:

@@ -98,9 +98,10 @@ def echo_status(pos, vel, eff, ring, count, head, tol_abs, tol_rel):
 @njit(cache=_CACHE)
 def mark_repeat(pos, vel, eff, prev, k, step, marks, tol_abs, tol_rel):
     """If the command (``pos``/``vel``/``eff``) repeats the previous one (``prev`` (3, n), its
-    unmarked copy) within the echo tolerances (:func:`echo_status`; NaN equal to NaN), add mark ``k + 1`` (of ``marks``, ``step`` apart,
-    centred on 0) to its finite efforts and return ``k + 1``; else return ``k``. ``prev`` becomes
-    this command unmarked. (The caller takes the mark off again after the write: ``unmark``.)"""
+    unmarked copy) within the echo tolerances (as :func:`echo_status`; NaN equal to NaN), add
+    mark ``k + 1`` (of ``marks``, ``step`` apart, centred on 0) to its finite efforts and return
+    ``k + 1``; else return ``k``. ``prev`` becomes this command unmarked (the caller takes the
+    mark off the arm's copy again after the write)"""
     n = pos.shape[0]
     same = True
     for i in range(n):

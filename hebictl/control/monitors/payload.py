@@ -53,55 +53,74 @@ def payload_efforts(model: Any, q: FloatArray, payload: Payload, gravity: FloatA
 
 
 class ModelMismatchMonitor(Monitor):
-    """``model_mismatch``: after ``rest_time`` [s] with every joint slower than ``rest_speed``
-    [rad/s], the residual is explained as an end-effector mass; beyond ``min_mass`` [kg] it is an
+    """``model_mismatch``: after ``rest_time`` [s] with the command still and every joint slower
+    than ``rest_speed`` [rad/s], the residual is explained as an end-effector mass; beyond ``min_mass`` [kg] it is an
     event with the estimate (``values['mass_kg']``: total payload, the one applied included)."""
 
     kind = EventKind.MODEL_MISMATCH
 
     def __init__(self, settings: dict[str, Any]) -> None:
         super().__init__(settings)
-        self.rest = 0.0
-        self.estimated = False        # an estimate was made at this rest
+        self.rest = 0.0               # [s] of the current rest
         self.rested_once = False      # at least one estimate was made (arms the contact monitor)
         self.extra_mass = 0.0         # [kg] estimated, not applied to the model
         self.direction: FloatArray | None = None
         self.estimate: dict[str, Any] | None = None  # what Arm.payload_estimate shows
         self.reported = 0.0           # [kg] the extra mass last reported
+        self._ar = self._aa = 0.0     # least-squares sums over the current rest
+        self._next = float(settings["rest_time"])  # [s] of rest at which to estimate next
 
     def reset_extra(self) -> None:
         """The model changed (a payload set): the unapplied estimate is void until the next rest."""
         self.extra_mass = 0.0
         self.estimate = None
-        self.estimated = False
         self.reported = 0.0
+        self.rest = 0.0
+        self._next = self.settings["rest_time"]
+        self._ar = self._aa = 0.0
 
     def expected_residual(self, arm: Any, q: FloatArray, gravity: FloatArray) -> FloatArray | None:
-        """The residual the estimated, unapplied payload explains at ``q`` (None: none to subtract)."""
+        """The residual the estimated, unapplied payload's weight explains at ``q`` (None: none)."""
         if abs(self.extra_mass) < 0.05:
             return None
         return self.extra_mass * payload_torque_direction(arm.model, q, gravity)
 
+    def allowance(self, arm: Any, q: FloatArray) -> FloatArray | None:
+        """[N·m per joint] what a payload's inertia (estimated or set; the observer models only
+        its weight) may add to the residual, up to 1 g of end-effector acceleration: the contact
+        bound grows by it."""
+        payload = getattr(arm, "payload", None)
+        mass = abs(self.extra_mass) + (payload.mass if payload is not None else 0.0)
+        if mass < 0.05:
+            return None
+        Jv = arm.model.jacobian_end_effector(q)[:3]
+        return mass * 9.81 * np.sqrt((Jv * Jv).sum(axis=0))
+
     def check(self, arm: Any, fb: Feedback, dt: float, residual: FloatArray, gravity: FloatArray,
               valid: bool, in_contact: bool) -> Finding | None:
-        qd = fb.velocity
-        still = valid and not in_contact and bool(np.all(np.abs(qd) < self.settings["rest_speed"]))
-        if arm.state is ArmState.STOPPED and arm.stop_behaviour is not StopBehaviour.HOLD:
+        """Accumulate the least-squares fit m = Σ a·r / Σ a·a over a rest (the command still, every
+        joint slower than ``rest_speed``: an arm that sags and rings under an unknown load counts,
+        the ringing averages out) and judge it once ``rest_time`` has passed."""
+        still = valid and not in_contact and bool(np.all(np.abs(fb.velocity) < self.settings["rest_speed"]))
+        if still:
+            cv = arm.pending_command.velocity
+            still = not bool(np.any(np.abs(cv) > 1e-3))  # NaN (not commanded) is still
+        if still and arm.state is ArmState.STOPPED and arm.stop_behaviour is not StopBehaviour.HOLD:
             still = False  # damp/release: the modules do not hold, the residual is not a load
         if not still:
             self.rest = 0.0
-            self.estimated = False
+            self._next = self.settings["rest_time"]
+            self._ar = self._aa = 0.0
             return None
-        self.rest += dt
-        if self.estimated or self.rest < self.settings["rest_time"]:
-            return None
-        self.estimated = True
-        self.rested_once = True
         a = payload_torque_direction(arm.model, fb.position, gravity)
-        aa = float(a @ a)
-        if aa < 1e-9:
+        self._ar += float(a @ residual)
+        self._aa += float(a @ a)
+        self.rest += dt
+        if self.rest < self._next or self._aa < 1e-9:
             return None
-        m = float(a @ residual) / aa
+        self._next += self.settings["rest_time"]  # refined every rest_time while the rest lasts
+        self.rested_once = True
+        m = self._ar / self._aa
         self.extra_mass = m  # the observer's residual holds the whole unapplied load
         applied = arm.payload.mass if getattr(arm, "payload", None) is not None else 0.0
         unexplained = float(np.linalg.norm(residual - m * a))

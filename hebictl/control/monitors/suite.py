@@ -130,7 +130,9 @@ class MonitorSuite:
         if valid:
             self.contact.armed = self.mismatch.rested_once
             expected = self.mismatch.expected_residual(arm, fb.position, g)
-            f = self.contact.check(arm, fb, now, self.observer.r, expected)
+            allowance = (self.mismatch.allowance(arm, fb.position)
+                         if expected is not None or payload is not None else None)
+            f = self.contact.check(arm, fb, now, self.observer.r, expected, allowance)
             if f is not None:
                 out.append(f)
                 if f.reaction != "event":
