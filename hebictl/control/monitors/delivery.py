@@ -24,6 +24,8 @@ __all__ = ["CommandDeliveryMonitor", "EchoCheck"]
 
 #: commands kept for comparing with the echo (delayed feedback shows older ones)
 RING = 16
+#: good echoes in a row after which a lost episode is over (a new loss is a new event)
+RECOVERED = 10
 
 
 class EchoCheck:
@@ -50,6 +52,7 @@ class EchoCheck:
         self.tol_rel = np.array([1e-6, 1e-6, 1e-6])
         self.echo_seen = False
         self.bad = 0                 # bad observations in a row (failed writes, wrong or stuck echoes)
+        self.good = 0                # good echoes in a row since the last bad observation
         self.why = ""
         self.write_failed = False
         self._k = 0
@@ -77,6 +80,7 @@ class EchoCheck:
         self.write_failed = not ok
         if not ok:
             self.bad += 1
+            self.good = 0
             self.why = "the write failed"
 
     def echoed(self, fb: Feedback) -> None:
@@ -94,13 +98,16 @@ class EchoCheck:
             if not stuck:
                 if not self.write_failed:
                     self.bad = 0
+                    self.good += 1
                 return
             self.bad += 1
+            self.good = 0
             self.why = f"the echo stays at a command sent {age} cycles ago"
             return
         if not self.echo_seen:
             return
         self.bad += 1
+        self.good = 0
         self.why = "the echo is NaN (no command held)" if age == -2 else "the echo differs from every command sent"
 
 
@@ -138,7 +145,7 @@ class CommandDeliveryMonitor(Monitor):
     def _judge(self, arm: Any, now: float) -> Finding | None:
         c = self.check
         if c.bad <= self.settings["tolerated_failures"]:
-            if c.bad == 0:
+            if c.good >= RECOVERED:
                 self.lost = False
                 self.since = None
             return None

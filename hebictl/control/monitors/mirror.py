@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from hebictl.control.monitors.base import Monitor
-from hebictl.control.monitors.delivery import EchoCheck
+from hebictl.control.monitors.delivery import RECOVERED, EchoCheck
 from hebictl.control.monitors.finding import Finding
 from hebictl.control.safety import EventKind
 from hebictl.errors import HardwareError
@@ -65,7 +65,7 @@ class MirrorMonitor(Monitor):
     def _judge(self, arm: Any) -> Finding | None:
         c = self.check
         if c.bad <= self.settings["tolerated_failures"]:
-            if c.bad == 0:
+            if c.good >= RECOVERED:
                 self.lost = False
             return None
         if self.lost:
