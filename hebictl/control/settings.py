@@ -75,7 +75,7 @@ MONITOR_DEFAULTS: dict[str, dict[str, Any]] = {
     "control_gap": {"reaction": "stop"},
     "imu_implausible": {"reaction": "event", "max_angle": 0.2},
     "feedback_late": {"reaction": "event", "max_age_periods": 3.0},
-    "damp_sinking": {"reaction": "hold", "max_speed": 0.15},
+    "damp_sinking": {"reaction": "stop", "max_speed": 0.15},
     "mirror_lost": {"reaction": "event", "echo_tolerance": 1e-5, "tolerated_failures": 2},
 }
 
