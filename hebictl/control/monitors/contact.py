@@ -33,20 +33,20 @@ __all__ = ["ContactMonitor", "MomentumObserver"]
 
 
 class MomentumObserver:
-    """The residual ``r`` [N·m per joint]: external joint torque, filtered at ``gain`` [1/s]."""
+    """The residual ``r`` [N·m per joint]: external joint torque, filtered at ``gain`` [1/s].
+
+    Per sample two inverse-dynamics calls of the model: RNEA(q, qd, 0) with gravity, and M qd at
+    q and at the previous q (RNEA without gravity, zero velocity, qd as acceleration)."""
 
     def __init__(self, model: Any, gain: float, rotor: FloatArray) -> None:
         n = model.dof
         self.model = model
         self.gain = float(gain)
         self.rotor = np.ascontiguousarray(rotor, dtype=np.float64)
-        self.Q = np.zeros((n + 2, model.nq))
-        self.V = np.zeros((n + 2, n))
-        self.A = np.zeros((n + 2, n))
-        self.A[2:] = np.eye(n)
-        self.R = np.zeros((n + 2, n))
-        self.M = np.zeros((n, n))
-        self.M_prev = np.zeros((n, n))
+        # call A: one row (q, qd, 0) with gravity; call B: rows (q, 0, qd), (q_prev, 0, qd) without
+        self.QA, self.VA, self.AA, self.RA = (np.zeros((1, model.nq)), *(np.zeros((1, n)) for _ in range(3)))
+        self.QB, self.VB, self.AB, self.RB = (np.zeros((2, model.nq)), *(np.zeros((2, n)) for _ in range(3)))
+        self.zero_g = np.zeros(3)
         self.p0 = np.zeros(n)
         self.integral = np.zeros(n)
         self.r = np.zeros(n)
@@ -62,10 +62,20 @@ class MomentumObserver:
         if not np.isfinite(q.sum() + qd.sum() + tau.sum()):
             self.restart()
             return False
-        self.Q[:] = q
-        self.V[0] = qd
-        self.model.inverse_dynamics_batch_into(self.Q, self.V, self.A, gravity, self.R)
-        kernels.observer_step(self.R, qd, tau, dt, self.gain, self.rotor, self.M, self.M_prev, self.p0,
+        QB, AB = self.QB, self.AB
+        if not self.valid:
+            QB[1] = q
+        else:
+            QB[1] = QB[0]  # the previous q
+        QB[0] = q
+        AB[0] = qd
+        AB[1] = qd
+        self.QA[0] = q
+        self.VA[0] = qd
+        model = self.model
+        model.inverse_dynamics_batch_into(self.QA, self.VA, self.AA, gravity, self.RA)
+        model.inverse_dynamics_batch_into(QB, self.VB, AB, self.zero_g, self.RB)
+        kernels.observer_step(self.RA[0], self.RB[0], self.RB[1], self.rotor, qd, tau, dt, self.gain, self.p0,
                               self.integral, self.r, not self.valid)
         self.valid = True
         return True

@@ -23,7 +23,7 @@ from hebictl.hardware.base import Command, Feedback
 __all__ = ["CommandDeliveryMonitor", "EchoCheck"]
 
 #: commands kept for comparing with the echo (delayed feedback shows older ones)
-RING = 16
+RING = 64
 #: good echoes in a row after which a lost episode is over (a new loss is a new event)
 RECOVERED = 10
 
@@ -34,12 +34,12 @@ class EchoCheck:
     Why a mark on the effort: a held arm is sent the same command every cycle, so an echo stuck
     at an old command would look delivered until the command lifetime ran out. :meth:`mark` adds
     a small offset to the effort command when it repeats the previous one exactly, stepping
-    through ``MARKS`` values ``MARK`` N·m apart (at most ±0.008 N·m: 0.3% of an X5-1's rated
+    through ``MARKS`` values ``MARK`` N·m apart (at most ±0.0064 N·m: 0.26% of an X5-1's rated
     effort), so consecutive commands always differ and an echo that stops advancing is seen
     within a few cycles. Commands that change anyway are sent as computed."""
 
     #: [N·m] step between effort marks, and how many distinct marks (more than RING commands kept)
-    MARK = 5e-4
+    MARK = 1e-4
     MARKS = 2 * RING
 
     def __init__(self, n: int, tol: float) -> None:
@@ -73,8 +73,7 @@ class EchoCheck:
 
     def sent(self, cmd: Command, ok: bool) -> None:
         self.head = (self.head + 1) % RING
-        row = self.ring[self.head]
-        row[0], row[1], row[2] = cmd.position, cmd.velocity, cmd.effort
+        kernels.store(self.ring[self.head], cmd.position, cmd.velocity, cmd.effort)
         self.count = min(self.count + 1, RING)
         self.sent_total += 1
         self.write_failed = not ok

@@ -1,8 +1,8 @@
 """Compiled per-cycle arithmetic of the execution monitors: the generalized-momentum observer.
 
-Why compiled: the observer forms the mass matrix from the inverse-dynamics rows and updates n
-momenta and residuals every cycle; as numpy that is some twenty calls (~20 µs on a 6-DoF arm),
-as one pass over the joints about one. The kernels use the model kernels' start-up machinery
+Why compiled: the observer, the tracking bound and the echo comparison run every cycle on a
+handful of joints, where each numpy call costs about a microsecond whatever the array size; as
+one pass over the joints each takes about one. The kernels use the model kernels' start-up machinery
 (:mod:`hebictl.model.warmup`: loaded from numba's cache, interpreted while that is cold).
 """
 
@@ -19,46 +19,61 @@ njit = _warmup.lazy_njit
 _CACHE = os.environ.get("HEBICTL_NUMBA_CACHE", "1") != "0"
 
 #: what :func:`hebictl.model.warmup.install` wraps (compiled from the cache or interpreted while cold)
-ENTRY_KERNELS = ("observer_step", "echo_status", "mark_repeat")
+ENTRY_KERNELS = ("observer_step", "worst_excess", "all_below", "echo_status", "mark_repeat", "store")
 
 
 @njit(cache=_CACHE)
-def observer_step(R, qd, tau, dt, gain, rotor, M, M_prev, p0, integral, r, start):
+def observer_step(n_row, Mqd, Mqd_prev, rotor, qd, tau, dt, gain, p0, integral, r, start):
     """One step of the momentum observer (De Luca's residual) at feedback rate.
 
-    ``R`` (n+2, n): inverse dynamics rows at q with gravity: row 0 = RNEA(q, qd, 0) = C qd + g,
-    row 1 = RNEA(q, 0, 0) = g, row 2+j = RNEA(q, 0, e_j) = M e_j + g. ``rotor``: reflected rotor
-    inertia added to M's diagonal. With p = M qd and p_dot = tau + Mdot qd - RNEA(q, qd, 0) for
-    the measured efforts ``tau``, the residual r = K (p - p0 - ∫(tau + Mdot qd - RNEA + r) dt) is
-    a first-order filtered estimate (time constant 1/K) of the external joint torque. ``start``:
-    (re)initialise at this sample (r = 0). Mdot is the backward difference of M over ``dt``.
+    ``n_row`` = RNEA(q, qd, 0) = C qd + g; ``Mqd`` = M(q) qd and ``Mqd_prev`` = M(q_prev) qd
+    (RNEA without gravity at zero velocity with qd as acceleration); ``rotor``: reflected rotor
+    inertia added to M's diagonal. With p = M qd and p_dot = tau + Mdot qd - RNEA(q, qd, 0) for the
+    measured efforts ``tau`` (Mdot qd as the backward difference (M(q) - M(q_prev)) qd / dt), the
+    residual r = K (p - p0 - ∫(tau + Mdot qd - RNEA + r) dt) is a first-order filtered estimate
+    (time constant 1/K) of the external joint torque. ``start``: (re)initialise here (r = 0).
+    Three inverse-dynamics rows instead of the n + 2 the full mass matrix would take.
     """
     n = qd.shape[0]
-    for i in range(n):
-        for j in range(n):
-            M[i, j] = R[2 + j, i] - R[1, i]
-        M[i, i] += rotor[i]
     if start or dt <= 0.0:
         for i in range(n):
-            p = 0.0
-            for j in range(n):
-                p += M[i, j] * qd[j]
-                M_prev[i, j] = M[i, j]
-            p0[i] = p
+            p0[i] = Mqd[i] + rotor[i] * qd[i]
             integral[i] = 0.0
             r[i] = 0.0
         return
     for i in range(n):
-        p = 0.0
-        mdq = 0.0
-        for j in range(n):
-            p += M[i, j] * qd[j]
-            mdq += (M[i, j] - M_prev[i, j]) * qd[j]
-        integral[i] += (tau[i] + mdq / dt - R[0, i] + r[i]) * dt
+        p = Mqd[i] + rotor[i] * qd[i]
+        integral[i] += (tau[i] + (Mqd[i] - Mqd_prev[i]) / dt - n_row[i] + r[i]) * dt
         r[i] = gain * (p - p0[i] - integral[i])
-    for i in range(n):
-        for j in range(n):
-            M_prev[i, j] = M[i, j]
+
+
+@njit(cache=_CACHE)
+def worst_excess(x, ref, rate, base, per_rate):
+    """Index of the joint whose |x - ref| most exceeds ``base`` + ``per_rate`` x |rate| (NaN
+    entries skipped; -1 if none is finite), its error and its bound: the tracking check."""
+    best = -1
+    worst = -1e300
+    err_b = 0.0
+    bound_b = 0.0
+    for i in range(x.shape[0]):
+        e = abs(x[i] - ref[i])
+        v = rate[i]
+        b = base + per_rate * (abs(v) if v == v else 0.0)
+        if e == e and e - b > worst:
+            worst = e - b
+            best = i
+            err_b = e
+            bound_b = b
+    return best, err_b, bound_b
+
+
+@njit(cache=_CACHE)
+def all_below(x, limit):
+    """True when every |x| < ``limit`` (a NaN entry counts as below: not measured or not commanded)."""
+    for i in range(x.shape[0]):  # noqa: SIM110  (a loop numba compiles; all() of a generator it does not)
+        if abs(x[i]) >= limit:
+            return False
+    return True
 
 
 @njit(cache=_CACHE)
@@ -123,11 +138,22 @@ def mark_repeat(pos, vel, eff, prev, k, step, marks, tol_abs, tol_rel):
     return k
 
 
+@njit(cache=_CACHE)
+def store(row, pos, vel, eff):
+    """Copy a command into ``row`` (3, n): one call instead of three numpy assignments."""
+    for i in range(pos.shape[0]):
+        row[0, i] = pos[i]
+        row[1, i] = vel[i]
+        row[2, i] = eff[i]
+
+
 def load(dof: int) -> None:
     """Call every kernel once on scratch arrays (numba loads them now, not in a control cycle)."""
     x = np.zeros(dof)
-    m = np.zeros((dof, dof))
-    observer_step(np.zeros((dof + 2, dof)), x, x, 0.005, 1.0, x, m, m.copy(), x.copy(), x.copy(), x.copy(), True)
+    observer_step(x, x, x, x, x, x, 0.005, 1.0, x.copy(), x.copy(), x.copy(), True)
+    worst_excess(x, x, x, 0.1, 0.1)
+    all_below(x, 1.0)
+    store(np.zeros((3, dof)), x, x, x)
     echo_status(x, x, x, np.zeros((2, 3, dof)), 1, 0, np.zeros(3), np.zeros(3))
     mark_repeat(x.copy(), x.copy(), x.copy(), np.zeros((3, dof)), 0, 1e-3, 8, np.zeros(3), np.zeros(3))
 

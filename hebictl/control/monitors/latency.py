@@ -20,27 +20,35 @@ from hebictl.hardware.base import Feedback
 __all__ = ["LatencyMonitor"]
 
 
+#: [s] on-time feedback for this long ends a late episode (the next late sample is a new event):
+#: an overloaded loop whose samples are late every few cycles is one event, not hundreds
+REARM_S = 1.0
+
+
 class LatencyMonitor(Monitor):
-    """``feedback_late``: sample age > ``max_age_periods`` feedback periods; one event per episode."""
+    """``feedback_late``: sample age > ``max_age`` [s]; one event per episode."""
 
     kind = EventKind.FEEDBACK_LATE
 
     def __init__(self, settings: dict[str, Any], feedback_frequency: float) -> None:
         super().__init__(settings)
-        period = 1.0 / feedback_frequency if feedback_frequency > 0 else 0.01
-        self.limit = settings["max_age_periods"] * period
+        self.limit = settings["max_age"]
         self.age = 0.0
         self.late = False
+        self.on_time = 0.0  # [s] of on-time feedback since the last late sample
 
     def after_read(self, arm: Any, fb: Feedback, now: float, dt: float) -> Finding | None:
-        age = fb.rx_time - float(fb.time.max())
+        age = fb.rx_time - fb.time[0]  # one module's stamp: a group's samples share one moment
         if not (math.isfinite(age) and 0.0 <= age < 1000.0):
             self.age = 0.0
             return None
         self.age = age
         if age <= self.limit:
-            self.late = False
+            self.on_time += dt
+            if self.on_time >= REARM_S:
+                self.late = False
             return None
+        self.on_time = 0.0
         if self.late:
             return None
         self.late = True

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from hebictl._typing import FloatArray
+from hebictl.control.monitors import kernels
 from hebictl.control.monitors.base import Monitor
 from hebictl.control.monitors.finding import Finding
 from hebictl.control.safety import ArmState, EventKind, StopBehaviour
@@ -101,16 +102,15 @@ class ModelMismatchMonitor(Monitor):
         """Accumulate the least-squares fit m = Σ a·r / Σ a·a over a rest (the command still, every
         joint slower than ``rest_speed``: an arm that sags and rings under an unknown load counts,
         the ringing averages out) and judge it once ``rest_time`` has passed."""
-        still = valid and not in_contact and bool(np.all(np.abs(fb.velocity) < self.settings["rest_speed"]))
-        if still:
-            cv = arm.pending_command.velocity
-            still = not bool(np.any(np.abs(cv) > 1e-3))  # NaN (not commanded) is still
+        still = (valid and not in_contact and kernels.all_below(arm.pending_command.velocity, 1e-3)
+                 and kernels.all_below(fb.velocity, self.settings["rest_speed"]))
         if still and arm.state is ArmState.STOPPED and arm.stop_behaviour is not StopBehaviour.HOLD:
             still = False  # damp/release: the modules do not hold, the residual is not a load
         if not still:
-            self.rest = 0.0
-            self._next = self.settings["rest_time"]
-            self._ar = self._aa = 0.0
+            if self.rest:
+                self.rest = 0.0
+                self._next = self.settings["rest_time"]
+                self._ar = self._aa = 0.0
             return None
         a = payload_torque_direction(arm.model, fb.position, gravity)
         self._ar += float(a @ residual)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from hebictl.control.monitors import kernels
 from hebictl.control.monitors.base import Monitor
 from hebictl.control.monitors.finding import Finding
 from hebictl.control.safety import ArmState, EventKind
@@ -39,20 +40,19 @@ class TrackingMonitor(Monitor):
             self.over, self.reported, self.reacted = 0.0, False, False
             return None
         s = self.settings
-        err = np.abs(fb.position - cmd.position)
-        excess = err - (s["base_error"] + s["error_per_speed"] * np.abs(np.nan_to_num(cmd.velocity)))
-        j = int(np.argmax(np.nan_to_num(excess, nan=-1.0)))
-        if not excess[j] > 0.0:
+        j, err, bound = kernels.worst_excess(fb.position, cmd.position, cmd.velocity, s["base_error"],
+                                             s["error_per_speed"])
+        if j < 0 or not err > bound:
             self.over, self.reported, self.reacted = 0.0, False, False
             return None
         self.over += dt
-        detail = (f"joint {j} ({arm.model.joint_names[j]}): {err[j]:.3f} rad from its command "
-                  f"(bound {err[j] - excess[j]:.3f} rad at {abs(float(np.nan_to_num(cmd.velocity[j]))):.2f} rad/s)")
+        detail = (f"joint {j} ({arm.model.joint_names[j]}): {err:.3f} rad from its command "
+                  f"(bound {bound:.3f} rad at {abs(float(np.nan_to_num(cmd.velocity[j]))):.2f} rad/s)")
         if not self.reported:
             self.reported = True
-            return self.finding(detail, "event", joint=j, error=float(err[j]), bound=float(err[j] - excess[j]))
+            return self.finding(detail, "event", joint=j, error=err, bound=bound)
         if not self.reacted and self.over >= s["sustain_time"]:
             self.reacted = True
-            return self.finding(f"{detail} for {self.over:.2f} s", joint=j, error=float(err[j]),
-                                bound=float(err[j] - excess[j]), duration_s=self.over)
+            return self.finding(f"{detail} for {self.over:.2f} s", joint=j, error=err, bound=bound,
+                                duration_s=self.over)
         return None

@@ -1,6 +1,6 @@
 """Late feedback: the sim honours ``faults.delay_feedback`` (samples show the arm as it was
 ``latency`` ago, their ``time`` says so), the age is measured and a ``feedback_late`` event
-recorded beyond 3 feedback periods. Reference: the sim's true joint state recorded each cycle."""
+recorded beyond `max_age` (15 ms). Reference: the sim's true joint state recorded each cycle."""
 
 from __future__ import annotations
 
