@@ -163,6 +163,7 @@ def sc_late_feedback(backend: str) -> list[Row]:
         arm, clock, home = _arm(config)
         with arm:
             arm.set_goal(Goal(arm.dof).add_waypoint(position=home + np.eye(arm.dof)[0] * 1.0))
+            arm.monitors.latency.limit = 0.015  # three periods at 200 Hz (default 100 ms: a slow loop's own lag)
             arm.backend.faults.delay_feedback(0.05)
             _run(arm, clock, 0.6)
             age = arm.monitors.feedback_age

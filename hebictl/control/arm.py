@@ -349,23 +349,23 @@ class Arm:
         the measured state (position advanced by velocity x feedback age, measured velocity), so a
         hold after a contact or a control gap stays where the arm is instead of driving back to
         (or through) the stale command."""
-        if reaction == "event":
+        stopped = self.state is ArmState.STOPPED
+        if reaction == "event" or (stopped and (reaction == "hold" or self._stop_behaviour is StopBehaviour.HOLD)):
+            # recorded only; a latched stop that holds already is kept (the stricter stop stays)
             self.events.record(self.clock.now(), kind, self.state, detail)
             return
         if reaction == "damp":
             self.stop(kind, detail, behaviour="damp")
             return
         if reaction == "hold":
-            if self.state is ArmState.STOPPED:
-                self.events.record(self.clock.now(), kind, self.state, detail)
-                return
             self.hold(reason=kind, detail=detail)
         elif reaction == "stop":
             self.stop(kind, detail, behaviour="hold")
         else:
             raise ValueError(f"unknown reaction {reaction!r}")
         fb = self.last_feedback
-        if self._have_feedback and np.all(np.isfinite(fb.position)):
+        fresh = self.clock.now() - self._last_fresh_time <= 2.0 / max(self.backend.feedback_frequency, 1.0)
+        if fresh and self._have_feedback and np.all(np.isfinite(fb.position)):
             now = self.clock.now()
             v = np.nan_to_num(fb.velocity)
             p = fb.position + v * min(self.monitors.feedback_age, 0.1)

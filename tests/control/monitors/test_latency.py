@@ -1,6 +1,6 @@
 """Late feedback: the sim honours ``faults.delay_feedback`` (samples show the arm as it was
 ``latency`` ago, their ``time`` says so), the age is measured and a ``feedback_late`` event
-recorded beyond `max_age` (15 ms). Reference: the sim's true joint state recorded each cycle."""
+recorded beyond `max_age` (set to 15 ms here). Reference: the sim's true joint state recorded each cycle."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ def test_sim_delays_feedback_and_the_age_is_measured(latency):
     arm, clock, home = sim_arm("x-series-6dof")
     with arm:
         arm.set_goal(Goal(arm.dof).add_waypoint(position=home + np.eye(arm.dof)[0] * 1.0))
+        arm.monitors.latency.limit = 0.015  # three periods at 200 Hz (the default, 100 ms, allows for a slow loop)
         arm.backend.faults.delay_feedback(latency)
         truth: dict[float, np.ndarray] = {}
         for _ in range(120):
