@@ -74,7 +74,7 @@ MONITOR_DEFAULTS: dict[str, dict[str, Any]] = {
     "command_lost": {"reaction": "stop", "echo_tolerance": 1e-5, "tolerated_failures": 2},
     "control_gap": {"reaction": "stop"},
     "imu_implausible": {"reaction": "event", "max_angle": 0.2},
-    "feedback_late": {"reaction": "event", "max_age": 0.1},
+    "feedback_late": {"reaction": "event", "max_age": 0.25},
     "damp_sinking": {"reaction": "stop", "max_speed": 0.15},
     "mirror_lost": {"reaction": "event", "echo_tolerance": 1e-5, "tolerated_failures": 2},
 }

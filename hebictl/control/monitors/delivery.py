@@ -31,18 +31,19 @@ RECOVERED = 10
 class EchoCheck:
     """The last commands sent to a group and the bad observations in a row (shared with :mod:`.mirror`).
 
-    Why a mark on the velocity: a held arm is sent the same command every cycle, so an echo
-    stuck at an old command would look delivered until the command lifetime ran out. :meth:`mark`
-    adds a small offset to the velocity command when the command repeats the previous one,
-    stepping through ``MARKS`` values ``MARK`` rad/s apart (at most ±0.00064 rad/s, what the
-    modules' velocity loop turns into micro-newton-metres under a position hold), so consecutive
-    commands always differ and an echo that stops advancing is seen within a few cycles. Commands
-    that change anyway, and commands without a velocity (effort only: gravity compensation,
-    'damp'; a mark there would be an uncompensated torque), are sent as computed; for those a
-    stuck echo shows when the command lifetime runs out (the echo turns NaN)."""
+    Why a mark: a held arm is sent the same command every cycle, so an echo stuck at an old
+    command would look delivered until the command lifetime ran out. :meth:`mark` adds a small
+    offset to the effort of the joints whose position is commanded when the command repeats the
+    previous one, stepping through ``MARKS`` values ``MARK`` N·m apart (at most ±0.0064 N·m, which
+    the modules' position loop holds against: micro-radians), so consecutive commands always
+    differ and an echo that stops advancing is seen within a few cycles. Commands that change
+    anyway, and effort-only commands (gravity compensation, 'damp': a mark there would be an
+    uncompensated torque, 4 mm of drift in 2 s on the sim), are sent as computed; for those a
+    stuck echo shows when the command lifetime runs out (the echo turns NaN). Marking the velocity
+    instead moved the mock's held position by 1e-7 rad, which exact tests of a hold see."""
 
-    #: [rad/s] step between velocity marks, and how many distinct marks (more than RING commands kept)
-    MARK = 1e-5
+    #: [N·m] step between effort marks, and how many distinct marks (more than RING commands kept)
+    MARK = 1e-4
     MARKS = 2 * RING
 
     def __init__(self, n: int, tol: float) -> None:
@@ -51,7 +52,7 @@ class EchoCheck:
         self.head = -1
         self.sent_total = 0
         self.matched = -1            # sent_total index of the command the echo last showed
-        self.tol_abs = np.array([tol, 0.25 * self.MARK, 1e-4])  # rad, rad/s, N·m
+        self.tol_abs = np.array([tol, tol, 0.25 * self.MARK])  # rad, rad/s, N·m
         self.tol_rel = np.array([1e-6, 1e-6, 1e-6])
         self.echo_seen = False
         self.bad = 0                 # bad observations in a row (failed writes, wrong or stuck echoes)
@@ -71,7 +72,7 @@ class EchoCheck:
     def unmark(self, cmd: Command) -> None:
         """Take the mark off the arm's pending command again (only the wire carries it)."""
         if self._marked:
-            np.copyto(cmd.velocity, self._prev[1])
+            np.copyto(cmd.effort, self._prev[2])
             self._marked = False
 
     def sent(self, cmd: Command, ok: bool) -> None:

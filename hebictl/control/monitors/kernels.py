@@ -114,15 +114,16 @@ def echo_status(pos, vel, eff, ring, count, head, tol_abs, tol_rel):
 def mark_repeat(pos, vel, eff, prev, k, step, marks, tol_abs, tol_rel):
     """If the command (``pos``/``vel``/``eff``) repeats the previous one (``prev`` (3, n), its
     unmarked copy) within the echo tolerances (as :func:`echo_status`; NaN equal to NaN), add
-    mark ``k + 1`` (of ``marks``, ``step`` apart, centred on 0) to its finite velocities and
-    return ``k + 1``; else return ``k``. ``prev`` becomes this command unmarked (the caller takes
-    the mark off the arm's copy again after the write)."""
+    mark ``k + 1`` (of ``marks``, ``step`` apart, centred on 0) to the effort of every joint whose
+    position is commanded and return ``k + 1``; else (or with no position commanded) return ``k``.
+    ``prev`` becomes this command unmarked (the caller takes the mark off the arm's copy again
+    after the write)."""
     n = pos.shape[0]
     same = True
-    any_velocity = False
+    held = False
     for i in range(n):
-        if vel[i] == vel[i]:
-            any_velocity = True
+        if pos[i] == pos[i] and eff[i] == eff[i]:
+            held = True
         for f in range(3):
             x = pos[i] if f == 0 else (vel[i] if f == 1 else eff[i])
             y = prev[f, i]
@@ -132,12 +133,13 @@ def mark_repeat(pos, vel, eff, prev, k, step, marks, tol_abs, tol_rel):
             elif abs(x - y) > tol_abs[f] + tol_rel[f] * abs(y):
                 same = False
             prev[f, i] = x
-    if not same or not any_velocity:
+    if not same or not held:
         return k
     k = (k + 1) % marks
     offset = (k - 0.5 * (marks - 1)) * step
     for i in range(n):
-        vel[i] += offset
+        if pos[i] == pos[i]:
+            eff[i] += offset
     return k
 
 
