@@ -31,19 +31,19 @@ RECOVERED = 10
 class EchoCheck:
     """The last commands sent to a group and the bad observations in a row (shared with :mod:`.mirror`).
 
-    Why a mark: a held arm is sent the same command every cycle, so an echo stuck at an old
-    command would look delivered until the command lifetime ran out. :meth:`mark` adds a small
-    offset to the effort of the joints whose position is commanded when the command repeats the
-    previous one, stepping through ``MARKS`` values ``MARK`` N·m apart (at most ±0.0064 N·m, which
-    the modules' position loop holds against: micro-radians), so consecutive commands always
-    differ and an echo that stops advancing is seen within a few cycles. Commands that change
-    anyway, and effort-only commands (gravity compensation, 'damp': a mark there would be an
-    uncompensated torque, 4 mm of drift in 2 s on the sim), are sent as computed; for those a
+    Why a mark: a held arm is sent the same command every cycle, so an echo stuck at an old command
+    would look delivered until the command lifetime ran out. :meth:`mark` adds a small offset to the
+    effort of the joints whose position is commanded when the command repeats the previous one,
+    ``MARKS`` distinct values of alternating sign (at most ±0.0013 N·m, ``MARK`` apart in size; the
+    alternation leaves no net torque and the position loop holds against the rest), so consecutive
+    commands always differ and an echo that stops advancing is seen within a few cycles. Commands
+    that change anyway, and effort-only commands (gravity compensation, 'damp': a mark there would
+    be an uncompensated torque, 4 mm of drift in 2 s on the sim), are sent as computed; for those a
     stuck echo shows when the command lifetime runs out (the echo turns NaN). Marking the velocity
     instead moved the mock's held position by 1e-7 rad, which exact tests of a hold see."""
 
     #: [N·m] step between effort marks, and how many distinct marks (more than RING commands kept)
-    MARK = 1e-4
+    MARK = 2e-5
     MARKS = 2 * RING
 
     def __init__(self, n: int, tol: float) -> None:

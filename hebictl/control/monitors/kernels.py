@@ -114,8 +114,9 @@ def echo_status(pos, vel, eff, ring, count, head, tol_abs, tol_rel):
 def mark_repeat(pos, vel, eff, prev, k, step, marks, tol_abs, tol_rel):
     """If the command (``pos``/``vel``/``eff``) repeats the previous one (``prev`` (3, n), its
     unmarked copy) within the echo tolerances (as :func:`echo_status`; NaN equal to NaN), add
-    mark ``k + 1`` (of ``marks``, ``step`` apart, centred on 0) to the effort of every joint whose
-    position is commanded and return ``k + 1``; else (or with no position commanded) return ``k``.
+    mark ``k + 1`` (``marks`` distinct values ±``step`` x 1..marks/2, alternating in sign) to the
+    effort of every joint whose position is commanded and return ``k + 1``; else (or with no
+    position commanded) return ``k``.
     ``prev`` becomes this command unmarked (the caller takes the mark off the arm's copy again
     after the write)."""
     n = pos.shape[0]
@@ -136,7 +137,9 @@ def mark_repeat(pos, vel, eff, prev, k, step, marks, tol_abs, tol_rel):
     if not same or not held:
         return k
     k = (k + 1) % marks
-    offset = (k - 0.5 * (marks - 1)) * step
+    offset = (k // 2 + 1) * step  # alternating sign: no net torque, nothing for the arm to follow
+    if k % 2:
+        offset = -offset
     for i in range(n):
         if pos[i] == pos[i]:
             eff[i] += offset
