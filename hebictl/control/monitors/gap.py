@@ -40,8 +40,10 @@ class ControlGapMonitor(Monitor):
             np.copyto(before, fb.position)
             return None
         moved = float(np.max(np.abs(fb.position - before)))
+        fmt = np.array2string
         out = self.finding(f"control gap of {dt * 1e3:.0f} ms (> command lifetime {self.limit * 1e3:.0f} ms); "
-                           f"joints moved up to {moved:.3f} rad meanwhile; holding where the arm is",
+                           f"joints moved up to {moved:.3f} rad meanwhile (before {fmt(before, precision=3)}, "
+                           f"after {fmt(fb.position, precision=3)} rad); holding where the arm is",
                            gap_s=dt, position_before=before.tolist(), position_after=fb.position.tolist(),
                            hold_position=fb.position.copy())
         np.copyto(before, fb.position)

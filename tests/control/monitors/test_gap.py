@@ -34,6 +34,7 @@ def test_stall_is_a_latched_gap_then_hold_where_the_arm_is(config, stall):
             print(f"\n{config} stall {stall:.1f} s: shorter than the command lifetime, no event")
             return
         assert len(gaps) == 1 and f"{stall * 1e3:.0f} ms" in gaps[0].detail
+        assert "before [" in gaps[0].detail and "after [" in gaps[0].detail  # the positions, in the event
         finding = next(f for f in arm.monitors.findings if f.kind is EventKind.CONTROL_GAP)
         assert len(finding.values["position_before"]) == arm.dof == len(finding.values["position_after"])
         assert arm.state is ArmState.STOPPED
