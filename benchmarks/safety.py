@@ -43,6 +43,7 @@ from benchmarks.safety_live import (  # noqa: E402
     sc_signals,
     sc_teleop,
 )
+from benchmarks.safety_monitors import MONITOR_ROWS  # noqa: E402  (issue 18: execution monitor rows)
 from benchmarks.safety_rig import (  # noqa: E402
     Row,
     Trace,
@@ -78,6 +79,8 @@ def run_matrix(backends: list[str], *, teleop: bool = True, processes: bool = Tr
             except Exception as exc:  # one broken scenario must not hide the others
                 out = Row(sc.__name__[3:], backend, note=f"{type(exc).__name__}: {exc}"[:100], target="runs")
             rows.extend(out if isinstance(out, list) else [out])
+        for monitor_rows in MONITOR_ROWS:  # issue 18: the execution monitors' rows (sim only)
+            rows.extend(monitor_rows(backend))
         if teleop:
             rows.extend(sc_teleop(backend))
     if supervisor and "sim" in backends:  # every bundled config, on the physics sim only

@@ -38,6 +38,8 @@ from hebictl.control.admission import plan
 from hebictl.control.assembly import ExtraModules, assemble
 from hebictl.control.braking import BrakePlanner, firmware_limit_side
 from hebictl.control.goal import Goal
+from hebictl.control.monitors import MonitorSuite, Payload, goal_status
+from hebictl.control.monitors.payload import payload_efforts
 from hebictl.control.motion import Brake, RateLimiter, shrink_recovery
 from hebictl.control.plugins import ArmPlugin, DoubledJointMirror, GravityCompensationEffort
 from hebictl.control.safety import ArmState, EventKind, EventLog, Limits, StopBehaviour
@@ -129,8 +131,8 @@ class Arm:
         self.nominal_period = 1.0 / hz0 if hz0 > 0 else 0.01
         self._rate_dt = 0.0
         self._long_cycles = 0  # consecutive cycles longer than 1.5 x the nominal period
-        #: execution monitors (:mod:`hebictl.control.monitors`, wired in by the assembly), or None
-        self.monitors: Any = None
+        #: a payload the gravity model includes (:meth:`set_payload`), else None
+        self.payload: Payload | None = None
         self._rate = RateLimiter(self.limits.velocity_max, self.limits)
         self.brake_planner = BrakePlanner(model, self.limits)
         self._firmware_limit = False  # a module's firmware limit was acting at the last feedback
@@ -145,6 +147,11 @@ class Arm:
         for p in plugins:
             self.add_plugin(p)
         cycle_kernels.load(model, self.dof)  # numba loads the cycle's kernels now, not in the first cycle
+        #: execution monitors (:mod:`hebictl.control.monitors`): findings every cycle, answered by :meth:`react`
+        self.monitors: MonitorSuite = MonitorSuite(
+            model, self.limits, feedback_frequency=hz0,
+            command_lifetime=float(getattr(backend, "command_lifetime", 0.0) or 0.0),
+            settings=self.safety.monitors, plugins=self.plugins)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -513,6 +520,34 @@ class Arm:
         else:
             raise ConfigError(f"unknown reaction {reaction!r}; choose from {', '.join(REACTIONS)}", key="reaction")
 
+    def set_payload(self, mass: float, com: ArrayLike = (0.0, 0.0, 0.0)) -> None:
+        """Include an end-effector payload of ``mass`` [kg] at ``com`` [m, end-effector frame] in the
+        gravity model (hold, stops, the monitors), as HEBI users declare end-effector payloads;
+        ``mass=0`` removes it. ``arm.payload_estimate['mass_kg']`` is what the monitor measured."""
+        m = float(mass)
+        if not (math.isfinite(m) and m >= 0.0):
+            raise ConfigError(f"payload mass must be finite and >= 0 kg, got {mass!r}", key="payload")
+        c = np.asarray(com, dtype=np.float64)
+        if c.shape != (3,) or not np.all(np.isfinite(c)):
+            raise ConfigError(f"payload com must be 3 finite numbers [m], got {com!r}", key="payload")
+        self.payload = Payload(m, c) if m > 0.0 else None
+
+    @property
+    def payload_estimate(self) -> dict[str, Any] | None:
+        """The model-mismatch monitor's last estimate at rest: ``mass_kg`` (total end-effector
+        payload), ``extra_mass_kg`` (not in the model), ``applied_mass_kg``; None before one."""
+        return self.monitors.payload_estimate
+
+    @property
+    def goal_status(self) -> str:
+        """Why the arm is or is not at its goal (``reached``, ``moving``, ``not reached: ...``)."""
+        return goal_status(self)
+
+    @property
+    def commands_delivered(self) -> bool:
+        """False while the modules are not taking the commands sent (``command_lost``)."""
+        return self.monitors.commands_delivered
+
     def inverse_kinematics(self, target: Any = None, seed: ArrayLike | None = None, **kwargs: Any) -> Any:
         """:meth:`RobotModel.inverse_kinematics` within this arm's joint limits (the config's and
         the model's), so a Cartesian goal never asks for a position a joint goal would be refused."""
@@ -592,7 +627,12 @@ class Arm:
 
     def _gravity_efforts(self, q: FloatArray) -> FloatArray:
         g = self._gravity_vector()
-        return self.model.gravity_compensation(q, g) if np.all(np.isfinite(q)) else np.full(self.dof, np.nan)
+        if not np.all(np.isfinite(q)):
+            return np.full(self.dof, np.nan)
+        out = self.model.gravity_compensation(q, g)
+        if self.payload is not None:  # a payload declared with set_payload
+            out += payload_efforts(self.model, q, self.payload, g)
+        return out
 
     # ------------------------------------------------------------------ per-cycle command
     def _tick(self, dt: float, now: float, timed_out: bool = False) -> None:
@@ -812,9 +852,8 @@ class Arm:
             self._reanchor(now)
             if pressed:
                 self._stale = _ALL
-        if self.monitors is not None:
-            for f in self.monitors.after_read(self, fb, now):
-                self.react(f.kind, f.detail, f.reaction)
+        for f in self.monitors.after_read(self, fb, now):  # execution monitors, every fresh sample
+            self.react(f.kind, f.detail, f.reaction)
         if self._recovery is not None:
             self._recovery = shrink_recovery(self._recovery, self.limits, fb.position)
             if self._recovery is not None:
@@ -834,6 +873,8 @@ class Arm:
         ok = True
         for plugin in self.plugins:
             ok = plugin.update(self, self._dt) and ok
+        if self.payload is not None and np.all(np.isfinite(cmd.position)):  # the declared payload's gravity
+            cmd.effort += payload_efforts(self.model, fb.position, self.payload, self._gravity_vector())
         if self._brake is not None:  # braking, or a hold that braked: as the hold stop
             if self.trajectory_state is not None:  # feed the ramp forward (what plugins did not)
                 cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, self.plugins)
@@ -892,14 +933,19 @@ class Arm:
         return False
 
     def send(self) -> bool:
-        """Write the pending command to the modules (and plugins' extra modules)."""
+        """Write the pending command to the modules (and plugins' extra modules), then check that it
+        was delivered (:mod:`hebictl.control.monitors`: a failed write or a wrong echo is ``command_lost``)."""
+        self.monitors.before_send(self.pending_command)  # marks it for the echo check
         try:
             ok = self.backend.write(self.pending_command)
         except HardwareError as exc:
             self._stale = max(self._stale, _JOINTS)
             if self.supervisor.level is not _STOPPED:
                 self.stop(EventKind.HARDWARE_ERROR, str(exc))
-            return False
+            ok = False
+        written = ok
         for plugin in self.plugins:
             ok = plugin.send(self) and ok
+        for f in self.monitors.after_send(self, written, self.pending_command):
+            self.react(f.kind, f.detail, f.reaction)
         return ok

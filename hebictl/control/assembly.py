@@ -98,7 +98,7 @@ def assemble(config: RobotConfig | str | Path, backend: str = "mock", *, clock: 
             group_gains = group_gains.broadcast_to(model.dof)
     cfg.check_against(model.dof, group_gains)
     limits = limits_from(model, cfg.user_data, cfg.path)
-    safety = safety_from(model, cfg.user_data, cfg.path)
+    safety = safety_from(model, cfg.user_data, cfg.path, cfg.plugins)
     try:
         module_safety = safety_from_user_data(cfg.user_data, limits.position_min, limits.position_max)
     except ConfigError as exc:

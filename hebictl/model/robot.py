@@ -352,6 +352,14 @@ class RobotModel:
         if self._armature is not None:
             out += self._armature * qdd
 
+    def inverse_dynamics_batch_into(self, Q: FloatArray, V: FloatArray, A: FloatArray, gravity: FloatArray,
+                                    out: FloatArray) -> None:
+        """:meth:`inverse_dynamics` for a batch (B, nq)/(B, nv) into ``out`` (B, nv), unchecked (see
+        above): the execution monitors form the mass matrix from n + 2 rows in one call."""
+        kernels.rnea_batch(Q, V, A, gravity, *self._rnea_args, out)
+        if self._armature is not None:
+            out += self._armature * A
+
     def inverse_kinematics(self, target: Any = None, seed: ArrayLike | None = None, **kwargs: Any) -> Any:
         """Solve for joint positions reaching ``target``; see :func:`hebictl.model.ik.solve`."""
         from hebictl.model.ik import solve
