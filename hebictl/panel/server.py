@@ -5,6 +5,17 @@ Why a small page of our own and not viser: see docs/panel.md ("Why not viser"). 
 operator station needs hold-to-move on keys as well as buttons and an e-stop on the space bar;
 viser's client has no keyboard events and cannot be extended without rebuilding its bundle.
 
+**Who gets in** is decided by :mod:`hebictl.panel.auth` before a WebSocket is accepted (the
+launch secret, the Host and Origin checks); at most ``max_sessions`` sockets are open at once.
+
+**The e-stop comes first.** Every tab's socket is read by its own task, and an e-stop (engage or
+release) is published from that task the moment it is parsed: no queue, no rate limit, no
+other work of the panel in front of it. What could delay it is the event loop being busy, so the
+rest is bounded: each socket may send :data:`RATE` messages per second (more are dropped and
+counted); frames are built once per arm and tick, not once per tab, and a tab receives at most
+``FRAME_HZ`` of them, fewer when many tabs share the :data:`FRAME_BUDGET`; what waits to be sent
+to a tab is one frame slot (a newer frame replaces an unsent one) and a short queue of notices.
+
 The dead-man rule lives in the browser, where the hand is: while a jog button or key is held the
 page sends one sample every ``JOG_PERIOD`` ms and the server forwards each sample as exactly one
 ``cmd/jog`` with ``deadman: true`` and ``ttl`` = :data:`JOG_TTL` - it never repeats or invents
@@ -20,10 +31,12 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import errno
 import itertools
 import json
 import logging
 import math
+import socket
 import time
 from http import HTTPStatus
 from importlib import resources
@@ -31,46 +44,57 @@ from typing import Any
 
 import numpy as np
 
-from hebictl.errors import HebictlError
+from hebictl.errors import CommandRejected, ConfigError, HebictlError
+from hebictl.panel import commands
+from hebictl.panel.auth import Gate, Operator
+from hebictl.panel.commands import BadRequest
 from hebictl.panel.kinematics import DescribedArm
 from hebictl.panel.link import PanelLink
 from hebictl.panel.policy import allowed
+from hebictl.teleop.admission import TokenBucket
+from hebictl.teleop.state_schema import SCHEMAS
 
 log = logging.getLogger(__name__)
 
 JOG_TTL = 0.2            # s: validity of one sample at the arm
 JOG_PERIOD_MS = 40       # ms between samples while held (5 samples per ttl)
 FRAME_HZ = 30.0          # scene and status updates to each browser
+FRAME_BUDGET = 1500.0    # frames per second to all browsers together (each gets min(FRAME_HZ, share))
+RATE = (100.0, 100.0)    # messages per second from one browser socket, burst
+NOTICES = 64             # notices and acks waiting for one socket (the oldest is dropped beyond)
 LINEAR_JOG = 0.1         # m/s at speed 1.0
 ANGULAR_JOG = 0.5        # rad/s at speed 1.0
-GOAL_SPEED_FRACTION = 0.5  # goals: joints at most this fraction of their rated speed (as the arm plans)
 
 _STATIC = {"/": ("index.html", "text/html; charset=utf-8"), "/panel.js": ("panel.js", "text/javascript"),
            "/panel.css": ("panel.css", "text/css")}
-
-
-def min_duration(start: Any, goal: Any, vmax: Any) -> float:
-    """Shortest duration [s] of a joint move from ``start`` to ``goal`` at ``GOAL_SPEED_FRACTION``
-    of the rated speeds ``vmax`` (a minimum-jerk move peaks at 1.875 × the mean speed)."""
-    s, g = np.asarray(start, dtype=float), np.asarray(goal, dtype=float)
-    v = np.asarray([np.inf if x is None else x for x in vmax], dtype=float) * GOAL_SPEED_FRACTION
-    with np.errstate(invalid="ignore", divide="ignore"):
-        t = np.where(np.isfinite(s - g), np.abs(g - s) * 1.875 / v, 0.0)
-    return float(np.nanmax(t, initial=0.0))
+_HEADERS = [("Cache-Control", "no-store"), ("X-Frame-Options", "DENY"), ("Referrer-Policy", "no-referrer"),
+            ("Content-Security-Policy", "default-src 'self'; connect-src 'self'; frame-ancestors 'none'")]
+LOGIN_PAGE = """<!doctype html><meta charset="utf-8"><title>hebictl panel</title>
+<p>This panel needs the link with its launch token, which <code>hebictl panel</code> printed when it started
+(<code>http://HOST:PORT/?token=...</code>). Open that link once; this browser is then remembered until the panel
+restarts.</p>"""
 
 
 class PanelServer:
-    """HTTP + WebSocket server of one panel. ``allowed_hosts`` are the ``Host`` headers accepted
-    (DNS-rebinding guard); None accepts any (only with ``--allow-remote``)."""
+    """HTTP + WebSocket server of one panel, behind ``gate`` (:class:`~hebictl.panel.auth.Gate`).
 
-    def __init__(self, link: PanelLink, host: str = "127.0.0.1", port: int = 8080, *,
-                 allowed_hosts: set[str] | None = None) -> None:
+    ``max_sessions`` caps the open sockets; ``shared_estop_release`` lets any operator release an
+    e-stop another operator engaged (by default only the one who engaged it may)."""
+
+    def __init__(self, link: PanelLink, host: str = "127.0.0.1", port: int = 8080, *, gate: Gate | None = None,
+                 max_sessions: int = 50, shared_estop_release: bool = False, ssl: Any = None) -> None:
         self.link = link
         self.host = host
         self.port = port
-        self.allowed_hosts = allowed_hosts
+        self.gate = gate if gate is not None else Gate({"127.0.0.1", "localhost", "::1"}, port_hint=port)
+        self.max_sessions = max_sessions
+        self.shared_estop_release = shared_estop_release
+        self.ssl = ssl
         self.sessions: set[Session] = set()
         self.kin: dict[str, tuple[int, DescribedArm]] = {}
+        self.estop_owners: dict[str, set[str]] = {}   # arm -> operators whose e-stop is engaged
+        self.refused = collections.Counter[str]()      # why connections were refused
+        self._pending: dict[int, tuple[Operator, float]] = {}  # connection id -> operator, from handshake to handler
         link.listeners.append(self._on_message)
 
     def kinematics(self, arm_id: str) -> DescribedArm | None:
@@ -88,90 +112,249 @@ class PanelServer:
         return cached[1]
 
     def _on_message(self, arm_id: str, kind: str, body: dict[str, Any]) -> None:
-        if kind == "ack" and body.get("client") == self.link.name:
+        if kind == "status" and not body.get("estop"):
+            self.estop_owners.pop(arm_id, None)  # released (by anyone) or a restarted arm
+        if kind == "ack" and self.link.is_ours(body.get("client")):
             for s in list(self.sessions):
-                s.post({"t": "ack", "arm": arm_id, **body})
+                if body.get("client") == self.link.client_name(s.operator.id):
+                    s.on_ack(arm_id, body)
+
+    # ------------------------------------------------------------------ e-stop ownership
+    def may_release(self, arm_id: str, operator: str) -> bool:
+        owners = self.estop_owners.get(arm_id)
+        return self.shared_estop_release or not owners or operator in owners
 
     # ------------------------------------------------------------------ HTTP
     def _process_request(self, connection: Any, request: Any) -> Any:
         from websockets.datastructures import Headers
         from websockets.http11 import Response
 
-        host = request.headers.get("Host", "")
-        if self.allowed_hosts is not None and host not in self.allowed_hosts:
-            return connection.respond(HTTPStatus.FORBIDDEN, f"unexpected Host header {host!r}\n")
+        def refuse(status: HTTPStatus, text: str, why: str) -> Any:
+            self.refused[why] += 1
+            return connection.respond(status, text)
+
+        if not self.gate.host_ok(request.headers.get("Host")):
+            return refuse(HTTPStatus.FORBIDDEN, "unexpected Host header\n", "host")
         path = request.path.split("?", 1)[0]
         if path == "/ws":
-            origin = request.headers.get("Origin")
-            if origin is not None and origin not in (f"http://{host}", f"https://{host}"):
-                return connection.respond(HTTPStatus.FORBIDDEN, "cross-origin WebSocket refused\n")
+            if not self.gate.origin_ok(request.headers.get("Origin")):
+                return refuse(HTTPStatus.FORBIDDEN, "cross-origin WebSocket refused\n", "origin")
+            op = self.gate.operator(request.headers, request.path)
+            if op is None:
+                return refuse(HTTPStatus.UNAUTHORIZED, "the panel's launch token is needed\n", "token")
+            now = time.monotonic()
+            for key in [k for k, (_, at) in self._pending.items() if now - at > 10.0]:
+                del self._pending[key]  # handshakes that never completed
+            if len(self.sessions) + len(self._pending) >= self.max_sessions:
+                return refuse(HTTPStatus.SERVICE_UNAVAILABLE, "too many panel sessions\n", "cap")
+            self._pending[id(connection)] = (op, now)
             return None
+        token = self.gate.query_token(request.path)
+        if path == "/" and token is not None:
+            if not self.gate.token_ok(token):
+                return refuse(HTTPStatus.UNAUTHORIZED, "wrong token\n", "token")
+            _, cookie = self.gate.admit()
+            return Response(303, "See Other", Headers([("Location", "/"), ("Set-Cookie", cookie),
+                                                       ("Content-Length", "0"), *_HEADERS]), b"")
         entry = _STATIC.get(path)
         if entry is None:
             return connection.respond(HTTPStatus.NOT_FOUND, "not found\n")
         name, ctype = entry
         body = resources.files("hebictl.panel").joinpath("static", name).read_bytes()
-        headers = Headers([("Content-Type", ctype), ("Content-Length", str(len(body))),
-                           ("Cache-Control", "no-store"), ("X-Frame-Options", "DENY"),
-                           ("Content-Security-Policy", "default-src 'self'; connect-src 'self'; "
-                                                       "frame-ancestors 'none'")])
-        return Response(200, "OK", headers, body)
+        status = (200, "OK")
+        if path == "/" and self.gate.operator(request.headers, "/") is None:
+            body, ctype, status = LOGIN_PAGE.encode(), "text/html; charset=utf-8", (401, "Unauthorized")
+        headers = Headers([("Content-Type", ctype), ("Content-Length", str(len(body))), *_HEADERS])
+        return Response(*status, headers, body)
 
     async def serve(self, started: asyncio.Event | None = None) -> None:
-        """Serve until cancelled."""
+        """Serve until cancelled. A port in use or a host that does not resolve is a ConfigError."""
         from websockets.asyncio.server import serve
 
-        async with serve(self._handle, self.host, self.port, process_request=self._process_request,
-                         ping_interval=2.0, ping_timeout=4.0, max_size=65536, compression=None) as srv:
-            for sock in srv.sockets:
-                self.port = sock.getsockname()[1]
-            if started is not None:
-                started.set()
-            await asyncio.Future()
+        try:
+            async with serve(self._handle, self.host, self.port, process_request=self._process_request,
+                             ping_interval=2.0, ping_timeout=4.0, max_size=commands.MAX_MESSAGE, max_queue=16,
+                             compression=None, ssl=self.ssl) as srv:
+                for sock in srv.sockets:
+                    self.port = sock.getsockname()[1]
+                if started is not None:
+                    started.set()
+                ticker = asyncio.create_task(self._tick())
+                try:
+                    await asyncio.Future()
+                finally:
+                    ticker.cancel()
+        except socket.gaierror as exc:
+            raise ConfigError(f"cannot serve the panel on --host {self.host!r}: {exc.strerror or exc}",
+                              key="host") from None
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(f"port {self.port} on {self.host} is already in use (another panel?); "
+                                  "choose another with --port (0: any free port)", key="port") from None
+            if exc.errno in (errno.EADDRNOTAVAIL, errno.EACCES):
+                raise ConfigError(f"cannot serve the panel on {self.host}:{self.port}: {exc.strerror}",
+                                  key="host") from None
+            raise
 
     async def _handle(self, ws: Any) -> None:
-        session = Session(self, ws)
+        entry = self._pending.pop(id(ws), None)
+        if entry is None:  # a handshake older than 10 s: authenticate again
+            await ws.close(1008, "not authenticated")
+            return
+        session = Session(self, ws, entry[0])
         self.sessions.add(session)
         try:
             await session.run()
         finally:
             self.sessions.discard(session)
 
+    # ------------------------------------------------------------------ frames, once per arm and tick
+    async def _tick(self) -> None:
+        """Build each shown arm's frame once per tick and hand it to the tabs that are due."""
+        period = 1.0 / FRAME_HZ
+        last_arms = -math.inf
+        while True:
+            started = time.monotonic()
+            try:
+                self._tick_once(started, started - last_arms > 0.5)
+                if started - last_arms > 0.5:
+                    last_arms = started
+            except Exception:  # a frame that cannot be built must not stop the others
+                log.exception("panel: building frames failed")
+            await asyncio.sleep(max(period - (time.monotonic() - started), 0.005))
+
+    def _tick_once(self, now: float, arms_due: bool) -> None:
+        sessions = list(self.sessions)
+        if arms_due:
+            arms = json.dumps({"t": "arms", "arms": [
+                {"id": a, "status": (v.status or {}).get("status"), "writable": v.writable,
+                 "offline": v.offline, "backend": (v.description or {}).get("backend"),
+                 "config": (v.description or {}).get("config")}
+                for a, v in sorted(self.link.arms.items())], "connected": self.link.connected.is_set(),
+                "warnings": self.link.warnings, "dropped": self.link.dropped})
+            for s in sessions:
+                s.put_slot("arms", arms)
+        watching = [s for s in sessions if s.arm is not None]
+        if not watching:
+            return
+        share = max(1.0 / FRAME_HZ, len(watching) / FRAME_BUDGET)
+        shared: dict[str, str | None] = {}
+        for s in watching:
+            if now < s.next_frame:
+                continue
+            s.next_frame = max(s.next_frame + share, now)
+            arm = s.arm or ""
+            if arm not in shared:
+                shared[arm] = self._shared_frame(arm)
+            if shared[arm] is not None:
+                s.put_frame(shared[arm])  # type: ignore[arg-type]
+
+    def _shared_frame(self, arm_id: str) -> str | None:
+        """The JSON of what every tab showing ``arm_id`` sees (the per-tab part is added by the session)."""
+        view = self.link.arms.get(arm_id)
+        if view is None:
+            return None
+        q = (view.joints or {}).get("position") or []
+        frame: dict[str, Any] = {"arm": arm_id, "q": q, "status": view.status, "writable": view.writable,
+                                 "events": list(view.events)[:12], "ee_pose": view.ee_pose,
+                                 "joints": view.joints, "health": view.health(time.monotonic())}
+        kin = self.kinematics(arm_id)
+        if kin is not None and q:
+            try:
+                poses = kin.body_poses(q)
+                ee = kin.end_effector(q, poses)
+                frame.update(segs=kin.segments(poses), pts=kin.joint_points(poses),
+                             ee=[[float(v) for v in row] for row in ee[:3]])
+            except (ValueError, IndexError, TypeError) as exc:
+                log.warning("panel: cannot draw %s: %s", arm_id, exc)
+        return json.dumps(_finite(frame), allow_nan=False)
+
 
 class Session:
-    """One browser tab."""
+    """One browser tab of an authenticated ``operator``."""
 
-    def __init__(self, server: PanelServer, ws: Any) -> None:
+    def __init__(self, server: PanelServer, ws: Any, operator: Operator) -> None:
         self.server = server
         self.link = server.link
         self.ws = ws
+        self.operator = operator
         self.arm: str | None = None
         self.offset: float | None = None     # panel clock - browser clock [s]
         self.best_rtt = math.inf
         self.jogging = False
-        self.ghost: list[float] | None = None
-        self.outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=200)
+        self.ghost: dict[str, Any] | None = None
+        self.next_frame = 0.0
+        self.bucket = TokenBucket(*RATE, time.monotonic())
+        self.dropped = 0                      # messages over the rate limit
+        self.notices: collections.deque[str] = collections.deque(maxlen=NOTICES)
+        self.slots: dict[str, str] = {}       # latest of each kind (frame, arms, description): newest wins
+        self._wake = asyncio.Event()
         self._sent_description: int | None = None
+        self._last_goal: list[float] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
         self.delays: collections.deque[float] = collections.deque(maxlen=200)  # browser -> panel [s]
 
+    # ------------------------------------------------------------------ outbound
     def post(self, msg: dict[str, Any]) -> None:
-        with contextlib.suppress(asyncio.QueueFull):
-            self.outbox.put_nowait(msg)
+        """Queue a notice or ack (the oldest waiting one is dropped beyond :data:`NOTICES`)."""
+        self.notices.append(json.dumps(_finite(msg), allow_nan=False, default=str))
+        self._wake.set()
 
+    def put_slot(self, kind: str, text: str) -> None:
+        self.slots[kind] = text
+        self._wake.set()
+
+    def put_frame(self, shared: str) -> None:
+        view = self.link.arms.get(self.arm or "")
+        if view is None:
+            return
+        d = view.description
+        if d is not None and self._sent_description != id(d):
+            self._sent_description = id(d)
+            self.put_slot("description", json.dumps(_finite({"t": "description", "arm": view.arm_id, "d": {
+                k: v for k, v in d.items() if k != "urdf"}}), allow_nan=False))
+        own = {"allowed": self._allowed(), "ghost": self.ghost, "operator": self.operator.id,
+               "estop_owner": self.server.estop_owners.get(view.arm_id) and
+               self.operator.id in self.server.estop_owners[view.arm_id],
+               "link": {"rtt_ms": self.best_rtt * 1000.0, "browser_to_panel_ms": [
+                   1000.0 * float(x) for x in np.percentile(self.delays, [50, 99])] if self.delays else None}}
+        self.put_slot("frame", f'{{"t":"frame","s":{shared},"me":{json.dumps(_finite(own), allow_nan=False)}}}')
+
+    async def _writer(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self.notices or self.slots:
+                if self.notices:  # acks and notices first, then the newest of each slot
+                    text = self.notices.popleft()
+                else:
+                    kind = next(iter(self.slots))
+                    text = self.slots.pop(kind)
+                await self.ws.send(text)
+
+    async def _pings(self) -> None:
+        for i in itertools.count():
+            self.post({"t": "ping", "s": time.time()})
+            await asyncio.sleep(0.2 if i < 5 else 2.0)
+
+    def on_ack(self, arm_id: str, body: dict[str, Any]) -> None:
+        msg = {"t": "ack", "arm": arm_id, **body}
+        if body.get("reason") == "too_fast" and body.get("topic") == "joint_goal" and self._last_goal is not None:
+            offer = self._shortest(arm_id, self._last_goal)
+            if offer is not None:
+                msg["offer"] = {"duration": commands.offered_duration(offer * 1.1)}
+        self.post(msg)
+
+    # ------------------------------------------------------------------ inbound
     async def run(self) -> None:
         settings = self.link.settings
-        self.post({"t": "hello", "client": self.link.name, "broker": settings.url, "user": settings.username,
-                   "jog_period_ms": JOG_PERIOD_MS, "jog_ttl": JOG_TTL})
-        tasks = [asyncio.create_task(self._frames()), asyncio.create_task(self._pings()),
-                 asyncio.create_task(self._writer())]
+        self.post({"t": "hello", "client": self.link.client_name(self.operator.id), "broker": settings.url,
+                   "user": settings.username, "jog_period_ms": JOG_PERIOD_MS, "jog_ttl": JOG_TTL,
+                   "operator": self.operator.id, "schemas": SCHEMAS})
+        tasks = [asyncio.create_task(self._pings()), asyncio.create_task(self._writer())]
         try:
             async for raw in self.ws:
-                try:
-                    msg = json.loads(raw)
-                    if isinstance(msg, dict):
-                        await self.handle(msg)
-                except (ValueError, TypeError, KeyError, IndexError, HebictlError) as exc:
-                    self.post({"t": "notice", "level": "error", "text": f"bad request: {exc}"})
+                await self.receive(raw)
         except Exception as exc:  # connection lost: the release below still goes out
             log.info("panel: browser connection ended: %s", exc)
         finally:
@@ -181,46 +364,88 @@ class Session:
             if self.arm is not None:
                 await self.link.watch(self.arm, on=False)
 
-    async def _writer(self) -> None:
-        while True:
-            msg = await self.outbox.get()
-            await self.ws.send(json.dumps(msg, allow_nan=False, default=str))
+    async def receive(self, raw: str | bytes) -> None:
+        """One message from the browser: an e-stop at once; anything else within the rate limit."""
+        try:
+            msg = commands.parse(raw)
+            if msg["t"] == "cmd" and msg["name"] in commands.PRIORITY:
+                await self.command(msg["name"], msg.get("body") or {})
+                return
+            if not self.bucket.take(time.monotonic()):
+                self.dropped += 1
+                if self.dropped in (1, 10, 100) or self.dropped % 1000 == 0:
+                    self.post({"t": "notice", "level": "error",
+                               "text": f"too many messages: {self.dropped} dropped (limit {RATE[0]:g}/s)"})
+                return
+            if msg["t"] == "cmd":  # published in arrival order, but never awaited here: the
+                task = asyncio.create_task(self._guarded(msg))  # next e-stop is read at once
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+                return
+            await self.handle(msg)
+        except (BadRequest, CommandRejected) as exc:
+            self.post({"t": "notice", "level": "error", "text": f"bad request: {exc}"})
+        except HebictlError as exc:
+            self.post({"t": "notice", "level": "error", "text": str(exc)})
 
-    async def _pings(self) -> None:
-        for i in itertools.count():
-            self.post({"t": "ping", "s": time.time()})
-            await asyncio.sleep(0.2 if i < 5 else 2.0)
+    async def _guarded(self, msg: dict[str, Any]) -> None:
+        try:
+            await self.handle(msg)
+        except HebictlError as exc:
+            self.post({"t": "notice", "level": "error", "text": f"bad request: {exc}"})
 
-    # ------------------------------------------------------------------ inbound
     async def handle(self, msg: dict[str, Any]) -> None:
-        kind = msg.get("t")
+        kind = msg["t"]
         if kind == "pong":
             now = time.time()
-            rtt = now - float(msg["s"])
+            rtt = now - msg["s"]
             if 0 <= rtt <= self.best_rtt * 1.5 or self.offset is None:
-                self.best_rtt = min(self.best_rtt, rtt)
-                self.offset = (float(msg["s"]) + rtt / 2.0) - float(msg["c"])
+                self.best_rtt = min(self.best_rtt, max(rtt, 0.0))
+                self.offset = (msg["s"] + rtt / 2.0) - msg["c"]
         elif kind == "select":
-            await self.release_jog()
-            if self.arm is not None:
-                await self.link.watch(self.arm, on=False)
-            self.arm = str(msg["arm"]) if msg.get("arm") else None
-            if self.arm is not None:
-                await self.link.watch(self.arm)
-            self._sent_description = None
-            self.ghost = None
+            await self.select(msg.get("arm"))
         elif kind == "ghost":
-            self.ghost = [float(x) for x in msg["q"]] if msg.get("q") else None
+            self.ghost = self._ghost(msg.get("q"))
         elif kind == "jog":
             await self.jog(msg)
         elif kind == "jog_release":
             await self.release_jog()
         elif kind == "cmd":
-            await self.command(str(msg["name"]), dict(msg.get("body") or {}))
+            await self.command(msg["name"], msg.get("body") or {})
+
+    async def select(self, arm: str | None) -> None:
+        await self.release_jog()
+        if arm is not None and arm not in self.link.arms:
+            raise BadRequest(f"no arm {arm[:64]!r} on the broker")
+        if self.arm is not None:
+            await self.link.watch(self.arm, on=False)
+        self.arm = arm
+        if arm is not None:
+            await self.link.watch(arm)
+        self._sent_description = None
+        self.ghost = None
+        self.next_frame = 0.0
+
+    def _ghost(self, q: Any) -> dict[str, Any] | None:
+        """The ghost arm (drawn where the sliders would take it), computed once per change."""
+        if q is None or self.arm is None:
+            return None
+        values = commands.numbers(q, "q")
+        view = self.link.arms.get(self.arm)
+        kin = self.server.kinematics(self.arm)
+        if kin is None or view is None or len(values) != (view.description or {}).get("dof"):
+            return None
+        poses = kin.body_poses(values)
+        return {"segs": kin.segments(poses), "ee": [float(v) for v in kin.end_effector(values, poses)[:3, 3]]}
 
     def _allowed(self) -> dict[str, bool]:
         view = self.link.arms.get(self.arm or "")
-        return allowed(view.status if view else None, writable=view.writable if view else None)
+        out = allowed(view.status if view else None, writable=view.writable if view else None)
+        if view is not None and (view.offline or view.health(time.monotonic())["stale"]):
+            out = {k: k == "estop" for k in out}
+        if out.get("estop_release") and not self.server.may_release(self.arm or "", self.operator.id):
+            out["estop_release"] = False
+        return out
 
     def _browser_ts(self, c: Any) -> float:
         """A browser timestamp on the panel's clock (never in the future, never older than 1 s)."""
@@ -237,23 +462,24 @@ class Session:
             if self.jogging:
                 await self.release_jog()
             return
+        sign = commands.jog_direction(msg["dir"])
+        scale = commands.number(msg.get("speed", 0.2), "speed", 0.0, 1.0)
+        space, axis = msg["space"], msg["axis"]
         dof = int((view.description or {}).get("dof") or len((view.joints or {}).get("position") or []))
-        space, axis, sign = str(msg["space"]), int(msg["axis"]), 1.0 if float(msg["dir"]) >= 0 else -1.0
-        scale = min(max(float(msg.get("speed", 0.2)), 0.0), 1.0)
         if space == "joint":
             if not 0 <= axis < dof:
-                return
+                raise BadRequest(f"no joint {axis}")
             vmax = ((view.description or {}).get("joints") or {}).get("velocity_max") or []
             rated = vmax[axis] if axis < len(vmax) and vmax[axis] is not None else 0.5
             velocity = [0.0] * dof
             velocity[axis] = sign * scale * min(float(rated), 3.0)
         elif space == "cartesian":
             if not 0 <= axis < 6:
-                return
+                raise BadRequest(f"no Cartesian axis {axis}")
             velocity = [0.0] * 6
             velocity[axis] = sign * scale * (LINEAR_JOG if axis < 3 else ANGULAR_JOG)
         else:
-            return
+            raise BadRequest("'space' must be joint or cartesian")
         self.jogging = True
         ts = self._browser_ts(msg.get("c"))
         self.delays.append(time.time() - ts)
@@ -273,42 +499,69 @@ class Session:
         arm = self.arm
         view = self.link.arms.get(arm or "")
         if arm is None or view is None:
-            return
-        ok = self._allowed()
-        key = {"estop": "estop_release" if body.get("engaged") is False else "estop"}.get(name, name)
-        if not ok.get(key, False):
-            self.post({"t": "notice", "level": "error", "text": f"{name} is not allowed now"})
+            self.post({"t": "notice", "level": "error", "text": f"{name}: no arm selected"})
             return
         if name == "estop":
-            body = {"engaged": body.get("engaged") is not False}
-        elif name == "mode":
-            body = {"mode": str(body["mode"])}
+            engaged = body.get("engaged") is not False
+            if engaged:
+                self.server.estop_owners.setdefault(arm, set()).add(self.operator.id)
+            elif not self.server.may_release(arm, self.operator.id):
+                self.post({"t": "notice", "level": "error", "text": "this e-stop was engaged by another operator: "
+                           "only they can release it"})
+                return
+            elif not self._allowed().get("estop_release"):
+                self.post({"t": "notice", "level": "error", "text": "estop release is not allowed now"})
+                return
+            await self._send("estop", {"engaged": engaged})
+            return
+        ok = self._allowed()
+        if not ok.get(name, False):
+            self.post({"t": "notice", "level": "error", "text": f"{name} is not allowed now"})
+            return
+        if name == "mode":
+            body = {"mode": body.get("mode")}
         elif name == "gripper":
-            body = {"action": str(body["action"])} if "action" in body else {"position": float(body["position"])}
+            body = {"action": body.get("action")} if "action" in body else {"position": body.get("position")}
         elif name == "stop":
             body = {}
         elif name in ("joint_goal", "home"):
-            body = self._joint_goal(view, body, home=name == "home")
-            if body is None:
+            goal = self._joint_goal(view, body, home=name == "home")
+            if goal is None:
                 return
-            name = "joint_goal"
+            body, name = goal, "joint_goal"
         elif name == "cartesian_goal":
-            body = {k: [float(x) for x in body[k]] for k in ("position", "orientation") if body.get(k)} | (
-                {"duration": float(body["duration"])} if body.get("duration") else {})
+            out: dict[str, Any] = {"position": commands.numbers(body.get("position"), "position", 3)}
+            if body.get("orientation") is not None:
+                out["orientation"] = commands.numbers(body["orientation"], "orientation", 4)
+            if body.get("duration") is not None:
+                out["duration"] = commands.number(body["duration"], "duration", 0.0)
+            body = out
         else:
-            self.post({"t": "notice", "level": "error", "text": f"unknown command {name!r}"})
+            self.post({"t": "notice", "level": "error", "text": f"unknown command {name[:40]!r}"})
             return
         await self._send(name, body)
+
+    def _shortest(self, arm: str, q: list[float]) -> float | None:
+        view = self.link.arms.get(arm)
+        if view is None:
+            return None
+        d = view.description or {}
+        current = (view.joints or {}).get("position") or q
+        amax = (d.get("stop_behaviours") or {}).get("rated_deceleration")
+        return commands.min_duration(current, q, (d.get("joints") or {}).get("velocity_max") or [], amax)
 
     def _joint_goal(self, view: Any, body: dict[str, Any], *, home: bool) -> dict[str, Any] | None:
         d = view.description or {}
         joints = d.get("joints") or {}
+        if home and not view.description_verified and (view.status or {}).get("description_sha256"):
+            self.post({"t": "notice", "level": "error", "text": "Home is off: the arm's description is not verified"})
+            return None
         target = d.get("home") if home else body.get("positions")
         if not target:
             self.post({"t": "notice", "level": "error", "text": "no home position in the arm's description"
                        if home else "no positions"})
             return None
-        q = [float(x) for x in target]
+        q = commands.numbers(target, "positions", int(d.get("dof") or len(target)))
         lo = [-math.inf if x is None else x for x in joints.get("position_min") or [None] * len(q)]
         hi = [math.inf if x is None else x for x in joints.get("position_max") or [None] * len(q)]
         bad = [i for i, x in enumerate(q) if not lo[i] <= x <= hi[i]]
@@ -317,15 +570,17 @@ class Session:
             self.post({"t": "notice", "level": "error", "text": "outside the joint limits: "
                        + ", ".join(names[i] if i < len(names) else str(i) for i in bad)})
             return None
-        current = (view.joints or {}).get("position") or q
-        need = min_duration([np.nan if x is None else x for x in current], q, joints.get("velocity_max") or [])
-        duration = body.get("duration")
-        if duration is None or home:
-            duration = max(need, 0.5)
-        duration = float(duration)
+        self._last_goal = q
+        duration = None if home else body.get("duration")
+        if duration is None:
+            return {"positions": q}   # the arm times it from its limits
+        duration = commands.number(duration, "duration", 0.0)
+        need = self._shortest(view.arm_id, q) or 0.0
         if duration < need:
-            self.post({"t": "notice", "level": "error", "text": f"too fast: this move needs at least {need:.2f} s "
-                       f"at {GOAL_SPEED_FRACTION:.0%} of the rated speeds"})
+            offer = commands.offered_duration(need)
+            self.post({"t": "notice", "level": "error", "offer": {"duration": offer},
+                       "text": f"too fast for the arm: this move needs at least {offer:.2f} s "
+                               "(its rated speed and acceleration)"})
             return None
         return {"positions": q, "duration": duration}
 
@@ -338,7 +593,10 @@ class Session:
             self.post({"t": "notice", "level": "error", "text": "read-only: this account may not command the arm"})
             return
         try:
-            payload = await self.link.send(arm, name, body, ts=ts)
+            payload = await self.link.send(arm, name, body, ts=ts, operator=self.operator.id)
+        except CommandRejected as exc:
+            self.post({"t": "notice", "level": "error", "text": f"cmd/{name} not sent: {exc}"})
+            return
         except PermissionError as exc:
             self.post({"t": "notice", "level": "error", "text": str(exc)})
             return
@@ -347,51 +605,6 @@ class Session:
             return
         if not quiet:
             self.post({"t": "sent", "arm": arm, "name": name, "seq": payload["seq"]})
-
-    # ------------------------------------------------------------------ outbound
-    async def _frames(self) -> None:
-        period = 1.0 / FRAME_HZ
-        last_arms = 0.0
-        while True:
-            now = time.monotonic()
-            if now - last_arms > 0.5:
-                last_arms = now
-                self.post({"t": "arms", "arms": [
-                    {"id": a, "status": (v.status or {}).get("status"), "writable": v.writable,
-                     "backend": (v.description or {}).get("backend"), "config": (v.description or {}).get("config")}
-                    for a, v in sorted(self.link.arms.items())], "connected": self.link.connected.is_set()})
-            if self.arm is not None:
-                self._frame()
-            await asyncio.sleep(period)
-
-    def _frame(self) -> None:
-        view = self.link.arms.get(self.arm or "")
-        if view is None:
-            return
-        d = view.description
-        if d is not None and self._sent_description != id(d):
-            self._sent_description = id(d)
-            self.post({"t": "description", "arm": view.arm_id,
-                       "d": {k: v for k, v in d.items() if k not in ("urdf", "tree")}})
-        kin = self.server.kinematics(view.arm_id)
-        q = (view.joints or {}).get("position") or []
-        frame: dict[str, Any] = {"t": "frame", "arm": view.arm_id, "q": q, "status": view.status,
-                                 "writable": view.writable, "allowed": self._allowed(),
-                                 "events": list(view.events)[:10], "ee_pose": view.ee_pose,
-                                 "joints_ts": (view.joints or {}).get("ts"),
-                                 "link": {"rtt_ms": self.best_rtt * 1000.0, "browser_to_panel_ms": [
-                                     1000.0 * float(x) for x in np.percentile(self.delays, [50, 99])]
-                                     if self.delays else None}}
-        if kin is not None and q:
-            poses = kin.body_poses(q)
-            ee = kin.end_effector(q, poses)
-            frame.update(segs=kin.segments(poses), pts=kin.joint_points(poses),
-                         ee=[[float(v) for v in row] for row in ee[:3]])
-            if self.ghost is not None and len(self.ghost) == len(q):
-                gp = kin.body_poses(self.ghost)
-                frame["ghost"] = kin.segments(gp)
-                frame["ghost_ee"] = [float(v) for v in kin.end_effector(self.ghost, gp)[:3, 3]]
-        self.post(_finite(frame))
 
 
 def _finite(obj: Any) -> Any:

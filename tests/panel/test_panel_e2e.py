@@ -184,8 +184,9 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
 
         for arm in ARMS:
             tap.wait(lambda a=arm: up(a), 60, f"{arm} online")
-        for url in panels.values():
-            tap.wait(lambda u=url: _http_ok(u), 30, f"panel at {url}")
+        for user, url in panels.items():
+            tap.wait(lambda u=url: _http_ok(u + "panel.js"), 30, f"panel at {url}")
+            panels[user] = tap.wait(lambda u=user: token_url(tmp / f"panel-{u}.log"), 30, "the panel's link")
         yield Rig(broker, tap, panels, tmp, boost)
     finally:
         for p in procs:
@@ -204,6 +205,14 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
             text = log.read_text(errors="replace")
             if "Traceback" in text:
                 print(f"--- {log.name}\n{text[-3000:]}")
+
+
+def token_url(log: Path) -> str | None:
+    """The launch link ``hebictl panel`` printed (with its secret), from its log."""
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith("hebictl panel: open "):
+            return line.split()[3]
+    return None
 
 
 def _http_ok(url: str) -> bool:
