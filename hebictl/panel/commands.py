@@ -119,7 +119,8 @@ def min_duration(start: Sequence[float | None], goal: Sequence[float], vmax: Seq
     n = len(g)
 
     def limit(values: Sequence[float | None] | None) -> np.ndarray:
-        v = np.asarray([np.inf if x is None or not x > 0 else x for x in (values or [])][:n], dtype=float)
+        given = [] if values is None else list(values)
+        v = np.asarray([np.inf if x is None or not x > 0 else x for x in given][:n], dtype=float)
         return np.concatenate([v, np.full(n - len(v), np.inf)])
 
     distance = np.abs(g - s[:n]) if len(s) >= n else np.zeros(n)

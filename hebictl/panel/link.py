@@ -78,7 +78,8 @@ class ArmView:
     last_fresh: float | None = None       # monotonic s of the last valid joints/status
     description_verified: bool = False
     description_refused: str | None = None        # why the latest description was not used
-    _candidate: tuple[str, dict[str, Any]] | None = None   # (sha256, body) of the latest description
+    _candidates: collections.OrderedDict[str, dict[str, Any]] = field(default_factory=collections.OrderedDict)
+    _latest_sha: str | None = None         # sha256 of the latest description payload received
 
     def note_status(self, body: dict[str, Any]) -> None:
         """Keep a short history of what changed, in plain words (:mod:`hebictl.panel.events`);
@@ -93,23 +94,32 @@ class ArmView:
         self._settle_description()
 
     def note_description(self, body: dict[str, Any], sha256: str) -> None:
-        self._candidate = (sha256, body)
+        self._candidates[sha256] = body
+        self._candidates.move_to_end(sha256)
+        while len(self._candidates) > 4:
+            self._candidates.popitem(last=False)
+        self._latest_sha = sha256
         self._settle_description()
 
     def _settle_description(self) -> None:
-        if self._candidate is None:
-            return
-        sha, body = self._candidate
+        """Use the description whose hash the arm's status announces; without a hash (an older
+        arm), the latest one, unverified. A description with another hash is never used."""
         want = (self.status or {}).get("description_sha256")
-        if want is None:  # an arm that publishes no hash: use it, unverified
-            self.description, self.description_verified, self.description_refused = body, False, None
-            self._candidate = None
-        elif sha == want:
-            self.description, self.description_verified, self.description_refused = body, True, None
-            self._candidate = None
-        else:  # wait for a matching status or description; never use this one
-            self.description_refused = (f"the description on the broker (sha256 {sha[:12]}...) is not the one "
-                                        f"the arm announces ({want[:12]}...): ignored")
+        if want is None:
+            if self._latest_sha is not None:
+                self.description = self._candidates[self._latest_sha]
+            self.description_verified, self.description_refused = False, None
+            return
+        if want in self._candidates:
+            self.description = self._candidates[want]
+            self.description_verified = True
+        elif self.description is not None and not self.description_verified:
+            self.description_verified = False  # drawn until the announced one arrives, never trusted
+        if self._latest_sha is not None and self._latest_sha != want:
+            self.description_refused = (f"the description on the broker (sha256 {self._latest_sha[:12]}...) is not "
+                                        f"the one the arm announces ({want[:12]}...): ignored")
+        else:
+            self.description_refused = None
 
     def note_invalid(self, topic: str, exc: StateRejected) -> None:
         self.invalid += 1

@@ -133,11 +133,14 @@ class PanelServer:
             self.refused[why] += 1
             return connection.respond(status, text)
 
-        if not self.gate.host_ok(request.headers.get("Host")):
+        headers = request.headers
+        if any(len(headers.get_all(h)) > 1 for h in ("Host", "Origin", "Cookie", "Authorization")):
+            return refuse(HTTPStatus.BAD_REQUEST, "repeated header\n", "header")
+        if not self.gate.host_ok(headers.get("Host")):
             return refuse(HTTPStatus.FORBIDDEN, "unexpected Host header\n", "host")
         path = request.path.split("?", 1)[0]
         if path == "/ws":
-            if not self.gate.origin_ok(request.headers.get("Origin")):
+            if not self.gate.origin_ok(headers.get("Origin")):
                 return refuse(HTTPStatus.FORBIDDEN, "cross-origin WebSocket refused\n", "origin")
             op = self.gate.operator(request.headers, request.path)
             if op is None:
@@ -393,6 +396,9 @@ class Session:
             await self.handle(msg)
         except HebictlError as exc:
             self.post({"t": "notice", "level": "error", "text": f"bad request: {exc}"})
+        except Exception as exc:  # a bug must cost one command, never the session
+            log.exception("panel: %s failed", msg.get("name"))
+            self.post({"t": "notice", "level": "error", "text": f"{msg.get('name')} failed: {exc}"})
 
     async def handle(self, msg: dict[str, Any]) -> None:
         kind = msg["t"]
