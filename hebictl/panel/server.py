@@ -60,6 +60,8 @@ JOG_TTL = 0.2            # s: validity of one sample at the arm
 JOG_PERIOD_MS = 40       # ms between samples while held (5 samples per ttl)
 FRAME_HZ = 30.0          # scene and status updates to each browser
 FRAME_BUDGET = 1500.0    # frames per second to all browsers together (each gets min(FRAME_HZ, share))
+ACTIVE = 60.0            # s after its last input a tab counts as an operator's (full frame rate) ...
+MAX_ACTIVE = 8           # ... for at most this many tabs, the most recently used
 RATE = (100.0, 100.0)    # messages per second from one browser socket, burst
 NOTICES = 64             # notices and acks waiting for one socket (the oldest is dropped beyond)
 LINEAR_JOG = 0.1         # m/s at speed 1.0
@@ -240,12 +242,16 @@ class PanelServer:
         watching = [s for s in sessions if s.arm is not None]
         if not watching:
             return
-        share = max(1.0 / FRAME_HZ, len(watching) / FRAME_BUDGET)
+        # the MAX_ACTIVE tabs used most recently (within ACTIVE s) get every frame; the others share the rest
+        ranked = sorted(watching, key=lambda s: s.last_input, reverse=True)[:MAX_ACTIVE]
+        active = {id(s) for s in ranked if now - s.last_input < ACTIVE}
+        idle_share = max(1.0 / FRAME_HZ, (len(watching) - len(active)) / (FRAME_BUDGET - FRAME_HZ * MAX_ACTIVE))
         shared: dict[str, str | None] = {}
         for s in watching:
             if now < s.next_frame:
                 continue
-            s.next_frame = max(s.next_frame + share, now)
+            period = 1.0 / FRAME_HZ if id(s) in active else idle_share
+            s.next_frame = max(s.next_frame + period, now)
             arm = s.arm or ""
             if arm not in shared:
                 shared[arm] = self._shared_frame(arm)
@@ -287,6 +293,7 @@ class Session:
         self.jogging = False
         self.ghost: dict[str, Any] | None = None
         self.next_frame = 0.0
+        self.last_input = -math.inf          # monotonic s of the last message other than a pong
         self.bucket = TokenBucket(*RATE, time.monotonic())
         self.dropped = 0                      # messages over the rate limit
         self.notices: collections.deque[str] = collections.deque(maxlen=NOTICES)
@@ -371,6 +378,8 @@ class Session:
         """One message from the browser: an e-stop at once; anything else within the rate limit."""
         try:
             msg = commands.parse(raw)
+            if msg["t"] != "pong":
+                self.last_input = time.monotonic()
             if msg["t"] == "cmd" and msg["name"] in commands.PRIORITY:
                 await self.command(msg["name"], msg.get("body") or {})
                 return
