@@ -50,6 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tls-key", type=Path, help="client certificate's private key")
     p.add_argument("--host", default="127.0.0.1", help="address the web page binds to (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8080, help="web page port (default 8080; 0 = any free port)")
+    p.add_argument("--unix", type=Path, metavar="PATH",
+                   help="serve on this Unix socket (mode 0600: this user only) instead of --host/--port, "
+                        "e.g. behind a reverse proxy")
     p.add_argument("--allow-remote", action="store_true",
                    help="allow a --host other than loopback (needs --allowed-host; use TLS: see the message)")
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
@@ -135,7 +138,8 @@ def cmd_panel(args: argparse.Namespace) -> int:
         link = PanelLink(settings, name=args.name)
         gate = Gate(hosts, port_hint=args.port, secure=tls is not None)
         server = PanelServer(link, args.host, args.port, gate=gate, max_sessions=args.max_sessions,
-                             shared_estop_release=args.shared_estop_release, ssl=tls)
+                             shared_estop_release=args.shared_estop_release, ssl=tls,
+                             unix_path=None if args.unix is None else str(args.unix))
         started = asyncio.Event()
         tasks = [asyncio.create_task(server.serve(started))]  # the port first: a busy one is the only message
         stop = asyncio.Event()
@@ -151,6 +155,8 @@ def cmd_panel(args: argparse.Namespace) -> int:
             name = args.host if is_loopback(args.host) else sorted(hosts)[0]
             name = f"[{name}]" if ":" in name else name
             url = f"{'https' if tls else 'http'}://{name}:{server.port}/?token={gate.token}"
+            if args.unix is not None:
+                url = f"/?token={gate.token} on unix:{args.unix} (Host: localhost)"
             print(f"hebictl panel: open {url}\n  (broker {settings.url}"
                   f"{', account ' + settings.username if settings.username else ''}; the link holds this launch's "
                   "secret: do not share it; Ctrl-C to stop)", file=sys.stderr, flush=True)

@@ -84,7 +84,8 @@ class PanelServer:
     e-stop another operator engaged (by default only the one who engaged it may)."""
 
     def __init__(self, link: PanelLink, host: str = "127.0.0.1", port: int = 8080, *, gate: Gate | None = None,
-                 max_sessions: int = 50, shared_estop_release: bool = False, ssl: Any = None) -> None:
+                 max_sessions: int = 50, shared_estop_release: bool = False, ssl: Any = None,
+                 unix_path: str | None = None) -> None:
         self.link = link
         self.host = host
         self.port = port
@@ -92,6 +93,7 @@ class PanelServer:
         self.max_sessions = max_sessions
         self.shared_estop_release = shared_estop_release
         self.ssl = ssl
+        self.unix_path = unix_path   # serve on this Unix socket (mode 0600) instead of host:port
         self.sessions: set[Session] = set()
         self.kin: dict[str, tuple[int, DescribedArm]] = {}
         self.estop_owners: dict[str, set[str]] = {}   # arm -> operators whose e-stop is engaged
@@ -174,14 +176,26 @@ class PanelServer:
 
     async def serve(self, started: asyncio.Event | None = None) -> None:
         """Serve until cancelled. A port in use or a host that does not resolve is a ConfigError."""
-        from websockets.asyncio.server import serve
+        import os
 
+        from websockets.asyncio.server import serve, unix_serve
+
+        options = {"process_request": self._process_request, "ping_interval": 2.0, "ping_timeout": 4.0,
+                   "max_size": commands.MAX_MESSAGE, "max_queue": 16, "compression": None, "ssl": self.ssl}
         try:
-            async with serve(self._handle, self.host, self.port, process_request=self._process_request,
-                             ping_interval=2.0, ping_timeout=4.0, max_size=commands.MAX_MESSAGE, max_queue=16,
-                             compression=None, ssl=self.ssl) as srv:
-                for sock in srv.sockets:
-                    self.port = sock.getsockname()[1]
+            if self.unix_path is not None:
+                old = os.umask(0o177)  # the socket is created 0600: only this user may connect
+                try:
+                    srv = await unix_serve(self._handle, self.unix_path, **options)
+                finally:
+                    os.umask(old)
+                os.chmod(self.unix_path, 0o600)
+            else:
+                srv = await serve(self._handle, self.host, self.port, **options)
+            async with srv:
+                if self.unix_path is None:
+                    for sock in srv.sockets:
+                        self.port = sock.getsockname()[1]
                 if started is not None:
                     started.set()
                 ticker = asyncio.create_task(self._tick())

@@ -216,6 +216,25 @@ def test_foreign_host_and_origin_are_refused_also_with_allow_remote(broker: Loca
     run(scenario, broker)
 
 
+def test_a_unix_socket_is_for_this_user_only_and_still_needs_the_token(broker: LocalBroker, tmp_path: Path) -> None:
+    async def scenario(b: LocalBroker) -> None:
+        from websockets.asyncio.client import unix_connect
+        from websockets.exceptions import InvalidStatus
+
+        path = tmp_path / "panel.sock"
+        async with panel(b, unix_path=str(path)) as (server, arm):
+            assert path.stat().st_mode & 0o777 == 0o600
+            with pytest.raises(InvalidStatus) as exc:
+                await unix_connect(str(path), "ws://localhost/ws")
+            assert exc.value.response.status_code == 401
+            ws = await unix_connect(str(path), f"ws://localhost/ws?token={server.gate.token}")
+            await ws.send(json.dumps({"t": "select", "arm": "arm1"}))
+            assert (await frames(ws, 1))[0]["s"]["arm"] == "arm1"
+            await ws.close()
+
+    run(scenario, broker)
+
+
 def test_sessions_are_capped(broker: LocalBroker) -> None:
     async def scenario(b: LocalBroker) -> None:
         from websockets.exceptions import InvalidStatus
