@@ -469,17 +469,21 @@ class PanelLink:
         return payload
 
     def _recover(self, ack: dict[str, Any]) -> None:
-        """An arm refused one of our recent commands as out of order: move to a new client name
-        and send that command again, once (see :meth:`client_name`)."""
-        if ack.get("accepted") or ack.get("reason") != "out_of_order" or not self.is_ours(ack.get("client")):
+        """An arm refused one of our commands as out of order under the name we use now: move to
+        a new client name, and send that command again, once, if it was a recent QoS-1 command
+        (see :meth:`client_name`). Jog samples just continue under the new name."""
+        client = ack.get("client")
+        if ack.get("accepted") or ack.get("reason") != "out_of_order" or not self.is_ours(client):
             return
-        sent = self._recent.pop(ack.get("seq"), None)  # type: ignore[arg-type]
-        if sent is None or ack.get("client") != self.client_name(sent[3]):
-            return
+        operator = client.split("/", 1)[1] if "/" in client else None  # type: ignore[union-attr]
+        if client != self.client_name(operator):
+            return  # a name we already left
         self.epoch += 1
-        log.warning("panel: %s refused our cmd/%s as out of order (someone used our client name with a "
-                    "larger seq); continuing as %s", sent[0], sent[1], self.client_name(sent[3]))
-        self._spawn(self._resend(*sent))
+        sent = self._recent.pop(ack.get("seq"), None)  # type: ignore[arg-type]
+        log.warning("panel: an arm refused our %s as out of order (someone used our client name with a larger "
+                    "seq); continuing as %s", ack.get("topic"), self.client_name(operator))
+        if sent is not None:
+            self._spawn(self._resend(*sent))
 
     async def _resend(self, arm_id: str, name: str, body: dict[str, Any], operator: str | None) -> None:
         try:

@@ -157,3 +157,25 @@ def test_events_are_cleared_when_the_arm_restarts() -> None:
         assert link.arms["a"].offline and [e["text"] for e in link.arms["a"].events] == ["Arm offline"]
 
     asyncio.run(scenario())
+
+
+def test_an_out_of_order_refusal_under_our_name_moves_the_panel_to_a_new_name() -> None:
+    """Attack 6: someone published seq 2^63-1 under the name an operator of this panel signs with."""
+    async def scenario() -> None:
+        link = PanelLink(parse_broker("mqtt://127.0.0.1:1"), name="p")
+        first = link.client_name("op1")
+        assert first == "p/op1"
+
+        def ack(client: str, reason: str = "out_of_order") -> None:
+            body = {"seq": 5, "client": client, "topic": "mode", "accepted": False, "reason": reason}
+            link.receive("hebictl/v1/a/state/ack", json.dumps(body).encode())
+
+        ack("someone-else")
+        ack(first, "stale")
+        assert link.client_name("op1") == first
+        ack(first)
+        assert link.client_name("op1") == "p~1/op1" and link.is_ours("p~1/op1")
+        ack(first)   # a late refusal for the name already left changes nothing
+        assert link.epoch == 1
+
+    asyncio.run(scenario())

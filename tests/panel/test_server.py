@@ -291,6 +291,8 @@ def test_hostile_messages_never_become_commands_nor_close_the_session(broker: Lo
                 await ws.send(raw)
             await asyncio.sleep(0.5)
             assert arm.commands == [], arm.commands
+            assert any("without an account" in w for w in server.link.warnings)   # this broker is anonymous
+            assert any("may publish arm arm1's state topics" in w for w in server.link.warnings)
             got = await frames(ws, 5)                      # still open, still updating
             assert got[-1]["s"]["q"] == [0.1, 0.2]
             await ws.send(json.dumps({"t": "jog", "space": "joint", "axis": 1, "dir": -1, "speed": 0.5}))
