@@ -59,7 +59,7 @@ log = logging.getLogger(__name__)
 JOG_TTL = 0.2            # s: validity of one sample at the arm
 JOG_PERIOD_MS = 40       # ms between samples while held (5 samples per ttl)
 FRAME_HZ = 30.0          # scene and status updates to each browser
-FRAME_BUDGET = 1500.0    # frames per second to all browsers together (each gets min(FRAME_HZ, share))
+FRAME_BUDGET = 600.0     # frames per second to all browsers together (each gets min(FRAME_HZ, share))
 ACTIVE = 60.0            # s after its last input a tab counts as an operator's (full frame rate) ...
 MAX_ACTIVE = 8           # ... for at most this many tabs, the most recently used
 RATE = (100.0, 100.0)    # messages per second from one browser socket, burst
@@ -280,7 +280,8 @@ class PanelServer:
         q = (view.joints or {}).get("position") or []
         frame: dict[str, Any] = {"arm": arm_id, "q": q, "status": view.status, "writable": view.writable,
                                  "events": list(view.events)[:12], "ee_pose": view.ee_pose,
-                                 "joints": view.joints, "health": view.health(time.monotonic())}
+                                 "joints": {k: v for k, v in (view.joints or {}).items() if k in ("ts", "position")},
+                                 "health": view.health(time.monotonic())}
         kin = self.kinematics(arm_id)
         if kin is not None and q:
             try:

@@ -617,7 +617,7 @@ asyncio.run(main())
 
 
 def test_estop_reaches_the_status_topic_within_200_ms_with_300_sessions_open(rig: Rig, browser: Any) -> None:
-    """Attack 5 of issue 20: 300 authenticated sessions watching the arm (reading ~1,500 frames/s
+    """Attack 5 of issue 20: 300 authenticated sessions watching the arm (reading ~600 frames/s
     between them) and a stream of unauthenticated connection attempts; the operator's e-stop is
     timed from the browser's press to the arm's status on the broker, three times."""
     tap = rig.tap
@@ -630,13 +630,16 @@ def test_estop_reaches_the_status_topic_within_200_ms_with_300_sessions_open(rig
         assert load.stdout is not None and load.stdin is not None
         ready = load.stdout.readline().split()
         assert ready[0] == "ready" and int(ready[1]) == SESSIONS, ready
-        results = []
+        results: list[float] = []
+        via: list[str] = []   # press -> cmd/estop on the broker (the panel's part) + the arm's part
         for _ in range(3):
             t0 = time.time()
             page.click("#estop")
             t_rx, st = tap.wait_status("armA", lambda s: s.get("estop") is True, 5.0, since=t0)
             t_press = page.evaluate("window.panelState.estopAt")
+            t_cmd = tap.wait(lambda t=t0: tap.get("armA", "cmd/estop", t), 5.0, "cmd/estop")[0][0]
             results.append((t_rx - t_press) * 1000)
+            via.append(f"{(t_cmd - t_press) * 1000:.0f}+{(t_rx - t_cmd) * 1000:.0f}")
             page.wait_for_selector("#estop_release:not([disabled])")
             t1 = time.time()
             page.click("#estop_release")
@@ -652,7 +655,8 @@ def test_estop_reaches_the_status_topic_within_200_ms_with_300_sessions_open(rig
         load.wait(10)
     rig.alive()
     print(f"\n{SESSIONS} open sessions ({ready[2]} frames/s to them together), intruders {refused}: e-stop press -> "
-          f"state/status {', '.join(f'{x:.0f}' for x in results)} ms; the operator's view {rate} frames/s")
+          f"state/status {', '.join(f'{x:.0f}' for x in results)} ms (panel + arm: {', '.join(via)} ms); "
+          f"the operator's view {rate} frames/s")
     assert max(results) < 200.0
     assert rate >= 20
 
@@ -703,7 +707,7 @@ def test_malformed_retained_messages_leave_the_panel_up_and_healthy_arms_updatin
                                      "window.panelState.invalid]")
     rig.alive()
     print(f"\nafter the junk: {n1 - n0} frames/s of armA, joints ts +{ts1 - ts0:.2f} s, page dropped {invalid}")
-    assert n1 - n0 >= 15 and ts1 - ts0 > 0.5 and invalid >= len(JUNK_FOR_THE_PAGE) - 2
+    assert n1 - n0 >= 15 and ts1 - ts0 > 0.5 and invalid >= len(JUNK_FOR_THE_PAGE)
     page.wait_for_function("[...document.querySelectorAll('#arm option')].some(o => o.value === 'arm2')")
     page.select_option("#arm", "arm2")
     page.wait_for_selector("#datawarn:not([hidden])")
@@ -722,8 +726,7 @@ def test_zz_an_arm_stopped_with_ctrl_c_is_shown_offline(rig: Rig, browser: Any) 
     page = _page(browser, rig.panels["op"], "armB")
     proc = next(p for p in rig.procs if "armB" in p.args)
     proc.send_signal(signal.SIGINT)
-    proc.wait(30)
-    rig.tap.wait_status("armB", lambda s: s.get("status") == "offline", 10)
+    rig.tap.wait_status("armB", lambda s: s.get("status") == "offline", 60)
     page.wait_for_selector("#banner.offline:not([hidden])")
     assert "OFFLINE" in page.inner_text("#banner")
     assert page.evaluate("document.body.classList.contains('greyed')")

@@ -119,8 +119,8 @@ function onMessage(m) {
     case "arms": onArms(m); break;
     case "description": if (m.arm === S.arm && valid("description", m.d)) onDescription(m.d); break;
     case "frame": {
-      const s = m.s || {};
-      if (s.arm !== S.arm || !valid("frame", s)) break;
+      const s = m.s;
+      if (!s || typeof s !== "object" || !valid("frame", s) || s.arm !== S.arm) { if (!s || typeof s !== "object") dropped("frame", "no body"); break; }
       if (s.status && !valid("status", s.status)) break;
       if (s.joints && !valid("joints", s.joints)) break;
       if (s.ee_pose && !valid("ee_pose", s.ee_pose)) break;
@@ -133,7 +133,9 @@ function onMessage(m) {
       onAck(m);
       break;
     }
-    case "notice": toast(m.text, m.level, m.offer); break;
+    case "notice": toast(String(m.text), m.level, m.offer); break;
+    case "sent": break;
+    default: dropped("message", `unknown type ${String(m && m.t).slice(0, 20)}`);
   }
 }
 
@@ -146,7 +148,7 @@ const REASONS = { too_fast: "too fast for the arm", out_of_limits: "outside the 
   estop_engaged: "the e-stop is engaged", stale: "arrived too late (check the clocks)", rate_limited: "too many commands", out_of_order: "out of order" };
 
 function onArms(m) {
-  if (!Array.isArray(m.arms)) return;
+  if (!Array.isArray(m.arms)) { dropped("arms", "not a list"); return; }
   S.arms = m.arms;
   const warn = $("warnings");
   const text = (m.warnings || []).join("\n");
