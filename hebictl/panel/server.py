@@ -280,7 +280,8 @@ class PanelServer:
         q = (view.joints or {}).get("position") or []
         frame: dict[str, Any] = {"arm": arm_id, "q": q, "status": view.status, "writable": view.writable,
                                  "events": list(view.events)[:12], "ee_pose": view.ee_pose,
-                                 "joints": {k: v for k, v in (view.joints or {}).items() if k in ("ts", "position")},
+                                 "joints": None if view.joints is None else {
+                                     k: v for k, v in view.joints.items() if k in ("ts", "position")},
                                  "health": view.health(time.monotonic())}
         kin = self.kinematics(arm_id)
         if kin is not None and q:

@@ -710,11 +710,13 @@ def test_malformed_retained_messages_leave_the_panel_up_and_healthy_arms_updatin
     assert n1 - n0 >= 15 and ts1 - ts0 > 0.5 and invalid >= len(JUNK_FOR_THE_PAGE)
     page.wait_for_function("[...document.querySelectorAll('#arm option')].some(o => o.value === 'arm2')")
     page.select_option("#arm", "arm2")
+    page.wait_for_function("window.panelState.frame && window.panelState.frame.arm === 'arm2'")
     page.wait_for_selector("#datawarn:not([hidden])")
-    assert "DATA INVALID" in page.inner_text("#datawarn")
+    assert "DATA INVALID: dropped a message on hebictl/v1/arm2/state/" in page.inner_text("#datawarn")
     page.screenshot(path=str(rig.tmp / "panel-invalid.png"))
     page.select_option("#arm", "armA")
-    page.wait_for_function(f"window.panelState.frame.arm === 'armA' && window.panelState.frame.joints.ts > {ts1}")
+    page.wait_for_function(f"window.panelState.frame && window.panelState.frame.arm === 'armA' "
+                           f"&& window.panelState.frame.joints.ts > {ts1}")
     rig.publish("arm2", [(t, b"", True) for t, _, _ in junk])   # clear the retained junk
     log = (rig.tmp / "panel-op.log").read_text()
     assert "dropped an invalid message on hebictl/v1/arm2/state/status" in log and "Traceback" not in log
