@@ -320,7 +320,7 @@ def test_a_spoofed_description_is_refused_and_home_stays_off(broker: LocalBroker
             arm.status["mode"] = "position"
             await arm.publish_status()
             ws = await session(server)
-            await until(lambda: view.status["mode"] == "position")
+            await until(lambda: all(t.allowed_controls()["home"] for t in server.sessions))
             await ws.send(json.dumps({"t": "cmd", "name": "home"}))
             await until(lambda: arm.commands)
             assert arm.commands[0][2]["positions"] == [0.5, 0.5]   # never the attacker's pose
@@ -335,7 +335,7 @@ def test_a_goal_too_short_for_the_acceleration_limit_is_refused_with_the_shortes
             arm.status["mode"] = "position"
             await arm.publish_status()
             ws = await session(server)
-            await until(lambda: server.link.arms["arm1"].status["mode"] == "position")
+            await until(lambda: all(t.allowed_controls()["joint_goal"] for t in server.sessions))
             # 0.5 rad at 1 rad/s needs 0.94 s for speed but 0.76 s for 5 rad/s^2: speed decides; 2.0 rad:
             # 3.75 s for speed, 1.52 s for acceleration; with a_max = 5, 0.05 rad needs 0.24 s (acceleration)
             await ws.send(json.dumps({"t": "cmd", "name": "joint_goal", "body": {"positions": [0.15, 0.2],
