@@ -335,7 +335,8 @@ def test_a_goal_too_short_for_the_acceleration_limit_is_refused_with_the_shortes
             arm.status["mode"] = "position"
             await arm.publish_status()
             ws = await session(server)
-            await until(lambda: all(t.allowed_controls()["joint_goal"] for t in server.sessions))
+            await until(lambda: all(t.allowed_controls()["joint_goal"] for t in server.sessions)
+                        and server.link.arms["arm1"].joints)   # the duration is measured from the joints
             # 0.5 rad at 1 rad/s needs 0.94 s for speed but 0.76 s for 5 rad/s^2: speed decides; 2.0 rad:
             # 3.75 s for speed, 1.52 s for acceleration; with a_max = 5, 0.05 rad needs 0.24 s (acceleration)
             await ws.send(json.dumps({"t": "cmd", "name": "joint_goal", "body": {"positions": [0.15, 0.2],
