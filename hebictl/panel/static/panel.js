@@ -176,6 +176,7 @@ function onArms(m) {
 function select(id) {
   stopJog(true);
   S.arm = id; S.desc = null; S.frame = null; S.target = null; S.targetDirty = false; S.slidersDirty = false;
+  $("jog").innerHTML = ""; $("sliders").innerHTML = ""; S.sliders = [];   // the new arm's come with its description
   $("arm").value = id;
   send({ t: "select", arm: id });
 }
@@ -375,7 +376,7 @@ function showBanner(f) {
     text = "E-STOP ENGAGED – the arm is stopped. Release it only when it is safe" + (f.allowed && f.allowed.estop_release ? " (Release e-stop)" : (f.estop_owner === false && f.writable ? "; another operator engaged it" : ""));
     cls = "estop";
   } else if (h.offline) { text = `OFFLINE – ${f.arm} is not connected (last known state shown greyed)`; cls = "offline"; }
-  else if (h.stale) { text = `STALE – no data from ${f.arm} for ${h.age === null || h.age === undefined ? "a while" : h.age.toFixed(1) + " s"}`; cls = "offline"; }
+  else if (h.stale) { text = h.age === null || h.age === undefined ? `STALE – no valid data from ${f.arm} yet` : `STALE – no data from ${f.arm} for ${h.age.toFixed(1)} s`; cls = "offline"; }
   const inv = h.invalid_recent || (S.lastInvalid && now() - S.lastInvalid.at < 5 ? { topic: S.lastInvalid.kind, reason: S.lastInvalid.why } : null);
   const extra = [];
   if (inv) extra.push(`DATA INVALID: dropped a message on ${inv.topic}: ${inv.reason}${inv.detail ? " (" + inv.detail + ")" : ""}`);
