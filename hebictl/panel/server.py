@@ -6,7 +6,8 @@ operator station needs hold-to-move on keys as well as buttons and an e-stop on 
 viser's client has no keyboard events and cannot be extended without rebuilding its bundle.
 
 **Who gets in** is decided by :mod:`hebictl.panel.auth` before a WebSocket is accepted (the
-launch secret, the Host and Origin checks); at most ``max_sessions`` sockets are open at once.
+launch secret, the Host and Origin checks); at most ``max_sessions`` sockets are open at once (a
+newcomer replaces the session used least recently).
 
 **The e-stop comes first.** Every tab's socket is read by its own task, and an e-stop (engage or
 release) is published from that task the moment it is parsed: no queue, no rate limit, no
@@ -69,7 +70,7 @@ restarts.</p>"""
 class PanelServer:
     """HTTP + WebSocket server of one panel, behind ``gate`` (:class:`~hebictl.panel.auth.Gate`).
 
-    ``max_sessions`` caps the open sockets; ``shared_estop_release`` lets any operator release an
+    ``max_sessions`` caps the open sockets (see :meth:`_evict`); ``shared_estop_release`` lets any operator release an
     e-stop another operator engaged (by default only the one who engaged it may)."""
 
     def __init__(self, link: PanelLink, host: str = "127.0.0.1", port: int = 8080, *, gate: Gate | None = None,
@@ -86,7 +87,8 @@ class PanelServer:
         self.sessions: set[Session] = set()
         self.kin: dict[str, tuple[int, DescribedArm]] = {}
         self.estop_owners: dict[str, set[str]] = {}   # arm -> operators whose e-stop is engaged
-        self.refused = collections.Counter[str]()      # why connections were refused
+        self.refused = collections.Counter[str]()      # why connections were refused (or evicted)
+        self._closing: set[asyncio.Task[Any]] = set()
         self._pending: dict[int, tuple[Operator, float]] = {}  # connection id -> operator, from handshake to handler
         link.listeners.append(self._on_message)
 
@@ -141,8 +143,10 @@ class PanelServer:
             now = time.monotonic()
             for key in [k for k, (_, at) in self._pending.items() if now - at > 10.0]:
                 del self._pending[key]  # handshakes that never completed
-            if len(self.sessions) + len(self._pending) >= self.max_sessions:
+            if len(self._pending) >= self.max_sessions:
                 return refuse(HTTPStatus.SERVICE_UNAVAILABLE, "too many panel sessions\n", "cap")
+            if sum(not s.closing for s in self.sessions) + len(self._pending) >= self.max_sessions:
+                self._evict()
             self._pending[id(connection)] = (op, now)
             return None
         token = self.gate.query_token(request.path)
@@ -162,6 +166,20 @@ class PanelServer:
             body, ctype, status = LOGIN_PAGE.encode(), "text/html; charset=utf-8", (401, "Unauthorized")
         headers = Headers([("Content-Type", ctype), ("Content-Length", str(len(body))), *_HEADERS])
         return Response(*status, headers, body)
+
+    def _evict(self) -> None:
+        """At the cap, an authenticated newcomer replaces the session used least recently (its
+        jog is released as it closes): the operator who opens the panel always gets in, and the
+        number of sockets stays bounded."""
+        live = [s for s in self.sessions if not s.closing]
+        if not live:
+            return
+        victim = min(live, key=lambda s: max(s.last_input, s.connected_at))
+        victim.closing = True
+        self.refused["evicted"] += 1
+        task = asyncio.get_running_loop().create_task(victim.ws.close(1013, "replaced by a newer panel session"))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     async def serve(self, started: asyncio.Event | None = None) -> None:
         """Serve until cancelled. A port in use or a host that does not resolve is a ConfigError."""

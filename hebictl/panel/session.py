@@ -63,6 +63,8 @@ class Session:
         self.last_arms: str | None = None     # the arms list last sent, and when (monotonic s)
         self.last_arms_at = -math.inf
         self.last_input = -math.inf          # monotonic s of the last message other than a pong
+        self.connected_at = time.monotonic()
+        self.closing = False                 # replaced by a newer session (the server's cap)
         self.bucket = TokenBucket(*RATE, time.monotonic())
         self.dropped = 0                      # messages over the rate limit
         self.notices: collections.deque[str] = collections.deque(maxlen=NOTICES)

@@ -235,19 +235,38 @@ def test_a_unix_socket_is_for_this_user_only_and_still_needs_the_token(broker: L
     run(scenario, broker)
 
 
+async def drain(ws: Any) -> None:
+    while True:
+        await asyncio.wait_for(ws.recv(), 20)
+
+
 def test_sessions_are_capped(broker: LocalBroker) -> None:
     async def scenario(b: LocalBroker) -> None:
-        from websockets.exceptions import InvalidStatus
+        from websockets.exceptions import ConnectionClosed, InvalidStatus
 
         async with panel(b, max_sessions=5) as (server, _):
             open_ = [await connect(server, token=server.gate.token) for _ in range(5)]
-            with pytest.raises(InvalidStatus) as exc:
-                await connect(server, token=server.gate.token)
-            assert exc.value.response.status_code == 503
-            await open_.pop().close()
-            await until(lambda: len(server.sessions) == 4)
-            open_.append(await connect(server, token=server.gate.token))
-            for ws in open_:
+            await until(lambda: len(server.sessions) == 5)
+            for ws in open_[1:]:   # every tab but the first is used
+                await ws.send(json.dumps({"t": "select", "arm": "arm1"}))
+            await asyncio.sleep(0.2)
+            newcomer = await connect(server, token=server.gate.token)   # the operator always gets in ...
+            with pytest.raises(ConnectionClosed) as exc:   # ... in place of the tab used least recently
+                await drain(open_[0])
+            assert exc.value.rcvd is not None and exc.value.rcvd.code == 1013
+            await until(lambda: len(server.sessions) == 5)
+            for _ in range(20):                    # 20 more: never more than the cap at once
+                open_.append(await connect(server, token=server.gate.token))
+                assert sum(not s.closing for s in server.sessions) <= 5
+            await until(lambda: len(server.sessions) == 5)
+            assert server.refused["evicted"] == 21
+            unauthenticated = 0
+            for _ in range(20):
+                with pytest.raises(InvalidStatus):
+                    await connect(server)
+                unauthenticated += 1
+            assert len(server.sessions) == 5 and unauthenticated == 20
+            for ws in [*open_, newcomer]:
                 await ws.close()
 
     run(scenario, broker)
