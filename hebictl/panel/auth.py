@@ -37,6 +37,7 @@ class Operator:
 
     id: str
     since: float
+    browser: bool = True   # opened the launch link (cookie); False: a script presenting the token
 
 
 def host_name(value: str) -> str | None:
@@ -115,6 +116,6 @@ class Gate:
         auth = headers.get("Authorization") or ""
         token = auth[7:] if auth.startswith("Bearer ") else self.query_token(path)
         if self.token_ok(token):
-            return Operator(id=secrets.token_hex(4), since=time.time())
+            return Operator(id=secrets.token_hex(4), since=time.time(), browser=False)
         self.refused += 1
         return None

@@ -145,8 +145,9 @@ class PanelServer:
                 del self._pending[key]  # handshakes that never completed
             if len(self._pending) >= self.max_sessions:
                 return refuse(HTTPStatus.SERVICE_UNAVAILABLE, "too many panel sessions\n", "cap")
-            if sum(not s.closing for s in self.sessions) + len(self._pending) >= self.max_sessions:
-                self._evict()
+            if sum(not s.closing for s in self.sessions) + len(self._pending) >= self.max_sessions \
+                    and not self._evict(op.browser):
+                return refuse(HTTPStatus.SERVICE_UNAVAILABLE, "too many panel sessions\n", "cap")
             self._pending[id(connection)] = (op, now)
             return None
         token = self.gate.query_token(request.path)
@@ -167,19 +168,23 @@ class PanelServer:
         headers = Headers([("Content-Type", ctype), ("Content-Length", str(len(body))), *_HEADERS])
         return Response(*status, headers, body)
 
-    def _evict(self) -> None:
-        """At the cap, an authenticated newcomer replaces the session used least recently (its
-        jog is released as it closes): the operator who opens the panel always gets in, and the
-        number of sockets stays bounded."""
+    def _evict(self, for_browser: bool) -> bool:
+        """Make room at the cap: a script's session (token only) used least recently goes first;
+        a browser that opened the launch link may also replace the browser tab used least
+        recently, a script never replaces a browser tab. The closed tab's jog is released. So
+        sessions opened with the token cannot lock out the operator's browser, and the number of
+        sockets stays bounded. False when nothing may be replaced (the newcomer is refused)."""
         live = [s for s in self.sessions if not s.closing]
-        if not live:
-            return
-        victim = min(live, key=lambda s: max(s.last_input, s.connected_at))
+        pool = [s for s in live if not s.operator.browser] or (live if for_browser else [])
+        if not pool:
+            return False
+        victim = min(pool, key=lambda s: max(s.last_input, s.connected_at))
         victim.closing = True
         self.refused["evicted"] += 1
         task = asyncio.get_running_loop().create_task(victim.ws.close(1013, "replaced by a newer panel session"))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
+        return True
 
     async def serve(self, started: asyncio.Event | None = None) -> None:
         """Serve until cancelled. A port in use or a host that does not resolve is a ConfigError."""

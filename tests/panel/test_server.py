@@ -266,7 +266,17 @@ def test_sessions_are_capped(broker: LocalBroker) -> None:
                     await connect(server)
                 unauthenticated += 1
             assert len(server.sessions) == 5 and unauthenticated == 20
-            for ws in [*open_, newcomer]:
+            # a browser that opened the launch link is never replaced by a script's session
+            _, headers = await asyncio.to_thread(_http, server, f"/?token={server.gate.token}")
+            browser = await connect(server, headers={"Cookie": headers["Set-Cookie"].split(";")[0]})
+            await until(lambda: sum(s.operator.browser for s in server.sessions) == 1)
+            for _ in range(10):
+                open_.append(await connect(server, token=server.gate.token))
+            await asyncio.sleep(0.3)
+            assert sum(s.operator.browser for s in server.sessions) == 1
+            await browser.send(json.dumps({"t": "select", "arm": "arm1"}))
+            assert (await frames(browser, 1))[0]["s"]["arm"] == "arm1"
+            for ws in [*open_, newcomer, browser]:
                 await ws.close()
 
     run(scenario, broker)
