@@ -163,6 +163,7 @@ function onArms(m) {
       o.value = a.id;
       sel.appendChild(o);
     }
+    if (S.arm) sel.value = S.arm;   // rebuilding the list must not show another arm than the one selected
   }
   for (const o of sel.options) {
     const a = m.arms.find((x) => x.id === o.value);
