@@ -186,7 +186,10 @@ class PanelLink:
 
     def __init__(self, settings: BrokerSettings, *, name: str | None = None, probe_timeout: float = 3.0) -> None:
         self.settings = settings
-        self.name = name or f"panel-{os.uname().nodename}-{os.getpid()}"[:128]
+        # with a broker account the name starts with "<account>:": the broker plugin of docs/teleop.md lets
+        # only that account use such client ids, and the bridge refuses command names not bound to it
+        account = f"{settings.username}:" if settings.username else ""
+        self.name = name or f"{account}panel-{os.uname().nodename}-{os.getpid()}"[:128]
         self.arms: dict[str, ArmView] = {}
         self.listeners: list[Listener] = []
         self.connected = asyncio.Event()
