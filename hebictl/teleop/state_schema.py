@@ -59,6 +59,8 @@ STATUS: dict[str, Any] = {
         "state": {"type": ["string", "null"], "maxLength": 32}, "mode": {"type": ["string", "null"], "maxLength": 32},
         "estop": _BOOL, "m_stopped": _BOOL, "stop_behaviour": _STR_OR_NULL, "jogging": _BOOL, "braking": _BOOL,
         "goal_progress": _NUM_OR_NULL, "at_goal": _BOOL, "cycles": {"type": ["integer", "null"]},
+        "goal_status": _TEXT, "commands_delivered": _BOOL,
+        "payload": {"type": ["object", "null"], "properties": {"mass_kg": _NUM_OR_NULL, "extra_mass_kg": _NUM_OR_NULL}},
         "loop": {"type": ["object", "null"], "additionalProperties": _NUM_OR_NULL},
         "last_error": {"type": ["object", "null"], "required": ["reason"],
                        "properties": {"time": _NUM_OR_NULL, "reason": _STR, "detail": _TEXT}},
