@@ -4,6 +4,8 @@ An HRDF file names HEBI parts, not shapes, so the arm's body is built from one t
 (:data:`ELEMENT_SHAPES`, documented in docs/collision.md): every actuator is a box (its housing:
 footprint from HEBI's datasheets, height = the library's input-to-output distance), every link,
 bracket and end effector a capsule along the segment from its input frame to its output frame
+(an end effector's capsule starts one radius above its mounting face, so its rounded end does not
+reach into the wrist it is bolted to)
 (lengths, extension and twist come from the library through the model's frames, so they are
 never restated here) with a radius per part family. ``rigid-body`` and ``joint`` elements carry no
 shape (they have no extent HEBI describes).
@@ -115,7 +117,11 @@ def hrdf_shapes(model: RobotModel) -> list[Shape]:
         out = _in_body(model, ib, ob, ooff)
         if out is None:
             continue
-        pose, half = segment_pose(ioff[:3, 3], out[:3, 3])
+        a, b = ioff[:3, 3], out[:3, 3]
+        length = float(np.linalg.norm(b - a))
+        if kind == "end-effector" and length > 2 * radius:
+            a = a + (b - a) * (radius / length)  # its rounded end sits on the mounting face, not inside the wrist
+        pose, half = segment_pose(a, b)
         if half < 1e-6:
             shapes.append(Shape("sphere", (radius,), pose, ib, name, meta={"element": el.get("index")}))
         else:

@@ -8,10 +8,15 @@ dependency. No distance code is written here: every distance is MuJoCo's.
 
 How: every rigid group of the arm (a moving body and the fixed bodies welded to it) becomes a
 free-floating MuJoCo body holding that group's shapes; the base group and the workspace live
-in the world body, so MuJoCo never collides them with each other (the arm stands on its table).
+in the world (the base in a body welded to it), so MuJoCo never collides them with each other
+(the arm stands on its table).
 A query writes each group's pose (from hebictl's own forward kinematics) into ``qpos``, runs
 ``mj_kinematics`` and ``mj_collision``; geom margins make MuJoCo report every pair closer than
-its clearance plus the slow-down threshold, with the signed distance.
+its clearance plus the slow-down threshold, with the signed distance. Checked against hpp-fcl
+(tests/collision/test_world.py): the same distance to 0.2 mm, except box-box pairs (actuator
+housings), which MuJoCo's analytic collider reports up to ~5 mm short and ~1 mm far; the 1 cm
+self clearance covers that. Boxes are not turned into meshes: MuJoCo's contact list then
+reports capsule-mesh pairs up to 18 mm too far.
 
 Allowed pairs (never reported) are computed, not listed: groups joined by one joint (they touch
 at the joint by construction) and pairs closer than the self clearance at every one of
@@ -135,8 +140,10 @@ class CollisionWorld:
         spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_FILTERPARENT)
         self._arm_margin = max(workspace.self_clearance, workspace.slowdown_self)
         ws_margin = max((s.clearance for s in workspace.shapes), default=0.0) + workspace.slowdown_workspace
-        self._mj_body: dict[int, str] = {-1: "world"}
-        bodies = {-1: spec.worldbody}
+        # the base group gets its own body welded to the world (MuJoCo never collides it with the
+        # workspace, which lives in the world body), so excluding it excludes only the base
+        self._mj_body: dict[int, str] = {-1: "base"}
+        bodies = {-1: spec.worldbody.add_body(name="base")}
         for g in self.groups:
             name = f"g{g}:{model.bodies[g].name}"
             body = spec.worldbody.add_body(name=name)
@@ -144,24 +151,30 @@ class CollisionWorld:
             bodies[g] = body
             self._mj_body[g] = name
         geom_shapes: list[Shape] = []
-        self._geom_group: list[int] = []
+        group: list[int] = []   # per shape: its arm group, -1 the base, -2 the workspace
         for s in self.shapes:
             g = roots[s.body]
             pose = _to_root(model, s.body, g) @ s.pose if g >= 0 else model.base @ _to_root(model, s.body, -1) @ s.pose
-            self._add_geom(spec, bodies[g], s, pose, _ARM, _ARM | _WORLD, max(self._arm_margin, ws_margin))
+            self._add_geom(spec, bodies[g], s, pose, _ARM, _ARM | _WORLD, max(self._arm_margin, ws_margin),
+                           len(geom_shapes))
             geom_shapes.append(s)
-            self._geom_group.append(g)
-        self._n_arm = len(geom_shapes)
+            group.append(g)
         for s in workspace.shapes:
-            self._add_geom(spec, spec.worldbody, s, s.pose, _WORLD, _ARM, ws_margin)
+            self._add_geom(spec, spec.worldbody, s, s.pose, _WORLD, _ARM, ws_margin, len(geom_shapes))
             geom_shapes.append(s)
-            self._geom_group.append(-2)
-        self._spec = spec
+            group.append(-2)
         self.mj = spec.compile()
         self.data = mujoco.MjData(self.mj)
-        self._geoms = geom_shapes
-        self._clear = np.array([s.clearance for s in geom_shapes])
-        self._is_ws = np.arange(len(geom_shapes)) >= self._n_arm
+        # MuJoCo numbers geoms body by body: every per-geom table below is in MuJoCo's order
+        order = [int(self.mj.geom(f"s{i}").id) for i in range(len(geom_shapes))]
+        perm = np.empty(len(order), dtype=np.int64)
+        perm[order] = np.arange(len(order))
+        self._geoms = [geom_shapes[i] for i in perm]
+        #: the shape of each MuJoCo geom id (the indices :meth:`pairs` returns)
+        self.shapes_by_geom = tuple(self._geoms)
+        self._geom_group = [group[i] for i in perm]
+        self._clear = np.array([s.clearance for s in self._geoms])
+        self._is_ws = np.array([g == -2 for g in self._geom_group], dtype=np.bool_)
         self._root_frames = np.array(self.groups, dtype=np.int64)
         self._poses = np.zeros((len(model.bodies), 4, 4))
         self.allowed = self._allowed_pairs(roots)
@@ -173,11 +186,11 @@ class CollisionWorld:
     # ------------------------------------------------------------------ building
     @staticmethod
     def _add_geom(spec: mujoco.MjSpec, body: mujoco.MjsBody, s: Shape, pose: FloatArray, contype: int,
-                  conaffinity: int, margin: float) -> None:
+                  conaffinity: int, margin: float, index: int) -> None:
         kind = {"capsule": mujoco.mjtGeom.mjGEOM_CAPSULE, "box": mujoco.mjtGeom.mjGEOM_BOX,
                 "sphere": mujoco.mjtGeom.mjGEOM_SPHERE, "cylinder": mujoco.mjtGeom.mjGEOM_CYLINDER,
                 "mesh": mujoco.mjtGeom.mjGEOM_MESH, "plane": mujoco.mjtGeom.mjGEOM_PLANE}[s.kind]
-        geom = body.add_geom(type=kind, contype=contype, conaffinity=conaffinity, margin=margin)
+        geom = body.add_geom(name=f"s{index}", type=kind, contype=contype, conaffinity=conaffinity, margin=margin)
         size = np.zeros(3)
         size[:len(s.size)] = s.size
         if s.kind == "plane":
@@ -186,7 +199,7 @@ class CollisionWorld:
         geom.pos = pose[:3, 3]
         geom.quat = mat_to_quat(pose[:3, :3])
         if s.kind == "mesh":
-            mesh = spec.add_mesh(name=f"mesh{len(spec.meshes)}", file=s.mesh_path, scale=list(s.mesh_scale))
+            mesh = spec.add_mesh(name=f"mesh{index}", file=s.mesh_path, scale=list(s.mesh_scale))
             geom.meshname = mesh.name
 
     def _allowed_pairs(self, roots: list[int]) -> set[tuple[int, int]]:
@@ -273,13 +286,11 @@ class CollisionWorld:
         return out
 
     def pair_names(self) -> list[tuple[str, str]]:
-        """Every shape pair the world checks (not allowed, not both in the workspace)."""
+        """Every shape pair the world checks (not allowed, not both in the base or the workspace)."""
         out = []
-        roots = _group_roots(self.robot)
         for i, j in combinations(range(len(self._geoms)), 2):
-            gi = roots[self._geoms[i].body] if i < self._n_arm else -2
-            gj = roots[self._geoms[j].body] if j < self._n_arm else -2
-            if gi == gj or (gi == -2 and gj == -1) or (gi == -1 and gj == -2) or (gi < -1 and gj < -1):
+            gi, gj = self._geom_group[i], self._geom_group[j]
+            if gi == gj or {gi, gj} == {-1, -2}:
                 continue
             if gi >= -1 and gj >= -1 and (min(gi, gj), max(gi, gj)) in self.allowed:
                 continue
