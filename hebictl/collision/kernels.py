@@ -50,3 +50,34 @@ def nearest_margins(geom, dist, is_ws, clearance, self_clearance):  # pragma: no
             if m < best_self:
                 best_self, k_self = m, k
     return best_self, best_ws, k_self, k_ws
+
+
+@numba.njit(cache=_CACHE)
+def approach_scale(geom_now, dist_now, geom_next, dist_next, is_ws, clearance, self_clearance,
+                   threshold_self, threshold_ws, horizon, lookahead, deceleration):  # pragma: no cover
+    """Speed scale (0..1) of a motion from the ``now`` contacts to the ``next`` ones ``lookahead`` [s]
+    later: per pair that closes in, MoveIt Servo's ``distance / threshold`` and the speed that still
+    stops within the distance left at ``deceleration`` [m/s²]; pairs that open up are not slowed.
+    Distances are beyond each pair's clearance; a pair missing from ``now`` was beyond ``horizon``."""
+    scale = 1.0
+    for k in range(dist_next.shape[0]):
+        a, b = geom_next[k, 0], geom_next[k, 1]
+        ws = is_ws[a] or is_ws[b]
+        c = clearance[a] + clearance[b] if ws else self_clearance
+        d_next = dist_next[k] - c
+        d = horizon
+        for i in range(dist_now.shape[0]):
+            if geom_now[i, 0] == a and geom_now[i, 1] == b:
+                d = min(d, dist_now[i] - c)
+        # the same pair may have several contacts in one list: use its closest in "next" too
+        for i in range(dist_next.shape[0]):
+            if geom_next[i, 0] == a and geom_next[i, 1] == b:
+                d_next = min(d_next, dist_next[i] - c)
+        if d_next >= d - 1e-6:
+            continue
+        threshold = threshold_ws if ws else threshold_self
+        servo = 1.0 if threshold <= 0.0 else min(1.0, max(0.0, min(d, d_next) / threshold))
+        closing = (d - d_next) / lookahead
+        stop = math.sqrt(2.0 * deceleration * max(d, 0.0)) / closing
+        scale = min(scale, servo, stop)
+    return scale

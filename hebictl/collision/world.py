@@ -35,12 +35,14 @@ from numpy.typing import ArrayLike
 from hebictl._typing import FloatArray
 from hebictl.collision.files import file_shapes
 from hebictl.collision.hrdf import hrdf_shapes
-from hebictl.collision.kernels import nearest_margins, poses_to_qpos
+from hebictl.collision.kernels import approach_scale, nearest_margins, poses_to_qpos
 from hebictl.collision.shapes import Shape
 from hebictl.collision.workspace import Workspace
 from hebictl.errors import ModelError
 from hebictl.model.robot import RobotModel
 
+#: [m] how far beyond the clearances distances are reported (geom margins): the jog's braking horizon
+HORIZON = 0.1
 #: random joint positions used to find pairs that overlap whatever the joints do
 ALLOWED_SAMPLES = 64
 _ARM, _WORLD = 1, 2  # contype bits: arm geoms collide with everything, workspace geoms with the arm
@@ -138,8 +140,10 @@ class CollisionWorld:
         self.groups = sorted({roots[s.body] for s in self.shapes if roots[s.body] >= 0})
         spec = mujoco.MjSpec()
         spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_FILTERPARENT)
-        self._arm_margin = max(workspace.self_clearance, workspace.slowdown_self)
-        ws_margin = max((s.clearance for s in workspace.shapes), default=0.0) + workspace.slowdown_workspace
+        #: [m] distances beyond each clearance are reported up to at least this far (jog braking looks ahead)
+        self.horizon = max(HORIZON, workspace.slowdown_self, workspace.slowdown_workspace)
+        self._arm_margin = workspace.self_clearance + self.horizon
+        ws_margin = max((s.clearance for s in workspace.shapes), default=0.0) + self.horizon
         # the base group gets its own body welded to the world (MuJoCo never collides it with the
         # workspace, which lives in the world body), so excluding it excludes only the base
         self._mj_body: dict[int, str] = {-1: "base"}
@@ -252,6 +256,17 @@ class CollisionWorld:
         a, b = int(geom[k, 0]), int(geom[k, 1])
         return Proximity(margin, float(gap[k]), self._geoms[a].name, self._geoms[b].name,
                          "workspace" if ws else "self")
+
+    def approach_scale(self, q: ArrayLike, q_next: ArrayLike, lookahead: float, deceleration: float) -> float:
+        """Speed scale 0..1 for moving from ``q`` to ``q_next`` in ``lookahead`` [s]: MoveIt Servo's
+        (1 at the slow-down threshold, 0 at contact) for every pair that closes in, and no faster
+        than stopping within its distance at ``deceleration`` [m/s²] (:func:`kernels.approach_scale`)."""
+        geom, gap = self.pairs(q)
+        geom, gap = geom.copy(), gap.copy()
+        geom_next, gap_next = self.pairs(q_next)
+        ws = self.workspace
+        return float(approach_scale(geom, gap, geom_next, gap_next, self._is_ws, self._clear, ws.self_clearance,
+                                    ws.slowdown_self, ws.slowdown_workspace, self.horizon, lookahead, deceleration))
 
     def min_distances(self, q: ArrayLike) -> tuple[float, float]:
         """(self, workspace) distance beyond clearance [m] (+inf beyond the margins): the per-cycle check."""
