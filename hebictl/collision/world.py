@@ -300,8 +300,9 @@ class CollisionWorld:
                 out[key] = self._proximity(geom, gap, k, margin, ws)
         return out
 
-    def pair_names(self) -> list[tuple[str, str]]:
-        """Every shape pair the world checks (not allowed, not both in the base or the workspace)."""
+    def checked_pairs(self) -> list[tuple[int, int]]:
+        """Every geom pair the world checks, as indices into :attr:`shapes_by_geom` (not allowed, not
+        both in the base or both in the workspace): the pairs another library must test to match it."""
         out = []
         for i, j in combinations(range(len(self._geoms)), 2):
             gi, gj = self._geom_group[i], self._geom_group[j]
@@ -309,5 +310,9 @@ class CollisionWorld:
                 continue
             if gi >= -1 and gj >= -1 and (min(gi, gj), max(gi, gj)) in self.allowed:
                 continue
-            out.append((self._geoms[i].name, self._geoms[j].name))
+            out.append((i, j))
         return out
+
+    def pair_names(self) -> list[tuple[str, str]]:
+        """The names of :meth:`checked_pairs`."""
+        return [(self._geoms[i].name, self._geoms[j].name) for i, j in self.checked_pairs()]
