@@ -54,18 +54,19 @@ def nearest_margins(geom, dist, is_ws, clearance, self_clearance):  # pragma: no
 
 @numba.njit(cache=_CACHE)
 def approach_scale(geom_now, dist_now, geom_next, dist_next, is_ws, clearance, self_clearance,
-                   threshold_self, threshold_ws, horizon, lookahead, deceleration):  # pragma: no cover
+                   threshold_self, threshold_ws, horizon_self, horizon_ws, lookahead,
+                   deceleration):  # pragma: no cover
     """Speed scale (0..1) of a motion from the ``now`` contacts to the ``next`` ones ``lookahead`` [s]
     later: per pair that closes in, MoveIt Servo's ``distance / threshold`` and the speed that still
     stops within the distance left at ``deceleration`` [m/s²]; pairs that open up are not slowed.
-    Distances are beyond each pair's clearance; a pair missing from ``now`` was beyond ``horizon``."""
+    Distances are beyond each pair's clearance; a pair missing from ``now`` was beyond its horizon."""
     scale = 1.0
     for k in range(dist_next.shape[0]):
         a, b = geom_next[k, 0], geom_next[k, 1]
         ws = is_ws[a] or is_ws[b]
         c = clearance[a] + clearance[b] if ws else self_clearance
         d_next = dist_next[k] - c
-        d = horizon
+        d = horizon_ws if ws else horizon_self
         for i in range(dist_now.shape[0]):
             if geom_now[i, 0] == a and geom_now[i, 1] == b:
                 d = min(d, dist_now[i] - c)

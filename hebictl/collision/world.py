@@ -43,6 +43,7 @@ from hebictl.model.robot import RobotModel
 
 #: [m] how far beyond the clearances distances are reported (geom margins): the jog's braking horizon
 HORIZON = 0.1
+SELF_HORIZON = 0.04
 #: random joint positions used to find pairs that overlap whatever the joints do
 ALLOWED_SAMPLES = 64
 _ARM, _WORLD = 1, 2  # contype bits: arm geoms collide with everything, workspace geoms with the arm
@@ -140,9 +141,12 @@ class CollisionWorld:
         self.groups = sorted({roots[s.body] for s in self.shapes if roots[s.body] >= 0})
         spec = mujoco.MjSpec()
         spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_FILTERPARENT)
-        #: [m] distances beyond each clearance are reported up to at least this far (jog braking looks ahead)
-        self.horizon = max(HORIZON, workspace.slowdown_self, workspace.slowdown_workspace)
-        self._arm_margin = workspace.self_clearance + self.horizon
+        #: [m] distances beyond each clearance are reported up to at least this far (jog braking looks
+        #: ahead): to the workspace HORIZON, between the arm's own bodies SELF_HORIZON (self approach is
+        #: slow, and a shorter margin keeps the many close self pairs out of MuJoCo's contact list)
+        self.horizon = max(HORIZON, workspace.slowdown_workspace)
+        self.self_horizon = max(SELF_HORIZON, workspace.slowdown_self)
+        self._arm_margin = workspace.self_clearance + self.self_horizon
         ws_margin = max((s.clearance for s in workspace.shapes), default=0.0) + self.horizon
         # the base group gets its own body welded to the world (MuJoCo never collides it with the
         # workspace, which lives in the world body), so excluding it excludes only the base
@@ -159,8 +163,7 @@ class CollisionWorld:
         for s in self.shapes:
             g = roots[s.body]
             pose = _to_root(model, s.body, g) @ s.pose if g >= 0 else model.base @ _to_root(model, s.body, -1) @ s.pose
-            self._add_geom(spec, bodies[g], s, pose, _ARM, _ARM | _WORLD, max(self._arm_margin, ws_margin),
-                           len(geom_shapes))
+            self._add_geom(spec, bodies[g], s, pose, _ARM, _ARM | _WORLD, self._arm_margin, len(geom_shapes))
             geom_shapes.append(s)
             group.append(g)
         for s in workspace.shapes:
@@ -266,7 +269,8 @@ class CollisionWorld:
         geom_next, gap_next = self.pairs(q_next)
         ws = self.workspace
         return float(approach_scale(geom, gap, geom_next, gap_next, self._is_ws, self._clear, ws.self_clearance,
-                                    ws.slowdown_self, ws.slowdown_workspace, self.horizon, lookahead, deceleration))
+                                    ws.slowdown_self, ws.slowdown_workspace, self.self_horizon, self.horizon,
+                                    lookahead, deceleration))
 
     def min_distances(self, q: ArrayLike) -> tuple[float, float]:
         """(self, workspace) distance beyond clearance [m] (+inf beyond the margins): the per-cycle check."""

@@ -40,7 +40,7 @@ def test_home_is_inside_the_limits_above_the_table_and_free_of_self_collision(na
     assert world.violations(home) == {}, world.violations(home)
     self_d, table_d = world.min_distances(home)
     print(f"{name}: home clear of itself by {self_d * 1000:.0f} mm and of the table by "
-          f"{table_d * 1000 if np.isfinite(table_d) else np.inf:.0f} mm beyond the 1 cm clearances")
+          f"{table_d * 1000 if np.isfinite(table_d) else np.inf:.0f} mm beyond the clearances")
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -75,4 +75,4 @@ def test_elbow_range_keeps_the_wrist_up_and_the_forearm_off_the_upper_arm(name):
 @pytest.mark.parametrize("name", CONFIGS)
 def test_configs_stay_loadable_by_hebi_py(hebi, name):
     cfg = hebi.config.load_config(str(REPO_ROOT / "configs" / f"{name}.cfg.yaml"))
-    assert cfg.user_data["workspace"]["table"] == {"height": 0.0, "clearance": 0.01}
+    assert cfg.user_data["workspace"]["table"] == {"height": 0.0, "clearance": 0.005}
