@@ -7,6 +7,7 @@ must keep from it; all coordinates are in the world (base) frame::
     user_data:
       workspace:
         table: {height: 0.0, clearance: 0.01}   # a plane z = height; default: the base plane; false: none
+                                                # (physical: false: checked, but not a geom in the sim)
         self_clearance: 0.0                     # [m] the arm's own non-adjacent bodies
         slowdown: {self: 0.02, workspace: 0.03} # [m] jog/stream speed scaling thresholds (MoveIt Servo style)
         objects:
@@ -137,12 +138,15 @@ class _Reader:
         table = ws.get("table", {})
         height: float | None = None
         if table is not False:
-            tab = self.mapping(table if table is not None else {}, "table", {"height", "clearance"})
+            tab = self.mapping(table if table is not None else {}, "table", {"height", "clearance", "physical"})
+            physical = tab.get("physical", True)
+            if not isinstance(physical, bool):
+                raise self.fail(f"must be true or false, got {physical!r}", "table.physical")
             height = self.number(tab, "height", "table", 0.0)
             T = np.eye(4)
             T[2, 3] = height
             shapes.append(Shape("plane", (), T, -1, "table", clearance=self.number(tab, "clearance", "table",
-                                DEFAULT_CLEARANCE, low=0.0, high=1.0), meta={"type": "table", "virtual": False}))
+                                DEFAULT_CLEARANCE, low=0.0, high=1.0), meta={"type": "table", "virtual": not physical}))
         objects = ws.get("objects", [])
         if not isinstance(objects, list):
             raise self.fail(f"must be a list, got {type(objects).__name__}", "objects")

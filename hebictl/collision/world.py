@@ -189,6 +189,9 @@ class CollisionWorld:
             spec.add_exclude(bodyname1=self._mj_body[a], bodyname2=self._mj_body[b])
         self.mj = spec.compile()
         self.data = mujoco.MjData(self.mj)
+        # compile (or load from numba's cache) the per-cycle kernels now, not in a jog's first cycle
+        q0 = np.zeros(model.nq)
+        self.approach_scale(q0, q0, 0.02, 0.5)
 
     # ------------------------------------------------------------------ building
     @staticmethod
