@@ -48,7 +48,7 @@ ACTUATOR_BOXES: Mapping[str, ActuatorBox] = {
 CAPSULE_RADII: Mapping[tuple[str, str], float] = {
     ("link", "X5"): 0.018, ("link", "R8"): 0.022, ("link", "R25"): 0.035, ("link", "R25-R8"): 0.03,
     ("bracket", "X5"): 0.02, ("bracket", "R8"): 0.025, ("bracket", "R25"): 0.035,
-    ("end-effector", "Custom"): 0.02, ("end-effector", "X5Parallel"): 0.035,
+    ("end-effector", "Custom"): 0.015, ("end-effector", "X5Parallel"): 0.035,
     ("end-effector", "R8Parallel"): 0.04,
 }
 

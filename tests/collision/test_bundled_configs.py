@@ -75,4 +75,4 @@ def test_elbow_range_keeps_the_wrist_up_and_the_forearm_off_the_upper_arm(name):
 @pytest.mark.parametrize("name", CONFIGS)
 def test_configs_stay_loadable_by_hebi_py(hebi, name):
     cfg = hebi.config.load_config(str(REPO_ROOT / "configs" / f"{name}.cfg.yaml"))
-    assert cfg.user_data["workspace"]["table"] == {"height": 0.0, "clearance": 0.002, "physical": False}
+    assert cfg.user_data["workspace"]["table"] == {"height": 0.0, "clearance": 0.0, "physical": False}
