@@ -67,8 +67,9 @@ SPEED_HEADROOM = 0.85
 MAX_ACCEL = 3.0
 #: [rad] the jog's command runs at most this far ahead of the measured position (it slows from 0 lead)
 MAX_LEAD = 0.05
-#: joint-limit approach decelerates at this fraction of ``accel`` (room for the arm's tracking lag)
-LIMIT_BRAKE_FRACTION = 0.5
+#: joint-limit approach decelerates at this fraction of ``accel`` (room for the arm's tracking lag:
+#: at 0.5 the r6 base still overran its limit by 12-21 mrad on the sim, at 0.25 by 1.3)
+LIMIT_BRAKE_FRACTION = 0.25
 #: [m/s²] a jog closing in on a body or the workspace can stop within the distance left at this
 #: deceleration (gentle enough for the arm to track: a harder stop makes it bounce)
 STOP_DECELERATION = 0.5
