@@ -36,8 +36,7 @@ def test_bundled_configs_have_finite_limits_around_home_and_load_in_hebi(path, h
         q = home.copy()
         q[shoulder] = extreme
         z = model.forward_kinematics(q, "output")[names.index(model.joint_names[elbow]), 2, 3]
-        if "x-series-5dof" not in path.stem:  # its home pose hangs the gripper below the base plane
-            assert z > 0.0
+        assert z > 0.0
 
 
 def test_goal_outside_config_limits_is_refused_naming_the_joint():

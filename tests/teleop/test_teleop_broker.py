@@ -36,7 +36,7 @@ def test_joint_goal_and_waypoints_reached(broker, make_server):
             st = await c.wait_status(lambda s: s["status"] == "online")
             assert st["mode"] == "idle" and st["state"] == "running"
             await _home(c)
-            target = np.add(HOME, [0.3, -0.2, 0.1, 0.2, 0.3, -0.4])
+            target = np.add(HOME, [0.3, 0.2, 0.1, 0.2, 0.3, -0.4])  # shoulder up: -0.2 ran the tool into the table
             ack = await c.joint_waypoints([{"t": 0.6, "positions": list(np.array(HOME) + 0.1)},
                                            {"t": 1.2, "positions": list(target), "velocities": [0.0] * 6}])
             assert ack.accepted, ack
