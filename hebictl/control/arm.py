@@ -326,9 +326,7 @@ class Arm:
     def _to_brake(self, now: float, measured: bool = False) -> None:
         """Brake from the measured velocity (a running brake is kept: never restarted or dropped)."""
         if self.supervisor.mode is _BRAKE:
-            # restart a running brake from the measured state only with a sample from this cycle: an
-            # older one is behind a moving arm (the restart would step the command back against it)
-            if measured and self._have_feedback and 0.0 <= now - self._last_fresh_time <= 1.5 * self.nominal_period:
+            if measured:
                 self._make_brake(now, self._anchor(True), chase=True)
             return
         self._make_brake(now, self._brake_start(now) if self._live() and not measured else self._anchor(measured),
@@ -511,7 +509,12 @@ class Arm:
         ``event``: record only. ``hold``: brake from the measured state, then hold at the measured
         standstill (state HOLD). ``stop``: a latched hold stop anchored at the measured state (for
         a contact this is the compliant hold: never the pre-contact command). ``damp``: a latched
-        damp stop (braking first if moving)."""
+        damp stop (braking first if moving).
+
+        "Measured" means a sample from this cycle: a finding after a cycle without fresh feedback
+        (``command_lost`` while a module is gone) keeps the command the stop it follows anchored; an
+        older sample is behind a moving arm, and re-anchoring to it would step the command back."""
+        measured = self._have_feedback and 0.0 <= self._last_time - self._last_fresh_time <= 1.5 * self.nominal_period
         if reaction == "event":
             self._record(kind, detail)
         elif reaction == "hold":
@@ -519,10 +522,11 @@ class Arm:
                 self._record(kind, detail)
                 return
             self.supervisor.set_level(Level.HOLD)
-            self._stop_or_hold(self.clock.now(), measured=True)
+            self._stop_or_hold(self.clock.now(), measured=measured)
             self._record(kind, detail)
         elif reaction in ("stop", "damp"):
-            self._stop(kind, detail, StopBehaviour.HOLD if reaction == "stop" else StopBehaviour.DAMP, measured=True)
+            self._stop(kind, detail, StopBehaviour.HOLD if reaction == "stop" else StopBehaviour.DAMP,
+                       measured=measured)
         else:
             raise ConfigError(f"unknown reaction {reaction!r}; choose from {', '.join(REACTIONS)}", key="reaction")
 
