@@ -710,7 +710,9 @@ class Arm:
     def _reanchor(self, now: float) -> None:
         """A fresh sample after the modules were not following the command (M-stop, a module gone,
         missed feedback): a hold or brake restarts from where the arm is (joints off by more than
-        ``STALE_RAD``, or every joint after an M-stop), braking first if it moves."""
+        ``STALE_RAD``, or every joint after an M-stop), braking first if it moves: that brake starts
+        every joint from the measured state (the joints that kept following went on with the stale
+        ramp; keeping their command drove the arm tens of mm once the returned joint had stopped)."""
         every = self._stale == _ALL
         mode = self.supervisor.mode
         if mode is _MHOLD or mode is _BRAKE:
@@ -718,7 +720,7 @@ class Arm:
             meas = self.last_feedback.position
             if every or not bool(np.all(np.abs(last - meas) <= STALE_RAD)):
                 if self._speed() > 1.0:
-                    self._make_brake(now, self._anchor(every))
+                    self._make_brake(now, self._anchor(True), chase=True)
                     if mode is _MHOLD:
                         self._fire(Trigger.BRAKE)
                 else:
