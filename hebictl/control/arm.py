@@ -123,6 +123,7 @@ class Arm:
         # the data of the current mode (which of them counts is the supervisor's mode, nothing else)
         self._trajectory: Trajectory | None = None  # FOLLOW
         self._brake: Brake | None = None             # BRAKE (and, once ended, the hold's damping)
+        self._brake_chase = False  # the brake started from the measured state: its end rejoins the arm rate-limited
         self._hold: FloatArray | None = None         # HOLD: the held position (None: not anchored yet)
         self._stale = _FRESH  # how the next fresh sample re-anchors a hold/brake (modules not following)
         self.trajectory_state: tuple[FloatArray, FloatArray, FloatArray] | None = None
@@ -287,9 +288,11 @@ class Arm:
         v = np.where(np.isfinite(fb.velocity), fb.velocity, cmd_v) if fresh else cmd_v
         return np.clip(v, -self.limits.velocity_max, self.limits.velocity_max)
 
-    def _make_brake(self, now: float, p: FloatArray) -> None:
+    def _make_brake(self, now: float, p: FloatArray, chase: bool = False) -> None:
         """The brake ramp from ``p`` and the measured velocity, at the deceleration the actuators
-        can deliver with the effort the modules measure (:mod:`hebictl.control.braking`)."""
+        can deliver with the effort the modules measure (:mod:`hebictl.control.braking`).
+        ``chase``: started from the measured state by a monitor (see :meth:`_stopping_point`)."""
+        self._brake_chase = chase
         v = self._measured_velocity(now)
         lim = self.limits
         effort = self.last_feedback.effort if self._have_feedback else None
@@ -324,9 +327,10 @@ class Arm:
         """Brake from the measured velocity (a running brake is kept: never restarted or dropped)."""
         if self.supervisor.mode is _BRAKE:
             if measured:
-                self._make_brake(now, self._anchor(True))
+                self._make_brake(now, self._anchor(True), chase=True)
             return
-        self._make_brake(now, self._brake_start(now) if self._live() and not measured else self._anchor(measured))
+        self._make_brake(now, self._brake_start(now) if self._live() and not measured else self._anchor(measured),
+                         chase=measured)
         self._fire(Trigger.BRAKE)
 
     def _to_hold(self, position: FloatArray | None = None, measured: bool = False) -> None:
@@ -505,7 +509,12 @@ class Arm:
         ``event``: record only. ``hold``: brake from the measured state, then hold at the measured
         standstill (state HOLD). ``stop``: a latched hold stop anchored at the measured state (for
         a contact this is the compliant hold: never the pre-contact command). ``damp``: a latched
-        damp stop (braking first if moving)."""
+        damp stop (braking first if moving).
+
+        "Measured" means a sample from this cycle: a finding after a cycle without fresh feedback
+        (``command_lost`` while a module is gone) keeps the command the stop it follows anchored; an
+        older sample is behind a moving arm, and re-anchoring to it would step the command back."""
+        measured = self._have_feedback and 0.0 <= self._last_time - self._last_fresh_time <= 1.5 * self.nominal_period
         if reaction == "event":
             self._record(kind, detail)
         elif reaction == "hold":
@@ -513,10 +522,11 @@ class Arm:
                 self._record(kind, detail)
                 return
             self.supervisor.set_level(Level.HOLD)
-            self._stop_or_hold(self.clock.now(), measured=True)
+            self._stop_or_hold(self.clock.now(), measured=measured)
             self._record(kind, detail)
         elif reaction in ("stop", "damp"):
-            self._stop(kind, detail, StopBehaviour.HOLD if reaction == "stop" else StopBehaviour.DAMP, measured=True)
+            self._stop(kind, detail, StopBehaviour.HOLD if reaction == "stop" else StopBehaviour.DAMP,
+                       measured=measured)
         else:
             raise ConfigError(f"unknown reaction {reaction!r}; choose from {', '.join(REACTIONS)}", key="reaction")
 
@@ -679,7 +689,8 @@ class Arm:
     def _stopping_point(self, brake: Brake) -> FloatArray:
         """Where a hold after ``brake`` holds: the ramp's stopping point, except for a joint that
         went further along its braking direction (it lagged the ramp: a payload the model does not
-        know), which holds where it is instead of being driven back (the command lands on it)."""
+        know, or an arm that fell faster than the rated speed during a control gap), which holds where
+        it is instead of being driven back."""
         last = self._rate.last  # the ramp's last command: its stopping point, unless it was cut short
         target = np.where(np.isfinite(last) & (np.abs(last - brake.target) > LAG_MIN_RAD), last, brake.target)
         if not self._have_feedback or self._last_time - self._last_fresh_time > 0.05:
@@ -688,13 +699,20 @@ class Arm:
         over = (np.abs(brake.v0) > self.safety.at_goal_velocity_tolerance) & ((meas - target) * brake.v0 > 0.0) \
             & (np.abs(meas - target) > LAG_MIN_RAD)
         np.copyto(target, meas, where=over)
-        np.copyto(self._rate.last, meas, where=over)
+        # a joint that lagged the ramp (a payload the model does not know) lands the command on it;
+        # after a brake a monitor started from the measured state (a control gap: the limp arm fell,
+        # maybe faster than the rated speed the ramp could start from) the rate limiter carries the
+        # command on to the arm at most at the rated speed instead (no step above it after a gap)
+        if not self._brake_chase:
+            np.copyto(self._rate.last, meas, where=over)
         return target
 
     def _reanchor(self, now: float) -> None:
         """A fresh sample after the modules were not following the command (M-stop, a module gone,
         missed feedback): a hold or brake restarts from where the arm is (joints off by more than
-        ``STALE_RAD``, or every joint after an M-stop), braking first if it moves."""
+        ``STALE_RAD``, or every joint after an M-stop), braking first if it moves: that brake starts
+        every joint from the measured state (the joints that kept following went on with the stale
+        ramp; keeping their command drove the arm tens of mm once the returned joint had stopped)."""
         every = self._stale == _ALL
         mode = self.supervisor.mode
         if mode is _MHOLD or mode is _BRAKE:
@@ -702,7 +720,7 @@ class Arm:
             meas = self.last_feedback.position
             if every or not bool(np.all(np.abs(last - meas) <= STALE_RAD)):
                 if self._speed() > 1.0:
-                    self._make_brake(now, self._anchor(every))
+                    self._make_brake(now, self._anchor(True), chase=True)
                     if mode is _MHOLD:
                         self._fire(Trigger.BRAKE)
                 else:

@@ -147,19 +147,53 @@ def test_mstop_release_holds_where_the_arm_is():
         assert np.abs(arm.last_feedback.position - where).max() < 1e-3
 
 
-def test_after_a_long_gap_the_rate_limiter_allows_one_nominal_period():
-    """A 0.5 s stall mid-move: the next command moves at most rated speed x the nominal period (the
-    trajectory meanwhile is 0.5 s further on)."""
+def test_after_a_gap_within_the_command_lifetime_the_rate_limiter_allows_one_nominal_period():
+    """A 0.2 s stall mid-move (shorter than the 0.25 s command lifetime: the modules still execute the
+    last command, no control_gap): the trajectory goes on, and the next command moves at most rated
+    speed x the nominal period (the trajectory meanwhile is 0.2 s further on)."""
+    arm, clock = running()
+    with arm:
+        moving(arm)
+        assert arm.backend.command_lifetime > 0.2
+        before = arm.pending_command.position.copy()
+        clock.advance(0.2)
+        cycle(arm)
+        step = np.abs(arm.pending_command.position - before) / (arm.limits.velocity_max * DT)
+        print(f"after a 0.2 s gap: step {step.max():.3f}x rated speed x nominal period; nominal "
+              f"{arm.nominal_period * 1e3:.2f} ms")
+        assert not any(e.kind is EventKind.CONTROL_GAP for e in arm.events.events)
+        assert arm.mode is Mode.FOLLOW
+        assert 0.99 <= step.max() <= 1.001 and arm.nominal_period == pytest.approx(DT, rel=0.03)
+
+
+def test_after_a_gap_beyond_the_command_lifetime_the_command_lands_on_the_arm():
+    """A 0.5 s stall mid-move (longer than the command lifetime: the modules' last command expired
+    and the arm went on without it): a latched control_gap; the first command lands on the MEASURED
+    position (a step relative to the stale pre-gap command, none relative to the arm: the no-force
+    choice), nothing drives back toward the pre-gap command, and every later step is <= rated x dt."""
     arm, clock = running()
     with arm:
         moving(arm)
         before = arm.pending_command.position.copy()
         clock.advance(0.5)
         cycle(arm)
-        step = np.abs(arm.pending_command.position - before) / (arm.limits.velocity_max * DT)
-        print(f"after a 0.5 s gap: step {step.max():.3f}x rated speed x nominal period; nominal "
-              f"{arm.nominal_period * 1e3:.2f} ms")
-        assert step.max() <= 1.001 and arm.nominal_period == pytest.approx(DT, rel=0.03)
+        first = arm.pending_command.position.copy()
+        measured = arm.last_feedback.position.copy()
+        assert arm.state is ArmState.STOPPED and arm.latch.cause == "control_gap"
+        np.testing.assert_allclose(first, measured, atol=1e-9)
+        stale_step = np.abs(first - before) / (arm.limits.velocity_max * DT)
+        worst = 0.0
+        prev = first
+        for _ in range(200):
+            cycle(arm)
+            cmd = arm.pending_command.position.copy()
+            worst = max(worst, float(np.max(np.abs(cmd - prev) / (arm.limits.velocity_max * DT))))
+            # never back toward the pre-gap command: each joint stays on the far side of where it landed
+            assert np.all((cmd - first) * (before - first) <= 1e-9)
+            prev = cmd
+        print(f"after a 0.5 s gap: first command {stale_step.max():.1f}x rated x dt from the stale one, "
+              f"0 from the measured position; later steps <= {worst:.3f}x rated speed x dt")
+        assert worst <= 1.0 + 1e-6 and arm.mode is Mode.HOLD
 
 
 @pytest.mark.parametrize("reaction", ["event", "hold", "stop", "damp"])

@@ -22,7 +22,7 @@ __all__ = ["ControlGapMonitor"]
 
 
 class ControlGapMonitor(Monitor):
-    """``control_gap``: time since the previous fresh sample's cycle > the command lifetime [s]."""
+    """``control_gap``: a control cycle (time since the previous ``update()``) > the command lifetime [s]."""
 
     kind = EventKind.CONTROL_GAP
 
@@ -32,6 +32,11 @@ class ControlGapMonitor(Monitor):
         self.before: np.ndarray | None = None
 
     def after_read(self, arm: Any, fb: Feedback, now: float, dt: float) -> Finding | None:
+        # the length of THIS control cycle (time since the previous update(), with or without
+        # feedback), not the time since the previous fresh sample: a module that stops answering
+        # while the loop runs on is a hardware_error/watchdog matter, and the modules that answer
+        # got a command every cycle (their lifetime never ran out)
+        dt = float(arm.dt)
         before = self.before
         if before is None:
             self.before = fb.position.copy()
