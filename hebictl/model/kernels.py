@@ -62,10 +62,12 @@ class Tables(NamedTuple):
 class Packed(NamedTuple):
     """A model (and one set of frames) as the two arrays every entry kernel takes.
 
-    ``ints``: ``[n, m, nv, has_armature, parent(n), kind(n), qi(n), vi(n), f_body(m)]``;
-    ``floats``: ``[base_R(9), base_p(3), place_R(9n), place_p(3n), axis(3n), scale(n), mass(n),
-    com(3n), inertia(9n), armature(nv, or none when has_armature is 0), f_R(9m), f_p(3m)]`` (row-major),
-    read back by :func:`_unpack`.
+    ``ints`` (int64): ``[n, m, nv, has_armature, parent(n), kind(n), qi(n), vi(n), f_body(m)]``.
+    ``floats`` (float64, shape (k, 3, 3)): one 3x3 slot per matrix, vector (its first row) or
+    scalars (first row's elements), in the order ``base_R, base_p, place_R(n), place_p(n),
+    axis(n), com(n), inertia(n), [scale, mass](n), armature(nv or 0), f_R(m), f_p(m)``.
+    Why 3x3 slots: :func:`_unpack` then takes every table as a plain slice, which numba makes
+    for free; reshaping a flat array instead cost 0.24 µs a call (a quarter of a gravity call).
     """
 
     ints: NDArray[np.int64]
@@ -76,47 +78,56 @@ def pack(t: Tables, f_body: NDArray[np.int64], f_R: NDArray[np.float64], f_p: ND
          armature: NDArray[np.float64] | None, nv: int) -> Packed:
     """The :class:`Packed` form of tables ``t``, frames (body, offset R, offset p) and per-coordinate armature."""
     n, m = t.parent.shape[0], f_body.shape[0]
-    arm = np.zeros(0) if armature is None else np.asarray(armature, dtype=np.float64).reshape(nv)
     ints = np.concatenate([[n, m, nv, 0 if armature is None else 1], t.parent, t.kind, t.qi, t.vi, f_body])
-    floats = np.concatenate([np.ravel(a) for a in (t.base_R, t.base_p, t.place_R, t.place_p, t.axis, t.scale,
-                                                    t.mass, t.com, t.inertia, arm, f_R, f_p)])
+
+    def rows(x: NDArray[np.float64], k: int) -> NDArray[np.float64]:
+        slots = np.zeros((k, 3, 3))
+        slots[:, 0, :] = np.reshape(x, (k, 3))
+        return slots
+
+    scalars = np.zeros((n, 3, 3))
+    scalars[:, 0, 0], scalars[:, 0, 1] = t.scale, t.mass
+    arm = np.zeros((0 if armature is None else nv, 3, 3))
+    if armature is not None:
+        arm[:, 0, 0] = armature
+    floats = np.concatenate([np.reshape(t.base_R, (1, 3, 3)), rows(t.base_p, 1), np.reshape(t.place_R, (n, 3, 3)),
+                             rows(t.place_p, n), rows(t.axis, n), rows(t.com, n), np.reshape(t.inertia, (n, 3, 3)),
+                             scalars, arm, np.reshape(f_R, (m, 3, 3)), rows(f_p, m)])
     return Packed(np.ascontiguousarray(ints, dtype=np.int64), np.ascontiguousarray(floats, dtype=np.float64))
 
 
 @njit(cache=_CACHE, inline="always")
 def _unpack(I, F):
-    """Views of the tables inside a :class:`Packed` model (no copy)."""
+    """Views of the tables inside a :class:`Packed` model (slices only: no copy, no reshape)."""
     n = I[0]
     m = I[1]
-    nv = I[2]
+    na = I[2] if I[3] else 0
     parent = I[4:4 + n]
     kind = I[4 + n:4 + 2 * n]
     qi = I[4 + 2 * n:4 + 3 * n]
     vi = I[4 + 3 * n:4 + 4 * n]
     f_body = I[4 + 4 * n:4 + 4 * n + m]
-    base_R = F[0:9].reshape((3, 3))
-    base_p = F[9:12]
-    o = 12
-    place_R = F[o:o + 9 * n].reshape((n, 3, 3))
-    o += 9 * n
-    place_p = F[o:o + 3 * n].reshape((n, 3))
-    o += 3 * n
-    axis = F[o:o + 3 * n].reshape((n, 3))
-    o += 3 * n
-    scale = F[o:o + n]
+    base_R = F[0]
+    base_p = F[1, 0]
+    o = 2
+    place_R = F[o:o + n]
     o += n
-    mass = F[o:o + n]
+    place_p = F[o:o + n, 0]
     o += n
-    com = F[o:o + 3 * n].reshape((n, 3))
-    o += 3 * n
-    inertia = F[o:o + 9 * n].reshape((n, 3, 3))
-    o += 9 * n
-    na = nv if I[3] else 0
-    armature = F[o:o + na]
+    axis = F[o:o + n, 0]
+    o += n
+    com = F[o:o + n, 0]
+    o += n
+    inertia = F[o:o + n]
+    o += n
+    scale = F[o:o + n, 0, 0]
+    mass = F[o:o + n, 0, 1]
+    o += n
+    armature = F[o:o + na, 0, 0]
     o += na
-    f_R = F[o:o + 9 * m].reshape((m, 3, 3))
-    o += 9 * m
-    f_p = F[o:o + 3 * m].reshape((m, 3))
+    f_R = F[o:o + m]
+    o += m
+    f_p = F[o:o + m, 0]
     return (parent, kind, qi, vi, f_body, base_R, base_p, place_R, place_p, axis, scale, mass, com, inertia,
             armature, f_R, f_p)
 
@@ -139,7 +150,7 @@ def _quat_to_R(w, x, y, z, R):
     R[2, 2] = 1.0 - 2.0 * (x * x + y * y)
 
 
-@njit(cache=_CACHE)
+@njit(cache=_CACHE, inline="always")  # inlined: ~8% off every single call
 def body_poses(q, parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp, Rj, pj):
     """World pose (bR (n,3,3), bp (n,3)) of every body frame at configuration q.
 
@@ -254,7 +265,7 @@ def body_poses(q, parent, kind, qi, place_R, place_p, axis, scale, base_R, base_
         bp[i, 2] = b2 + a20 * lt0 + a21 * lt1 + a22 * lt2
 
 
-@njit(cache=_CACHE)
+@njit(cache=_CACHE, inline="always")
 def _frames_from_bodies(bR, bp, base_R, base_p, f_body, f_R, f_p, out):
     """out[f] = pose(body f) @ offset(f) as 4x4 homogeneous matrices (scalar code, as body_poses)."""
     m = f_body.shape[0]
@@ -317,12 +328,21 @@ def _frames_from_bodies(bR, bp, base_R, base_p, f_body, f_R, f_p, out):
 
 
 @njit(cache=_CACHE, inline="always")
+def _scratch(n, extra):
+    """Scratch of body_poses (body rotations and positions, one joint rotation and translation)
+    and ``extra`` more 3x3 slots for the caller, in one allocation cut into views like
+    :func:`_unpack` (an allocation per array cost a gravity call ~0.2 µs)."""
+    s = np.empty((2 * n + 2 + extra, 3, 3))
+    return (s[:n], s[n:2 * n, 0], s[2 * n], s[2 * n + 1, 0]), s[2 * n + 2:]
+
+
+@njit(cache=_CACHE, inline="always")
 def _pose_scratch(n):
-    """Scratch of body_poses: body rotations and positions, one joint rotation and translation."""
-    return np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((3, 3)), np.empty(3)
+    """Scratch of body_poses alone."""
+    return _scratch(n, 0)[0]
 
 
-@njit(cache=_CACHE, inline="always")  # inlined: a call with the unpacked tables costs ~1 µs
+@njit(cache=_CACHE, inline="always")  # inlined: called with the unpacked tables, a call took 2x as long
 def _frame_poses_one(q, t, scr, out):
     """out (m, 4, 4): world pose of each frame of unpacked model ``t`` at configuration q."""
     parent, kind, qi, _, f_body, base_R, base_p, place_R, place_p, axis, scale, _, _, _, _, f_R, f_p = t
@@ -331,7 +351,7 @@ def _frame_poses_one(q, t, scr, out):
     _frames_from_bodies(bR, bp, base_R, base_p, f_body, f_R, f_p, out)
 
 
-@njit(cache=_CACHE, nogil=True)
+@njit(cache=_CACHE)  # keeps the GIL: releasing it costs more than the call
 def frame_poses(q, I, F, out):
     """out (m, 4, 4): world pose of each frame of packed model (I, F) at configuration q (nq,)."""
     _frame_poses_one(q, _unpack(I, F), _pose_scratch(I[0]), out)
@@ -346,7 +366,7 @@ def frame_poses_batch(Q, I, F, out):
         _frame_poses_one(Q[k], t, scr, out[k])
 
 
-@njit(cache=_CACHE)
+@njit(cache=_CACHE, inline="always")  # inlined: ~8% off a gravity or RNEA call (no view per call)
 def _motion_columns(kind, axis, scale, R, col):
     """World-frame motion subspace of a joint at the child body (R = child world rotation).
 
@@ -380,7 +400,7 @@ def _motion_columns(kind, axis, scale, R, col):
     return 0
 
 
-@njit(cache=_CACHE, inline="always")  # inlined: a call with the unpacked tables costs ~1 µs
+@njit(cache=_CACHE, inline="always")  # inlined: called with the unpacked tables, a call took 2x as long
 def _jacobians_one(q, t, scr, col, fp, J):
     """J (m, 6, nv): world-frame [linear; angular] Jacobian of each frame's origin at q."""
     parent, kind, qi, vi, f_body, base_R, base_p, place_R, place_p, axis, scale, _, _, _, _, _, f_p = t
@@ -427,10 +447,11 @@ def _jacobians_one(q, t, scr, col, fp, J):
             j = parent[j]
 
 
-@njit(cache=_CACHE, nogil=True)
+@njit(cache=_CACHE)  # keeps the GIL: releasing it costs more than the call
 def jacobians(q, I, F, out):
     """out (m, 6, nv): world-frame [linear; angular] Jacobian of each frame's origin at q (nq,)."""
-    _jacobians_one(q, _unpack(I, F), _pose_scratch(I[0]), np.empty((6, 6)), np.empty(3), out)
+    scr, s = _scratch(I[0], 1)
+    _jacobians_one(q, _unpack(I, F), scr, np.empty((6, 6)), s[0, 0], out)
 
 
 @njit(cache=_CACHE, nogil=True)
@@ -446,11 +467,12 @@ def jacobians_batch(Q, I, F, out):
 
 @njit(cache=_CACHE, inline="always")
 def _gravity_scratch(n):
-    """Scratch of _gravity_one: subtree forces, moments about the world origin, a motion subspace."""
-    return np.empty((n, 3)), np.empty((n, 3)), np.empty((6, 6))
+    """Scratch of _gravity_one: body_poses', then subtree forces, moments about the world origin, a motion subspace."""
+    scr, s = _scratch(n, 2 * n)
+    return scr, (s[:n, 0], s[n:, 0], np.empty((6, 6)))
 
 
-@njit(cache=_CACHE, inline="always")  # inlined: a call with the unpacked tables costs ~1 µs
+@njit(cache=_CACHE, inline="always")  # inlined: called with the unpacked tables, a call took 2x as long
 def _gravity_one(q, g, t, scr, gscr, tau):
     """tau (nv,): efforts that hold the tree still against ``g`` (world, m/s²).
 
@@ -494,30 +516,31 @@ def _gravity_one(q, g, t, scr, gscr, tau):
                               + col[3, c] * F[i, 0] + col[4, c] * F[i, 1] + col[5, c] * F[i, 2])
 
 
-@njit(cache=_CACHE, nogil=True)
+@njit(cache=_CACHE)  # keeps the GIL: releasing it costs more than the call
 def gravity(q, g, I, F, out):
     """out (nv,): efforts that hold packed model (I, F) still at q (nq,) against g (world, m/s²)."""
-    _gravity_one(q, g, _unpack(I, F), _pose_scratch(I[0]), _gravity_scratch(I[0]), out)
+    scr, gscr = _gravity_scratch(I[0])
+    _gravity_one(q, g, _unpack(I, F), scr, gscr, out)
 
 
 @njit(cache=_CACHE, nogil=True)
 def gravity_batch(Q, g, I, F, out):
     """out (B, nv): :func:`gravity` for each configuration in Q (B, nq)."""
     t = _unpack(I, F)
-    scr = _pose_scratch(I[0])
-    gscr = _gravity_scratch(I[0])
+    scr, gscr = _gravity_scratch(I[0])
     for k in range(Q.shape[0]):
         _gravity_one(Q[k], g, t, scr, gscr, out[k])
 
 
 @njit(cache=_CACHE, inline="always")
 def _rnea_scratch(n):
-    """Scratch of _rnea_one: per-body w, v, dw, dv, force, moment; a motion subspace; two 3x3."""
-    return (np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)),
-            np.empty((n, 3)), np.empty((6, 6)), np.empty((3, 3)), np.empty((3, 3)))
+    """Scratch of _rnea_one: body_poses', then per-body w, v, dw, dv, force, moment; a motion subspace; two 3x3."""
+    scr, s = _scratch(n, 6 * n + 2)
+    return scr, (s[:n, 0], s[n:2 * n, 0], s[2 * n:3 * n, 0], s[3 * n:4 * n, 0], s[4 * n:5 * n, 0], s[5 * n:6 * n, 0],
+                 np.empty((6, 6)), s[6 * n], s[6 * n + 1])
 
 
-@njit(cache=_CACHE, inline="always")  # inlined: a call with the unpacked tables costs ~1 µs
+@njit(cache=_CACHE, inline="always")  # inlined: called with the unpacked tables, a call took 2x as long
 def _rnea_one(q, qd, qdd, g, t, scr, rscr, tau):
     """tau (nv,): inverse dynamics tau = M(q) qdd + C(q, qd) qd + g(q) (recursive Newton-Euler).
 
@@ -662,18 +685,18 @@ def _rnea_one(q, qd, qdd, g, t, scr, rscr, tau):
         tau[c] += armature[c] * qdd[c]
 
 
-@njit(cache=_CACHE, nogil=True)
+@njit(cache=_CACHE)  # keeps the GIL: releasing it costs more than the call
 def rnea(q, qd, qdd, g, I, F, out):
     """out (nv,): inverse dynamics of packed model (I, F) at one configuration (q, qd, qdd) under g."""
-    _rnea_one(q, qd, qdd, g, _unpack(I, F), _pose_scratch(I[0]), _rnea_scratch(I[0]), out)
+    scr, rscr = _rnea_scratch(I[0])
+    _rnea_one(q, qd, qdd, g, _unpack(I, F), scr, rscr, out)
 
 
 @njit(cache=_CACHE, nogil=True)
 def rnea_batch(Q, V, A, g, I, F, out):
     """out (B, nv): :func:`rnea` for each configuration in Q, V, A (B, nq), (B, nv), (B, nv)."""
     t = _unpack(I, F)
-    scr = _pose_scratch(I[0])
-    rscr = _rnea_scratch(I[0])
+    scr, rscr = _rnea_scratch(I[0])
     for k in range(Q.shape[0]):
         _rnea_one(Q[k], V[k], A[k], g, t, scr, rscr, out[k])
 

@@ -56,6 +56,8 @@ class _FrameSet:
         self.jac_shape = (len(self.frames), 6, nv)
 
 
+_VEC3 = (3,)
+
 #: batches at least this large are split across threads (the kernels release the GIL)
 PARALLEL_MIN_BATCH = 2048
 _POOL: ThreadPoolExecutor | None = None
@@ -251,8 +253,11 @@ class RobotModel:
     def _gravity(self, gravity: ArrayLike | None) -> FloatArray:
         if gravity is None:
             return self.gravity
-        g = np.asarray(gravity, dtype=np.float64).reshape(-1)
-        if g.shape != (3,):
+        g = np.ascontiguousarray(gravity, dtype=np.float64)
+        if g.shape == _VEC3:  # the common case, checked first: this runs on every single call
+            return g
+        g = g.reshape(-1)
+        if g.shape != _VEC3:
             raise ModelError(f"gravity must be 3 numbers [m/s²], got {gravity!r}")
         return g
 
@@ -317,9 +322,9 @@ class RobotModel:
 
         Same sign convention as hebi-py's ``get_grav_comp_efforts``: ``-sum J_com^T m g``.
         """
-        g = self.gravity if gravity is None else self._gravity(gravity)
+        g = self._gravity(gravity)
         x = np.ascontiguousarray(q, dtype=np.float64)
-        if x.shape == self._q_shape:
+        if x.shape == self._q_shape:  # one configuration: straight to its kernel
             tau = np.empty(self.nv)
             kernels.gravity(x, g, self._ints, self._floats, tau)
             return tau
@@ -335,7 +340,7 @@ class RobotModel:
         ``qd``/``qdd`` are velocity coordinates (local angular/linear velocities for ball and
         free joints, as in pinocchio).
         """
-        g = self.gravity if gravity is None else self._gravity(gravity)
+        g = self._gravity(gravity)
         x = np.ascontiguousarray(q, dtype=np.float64)
         v = np.ascontiguousarray(qd, dtype=np.float64)
         a = np.ascontiguousarray(qdd, dtype=np.float64)
