@@ -367,34 +367,38 @@ def frame_poses_batch(Q, I, F, out):
 
 
 @njit(cache=_CACHE, inline="always")  # inlined: ~8% off a gravity or RNEA call (no view per call)
-def _motion_columns(kind, axis, scale, R, col):
-    """World-frame motion subspace of a joint at the child body (R = child world rotation).
+def _motion_columns(kind, axis, scale, bR, i, col):
+    """World-frame motion subspace of body ``i``'s joint at the child body (bR[i] = its world rotation).
 
-    col (6, nv_j) rows [angular; linear-at-child-origin]. Returns nv_j.
+    col (6, nv_j) rows [angular; linear-at-child-origin]. Returns nv_j. Takes the tables and ``i``
+    rather than rows: a row is an array view, and each costs two reference-count updates.
     """
-    if kind == REVOLUTE:
+    k = kind[i]
+    if k == REVOLUTE:
+        s = scale[i]
         for a in range(3):
-            col[a, 0] = scale * (R[a, 0] * axis[0] + R[a, 1] * axis[1] + R[a, 2] * axis[2])
+            col[a, 0] = s * (bR[i, a, 0] * axis[i, 0] + bR[i, a, 1] * axis[i, 1] + bR[i, a, 2] * axis[i, 2])
             col[3 + a, 0] = 0.0
         return 1
-    if kind == PRISMATIC:
+    if k == PRISMATIC:
+        s = scale[i]
         for a in range(3):
             col[a, 0] = 0.0
-            col[3 + a, 0] = scale * (R[a, 0] * axis[0] + R[a, 1] * axis[1] + R[a, 2] * axis[2])
+            col[3 + a, 0] = s * (bR[i, a, 0] * axis[i, 0] + bR[i, a, 1] * axis[i, 1] + bR[i, a, 2] * axis[i, 2])
         return 1
-    if kind == BALL:
+    if k == BALL:
         for c in range(3):
             for a in range(3):
-                col[a, c] = R[a, c]
+                col[a, c] = bR[i, a, c]
                 col[3 + a, c] = 0.0
         return 3
-    if kind == FREE:
+    if k == FREE:
         # pinocchio order: v = [linear local; angular local]
         for c in range(3):
             for a in range(3):
                 col[a, c] = 0.0
-                col[3 + a, c] = R[a, c]
-                col[a, 3 + c] = R[a, c]
+                col[3 + a, c] = bR[i, a, c]
+                col[a, 3 + c] = bR[i, a, c]
                 col[3 + a, 3 + c] = 0.0
         return 6
     return 0
@@ -434,7 +438,7 @@ def _jacobians_one(q, t, scr, col, fp, J):
                 J[f, 5, vc] = w2
                 j = parent[j]
                 continue
-            nvj = _motion_columns(kind[j], axis[j], scale[j], bR[j], col)
+            nvj = _motion_columns(kind, axis, scale, bR, j, col)
             for c in range(nvj):
                 w0, w1, w2 = col[0, c], col[1, c], col[2, c]
                 vc = vi[j] + c
@@ -504,7 +508,7 @@ def _gravity_one(q, g, t, scr, gscr, tau):
                 F[par, a] += F[i, a]
                 M[par, a] += M[i, a]
     for i in range(n):
-        nvj = _motion_columns(kind[i], axis[i], scale[i], bR[i], col)
+        nvj = _motion_columns(kind, axis, scale, bR, i, col)
         if nvj == 0:
             continue
         # moment about the joint's child origin
@@ -586,7 +590,7 @@ def _rnea_one(q, qd, qdd, g, t, scr, rscr, tau):
         a2 = dvp2 + dwp0 * r1 - dwp1 * r0 + wp0 * wr1 - wp1 * wr0
         ww0, ww1, ww2 = wp0, wp1, wp2
         aw0, aw1, aw2 = dwp0, dwp1, dwp2
-        nvj = _motion_columns(kind[i], axis[i], scale[i], bR[i], col)
+        nvj = _motion_columns(kind, axis, scale, bR, i, col)
         # relative velocity/acceleration of the joint (world)
         sw0 = sw1 = sw2 = sv0 = sv1 = sv2 = 0.0
         tw0 = tw1 = tw2 = tv0 = tv1 = tv2 = 0.0
@@ -629,10 +633,9 @@ def _rnea_one(q, qd, qdd, g, t, scr, rscr, tau):
         dv[i, 2] = a2 + tv2 + (cw0 * sv1 - cw1 * sv0) + (wp0 * sv1 - wp1 * sv0)
     for i in range(n):
         m = mass[i]
-        R = bR[i]
-        c0 = R[0, 0] * com[i, 0] + R[0, 1] * com[i, 1] + R[0, 2] * com[i, 2]
-        c1 = R[1, 0] * com[i, 0] + R[1, 1] * com[i, 1] + R[1, 2] * com[i, 2]
-        c2 = R[2, 0] * com[i, 0] + R[2, 1] * com[i, 1] + R[2, 2] * com[i, 2]
+        c0 = bR[i, 0, 0] * com[i, 0] + bR[i, 0, 1] * com[i, 1] + bR[i, 0, 2] * com[i, 2]
+        c1 = bR[i, 1, 0] * com[i, 0] + bR[i, 1, 1] * com[i, 1] + bR[i, 1, 2] * com[i, 2]
+        c2 = bR[i, 2, 0] * com[i, 0] + bR[i, 2, 1] * com[i, 1] + bR[i, 2, 2] * com[i, 2]
         W0, W1, W2 = w[i, 0], w[i, 1], w[i, 2]
         D0, D1, D2 = dw[i, 0], dw[i, 1], dw[i, 2]
         # acceleration of the com: a + dw x c + w x (w x c)
@@ -648,10 +651,11 @@ def _rnea_one(q, qd, qdd, g, t, scr, rscr, tau):
         # world inertia about com: R I R^T
         for a in range(3):
             for b in range(3):
-                tmp[a, b] = R[a, 0] * inertia[i, 0, b] + R[a, 1] * inertia[i, 1, b] + R[a, 2] * inertia[i, 2, b]
+                tmp[a, b] = (bR[i, a, 0] * inertia[i, 0, b] + bR[i, a, 1] * inertia[i, 1, b]
+                             + bR[i, a, 2] * inertia[i, 2, b])
         for a in range(3):
             for b in range(3):
-                Iw[a, b] = tmp[a, 0] * R[b, 0] + tmp[a, 1] * R[b, 1] + tmp[a, 2] * R[b, 2]
+                Iw[a, b] = tmp[a, 0] * bR[i, b, 0] + tmp[a, 1] * bR[i, b, 1] + tmp[a, 2] * bR[i, b, 2]
         h0 = Iw[0, 0] * W0 + Iw[0, 1] * W1 + Iw[0, 2] * W2
         h1 = Iw[1, 0] * W0 + Iw[1, 1] * W1 + Iw[1, 2] * W2
         h2 = Iw[2, 0] * W0 + Iw[2, 1] * W1 + Iw[2, 2] * W2
@@ -666,7 +670,7 @@ def _rnea_one(q, qd, qdd, g, t, scr, rscr, tau):
         Nm[i, 1] = n1 + c2 * f0 - c0 * f2
         Nm[i, 2] = n2 + c0 * f1 - c1 * f0
     for i in range(n - 1, -1, -1):
-        nvj = _motion_columns(kind[i], axis[i], scale[i], bR[i], col)
+        nvj = _motion_columns(kind, axis, scale, bR, i, col)
         for c in range(nvj):
             tau[vi[i] + c] = (col[0, c] * Nm[i, 0] + col[1, c] * Nm[i, 1] + col[2, c] * Nm[i, 2]
                               + col[3, c] * F[i, 0] + col[4, c] * F[i, 1] + col[5, c] * F[i, 2])

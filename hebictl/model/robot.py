@@ -229,6 +229,10 @@ class RobotModel:
     # ------------------------------------------------------------------ queries
     def _frame_set(self, frame: str) -> _FrameSet:
         """Frames of one kind: a known alias (hebi-py's spellings included) or any kind the model has."""
+        if frame.__class__ is str:  # the common case first: an exact kind name (every single call asks)
+            fs = self._frame_sets.get(frame)
+            if fs is not None:
+                return fs
         if not isinstance(frame, str):
             raise ModelError(f"frame type must be a string, got {frame!r}")
         fs = self._frame_sets.get(frame)
@@ -322,7 +326,7 @@ class RobotModel:
 
         Same sign convention as hebi-py's ``get_grav_comp_efforts``: ``-sum J_com^T m g``.
         """
-        g = self._gravity(gravity)
+        g = self.gravity if gravity is None else self._gravity(gravity)
         x = np.ascontiguousarray(q, dtype=np.float64)
         if x.shape == self._q_shape:  # one configuration: straight to its kernel
             tau = np.empty(self.nv)
@@ -340,7 +344,7 @@ class RobotModel:
         ``qd``/``qdd`` are velocity coordinates (local angular/linear velocities for ball and
         free joints, as in pinocchio).
         """
-        g = self._gravity(gravity)
+        g = self.gravity if gravity is None else self._gravity(gravity)
         x = np.ascontiguousarray(q, dtype=np.float64)
         v = np.ascontiguousarray(qd, dtype=np.float64)
         a = np.ascontiguousarray(qdd, dtype=np.float64)
