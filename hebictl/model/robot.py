@@ -57,6 +57,11 @@ class _FrameSet:
 
 
 _VEC3 = (3,)
+# the single-configuration paths run every control cycle: module-level names and a positional
+# dtype save a few attribute and keyword lookups per call (~0.1 µs of a ~1.5 µs call)
+_contiguous = np.ascontiguousarray
+_empty = np.empty
+_F64 = np.float64
 
 #: batches at least this large are split across threads (the kernels release the GIL)
 PARALLEL_MIN_BATCH = 2048
@@ -257,7 +262,7 @@ class RobotModel:
     def _gravity(self, gravity: ArrayLike | None) -> FloatArray:
         if gravity is None:
             return self.gravity
-        g = np.ascontiguousarray(gravity, dtype=np.float64)
+        g = _contiguous(gravity, _F64)
         if g.shape == _VEC3:  # the common case, checked first: this runs on every single call
             return g
         g = g.reshape(-1)
@@ -272,9 +277,9 @@ class RobotModel:
         spend much of their time faulting in fresh pages otherwise).
         """
         fs = self._frame_set(frame)
-        x = np.ascontiguousarray(q, dtype=np.float64)
+        x = _contiguous(q, _F64)
         if x.shape == self._q_shape:  # one configuration: straight to its kernel (the control loop's case)
-            buf = np.empty(fs.pose_shape) if out is None else self._output(out, (1, *fs.pose_shape), False)[0]
+            buf = _empty(fs.pose_shape) if out is None else self._output(out, (1, *fs.pose_shape), False)[0]
             kernels.frame_poses(x, fs.ints, fs.floats, buf)
             return buf
         Q, batched = self._batch(x, self.nq, "q")
@@ -307,9 +312,9 @@ class RobotModel:
         ``out``: optional buffer of the result's shape, as for :meth:`forward_kinematics`.
         """
         fs = self._frame_set(frame)
-        x = np.ascontiguousarray(q, dtype=np.float64)
+        x = _contiguous(q, _F64)
         if x.shape == self._q_shape:
-            buf = np.empty(fs.jac_shape) if out is None else self._output(out, (1, *fs.jac_shape), False)[0]
+            buf = _empty(fs.jac_shape) if out is None else self._output(out, (1, *fs.jac_shape), False)[0]
             kernels.jacobians(x, fs.ints, fs.floats, buf)
             return buf
         Q, batched = self._batch(x, self.nq, "q")
@@ -319,7 +324,8 @@ class RobotModel:
 
     def jacobian_end_effector(self, q: ArrayLike, index: int = 0) -> FloatArray:
         """Jacobian of end effector ``index``: (6, nv) or (B, 6, nv)."""
-        return self.jacobians(q, "end_effector")[..., index, :, :]
+        J = self.jacobians(q, "end_effector")
+        return J[index] if J.ndim == 3 else J[:, index]  # plain indexing: half the time of J[..., index, :, :]
 
     def gravity_compensation(self, q: ArrayLike, gravity: ArrayLike | None = None) -> FloatArray:
         """Efforts [N·m or N] that hold the robot still at ``q`` against ``gravity`` [m/s², world].
@@ -327,9 +333,9 @@ class RobotModel:
         Same sign convention as hebi-py's ``get_grav_comp_efforts``: ``-sum J_com^T m g``.
         """
         g = self.gravity if gravity is None else self._gravity(gravity)
-        x = np.ascontiguousarray(q, dtype=np.float64)
+        x = _contiguous(q, _F64)
         if x.shape == self._q_shape:  # one configuration: straight to its kernel
-            tau = np.empty(self.nv)
+            tau = _empty(self.nv)
             kernels.gravity(x, g, self._ints, self._floats, tau)
             return tau
         Q, batched = self._batch(x, self.nq, "q")
@@ -345,11 +351,11 @@ class RobotModel:
         free joints, as in pinocchio).
         """
         g = self.gravity if gravity is None else self._gravity(gravity)
-        x = np.ascontiguousarray(q, dtype=np.float64)
-        v = np.ascontiguousarray(qd, dtype=np.float64)
-        a = np.ascontiguousarray(qdd, dtype=np.float64)
+        x = _contiguous(q, _F64)
+        v = _contiguous(qd, _F64)
+        a = _contiguous(qdd, _F64)
         if x.shape == self._q_shape and v.shape == a.shape == self._v_shape:
-            tau = np.empty(self.nv)
+            tau = _empty(self.nv)
             kernels.rnea(x, v, a, g, self._ints, self._floats, tau)
             return tau
         Q, batched = self._batch(x, self.nq, "q")
