@@ -276,7 +276,9 @@ class RobotModel:
         ``out``: an array of the result's shape to fill instead of allocating one (large batches
         spend much of their time faulting in fresh pages otherwise).
         """
-        fs = self._frame_set(frame)
+        fs = self._frame_sets.get(frame) if frame.__class__ is str else None  # an exact kind: no method call
+        if fs is None:
+            fs = self._frame_set(frame)
         x = _contiguous(q, _F64)
         if x.shape == self._q_shape:  # one configuration: straight to its kernel (the control loop's case)
             buf = _empty(fs.pose_shape) if out is None else self._output(out, (1, *fs.pose_shape), False)[0]
@@ -324,8 +326,13 @@ class RobotModel:
 
     def jacobian_end_effector(self, q: ArrayLike, index: int = 0) -> FloatArray:
         """Jacobian of end effector ``index``: (6, nv) or (B, 6, nv)."""
-        J = self.jacobians(q, "end_effector")
-        return J[index] if J.ndim == 3 else J[:, index]  # plain indexing: half the time of J[..., index, :, :]
+        x = _contiguous(q, _F64)
+        if x.shape == self._q_shape:  # one configuration: the kernel directly (a control-loop call)
+            fs = self._frame_sets["end_effector"]
+            J = _empty(fs.jac_shape)
+            kernels.jacobians(x, fs.ints, fs.floats, J)
+            return J[index]
+        return self.jacobians(x, "end_effector")[..., index, :, :]
 
     def gravity_compensation(self, q: ArrayLike, gravity: ArrayLike | None = None) -> FloatArray:
         """Efforts [N·m or N] that hold the robot still at ``q`` against ``gravity`` [m/s², world].
