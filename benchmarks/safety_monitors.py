@@ -67,6 +67,7 @@ def _first(arm: Arm, kind: EventKind) -> float | None:
 
 
 def _contact(config: str, where: str) -> Row:
+    from hebictl.collision.attach import attach
     from sim_backend.obstacles import Box, add_contact_boxes, contact_force
 
     def scene(arm: Arm) -> None:
@@ -74,7 +75,8 @@ def _contact(config: str, where: str) -> Row:
         if where == "obstacle":
             c, s = math.cos(0.6), math.sin(0.6)
             box = Box((c * ee[0] - s * ee[1], s * ee[0] + c * ee[1], ee[2]), (0.04, 0.04, 0.15))
-        else:
+        else:  # a table nobody declared: the contact monitor is for what the collision model does not know
+            attach(arm.model, None)
             box = Box((ee[0], ee[1], ee[2] - 0.06 - 0.02), (0.6, 0.6, 0.02), "table")
         add_contact_boxes(arm.backend, [box])
 

@@ -397,9 +397,7 @@ class RobotModel:
                                     out: FloatArray) -> None:
         """:meth:`inverse_dynamics` for a batch (B, nq)/(B, nv) into ``out`` (B, nv), unchecked (see
         above): the execution monitors form the mass matrix from n + 2 rows in one call."""
-        kernels.rnea_batch(Q, V, A, gravity, *self._rnea_args, out)
-        if self._armature is not None:
-            out += self._armature * A
+        kernels.rnea_batch(Q, V, A, gravity, self._ints, self._floats, out)  # armature included by the kernel
 
     def inverse_kinematics(self, target: Any = None, seed: ArrayLike | None = None, **kwargs: Any) -> Any:
         """Solve for joint positions reaching ``target``; see :func:`hebictl.model.ik.solve`."""
