@@ -131,6 +131,7 @@ class _Reader:
         return Shape("plane", (), T, -1, name, clearance=clearance, meta=meta)
 
     def read(self, section: Any) -> Workspace:
+        undeclared = section is None  # no workspace in the config: the table is the assumed default
         if section is None:
             section = {}
         ws = self.mapping(section, "", _KEYS)
@@ -146,7 +147,8 @@ class _Reader:
             T = np.eye(4)
             T[2, 3] = height
             shapes.append(Shape("plane", (), T, -1, "table", clearance=self.number(tab, "clearance", "table",
-                                DEFAULT_CLEARANCE, low=0.0, high=1.0), meta={"type": "table", "virtual": not physical}))
+                                DEFAULT_CLEARANCE, low=0.0, high=1.0),
+                                meta={"type": "table", "virtual": not physical, "default": undeclared}))
         objects = ws.get("objects", [])
         if not isinstance(objects, list):
             raise self.fail(f"must be a list, got {type(objects).__name__}", "objects")

@@ -90,7 +90,8 @@ def test_stop_with_unknown_payload(key, mass):
     row = sc_stop_payload(key, mass)
     show(row)
     assert row.peak <= STEP_TOL and "estop" in row.event and "stopped" in row.state
-    assert row.still < 2.0 and math.isfinite(row.ee_mm) and row.ee_mm < 2 * EE_TOL
+    # hard bounds (the targets are the xfail above); r6 with its raised home: 10.4 / 11.3 mm
+    assert row.still < 2.0 and math.isfinite(row.ee_mm) and row.ee_mm < 3 * EE_TOL
     if row.still > STILL_T or row.ee_mm >= EE_TOL:
         pytest.xfail(f"{key} {mass} kg: standstill {row.still:.2f} s (target {STILL_T} s), EE after "
                      f"{row.ee_mm:.1f} mm (target {EE_TOL:g}): the unknown payload's sag settles slowly")
@@ -187,7 +188,9 @@ def test_random_sequences_never_step_exceed_or_move_while_latched(key):
     print(f"\n{key}: {len(actions)} actions ({', '.join(actions)}), {accepted} goals accepted, fastest joint "
           f"{fastest:.2f}x rated: worst step {worst_step:.3f}x rated*dt, beyond limits {over * 1e3:.3f} mrad, "
           f"EE while latched and still {worst_ee:.2f} mm")
-    assert accepted >= 8 and fastest > 0.15  # the sequence did move the arm
+    # the sequence did move the arm (random goals through the arm or the table are refused since the
+    # collision checks: x5 and r6 accept 5-6 of their goals)
+    assert accepted >= 4 and fastest > 0.15
     assert worst_step <= STEP_TOL, worst_at
     assert over <= 1e-3, over_at  # (x5 holds 0.24 mrad past a limit the arm was recovering from)
     assert worst_ee < EE_TOL

@@ -38,6 +38,8 @@ def payload_torque_direction(model: Any, q: FloatArray, gravity: FloatArray,
                              com: FloatArray | None = None) -> FloatArray:
     """a = J_v(q, com)^T g [N·m per kg]: the joint torque a 1 kg mass at the end effector (``com``
     [m] in its frame) exerts under ``gravity`` [m/s²]."""
+    if model.frame_count("end_effector") == 0:  # no end effector: no payload to weigh there
+        return np.zeros(model.nv)
     J = model.jacobian_end_effector(q)
     Jv = J[:3]
     if com is not None and np.any(com):
