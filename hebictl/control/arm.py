@@ -152,7 +152,8 @@ class Arm:
         self.monitors: MonitorSuite = MonitorSuite(
             model, self.limits, feedback_frequency=hz0,
             command_lifetime=float(getattr(backend, "command_lifetime", 0.0) or 0.0),
-            settings=self.safety.monitors, plugins=self.plugins)
+            settings=self.safety.monitors, plugins=self.plugins,
+            measures_effort=bool(getattr(backend, "measures_effort", True)))
 
     # ------------------------------------------------------------------ construction
     @classmethod

@@ -243,6 +243,11 @@ class JogPlugin(ArmPlugin):
         if latest is not None and latest is not self.sample and latest.deadman:
             self.sample = latest
         sample = self.sample
+        if sample is not None and ((latest is not None and not latest.deadman) or arm.clock.now() > sample.expiry):
+            # let go or expired since the runner last looked (it looks before the feedback read, so up
+            # to a period ago): slow toward rest in this cycle's command already, the runner's brake
+            # takes over at the next; otherwise the stop would start up to two periods after expiry
+            sample = None
         target = self._target
         pos = self.position
         cartesian = sample is not None and sample.space != "joint"

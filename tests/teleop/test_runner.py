@@ -9,7 +9,7 @@ from hebictl.control.arm import Arm
 from hebictl.control.plugins import ArmPlugin
 from hebictl.control.safety import ArmState
 from hebictl.hardware.clock import SimClock
-from hebictl.teleop.jog import MAX_ACCEL
+from hebictl.teleop.jog import MAX_ACCEL, MAX_TTL
 from hebictl.teleop.runner import ArmRunner
 from hebictl.teleop.schema import (
     Envelope,
@@ -322,12 +322,12 @@ def test_a_plain_stop_is_not_reported_as_a_fault(rig):
     runner, arm, clock, acks = rig
     runner.submit("mode", ModeCommand(env(), "jog"))
     runner.step()
-    runner.offer_jog(JogCommand(env(), "joint", np.full(6, 0.2), True, 0.5), clock.now())
+    runner.offer_jog(JogCommand(env(), "joint", np.full(6, 0.2), True, MAX_TTL), clock.now())
     steps(runner, 20)
     runner.submit("stop", StopCommand(env()))
     steps(runner, 60)
     assert arm.state is ArmState.HOLD and arm.events.last.kind == "teleop_stop"
-    runner.offer_jog(JogCommand(env(), "joint", np.full(6, -0.2), True, 0.5), clock.now())
+    runner.offer_jog(JogCommand(env(), "joint", np.full(6, -0.2), True, MAX_TTL), clock.now())
     steps(runner, 3)
     cleared = [e for e in arm.events.events if e.kind == "cleared"]
     assert runner.jog.active and len(cleared) == 1

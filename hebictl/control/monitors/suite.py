@@ -45,8 +45,13 @@ class MonitorSuite:
     """Every monitor of one arm (see the module docstring)."""
 
     def __init__(self, model: Any, limits: Limits, *, feedback_frequency: float, command_lifetime: float,
-                 settings: dict[str, dict[str, Any]] | None = None, plugins: Any = ()) -> None:
+                 settings: dict[str, dict[str, Any]] | None = None, plugins: Any = (),
+                 measures_effort: bool = True) -> None:
+        """``measures_effort``: the backend's effort feedback is what the joints exert (sim, real
+        modules). Where it only echoes the command (mock, hebi's imitation group), every
+        acceleration would look like an external torque, so contact detection stays disarmed."""
         s = settings if settings is not None else monitor_settings({})
+        self.measures_effort = bool(measures_effort)
         self.settings = s
         self.model = model
         n = model.dof
@@ -143,7 +148,7 @@ class MonitorSuite:
             tau -= payload_efforts(self.model, fb.position, payload, g)
         valid = self.observer.update(fb.position, fb.velocity, tau, g, dt_check)
         if valid:
-            self.contact.armed = self.mismatch.rested_once
+            self.contact.armed = self.measures_effort and self.mismatch.rested_once
             expected = self.mismatch.expected_residual(arm, fb.position, g)
             allowance = (self.mismatch.allowance(arm, fb.position)
                          if expected is not None or payload is not None else None)
