@@ -13,8 +13,10 @@ Time: physics runs on a fixed grid of ``timestep`` seconds and is advanced only 
 
 Physics starts (time origin of the step grid) at the first ``write``: until the controller first
 commands the modules, the arm waits at ``initial_position`` and reads return that state, however
-long the controller takes to start (a first control cycle that loads compiled kernels can take
-100 ms, during which uncommanded modules would let the arm fall).
+long the controller takes between opening the backend and its first command (building the Arm and
+its plugins, checking a goal, connecting to a broker), time in which uncommanded modules would let
+the arm fall. The sim's own kernels are compiled or loaded when the backend is built, not in the
+first step.
 
 Every physics step runs the simulated firmware (:mod:`sim_backend.actuator`) once, so the
 modules' PID loops run at the physics rate however slowly the controller loop runs. A sample is

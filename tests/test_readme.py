@@ -1,4 +1,4 @@
-"""The Python examples of README.md and docs/*.md run as written.
+"""The Python examples of README.md, CONTRIBUTING.md and docs/*.md run as written.
 
 Every ```python block is executed; the blocks of one file run in order in one namespace, as a
 reader pastes them one after the other. The working directory is a temporary folder that holds
@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 
-DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+DOCS = [REPO_ROOT / "README.md", REPO_ROOT / "CONTRIBUTING.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 _BLOCK = re.compile(r"(?:<!--\s*test:\s*skip\s*(?P<skip>.*?)-->\s*\n)?```python\n(?P<code>.*?)\n```", re.S)
 #: repository folders the examples refer to by relative path
 LINKED = ("hrdf_kits", "configs")

@@ -4,9 +4,13 @@ The arm is always in one :class:`ArmState`. Faults never raise out of the contro
 exception there would leave the modules with whatever they were last told); they move the
 arm into a defined safe state within the same cycle and record a :class:`SafetyEvent`:
 
-* ``HOLD``: command the hold position with zero velocity and gravity compensation computed
-  from the model at that position (valid even without feedback). Used for NaN or frozen
-  feedback, a missed feedback sample, limit violations and operator holds.
+* ``HOLD``: brake along the brake ramp (:mod:`hebictl.control.braking`) from the measured state
+  (without a fresh sample: from the command the modules follow), then hold where the arm stopped
+  with zero velocity and gravity compensation computed from the model at that position (valid
+  even without feedback). Used for NaN feedback, feedback missed (or frozen) for more than
+  ``missed_feedback_limit`` cycles, a joint beyond its limit (held at the measured position put
+  back inside the limits), a module's own limit acting, monitors whose reaction is ``hold``, and
+  operator holds. The modes behind these levels: :mod:`hebictl.control.supervisor`.
 * ``STOPPED``: a latched stop (until :meth:`Arm.clear_fault`) that does what its
   :class:`StopBehaviour` says. X- and R-series modules have no brakes, so the default is
   ``HOLD`` (brake, then hold under gravity compensation, also when feedback is lost: the modules
