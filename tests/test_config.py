@@ -22,7 +22,7 @@ from hebictl.config import (
 )
 from hebictl.errors import ConfigError, ConfigWarning
 from hebictl.gains import load_gains
-from tests.conftest import CORPUS_DIR
+from tests._support.corpus import CORPUS_DIR
 
 HEBI_CORPUS = "hebi"
 ARM_CONFIGS = "hebi-python-examples/kits/arms/config"

@@ -14,7 +14,7 @@ from hebictl.hardware import registry
 from hebictl.hardware.clock import SimClock
 from hebictl.hardware.mock import open_mock
 from hebictl.hardware.registry import available_backends, register_backend
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 KIT6 = REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml"
 

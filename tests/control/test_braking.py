@@ -14,7 +14,7 @@ from hebictl.control.motion import RateLimiter
 from hebictl.control.safety import ArmState, EventKind, Limits
 from hebictl.hardware.clock import SimClock
 from hebictl.hardware.firmware import LimitState
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 KIT6 = REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml"
 HOME = np.array([0.0, 1.2, 1.8, 2.2, -1.57, 0.0])

@@ -16,7 +16,7 @@ from hebictl.formats.urdf import load_urdf_string, write_urdf
 from hebictl.model.builder import ModelBuilder
 from hebictl.model.robot import RobotModel
 from hebictl.model.tree import JointKind
-from tests.conftest import CORPUS_DIR, corpus_path
+from tests._support.corpus import CORPUS_DIR, corpus_path
 from tests.model.random_trees import random_tree
 
 from .references import Mujoco, Pinocchio, random_q

@@ -17,7 +17,7 @@ import pytest
 from hebictl.formats import load_model
 from hebictl.model import kernels, warmup
 from hebictl.model.tree import JointKind
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 from tests.model.random_trees import random_configuration, random_tree
 
 ALL_KINDS = (JointKind.REVOLUTE, JointKind.PRISMATIC, JointKind.FIXED, JointKind.BALL)

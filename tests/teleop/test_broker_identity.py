@@ -27,8 +27,9 @@ from hebictl.teleop.bridge import arm_client_id, check_client_account
 from hebictl.teleop.broker import LocalBroker, find_mosquitto_passwd
 from hebictl.teleop.client import TeleopClient
 from hebictl.teleop.topics import Topics
-
-from .conftest import ARM_ID, ARM_USER, HOME, OPERATOR, REPO, need_mosquitto, run
+from tests._support.broker import need_mosquitto
+from tests._support.paths import REPO_ROOT as REPO
+from tests._support.teleop import ARM_ID, ARM_USER, HOME, OPERATOR, run
 
 pytestmark = pytest.mark.broker
 VIEWER = ("viewer", "viewer-secret")

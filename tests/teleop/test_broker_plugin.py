@@ -14,8 +14,9 @@ import aiomqtt
 import pytest
 
 from hebictl.teleop.broker import LocalBroker
-
-from .conftest import ARM_ID, ARM_USER, OPERATOR, REPO, need_mosquitto, run
+from tests._support.broker import need_mosquitto
+from tests._support.paths import REPO_ROOT as REPO
+from tests._support.teleop import ARM_ID, ARM_USER, OPERATOR, run
 
 pytestmark = pytest.mark.broker
 #: Debian 12 packages of the headers the plugin includes (mosquitto-dev does not pull in libmosquitto-dev)

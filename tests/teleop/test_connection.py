@@ -13,8 +13,8 @@ from hebictl.errors import ConfigError
 from hebictl.teleop.broker import LocalBroker
 from hebictl.teleop.client import TeleopClient
 from hebictl.teleop.connection import parse_broker
-
-from .conftest import ARM_ID, need_mosquitto, run
+from tests._support.broker import need_mosquitto
+from tests._support.teleop import ARM_ID, run
 
 
 @pytest.mark.parametrize(("url", "host", "port", "tls"), [

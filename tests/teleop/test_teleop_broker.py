@@ -13,8 +13,8 @@ from scipy.spatial.transform import Rotation
 from hebictl.config import load_config
 from hebictl.control.safety import ArmState
 from hebictl.teleop.client import TeleopClient
-
-from .conftest import ARM_ID, HOME, KIT6, LOOP_HZ, WriteRecorder, run
+from tests._support.paths import KIT6_CONFIG as KIT6
+from tests._support.teleop import ARM_ID, HOME, LOOP_HZ, WriteRecorder, run
 
 pytestmark = pytest.mark.broker
 PERIOD = 1.0 / LOOP_HZ

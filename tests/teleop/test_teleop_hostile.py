@@ -19,8 +19,7 @@ import pytest
 
 from hebictl.teleop.client import TeleopClient
 from hebictl.teleop.topics import Topics
-
-from .conftest import ARM_ID, HOME, WriteRecorder, run
+from tests._support.teleop import ARM_ID, HOME, WriteRecorder, run
 
 pytestmark = pytest.mark.broker
 

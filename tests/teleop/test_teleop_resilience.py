@@ -13,8 +13,7 @@ import pytest
 from hebictl.control.safety import ArmState
 from hebictl.teleop.client import TeleopClient
 from hebictl.teleop.topics import COMMAND_QOS, Topics
-
-from .conftest import ARM_ID, ARM_USER, HOME, OPERATOR, run
+from tests._support.teleop import ARM_ID, ARM_USER, HOME, OPERATOR, run
 
 pytestmark = pytest.mark.broker
 

@@ -21,7 +21,7 @@ import pytest
 from hebictl.errors import FormatError, ModelError
 from hebictl.formats.hrdf import HrdfWarning, load_hrdf, load_hrdf_string
 from hebictl.formats.hrdf.grammar import HEBI_PI
-from tests.conftest import CORPUS_DIR
+from tests._support.corpus import CORPUS_DIR
 
 HEBI_CORPUS = "hebi"
 TOL = 1e-9
