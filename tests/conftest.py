@@ -50,6 +50,17 @@ def broker(tmp_path: Path) -> Iterator[Any]:
         yield b
 
 
+@pytest.fixture
+def scratch_registry() -> Iterator[None]:
+    """Backends a test registers (``register_backend``) are unregistered after it."""
+    from hebictl.hardware.registry import available_backends, unregister_backend
+
+    before = set(available_backends())
+    yield
+    for name in set(available_backends()) - before:
+        unregister_backend(name)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """MuJoCo writes MUJOCO_LOG.TXT into the working directory: send it to a temp folder instead."""
     log_dir = Path(tempfile.mkdtemp(prefix="hebictl-test-mujoco-log-"))

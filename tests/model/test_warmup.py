@@ -41,7 +41,7 @@ def _args(model, name, q, qd, qdd, gravity):
 def test_interpreted_kernels_equal_the_compiled_ones(seed):
     """FK, Jacobians, gravity and inverse dynamics of every joint kind: interpreted == compiled to 1e-12."""
     rng = np.random.default_rng(seed)
-    interpreted = warmup._interpreted_namespace(kernels)
+    interpreted = warmup.interpreted_namespace(kernels)
     models = [random_tree(seed, n=9, kinds=ALL_KINDS, root=JointKind.FREE if seed == 2 else None)]
     if seed == 0:
         models.append(load_model(REPO_ROOT / "hrdf_kits" / "x-series-6dof.hrdf"))
@@ -72,11 +72,11 @@ def test_cold_cache_interprets_small_batches_and_compiles_large_ones(monkeypatch
     """On a cold cache a single configuration runs interpreted; a batch over INTERPRETED_MAX_BATCH is
     compiled in-process and the dispatcher replaces the wrapper."""
     model = load_model(REPO_ROOT / "hrdf_kits" / "x-series-6dof.hrdf")
-    warm = warmup._WarmUp(kernels)
+    warm = warmup.WarmUp(kernels)
     warm.decided, warm.warm = True, False  # cold, and no background process from a test
     monkeypatch.setattr(warmup, "_LAST_ARGS", {})
     lazy = warmup.LazyJit(kernels.gravity_batch.py_func, {"cache": True, "nogil": True})
-    kernel = warmup.Kernel(kernels, "gravity_batch", lazy, warmup._interpreted_namespace(kernels)["gravity_batch"],
+    kernel = warmup.Kernel(kernels, "gravity_batch", lazy, warmup.interpreted_namespace(kernels)["gravity_batch"],
                            warm)
     kernel.dispatcher = warmup.dispatcher_of(kernels, "gravity_batch")
     monkeypatch.setattr(kernels, "gravity_batch", kernel)
