@@ -1,8 +1,8 @@
 """A real mosquitto on a free loopback port, for every folder whose tests talk MQTT.
 
 Nothing is mocked: :class:`hebictl.teleop.broker.LocalBroker` runs the ``mosquitto`` binary. Where
-the binary is missing the test skips with one reason (``tools/dev test`` installs it), so a
-user's machine without mosquitto still runs the rest of the suite.
+the binary (or the teleop extra's aiomqtt) is missing the test skips with one reason (``tools/dev
+test`` installs both), so a user's machine without them still runs the rest of the suite.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from hebictl.teleop.broker import LocalBroker, find_mosquitto, find_mosquitto_passwd
+from tests._support.extras import extra_missing
 
 #: the one reason a broker test skips with
 MOSQUITTO_MISSING = "mosquitto binary not found (apt-get install mosquitto; tools/dev test installs it)"
@@ -24,7 +25,9 @@ requires_mosquitto = pytest.mark.skipif(find_mosquitto() is None, reason=MOSQUIT
 
 
 def need_mosquitto(*, passwd: bool = False) -> None:
-    """Skip the calling test where mosquitto (and, with ``passwd``, mosquitto_passwd) is missing."""
+    """Skip the calling test where mosquitto (and, with ``passwd``, mosquitto_passwd) is missing, or
+    aiomqtt (the teleop extra): every test with a broker talks to it through that client."""
+    pytest.importorskip("aiomqtt", reason=extra_missing("aiomqtt"))
     if find_mosquitto() is None:
         pytest.skip(MOSQUITTO_MISSING)
     if passwd and find_mosquitto_passwd() is None:

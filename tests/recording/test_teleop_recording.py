@@ -16,6 +16,10 @@ from importlib.util import find_spec
 import numpy as np
 import pytest
 
+from tests._support.extras import extra_missing
+
+pytest.importorskip("foxglove_schemas_protobuf", reason=extra_missing("foxglove_schemas_protobuf"))  # hebictl.recording
+
 from hebictl.recording import schemas
 from hebictl.recording.writer import McapRecorder
 from hebictl.teleop.client import TeleopClient

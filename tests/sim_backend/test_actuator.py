@@ -12,6 +12,10 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
+from tests._support.extras import extra_missing
+
+pytest.importorskip("mujoco", reason=extra_missing("mujoco"))  # sim_backend is the sim extra
+
 from hebictl.errors import ConfigError, HardwareError
 from hebictl.gains import PID_BLOCKS, PID_FIELDS, load_gains
 from sim_backend.actuator import NEUTRAL, ActuatorGroup, actuator_step

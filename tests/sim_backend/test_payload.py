@@ -5,6 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests._support.extras import extra_missing
+
+pytest.importorskip("mujoco", reason=extra_missing("mujoco"))  # sim_backend is the sim extra
+
 from hebictl.errors import ConfigError, ModelError
 from hebictl.formats import load_model
 from sim_backend.payload import PAYLOAD_KEY, Payload, strip_payload, with_payload
