@@ -6,9 +6,10 @@
   without breaking a test that is not about its behaviour. Tests go through public names
   (a benchmark's rows too: ``benchmarks.safety.teleop_row``); the few exceptions are listed in
   :data:`ALLOWED_PRIVATE` with the reason each one needs.
-* **Helpers come from tests/_support, not from a conftest.** ``conftest.py`` files hold fixtures;
-  pytest imports them itself (under a name that depends on the rootdir and import mode), so a
-  test importing one may get a second copy of its module state.
+* **Helpers come from tests/_support, not from a conftest or another test module.** ``conftest.py``
+  files hold fixtures; pytest imports them itself (under a name that depends on the rootdir and
+  import mode), so a test importing one may get a second copy of its module state. A ``test_*.py``
+  imported for its helpers runs its module-level skips in the importing module.
 * **Extras are imported by the tests that need them.** A test module that imports an optional
   dependency (``aiomqtt`` of the ``teleop`` extra, ``mujoco`` of ``sim`` ...) at module level,
   directly or through a tests/ helper module, must skip first with ``pytest.importorskip`` naming
@@ -26,7 +27,7 @@ import re
 import subprocess
 import sys
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -196,7 +197,8 @@ def test_x(monkeypatch, arm):
 
 
 # ---------------------------------------------------------------------------------------- conftest
-def _conftest_imports(path: Path, tree: ast.Module) -> Iterator[str]:
+def _imports_of(path: Path, tree: ast.Module, forbidden: Callable[[str], bool]) -> Iterator[str]:
+    """Each import in ``tree`` of a module (or module.name) ``forbidden`` says no to."""
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             module = _resolve(path, node)
@@ -206,14 +208,25 @@ def _conftest_imports(path: Path, tree: ast.Module) -> Iterator[str]:
         else:
             continue
         for name in names:
-            if "conftest" in name.split("."):
+            if forbidden(name):
                 yield f"tests/{_rel(path)}:{node.lineno}: imports {name}"
 
 
 def test_no_module_imports_a_conftest():
     """Helpers shared by test modules live in tests/_support/; conftest.py files only hold fixtures."""
-    found = [line for path, tree in _trees().items() for line in _conftest_imports(path, tree)]
+    found = [line for path, tree in _trees().items()
+             for line in _imports_of(path, tree, lambda name: "conftest" in name.split("."))]
     assert not found, "import these helpers from tests/_support/ instead:\n" + "\n".join(found)
+
+
+def test_no_module_imports_a_test_module():
+    """Helpers shared by test modules live in helper modules (tests/_support/, or a folder's own such
+    as tests/formats/references.py), not in a test_*.py: importing one runs its module-level
+    skips, so a test could be skipped for another module's missing extra."""
+    tests = {_module_name(p) for p in _trees() if p.name.startswith("test_")}
+    found = [line for path, tree in _trees().items()
+             for line in _imports_of(path, tree, lambda name: name in tests or name.rsplit(".", 1)[0] in tests)]
+    assert not found, "move these helpers into a helper module:\n" + "\n".join(found)
 
 
 def test_support_is_a_package_of_plain_helpers():
@@ -356,3 +369,17 @@ def test_suite_collects_without_the_extras(extras):
     # the pure-python tests of a folder that also holds broker tests are still collected
     assert "tests/teleop/test_schema.py::" in out.stdout and "tests/test_config.py::" in out.stdout
     assert collected > 1000, summary
+
+
+def test_the_import_rules_see_conftests_and_test_modules():
+    """The two import rules on a made-up module: relative and absolute imports are both found."""
+    tests = {_module_name(p) for p in _trees() if p.name.startswith("test_")}
+    source = ("from tests.formats.sdf.test_vs_drake import compare\nfrom .test_write_roundtrip import x\n"
+              "from .conftest import y\nimport tests.teleop.conftest\nfrom tests.formats.references import random_q\n")
+    tree, path = ast.parse(source), TESTS_DIR / "formats" / "test_made_up.py"
+    found = list(_imports_of(path, tree, lambda name: name in tests or name.rsplit(".", 1)[0] in tests))
+    assert found == ["tests/formats/test_made_up.py:1: imports tests.formats.sdf.test_vs_drake.compare",
+                     "tests/formats/test_made_up.py:2: imports tests.formats.test_write_roundtrip.x"]
+    found = list(_imports_of(path, tree, lambda name: "conftest" in name.split(".")))
+    assert found == ["tests/formats/test_made_up.py:3: imports tests.formats.conftest.y",
+                     "tests/formats/test_made_up.py:4: imports tests.teleop.conftest"]

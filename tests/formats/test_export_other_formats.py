@@ -14,7 +14,7 @@ from hebictl.formats.urdf import load_urdf_string, write_urdf
 from hebictl.model.tree import JointKind
 from tests._support.corpus import CORPUS_DIR
 
-from .test_write_roundtrip import assert_same_model
+from .model_compare import assert_same_model
 
 #: What a format cannot say, and the words its writer's refusal must contain.
 INEXPRESSIBLE = {
