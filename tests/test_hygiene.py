@@ -1,9 +1,10 @@
 """Rules for the test suite itself (issue 22 item 5), checked on its source with :mod:`ast`.
 
 * **No private names of another module.** A test that calls ``module._helper()``, reads
-  ``module._state``, patches ``monkeypatch.setattr(module, "_state", ...)`` or imports
-  ``from module import _name`` pins an implementation detail: the module cannot be changed
-  without breaking a test that is not about its behaviour. Tests go through public names
+  ``module._state``, patches ``monkeypatch.setattr(module, "_state", ...)``, imports
+  ``from module import _name`` or imports a private module (``hebictl.model._warm``) pins an
+  implementation detail: the module cannot be changed without breaking a test that is not about
+  its behaviour. Tests go through public names
   (a benchmark's rows too: ``benchmarks.safety.teleop_row``); the few exceptions are listed in
   :data:`ALLOWED_PRIVATE` with the reason each one needs.
 * **Helpers come from tests/_support, not from a conftest or another test module.** ``conftest.py``
@@ -120,6 +121,12 @@ def private_references(path: Path, tree: ast.Module) -> Iterator[Finding]:
     rel = _rel(path)
     bound = _project_bindings(path, tree)
     for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            modules = [_resolve(path, node)] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            for module in modules:  # a private module of the code under test (tests._support is the suite's own)
+                private = [part for part in module.split(".") if _is_private(part)]
+                if module.split(".")[0] in PROJECT_PACKAGES - {"tests"} and private:
+                    yield Finding(rel, node.lineno, private[0], f"import of the private module {module}")
         if isinstance(node, ast.ImportFrom):
             module = _resolve(path, node)
             for alias in node.names:
@@ -176,6 +183,7 @@ from hebictl.hardware import registry as reg
 from hebictl.hardware.registry import register_backend, _BUILTIN
 from hebictl.control.arm import Arm
 from . import _local
+from hebictl.model._warm import main
 
 def test_x(monkeypatch, arm):
     safety._teleop_row("sim")
@@ -192,8 +200,8 @@ def test_x(monkeypatch, arm):
 '''
     path = TESTS_DIR / "made_up" / "test_made_up.py"
     found = sorted((f.line, f.name) for f in private_references(path, ast.parse(source)))
-    assert found == [(5, "_BUILTIN"), (7, "_local"), (10, "_teleop_row"), (11, "_registered"), (12, "_mode"),
-                     (13, "_private_helper"), (14, "_registered"), (15, "_registered")], found
+    assert found == [(5, "_BUILTIN"), (7, "_local"), (8, "_warm"), (11, "_teleop_row"), (12, "_registered"),
+                     (13, "_mode"), (14, "_private_helper"), (15, "_registered"), (16, "_registered")], found
 
 
 # ---------------------------------------------------------------------------------------- conftest
