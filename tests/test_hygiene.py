@@ -10,7 +10,8 @@
 * **Helpers come from tests/_support, not from a conftest or another test module.** ``conftest.py``
   files hold fixtures; pytest imports them itself (under a name that depends on the rootdir and
   import mode), so a test importing one may get a second copy of its module state. A ``test_*.py``
-  imported for its helpers runs its module-level skips in the importing module.
+  imported for its helpers runs its module-level skips in the importing module. A fixture of
+  tests/conftest.py (the broker, the corpus, hebi-py) is not defined again elsewhere.
 * **Extras are imported by the tests that need them.** A test module that imports an optional
   dependency (``aiomqtt`` of the ``teleop`` extra, ``mujoco`` of ``sim`` ...) at module level,
   directly or through a tests/ helper module, must skip first with ``pytest.importorskip`` naming
@@ -244,11 +245,27 @@ def test_support_is_a_package_of_plain_helpers():
     bad = []
     for path in sorted(support.glob("*.py")):
         for node in ast.walk(_trees()[path]):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                fixture = any("fixture" in ast.unparse(d) for d in node.decorator_list)
-                if fixture or node.name.startswith("test"):
-                    bad.append(f"tests/{_rel(path)}:{node.lineno}: {node.name}")
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test"):
+                bad.append(f"tests/{_rel(path)}:{node.lineno}: {node.name}")
+        bad += [f"tests/{_rel(path)}:{line}: fixture {name}" for line, name in _fixtures(_trees()[path])]
     assert not bad, bad
+
+
+def _fixtures(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
+                "fixture" in ast.unparse(d) for d in node.decorator_list):
+            yield node.lineno, node.name
+
+
+def test_no_module_redefines_a_shared_fixture():
+    """The fixtures of tests/conftest.py (the broker, the corpus, hebi-py ...) are defined once: a
+    module or folder with its own copy drifts from the shared one (as three broker copies did)."""
+    shared = {name for _, name in _fixtures(_trees()[TESTS_DIR / "conftest.py"])}
+    assert {"broker", "corpus_dir", "hebi"} <= shared
+    found = [f"tests/{_rel(path)}:{line}: {name}" for path, tree in _trees().items()
+             if path != TESTS_DIR / "conftest.py" for line, name in _fixtures(tree) if name in shared]
+    assert not found, "use the fixture of tests/conftest.py instead:\n" + "\n".join(found)
 
 
 # ---------------------------------------------------------------------------------------- extras
