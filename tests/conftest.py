@@ -27,11 +27,7 @@ import pytest
 
 from tests._support.corpus import CORPUS_AVAILABLE, CORPUS_SKIP_REASON, corpus_path
 from tests._support.hebi_py import import_hebi
-from tests._support.paths import REPO_ROOT, TESTS_DIR
-
-#: REPO_ROOT stays importable from here only for branches written before tests/_support existed;
-#: tests/test_hygiene.py lists each `from tests.conftest import ...` so it moves to tests/_support
-__all__ = ["REPO_ROOT"]
+from tests._support.paths import TESTS_DIR
 
 # tests use the compiled kernels (numba compiles on first call, or loads its cache), never the
 # interpreted ones a cold cache gets in a user's first run, and start no background compile;
