@@ -37,11 +37,11 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.safety_live import (  # noqa: E402
-    _run_signal_row,
-    _teleop_row,
-    _teleop_signal_row,
+    run_signal_row,
     sc_signals,
     sc_teleop,
+    teleop_row,
+    teleop_signal_row,
 )
 from benchmarks.safety_monitors import MONITOR_ROWS  # noqa: E402  (issue 18: execution monitor rows)
 from benchmarks.safety_rig import (  # noqa: E402
@@ -60,8 +60,8 @@ from benchmarks.safety_rig import (  # noqa: E402
 )
 from benchmarks.safety_supervisor import rows as supervisor_rows  # noqa: E402
 
-__all__ = ["IN_PROCESS", "Row", "Trace", "_run_signal_row", "_teleop_row", "_teleop_signal_row", "judge",
-           "metrics", "print_rows", "run_matrix", "sc_faults"]
+__all__ = ["IN_PROCESS", "Row", "Trace", "judge", "metrics", "print_rows", "run_matrix", "run_signal_row",
+           "sc_faults", "teleop_row", "teleop_signal_row"]
 
 # ---------------------------------------------------------------------- matrix
 IN_PROCESS: list[Callable[[str], Row | list[Row]]] = [

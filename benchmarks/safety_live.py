@@ -24,7 +24,10 @@ from sim_backend.backend import TRACE_ENV
 
 
 # ---------------------------------------------------------------------- teleop through a broker
-def _teleop_row(backend: str, name: str, action: str) -> Row:
+def teleop_row(backend: str, name: str, action: str) -> Row:
+    """One teleop row: jog the arm through a real mosquitto, then ``action`` (``estop``, ``deadman``
+    or ``broker`` loss) and measure the stop; public so tests/sim_backend/test_safety_matrix.py runs
+    each action as its own test."""
     from hebictl.teleop.broker import LocalBroker, find_mosquitto
     from hebictl.teleop.client import TeleopClient
     from hebictl.teleop.connection import parse_broker
@@ -102,7 +105,7 @@ def _safe(fn: Any, backend: str, name: str, *args: Any) -> Row:
 
 
 def sc_teleop(backend: str) -> list[Row]:
-    return [_safe(_teleop_row, backend, name, name, action) for name, action in (
+    return [_safe(teleop_row, backend, name, name, action) for name, action in (
         ("teleop e-stop while jogging", "estop"), ("dead-man release while jogging", "deadman"),
         ("broker loss during a jog", "broker"))]
 
@@ -123,7 +126,8 @@ def _wait_for_handler(pid: int, sig: signal.Signals, timeout: float) -> None:
         time.sleep(timeout)
 
 
-def _run_signal_row(backend: str, sig: signal.Signals) -> Row:
+def run_signal_row(backend: str, sig: signal.Signals) -> Row:
+    """``sig`` to a ``hebictl run`` process mid-goal: the arm must stop and the process exit 0."""
     name = f"{sig.name} of `hebictl run` mid-goal"
     with tempfile.TemporaryDirectory() as tmp:
         rec = Path(tmp) / "run.npz"
@@ -168,7 +172,9 @@ def _run_signal_row(backend: str, sig: signal.Signals) -> Row:
     return judge(row, extra=proc.returncode == 0 and want in kinds and "release" not in kinds)
 
 
-def _teleop_signal_row(backend: str, sig: signal.Signals) -> Row:
+def teleop_signal_row(backend: str, sig: signal.Signals) -> Row:
+    """``sig`` to a ``hebictl teleop`` process while an operator jogs: the arm must stop and the
+    process exit 0."""
     from hebictl.teleop.broker import LocalBroker, find_mosquitto
     from hebictl.teleop.client import TeleopClient
 
@@ -257,7 +263,7 @@ def _teleop_signal_row(backend: str, sig: signal.Signals) -> Row:
 
 def sc_signals(backends: list[str]) -> list[Row]:
     """The process rows, run side by side (each is mostly waiting for a process)."""
-    jobs = [(f, b, sig) for b in backends for f in (_run_signal_row, _teleop_signal_row)
+    jobs = [(f, b, sig) for b in backends for f in (run_signal_row, teleop_signal_row)
             for sig in (signal.SIGINT, signal.SIGTERM)]
     with ThreadPoolExecutor(max_workers=2) as pool:
         return list(pool.map(lambda j: j[0](j[1], j[2]), jobs))

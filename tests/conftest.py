@@ -1,12 +1,14 @@
-"""Shared fixtures: where the corpus of others' robot files lives, and hebi-py loaded quietly.
+"""Shared fixtures and the suite's collection rules: test tiers, the corpus skip, hebi-py loaded quietly.
 
-The corpus (``../shared/corpus`` beside the repository) exists in CI and developer checkouts, not
-in a user's clone. Every test that needs it skips with one reason, :data:`CORPUS_SKIP_REASON`,
-when it is absent; the mechanism is central, so a test only has to say that it needs the corpus:
+The helpers these build on live in :mod:`tests._support` (a test module imports them from there,
+never from a conftest). The corpus (``../shared/corpus`` beside the repository) exists in CI and
+developer checkouts, not in a user's clone. Every test that needs it skips with one reason,
+:data:`tests._support.corpus.CORPUS_SKIP_REASON`, when it is absent; the mechanism is central, so
+a test only has to say that it needs the corpus:
 
 * mark it ``@pytest.mark.corpus`` (or set ``pytestmark = pytest.mark.corpus`` in the module), or
-* take the ``corpus_dir`` fixture, or call :func:`corpus_path`, or
-* parametrize over :func:`corpus_params` (one skipped parameter instead of an empty set).
+* take the ``corpus_dir`` fixture, or call :func:`~tests._support.corpus.corpus_path`, or
+* parametrize over :func:`~tests._support.corpus.corpus_params` (one skipped parameter instead of an empty set).
 
 ``HEBICTL_CORPUS=none`` hides the corpus even where it exists (CI runs the suite that way too,
 so a test that needs the corpus without saying so fails there); ``HEBICTL_CORPUS=PATH`` points
@@ -15,58 +17,48 @@ at another copy; ``HEBICTL_SHARED`` at another ``shared`` folder.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from tests._support.corpus import CORPUS_AVAILABLE, CORPUS_SKIP_REASON, corpus_path
+from tests._support.hebi_py import import_hebi
+from tests._support.paths import TESTS_DIR
+
 # tests use the compiled kernels (numba compiles on first call, or loads its cache), never the
 # interpreted ones a cold cache gets in a user's first run, and start no background compile;
-# tests/model/test_warmup.py covers that path itself
+# tests/model/test_warmup.py covers that path itself (nothing above imports hebictl)
 os.environ.setdefault("HEBICTL_JIT", "eager")
-# ../shared beside the repo (a user's clone has none); HEBICTL_SHARED overrides for odd layouts.
-SHARED_DIR = Path(os.environ.get("HEBICTL_SHARED", REPO_ROOT.parent / "shared")).resolve()
-_CORPUS_ENV = os.environ.get("HEBICTL_CORPUS", "")
-#: True when the corpus is hidden on purpose (HEBICTL_CORPUS=none)
-CORPUS_HIDDEN = _CORPUS_ENV.strip().lower() in ("none", "off", "0", "no")
-# a hidden corpus points nowhere, so module-level globs (CORPUS_DIR.rglob) find nothing either
-CORPUS_DIR = (Path(tempfile.gettempdir()) / "hebictl-corpus-hidden-by-HEBICTL_CORPUS" if CORPUS_HIDDEN
-              else Path(_CORPUS_ENV).resolve() if _CORPUS_ENV else SHARED_DIR / "corpus")
-CORPUS_AVAILABLE = CORPUS_DIR.is_dir()
-CORPUS_MISSING = "../shared/corpus not found: the corpus comparisons are skipped"
-#: the one reason every corpus test skips with
-CORPUS_SKIP_REASON = CORPUS_MISSING + (" (hidden by HEBICTL_CORPUS=none)" if CORPUS_HIDDEN else "")
-
-
-def corpus_path(*parts: str) -> Path:
-    """Path inside ../shared/corpus, skipping the calling test when the corpus is absent."""
-    if not CORPUS_AVAILABLE:
-        pytest.skip(CORPUS_SKIP_REASON)
-    return CORPUS_DIR.joinpath(*parts)
-
-
-def corpus_params(values: Iterable[Any], ids: Callable[[Any], str] | None = None) -> list[Any]:
-    """Parameters for a corpus-wide parametrization: the values, or (no corpus) one skipped param.
-
-    An empty list would make pytest skip with "got empty parameter set", which says nothing
-    about why; this gives the one corpus reason instead.
-    """
-    values = list(values)
-    if not values and not CORPUS_AVAILABLE:
-        return [pytest.param(None, id="no-corpus", marks=pytest.mark.skip(reason=CORPUS_SKIP_REASON))]
-    return values if ids is None else [pytest.param(v, id=ids(v)) for v in values]
 
 
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
     """The ../shared/corpus folder; tests using it skip with a reason where it is absent."""
     return corpus_path()
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[Any]:
+    """An anonymous mosquitto on a free loopback port, killed at the end (skips without mosquitto)."""
+    from tests._support.broker import local_broker  # imports hebictl: not before HEBICTL_JIT is set
+
+    with local_broker(tmp_path / "broker") as b:
+        yield b
+
+
+@pytest.fixture
+def scratch_registry() -> Iterator[None]:
+    """Backends a test registers (``register_backend``) are unregistered after it."""
+    from hebictl.hardware.registry import available_backends, unregister_backend
+
+    before = set(available_backends())
+    yield
+    for name in set(available_backends()) - before:
+        unregister_backend(name)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -91,14 +83,13 @@ REALTIME_MODULES = frozenset({
     "cli/test_run_cmd.py", "hardware/test_clock.py", "sim_backend/test_backend.py", "panel/test_panel_e2e.py",
     "teleop/test_clock.py", "teleop/test_teleop_cli.py", "teleop/test_broker_plugin.py",
     "model/test_warmup.py", "sim_backend/test_safety_matrix.py", "hardware/test_hebi_backend.py",
-    "test_yaml_load.py",
+    "test_yaml_load.py", "recording/test_crash.py",
 })
 #: single tests with a wall-clock bound in modules that are otherwise unit tests
 REALTIME_TESTS = frozenset({"hardware/test_base.py::test_read_write_fit_a_1khz_loop",
                             "test_limits.py::test_dev_zero_refused_without_reading"})
 #: test modules that compare against a reference library on files written by others
 REFERENCE_PREFIXES = ("formats/", "model/test_library.py")
-TESTS_DIR = Path(__file__).resolve().parent
 
 
 def tier_of(item: pytest.Item) -> str:
@@ -139,13 +130,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if empty_set or item.get_closest_marker("corpus") is not None or "corpus_dir" in getattr(
                 item, "fixturenames", ()):
             item.add_marker(skip, append=False)  # first skip marker wins
-
-
-def import_hebi():
-    """Import hebi-py without its 'matplotlib not found' chatter on stdout."""
-    with contextlib.redirect_stdout(io.StringIO()):
-        import hebi
-    return hebi
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ from hebictl.config import (
 )
 from hebictl.errors import ConfigError, ConfigWarning
 from hebictl.gains import load_gains
-from tests.conftest import CORPUS_DIR
+from tests._support.corpus import CORPUS_DIR
 
 HEBI_CORPUS = "hebi"
 ARM_CONFIGS = "hebi-python-examples/kits/arms/config"
@@ -494,7 +494,7 @@ def test_rosie_config_reaching_two_folders_up_agrees_with_hebi(tmp_path, corpus_
     from hebictl.cli import main
     from hebictl.formats import load_model
     from hebictl.formats.hrdf.grammar import HEBI_PI
-    from tests.formats.hrdf.test_vs_hebi import ROSIE_TOP, compare_with_hebi
+    from tests._support.hebi_py import ROSIE_TOP, compare_with_hebi
 
     kit = corpus_dir / HEBI_CORPUS / ARM_CONFIGS
     root = tmp_path / "robot-config"

@@ -2,7 +2,7 @@
 
 CI also runs the whole suite with ``HEBICTL_CORPUS=none`` (``.ci/run``); this quick check keeps the
 mechanism honest in every run: collection works without the corpus, and every test marked
-``corpus`` skips with :data:`tests.conftest.CORPUS_MISSING` instead of failing or skipping
+``corpus`` skips with :data:`tests._support.corpus.CORPUS_MISSING` instead of failing or skipping
 with pytest's uninformative "got empty parameter set".
 """
 
@@ -15,7 +15,8 @@ import sys
 
 import pytest
 
-from tests.conftest import CORPUS_MISSING, REPO_ROOT, corpus_params
+from tests._support.corpus import CORPUS_MISSING, corpus_params
+from tests._support.paths import REPO_ROOT
 
 
 def _pytest_hidden(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
@@ -44,7 +45,7 @@ def test_corpus_tests_skip_with_one_reason() -> None:
 
 def test_corpus_params_gives_one_skipped_placeholder_when_absent(monkeypatch: pytest.MonkeyPatch) -> None:
     """An empty corpus parametrization becomes one skipped param naming the corpus, not an empty set."""
-    import tests.conftest as c
+    from tests._support import corpus as c
 
     monkeypatch.setattr(c, "CORPUS_AVAILABLE", False)
     (param,) = c.corpus_params([])

@@ -10,7 +10,7 @@ import pytest
 
 from hebictl.errors import ConfigError
 from hebictl.gains import PID_BLOCKS, PID_FIELDS, GroupGains, load_gains
-from tests.conftest import CORPUS_DIR
+from tests._support.corpus import CORPUS_DIR
 
 HEBI_CORPUS = "hebi"
 GAIN_FIELDS = ("control_strategy", *(f"{b}_{f}" for b in PID_BLOCKS for f in PID_FIELDS))

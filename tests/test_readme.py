@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 DOCS = [REPO_ROOT / "README.md", REPO_ROOT / "CONTRIBUTING.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 _BLOCK = re.compile(r"(?:<!--\s*test:\s*skip\s*(?P<skip>.*?)-->\s*\n)?```python\n(?P<code>.*?)\n```", re.S)

@@ -84,6 +84,13 @@ def register_backend(name: str, factory: BackendFactory | str) -> None:
     _registered[name] = factory
 
 
+def unregister_backend(name: str) -> None:
+    """Forget what :func:`register_backend` registered under ``name`` (nothing if it registered
+    nothing): a plugin or test that provides a backend for a while takes it back, and a built-in
+    backend it had overridden comes back. Built-in and entry-point backends cannot be removed."""
+    _registered.pop(name, None)
+
+
 def _entry_point_backends() -> dict[str, str]:
     return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
 

@@ -135,14 +135,15 @@ def install(module: types.ModuleType) -> None:
     if _mode() == "eager":
         materialize(module)
         return
-    interpreted = _interpreted_namespace(module)
-    warm = _WarmUp(module)
+    interpreted = interpreted_namespace(module)
+    warm = WarmUp(module)
     for name in entry_kernels(module):
         setattr(module, name, Kernel(module, name, getattr(module, name), interpreted[name], warm))
 
 
-def _interpreted_namespace(module: types.ModuleType) -> dict[str, Callable[..., Any]]:
-    """Every kernel of ``module`` as plain Python, calling each other (never numba)."""
+def interpreted_namespace(module: types.ModuleType) -> dict[str, Callable[..., Any]]:
+    """Every kernel of ``module`` as plain Python, calling each other (never numba): the cold-cache
+    path, and the reference the tests compare the compiled kernels with."""
     namespace = dict(vars(module))
     for name, value in vars(module).items():
         f = value.lazy.py_func if isinstance(value, Kernel) else getattr(value, "py_func", None)
@@ -151,7 +152,7 @@ def _interpreted_namespace(module: types.ModuleType) -> dict[str, Callable[..., 
     return namespace
 
 
-class _WarmUp:
+class WarmUp:
     """What one process knows about the cache: warm, cold, being compiled, loaded."""
 
     def __init__(self, module: types.ModuleType) -> None:
@@ -238,7 +239,7 @@ class Kernel:
     """An entry kernel until the compiled one takes its place (see the module docstring)."""
 
     def __init__(self, module: types.ModuleType, name: str, lazy: LazyJit, interpreted: Callable[..., Any],
-                 warm: _WarmUp) -> None:
+                 warm: WarmUp) -> None:
         self.module = module
         self.name = name
         self.key = f"{module.__name__}.{name}"

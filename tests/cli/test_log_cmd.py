@@ -11,15 +11,19 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import pinocchio as pin
 import pytest
+
+from tests._support.extras import extra_missing
+
+pytest.importorskip("foxglove_schemas_protobuf", reason=extra_missing("foxglove_schemas_protobuf"))  # hebictl.recording
 
 from hebictl.recording import schemas
 from hebictl.recording.hebilog import write_feedback
 from hebictl.recording.reader import load_recorder
 from tests.recording.helpers import Readback
 
-pytest.importorskip("mujoco")
+pytest.importorskip("mujoco", reason=extra_missing("mujoco"))
+pin = pytest.importorskip("pinocchio", reason=extra_missing("pinocchio"))
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "configs" / "x-series-6dof.cfg.yaml"

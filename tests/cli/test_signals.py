@@ -132,16 +132,6 @@ def test_run_started_without_stdout_and_stderr_exits_on_one_signal(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------- teleop
-def _broker(tmp_path: Path):
-    from hebictl.teleop.broker import LocalBroker, find_mosquitto
-
-    if find_mosquitto() is None:
-        pytest.skip("mosquitto binary not found (apt-get install mosquitto; tools/dev test installs it)")
-    b = LocalBroker(tmp_path / "broker")
-    b.start()
-    return b
-
-
 async def _status(url: str, arm_id: str, predicate, timeout: float) -> dict:
     from hebictl.teleop.client import TeleopClient
 
@@ -152,31 +142,27 @@ async def _status(url: str, arm_id: str, predicate, timeout: float) -> dict:
 @pytest.mark.broker
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("extra", [(), ("--stop-hold", "inf")], ids=["default", "stop-hold-inf"])
-def test_teleop_piped_to_head_stops_the_arm_and_exits_on_one_sigint(backend, extra, tmp_path):
+def test_teleop_piped_to_head_stops_the_arm_and_exits_on_one_sigint(backend, extra, broker):
     """`hebictl teleop ... 2>&1 | head -1`, then one SIGINT: the arm stops (the retained status is
     offline with the arm stopped, by the interrupt, holding), and the process exits 0."""
-    broker = _broker(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--backend", backend, "--broker",
+                             broker.url, "--arm-id", "pipe1", *extra], cwd=REPO, env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--backend", backend, "--broker",
-                                 broker.url, "--arm-id", "pipe1", *extra], cwd=REPO, env=_env(),
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        try:
-            first = proc.stdout.readline().decode()
-            proc.stdout.close()
-            assert first.startswith("hebictl teleop: "), first
-            online = asyncio.run(_status(broker.url, "pipe1", lambda s: s["status"] == "online"
-                                         and s.get("cycles", 0) > 0, 60.0))
-            assert online["state"] == "running"
-            t = time.monotonic()
-            proc.send_signal(signal.SIGINT)
-            assert proc.wait(30) == 0
-            print(f"teleop on {backend} exited {time.monotonic() - t:.2f} s after one SIGINT")
-        finally:
-            proc.kill()
-            proc.wait(10)
-        final = asyncio.run(_status(broker.url, "pipe1", lambda s: True, 10.0))
+        first = proc.stdout.readline().decode()
+        proc.stdout.close()
+        assert first.startswith("hebictl teleop: "), first
+        online = asyncio.run(_status(broker.url, "pipe1", lambda s: s["status"] == "online"
+                                     and s.get("cycles", 0) > 0, 60.0))
+        assert online["state"] == "running"
+        t = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+        print(f"teleop on {backend} exited {time.monotonic() - t:.2f} s after one SIGINT")
     finally:
-        broker.stop()
+        proc.kill()
+        proc.wait(10)
+    final = asyncio.run(_status(broker.url, "pipe1", lambda s: True, 10.0))
     # the retained offline status says offline and nothing live (docs/teleop.md); the last event is the
     # interrupt, which left the arm stopped under the hold behaviour
     assert final["status"] == "offline" and final["state"] == "offline", final

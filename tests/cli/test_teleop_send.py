@@ -3,46 +3,24 @@ per ack, options anywhere on the line, a jog summary that counts exactly what th
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from hebictl.cli import main
-
-REPO = Path(__file__).resolve().parents[2]
-CONFIG = REPO / "configs" / "x-series-6dof.cfg.yaml"
-HOME = [0.0, 1.2, 1.8, 2.2, -1.57, 0.0]
+from hebictl.teleop.broker import LocalBroker
+from tests._support.arms import kit6_arm
+from tests._support.teleop import serving, teleop_server
 
 pytestmark = pytest.mark.broker
 
 
 @pytest.fixture
-def arm_url(tmp_path: Path) -> Iterator[str]:
+def arm_url(broker: LocalBroker) -> Iterator[str]:
     """mosquitto on a free loopback port and `hebictl teleop`'s server for the 6-DoF kit on the mock."""
-    from hebictl.control.arm import Arm
-    from hebictl.hardware.clock import MonotonicClock
-    from hebictl.teleop.broker import LocalBroker, find_mosquitto
-    from hebictl.teleop.connection import parse_broker
-    from hebictl.teleop.server import TeleopServer
-
-    if find_mosquitto() is None:
-        pytest.skip("mosquitto binary not found (apt-get install mosquitto; tools/dev test installs it)")
-    broker = LocalBroker(tmp_path / "broker")
-    broker.start()
-    arm = Arm.from_config(CONFIG, backend="mock", clock=MonotonicClock(), initial_position=HOME)
-    server = TeleopServer(arm, parse_broker(broker.url), "c1", rate_hz=200.0,
-                          runner_options={"shutdown_hold": 0.05})
-    try:
-        server.start_background()
+    with serving(teleop_server(kit6_arm("mock"), broker.url, "c1", rate_hz=200.0)):
         yield broker.url
-    finally:
-        with contextlib.suppress(Exception):
-            server.stop_background()
-        arm.close()
-        broker.stop()
 
 
 def _lines(capsys) -> list[dict]:

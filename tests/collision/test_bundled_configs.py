@@ -9,7 +9,7 @@ import pytest
 from hebictl.collision.attach import attach_from_config
 from hebictl.config import load_config
 from hebictl.formats import load_model
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 CONFIGS = ("x-series-6dof", "x-series-5dof", "x-series-7dof-double-shoulder", "r-series-6dof")
 

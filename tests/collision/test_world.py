@@ -15,7 +15,7 @@ from hebictl.collision.hrdf import hrdf_shapes
 from hebictl.collision.world import arm_shapes
 from hebictl.errors import ConfigError
 from hebictl.formats import load_model, load_model_string
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 CONFIGS = ("x-series-6dof", "x-series-5dof", "x-series-7dof-double-shoulder", "r-series-6dof")
 BOXES = {"objects": [{"type": "box", "name": "crate", "center": [0.35, 0.0, 0.1], "size": [0.1, 0.2, 0.2]},

@@ -10,7 +10,7 @@ from hebictl.control.goal import Goal
 from hebictl.control.settings import limits_from
 from hebictl.errors import CommandRejected, LimitViolation
 from hebictl.formats import load_model
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 HOME = np.array([0.0, 1.2, 1.8, 2.2, -1.57, 0.0])
 REST = (HOME, np.zeros(6), np.zeros(6))

@@ -11,7 +11,7 @@ from hebictl.control.arm import Arm
 from hebictl.control.goal import Goal
 from hebictl.errors import CommandRejected
 from hebictl.hardware import SimClock
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 pytest.importorskip("mujoco")
 

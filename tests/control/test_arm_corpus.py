@@ -11,7 +11,8 @@ from hebictl.config import load_config
 from hebictl.control.arm import Arm
 from hebictl.errors import ConfigError, FormatError, HebictlError
 from hebictl.hardware.clock import SimClock
-from tests.conftest import CORPUS_DIR, corpus_path, import_hebi
+from tests._support.corpus import CORPUS_DIR, corpus_path
+from tests._support.hebi_py import import_hebi
 
 CONFIGS = sorted((CORPUS_DIR / "hebi").rglob("*.cfg.yaml")) if CORPUS_DIR.is_dir() else []
 

@@ -12,7 +12,7 @@ from hebictl.control.goal import Goal
 from hebictl.control.safety import ArmState, EventKind, StopBehaviour
 from hebictl.errors import ConfigError
 from hebictl.hardware.clock import SimClock
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 KIT6 = REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml"
 HOME = np.array([0.0, 1.2, 1.8, 2.2, -1.57, 0.0])

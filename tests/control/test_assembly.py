@@ -10,11 +10,10 @@ import pytest
 import hebictl.config
 from hebictl.control.arm import Arm
 from hebictl.control.assembly import assemble
-from hebictl.hardware import registry
 from hebictl.hardware.clock import SimClock
 from hebictl.hardware.mock import open_mock
 from hebictl.hardware.registry import available_backends, register_backend
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 KIT6 = REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml"
 
@@ -32,10 +31,9 @@ def test_config_is_loaded_once(monkeypatch):
     assert len(calls) == 1
 
 
-def test_backends_get_exactly_the_spec_fields_they_declare(monkeypatch):
+def test_backends_get_exactly_the_spec_fields_they_declare(scratch_registry):
     """A factory naming model/command_lifetime/user_data gets them (lifetime in seconds); one that
     does not is opened with names/families only: the assembly has no per-backend case."""
-    monkeypatch.setattr(registry, "_registered", dict(registry._registered))  # registrations end with the test
     seen: dict[str, dict] = {}
 
     def declares(*, names, families, dof, clock, model, command_lifetime, user_data):

@@ -3,7 +3,6 @@ limit detection; and the Arm behaviours built on it (brake before a limit, hardw
 
 from __future__ import annotations
 
-import mujoco
 import numpy as np
 import pytest
 
@@ -14,7 +13,8 @@ from hebictl.control.motion import RateLimiter
 from hebictl.control.safety import ArmState, EventKind, Limits
 from hebictl.hardware.clock import SimClock
 from hebictl.hardware.firmware import LimitState
-from tests.conftest import REPO_ROOT
+from tests._support.extras import extra_missing
+from tests._support.paths import REPO_ROOT
 
 KIT6 = REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml"
 HOME = np.array([0.0, 1.2, 1.8, 2.2, -1.57, 0.0])
@@ -23,7 +23,7 @@ POSES = [HOME, HOME + np.array([1.0, -0.25, -0.25, 0.3, 0.2, 0.1]), np.array([0.
 
 @pytest.fixture(scope="module")
 def sim_arm():
-    pytest.importorskip("sim_backend")
+    pytest.importorskip("mujoco", reason=extra_missing("mujoco"))
     arm = Arm.from_config(KIT6, backend="sim", clock=SimClock(), initial_position=HOME)
     yield arm
     arm.close()
@@ -33,6 +33,8 @@ def sim_arm():
 def test_mass_diagonal_is_mujocos(sim_arm, q):
     """Our RNEA mass-matrix diagonal equals MuJoCo's CRBA one on the sim's own scene (its armature,
     the simulated rotor inertia, taken out)."""
+    import mujoco  # the sim extra (the sim_arm fixture skipped the test without it)
+
     be = sim_arm.backend
     m, d = be.mj_model, mujoco.MjData(be.mj_model)
     qadr, dadr = be.scene.qadr, be.scene.dadr

@@ -108,7 +108,7 @@ def _assert_same(a: np.ndarray, b: np.ndarray) -> None:
 def kernels(request, monkeypatch):
     """The kernels as numba compiles them, and their own Python source (the cold-cache path)."""
     if request.param == "interpreted":
-        namespace = warmup._interpreted_namespace(cycle_kernels)
+        namespace = warmup.interpreted_namespace(cycle_kernels)
         for name in cycle_kernels.ENTRY_KERNELS:
             monkeypatch.setattr(cycle_kernels, name, namespace[name])
     else:

@@ -15,7 +15,7 @@ from hebictl.control.goal import Goal
 from hebictl.control.safety import ArmState, StopBehaviour
 from hebictl.errors import CommandRejected
 from hebictl.hardware import SimClock
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 pytest.importorskip("mujoco")
 

@@ -13,7 +13,7 @@ from hebictl.control.settings import limits_from, safety_from
 from hebictl.errors import ConfigError, LimitViolation
 from hebictl.formats import load_model
 from hebictl.hardware.clock import SimClock
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 BUNDLED = sorted((REPO_ROOT / "configs").glob("*.cfg.yaml"))
 

@@ -20,7 +20,7 @@ from hebictl.control.supervisor import (
     markdown,
 )
 from hebictl.errors import HebictlError
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 #: the table written out by hand (an independent copy: a change to the code must be made here too)
 EXPECTED = {

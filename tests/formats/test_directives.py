@@ -16,7 +16,7 @@ from hebictl.formats.directives import load_directives, load_directives_string
 from hebictl.formats.sdf import write_sdf
 from hebictl.model.robot import RobotModel
 from tests.formats.references import random_q
-from tests.formats.sdf.test_vs_drake import compare, run_drake
+from tests.formats.sdf.drake_reference import compare, run_drake
 
 REPO = Path(__file__).resolve().parents[2]
 KIT = REPO / "hrdf_kits" / "x-series-6dof.hrdf"

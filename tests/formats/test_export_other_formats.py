@@ -12,9 +12,9 @@ from hebictl.formats.mjcf import load_mjcf_string, write_mjcf
 from hebictl.formats.sdf import load_sdf_string, write_sdf
 from hebictl.formats.urdf import load_urdf_string, write_urdf
 from hebictl.model.tree import JointKind
-from tests.conftest import CORPUS_DIR
+from tests._support.corpus import CORPUS_DIR
 
-from .test_write_roundtrip import assert_same_model
+from .model_compare import assert_same_model
 
 #: What a format cannot say, and the words its writer's refusal must contain.
 INEXPRESSIBLE = {

@@ -14,7 +14,7 @@ import pytest
 
 from hebictl.errors import HebictlError
 from hebictl.formats import load_model
-from tests.conftest import CORPUS_DIR
+from tests._support.corpus import CORPUS_DIR
 from tests.formats.references import random_q
 
 pytestmark = pytest.mark.corpus

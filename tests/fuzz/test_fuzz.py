@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from tests.conftest import CORPUS_DIR
+from tests._support.corpus import CORPUS_DIR
 from tests.fuzz.harness import campaign
 
 SHORT_INPUTS = 3000

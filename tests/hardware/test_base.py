@@ -18,8 +18,8 @@ from hebictl.hardware import (
     available_backends,
     open_backend,
     register_backend,
+    unregister_backend,
 )
-from hebictl.hardware import registry as registry_module
 from hebictl.hardware.mock import MockBackend
 from hebictl.hardware.registry import resolve_modules
 
@@ -246,12 +246,6 @@ def test_sim_backend_without_mujoco_names_the_extra(monkeypatch):
         open_backend("sim", dof=6)
 
 
-@pytest.fixture
-def scratch_registry(monkeypatch):
-    """Registrations made by a test vanish after it."""
-    monkeypatch.setattr(registry_module, "_registered", {})
-
-
 def test_unimportable_backend_is_hardware_error(scratch_registry):
     """A registered dotted path whose module does not import gives a HardwareError, not ImportError."""
     register_backend("ghost", "hebictl_no_such_module.backend:open_ghost")
@@ -274,6 +268,32 @@ def test_registered_factory_receives_arguments(scratch_registry):
     assert isinstance(b, MockBackend) and b.families == ("X", "X")
     assert seen == {"names": ["a", "b"], "families": None, "dof": None, "clock": clock}
     assert "custom" in available_backends()
+
+
+def test_unregister_backend_takes_a_registration_back():
+    """unregister_backend() removes a registered name and brings back the built-in it had overridden;
+    a name that was never registered is left alone (built-ins stay)."""
+    opened = []
+
+    def factory(*, names, families, dof, clock):
+        opened.append(dof)
+        return MockBackend(*resolve_modules(names, families, dof, default_family="X"), clock=clock)
+
+    register_backend("scratch", factory)
+    register_backend("mock", factory)  # overrides the built-in
+    try:
+        open_backend("mock", dof=2, clock=SimClock())
+        assert opened == [2]
+    finally:
+        unregister_backend("scratch")
+        unregister_backend("mock")
+    assert "scratch" not in available_backends() and "mock" in available_backends()
+    with pytest.raises(HardwareError, match="unknown backend 'scratch'"):
+        open_backend("scratch", dof=1)
+    assert isinstance(open_backend("mock", dof=3, clock=SimClock()), MockBackend) and opened == [2]  # built-in
+    unregister_backend("never-registered")
+    unregister_backend("mock")  # a built-in: nothing to take back
+    assert "mock" in available_backends()
 
 
 def test_unknown_option_names_the_key():

@@ -194,7 +194,7 @@ def test_hebi_py_pattern_update_then_set_goal_on_imitation():
     from hebictl.control.arm import Arm
     from hebictl.control.goal import Goal
     from hebictl.hardware.clock import MonotonicClock
-    from tests.conftest import REPO_ROOT
+    from tests._support.paths import REPO_ROOT
 
     with Arm.from_config(REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml", backend="hebi-imitation",
                          clock=MonotonicClock()) as arm:
@@ -215,7 +215,7 @@ def test_hebictl_run_on_hebi_imitation_exits_0():
     import subprocess
     import sys
 
-    from tests.conftest import REPO_ROOT
+    from tests._support.paths import REPO_ROOT
 
     res = subprocess.run([sys.executable, "-m", "hebictl", "run", str(REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml"),
                           "--backend", "hebi-imitation", "--hold", "0.5", "--quiet"],

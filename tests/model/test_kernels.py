@@ -86,7 +86,7 @@ def test_jacobians_match_pinocchio(case):
 def _hrdf_kits():
     from pathlib import Path
 
-    from tests.conftest import CORPUS_DIR
+    from tests._support.corpus import CORPUS_DIR
 
     kits = sorted((Path(__file__).resolve().parents[2] / "hrdf_kits").glob("*.hrdf"))
     corpus = CORPUS_DIR / "hebi" / "hebi-hrdf"

@@ -17,7 +17,7 @@ import pytest
 from hebictl.formats import load_model
 from hebictl.model import kernels, warmup
 from hebictl.model.tree import JointKind
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 from tests.model.random_trees import random_configuration, random_tree
 
 ALL_KINDS = (JointKind.REVOLUTE, JointKind.PRISMATIC, JointKind.FIXED, JointKind.BALL)
@@ -44,7 +44,7 @@ def _args(model, name, q, qd, qdd, gravity):
 def test_interpreted_kernels_equal_the_compiled_ones(seed):
     """FK, Jacobians, gravity and inverse dynamics of every joint kind: interpreted == compiled to 1e-12."""
     rng = np.random.default_rng(seed)
-    interpreted = warmup._interpreted_namespace(kernels)
+    interpreted = warmup.interpreted_namespace(kernels)
     models = [random_tree(seed, n=9, kinds=ALL_KINDS, root=JointKind.FREE if seed == 2 else None)]
     if seed == 0:
         models.append(load_model(REPO_ROOT / "hrdf_kits" / "x-series-6dof.hrdf"))
@@ -75,14 +75,14 @@ def test_cold_cache_interprets_small_batches_and_compiles_large_ones(monkeypatch
     """On a cold cache a single configuration and a small batch run interpreted; a batch over
     INTERPRETED_MAX_BATCH is compiled in-process and the dispatcher replaces the wrapper."""
     model = load_model(REPO_ROOT / "hrdf_kits" / "x-series-6dof.hrdf")
-    warm = warmup._WarmUp(kernels)
+    warm = warmup.WarmUp(kernels)
     warm.decided, warm.warm = True, False  # cold, and no background process from a test
     monkeypatch.setattr(warmup, "_LAST_ARGS", {})
     calls: dict[str, list] = {"gravity": [], "gravity_batch": []}
     wrappers = {}
     for name, options in (("gravity", {"cache": True}), ("gravity_batch", {"cache": True, "nogil": True})):
         lazy = warmup.LazyJit(getattr(kernels, name).py_func, options)
-        kernel = warmup.Kernel(kernels, name, lazy, warmup._interpreted_namespace(kernels)[name], warm)
+        kernel = warmup.Kernel(kernels, name, lazy, warmup.interpreted_namespace(kernels)[name], warm)
         kernel.dispatcher = warmup.dispatcher_of(kernels, name)
         monkeypatch.setattr(kernels, name, kernel)
         monkeypatch.setattr(kernel, "interpreted", lambda *a, k=kernel, c=calls[name]: c.append(a) or k.py_func(*a))

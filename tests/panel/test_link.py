@@ -13,16 +13,16 @@ from typing import Any
 import pytest
 
 from hebictl.panel.link import PanelLink
-from hebictl.teleop.broker import LocalBroker, find_mosquitto, find_mosquitto_passwd
+from hebictl.teleop.broker import LocalBroker
 from hebictl.teleop.connection import parse_broker
+from tests._support.broker import need_mosquitto
 
 USERS = {"op": "op-pw", "viewer": "viewer-pw", "arm1": "arm-pw"}
 
 
 @pytest.fixture
 def acl_broker(tmp_path: Path) -> Any:
-    if find_mosquitto() is None or find_mosquitto_passwd() is None:
-        pytest.skip("mosquitto not found (apt-get install mosquitto)")
+    need_mosquitto(passwd=True)  # and aiomqtt, the teleop extra the panel extra includes
     b = LocalBroker(tmp_path / "b", users=USERS, arms={"arm1": "arm1"}, operators=["op"])
     with (b.directory / "acl").open("a") as f:
         f.write("\nuser viewer\ntopic read hebictl/v1/+/state/#\n")

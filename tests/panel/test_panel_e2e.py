@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hebictl.teleop.broker import LocalBroker, find_mosquitto, find_mosquitto_passwd, free_port
+from hebictl.teleop.broker import LocalBroker, free_port
+from tests._support.broker import need_mosquitto
 
 REPO = Path(__file__).resolve().parents[2]
 #: Debian's chromium (HEBICTL_CHROMIUM overrides the path)
@@ -44,8 +45,7 @@ pytestmark = [pytest.mark.broker, pytest.mark.timeout(300)]
 def _need() -> None:
     if CHROMIUM is None:
         pytest.skip("chromium not found (apt-get install chromium chromium-driver; tools/dev test installs it)")
-    if find_mosquitto() is None or find_mosquitto_passwd() is None:
-        pytest.skip("mosquitto not found (apt-get install mosquitto)")
+    need_mosquitto(passwd=True)  # and aiomqtt, the teleop extra the panel extra includes
     pytest.importorskip("playwright.sync_api", reason="playwright not installed (pip install -e '.[test]')")
 
 

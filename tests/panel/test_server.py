@@ -21,7 +21,7 @@ import pytest
 from hebictl.panel.auth import Gate
 from hebictl.panel.link import PanelLink
 from hebictl.panel.server import PanelServer
-from hebictl.teleop.broker import LocalBroker, find_mosquitto
+from hebictl.teleop.broker import LocalBroker
 from hebictl.teleop.connection import parse_broker
 from hebictl.teleop.state_schema import payload_sha256
 
@@ -39,16 +39,6 @@ DESCRIPTION = {"dof": 2, "arm_id": "arm1", "backend": "stand-in",
                    {"name": "b", "parent": 0, "placement": UP, "joint": {"kind": "revolute", "axis": [0, 1, 0],
                                                                         "scale": 1.0, "index": 1}}],
                         "end_effector": [{"body": 1, "offset": UP}]}}
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Any:
-    if find_mosquitto() is None:
-        pytest.skip("mosquitto not found (apt-get install mosquitto)")
-    b = LocalBroker(tmp_path / "b")   # no accounts: anyone may publish (the worst case for the panel)
-    b.start()
-    yield b
-    b.stop()
 
 
 class StandIn:

@@ -16,6 +16,12 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests._support.extras import extra_missing
+
+pytest.importorskip("foxglove_schemas_protobuf", reason=extra_missing("foxglove_schemas_protobuf"))  # hebictl.recording
+pytest.importorskip("mcap", reason=extra_missing("mcap"))
+
 from mcap.exceptions import McapError
 from mcap.records import Channel, Footer, Message
 from mcap.stream_reader import StreamReader

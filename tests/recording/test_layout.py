@@ -6,6 +6,12 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
+from tests._support.extras import extra_missing
+
+pytest.importorskip("foxglove_schemas_protobuf", reason=extra_missing("foxglove_schemas_protobuf"))  # hebictl.recording
+
 from hebictl.recording import schemas
 
 LAYOUT = Path(__file__).resolve().parents[2] / "docs" / "foxglove-layout.json"

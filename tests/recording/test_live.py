@@ -8,6 +8,10 @@ import struct
 
 import pytest
 
+from tests._support.extras import extra_missing
+
+pytest.importorskip("foxglove_schemas_protobuf", reason=extra_missing("foxglove_schemas_protobuf"))  # hebictl.recording
+
 from hebictl.control.arm import Arm
 from hebictl.errors import ConfigError
 from hebictl.hardware.clock import SimClock

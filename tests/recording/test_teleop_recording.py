@@ -12,37 +12,27 @@ import signal
 import subprocess
 import sys
 from importlib.util import find_spec
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from hebictl.control.arm import Arm
-from hebictl.hardware.clock import MonotonicClock
+from tests._support.extras import extra_missing
+
+pytest.importorskip("foxglove_schemas_protobuf", reason=extra_missing("foxglove_schemas_protobuf"))  # hebictl.recording
+
 from hebictl.recording import schemas
 from hebictl.recording.writer import McapRecorder
-from hebictl.teleop.broker import LocalBroker, find_mosquitto
 from hebictl.teleop.client import TeleopClient
-from hebictl.teleop.connection import parse_broker
-from hebictl.teleop.server import TeleopServer
+from tests._support.arms import kit6_arm
+from tests._support.paths import KIT6_CONFIG, KIT6_HOME, REPO_ROOT
+from tests._support.teleop import teleop_server
 
 from .helpers import Readback
 
 pytestmark = pytest.mark.broker
 
-REPO = Path(__file__).resolve().parents[2]
-CONFIG = REPO / "configs" / "x-series-6dof.cfg.yaml"
-HOME = [0.0, 1.2, 1.8, 2.2, -1.57, 0.0]
-
-
-@pytest.fixture
-def broker(tmp_path):
-    if find_mosquitto() is None:
-        pytest.skip("mosquitto binary not found (apt-get install mosquitto)")
-    b = LocalBroker(tmp_path / "broker")
-    b.start()
-    yield b
-    b.stop()
+CONFIG = KIT6_CONFIG
+HOME = list(KIT6_HOME)
 
 
 async def _session(url: str, arm_id: str) -> None:
@@ -58,10 +48,9 @@ async def _session(url: str, arm_id: str) -> None:
 
 
 def test_teleop_session_records_cycles_commands_and_acks(broker, tmp_path):
-    arm = Arm.from_config(CONFIG, backend="mock", clock=MonotonicClock(), initial_position=HOME)
+    arm = kit6_arm("mock")
     arm.backend.feedback_frequency = 250.0
-    server = TeleopServer(arm, parse_broker(broker.url), "rec1", rate_hz=250.0,
-                          runner_options={"shutdown_hold": 0.05})
+    server = teleop_server(arm, broker.url, "rec1", rate_hz=250.0)
     rec = McapRecorder(tmp_path / "session.mcap", arm, config_path=CONFIG, teleop=True)
     server.runner.recorder = rec
     server.start_background()
@@ -98,7 +87,7 @@ def test_teleop_process_records_a_session_file(broker, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--broker", broker.url, "--arm-id", "rec2",
                              "--rate", "200", "--stop-hold", "0.1", "--record", str(tmp_path / "sessions"),
                              *(["--foxglove", "--foxglove-port", "0"] if find_spec("foxglove") else [])],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         asyncio.run(asyncio.wait_for(_session(broker.url, "rec2"), 60.0))
         proc.send_signal(signal.SIGINT)

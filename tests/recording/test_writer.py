@@ -7,8 +7,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pinocchio as pin
 import pytest
+
+from tests._support.extras import extra_missing
+
+pytest.importorskip("foxglove_schemas_protobuf", reason=extra_missing("foxglove_schemas_protobuf"))  # hebictl.recording
 
 from hebictl.config import load_config
 from hebictl.control.arm import Arm
@@ -22,7 +25,8 @@ from hebictl.recording.writer import McapRecorder, RecordingSummary
 
 from .helpers import Readback
 
-pytest.importorskip("mujoco")
+pytest.importorskip("mujoco", reason=extra_missing("mujoco"))
+pin = pytest.importorskip("pinocchio", reason=extra_missing("pinocchio"))
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((REPO / "configs").glob("*.cfg.yaml"))

@@ -12,10 +12,14 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
+from tests._support.extras import extra_missing
+
+pytest.importorskip("mujoco", reason=extra_missing("mujoco"))  # sim_backend is the sim extra
+
 from hebictl.errors import ConfigError, HardwareError
 from hebictl.gains import PID_BLOCKS, PID_FIELDS, load_gains
 from sim_backend.actuator import NEUTRAL, ActuatorGroup, actuator_step
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 TAU_S, W0 = 20.0, 4.0  # [N·m] stall torque = torque limit, [rad/s] free speed of the test module
 DT = 1e-3

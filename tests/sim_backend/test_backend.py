@@ -16,7 +16,7 @@ from hebictl.gains import load_gains
 from hebictl.hardware import Command, Feedback, MonotonicClock, SimClock, open_backend
 from hebictl.model.builder import ModelBuilder
 from hebictl.model.tree import Inertia, Joint
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 pytest.importorskip("mujoco")
 

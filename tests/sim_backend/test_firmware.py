@@ -12,7 +12,7 @@ import pytest
 
 from hebictl.hardware import Command, Feedback, SimClock, open_backend
 from hebictl.hardware.firmware import LimitState, ModuleSafety
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 pytest.importorskip("mujoco")
 

@@ -15,7 +15,8 @@ import pytest
 
 from hebictl.errors import HardwareError
 from hebictl.hardware import Command, Feedback, SimClock, open_backend
-from tests.conftest import CORPUS_DIR, REPO_ROOT
+from tests._support.corpus import CORPUS_DIR
+from tests._support.paths import REPO_ROOT
 
 mujoco = pytest.importorskip("mujoco")
 

@@ -12,7 +12,7 @@ from hebictl.errors import ConfigError
 from hebictl.hardware import SimClock
 from hebictl.hardware.base import Command, Feedback
 from hebictl.hardware.registry import open_backend
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 pytest.importorskip("mujoco")
 

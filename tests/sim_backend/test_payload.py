@@ -5,10 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests._support.extras import extra_missing
+
+pytest.importorskip("mujoco", reason=extra_missing("mujoco"))  # sim_backend is the sim extra
+
 from hebictl.errors import ConfigError, ModelError
 from hebictl.formats import load_model
 from sim_backend.payload import PAYLOAD_KEY, Payload, strip_payload, with_payload
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 KIT = REPO_ROOT / "hrdf_kits" / "x-series-6dof.hrdf"
 # the kit's end effector as an HRDF rigid body, so hebi-py can add a body after it (it refuses after an end effector)

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("mujoco")
 
 from benchmarks import safety
-from hebictl.teleop.broker import find_mosquitto
+from tests._support.broker import requires_mosquitto
 
 BACKENDS = ["sim", "mock"]
 IN_PROCESS = [f for f in safety.IN_PROCESS if f is not safety.sc_faults]
@@ -56,24 +56,24 @@ def test_faults_mid_move(backend):
                                  for r in failed)
 
 
-@pytest.mark.skipif(find_mosquitto() is None, reason="mosquitto binary not found (tools/dev test installs it)")
+@requires_mosquitto
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("action", ["estop", "deadman", "broker"])
 def test_teleop_through_a_broker(action, backend):
     name = {"estop": "teleop e-stop while jogging", "deadman": "dead-man release while jogging",
             "broker": "broker loss during a jog"}[action]
-    _check(safety._teleop_row(backend, name, action))
+    _check(safety.teleop_row(backend, name, action))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_to_hebictl_run_holds_the_arm(sig):
-    _check(safety._run_signal_row("sim", sig))
+    _check(safety.run_signal_row("sim", sig))
 
 
-@pytest.mark.skipif(find_mosquitto() is None, reason="mosquitto binary not found (tools/dev test installs it)")
+@requires_mosquitto
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_to_hebictl_teleop_holds_the_arm(sig):
-    _check(safety._teleop_signal_row("sim", sig))
+    _check(safety.teleop_signal_row("sim", sig))
 
 
 def test_metrics_measure_what_they_claim():

@@ -14,7 +14,7 @@ from hebictl.control.goal import Goal
 from hebictl.formats import load_model
 from hebictl.gains import load_gains
 from hebictl.hardware import SimClock
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 pytest.importorskip("mujoco")
 

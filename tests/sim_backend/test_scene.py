@@ -11,7 +11,8 @@ import pytest
 from hebictl.errors import ConfigError, FormatError, ModelError
 from hebictl.formats import load_model
 from hebictl.formats.writers import body_names
-from tests.conftest import CORPUS_DIR, REPO_ROOT, corpus_path
+from tests._support.corpus import CORPUS_DIR, corpus_path
+from tests._support.paths import REPO_ROOT
 
 mujoco = pytest.importorskip("mujoco")
 

@@ -19,7 +19,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import aiomqtt
 import pytest
 
 from hebictl.errors import CommandRejected
@@ -27,8 +26,9 @@ from hebictl.teleop.bridge import arm_client_id, check_client_account
 from hebictl.teleop.broker import LocalBroker, find_mosquitto_passwd
 from hebictl.teleop.client import TeleopClient
 from hebictl.teleop.topics import Topics
-
-from .conftest import ARM_ID, ARM_USER, HOME, OPERATOR, REPO, need_mosquitto, run
+from tests._support.broker import need_mosquitto
+from tests._support.paths import REPO_ROOT as REPO
+from tests._support.teleop import ARM_ID, ARM_USER, HOME, OPERATOR, run
 
 pytestmark = pytest.mark.broker
 VIEWER = ("viewer", "viewer-secret")
@@ -97,6 +97,8 @@ def arm_server(make_server, broker: LocalBroker):
 
 async def take_over(port: int, identifier: str, attempts: int) -> int:
     """Connect ``attempts`` times as the viewer with ``identifier``; how many were let in."""
+    import aiomqtt  # the teleop extra (need_mosquitto skipped the test without it)
+
     admitted = 0
     for _ in range(attempts):
         try:

@@ -10,12 +10,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import aiomqtt
 import pytest
 
 from hebictl.teleop.broker import LocalBroker
-
-from .conftest import ARM_ID, ARM_USER, OPERATOR, REPO, need_mosquitto, run
+from tests._support.broker import need_mosquitto
+from tests._support.paths import REPO_ROOT as REPO
+from tests._support.teleop import ARM_ID, ARM_USER, OPERATOR, run
 
 pytestmark = pytest.mark.broker
 #: Debian 12 packages of the headers the plugin includes (mosquitto-dev does not pull in libmosquitto-dev)
@@ -74,6 +74,8 @@ def test_a_missing_header_fails_with_gccs_message_and_the_package(tmp_path):
 
 
 def test_plugin_refuses_retained_commands_only(plugin, tmp_path):
+    import aiomqtt  # the teleop extra (the plugin fixture skipped the test without it)
+
     b = LocalBroker(tmp_path / "b", users=dict([OPERATOR, ARM_USER]), arms={ARM_USER[0]: ARM_ID},
                     operators=[OPERATOR[0]], plugins=[plugin])
     op = {"username": OPERATOR[0], "password": OPERATOR[1]}

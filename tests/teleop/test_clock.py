@@ -10,8 +10,8 @@ from hebictl.hardware.clock import SimClock
 from hebictl.teleop.clock import TeleopClock
 from hebictl.teleop.messages import Ack, status_payload
 from hebictl.teleop.runner import ArmRunner
-
-from .conftest import KIT6, REPO
+from tests._support.paths import KIT6_CONFIG as KIT6
+from tests._support.paths import REPO_ROOT as REPO
 
 #: modules allowed to read the system clocks: the clock itself, and the test broker's process start-up
 ALLOWED = {"clock.py", "broker.py"}

@@ -6,15 +6,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import aiomqtt
 import pytest
 
 from hebictl.errors import ConfigError
 from hebictl.teleop.broker import LocalBroker
 from hebictl.teleop.client import TeleopClient
 from hebictl.teleop.connection import parse_broker
-
-from .conftest import ARM_ID, need_mosquitto, run
+from tests._support.broker import need_mosquitto
+from tests._support.teleop import ARM_ID, run
 
 
 @pytest.mark.parametrize(("url", "host", "port", "tls"), [
@@ -81,6 +80,8 @@ def test_tls_broker_verified_with_ca(tmp_path, make_server):
     if shutil.which("openssl") is None:
         pytest.skip("openssl not found")
     need_mosquitto()
+    import aiomqtt  # the teleop extra (need_mosquitto skipped the test without it)
+
     certs = tmp_path / "certs"
     certs.mkdir()
     ca, cert, key = _make_ca(certs)

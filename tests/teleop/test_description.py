@@ -16,7 +16,7 @@ import pytest
 
 from hebictl.panel.kinematics import DescribedArm
 from hebictl.teleop.topics import Topics
-from tests.teleop.conftest import ARM_ID, HOME, run
+from tests._support.teleop import ARM_ID, HOME, run
 
 
 async def _retained_description(url: str) -> dict[str, Any]:

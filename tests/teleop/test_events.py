@@ -42,8 +42,7 @@ from hebictl.teleop.schema import (
     ModeCommand,
     StopCommand,
 )
-
-from .conftest import REPO
+from tests._support.paths import REPO_ROOT as REPO
 
 _seq = iter(range(1, 10**9))
 

@@ -90,7 +90,7 @@ def test_teleop_ik_stays_in_the_config_limits_and_off_the_table(name, least):
     from hebictl.control.settings import limits_from
     from hebictl.formats import load_model
     from hebictl.teleop.feasibility import solve_cartesian
-    from tests.conftest import REPO_ROOT
+    from tests._support.paths import REPO_ROOT
 
     cfg = load_config(REPO_ROOT / "configs" / f"{name}.cfg.yaml")
     model = load_model(cfg.hrdf)

@@ -8,8 +8,8 @@ import pytest
 from hebictl.control.arm import Arm
 from hebictl.hardware.clock import SimClock
 from hebictl.teleop.jog import dls_joint_velocity
-
-from .conftest import HOME, KIT6
+from tests._support.paths import KIT6_CONFIG as KIT6
+from tests._support.teleop import HOME
 
 
 @pytest.mark.parametrize("damping", [0.0, 1e-3, 0.02, 0.2])

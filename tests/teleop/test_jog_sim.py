@@ -13,7 +13,7 @@ from hebictl.control.arm import Arm
 from hebictl.errors import CommandRejected
 from hebictl.hardware import SimClock
 from hebictl.teleop.jog import MAX_ACCEL, MAX_TTL, SPEED_HEADROOM, JogMailbox, JogPlugin, JogSample
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 pytest.importorskip("mujoco")
 

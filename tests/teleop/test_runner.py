@@ -19,8 +19,8 @@ from hebictl.teleop.schema import (
     ModeCommand,
     StopCommand,
 )
-
-from .conftest import HOME, KIT6
+from tests._support.paths import KIT6_CONFIG as KIT6
+from tests._support.teleop import HOME
 
 RATE = 200.0
 DT = 1.0 / RATE

@@ -15,7 +15,7 @@ from hebictl.errors import StateRejected
 from hebictl.teleop import state_schema
 from hebictl.teleop.state_schema import SCHEMAS, payload_sha256, validate
 from hebictl.teleop.topics import Topics
-from tests.teleop.conftest import ARM_ID, run
+from tests._support.teleop import ARM_ID, run
 
 
 async def _collect(url: str, seconds: float) -> dict[str, list[bytes]]:

@@ -14,8 +14,8 @@ from hebictl.config import load_config
 from hebictl.control.safety import ArmState
 from hebictl.teleop.client import TeleopClient
 from hebictl.teleop.jog import MAX_ACCEL, MAX_TTL
-
-from .conftest import ARM_ID, HOME, KIT6, LOOP_HZ, WriteRecorder, run
+from tests._support.paths import KIT6_CONFIG as KIT6
+from tests._support.teleop import ARM_ID, HOME, LOOP_HZ, WriteRecorder, run
 
 pytestmark = pytest.mark.broker
 PERIOD = 1.0 / LOOP_HZ

@@ -13,8 +13,8 @@ import pytest
 
 from hebictl.cli import main
 from hebictl.teleop.client import TeleopClient
-
-from .conftest import ARM_ID, HOME, REPO, run
+from tests._support.paths import REPO_ROOT as REPO
+from tests._support.teleop import ARM_ID, HOME, run
 
 pytestmark = pytest.mark.broker
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hebictl.teleop.client import TeleopClient
-
-from .conftest import ARM_ID, KIT6_GRIPPER, run
+from tests._support.teleop import ARM_ID, KIT6_GRIPPER, run
 
 pytestmark = pytest.mark.broker
 

@@ -13,14 +13,15 @@ import asyncio
 import json
 import time
 
-import aiomqtt
 import numpy as np
 import pytest
 
 from hebictl.teleop.client import TeleopClient
 from hebictl.teleop.topics import Topics
+from tests._support.extras import extra_missing
+from tests._support.teleop import ARM_ID, HOME, WriteRecorder, run
 
-from .conftest import ARM_ID, HOME, WriteRecorder, run
+aiomqtt = pytest.importorskip("aiomqtt", reason=extra_missing("aiomqtt"))  # every test here talks MQTT
 
 pytestmark = pytest.mark.broker
 

@@ -6,7 +6,6 @@ import asyncio
 import json
 import time
 
-import aiomqtt
 import numpy as np
 import pytest
 
@@ -14,8 +13,10 @@ from hebictl.control.safety import ArmState
 from hebictl.teleop.client import TeleopClient
 from hebictl.teleop.jog import MAX_TTL
 from hebictl.teleop.topics import COMMAND_QOS, Topics
+from tests._support.extras import extra_missing
+from tests._support.teleop import ARM_ID, ARM_USER, HOME, OPERATOR, run
 
-from .conftest import ARM_ID, ARM_USER, HOME, OPERATOR, run
+aiomqtt = pytest.importorskip("aiomqtt", reason=extra_missing("aiomqtt"))  # every test here talks MQTT
 
 pytestmark = pytest.mark.broker
 

@@ -12,7 +12,7 @@ from hebictl.config import load_config
 from hebictl.control.arm import Arm
 from hebictl.control.safety import EventKind
 from hebictl.hardware import SimClock
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 CONFIGS = ("x-series-6dof", "x-series-5dof", "x-series-7dof-double-shoulder", "r-series-6dof")
 

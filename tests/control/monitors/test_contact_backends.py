@@ -11,7 +11,7 @@ from hebictl.control.arm import Arm
 from hebictl.control.safety import ArmState, EventKind
 from hebictl.hardware import SimClock
 from hebictl.teleop.jog import JogMailbox, JogPlugin, JogSample
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 
 def _jog_from_zero(backend: str) -> tuple[Arm, float, float]:

@@ -7,7 +7,7 @@ import re
 
 from hebictl.control.safety import EventKind
 from hebictl.control.settings import MONITOR_DEFAULTS, REACTIONS
-from tests.conftest import REPO_ROOT
+from tests._support.paths import REPO_ROOT
 
 
 def _rows() -> dict[str, tuple[str, dict[str, float]]]:

@@ -7,7 +7,7 @@ import pytest
 
 from hebictl.control.plugins import DoubledJointMirror
 from hebictl.errors import ConfigError
-from tests.control.plugins.conftest import HOME, set_state
+from tests._support.plugin_arm import HOME, set_state
 
 
 @pytest.mark.parametrize("mirror", [True, False])

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from hebictl.control.plugins import DynamicsCompensationEffort
-from tests.control.plugins.conftest import HOME, set_state
+from tests._support.plugin_arm import HOME, set_state
 
 mujoco = pytest.importorskip("mujoco")
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hebictl.control.plugins import ImpedanceController
-from tests.control.plugins.conftest import HOME, hebi_arm, set_state
+from tests._support.plugin_arm import HOME, hebi_arm, set_state
 
 KP = [300.0, 250.0, 200.0, 5.0, 4.0, 3.0]
 KD = [8.0, 7.0, 6.0, 0.5, 0.4, 0.3]

@@ -6,7 +6,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from hebictl.control.plugins import EndEffectorWrench
-from tests.control.plugins.conftest import HOME, hebi_arm, set_state
+from tests._support.plugin_arm import HOME, hebi_arm, set_state
 
 WRENCH = np.array([3.0, -2.0, 5.0, 0.3, -0.2, 0.1])  # N, N·m (world frame)
 

@@ -13,7 +13,7 @@ import pytest
 from hebictl.errors import FormatError
 from hebictl.formats.mjcf import load_mjcf
 from hebictl.model.tree import JointKind
-from tests.conftest import CORPUS_DIR, corpus_path
+from tests._support.corpus import CORPUS_DIR, corpus_path
 from tests.formats.references import Mujoco, ReferenceRejected, print_outcome_counts, random_q
 
 pytest.importorskip("mujoco")

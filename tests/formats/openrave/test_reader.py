@@ -17,7 +17,7 @@ from scipy.spatial.transform import Rotation
 
 from hebictl.errors import FormatError
 from hebictl.formats.openrave import load_openrave, load_openrave_string
-from tests.conftest import CORPUS_DIR, corpus_params, corpus_path
+from tests._support.corpus import CORPUS_DIR, corpus_params, corpus_path
 
 OR_DIR = CORPUS_DIR / "openrave" / "rdiankov__openrave"
 COLLADA = "COLLADA is not supported"

@@ -17,7 +17,7 @@ from hebictl.errors import FormatError, SdfWarning
 from hebictl.formats import load_model
 from hebictl.formats.sdf import load_sdf, load_sdf_string
 from hebictl.model.tree import JointKind
-from tests.formats.sdf.test_vs_drake import compare, prefix_for, run_drake
+from tests.formats.sdf.drake_reference import compare, prefix_for, run_drake
 
 PENDULUM = """<?xml version="1.0"?>
 <sdf version="{v}">

@@ -164,7 +164,7 @@ def test_floating_base_roundtrip() -> None:
 
 def test_armature_roundtrip() -> None:
     """Joint armature survives write_sdf -> load_sdf (as drake:rotor_inertia with gear ratio 1) to 1e-12."""
-    from tests.formats.test_write_roundtrip import with_armature
+    from tests.formats.model_compare import with_armature
     from tests.model.random_trees import random_tree
 
     model = with_armature(random_tree(8, n=8, kinds=(JointKind.REVOLUTE, JointKind.PRISMATIC, JointKind.FIXED)), 8)
@@ -174,7 +174,7 @@ def test_armature_roundtrip() -> None:
 
 def test_written_kits_load_in_drake(tmp_path: Path) -> None:
     """The SDF written for each bundled kit is valid for Drake: same link poses (1e-12) and gravity (1e-9)."""
-    from tests.formats.sdf.test_vs_drake import compare, prefix_for, run_drake
+    from tests.formats.sdf.drake_reference import compare, prefix_for, run_drake
 
     files, models = [], {}
     for kit in sorted((REPO / "hrdf_kits").glob("*.hrdf")):

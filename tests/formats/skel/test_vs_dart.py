@@ -30,7 +30,7 @@ from hebictl.errors import FormatError, SkelWarning
 from hebictl.formats.skel import load_skel
 from hebictl.model.robot import RobotModel
 from hebictl.model.tree import JointKind
-from tests.conftest import CORPUS_DIR, corpus_params
+from tests._support.corpus import CORPUS_DIR, corpus_params
 
 REPO = Path(__file__).resolve().parents[3]
 DART_PYTHON = REPO / ".venv-ref" / "dart" / "bin" / "python"

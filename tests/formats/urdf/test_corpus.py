@@ -11,7 +11,7 @@ import pytest
 
 from hebictl.errors import FormatError
 from hebictl.formats.urdf import load_urdf
-from tests.conftest import CORPUS_DIR, corpus_path
+from tests._support.corpus import CORPUS_DIR, corpus_path
 from tests.formats.references import Mujoco, Pinocchio, ReferenceRejected, print_outcome_counts, random_q
 
 pytest.importorskip("pinocchio")

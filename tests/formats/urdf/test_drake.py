@@ -20,7 +20,7 @@ import pytest
 from hebictl.errors import FormatError, UrdfWarning
 from hebictl.formats.sdf import load_sdf
 from hebictl.formats.urdf import load_urdf, load_urdf_string
-from tests.conftest import CORPUS_DIR
+from tests._support.corpus import CORPUS_DIR
 from tests.formats import drake_dynamics
 
 URDF = """<?xml version="1.0"?>

@@ -30,7 +30,7 @@ from hebictl.errors import FormatError
 from hebictl.formats.rotations import quat_matrix
 from hebictl.formats.xxy import load_xxy
 from hebictl.model.robot import RobotModel
-from tests.conftest import CORPUS_DIR, corpus_params
+from tests._support.corpus import CORPUS_DIR, corpus_params
 
 REPO = Path(__file__).resolve().parents[3]
 RING_PYTHON = REPO / ".venv-ref" / "ring" / "bin" / "python"

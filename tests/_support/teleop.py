@@ -1,0 +1,89 @@
+"""Operator-side helpers shared by the teleop, recording and CLI tests.
+
+A teleop server here is the real :class:`TeleopServer` (bridge through aiomqtt to a real
+mosquitto, the arm looping in its own thread); these helpers only fix the short back-off and
+shutdown hold the tests use, and the identities of ``docs/teleop.md``'s secured set-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any
+
+from hebictl.control.arm import Arm
+from hebictl.teleop.connection import parse_broker
+from hebictl.teleop.server import TeleopServer
+from tests._support.paths import KIT6_HOME, TESTS_DIR
+
+#: the same kit as KIT6_CONFIG with HEBI's kit gripper (user_data.has_gripper, gains "gripper")
+KIT6_GRIPPER = TESTS_DIR / "teleop" / "data" / "x-series-6dof-gripper.cfg.yaml"
+HOME = list(KIT6_HOME)
+ARM_ID = "t1"
+LOOP_HZ = 250.0
+#: (user, password) of the operator and of the arm in the secured broker set-up
+OPERATOR = ("operator", "op-secret")
+ARM_USER = ("arm-t1", "arm-secret")
+#: a bridge that reconnects quickly and a runner that holds briefly on shutdown: tests stay short
+TEST_BRIDGE_OPTIONS = {"backoff_initial": 0.05, "backoff_max": 0.5}
+TEST_RUNNER_OPTIONS = {"shutdown_hold": 0.05}
+
+
+def teleop_server(arm: Arm, url: str, arm_id: str = ARM_ID, *, rate_hz: float = LOOP_HZ,
+                  username: str | None = None, password: str | None = None, tls_ca: Path | None = None,
+                  **options: Any) -> TeleopServer:
+    """A TeleopServer for ``arm`` on the broker at ``url``, not started yet (the caller may hook a
+    recorder first); ``options`` go to TeleopServer."""
+    settings = parse_broker(url, username=username, password=password, tls_ca=tls_ca)
+    options.setdefault("bridge_options", dict(TEST_BRIDGE_OPTIONS))
+    options.setdefault("runner_options", dict(TEST_RUNNER_OPTIONS))
+    return TeleopServer(arm, settings, arm_id, rate_hz=rate_hz, **options)
+
+
+@contextlib.contextmanager
+def serving(server: TeleopServer) -> Iterator[TeleopServer]:
+    """Run ``server`` in the background; stop it and close its arm at the end."""
+    server.start_background()
+    try:
+        yield server
+    finally:
+        with contextlib.suppress(Exception):
+            server.stop_background()
+        server.arm.close()
+
+
+def run(coro: Coroutine[Any, Any, Any], timeout: float = 20.0) -> Any:
+    """Run an operator-side coroutine to completion (the server lives in its own thread)."""
+    return asyncio.run(asyncio.wait_for(coro, timeout))
+
+
+class WriteRecorder:
+    """Records every command the arm writes to its backend: perf_counter time [s], position and
+    velocity copies.
+
+    What reaches the modules is the ground truth for reaction times, independent of the runner's
+    own bookkeeping (the arm's clock is MonotonicClock, i.e. perf_counter too)."""
+
+    def __init__(self, arm: Arm) -> None:
+        self.times: list[float] = []
+        self.positions: list[Any] = []
+        self.velocities: list[Any] = []
+        inner = arm.backend.write
+
+        def write(cmd: Any) -> bool:
+            self.times.append(time.perf_counter())
+            self.positions.append(cmd.position.copy())
+            self.velocities.append(cmd.velocity.copy())
+            return inner(cmd)
+
+        arm.backend.write = write  # type: ignore[method-assign]
+
+    def first(self, after: float, predicate: Callable[[Any], bool]) -> float | None:
+        """Time of the first write after ``after`` whose velocity satisfies ``predicate``."""
+        for t, v in zip(list(self.times), list(self.velocities), strict=False):
+            if t > after and predicate(v):
+                return t
+        return None
