@@ -85,8 +85,8 @@ class Arm:
                  backend_options: dict[str, Any] | None = None, user_data: dict[str, Any] | None = None) -> None:
         """``watchdog_timeout`` [s]: no fresh feedback for this long stops the arm (default: hold).
         ``feedback_timeout`` [s]: how long ``update`` waits for feedback (default 2 periods).
-        ``missed_feedback_limit``: consecutive cycles without fresh feedback tolerated (the last
-        command is repeated) before the arm holds.
+        ``missed_feedback_limit``: consecutive cycles without fresh feedback tolerated (the command
+        keeps following the trajectory) before the arm brakes along the ramp and then holds.
         ``idle``: what the arm commands with no goal: ``"hold"`` the last position (default), or
         ``"gravcomp"``: no position/velocity, only plugin efforts (hand-guiding, like hebi.arm).
         ``safety``: stop behaviour, at_goal tolerances, damping (:mod:`hebictl.control.settings`)."""
