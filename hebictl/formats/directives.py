@@ -69,7 +69,7 @@ _STEPS = ("add_model", "add_model_instance", "add_frame", "add_weld", "add_direc
 
 
 # ====================================================================== YAML with line numbers
-class _Map(dict):  # type: ignore[type-arg]
+class _Map(dict):
     """A YAML mapping that remembers its line (1-based) for error messages."""
 
     line: int | None = None

@@ -319,10 +319,9 @@ class MockBackend(ModuleGroup):
         Without ``joints`` the modules are an independent group starting at zero.
         """
         n_new = len(names)
-        common = {"clock": self._clock, "feedback_frequency": self.feedback_frequency,
-                  "command_lifetime": self.command_lifetime}
         if not len(joints):
-            return MockBackend(names, families, **common)
+            return MockBackend(names, families, clock=self._clock, feedback_frequency=self.feedback_frequency,
+                               command_lifetime=self.command_lifetime)
         j = np.asarray(joints, dtype=np.int64)
         sign = np.ones(n_new) if not len(signs) else np.asarray(signs, dtype=np.float64)
         if j.shape != (n_new,) or sign.shape != (n_new,) or np.any((j < 0) | (j >= self._n)) \
@@ -332,7 +331,8 @@ class MockBackend(ModuleGroup):
         position, _ = self.true_state()
         return MockBackend(names, families, time_constant_s=np.asarray(self._tau)[j],
                            initial_position=sign * position[j], max_speed=np.asarray(self._vmax)[j],
-                           max_effort=np.asarray(self._emax)[j], **common)
+                           max_effort=np.asarray(self._emax)[j], clock=self._clock,
+                           feedback_frequency=self.feedback_frequency, command_lifetime=self.command_lifetime)
 
     def set_safety(self, safety: ModuleSafety) -> None:
         """Firmware limits and strategies (:mod:`hebictl.hardware.firmware`); see the module doc."""
