@@ -264,8 +264,10 @@ class MockBackend(ModuleGroup):
         if faults:
             lost = faults.first_active(FaultKind.DISCONNECTED, t_k)
             if lost is not None:
-                name = faults.module_name(lost.module)  # type: ignore[arg-type]
-                raise HardwareError(f"module {name!r} (family {self._families[lost.module]!r}) "  # type: ignore[index]
+                module = lost.module
+                assert module is not None, "FaultSchedule.disconnect always names the module"
+                name = faults.module_name(module)
+                raise HardwareError(f"module {name!r} (family {self._families[module]!r}) "
                                     f"stopped responding at t={t_k:.6f} s")
             if self._seq and faults.first_active(FaultKind.FROZEN, t_k) is not None:
                 self._fill(into, self._last_sample_t, self._last_delivery_t)
