@@ -1,19 +1,33 @@
-"""Model benchmark: hebictl vs hebi-py on the A-2085-06 kit, measured in the same run.
+"""Model benchmark: hebictl vs hebi-py and pinocchio on the A-2085-06 kit, measured in the same run.
 
 Prints median µs per call for FK, end-effector Jacobian, gravity and dynamics compensation and
-the ratio hebictl/hebi-py (< 1: hebictl faster), then the per-configuration cost of one batched
-call over B = 10,000 configurations against hebi-py's per-call loop.
-Targets (issue 2): gravity single call <= 1.5x hebi-py; batched throughput >= 20x hebi-py.
+the ratio hebictl/hebi-py (< 1: hebictl faster); then, when pinocchio is installed, the same four
+single calls against pinocchio reading hebictl's own URDF export of the kit; then the
+per-configuration cost of one batched call over B = 10,000 configurations against hebi-py's
+per-call loop.
+Targets: gravity single call <= 1.5x hebi-py (issue 2); batched throughput >= 20x hebi-py;
+gravity, RNEA, FK of all frames and the end-effector Jacobian within 2x pinocchio (issue 22).
+
+The pinocchio rows interleave the two sides in short blocks (``ROUNDS`` rounds of ``BLOCK``
+calls each) and report the median of each side and the median of the per-round ratios: on a
+shared machine the load changes within seconds, and adjacent blocks see the same load.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
+from collections.abc import Callable
 
 import numpy as np
 from _common import import_hebi, kit_path, median_us, table
 
 import hebictl
+from hebictl.model.robot import RobotModel
+
+#: interleaved rounds and calls per block of the pinocchio comparison
+ROUNDS = 41
+BLOCK = 500
 
 
 def main() -> None:
@@ -43,6 +57,7 @@ def main() -> None:
         rows.append([name, f"{ta:.2f}", f"{tb:.2f}", f"{ta / tb:.2f}x"])
     table(f"single call on {path.name} ({ours.dof} DoF, {len(ours.bodies)} bodies): median µs",
           ["query", "hebictl", "hebi-py", "ratio"], rows)
+    vs_pinocchio(ours, q, g)
 
     B = 10_000
     Q = rng.uniform(-np.pi, np.pi, (B, ours.dof))
@@ -64,6 +79,57 @@ def main() -> None:
         batched.append([name, f"{t_ours:.3f}", f"{t_ref:.3f}", f"{t_ref / t_ours:.1f}x"])
     table(f"batched, B = {B}: µs per configuration", ["query", "hebictl batch", "hebi-py loop", "throughput gain"],
           batched)
+
+
+def vs_pinocchio(ours: RobotModel, q: np.ndarray, g: np.ndarray) -> None:
+    """The four single calls against pinocchio on hebictl's URDF export of the same kit (skipped without it)."""
+    try:
+        import pinocchio as pin
+    except ImportError:
+        print("pinocchio not installed: no comparison against it (pip install pin)")
+        return
+    from hebictl.formats import convert
+
+    pm = pin.buildModelFromXML(convert(ours, "urdf"))
+    pm.gravity = pin.Motion(g, np.zeros(3))  # (linear, angular)
+    pd = pm.createData()
+    qp = np.zeros(pm.nq)  # continuous joints are (cos, sin) in pinocchio
+    for joint, x in zip(pm.joints[1:], q, strict=True):
+        qp[joint.idx_q:joint.idx_q + joint.nq] = [np.cos(x), np.sin(x)] if joint.nq == 2 else [x]
+    ee = ours.frame_names("end_effector")[0]
+    fid = pm.getFrameId(ee) if ee and pm.existFrame(ee) else pm.nframes - 1
+    # the same numbers first: the two libraries agree on the kit's dynamics
+    d_grav = np.abs(ours.gravity_compensation(q, g) - pin.computeGeneralizedGravity(pm, pd, qp)).max()
+    d_rnea = np.abs(ours.inverse_dynamics(q, q, q, g) - pin.rnea(pm, pd, qp, q, q)).max()
+    cases = [
+        ("gravity", lambda: ours.gravity_compensation(q, g), lambda: pin.computeGeneralizedGravity(pm, pd, qp)),
+        ("RNEA", lambda: ours.inverse_dynamics(q, q, q, g), lambda: pin.rnea(pm, pd, qp, q, q)),
+        (f"FK of all frames ({ours.frame_count('output')} / {pm.nframes})",
+         lambda: ours.forward_kinematics(q, "output"), lambda: pin.framesForwardKinematics(pm, pd, qp)),
+        ("end-effector Jacobian", lambda: ours.jacobian_end_effector(q),
+         lambda: pin.computeFrameJacobian(pm, pd, qp, fid, pin.LOCAL_WORLD_ALIGNED)),
+    ]
+    rows = []
+    for name, a, b in cases:
+        ta, tb, ratio = interleaved_us(a, b)
+        rows.append([name, f"{ta:.2f}", f"{tb:.2f}", f"{ratio:.2f}x", "yes" if ratio <= 2.0 else "NO"])
+    table(f"single call vs pinocchio {pin.__version__} (hebictl's URDF export): median µs, {ROUNDS} interleaved "
+          f"rounds of {BLOCK} calls; |Δ| gravity {d_grav:.1e}, RNEA {d_rnea:.1e} N·m",
+          ["query", "hebictl", "pinocchio", "ratio (median of rounds)", "<= 2x"], rows)
+
+
+def interleaved_us(a: Callable[[], object], b: Callable[[], object]) -> tuple[float, float, float]:
+    """(median µs per call of a, of b, median of the per-round ratios a/b), a and b timed alternately."""
+    a()
+    b()
+    ta, tb = [], []
+    for _ in range(ROUNDS):
+        for fn, out in ((a, ta), (b, tb)):
+            t = time.perf_counter()
+            for _ in range(BLOCK):
+                fn()
+            out.append((time.perf_counter() - t) / BLOCK * 1e6)
+    return statistics.median(ta), statistics.median(tb), statistics.median(x / y for x, y in zip(ta, tb, strict=True))
 
 
 def _time(fn) -> float:

@@ -6,8 +6,12 @@ rated (commanded and measured), time to standstill after the stop (every |v| < 0
 then on), end-effector movement between 0.5 s and 2 s after the stop, the arm's final state and
 the event it recorded, and PASS/FAIL against the row's target (issue 11: speed <= 1.05x rated,
 still within 0.5 s, EE < 5 mm). Run ``python benchmarks/safety.py`` (``--backend sim|mock|both``,
-``--skip-processes`` to leave out the CLI signal rows); the tests in
-``tests/sim_backend/test_safety_matrix.py`` run the same scenarios.
+``--skip-processes`` to leave out the CLI signal rows, ``--skip-supervisor`` the supervisor rows); the
+tests in ``tests/sim_backend/test_safety_matrix.py`` run the same scenarios. The supervisor rows
+(issue 18: M-stop press and release per module strategy, a module gone and back, ``clear_fault()``
+while braking, ``stop()`` then ``damp``, ``stop()`` with unknown payloads of 0, 0.5 and 1 kg) run on
+the sim for every bundled config (``benchmarks/safety_supervisor.py``; tests in
+``tests/control/test_supervisor_sim.py``).
 
 In-process rows run the Arm on a SimClock (deterministic, faster than real time); teleop rows run
 the real teleop server against a real mosquitto on a free port in real time; the signal rows
@@ -39,6 +43,7 @@ from benchmarks.safety_live import (  # noqa: E402
     sc_signals,
     sc_teleop,
 )
+from benchmarks.safety_monitors import MONITOR_ROWS  # noqa: E402  (issue 18: execution monitor rows)
 from benchmarks.safety_rig import (  # noqa: E402
     Row,
     Trace,
@@ -53,6 +58,7 @@ from benchmarks.safety_rig import (  # noqa: E402
     sc_stop_full_speed,
     sc_stop_half_way,
 )
+from benchmarks.safety_supervisor import rows as supervisor_rows  # noqa: E402
 
 __all__ = ["IN_PROCESS", "Row", "Trace", "_run_signal_row", "_teleop_row", "_teleop_signal_row", "judge",
            "metrics", "print_rows", "run_matrix", "sc_faults"]
@@ -63,7 +69,8 @@ IN_PROCESS: list[Callable[[str], Row | list[Row]]] = [
     sc_firmware_limit, sc_faults]
 
 
-def run_matrix(backends: list[str], *, teleop: bool = True, processes: bool = True) -> list[Row]:
+def run_matrix(backends: list[str], *, teleop: bool = True, processes: bool = True,
+               supervisor: bool = True) -> list[Row]:
     rows: list[Row] = []
     for backend in backends:
         for sc in IN_PROCESS:
@@ -72,8 +79,12 @@ def run_matrix(backends: list[str], *, teleop: bool = True, processes: bool = Tr
             except Exception as exc:  # one broken scenario must not hide the others
                 out = Row(sc.__name__[3:], backend, note=f"{type(exc).__name__}: {exc}"[:100], target="runs")
             rows.extend(out if isinstance(out, list) else [out])
+        for monitor_rows in MONITOR_ROWS:  # issue 18: the execution monitors' rows (sim only)
+            rows.extend(monitor_rows(backend))
         if teleop:
             rows.extend(sc_teleop(backend))
+    if supervisor and "sim" in backends:  # every bundled config, on the physics sim only
+        rows.extend(supervisor_rows())
     if processes:  # real processes in real time: on the physics sim only (the mock adds nothing here)
         rows.extend(sc_signals([b for b in backends if b == "sim"] or backends[:1]))
     return rows
@@ -101,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backend", choices=("sim", "mock", "both"), default="both")
     ap.add_argument("--skip-processes", action="store_true", help="leave out the CLI signal rows")
     ap.add_argument("--skip-teleop", action="store_true", help="leave out the broker rows")
+    ap.add_argument("--skip-supervisor", action="store_true", help="leave out the supervisor rows (issue 18)")
     ap.add_argument("--json", type=Path, help="also write the rows as JSON")
     args = ap.parse_args(argv)
     backends = ["sim", "mock"] if args.backend == "both" else [args.backend]
@@ -109,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     start = time.perf_counter()
     with contextlib.redirect_stderr(io.StringIO()):
-        rows = run_matrix(backends, teleop=not args.skip_teleop, processes=not args.skip_processes)
+        rows = run_matrix(backends, teleop=not args.skip_teleop, processes=not args.skip_processes,
+                          supervisor=not args.skip_supervisor)
     print_rows(rows)
     failed = sum(not r.ok for r in rows)
     print(f"\n{len(rows)} rows, {len(rows) - failed} PASS, {failed} FAIL, in {time.perf_counter() - start:.1f} s")

@@ -186,7 +186,7 @@ class Rig:
         self.arm.close()
 
 
-MOVE = np.array([2.0, -0.5, -0.5, 0.0, 0.0, 0.0])  # inside the bundled kit's joint limits
+MOVE = np.array([2.0, -0.3, -0.3, 0.0, 0.0, 0.0])  # -0.5, -0.5 ran the tool into the table: refused
 
 
 def _moving_goal(rig: Rig, fraction: float = 0.95) -> None:
@@ -326,7 +326,11 @@ def sc_firmware_limit(backend: str) -> Row:
     fw_hi[2] = min(HOME[2] + 0.2, rig.hi[2] - 0.1)  # elbow: firmware limit inside the arm's own limit
     rig.be.set_safety(ModuleSafety.create(np.full(6, -np.inf), fw_hi, max_strategy="HoldPosition"))
     rig.settle(0.05)
-    rig.arm.set_goal(Goal(6).add_waypoint(position=np.where(np.arange(6) == 2, rig.hi[2] - 0.01, HOME)))
+    # the elbow to its own limit, the wrist raised 0.5 rad: the elbow alone folded the tool 0.3 mm into the
+    # table (refused as a collision since goals are collision-checked along their path)
+    target = HOME + np.array([0.0, 0.0, 0.0, 0.5, 0.0, 0.0])
+    target[2] = rig.hi[2] - 0.01
+    rig.arm.set_goal(Goal(6).add_waypoint(position=target))
     # the stop is the firmware's first action: feedback leaves INSIDE (AtUpper: target limited; Above)
     rig.run_until(lambda: rig.arm.last_feedback.position_limit_state[2] != 2.0, 3.0)
     rig.mark_stop()

@@ -119,6 +119,16 @@ class TeleopError(HebictlError):
     """The teleop link failed: the MQTT broker did not start, cannot be reached, or the arm did not answer."""
 
 
+class StateRejected(TeleopError):
+    """A message on an arm's ``state/*`` topic that does not fit :mod:`hebictl.teleop.state_schema`:
+    dropped by the viewer, counted and logged with ``reason`` and ``detail``."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
 # --------------------------------------------------------------------------- warnings
 # Each area warns with its own class so a caller can filter one area (``warnings.simplefilter
 # ("error", UrdfWarning)``) or all of them (``HebictlWarning``). A warning means "accepted, as

@@ -108,6 +108,7 @@ def open_sim(*, names: Sequence[str] | None = None, families: str | Sequence[str
     the assembled arm's :class:`~hebictl.hardware.registry.BackendSpec`) supply ``user_data.sim``
     when no ``config`` is given.
     """
+    from hebictl.collision.workspace import workspace_from
     from hebictl.config import RobotConfig, load_config
     from hebictl.formats import load_model
     from hebictl.gains import GroupGains, load_gains
@@ -146,7 +147,9 @@ def open_sim(*, names: Sequence[str] | None = None, families: str | Sequence[str
             raise ConfigError("give armature or motor_time_constant, not both", key="armature")
         timestep = _DEFAULT_TIMESTEP if opts["timestep"] is None else opts["timestep"]
         scene = build_scene(model, payload=p, timestep=timestep,
-                            friction=opts["friction"], damping=opts["damping"], armature=armature)
+                            friction=opts["friction"], damping=opts["damping"], armature=armature,
+                            workspace=(workspace_from(user_data, config_path)  # the config's table, boxes
+                                       if user_data is not None and "workspace" in user_data else None))
         return scene, ActuatorGroup.create(effort, speed), armature
 
     try:

@@ -28,8 +28,10 @@ from the simulated pose. The modules' own safety (firmware position limits, M-st
 lifetime) runs every step too (:mod:`sim_backend.firmware`); :meth:`SimBackend.set_safety`,
 :meth:`SimBackend.press_mstop`. A double shoulder's second module is one more simulated module on
 the same joint (:meth:`SimBackend.open_extra_modules`). Faults are scheduled like the mock's
-(:attr:`SimBackend.faults`: dropped, frozen or NaN feedback, a module that stops answering,
-commands that do not arrive), see :mod:`sim_backend.modules`.
+(:attr:`SimBackend.faults`: dropped, frozen, delayed or NaN feedback, a module that stops
+answering, commands that do not arrive), see :mod:`sim_backend.modules`. Delayed feedback
+(``faults.delay_feedback(latency)``) delivers, at each sample time, the sample taken ``latency``
+earlier (from the last :data:`HISTORY_SAMPLES` samples), its ``time`` field saying when it was taken.
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ _VIEWER_PERIOD = 1.0 / 60.0  # [s] wall time between viewer refreshes
 _FR_TIME, _FR_POS, _FR_VEL, _FR_EFF, _FR_ORIENT, _FR_PCMD, _FR_VCMD, _FR_ECMD, _FR_MSTOP, _FR_LIMIT = (
     0, 1, 2, 3, 4, 8, 9, 10, 11, 12)
 _FR_ROWS = 13
+#: samples kept for delayed feedback (``faults.delay_feedback``): 0.256 s at 1 kHz, 1.28 s at 200 Hz
+HISTORY_SAMPLES = 256
 
 
 @njit(cache=_CACHE)
@@ -192,6 +196,8 @@ class SimBackend(ModuleGroup):
         # the last delivered sample (rows _FR_*, filled by _sample; its sequence is _seq), which
         # frozen feedback repeats
         self._frozen = np.full((_FR_ROWS, n), np.nan)
+        #: the last HISTORY_SAMPLES samples (rows _FR_*), indexed by sequence: what delayed feedback shows
+        self._history = np.full((HISTORY_SAMPLES, _FR_ROWS, n), np.nan)
         # module i drives joint _joint[i] with sign _sign[i]; the first n are the arm's own modules
         self._joint = np.arange(n, dtype=np.int64)
         self._sign = np.ones(n)
@@ -302,9 +308,14 @@ class SimBackend(ModuleGroup):
                 into.velocity_command, into.effort_command, into.mstop, into.position_limit_state)
         self._seq = seq = self._seq + 1  # _sample also wrote this sample into _frozen, should a freeze start now
         self._last_sample_t = t_k
+        history = self._history  # every sample kept a while, for delayed feedback (one copy per read)
+        np.copyto(history[seq % history.shape[0]], self._frozen)
         into.sequence = seq
         into.rx_time = clock.now()
         if faulty:
+            delay = faults.first_active(FaultKind.LATENCY, t_k)
+            if delay is not None:
+                self._repeat_delayed(into, t_k - delay.latency_s)
             apply_feedback_faults(faults, into, t_k)
         if self._viewer is not None:
             self._sync_viewer()
@@ -392,6 +403,24 @@ class SimBackend(ModuleGroup):
             np.copyto(getattr(into, name), f[row])
         np.copyto(into.orientation, f[_FR_ORIENT:_FR_ORIENT + 4].T)
         into.sequence = self._seq
+
+    def _repeat_delayed(self, into: Feedback, t: float) -> None:
+        """Fill ``into`` with the newest kept sample taken at or before ``t`` [s] (delayed
+        feedback: the robot as it was ``latency`` ago, its sample ``time`` saying so), else the
+        oldest kept one; the sequence stays new, as a late but fresh packet's would."""
+        history, seq = self._history, self._seq
+        size = history.shape[0]
+        pick = history[max(seq - size + 1, 1) % size]
+        for k in range(seq, max(seq - size, 0), -1):
+            row = history[k % size]
+            if row[_FR_TIME, 0] <= t + _EPS_T:
+                pick = row
+                break
+        for name, r in (("time", _FR_TIME), ("position", _FR_POS), ("velocity", _FR_VEL), ("effort", _FR_EFF),
+                        ("position_command", _FR_PCMD), ("velocity_command", _FR_VCMD),
+                        ("effort_command", _FR_ECMD), ("mstop", _FR_MSTOP), ("position_limit_state", _FR_LIMIT)):
+            np.copyto(getattr(into, name), pick[r])
+        np.copyto(into.orientation, pick[_FR_ORIENT:_FR_ORIENT + 4].T)
 
     def set_safety(self, safety: ModuleSafety) -> None:
         """Firmware limits and strategies per joint (:mod:`sim_backend.firmware`); a double
@@ -491,6 +520,16 @@ class SimBackend(ModuleGroup):
     def __repr__(self) -> str:
         return (f"SimBackend({self.scene.robot.name!r}, dof={self._n}, timestep={self._dt}, "
                 f"feedback_frequency={self._fb_hz}, t={self.sim_time:.6f})")
+
+    def replace_scene(self, scene: Scene) -> None:
+        """Simulate ``scene`` from now on (same joints and modules, e.g. with contact geoms added by
+        :func:`sim_backend.obstacles.add_contact_boxes`); its data must hold the current state."""
+        if scene.qadr.shape != self.scene.qadr.shape:
+            raise ConfigError("the new scene has other joints than the arm's", key="scene")
+        self.scene = scene
+        self._m, self._d = scene.model, scene.data
+        mujoco.mj_forward(self._m, self._d)
+        self._bind()
 
     # ------------------------------------------------------------------ physics
     def advance(self, t: float) -> None:

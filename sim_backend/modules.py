@@ -12,7 +12,9 @@ lifetime and firmware safety.
 Faults use the mock's :class:`~hebictl.hardware.faults.FaultSchedule` (time windows on the
 clock): dropped samples time out, frozen feedback repeats the last sample and its sequence, NaN
 blanks fields of a module, a disconnected module makes reads raise and writes fail, ignored
-commands never reach the modules (whose command lifetime then runs out: they go limp).
+commands never reach the modules (whose command lifetime then runs out: they go limp). Extra
+modules have their own schedule (``ExtraModules.faults``): ignored commands, and a disconnected
+module whose writes raise HardwareError (what a mirror's failing group does).
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ class ExtraModules(ModuleGroup):
         self._seq = 0
         self._closed = False
         self._lifetime = sim.command_lifetime
+        #: faults of these modules (their own schedule: ``ignore_commands`` and ``disconnect`` act on writes)
+        self.faults = FaultSchedule(sim.clock, self._names)
 
     @classmethod
     def attach(cls, sim: SimBackend, names: Sequence[str], families: Sequence[str], joints: Sequence[int],
@@ -128,8 +132,14 @@ class ExtraModules(ModuleGroup):
             raise CommandRejected("size_mismatch", f"command has {command.size} entries, the group has {self._n}")
         sim = self._sim
         sim._advance_to_now()
-        sim.command_modules(self._slice, command.position, command.velocity, command.effort, sim.clock.now(),
-                            self._lifetime)
+        now = sim.clock.now()
+        if self.faults:
+            lost = self.faults.first_active(FaultKind.DISCONNECTED, now)
+            if lost is not None:
+                raise HardwareError(f"extra module {self._names[lost.module]!r} stopped responding")  # type: ignore[index]
+            if self.faults.first_active(FaultKind.COMMANDS_IGNORED, now) is not None:
+                return True  # lost on the way: their command lifetime runs out
+        sim.command_modules(self._slice, command.position, command.velocity, command.effort, now, self._lifetime)
         return True
 
     def set_gains(self, gains: object) -> None:

@@ -8,7 +8,12 @@ What the scene adds to the exported MJCF: a ``general`` actuator per joint whose
 ``ctrl + biasprm[2] * qvel`` (the actuator kernel sets both each step, see
 :mod:`sim_backend.actuator`), the ``implicitfast`` integrator (so that velocity term is
 integrated implicitly), the physics ``timestep``, and optional joint friction, damping and
-armature (reflected rotor inertia). Contacts stay off: the exported geoms are visual only.
+armature (reflected rotor inertia). The exported geoms are visual only. With a ``workspace``
+(:mod:`hebictl.collision.workspace`, a config's ``user_data.workspace``) its physical objects
+(table, boxes, cylinders; not the virtual walls and keep-out zones) become world geoms and the
+arm gets hebictl's collision shapes (:func:`hebictl.collision.world.arm_shapes`, massless), and
+contacts are on between the two, so a motion into the table meets the table; without one, contacts
+stay off.
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from hebictl._typing import FloatArray
+from hebictl.collision.shapes import Shape
+from hebictl.collision.workspace import Workspace
+from hebictl.collision.world import arm_shapes, mat_to_quat
 from hebictl.errors import ConfigError, ModelError
 from hebictl.formats.mjcf import write_mjcf
 from hebictl.formats.writers import body_names
@@ -95,14 +103,55 @@ def _module_frames(robot: RobotModel, mj: mujoco.MjModel) -> tuple[IntArray, Flo
     return np.array(bodies, dtype=np.int64), np.array(offsets).reshape(-1, 4)
 
 
+_GEOM_TYPES = {"capsule": mujoco.mjtGeom.mjGEOM_CAPSULE, "box": mujoco.mjtGeom.mjGEOM_BOX,
+               "sphere": mujoco.mjtGeom.mjGEOM_SPHERE, "cylinder": mujoco.mjtGeom.mjGEOM_CYLINDER,
+               "plane": mujoco.mjtGeom.mjGEOM_PLANE}
+_ARM_BIT, _WORKSPACE_BIT = 1, 2
+
+
+def _add_shape(body: mujoco.MjsBody, s: Shape, pose: FloatArray, contype: int, conaffinity: int,
+               rgba: tuple[float, float, float, float]) -> None:
+    size = np.zeros(3)
+    size[:len(s.size)] = s.size
+    if s.kind == "plane":
+        size[:] = (0.0, 0.0, 1.0)
+    geom = body.add_geom(type=_GEOM_TYPES[s.kind], size=size, pos=pose[:3, 3], quat=mat_to_quat(pose[:3, :3]),
+                         contype=contype, conaffinity=conaffinity, rgba=rgba, group=3)
+    geom.name = f"collision:{s.name}"
+    geom.mass = 0.0
+    geom.density = 0.0
+
+
+def _add_workspace(spec: mujoco.MjSpec, robot: RobotModel, workspace: Workspace) -> bool:
+    """Make the exported geoms visual only, add the arm's collision shapes and the physical
+    workspace objects; True if there is anything to collide."""
+    physical = [s for s in workspace.shapes if not s.meta.get("virtual")]
+    if not physical:
+        return False
+    for geom in spec.geoms:
+        geom.contype, geom.conaffinity = 0, 0
+    names = body_names(robot)
+    for s in arm_shapes(robot):
+        if s.kind not in _GEOM_TYPES:
+            continue  # meshes: the exported visual geoms carry them already
+        body = spec.body(names[s.body])
+        if body is None:
+            continue
+        _add_shape(body, s, s.pose, _ARM_BIT, _WORKSPACE_BIT, (0.9, 0.5, 0.1, 0.3))
+    for s in physical:
+        _add_shape(spec.worldbody, s, s.pose, _WORKSPACE_BIT, _ARM_BIT, (0.6, 0.6, 0.6, 1.0))
+    return True
+
+
 def build_scene(model: RobotModel, *, payload: Payload | None = None, timestep: float = 0.001,
                 friction: ArrayLike | None = None, damping: ArrayLike | None = None,
-                armature: ArrayLike | None = None) -> Scene:
+                armature: ArrayLike | None = None, workspace: Workspace | None = None) -> Scene:
     """Compile ``model`` (any payload bodies it has replaced by ``payload``) for simulation.
 
     ``timestep`` [s] physics step (the simulated firmware's control period too); ``friction``
     [N·m] (Coulomb, MuJoCo ``frictionloss``), ``damping`` [N·m·s/rad] and ``armature`` [kg·m²]
-    per joint (or one value for all) are added to what the model itself declares.
+    per joint (or one value for all) are added to what the model itself declares; ``workspace``
+    adds its physical objects and turns contacts on (module doc).
     """
     if not (isinstance(timestep, int | float) and 0.0 < timestep <= 0.01):
         raise ConfigError(f"timestep must be in (0, 0.01] s, got {timestep!r}", key="timestep")
@@ -118,6 +167,7 @@ def build_scene(model: RobotModel, *, payload: Payload | None = None, timestep: 
         robot = with_payload(robot, payload)
     xml = write_mjcf(robot, None)
     spec = mujoco.MjSpec.from_string(xml)
+    contacts = workspace is not None and _add_workspace(spec, robot, workspace)
     for name in robot.joint_names:
         act = spec.add_actuator()
         act.name = f"module:{name}"
@@ -137,7 +187,8 @@ def build_scene(model: RobotModel, *, payload: Payload | None = None, timestep: 
         raise ModelError(f"MuJoCo rejected the exported model {robot.name!r}: {exc}") from exc
     mj.opt.timestep = float(timestep)
     mj.opt.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
-    mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+    if not contacts:
+        mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
     qadr, dadr = [], []
     for i, name in enumerate(robot.joint_names):
         jid = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_JOINT, name)

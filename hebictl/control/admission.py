@@ -8,6 +8,8 @@ Checked before any motion, against :class:`~hebictl.control.safety.Limits`:
   acceleration and, where the model gives efforts, the inverse-dynamics effort (gravity
   included) <= rated effort along the way; otherwise ``CommandRejected("too_fast" |
   "too_strong")`` naming the joint, what it needs and what it is allowed;
+* the whole path clear of the arm's own body and its workspace, when the arm has a collision
+  world (``CommandRejected("collision")``, see :func:`plan`);
 * without times: segment times come from the limits as in hebi-py (``estimate_segment_times``
   at half the rated speed, then ``rescale_with_limits`` until every peak fits), and the
   trajectory is slowed further while an effort would exceed its rating.
@@ -20,6 +22,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hebictl._typing import FloatArray
+from hebictl.collision.attach import world_of
+from hebictl.collision.path import check_trajectory
 from hebictl.control.goal import Goal
 from hebictl.control.safety import Limits
 from hebictl.errors import CommandRejected, LimitViolation
@@ -103,7 +107,21 @@ def _reject(excess: tuple[str, int, float, float], model: RobotModel) -> Command
 
 def plan(goal: Goal, start_time: float, start: tuple[FloatArray, FloatArray, FloatArray],
          limits: Limits, model: RobotModel) -> Trajectory:
-    """The trajectory the arm will follow for ``goal`` from ``start``, or CommandRejected."""
+    """The trajectory the arm will follow for ``goal`` from ``start``, or CommandRejected.
+
+    When the model has a collision world (:mod:`hebictl.collision.attach`, set from the config's
+    ``user_data.workspace`` when the arm is assembled), the whole path is checked against it
+    (:func:`hebictl.collision.path.check_trajectory`): ``CommandRejected("collision")`` names the
+    two bodies, the time along the trajectory and the distance or penetration."""
+    trajectory = _plan_within_limits(goal, start_time, start, limits, model)
+    world = world_of(model)
+    if world is not None:
+        check_trajectory(world, trajectory)
+    return trajectory
+
+
+def _plan_within_limits(goal: Goal, start_time: float, start: tuple[FloatArray, FloatArray, FloatArray],
+                        limits: Limits, model: RobotModel) -> Trajectory:
     if not goal.positions:
         raise CommandRejected("empty_goal", "the goal has no waypoints")
     check_positions(goal, limits, model)

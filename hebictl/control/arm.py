@@ -6,6 +6,14 @@ it the arm owns its safety state (:mod:`hebictl.control.safety`): faults in the 
 hold or a stop within the same cycle instead of an exception, and no stop drops a brakeless arm
 unless ``release`` is asked for explicitly.
 
+The arm's mode (follow, brake, hold, damp, gravcomp, release) and latch level (running, hold,
+stopped) live in one :class:`~hebictl.control.supervisor.Supervisor`, changed only through its
+transition table. What this module adds is where each mode starts: from the MEASURED state.
+The last command is kept (no step) only for a joint whose modules were executing it and which is
+within ``STALE_RAD`` of it; otherwise (the M-stop was pressed, a module was gone, the arm was
+released or damped, an obstacle held it) the joint starts where it is. A new trajectory and every
+brake start from the measured velocity. See ``docs/supervisor.md``.
+
 Per cycle: ``update()`` reads feedback, checks it, samples the trajectory (or the brake ramp),
 runs the plugins, clamps the command to the limits and rate-limits the position command to the
 rated speed (:mod:`hebictl.control.motion`); ``send()`` writes it (and plugins' extra modules).
@@ -30,10 +38,13 @@ from hebictl.control.admission import plan
 from hebictl.control.assembly import ExtraModules, assemble
 from hebictl.control.braking import BrakePlanner, firmware_limit_side
 from hebictl.control.goal import Goal
+from hebictl.control.monitors import MonitorSuite, Payload, goal_status
+from hebictl.control.monitors.payload import payload_efforts
 from hebictl.control.motion import Brake, RateLimiter, shrink_recovery
 from hebictl.control.plugins import ArmPlugin, DoubledJointMirror, GravityCompensationEffort
 from hebictl.control.safety import ArmState, EventKind, EventLog, Limits, StopBehaviour
 from hebictl.control.settings import SafetySettings, default_damping, limits_from
+from hebictl.control.supervisor import Latch, Level, Mode, Supervisor, Trigger
 from hebictl.errors import CommandRejected, ConfigError, HardwareError
 from hebictl.hardware.base import Backend, Command, Feedback
 
@@ -43,15 +54,26 @@ if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel
     from hebictl.trajectory import Trajectory
 
-__all__ = ["Arm", "EventKind", "StopBehaviour"]
+__all__ = ["REACTIONS", "STALE_RAD", "Arm", "EventKind", "Mode", "StopBehaviour"]
 
 log = logging.getLogger(__name__)
 # Enum member lookups go through a descriptor on every access; the hot path compares against these.
 _RUNNING, _HOLD, _STOPPED = ArmState.RUNNING, ArmState.HOLD, ArmState.STOPPED
+_FOLLOW, _BRAKE, _MHOLD, _DAMP, _GRAVCOMP, _RELEASE = (Mode.FOLLOW, Mode.BRAKE, Mode.HOLD, Mode.DAMP, Mode.GRAVCOMP,
+                                                       Mode.RELEASE)
 #: plugins that keep running while the arm is stopped (they only mirror the arm's command)
 _RUN_WHEN_STOPPED = (DoubledJointMirror,)
-
-
+#: [rad or m] a joint whose last command is further than this from its measured position was not
+#: following it (a stale command): a new mode starts that joint from the measured position. Above
+#: the tracking lag at rated speed (~20 mrad on the bundled kits) and a hold's sag under 1 kg.
+STALE_RAD = 0.1
+#: [rad or m] a moving joint's brake starts from its measured position only if its command lags or leads
+#: it by more than this (below, the step is not worth it: the ramp starts from the command exactly)
+LAG_MIN_RAD = 1e-3
+#: what :meth:`Arm.react` accepts (the monitors' reactions)
+REACTIONS = ("event", "hold", "stop", "damp")
+# _stale: how the next fresh sample re-anchors a hold or brake
+_FRESH, _JOINTS, _ALL = 0, 1, 2
 class Arm:
     """A controlled arm. Build with :meth:`from_config` or directly from a model and a backend."""
 
@@ -89,7 +111,7 @@ class Arm:
         self.feedback_timeout = float(feedback_timeout if feedback_timeout is not None
                                       else (2.0 / hz if hz > 0 else 0.1))
         self.events = EventLog(start=clock.now())  # log lines count from the arm's start
-        self.state = ArmState.RUNNING
+        self.supervisor = Supervisor(Mode.HOLD)  # the mode and latch level (see supervisor.py)
         self.pending_command = Command.empty(self.dof)
         self.last_feedback = Feedback.empty(self.dof)
         self._fbk = Feedback.empty(self.dof)
@@ -98,11 +120,20 @@ class Arm:
         self._last_fresh_time = clock.now()
         self._last_time = clock.now()
         self._dt = 0.0
-        self._trajectory: Trajectory | None = None
+        # the data of the current mode (which of them counts is the supervisor's mode, nothing else)
+        self._trajectory: Trajectory | None = None  # FOLLOW
+        self._brake: Brake | None = None             # BRAKE (and, once ended, the hold's damping)
+        self._brake_chase = False  # the brake started from the measured state: its end rejoins the arm rate-limited
+        self._hold: FloatArray | None = None         # HOLD: the held position (None: not anchored yet)
+        self._stale = _FRESH  # how the next fresh sample re-anchors a hold/brake (modules not following)
         self.trajectory_state: tuple[FloatArray, FloatArray, FloatArray] | None = None
-        self._hold_position: FloatArray | None = None
-        self._brake: Brake | None = None
-        self._stop_behaviour: StopBehaviour | None = None
+        hz0 = backend.feedback_frequency
+        #: [s] the loop's usual period (an average that ignores gaps): the rate limiter's step bound
+        self.nominal_period = 1.0 / hz0 if hz0 > 0 else 0.01
+        self._rate_dt = 0.0
+        self._long_cycles = 0  # consecutive cycles longer than 1.5 x the nominal period
+        #: a payload the gravity model includes (:meth:`set_payload`), else None
+        self.payload: Payload | None = None
         self._rate = RateLimiter(self.limits.velocity_max, self.limits)
         self.brake_planner = BrakePlanner(model, self.limits)
         self._firmware_limit = False  # a module's firmware limit was acting at the last feedback
@@ -117,6 +148,12 @@ class Arm:
         for p in plugins:
             self.add_plugin(p)
         cycle_kernels.load(model, self.dof)  # numba loads the cycle's kernels now, not in the first cycle
+        #: execution monitors (:mod:`hebictl.control.monitors`): findings every cycle, answered by :meth:`react`
+        self.monitors: MonitorSuite = MonitorSuite(
+            model, self.limits, feedback_frequency=hz0,
+            command_lifetime=float(getattr(backend, "command_lifetime", 0.0) or 0.0),
+            settings=self.safety.monitors, plugins=self.plugins,
+            measures_effort=bool(getattr(backend, "measures_effort", True)))
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -167,74 +204,207 @@ class Arm:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # ------------------------------------------------------------------ mode
+    @property
+    def state(self) -> ArmState:
+        """The latch level: RUNNING, HOLD (a goal leaves it) or STOPPED (until :meth:`clear_fault`)."""
+        return self.supervisor.level
+
+    @property
+    def mode(self) -> Mode:
+        """What the arm commands now: follow, brake, hold, damp, gravcomp or release."""
+        return self.supervisor.mode
+
+    @property
+    def latch(self) -> Latch | None:
+        """The latched stop (cause, detail, requested behaviour) while STOPPED, else None."""
+        return self.supervisor.latch
+
+    def _fire(self, trigger: Trigger) -> None:
+        self.supervisor.fire(trigger)
+        if trigger is not Trigger.BRAKE and trigger is not Trigger.STILL:
+            self._brake = None  # the hold's after-brake damping ends with any other change
+        if trigger is not Trigger.GOAL:
+            self._trajectory = None
+
+    def _speed(self) -> float:
+        """The fastest joint's measured speed / its at-goal tolerance (>1: moving); 0 without feedback."""
+        if not self._have_feedback:
+            return 0.0
+        v = np.nan_to_num(self.last_feedback.velocity)
+        return float(np.max(np.abs(v))) / self.safety.at_goal_velocity_tolerance if v.size else 0.0
+
+    def _moving(self) -> bool:
+        return self.supervisor.mode is _FOLLOW or self.supervisor.mode is _BRAKE or self._speed() > 1.0
+
+    def _anchor(self, measured: bool = False, command: FloatArray | None = None, *, apply: bool = True) -> FloatArray:
+        """Where a new mode starts, per joint: the last command where the modules were executing it
+        and the joint is within ``STALE_RAD`` of it (no step), else the measured position (and the
+        rate limiter starts that joint there: a command that lands on the arm moves nothing).
+        ``measured``: every joint from the measured position; ``command``: the command to keep
+        instead of the last one (a brake's stopping point); ``apply=False``: only compute it."""
+        last = self._rate.last
+        cand = last if command is None else command
+        if not self._have_feedback:
+            return np.where(np.isfinite(last), last, self._hold if self._hold is not None else 0.0)
+        if not self._fresh():  # old feedback is not where the arm is: keep the command (re-anchored
+            return np.where(np.isfinite(cand), cand, self.last_feedback.position)  # on the next fresh sample)
+        meas = self.last_feedback.position
+        if not np.all(np.isfinite(meas)):
+            meas = np.where(np.isfinite(meas), meas, last)
+        keep = np.isfinite(cand) & (np.abs(cand - meas) <= STALE_RAD)
+        if measured:
+            keep[:] = False
+        p = np.where(keep, cand, meas)
+        if apply:
+            np.copyto(last, p, where=~keep & np.isfinite(p))
+            self._allow_outside(p)
+        return p
+
+    def _allow_outside(self, p: FloatArray) -> None:
+        """A joint anchored beyond its limits (it fell or was pushed there while nothing commanded it)
+        is held where it is, not swept back at the rated speed: the recovery range (as for a goal
+        from outside the limits) includes it, and shrinks as the joint comes back."""
+        lim = self.limits
+        if not bool(np.any((p < lim.position_min) | (p > lim.position_max))):
+            return
+        lo, hi = np.minimum(lim.position_min, p), np.maximum(lim.position_max, p)
+        if self._recovery is not None:
+            lo, hi = np.minimum(lo, self._recovery[0]), np.maximum(hi, self._recovery[1])
+        self._recovery = (lo, hi)
+
+    def _fresh(self) -> bool:
+        """The last feedback is from this cycle or the one before (within 50 ms)."""
+        return self._have_feedback and 0.0 <= self._last_time - self._last_fresh_time <= 0.05
+
+    def _measured_velocity(self, now: float) -> FloatArray:
+        """The measured velocity (a NaN reading, or no fresh sample this cycle: the last commanded
+        velocity, which the modules are following), within the rated speed."""
+        fb = self.last_feedback
+        if self.supervisor.mode is _FOLLOW and self._trajectory is not None:  # the command now
+            cmd_v = self._trajectory.get_state(now)[1].copy()
+        else:
+            cmd_v = np.nan_to_num(self.pending_command.velocity)
+        fresh = self._have_feedback and 0.0 <= now - self._last_fresh_time <= 1.5 * self.nominal_period
+        v = np.where(np.isfinite(fb.velocity), fb.velocity, cmd_v) if fresh else cmd_v
+        return np.clip(v, -self.limits.velocity_max, self.limits.velocity_max)
+
+    def _make_brake(self, now: float, p: FloatArray, chase: bool = False) -> None:
+        """The brake ramp from ``p`` and the measured velocity, at the deceleration the actuators
+        can deliver with the effort the modules measure (:mod:`hebictl.control.braking`).
+        ``chase``: started from the measured state by a monitor (see :meth:`_stopping_point`)."""
+        self._brake_chase = chase
+        v = self._measured_velocity(now)
+        lim = self.limits
+        effort = self.last_feedback.effort if self._have_feedback else None
+        amax = self.brake_planner.deceleration(p, self._gravity_vector(), effort)
+        self._brake = Brake(now, p, v, amax, lim.velocity_max, lim.position_min, lim.position_max)
+
+    def _live(self) -> bool:
+        """The modules are executing the position command (following, braking or holding; no M-stop
+        since): a brake may start from it, however far the arm lags, without a step."""
+        mode = self.supervisor.mode
+        return self._stale != _ALL and (mode is _FOLLOW or mode is _BRAKE or mode is _MHOLD)
+
+    def _brake_start(self, now: float) -> FloatArray:
+        """Where a brake from a live command starts: a moving joint from its measured position (the
+        position loop's tracking lag would otherwise keep pushing it on and the hold would ring; the
+        command lands on the arm, a step toward it, and the rate limiter starts there, so the velocity
+        command stays the measured one), a still joint from its last command (its sag under load)."""
+        last = self._rate.last
+        p = np.where(np.isfinite(last), last, self.last_feedback.position)
+        age = now - self._last_fresh_time
+        if not (self._have_feedback and 0.0 <= age <= 0.05):
+            return p
+        v = self._measured_velocity(now)
+        est = self.last_feedback.position + v * age
+        moving = (np.abs(v) > self.safety.at_goal_velocity_tolerance) & (np.abs(est - p) > LAG_MIN_RAD)
+        np.copyto(p, est, where=moving)
+        if age <= 1.5 * self.nominal_period:  # a sample from this cycle: the command lands on the arm
+            np.copyto(last, est, where=moving)
+        return p  # (else extrapolated from an older one: the rate limiter moves the command there)
+
+    def _to_brake(self, now: float, measured: bool = False) -> None:
+        """Brake from the measured velocity (a running brake is kept: never restarted or dropped)."""
+        if self.supervisor.mode is _BRAKE:
+            if measured:
+                self._make_brake(now, self._anchor(True), chase=True)
+            return
+        self._make_brake(now, self._brake_start(now) if self._live() and not measured else self._anchor(measured),
+                         chase=measured)
+        self._fire(Trigger.BRAKE)
+
+    def _to_hold(self, position: FloatArray | None = None, measured: bool = False) -> None:
+        """Hold ``position``, else where the arm is (:meth:`_anchor`)."""
+        self._hold = np.array(position, dtype=np.float64) if position is not None else self._anchor(measured)
+        self._fire(Trigger.HOLD_AT)
+
+    def _stop_or_hold(self, now: float, measured: bool = False) -> None:
+        """Brake if the arm moves, else hold where it is."""
+        if self._moving():
+            self._to_brake(now, measured)
+        else:
+            self._to_hold(measured=measured)
+
+    def _record(self, kind: EventKind | str, detail: str) -> None:
+        self.events.record(self.clock.now(), kind, self.supervisor.level, detail)
+
     # ------------------------------------------------------------------ goals
     @property
     def trajectory(self) -> Trajectory | None:
         return self._trajectory
 
-    def _commanded_state(self, t: float) -> tuple[FloatArray, FloatArray]:
-        """Where the command is now: the trajectory, the brake, else the last command/feedback."""
-        if self._trajectory is not None:
-            p, v, _ = self._trajectory.get_state(t)
-            return p.copy(), v.copy()
-        if self._brake is not None and t < self._brake.end_time:  # an ended brake may since have been
-            p, v, _ = self._brake.state(t)                       # overridden by a plugin (a jog)
-            return p, v
-        cmd, fb = self.pending_command, self.last_feedback
-        pos = np.where(np.isfinite(cmd.position), cmd.position, fb.position)
-        if self._hold_position is not None:
-            pos = np.where(np.isfinite(pos), pos, self._hold_position)
-        vel = np.where(np.isfinite(cmd.velocity) & np.isfinite(cmd.position), cmd.velocity, 0.0)
-        return pos.copy(), vel
-
     def current_state(self) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """Where a new goal starts: the trajectory's (or brake's) state now, else the last command."""
-        if self._trajectory is not None:
-            return self._trajectory.get_state(self._last_time)
-        if self._brake is not None and self._last_time < self._brake.end_time:
-            return self._brake.state(self._last_time)
-        fb = self.last_feedback
-        pos = fb.position_command if np.all(np.isfinite(fb.position_command)) else fb.position
-        if self._hold_position is not None:
-            pos = self._hold_position
-        if np.all(np.isfinite(self._rate.last)):
-            pos = self._rate.last  # what was last commanded, after rate limiting
-        vel = fb.velocity_command if np.all(np.isfinite(fb.velocity_command)) else fb.velocity
-        if self.state is not ArmState.RUNNING or not np.all(np.isfinite(vel)):
-            vel = np.zeros(self.dof)
-        return pos.copy(), vel.copy(), np.zeros(self.dof)
+        """Where a new goal starts: the last command where the modules follow it, else the measured
+        position (:meth:`_anchor`, without re-anchoring), and the measured velocity (zero at rest)."""
+        p = self._anchor(apply=False)
+        v = self._measured_velocity(self._last_time)
+        v = np.where(np.abs(v) > self.safety.at_goal_velocity_tolerance, v, 0.0)
+        if self.supervisor.mode is _MHOLD:  # a hold asks for standstill: the goal starts from it
+            v = np.zeros(self.dof)
+        a = np.zeros(self.dof)
+        if self._trajectory is not None and self.supervisor.mode is _FOLLOW:
+            a = self._trajectory.get_state(self._last_time)[2]
+        return p.copy(), v, a
 
     def set_goal(self, goal: Goal) -> None:
-        """Follow ``goal`` from the current state, if the arm can (:mod:`hebictl.control.admission`).
+        """Follow ``goal`` from the measured state, if the arm can (:mod:`hebictl.control.admission`).
 
         Raises CommandRejected (``too_fast``, ``too_strong``, ``out_of_limits`` as
         :class:`~hebictl.errors.LimitViolation`, ...) naming the joint; rejected while stopped
         or without feedback."""
-        if self.state is ArmState.STOPPED:
+        if self.supervisor.level is ArmState.STOPPED:
             raise CommandRejected("stopped", "the arm is stopped; clear_fault() first")
         if not self._have_feedback:
             raise CommandRejected("no_feedback", "no feedback received yet; call update() first")
         if goal.dof != self.dof:
             raise CommandRejected("wrong_length", f"goal has {goal.dof} joints, the arm {self.dof}")
         start = self.current_state()
-        self._trajectory = plan(goal, self._last_time, start, self.limits, self.model)
+        trajectory = plan(goal, self._last_time, start, self.limits, self.model)
+        self._anchor()  # the joints the trajectory starts at their measured position start there
         lim = self.limits
         fb = self.last_feedback.position
         lo, hi = np.minimum(start[0], fb), np.maximum(start[0], fb)
         outside = (lo < lim.position_min) | (hi > lim.position_max)
         self._recovery = ((np.minimum(lim.position_min, lo), np.maximum(lim.position_max, hi))
                           if outside.any() else None)
-        self._hold_position = None
+        was_hold = self.supervisor.level is ArmState.HOLD
+        self.supervisor.set_level(Level.GOAL)
+        self._fire(Trigger.GOAL)
         self._brake = None
-        if self.state is ArmState.HOLD:
-            self._enter(ArmState.RUNNING, EventKind.GOAL, "new goal accepted; leaving hold")
+        self._trajectory = trajectory
+        if was_hold:
+            self._record(EventKind.GOAL, "new goal accepted; leaving hold")
 
     def cancel_goal(self) -> None:
         """Drop the goal and brake to a hold (hebi-py drops to no command; holding is the safer
-        default for a controller that may be carrying a load)."""
-        if self._trajectory is not None and self.idle == "hold":
-            self._start_brake(self._last_time)
-        self._trajectory = None
+        default for a controller that may be carrying a load); with idle ``gravcomp``, hand-guiding."""
+        if self.supervisor.mode is not _FOLLOW:
+            return
+        if self.idle == "hold":
+            self._to_brake(self._last_time)
+        else:
+            self._fire(Trigger.GRAVCOMP)
 
     @property
     def goal_progress(self) -> float:
@@ -252,7 +422,7 @@ class Arm:
         ``safety.at_goal_position_tolerance`` of the goal AND every joint is slower than
         ``safety.at_goal_velocity_tolerance`` (a NaN velocity reading is not checked)."""
         traj = self._trajectory
-        if traj is None or self.state is not _RUNNING or self._last_time < traj.end_time:
+        if traj is None or self.supervisor.level is not _RUNNING or self._last_time < traj.end_time:
             return False
         fb = self.last_feedback
         err = np.abs(fb.position - traj.positions[:, -1])
@@ -262,42 +432,24 @@ class Arm:
         return not bool(np.any(speed > self.safety.at_goal_velocity_tolerance))
 
     # ------------------------------------------------------------------ safety actions
-    def _enter(self, state: ArmState, kind: EventKind | str, detail: str) -> None:
-        self.state = state
-        self.events.record(self.clock.now(), kind, state, detail)
-
-    def _start_brake(self, t: float) -> None:
-        """Brake from the commanded state at ``t`` (the trajectory, a running brake or the last
-        command; a moving joint from its fresh measured position, as its tracking lag would make the
-        hold ring) at the deceleration the actuators can deliver (:mod:`hebictl.control.braking`)."""
-        p, v = self._commanded_state(t)
-        age = t - self._last_fresh_time
-        if self._have_feedback and 0.0 <= age <= 0.05:
-            est = self.last_feedback.position + v * age
-            p = np.where((np.abs(v) > self.safety.at_goal_velocity_tolerance) & np.isfinite(est), est, p)
-        lim = self.limits
-        amax = self.brake_planner.deceleration(p, self._gravity_vector())
-        self._brake = Brake(t, p, v, amax, lim.velocity_max, lim.position_min, lim.position_max)
-        self._hold_position = self._brake.target
-
     @property
     def braking(self) -> bool:
-        """True while a brake ramp (stop, hold or cancel) is still decelerating."""
-        return self._brake is not None and bool(self._last_time < self._brake.end_time)
+        """True while a brake ramp (stop, hold, cancel or clear) is still decelerating."""
+        return self.supervisor.mode is _BRAKE
 
     def hold(self, position: ArrayLike | None = None, *, reason: EventKind | str = EventKind.HOLD,
              detail: str = "operator hold") -> None:
-        """Hold ``position``, or (default) brake within the rated deceleration and hold where the
-        command comes to rest. Not latched: a new goal leaves HOLD."""
-        if self.state is ArmState.STOPPED:
+        """Hold ``position``, or (default) brake from the measured velocity within the rated
+        deceleration and hold where the arm comes to rest. Not latched: a new goal leaves HOLD."""
+        if self.supervisor.level is ArmState.STOPPED:
             return
-        if position is None:
-            self._start_brake(self.clock.now())
+        self.supervisor.set_level(Level.HOLD)
+        if position is None:  # (a hold re-anchors too: a jog plugin may have moved the idle hold's command)
+            self._stop_or_hold(self.clock.now(), measured=self.supervisor.mode is _GRAVCOMP)
         else:
-            self._hold_position = np.array(position, dtype=np.float64)
-            self._brake = None
-        self._trajectory = None
-        self._enter(ArmState.HOLD, reason, detail)
+            self._to_hold(np.asarray(position, dtype=np.float64))
+        self.supervisor.check()
+        self._record(reason, detail)
 
     @property
     def default_stop_behaviour(self) -> StopBehaviour:
@@ -306,32 +458,106 @@ class Arm:
 
     @property
     def stop_behaviour(self) -> StopBehaviour | None:
-        """The behaviour in force while STOPPED, else None."""
-        return self._stop_behaviour if self.state is ArmState.STOPPED else None
+        """The behaviour asked for while STOPPED (a damp asked for during a brake starts once the arm
+        is still), else None."""
+        latch = self.supervisor.latch
+        return latch.behaviour if latch is not None else None
 
     def stop(self, reason: EventKind | str = EventKind.ESTOP, detail: str = "stop requested", *,
              behaviour: StopBehaviour | str | None = None) -> None:
         """Latched stop (until :meth:`clear_fault`) doing ``behaviour`` (default: the config's, hold).
 
-        ``hold``: brake to standstill within the rated deceleration, then hold the position under
-        gravity compensation, also when feedback is lost. ``damp``: gravity compensation plus
-        joint damping, no position target. ``release``: command nothing; a brakeless arm falls.
+        ``hold``: brake from the measured velocity to standstill within the rated deceleration,
+        then hold the position under gravity compensation, also when feedback is lost. ``damp``:
+        gravity compensation plus joint damping, no position target. ``release``: command nothing;
+        a brakeless arm falls. A moving arm brakes first whatever the behaviour, and a running
+        brake is never dropped: a ``damp`` or ``release`` asked for while braking starts once the
+        arm is still.
         """
+        self._stop(reason, detail, behaviour, measured=False)
+
+    def _stop(self, reason: EventKind | str, detail: str, behaviour: StopBehaviour | str | None, *,
+              measured: bool) -> None:
         b = self.safety.stop_behaviour if behaviour is None else StopBehaviour(behaviour)
         now = self.clock.now()
+        sup = self.supervisor
+        sup.set_level(Level.STOP, Latch(str(EventKind(reason).value), detail, b))
         if b is StopBehaviour.HOLD:
-            if not (self.state is ArmState.STOPPED and self._stop_behaviour is StopBehaviour.HOLD
-                    and self._brake is not None):
-                self._start_brake(now)
+            if sup.mode is _BRAKE:
+                self._to_brake(now, measured)
+                sup.pending = None  # the stricter stop: the brake ends in a hold
+            elif sup.mode is _DAMP or sup.mode is _RELEASE or sup.mode is _GRAVCOMP or sup.mode is _FOLLOW \
+                    or self._moving():
+                self._stop_or_hold(now, measured or (sup.mode is not _MHOLD and sup.mode is not _FOLLOW))
+            else:  # a still hold: where its command is now (a jog plugin may have moved it)
+                self._to_hold(measured=measured)
         else:
-            self._brake = None
-            self._hold_position = None
+            trigger = Trigger.DAMP if b is StopBehaviour.DAMP else Trigger.RELEASE
+            if sup.mode is _BRAKE or (self._moving() and sup.mode is not _DAMP and sup.mode is not _RELEASE):
+                self._to_brake(now, measured)
+                sup.pending = trigger  # after the brake, once the arm is still
+            else:
+                self._fire(trigger)
             if b is StopBehaviour.RELEASE:
-                log.warning("arm released: commanding nothing. X- and R-series modules have no brakes: "
-                            "the arm will fall unless it is supported")
-        self._trajectory = None
-        self._stop_behaviour = b
-        self._enter(ArmState.STOPPED, reason, f"{detail} [{b.value}]")
+                log.warning("arm release asked for: commanding nothing once still. X- and R-series modules "
+                            "have no brakes: the arm will fall unless it is supported")
+        sup.check()
+        self._record(reason, f"{detail} [{b.value}]")
+
+    def react(self, kind: EventKind | str, detail: str, reaction: str) -> None:
+        """What an execution monitor's finding does (:mod:`hebictl.control.monitors`).
+
+        ``event``: record only. ``hold``: brake from the measured state, then hold at the measured
+        standstill (state HOLD). ``stop``: a latched hold stop anchored at the measured state (for
+        a contact this is the compliant hold: never the pre-contact command). ``damp``: a latched
+        damp stop (braking first if moving).
+
+        "Measured" means a sample from this cycle: a finding after a cycle without fresh feedback
+        (``command_lost`` while a module is gone) keeps the command the stop it follows anchored; an
+        older sample is behind a moving arm, and re-anchoring to it would step the command back."""
+        measured = self._have_feedback and 0.0 <= self._last_time - self._last_fresh_time <= 1.5 * self.nominal_period
+        if reaction == "event":
+            self._record(kind, detail)
+        elif reaction == "hold":
+            if self.supervisor.level is ArmState.STOPPED:
+                self._record(kind, detail)
+                return
+            self.supervisor.set_level(Level.HOLD)
+            self._stop_or_hold(self.clock.now(), measured=measured)
+            self._record(kind, detail)
+        elif reaction in ("stop", "damp"):
+            self._stop(kind, detail, StopBehaviour.HOLD if reaction == "stop" else StopBehaviour.DAMP,
+                       measured=measured)
+        else:
+            raise ConfigError(f"unknown reaction {reaction!r}; choose from {', '.join(REACTIONS)}", key="reaction")
+
+    def set_payload(self, mass: float, com: ArrayLike = (0.0, 0.0, 0.0)) -> None:
+        """Include an end-effector payload of ``mass`` [kg] at ``com`` [m, end-effector frame] in the
+        gravity model (hold, stops, the monitors), as HEBI users declare end-effector payloads;
+        ``mass=0`` removes it. ``arm.payload_estimate['mass_kg']`` is what the monitor measured."""
+        m = float(mass)
+        if not (math.isfinite(m) and m >= 0.0):
+            raise ConfigError(f"payload mass must be finite and >= 0 kg, got {mass!r}", key="payload")
+        c = np.asarray(com, dtype=np.float64)
+        if c.shape != (3,) or not np.all(np.isfinite(c)):
+            raise ConfigError(f"payload com must be 3 finite numbers [m], got {com!r}", key="payload")
+        self.payload = Payload(m, c) if m > 0.0 else None
+
+    @property
+    def payload_estimate(self) -> dict[str, Any] | None:
+        """The model-mismatch monitor's last estimate at rest: ``mass_kg`` (total end-effector
+        payload), ``extra_mass_kg`` (not in the model), ``applied_mass_kg``; None before one."""
+        return self.monitors.payload_estimate
+
+    @property
+    def goal_status(self) -> str:
+        """Why the arm is or is not at its goal (``reached``, ``moving``, ``not reached: ...``)."""
+        return goal_status(self)
+
+    @property
+    def commands_delivered(self) -> bool:
+        """False while the modules are not taking the commands sent (``command_lost``)."""
+        return self.monitors.commands_delivered
 
     def inverse_kinematics(self, target: Any = None, seed: ArrayLike | None = None, **kwargs: Any) -> Any:
         """:meth:`RobotModel.inverse_kinematics` within this arm's joint limits (the config's and
@@ -349,26 +575,46 @@ class Arm:
         self.limits.refresh()
 
     def set_idle(self, idle: str) -> None:
-        """Choose what to command without a goal: ``"hold"`` or ``"gravcomp"`` (hand-guiding)."""
+        """Choose what to command without a goal: ``"hold"`` or ``"gravcomp"`` (hand-guiding).
+        Takes effect at once when the arm is idle (holding, running); a goal or a brake finishes first."""
         if idle not in ("hold", "gravcomp"):
             raise ConfigError(f"idle must be 'hold' or 'gravcomp', got {idle!r}", key="idle")
         self.idle = idle
-        if idle == "gravcomp":
-            self._hold_position = None
-            self._brake = None
-        elif self._have_feedback and self._trajectory is None and self._hold_position is None:
-            self._hold_position = self.last_feedback.position.copy()
-
-    def clear_fault(self, detail: str = "fault cleared; holding current position") -> None:
-        """Leave HOLD/STOPPED: hold the current feedback position in RUNNING state (the rate limiter
-        moves the command there at no more than the rated speed); ``detail`` words the event."""
-        if self.state is ArmState.RUNNING:
+        sup = self.supervisor
+        if sup.level is not _RUNNING:
             return
-        self._hold_position = self.last_feedback.position.copy() if self._have_feedback else None
-        self._trajectory = None
-        self._brake = None
-        self._stop_behaviour = None
-        self._enter(ArmState.RUNNING, EventKind.CLEARED, detail)
+        if idle == "gravcomp" and sup.mode is _MHOLD:
+            self._fire(Trigger.GRAVCOMP)
+        elif idle == "hold" and sup.mode is _GRAVCOMP:
+            if self._have_feedback:
+                self._stop_or_hold(self.clock.now(), measured=True)
+            else:
+                self._hold = None
+                self._fire(Trigger.HOLD_AT)
+
+    def clear_fault(self, detail: str | None = None) -> None:
+        """Leave HOLD/STOPPED for RUNNING without moving: a still arm holds where it is; a moving
+        one brakes from its measured velocity first (a running brake goes on), then holds.
+        ``detail`` words the event (teleop: "jog by X: leaving the hold" after a plain stop)."""
+        sup = self.supervisor
+        if sup.level is ArmState.RUNNING:
+            return
+        stale = sup.mode is _DAMP or sup.mode is _RELEASE or self._stale != _FRESH
+        sup.set_level(Level.CLEAR)
+        if sup.mode is _BRAKE:
+            sup.pending = None
+            if stale:
+                self._to_brake(self.clock.now(), measured=True)
+        elif self._have_feedback:
+            self._stop_or_hold(self.clock.now(), measured=stale)
+        else:
+            self._hold = None
+            self._fire(Trigger.HOLD_AT)
+        if self._fresh():
+            self._stale = _FRESH
+        sup.check()
+        what = "braking, then holding where the arm stops" if sup.mode is _BRAKE else "holding where the arm is"
+        self._record(EventKind.CLEARED, detail if detail is not None else f"fault cleared; {what}")
 
     @property
     def m_stopped(self) -> bool:
@@ -392,54 +638,155 @@ class Arm:
 
     def _gravity_efforts(self, q: FloatArray) -> FloatArray:
         g = self._gravity_vector()
-        return self.model.gravity_compensation(q, g) if np.all(np.isfinite(q)) else np.full(self.dof, np.nan)
+        if not np.all(np.isfinite(q)):
+            return np.full(self.dof, np.nan)
+        out = self.model.gravity_compensation(q, g)
+        if self.payload is not None:  # a payload declared with set_payload
+            out += payload_efforts(self.model, q, self.payload, g)
+        return out
 
-    def _hold_target(self, now: float) -> tuple[FloatArray, FloatArray]:
-        if self._brake is not None:
-            p, v, a = self._brake.state(now)
-            self.trajectory_state = (p, v, a) if now < self._brake.end_time else None
-            return p, v
-        self.trajectory_state = None
-        hold = self._hold_position if self._hold_position is not None else self.last_feedback.position
-        return hold, np.zeros(self.dof)
-
-    def _finish(self, fb_position: FloatArray) -> None:
-        """Clamp the command to the limits, rate-limit the position to the rated speed and brake
-        it before a position limit (it reaches the limit at rest, within the rated deceleration)."""
-        cmd = self.pending_command
-        recovering = self._recovery if self._trajectory is not None else None
-        self._rate.clamp_and_apply(cmd.position, cmd.velocity, cmd.effort, self._dt, fb_position, recovering)
-
-    def _hold_command(self, now: float) -> None:
-        """Hold command valid without feedback: position, zero velocity, model gravity there."""
-        cmd = self.pending_command
-        p, v = self._hold_target(now)
-        cmd.position[:] = p
-        cmd.velocity[:] = v
-        cmd.effort[:] = self._gravity_efforts(p)
-        if self.trajectory_state is not None:  # braking: feed the deceleration forward
-            cmd.effort += self.brake_planner.brake_effort(*self.trajectory_state)
-        self._finish(self.last_feedback.position)
-
-    def _stopped_command(self, now: float, feedback_ok: bool) -> None:
-        """What the latched stop commands this cycle (see :meth:`stop`)."""
-        cmd = self.pending_command
-        b = self._stop_behaviour
-        fb = self.last_feedback
-        if b is StopBehaviour.RELEASE or b is None:
-            cmd.clear()
-            self._rate.reset()
+    # ------------------------------------------------------------------ per-cycle command
+    def _tick(self, dt: float, now: float, timed_out: bool = False) -> None:
+        """Advance the clock bookkeeping: ``dt`` and the loop's nominal period, an average of the
+        cycle periods. A cycle over 1.5 x it is a gap (a stall: the rate limiter counts it as one
+        nominal period) unless three come in a row: then the loop runs slower (a slower rate) and that
+        is the new period. A cycle whose read ``timed_out`` waited for feedback up to
+        ``feedback_timeout``: it may take that much longer, and leaves the average alone."""
+        self._dt = dt
+        self._last_time = now
+        nom = self.nominal_period
+        if timed_out:
+            self._rate_dt = min(dt, nom + self.feedback_timeout)
             return
-        if b is StopBehaviour.HOLD:
-            p, v = self._hold_target(now)
+        if 0.0 < dt <= 1.5 * nom:
+            self.nominal_period = 0.95 * nom + 0.05 * dt
+            self._long_cycles = 0
+        elif dt > 0.0:
+            self._long_cycles += 1
+            if self._long_cycles >= 3:
+                self.nominal_period, self._long_cycles = dt, 0
+        self._rate_dt = min(dt, self.nominal_period)  # the rate limiter's period
+
+    def _brake_step(self, now: float) -> FloatArray | None:
+        """The brake ramp at ``now``; once it has ended, hold where the arm stopped (then a pending
+        damp or release, or the idle hand-guiding). Returns the ramp's position, None once ended."""
+        brake = self._brake
+        assert brake is not None
+        if now < brake.end_time:
+            p, v, a = brake.state(now)
+            self.trajectory_state = (p, v, a)
+            return p
+        self.trajectory_state = None
+        sup = self.supervisor
+        pending = sup.pending
+        self._hold = self._anchor(command=self._stopping_point(brake))
+        sup.fire(Trigger.STILL)
+        if pending is not None:
+            self._fire(pending)
+        elif self.idle == "gravcomp" and sup.level is _RUNNING:
+            self._fire(Trigger.GRAVCOMP)
+        return None
+
+    def _stopping_point(self, brake: Brake) -> FloatArray:
+        """Where a hold after ``brake`` holds: the ramp's stopping point, except for a joint that
+        went further along its braking direction (it lagged the ramp: a payload the model does not
+        know, or an arm that fell faster than the rated speed during a control gap), which holds where
+        it is instead of being driven back."""
+        last = self._rate.last  # the ramp's last command: its stopping point, unless it was cut short
+        target = np.where(np.isfinite(last) & (np.abs(last - brake.target) > LAG_MIN_RAD), last, brake.target)
+        if not self._have_feedback or self._last_time - self._last_fresh_time > 0.05:
+            return target
+        meas = self.last_feedback.position
+        over = (np.abs(brake.v0) > self.safety.at_goal_velocity_tolerance) & ((meas - target) * brake.v0 > 0.0) \
+            & (np.abs(meas - target) > LAG_MIN_RAD)
+        np.copyto(target, meas, where=over)
+        # a joint that lagged the ramp (a payload the model does not know) lands the command on it;
+        # after a brake a monitor started from the measured state (a control gap: the limp arm fell,
+        # maybe faster than the rated speed the ramp could start from) the rate limiter carries the
+        # command on to the arm at most at the rated speed instead (no step above it after a gap)
+        if not self._brake_chase:
+            np.copyto(self._rate.last, meas, where=over)
+        return target
+
+    def _reanchor(self, now: float) -> None:
+        """A fresh sample after the modules were not following the command (M-stop, a module gone,
+        missed feedback): a hold or brake restarts from where the arm is (joints off by more than
+        ``STALE_RAD``, or every joint after an M-stop), braking first if it moves: that brake starts
+        every joint from the measured state (the joints that kept following went on with the stale
+        ramp; keeping their command drove the arm tens of mm once the returned joint had stopped)."""
+        every = self._stale == _ALL
+        mode = self.supervisor.mode
+        if mode is _MHOLD or mode is _BRAKE:
+            last = self._rate.last
+            meas = self.last_feedback.position
+            if every or not bool(np.all(np.abs(last - meas) <= STALE_RAD)):
+                if self._speed() > 1.0:
+                    self._make_brake(now, self._anchor(True), chase=True)
+                    if mode is _MHOLD:
+                        self._fire(Trigger.BRAKE)
+                else:
+                    pending = self.supervisor.pending
+                    self._to_hold(measured=every)
+                    if pending is not None and not self.m_stopped:
+                        self._fire(pending)
+        self._stale = _FRESH
+
+    def _position_command(self, now: float, cmd: Command) -> None:
+        """Position and velocity of the mode's command (FOLLOW, BRAKE, HOLD); NaN otherwise."""
+        mode = self.supervisor.mode
+        if self._stale == _ALL and (mode is _BRAKE or mode is _MHOLD) and np.all(np.isfinite(self._rate.last)):
+            # M-stop pressed: the modules run their own strategy; the command stays where the arm was
+            # last measured (no ramp advances while nothing executes it), so the release moves nothing
+            self.trajectory_state = None
+            cmd.position[:] = self._rate.last
+            cmd.velocity.fill(0.0)
+            return
+        if mode is _BRAKE:
+            if self._brake_step(now) is not None:
+                p, v, _ = self.trajectory_state  # type: ignore[misc]
+                cmd.position[:] = p
+                cmd.velocity[:] = v
+                return
+            mode = self.supervisor.mode
+        if mode is _FOLLOW:
+            p, v, a = self._trajectory.get_state(now)  # type: ignore[union-attr]
+            self.trajectory_state = (p, v, a)
             cmd.position[:] = p
             cmd.velocity[:] = v
-            cmd.effort[:] = self._gravity_efforts(fb.position if feedback_ok else p)
-            if self.trajectory_state is not None:  # braking: feed the deceleration forward (no plugins run)
-                cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, ())
-            if feedback_ok:  # damp the joints' ringing after the brake (same damping as 'damp')
-                cmd.effort -= self._damping * np.nan_to_num(fb.velocity - v)
-        else:  # DAMP: gravity + damping at the feedback; without feedback the modules' velocity loop damps
+        elif mode is _MHOLD:
+            self.trajectory_state = None
+            if self._hold is None:
+                self._hold = self.last_feedback.position.copy()
+            cmd.position[:] = self._hold
+            cmd.velocity.fill(0.0)
+        else:
+            self.trajectory_state = None
+            cmd.position.fill(math.nan)
+            cmd.velocity.fill(math.nan)
+
+    def _finish(self, fb_position: FloatArray) -> None:
+        """Clamp the command to the limits, rate-limit the position to the rated speed (over at most
+        the nominal period: after a gap no step is larger than one cycle's) and brake it before a
+        position limit (it reaches the limit at rest, within the rated deceleration)."""
+        cmd = self.pending_command
+        mode = self.supervisor.mode
+        recovering = self._recovery if mode is _FOLLOW or mode is _MHOLD or mode is _BRAKE else None
+        self._rate.clamp_and_apply(cmd.position, cmd.velocity, cmd.effort, self._rate_dt, fb_position, recovering)
+
+    def _latched_command(self, now: float, feedback_ok: bool) -> None:
+        """What the latched stop commands this cycle (see :meth:`stop`): no plugins but the mirror."""
+        cmd = self.pending_command
+        mode = self.supervisor.mode
+        fb = self.last_feedback
+        if mode is _BRAKE or mode is _MHOLD:
+            self._position_command(now, cmd)
+            mode = self.supervisor.mode
+        if mode is _RELEASE:
+            cmd.clear()
+            self._rate.reset()
+            self.trajectory_state = None
+            return
+        if mode is _DAMP:  # gravity + damping at the feedback; without feedback the modules' velocity loop damps
             self.trajectory_state = None
             cmd.position.fill(math.nan)
             if feedback_ok:
@@ -448,19 +795,39 @@ class Arm:
             else:
                 cmd.velocity.fill(0.0)
                 cmd.effort[:] = self._gravity_efforts(self._last_good_position())
+        else:
+            cmd.effort[:] = self._gravity_efforts(fb.position if feedback_ok else cmd.position)
+            if self.trajectory_state is not None:  # braking: feed the deceleration forward (no plugins run)
+                cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, ())
+            if feedback_ok:  # damp the joints' ringing after the brake (same damping as 'damp')
+                cmd.effort -= self._damping * np.nan_to_num(fb.velocity - cmd.velocity)
         for plugin in self.plugins:
             if isinstance(plugin, _RUN_WHEN_STOPPED):
                 plugin.update(self, self._dt)
         self._finish(fb.position)
 
-    def update(self) -> bool:
+    def _blind_command(self, now: float) -> None:
+        """A hold or brake command valid without feedback: position, velocity, model gravity there."""
+        cmd = self.pending_command
+        self._position_command(now, cmd)
+        if self.supervisor.mode is _GRAVCOMP:  # hand-guiding without feedback: the hold is safer
+            self._hold = self._anchor()
+            self._fire(Trigger.HOLD_AT)
+            self._position_command(now, cmd)
+        cmd.effort[:] = self._gravity_efforts(cmd.position)
+        if self.trajectory_state is not None and self.supervisor.mode is _BRAKE:
+            cmd.effort += self.brake_planner.brake_effort(*self.trajectory_state)
+        self._finish(self.last_feedback.position)
+
+    def update(self) -> bool:  # noqa: C901 (the cycle's checks in their safety order, in one place)
         """Read feedback and compute the pending command. False when no usable feedback came."""
         fb = self._fbk
         try:
             fresh = self.backend.read(fb, self.feedback_timeout)
         except HardwareError as exc:
             fresh = False
-            if self.state is not _STOPPED:  # brakes from the commanded state now (dt stays a period)
+            self._stale = max(self._stale, _JOINTS)
+            if self.supervisor.level is not _STOPPED:  # brakes from the commanded state now (dt stays a period)
                 self.stop(EventKind.HARDWARE_ERROR, str(exc))
         now = self.clock.now()
         if fresh and fb.sequence == self._last_seq:
@@ -472,66 +839,62 @@ class Arm:
         # position is what every plugin and the hold need; velocity may legitimately be NaN
         # (hebi's imitation group echoes an uncommanded velocity as NaN)
         if not math.isfinite(fb.position.sum()):
-            self._dt = max(now - self._last_time, 0.0)
-            self._last_time = now
+            self._tick(max(now - self._last_time, 0.0), now)
             bad = int(np.argmax(~np.isfinite(fb.position)))
-            if self.state is _RUNNING:
+            self._stale = max(self._stale, _JOINTS)
+            if self.supervisor.level is _RUNNING:
                 self.hold(reason=EventKind.FEEDBACK_NAN,  # brake from the commanded state
                           detail=f"NaN/inf feedback from module {bad} ({self.backend.names[bad]})")
-            if self.state is _HOLD:
-                self._hold_command(now)
+            if self.supervisor.level is _HOLD:
+                self._blind_command(now)
             else:
-                self._stopped_command(now, feedback_ok=False)
+                self._latched_command(now, feedback_ok=False)
             return False
         # swap buffers instead of copying: the next read refills the older one
         self._fbk, self.last_feedback = self.last_feedback, fb
-        if not self._have_feedback and self.idle == "hold" and self._hold_position is None:
-            self._hold_position = fb.position.copy()  # first feedback: hold where the arm is
         self._have_feedback = True
         self._last_fresh_time = now
         self._input_frames_valid = False
-        self._dt = max(now - self._last_time, 0.0)
-        self._last_time = now
+        self._tick(max(now - self._last_time, 0.0), now)
 
         lim = self.limits  # M-stop, firmware limit and position limit in one compiled call
         pressed, acting, joint = cycle_kernels.feedback_faults(fb.position, lim.position_min, lim.position_max,
                                                                lim.position_tolerance, lim._bounded, fb.mstop,
                                                                fb.position_limit_state)
-        if pressed and self.state is not _STOPPED:
-            self.stop(EventKind.MSTOP, "a module's M-stop is pressed")
+        if pressed:
+            if self.supervisor.level is not _STOPPED:
+                self.stop(EventKind.MSTOP, "a module's M-stop is pressed")
+            self._stale = _ALL  # the modules run their M-stop strategy: the command follows the arm
         if acting >= 0 or self._firmware_limit:
             self._check_firmware_limit(fb, acting)
-        if self.state is _STOPPED:
-            self._stopped_command(now, feedback_ok=True)
-            return True
+        if self._stale:
+            self._reanchor(now)
+            if pressed:
+                self._stale = _ALL
+        for f in self.monitors.after_read(self, fb, now):  # execution monitors, every fresh sample
+            self.react(f.kind, f.detail, f.reaction)
         if self._recovery is not None:
             self._recovery = shrink_recovery(self._recovery, self.limits, fb.position)
-            joint = self.limits.position_violation(fb.position, self._recovery)
-        if joint >= 0 and self.state is _RUNNING:
+            if self._recovery is not None:
+                joint = self.limits.position_violation(fb.position, self._recovery)
+        if self.supervisor.level is _STOPPED:
+            self._latched_command(now, feedback_ok=True)
+            return True
+        if joint >= 0 and self.supervisor.level is _RUNNING:
             clamped = np.clip(fb.position, self.limits.position_min, self.limits.position_max)
             self.hold(clamped, reason=EventKind.POSITION_LIMIT,
                       detail=f"joint {joint} ({self.model.joint_names[joint]}) at {fb.position[joint]:.4f} "
                              f"beyond [{self.limits.position_min[joint]:.4f}, {self.limits.position_max[joint]:.4f}]")
 
         cmd = self.pending_command
-        if self.state is _HOLD or (self._trajectory is None and self._hold_position is not None):
-            p, v = self._hold_target(now)
-            cmd.position[:] = p
-            cmd.velocity[:] = v
-        elif self._trajectory is not None:
-            p, v, a = self._trajectory.get_state(now)
-            self.trajectory_state = (p, v, a)
-            cmd.position[:] = p
-            cmd.velocity[:] = v
-        else:
-            self.trajectory_state = None
-            cmd.position.fill(math.nan)
-            cmd.velocity.fill(math.nan)
+        self._position_command(now, cmd)
         cmd.effort.fill(0.0)
         ok = True
         for plugin in self.plugins:
             ok = plugin.update(self, self._dt) and ok
-        if self._brake is not None and self._trajectory is None:  # a hold that braked: as the hold stop
+        if self.payload is not None and np.all(np.isfinite(cmd.position)):  # the declared payload's gravity
+            cmd.effort += payload_efforts(self.model, fb.position, self.payload, self._gravity_vector())
+        if self._brake is not None:  # braking, or a hold that braked: as the hold stop
             if self.trajectory_state is not None:  # feed the ramp forward (what plugins did not)
                 cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, self.plugins)
             cmd.effort -= self._damping * np.nan_to_num(fb.velocity - cmd.velocity)  # damp the ringing
@@ -548,53 +911,60 @@ class Arm:
         j, side = limit
         detail = (f"module {j} ({self.backend.names[j]}): its firmware {side} position limit is acting "
                   f"(limit state {fb.position_limit_state[j]:.0f}) at {fb.position[j]:.4f}")
-        if self.state is _RUNNING:
+        if self.supervisor.level is _RUNNING:
             self.hold(reason=EventKind.FIRMWARE_LIMIT, detail=detail)
         else:
-            self.events.record(self.clock.now(), EventKind.FIRMWARE_LIMIT, self.state, detail)
+            self._record(EventKind.FIRMWARE_LIMIT, detail)
 
     def _last_good_position(self) -> FloatArray:
-        if self._hold_position is not None:
-            return self._hold_position
-        if self._trajectory is not None:
-            return self._trajectory.get_state(self._last_time)[0]
+        last = self._rate.last
+        if np.all(np.isfinite(last)):
+            return last.copy()
+        if self._hold is not None:
+            return self._hold
         return self.last_feedback.position.copy() if self._have_feedback else np.zeros(self.dof)
 
     def _on_missing_feedback(self, now: float) -> bool:
-        self._dt = max(now - self._last_time, 0.0)
-        self._last_time = now
-        if self.state is _STOPPED:
-            self._stopped_command(now, feedback_ok=False)
+        self._tick(max(now - self._last_time, 0.0), now, timed_out=True)
+        if self.supervisor.level is _STOPPED:
+            self._latched_command(now, feedback_ok=False)
             return False
         if now - self._last_fresh_time > self.watchdog_timeout:
             self.stop(EventKind.WATCHDOG, f"no fresh feedback for {now - self._last_fresh_time:.3f} s "
                                           f"(> {self.watchdog_timeout:.3f} s)")
-            self._stopped_command(now, feedback_ok=False)
+            self._latched_command(now, feedback_ok=False)
             return False
         self._missed += 1
-        if self._missed <= self.missed_feedback_limit and self.state is _RUNNING:
+        if self._missed <= self.missed_feedback_limit and self.supervisor.level is _RUNNING:
             # one late sample is not a fault: keep the command moving along the trajectory (a
             # position frozen while the arm moves would brake it through its position loop)
-            if self._trajectory is not None:
+            if self.supervisor.mode is _FOLLOW:
                 cmd = self.pending_command
-                cmd.position[:], cmd.velocity[:], _ = self._trajectory.get_state(now)
+                cmd.position[:], cmd.velocity[:], _ = self._trajectory.get_state(now)  # type: ignore[union-attr]
                 self._finish(self.last_feedback.position)
             return False
-        if self.state is _RUNNING and self._have_feedback:
+        self._stale = max(self._stale, _JOINTS)
+        if self.supervisor.level is _RUNNING and self._have_feedback:
             self.hold(reason=EventKind.FEEDBACK_LOST,  # brake from the commanded state
                       detail=f"no fresh feedback for {self._missed} cycles")
-        if self._have_feedback or self._hold_position is not None:
-            self._hold_command(now)
+        if self._have_feedback or self._hold is not None:
+            self._blind_command(now)
         return False
 
     def send(self) -> bool:
-        """Write the pending command to the modules (and plugins' extra modules)."""
+        """Write the pending command to the modules (and plugins' extra modules), then check that it
+        was delivered (:mod:`hebictl.control.monitors`: a failed write or a wrong echo is ``command_lost``)."""
+        self.monitors.before_send(self.pending_command)  # marks it for the echo check
         try:
             ok = self.backend.write(self.pending_command)
         except HardwareError as exc:
-            if self.state is not _STOPPED:
+            self._stale = max(self._stale, _JOINTS)
+            if self.supervisor.level is not _STOPPED:
                 self.stop(EventKind.HARDWARE_ERROR, str(exc))
-            return False
+            ok = False
+        written = ok
         for plugin in self.plugins:
             ok = plugin.send(self) and ok
+        for f in self.monitors.after_send(self, written, self.pending_command):
+            self.react(f.kind, f.detail, f.reaction)
         return ok

@@ -82,6 +82,7 @@ def assemble(config: RobotConfig | str | Path, backend: str = "mock", *, clock: 
     ``gains`` is a role of the config's gains (``None``: send none); ``backend_options`` go to the
     backend's factory. The backend is closed again if anything after opening it fails.
     """
+    from hebictl.collision.attach import attach_from_config
     from hebictl.config import gains_file, load_config
     from hebictl.formats import load_model
     from hebictl.gains import load_gains
@@ -97,8 +98,9 @@ def assemble(config: RobotConfig | str | Path, backend: str = "mock", *, clock: 
         if group_gains.width == 1:
             group_gains = group_gains.broadcast_to(model.dof)
     cfg.check_against(model.dof, group_gains)
+    attach_from_config(model, cfg.user_data, cfg.path)  # goals and jogs are checked against its workspace
     limits = limits_from(model, cfg.user_data, cfg.path)
-    safety = safety_from(model, cfg.user_data, cfg.path)
+    safety = safety_from(model, cfg.user_data, cfg.path, cfg.plugins)
     try:
         module_safety = safety_from_user_data(cfg.user_data, limits.position_min, limits.position_max)
     except ConfigError as exc:

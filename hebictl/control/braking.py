@@ -42,6 +42,8 @@ ROTOR_TIME_CONSTANT_S = 0.01
 #: fraction of the effort left after gravity that a brake may plan to use (the rest is for the
 #: position loop's corrections, model error and a payload the model does not know)
 MARGIN = 0.5
+#: the measured effort may shrink the spare effort to this fraction of the model's, not below
+MEASURED_FLOOR = 0.25
 _NO_GRAVITY = np.zeros(3)
 
 
@@ -74,23 +76,34 @@ class BrakePlanner:
         self.rotor = rotor_inertia(model)
         self._id = np.empty(model.dof)
 
-    def effort_deceleration(self, q: FloatArray, gravity: FloatArray | None = None) -> FloatArray:
-        """Deceleration [rad/s²] each joint's effort limit can deliver at ``q`` (no margin)."""
+    def effort_deceleration(self, q: FloatArray, gravity: FloatArray | None = None,
+                            effort: FloatArray | None = None) -> FloatArray:
+        """Deceleration [rad/s²] each joint's effort limit can deliver at ``q`` (no margin).
+
+        ``effort``: what the modules measure now. The effort already in use is the larger of it and
+        the model's gravity effort, so a payload the model does not know (it shows in the measured
+        effort, not in the model's) leaves the brake less to plan with instead of a ramp the
+        modules cannot follow."""
         q = np.asarray(q, dtype=np.float64)
         if not np.all(np.isfinite(q)):
             return np.full(self.model.dof, np.inf)
-        g = self.model.gravity_compensation(q, gravity)
-        spare = np.maximum(self.limits.effort_max - np.abs(g), 0.0)
+        used = np.abs(self.model.gravity_compensation(q, gravity))
+        spare = np.maximum(self.limits.effort_max - used, 0.0)
+        if effort is not None:  # never below a quarter of the model's: a saturated reading is a transient
+            measured = np.nan_to_num(np.abs(np.asarray(effort, dtype=np.float64)))
+            spare = np.maximum(self.limits.effort_max - np.maximum(used, measured), MEASURED_FLOOR * spare)
         inertia = mass_diagonal(self.model, q) + self.rotor
         with np.errstate(divide="ignore", invalid="ignore"):
             a = np.where(inertia > 0, spare / inertia, np.inf)
         return np.where(np.isfinite(self.limits.effort_max), a, np.inf)
 
-    def deceleration(self, q: FloatArray, gravity: FloatArray | None = None) -> FloatArray:
-        """Braking deceleration per joint: ``MARGIN`` x the effort's, min'd with the rated one."""
+    def deceleration(self, q: FloatArray, gravity: FloatArray | None = None,
+                     effort: FloatArray | None = None) -> FloatArray:
+        """Braking deceleration per joint: ``MARGIN`` x the effort's (the measured ``effort``
+        counted, see :meth:`effort_deceleration`), min'd with the rated one."""
         rated = self.limits.acceleration_max
         assert rated is not None
-        a = np.minimum(rated, MARGIN * self.effort_deceleration(q, gravity))
+        a = np.minimum(rated, MARGIN * self.effort_deceleration(q, gravity, effort))
         # a joint with no effort to spare still gets a (slow) finite ramp rather than none
         return np.where(a > 0, a, np.minimum(rated, 1e-3))
 

@@ -70,6 +70,16 @@ class EventKind(StrEnum):
     TELEOP_MODE = "teleop_mode"
     TELEOP_LINK_LOST = "teleop_link_lost"
     TELEOP_SHUTDOWN = "teleop_shutdown"
+    # --- execution monitors (hebictl.control.monitors; reactions and thresholds in docs/monitors.md)
+    CONTACT = "contact"                    # effort residual (momentum observer): the arm hit something
+    TRACKING_ERROR = "tracking_error"      # measured position too far from the command for its speed
+    MODEL_MISMATCH = "model_mismatch"      # steady residual at rest: an unknown payload (mass estimated)
+    COMMAND_LOST = "command_lost"          # send() failed, or the modules' echo differs from what was sent
+    CONTROL_GAP = "control_gap"            # a control cycle later than the command lifetime
+    IMU_IMPLAUSIBLE = "imu_implausible"    # base IMU disagrees with the configured mounting
+    FEEDBACK_LATE = "feedback_late"        # feedback older than its bound when it arrives
+    DAMP_SINKING = "damp_sinking"          # a 'damp' stop sinking faster than its bound: switched to hold
+    MIRROR_LOST = "mirror_lost"            # a double shoulder's mirror module does not take its commands
 
 
 #: events an operator causes on purpose (a goal, a hold, Ctrl-C, a dead-man release): logged at INFO

@@ -14,6 +14,13 @@ hebi-py's ``load_config`` rejects unknown top-level keys, so these live under ``
         at_goal_position_tolerance: 0.01 # rad
         at_goal_velocity_tolerance: 0.05 # rad/s
         damping: [...]                   # N·m·s/rad for 'damp'; default DAMPING_FRACTION * effort/speed
+        monitors:                        # execution monitors (docs/monitors.md): per monitor, each key optional
+          contact: {reaction: stop, threshold_fraction: 0.1}
+          tracking_error: {reaction: hold}
+
+A plugin entry ``type: OvertorqueFaultMonitor`` (hebi-py 2.16) with ``base_torque_error_limit``
+[N·m] sets the contact monitor's residual threshold floor, so configs written for hebi.arm keep
+their collision sensitivity.
 
 Limits from the model file (URDF/SDF/MJCF joint limits) apply too: the arm uses the tighter
 of both. Speeds and efforts can only be lowered below the model's ratings, never raised.
@@ -21,8 +28,9 @@ of both. Speeds and efforts can only be lowered below the model's ratings, never
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +58,26 @@ AT_GOAL_POSITION_TOLERANCE = 0.01
 AT_GOAL_VELOCITY_TOLERANCE = 0.05
 
 _LIMIT_KEYS = ("position_min", "position_max", "velocity_max", "acceleration_max")
-_SAFETY_KEYS = ("stop_behaviour", "at_goal_position_tolerance", "at_goal_velocity_tolerance", "damping")
+_SAFETY_KEYS = ("stop_behaviour", "at_goal_position_tolerance", "at_goal_velocity_tolerance", "damping",
+                "monitors")
+#: what a monitor's finding may make the arm do (Arm.react): record only, brake then hold, latched
+#: stop holding, latched stop damping
+REACTIONS = ("event", "hold", "stop", "damp")
+#: every execution monitor's settings and defaults (``user_data.safety.monitors.<name>.<key>``);
+#: the one table the monitors, the config check and docs/monitors.md (checked by a test) follow.
+#: Units: s, rad, rad/s, kg, m/s, and "fraction" of a joint's rated effort.
+MONITOR_DEFAULTS: dict[str, dict[str, Any]] = {
+    "contact": {"reaction": "stop", "observer_gain": 60.0, "threshold_fraction": 0.05, "threshold_min": 0.5,
+                "motor_time_constant": 0.01},
+    "tracking_error": {"reaction": "hold", "base_error": 0.15, "error_per_speed": 0.25, "sustain_time": 0.5},
+    "model_mismatch": {"reaction": "event", "rest_speed": 0.5, "rest_time": 0.3, "min_mass": 0.2},
+    "command_lost": {"reaction": "stop", "echo_tolerance": 1e-5, "tolerated_failures": 2},
+    "control_gap": {"reaction": "stop"},
+    "imu_implausible": {"reaction": "event", "max_angle": 0.2},
+    "feedback_late": {"reaction": "event", "max_age": 0.25},
+    "damp_sinking": {"reaction": "stop", "max_speed": 0.15},
+    "mirror_lost": {"reaction": "event", "echo_tolerance": 1e-5, "tolerated_failures": 2},
+}
 
 
 @dataclass
@@ -61,6 +88,38 @@ class SafetySettings:
     at_goal_position_tolerance: float = AT_GOAL_POSITION_TOLERANCE
     at_goal_velocity_tolerance: float = AT_GOAL_VELOCITY_TOLERANCE
     damping: FloatArray | None = None
+    #: per monitor, its settings (every key of MONITOR_DEFAULTS filled in)
+    monitors: dict[str, dict[str, Any]] = field(default_factory=lambda: monitor_settings({}))
+
+
+def monitor_settings(section: Mapping[str, Any], path: Path | None = None,
+                     plugins: Sequence[Any] = ()) -> dict[str, dict[str, Any]]:
+    """``user_data.safety.monitors`` checked against :data:`MONITOR_DEFAULTS` and filled in;
+    ``plugins``: the config's plugin entries (an ``OvertorqueFaultMonitor``'s
+    ``base_torque_error_limit`` [N·m] becomes ``contact.threshold_min``)."""
+    out = {name: dict(defaults) for name, defaults in MONITOR_DEFAULTS.items()}
+    for p in plugins:
+        if getattr(p, "type", None) == "OvertorqueFaultMonitor" and getattr(p, "enabled", True):
+            limit = dict(getattr(p, "params", None) or {}).get("base_torque_error_limit")
+            if isinstance(limit, int | float) and not isinstance(limit, bool) and limit > 0:
+                out["contact"]["threshold_min"] = float(limit)
+    for name, given in section.items():
+        key = f"user_data.safety.monitors.{name}"
+        if name not in MONITOR_DEFAULTS:
+            raise _fail(f"unknown monitor {name!r}; monitors: {', '.join(MONITOR_DEFAULTS)}", key, path)
+        if not isinstance(given, Mapping):
+            raise _fail(f"must be a mapping, got {given!r}", key, path)
+        for k, value in given.items():
+            if k not in MONITOR_DEFAULTS[name]:
+                raise _fail(f"unknown key {k!r}; valid: {', '.join(MONITOR_DEFAULTS[name])}", f"{key}.{k}", path)
+            if k == "reaction":
+                if value not in REACTIONS:
+                    raise _fail(f"must be one of {', '.join(REACTIONS)}, got {value!r}", f"{key}.{k}", path)
+            elif isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0 \
+                    or not math.isfinite(value):
+                raise _fail(f"must be a finite number >= 0, got {value!r}", f"{key}.{k}", path)
+            out[name][k] = value if k == "reaction" else float(value)
+    return out
 
 
 def _fail(message: str, key: str, path: Path | None) -> ConfigError:
@@ -128,10 +187,16 @@ def limits_from(model: RobotModel, user_data: Mapping[str, Any], path: Path | No
     return Limits(lo, hi, vmax, emax, acceleration_max=amax)
 
 
-def safety_from(model: RobotModel, user_data: Mapping[str, Any], path: Path | None = None) -> SafetySettings:
-    """Stop behaviour, at_goal tolerances and 'damp' damping from ``user_data.safety``."""
+def safety_from(model: RobotModel, user_data: Mapping[str, Any], path: Path | None = None,
+                plugins: Sequence[Any] = ()) -> SafetySettings:
+    """Stop behaviour, at_goal tolerances, 'damp' damping and the monitors from ``user_data.safety``
+    (``plugins``: the config's plugin entries, see :func:`monitor_settings`)."""
     section = _mapping(user_data, "safety", _SAFETY_KEYS, path)
     out = SafetySettings()
+    monitors = section.get("monitors") or {}
+    if not isinstance(monitors, Mapping):
+        raise _fail(f"must be a mapping, got {monitors!r}", "user_data.safety.monitors", path)
+    out.monitors = monitor_settings(monitors, path, plugins)
     if "stop_behaviour" in section:
         try:
             out.stop_behaviour = StopBehaviour(section["stop_behaviour"])

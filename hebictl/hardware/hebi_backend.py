@@ -41,6 +41,12 @@ __all__ = ["HebiBackend", "open_hebi", "open_hebi_imitation"]
 class HebiBackend(ModuleGroup):
     """A hebi-py ``Group`` behind the :class:`~hebictl.hardware.base.Backend` interface."""
 
+    @property
+    def measures_effort(self) -> bool:
+        """Real modules measure effort through their springs; hebi's imitation group only echoes
+        the command, which effort-based monitors (contact) would read as an external push."""
+        return not self._imitation
+
     def __init__(self, group: Any, names: Sequence[str], families: Sequence[str], *, clock: Clock,
                  imitation: bool = False, feedback_frequency: float = 100.0,
                  command_lifetime: float = 0.25, gains_timeout_s: float = 0.5,

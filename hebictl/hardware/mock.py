@@ -103,6 +103,10 @@ class _Segment(NamedTuple):
 class MockBackend(ModuleGroup):
     """Simulated module group with first-order joint dynamics and injectable faults."""
 
+    #: the effort it reports is the commanded effort (plus ``effort_model``), not what moving the
+    #: arm takes: effort-based monitors (contact) would read every acceleration as an external push
+    measures_effort = False
+
     def __init__(self, names: Sequence[str], families: Sequence[str], *, clock: Clock,
                  time_constant_s: ArrayLike = 0.0, initial_position: ArrayLike = 0.0,
                  orientation: ArrayLike = (1.0, 0.0, 0.0, 0.0),

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 #: every kernel module this compiles and stamps (hebictl.model.warmup installs each)
-KERNEL_MODULES = ("hebictl.model.kernels", "hebictl.control.cycle_kernels")
+KERNEL_MODULES = ("hebictl.model.kernels", "hebictl.control.cycle_kernels", "hebictl.control.monitors.kernels")
 
 ARM = """<?xml version="1.0" encoding="UTF-8"?>
 <robot version="1.2.0">
@@ -53,6 +53,9 @@ def compile_all() -> None:
     from hebictl.control import cycle_kernels  # the controller's per-cycle kernels, as an Arm loads them
 
     cycle_kernels.load(model, model.dof)
+    from hebictl.control.monitors import kernels as monitor_kernels  # the execution monitors' observer
+
+    monitor_kernels.load(model.dof)
 
 
 def main() -> int:

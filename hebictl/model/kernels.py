@@ -5,9 +5,16 @@ with one configuration, where numpy's per-call overhead on 3x3 matrices would do
 planners call them on batches of thousands of configurations. numba gives one implementation
 that is fast for both (no Python loop over bodies or over the batch).
 
-All kernels take the same :class:`Tables` arrays (built once per model by ``robot.py``) and
-write into preallocated outputs. Spatial vectors are ordered ``[angular; linear]`` internally;
-Jacobians returned to users are ``[linear; angular]`` like hebi-py.
+Why packed: a single call on a 6-DoF arm does well under a microsecond of arithmetic, while numba
+spends roughly 0.1 µs unboxing each array argument. So the entry kernels take a model as two
+arrays (:func:`pack`: every int table in one int64 array, every float table in one float64
+array), not the 13-16 arrays of :class:`Tables`, and unpack them into views inside the compiled
+code (:func:`_unpack`, free there). The per-configuration math lives in the ``_*_one`` functions;
+each query has a single-configuration entry kernel (``gravity``) and a batch one
+(``gravity_batch``) that loops over it, so neither pays for the other's reshaping.
+
+Kernels write into preallocated outputs. Spatial vectors are ordered ``[angular; linear]``
+internally; Jacobians returned to users are ``[linear; angular]`` like hebi-py.
 """
 
 from __future__ import annotations
@@ -26,6 +33,10 @@ from hebictl.model import warmup as _warmup
 njit = _warmup.lazy_njit
 
 FIXED, REVOLUTE, PRISMATIC, BALL, FREE = 0, 1, 2, 3, 4
+
+#: the compiled entry points (hebictl.model.warmup wraps these, and the warm-up compiles them)
+ENTRY_KERNELS = ("frame_poses", "jacobians", "gravity", "rnea",
+                 "frame_poses_batch", "jacobians_batch", "gravity_batch", "rnea_batch")
 
 _CACHE = os.environ.get("HEBICTL_NUMBA_CACHE", "1") != "0"
 
@@ -48,6 +59,91 @@ class Tables(NamedTuple):
     base_p: NDArray[np.float64]    # (3,)
 
 
+class Packed(NamedTuple):
+    """A model (and one set of frames) as the two arrays every entry kernel takes.
+
+    ``ints`` (int64): ``[n, m, nv, has_armature, parent(n), kind(n), qi(n), vi(n), f_body(m)]``.
+    ``floats`` (float64, shape (k, 3, 3)): one 3x3 slot per matrix, vector (its first row) or
+    scalars (first row's elements), in the order ``base_R, base_p, place_R(n), place_p(n),
+    axis(n), com(n), inertia(n), [scale, mass](n), armature(nv or 0), f_R(m), f_p(m)``.
+    Why 3x3 slots: :func:`_unpack` then takes every table as a plain slice, which numba makes
+    for free; reshaping a flat array instead cost 0.24 µs a call (a quarter of a gravity call).
+    """
+
+    ints: NDArray[np.int64]
+    floats: NDArray[np.float64]
+
+
+def pack(t: Tables, f_body: NDArray[np.int64], f_R: NDArray[np.float64], f_p: NDArray[np.float64],
+         armature: NDArray[np.float64] | None, nv: int) -> Packed:
+    """The :class:`Packed` form of tables ``t``, frames (body, offset R, offset p) and per-coordinate armature."""
+    n, m = t.parent.shape[0], f_body.shape[0]
+    ints = np.concatenate([[n, m, nv, 0 if armature is None else 1], t.parent, t.kind, t.qi, t.vi, f_body])
+
+    def rows(x: NDArray[np.float64], k: int) -> NDArray[np.float64]:
+        slots = np.zeros((k, 3, 3))
+        slots[:, 0, :] = np.reshape(x, (k, 3))
+        return slots
+
+    scalars = np.zeros((n, 3, 3))
+    scalars[:, 0, 0], scalars[:, 0, 1] = t.scale, t.mass
+    arm = np.zeros((0 if armature is None else nv, 3, 3))
+    if armature is not None:
+        arm[:, 0, 0] = armature
+    floats = np.concatenate([np.reshape(t.base_R, (1, 3, 3)), rows(t.base_p, 1), np.reshape(t.place_R, (n, 3, 3)),
+                             rows(t.place_p, n), rows(t.axis, n), rows(t.com, n), np.reshape(t.inertia, (n, 3, 3)),
+                             scalars, arm, np.reshape(f_R, (m, 3, 3)), rows(f_p, m)])
+    return Packed(np.ascontiguousarray(ints, dtype=np.int64), np.ascontiguousarray(floats, dtype=np.float64))
+
+
+@njit(cache=_CACHE, inline="always")
+def _unpack(I, F):
+    """Views of the tables inside a :class:`Packed` model (slices only: no copy, no reshape)."""
+    n = I[0]
+    m = I[1]
+    na = I[2] if I[3] else 0
+    parent = I[4:4 + n]
+    kind = I[4 + n:4 + 2 * n]
+    qi = I[4 + 2 * n:4 + 3 * n]
+    vi = I[4 + 3 * n:4 + 4 * n]
+    f_body = I[4 + 4 * n:4 + 4 * n + m]
+    base_R = F[0]
+    base_p = F[1, 0]
+    o = 2
+    place_R = F[o:o + n]
+    o += n
+    place_p = F[o:o + n, 0]
+    o += n
+    axis = F[o:o + n, 0]
+    o += n
+    com = F[o:o + n, 0]
+    o += n
+    inertia = F[o:o + n]
+    o += n
+    scale = F[o:o + n, 0, 0]
+    mass = F[o:o + n, 0, 1]
+    o += n
+    armature = F[o:o + na, 0, 0]
+    o += na
+    f_R = F[o:o + m]
+    o += m
+    f_p = F[o:o + m, 0]
+    return (parent, kind, qi, vi, f_body, base_R, base_p, place_R, place_p, axis, scale, mass, com, inertia,
+            armature, f_R, f_p)
+
+
+@njit(cache=_CACHE, inline="always")
+def _contiguous(t):
+    """C-contiguous copies of a tuple of arrays: for the batch kernels, whose loop over thousands of
+    configurations runs ~20% faster on contiguous tables than on the strided views of a slot array."""
+    return (np.ascontiguousarray(t[0]), np.ascontiguousarray(t[1]), np.ascontiguousarray(t[2]),
+            np.ascontiguousarray(t[3]), np.ascontiguousarray(t[4]), np.ascontiguousarray(t[5]),
+            np.ascontiguousarray(t[6]), np.ascontiguousarray(t[7]), np.ascontiguousarray(t[8]),
+            np.ascontiguousarray(t[9]), np.ascontiguousarray(t[10]), np.ascontiguousarray(t[11]),
+            np.ascontiguousarray(t[12]), np.ascontiguousarray(t[13]), np.ascontiguousarray(t[14]),
+            np.ascontiguousarray(t[15]), np.ascontiguousarray(t[16]))
+
+
 @njit(cache=_CACHE, inline="always")
 def _quat_to_R(w, x, y, z, R):
     n = np.sqrt(w * w + x * x + y * y + z * z)
@@ -66,42 +162,7 @@ def _quat_to_R(w, x, y, z, R):
     R[2, 2] = 1.0 - 2.0 * (x * x + y * y)
 
 
-@njit(cache=_CACHE)
-def _joint_motion(kind, axis, scale, q, qi, R, p):
-    """Motion of a joint: rotation R and translation p of the child in the joint frame."""
-    for a in range(3):
-        p[a] = 0.0
-        for b in range(3):
-            R[a, b] = 1.0 if a == b else 0.0
-    if kind == REVOLUTE:
-        th = scale * q[qi]
-        c = np.cos(th)
-        s = np.sin(th)
-        t = 1.0 - c
-        x, y, z = axis[0], axis[1], axis[2]
-        R[0, 0] = c + x * x * t
-        R[0, 1] = x * y * t - z * s
-        R[0, 2] = x * z * t + y * s
-        R[1, 0] = y * x * t + z * s
-        R[1, 1] = c + y * y * t
-        R[1, 2] = y * z * t - x * s
-        R[2, 0] = z * x * t - y * s
-        R[2, 1] = z * y * t + x * s
-        R[2, 2] = c + z * z * t
-    elif kind == PRISMATIC:
-        d = scale * q[qi]
-        for a in range(3):
-            p[a] = axis[a] * d
-    elif kind == BALL:
-        _quat_to_R(q[qi], q[qi + 1], q[qi + 2], q[qi + 3], R)
-    elif kind == FREE:
-        p[0] = q[qi]
-        p[1] = q[qi + 1]
-        p[2] = q[qi + 2]
-        _quat_to_R(q[qi + 3], q[qi + 4], q[qi + 5], q[qi + 6], R)
-
-
-@njit(cache=_CACHE)
+@njit(cache=_CACHE, inline="always")  # inlined: ~8% off every single call
 def body_poses(q, parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp, Rj, pj):
     """World pose (bR (n,3,3), bp (n,3)) of every body frame at configuration q.
 
@@ -216,7 +277,7 @@ def body_poses(q, parent, kind, qi, place_R, place_p, axis, scale, base_R, base_
         bp[i, 2] = b2 + a20 * lt0 + a21 * lt1 + a22 * lt2
 
 
-@njit(cache=_CACHE)
+@njit(cache=_CACHE, inline="always")
 def _frames_from_bodies(bR, bp, base_R, base_p, f_body, f_R, f_p, out):
     """out[f] = pose(body f) @ offset(f) as 4x4 homogeneous matrices (scalar code, as body_poses)."""
     m = f_body.shape[0]
@@ -278,317 +339,382 @@ def _frames_from_bodies(bR, bp, base_R, base_p, f_body, f_R, f_p, out):
         out[f, 3, 3] = 1.0
 
 
+@njit(cache=_CACHE, inline="always")
+def _scratch(n, extra):
+    """Scratch of body_poses (body rotations and positions, one joint rotation and translation)
+    and ``extra`` more 3x3 slots for the caller, in one allocation cut into views like
+    :func:`_unpack` (an allocation per array cost a gravity call ~0.2 µs)."""
+    s = np.empty((2 * n + 2 + extra, 3, 3))
+    return (s[:n], s[n:2 * n, 0], s[2 * n], s[2 * n + 1, 0]), s[2 * n + 2:]
+
+
+@njit(cache=_CACHE, inline="always")
+def _pose_scratch(n):
+    """Scratch of body_poses alone."""
+    return _scratch(n, 0)[0]
+
+
+@njit(cache=_CACHE, inline="always")  # inlined: called with the unpacked tables, a call took 2x as long
+def _frame_poses_one(q, t, scr, out):
+    """out (m, 4, 4): world pose of each frame of unpacked model ``t`` at configuration q."""
+    parent, kind, qi, _, f_body, base_R, base_p, place_R, place_p, axis, scale, _, _, _, _, f_R, f_p = t
+    bR, bp, Rj, pj = scr
+    body_poses(q, parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp, Rj, pj)
+    _frames_from_bodies(bR, bp, base_R, base_p, f_body, f_R, f_p, out)
+
+
+@njit(cache=_CACHE)  # keeps the GIL: releasing it costs more than the call
+def frame_poses(q, I, F, out):
+    """out (m, 4, 4): world pose of each frame of packed model (I, F) at configuration q (nq,)."""
+    _frame_poses_one(q, _unpack(I, F), _pose_scratch(I[0]), out)
+
+
 @njit(cache=_CACHE, nogil=True)
-def frame_poses_batch(Q, parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p,
-                      f_body, f_R, f_p, out):
-    """out (B, m, 4, 4): world pose of each selected frame for each configuration in Q (B, nq)."""
-    n = parent.shape[0]
-    bR = np.empty((n, 3, 3))
-    bp = np.empty((n, 3))
-    Rj = np.empty((3, 3))
-    pj = np.empty(3)
+def frame_poses_batch(Q, I, F, out):
+    """out (B, m, 4, 4): :func:`frame_poses` for each configuration in Q (B, nq)."""
+    t = _contiguous(_unpack(I, F))
+    scr = _pose_scratch(I[0])
     for k in range(Q.shape[0]):
-        body_poses(Q[k], parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp, Rj, pj)
-        _frames_from_bodies(bR, bp, base_R, base_p, f_body, f_R, f_p, out[k])
+        _frame_poses_one(Q[k], t, scr, out[k])
 
 
-@njit(cache=_CACHE)
-def _motion_columns(kind, axis, scale, R, col):
-    """World-frame motion subspace of a joint at the child body (R = child world rotation).
+@njit(cache=_CACHE, inline="always")  # inlined: ~8% off a gravity or RNEA call (no view per call)
+def _motion_columns(kind, axis, scale, bR, i, col):
+    """World-frame motion subspace of body ``i``'s joint at the child body (bR[i] = its world rotation).
 
-    col (6, nv_j) rows [angular; linear-at-child-origin]. Returns nv_j.
+    col (6, nv_j) rows [angular; linear-at-child-origin]. Returns nv_j. Takes the tables and ``i``
+    rather than rows: a row is an array view, and each costs two reference-count updates.
     """
-    if kind == REVOLUTE:
+    k = kind[i]
+    if k == REVOLUTE:
+        s = scale[i]
         for a in range(3):
-            col[a, 0] = scale * (R[a, 0] * axis[0] + R[a, 1] * axis[1] + R[a, 2] * axis[2])
+            col[a, 0] = s * (bR[i, a, 0] * axis[i, 0] + bR[i, a, 1] * axis[i, 1] + bR[i, a, 2] * axis[i, 2])
             col[3 + a, 0] = 0.0
         return 1
-    if kind == PRISMATIC:
+    if k == PRISMATIC:
+        s = scale[i]
         for a in range(3):
             col[a, 0] = 0.0
-            col[3 + a, 0] = scale * (R[a, 0] * axis[0] + R[a, 1] * axis[1] + R[a, 2] * axis[2])
+            col[3 + a, 0] = s * (bR[i, a, 0] * axis[i, 0] + bR[i, a, 1] * axis[i, 1] + bR[i, a, 2] * axis[i, 2])
         return 1
-    if kind == BALL:
+    if k == BALL:
         for c in range(3):
             for a in range(3):
-                col[a, c] = R[a, c]
+                col[a, c] = bR[i, a, c]
                 col[3 + a, c] = 0.0
         return 3
-    if kind == FREE:
+    if k == FREE:
         # pinocchio order: v = [linear local; angular local]
         for c in range(3):
             for a in range(3):
                 col[a, c] = 0.0
-                col[3 + a, c] = R[a, c]
-                col[a, 3 + c] = R[a, c]
+                col[3 + a, c] = bR[i, a, c]
+                col[a, 3 + c] = bR[i, a, c]
                 col[3 + a, 3 + c] = 0.0
         return 6
     return 0
 
 
-@njit(cache=_CACHE, nogil=True)
-def jacobians_batch(Q, parent, kind, qi, vi, place_R, place_p, axis, scale, base_R, base_p,
-                    f_body, f_R, f_p, out):
-    """out (B, m, 6, nv): world-frame [linear; angular] Jacobian of each frame's origin."""
-    n = parent.shape[0]
+@njit(cache=_CACHE, inline="always")  # inlined: called with the unpacked tables, a call took 2x as long
+def _jacobians_one(q, t, scr, col, fp, J):
+    """J (m, 6, nv): world-frame [linear; angular] Jacobian of each frame's origin at q."""
+    parent, kind, qi, vi, f_body, base_R, base_p, place_R, place_p, axis, scale, _, _, _, _, _, f_p = t
+    bR, bp, Rj, pj = scr
     m = f_body.shape[0]
-    bR = np.empty((n, 3, 3))
-    bp = np.empty((n, 3))
-    Rj = np.empty((3, 3))
-    pj = np.empty(3)
+    body_poses(q, parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp, Rj, pj)
+    J[:] = 0.0
+    for f in range(m):
+        b = f_body[f]
+        if b < 0:
+            continue
+        for a in range(3):
+            fp[a] = bp[b, a] + bR[b, a, 0] * f_p[f, 0] + bR[b, a, 1] * f_p[f, 1] + bR[b, a, 2] * f_p[f, 2]
+        j = b
+        while j >= 0:
+            r0 = fp[0] - bp[j, 0]
+            r1 = fp[1] - bp[j, 1]
+            r2 = fp[2] - bp[j, 2]
+            if kind[j] == REVOLUTE:  # the common case, written out: world axis times scale
+                s = scale[j]
+                x, y, z = axis[j, 0], axis[j, 1], axis[j, 2]
+                w0 = s * (bR[j, 0, 0] * x + bR[j, 0, 1] * y + bR[j, 0, 2] * z)
+                w1 = s * (bR[j, 1, 0] * x + bR[j, 1, 1] * y + bR[j, 1, 2] * z)
+                w2 = s * (bR[j, 2, 0] * x + bR[j, 2, 1] * y + bR[j, 2, 2] * z)
+                vc = vi[j]
+                J[f, 0, vc] = w1 * r2 - w2 * r1
+                J[f, 1, vc] = w2 * r0 - w0 * r2
+                J[f, 2, vc] = w0 * r1 - w1 * r0
+                J[f, 3, vc] = w0
+                J[f, 4, vc] = w1
+                J[f, 5, vc] = w2
+                j = parent[j]
+                continue
+            nvj = _motion_columns(kind, axis, scale, bR, j, col)
+            for c in range(nvj):
+                w0, w1, w2 = col[0, c], col[1, c], col[2, c]
+                vc = vi[j] + c
+                J[f, 0, vc] = col[3, c] + w1 * r2 - w2 * r1
+                J[f, 1, vc] = col[4, c] + w2 * r0 - w0 * r2
+                J[f, 2, vc] = col[5, c] + w0 * r1 - w1 * r0
+                J[f, 3, vc] = w0
+                J[f, 4, vc] = w1
+                J[f, 5, vc] = w2
+            j = parent[j]
+
+
+@njit(cache=_CACHE)  # keeps the GIL: releasing it costs more than the call
+def jacobians(q, I, F, out):
+    """out (m, 6, nv): world-frame [linear; angular] Jacobian of each frame's origin at q (nq,)."""
+    scr, s = _scratch(I[0], 1)
+    _jacobians_one(q, _unpack(I, F), scr, np.empty((6, 6)), s[0, 0], out)
+
+
+@njit(cache=_CACHE, nogil=True)
+def jacobians_batch(Q, I, F, out):
+    """out (B, m, 6, nv): :func:`jacobians` for each configuration in Q (B, nq)."""
+    t = _contiguous(_unpack(I, F))
+    scr = _pose_scratch(I[0])
     col = np.empty((6, 6))
     fp = np.empty(3)
     for k in range(Q.shape[0]):
-        body_poses(Q[k], parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp, Rj, pj)
-        J = out[k]
-        J[:] = 0.0
-        for f in range(m):
-            b = f_body[f]
-            if b < 0:
-                continue
-            for a in range(3):
-                fp[a] = bp[b, a] + bR[b, a, 0] * f_p[f, 0] + bR[b, a, 1] * f_p[f, 1] + bR[b, a, 2] * f_p[f, 2]
-            j = b
-            while j >= 0:
-                r0 = fp[0] - bp[j, 0]
-                r1 = fp[1] - bp[j, 1]
-                r2 = fp[2] - bp[j, 2]
-                if kind[j] == REVOLUTE:  # the common case, written out: world axis times scale
-                    s = scale[j]
-                    x, y, z = axis[j, 0], axis[j, 1], axis[j, 2]
-                    w0 = s * (bR[j, 0, 0] * x + bR[j, 0, 1] * y + bR[j, 0, 2] * z)
-                    w1 = s * (bR[j, 1, 0] * x + bR[j, 1, 1] * y + bR[j, 1, 2] * z)
-                    w2 = s * (bR[j, 2, 0] * x + bR[j, 2, 1] * y + bR[j, 2, 2] * z)
-                    vc = vi[j]
-                    J[f, 0, vc] = w1 * r2 - w2 * r1
-                    J[f, 1, vc] = w2 * r0 - w0 * r2
-                    J[f, 2, vc] = w0 * r1 - w1 * r0
-                    J[f, 3, vc] = w0
-                    J[f, 4, vc] = w1
-                    J[f, 5, vc] = w2
-                    j = parent[j]
-                    continue
-                nvj = _motion_columns(kind[j], axis[j], scale[j], bR[j], col)
-                for c in range(nvj):
-                    w0, w1, w2 = col[0, c], col[1, c], col[2, c]
-                    vc = vi[j] + c
-                    J[f, 0, vc] = col[3, c] + w1 * r2 - w2 * r1
-                    J[f, 1, vc] = col[4, c] + w2 * r0 - w0 * r2
-                    J[f, 2, vc] = col[5, c] + w0 * r1 - w1 * r0
-                    J[f, 3, vc] = w0
-                    J[f, 4, vc] = w1
-                    J[f, 5, vc] = w2
-                j = parent[j]
+        _jacobians_one(Q[k], t, scr, col, fp, out[k])
 
 
-@njit(cache=_CACHE, nogil=True)
-def gravity_batch(Q, gravity, parent, kind, qi, vi, place_R, place_p, axis, scale, mass, com,
-                  base_R, base_p, out):
-    """out (B, nv): efforts that hold the tree still against ``gravity`` (world, m/s²).
+@njit(cache=_CACHE, inline="always")
+def _gravity_scratch(n):
+    """Scratch of _gravity_one: body_poses', then subtree forces, moments about the world origin, a motion subspace."""
+    scr, s = _scratch(n, 2 * n)
+    return scr, (s[:n, 0], s[n:, 0], np.empty((6, 6)))
+
+
+@njit(cache=_CACHE, inline="always")  # inlined: called with the unpacked tables, a call took 2x as long
+def _gravity_one(q, g, t, scr, gscr, tau):
+    """tau (nv,): efforts that hold the tree still against ``g`` (world, m/s²).
 
     Subtree forces and moments are accumulated leaf to root in world coordinates, then
     projected on each joint's motion subspace: tau_j = S_j^T (subtree wrench at joint j).
     """
+    parent, kind, qi, vi, _, base_R, base_p, place_R, place_p, axis, scale, mass, com, _, _, _, _ = t
+    bR, bp, Rj, pj = scr
+    F, M, col = gscr  # M: moment about the world origin
     n = parent.shape[0]
-    bR = np.empty((n, 3, 3))
-    bp = np.empty((n, 3))
-    Rj = np.empty((3, 3))
-    pj = np.empty(3)
-    F = np.empty((n, 3))
-    M = np.empty((n, 3))  # moment about the world origin
-    col = np.empty((6, 6))
-    for k in range(Q.shape[0]):
-        body_poses(Q[k], parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp, Rj, pj)
-        for i in range(n):
-            c0 = bp[i, 0] + bR[i, 0, 0] * com[i, 0] + bR[i, 0, 1] * com[i, 1] + bR[i, 0, 2] * com[i, 2]
-            c1 = bp[i, 1] + bR[i, 1, 0] * com[i, 0] + bR[i, 1, 1] * com[i, 1] + bR[i, 1, 2] * com[i, 2]
-            c2 = bp[i, 2] + bR[i, 2, 0] * com[i, 0] + bR[i, 2, 1] * com[i, 1] + bR[i, 2, 2] * com[i, 2]
-            f0 = -mass[i] * gravity[0]
-            f1 = -mass[i] * gravity[1]
-            f2 = -mass[i] * gravity[2]
-            F[i, 0] = f0
-            F[i, 1] = f1
-            F[i, 2] = f2
-            M[i, 0] = c1 * f2 - c2 * f1
-            M[i, 1] = c2 * f0 - c0 * f2
-            M[i, 2] = c0 * f1 - c1 * f0
-        for i in range(n - 1, -1, -1):
-            par = parent[i]
-            if par >= 0:
-                for a in range(3):
-                    F[par, a] += F[i, a]
-                    M[par, a] += M[i, a]
-        tau = out[k]
-        for i in range(n):
-            nvj = _motion_columns(kind[i], axis[i], scale[i], bR[i], col)
-            if nvj == 0:
-                continue
-            # moment about the joint's child origin
-            m0 = M[i, 0] - (bp[i, 1] * F[i, 2] - bp[i, 2] * F[i, 1])
-            m1 = M[i, 1] - (bp[i, 2] * F[i, 0] - bp[i, 0] * F[i, 2])
-            m2 = M[i, 2] - (bp[i, 0] * F[i, 1] - bp[i, 1] * F[i, 0])
-            for c in range(nvj):
-                tau[vi[i] + c] = (col[0, c] * m0 + col[1, c] * m1 + col[2, c] * m2
-                                  + col[3, c] * F[i, 0] + col[4, c] * F[i, 1] + col[5, c] * F[i, 2])
+    body_poses(q, parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp, Rj, pj)
+    for i in range(n):
+        c0 = bp[i, 0] + bR[i, 0, 0] * com[i, 0] + bR[i, 0, 1] * com[i, 1] + bR[i, 0, 2] * com[i, 2]
+        c1 = bp[i, 1] + bR[i, 1, 0] * com[i, 0] + bR[i, 1, 1] * com[i, 1] + bR[i, 1, 2] * com[i, 2]
+        c2 = bp[i, 2] + bR[i, 2, 0] * com[i, 0] + bR[i, 2, 1] * com[i, 1] + bR[i, 2, 2] * com[i, 2]
+        f0 = -mass[i] * g[0]
+        f1 = -mass[i] * g[1]
+        f2 = -mass[i] * g[2]
+        F[i, 0] = f0
+        F[i, 1] = f1
+        F[i, 2] = f2
+        M[i, 0] = c1 * f2 - c2 * f1
+        M[i, 1] = c2 * f0 - c0 * f2
+        M[i, 2] = c0 * f1 - c1 * f0
+    for i in range(n - 1, -1, -1):
+        par = parent[i]
+        if par >= 0:
+            for a in range(3):
+                F[par, a] += F[i, a]
+                M[par, a] += M[i, a]
+    for i in range(n):
+        nvj = _motion_columns(kind, axis, scale, bR, i, col)
+        if nvj == 0:
+            continue
+        # moment about the joint's child origin
+        m0 = M[i, 0] - (bp[i, 1] * F[i, 2] - bp[i, 2] * F[i, 1])
+        m1 = M[i, 1] - (bp[i, 2] * F[i, 0] - bp[i, 0] * F[i, 2])
+        m2 = M[i, 2] - (bp[i, 0] * F[i, 1] - bp[i, 1] * F[i, 0])
+        for c in range(nvj):
+            tau[vi[i] + c] = (col[0, c] * m0 + col[1, c] * m1 + col[2, c] * m2
+                              + col[3, c] * F[i, 0] + col[4, c] * F[i, 1] + col[5, c] * F[i, 2])
+
+
+@njit(cache=_CACHE)  # keeps the GIL: releasing it costs more than the call
+def gravity(q, g, I, F, out):
+    """out (nv,): efforts that hold packed model (I, F) still at q (nq,) against g (world, m/s²)."""
+    scr, gscr = _gravity_scratch(I[0])
+    _gravity_one(q, g, _unpack(I, F), scr, gscr, out)
 
 
 @njit(cache=_CACHE, nogil=True)
-def rnea_batch(Q, V, A, gravity, parent, kind, qi, vi, place_R, place_p, axis, scale, mass, com,
-               inertia, base_R, base_p, out):
-    """out (B, nv): inverse dynamics tau = M(q) qdd + C(q, qd) qd + g(q) (recursive Newton-Euler).
+def gravity_batch(Q, g, I, F, out):
+    """out (B, nv): :func:`gravity` for each configuration in Q (B, nq)."""
+    t = _contiguous(_unpack(I, F))
+    scr, gscr = _gravity_scratch(I[0])
+    for k in range(Q.shape[0]):
+        _gravity_one(Q[k], g, t, scr, gscr, out[k])
+
+
+@njit(cache=_CACHE, inline="always")
+def _rnea_scratch(n):
+    """Scratch of _rnea_one: body_poses', then per-body w, v, dw, dv, force, moment; a motion subspace; two 3x3."""
+    scr, s = _scratch(n, 6 * n + 2)
+    return scr, (s[:n, 0], s[n:2 * n, 0], s[2 * n:3 * n, 0], s[3 * n:4 * n, 0], s[4 * n:5 * n, 0], s[5 * n:6 * n, 0],
+                 np.empty((6, 6)), s[6 * n], s[6 * n + 1])
+
+
+@njit(cache=_CACHE, inline="always")  # inlined: called with the unpacked tables, a call took 2x as long
+def _rnea_one(q, qd, qdd, g, t, scr, rscr, tau):
+    """tau (nv,): inverse dynamics tau = M(q) qdd + C(q, qd) qd + g(q) (recursive Newton-Euler).
 
     Computed in world coordinates about each body's origin: with w the body's angular
     velocity and the joint's world motion subspace S (angular s_w, linear s_v at the child
     origin), w_i = w_p + S_w qd, v_i = v_p + w_p x r + S_v qd, and the derivatives pick up the
     w_p x (S qd) terms that a moving parent frame adds. Gravity enters as the base
-    accelerating at -g.
+    accelerating at -g. Armature (reflected rotor inertia) adds ``armature * qdd``.
     """
+    parent, kind, qi, vi, _, base_R, base_p, place_R, place_p, axis, scale, mass, com, inertia, armature, _, _ = t
+    bR, bp, Rj, pj = scr
+    w, v, dw, dv, F, Nm, col, Iw, tmp = rscr  # Nm: moment about the body origin
     n = parent.shape[0]
-    bR = np.empty((n, 3, 3))
-    bp = np.empty((n, 3))
-    Rj = np.empty((3, 3))
-    pj = np.empty(3)
-    w = np.empty((n, 3))
-    v = np.empty((n, 3))
-    dw = np.empty((n, 3))
-    dv = np.empty((n, 3))
-    F = np.empty((n, 3))
-    Nm = np.empty((n, 3))  # moment about body origin
-    col = np.empty((6, 6))
-    Iw = np.empty((3, 3))
-    tmp = np.empty((3, 3))
+    body_poses(q, parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp, Rj, pj)
+    for i in range(n):
+        par = parent[i]
+        if par < 0:
+            wp0 = wp1 = wp2 = 0.0
+            vp0 = vp1 = vp2 = 0.0
+            dwp0 = dwp1 = dwp2 = 0.0
+            dvp0 = -g[0]
+            dvp1 = -g[1]
+            dvp2 = -g[2]
+            r0 = r1 = r2 = 0.0
+        else:
+            wp0, wp1, wp2 = w[par, 0], w[par, 1], w[par, 2]
+            vp0, vp1, vp2 = v[par, 0], v[par, 1], v[par, 2]
+            dwp0, dwp1, dwp2 = dw[par, 0], dw[par, 1], dw[par, 2]
+            dvp0, dvp1, dvp2 = dv[par, 0], dv[par, 1], dv[par, 2]
+            r0 = bp[i, 0] - bp[par, 0]
+            r1 = bp[i, 1] - bp[par, 1]
+            r2 = bp[i, 2] - bp[par, 2]
+        # rigid transport of parent motion to the child origin
+        v0 = vp0 + wp1 * r2 - wp2 * r1
+        v1 = vp1 + wp2 * r0 - wp0 * r2
+        v2 = vp2 + wp0 * r1 - wp1 * r0
+        # d/dt(w x r) = dw x r + w x (w x r)
+        wr0 = wp1 * r2 - wp2 * r1
+        wr1 = wp2 * r0 - wp0 * r2
+        wr2 = wp0 * r1 - wp1 * r0
+        a0 = dvp0 + dwp1 * r2 - dwp2 * r1 + wp1 * wr2 - wp2 * wr1
+        a1 = dvp1 + dwp2 * r0 - dwp0 * r2 + wp2 * wr0 - wp0 * wr2
+        a2 = dvp2 + dwp0 * r1 - dwp1 * r0 + wp0 * wr1 - wp1 * wr0
+        ww0, ww1, ww2 = wp0, wp1, wp2
+        aw0, aw1, aw2 = dwp0, dwp1, dwp2
+        nvj = _motion_columns(kind, axis, scale, bR, i, col)
+        # relative velocity/acceleration of the joint (world)
+        sw0 = sw1 = sw2 = sv0 = sv1 = sv2 = 0.0
+        tw0 = tw1 = tw2 = tv0 = tv1 = tv2 = 0.0
+        for c in range(nvj):
+            x = qd[vi[i] + c]
+            y = qdd[vi[i] + c]
+            sw0 += col[0, c] * x
+            sw1 += col[1, c] * x
+            sw2 += col[2, c] * x
+            sv0 += col[3, c] * x
+            sv1 += col[4, c] * x
+            sv2 += col[5, c] * x
+            tw0 += col[0, c] * y
+            tw1 += col[1, c] * y
+            tw2 += col[2, c] * y
+            tv0 += col[3, c] * y
+            tv1 += col[4, c] * y
+            tv2 += col[5, c] * y
+        if kind[i] == BALL or kind[i] == FREE:
+            # local (child-frame) coordinates: the subspace rotates with the child,
+            # d/dt(R s) = (w_child) x (R s) = (w_p + sw) x (R s)
+            cw0 = ww0 + sw0
+            cw1 = ww1 + sw1
+            cw2 = ww2 + sw2
+        else:
+            # 1-DoF axes are fixed in the parent's joint frame and rotate with the parent
+            cw0, cw1, cw2 = ww0, ww1, ww2
+        w[i, 0] = ww0 + sw0
+        w[i, 1] = ww1 + sw1
+        w[i, 2] = ww2 + sw2
+        v[i, 0] = v0 + sv0
+        v[i, 1] = v1 + sv1
+        v[i, 2] = v2 + sv2
+        dw[i, 0] = aw0 + tw0 + (cw1 * sw2 - cw2 * sw1)
+        dw[i, 1] = aw1 + tw1 + (cw2 * sw0 - cw0 * sw2)
+        dw[i, 2] = aw2 + tw2 + (cw0 * sw1 - cw1 * sw0)
+        # linear: d/dt(sv) plus the parent's rotation carrying the relative velocity
+        dv[i, 0] = a0 + tv0 + (cw1 * sv2 - cw2 * sv1) + (wp1 * sv2 - wp2 * sv1)
+        dv[i, 1] = a1 + tv1 + (cw2 * sv0 - cw0 * sv2) + (wp2 * sv0 - wp0 * sv2)
+        dv[i, 2] = a2 + tv2 + (cw0 * sv1 - cw1 * sv0) + (wp0 * sv1 - wp1 * sv0)
+    for i in range(n):
+        m = mass[i]
+        c0 = bR[i, 0, 0] * com[i, 0] + bR[i, 0, 1] * com[i, 1] + bR[i, 0, 2] * com[i, 2]
+        c1 = bR[i, 1, 0] * com[i, 0] + bR[i, 1, 1] * com[i, 1] + bR[i, 1, 2] * com[i, 2]
+        c2 = bR[i, 2, 0] * com[i, 0] + bR[i, 2, 1] * com[i, 1] + bR[i, 2, 2] * com[i, 2]
+        W0, W1, W2 = w[i, 0], w[i, 1], w[i, 2]
+        D0, D1, D2 = dw[i, 0], dw[i, 1], dw[i, 2]
+        # acceleration of the com: a + dw x c + w x (w x c)
+        wc0 = W1 * c2 - W2 * c1
+        wc1 = W2 * c0 - W0 * c2
+        wc2 = W0 * c1 - W1 * c0
+        ac0 = dv[i, 0] + D1 * c2 - D2 * c1 + W1 * wc2 - W2 * wc1
+        ac1 = dv[i, 1] + D2 * c0 - D0 * c2 + W2 * wc0 - W0 * wc2
+        ac2 = dv[i, 2] + D0 * c1 - D1 * c0 + W0 * wc1 - W1 * wc0
+        f0 = m * ac0
+        f1 = m * ac1
+        f2 = m * ac2
+        # world inertia about com: R I R^T
+        for a in range(3):
+            for b in range(3):
+                tmp[a, b] = (bR[i, a, 0] * inertia[i, 0, b] + bR[i, a, 1] * inertia[i, 1, b]
+                             + bR[i, a, 2] * inertia[i, 2, b])
+        for a in range(3):
+            for b in range(3):
+                Iw[a, b] = tmp[a, 0] * bR[i, b, 0] + tmp[a, 1] * bR[i, b, 1] + tmp[a, 2] * bR[i, b, 2]
+        h0 = Iw[0, 0] * W0 + Iw[0, 1] * W1 + Iw[0, 2] * W2
+        h1 = Iw[1, 0] * W0 + Iw[1, 1] * W1 + Iw[1, 2] * W2
+        h2 = Iw[2, 0] * W0 + Iw[2, 1] * W1 + Iw[2, 2] * W2
+        n0 = Iw[0, 0] * D0 + Iw[0, 1] * D1 + Iw[0, 2] * D2 + (W1 * h2 - W2 * h1)
+        n1 = Iw[1, 0] * D0 + Iw[1, 1] * D1 + Iw[1, 2] * D2 + (W2 * h0 - W0 * h2)
+        n2 = Iw[2, 0] * D0 + Iw[2, 1] * D1 + Iw[2, 2] * D2 + (W0 * h1 - W1 * h0)
+        F[i, 0] = f0
+        F[i, 1] = f1
+        F[i, 2] = f2
+        # moment about the body origin
+        Nm[i, 0] = n0 + c1 * f2 - c2 * f1
+        Nm[i, 1] = n1 + c2 * f0 - c0 * f2
+        Nm[i, 2] = n2 + c0 * f1 - c1 * f0
+    for i in range(n - 1, -1, -1):
+        nvj = _motion_columns(kind, axis, scale, bR, i, col)
+        for c in range(nvj):
+            tau[vi[i] + c] = (col[0, c] * Nm[i, 0] + col[1, c] * Nm[i, 1] + col[2, c] * Nm[i, 2]
+                              + col[3, c] * F[i, 0] + col[4, c] * F[i, 1] + col[5, c] * F[i, 2])
+        par = parent[i]
+        if par >= 0:
+            r0 = bp[i, 0] - bp[par, 0]
+            r1 = bp[i, 1] - bp[par, 1]
+            r2 = bp[i, 2] - bp[par, 2]
+            F[par, 0] += F[i, 0]
+            F[par, 1] += F[i, 1]
+            F[par, 2] += F[i, 2]
+            Nm[par, 0] += Nm[i, 0] + r1 * F[i, 2] - r2 * F[i, 1]
+            Nm[par, 1] += Nm[i, 1] + r2 * F[i, 0] - r0 * F[i, 2]
+            Nm[par, 2] += Nm[i, 2] + r0 * F[i, 1] - r1 * F[i, 0]
+    for c in range(armature.shape[0]):  # empty when no joint has armature
+        tau[c] += armature[c] * qdd[c]
+
+
+@njit(cache=_CACHE)  # keeps the GIL: releasing it costs more than the call
+def rnea(q, qd, qdd, g, I, F, out):
+    """out (nv,): inverse dynamics of packed model (I, F) at one configuration (q, qd, qdd) under g."""
+    scr, rscr = _rnea_scratch(I[0])
+    _rnea_one(q, qd, qdd, g, _unpack(I, F), scr, rscr, out)
+
+
+@njit(cache=_CACHE, nogil=True)
+def rnea_batch(Q, V, A, g, I, F, out):
+    """out (B, nv): :func:`rnea` for each configuration in Q, V, A (B, nq), (B, nv), (B, nv)."""
+    t = _contiguous(_unpack(I, F))
+    scr, rscr = _rnea_scratch(I[0])
     for k in range(Q.shape[0]):
-        q = Q[k]
-        qd = V[k]
-        qdd = A[k]
-        body_poses(q, parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp, Rj, pj)
-        for i in range(n):
-            par = parent[i]
-            if par < 0:
-                wp0 = wp1 = wp2 = 0.0
-                vp0 = vp1 = vp2 = 0.0
-                dwp0 = dwp1 = dwp2 = 0.0
-                dvp0 = -gravity[0]
-                dvp1 = -gravity[1]
-                dvp2 = -gravity[2]
-                r0 = r1 = r2 = 0.0
-            else:
-                wp0, wp1, wp2 = w[par, 0], w[par, 1], w[par, 2]
-                vp0, vp1, vp2 = v[par, 0], v[par, 1], v[par, 2]
-                dwp0, dwp1, dwp2 = dw[par, 0], dw[par, 1], dw[par, 2]
-                dvp0, dvp1, dvp2 = dv[par, 0], dv[par, 1], dv[par, 2]
-                r0 = bp[i, 0] - bp[par, 0]
-                r1 = bp[i, 1] - bp[par, 1]
-                r2 = bp[i, 2] - bp[par, 2]
-            # rigid transport of parent motion to the child origin
-            v0 = vp0 + wp1 * r2 - wp2 * r1
-            v1 = vp1 + wp2 * r0 - wp0 * r2
-            v2 = vp2 + wp0 * r1 - wp1 * r0
-            # d/dt(w x r) = dw x r + w x (w x r)
-            wr0 = wp1 * r2 - wp2 * r1
-            wr1 = wp2 * r0 - wp0 * r2
-            wr2 = wp0 * r1 - wp1 * r0
-            a0 = dvp0 + dwp1 * r2 - dwp2 * r1 + wp1 * wr2 - wp2 * wr1
-            a1 = dvp1 + dwp2 * r0 - dwp0 * r2 + wp2 * wr0 - wp0 * wr2
-            a2 = dvp2 + dwp0 * r1 - dwp1 * r0 + wp0 * wr1 - wp1 * wr0
-            ww0, ww1, ww2 = wp0, wp1, wp2
-            aw0, aw1, aw2 = dwp0, dwp1, dwp2
-            nvj = _motion_columns(kind[i], axis[i], scale[i], bR[i], col)
-            # relative velocity/acceleration of the joint (world)
-            sw0 = sw1 = sw2 = sv0 = sv1 = sv2 = 0.0
-            tw0 = tw1 = tw2 = tv0 = tv1 = tv2 = 0.0
-            for c in range(nvj):
-                x = qd[vi[i] + c]
-                y = qdd[vi[i] + c]
-                sw0 += col[0, c] * x
-                sw1 += col[1, c] * x
-                sw2 += col[2, c] * x
-                sv0 += col[3, c] * x
-                sv1 += col[4, c] * x
-                sv2 += col[5, c] * x
-                tw0 += col[0, c] * y
-                tw1 += col[1, c] * y
-                tw2 += col[2, c] * y
-                tv0 += col[3, c] * y
-                tv1 += col[4, c] * y
-                tv2 += col[5, c] * y
-            if kind[i] == BALL or kind[i] == FREE:
-                # local (child-frame) coordinates: the subspace rotates with the child,
-                # d/dt(R s) = (w_child) x (R s) = (w_p + sw) x (R s)
-                cw0 = ww0 + sw0
-                cw1 = ww1 + sw1
-                cw2 = ww2 + sw2
-            else:
-                # 1-DoF axes are fixed in the parent's joint frame and rotate with the parent
-                cw0, cw1, cw2 = ww0, ww1, ww2
-            w[i, 0] = ww0 + sw0
-            w[i, 1] = ww1 + sw1
-            w[i, 2] = ww2 + sw2
-            v[i, 0] = v0 + sv0
-            v[i, 1] = v1 + sv1
-            v[i, 2] = v2 + sv2
-            dw[i, 0] = aw0 + tw0 + (cw1 * sw2 - cw2 * sw1)
-            dw[i, 1] = aw1 + tw1 + (cw2 * sw0 - cw0 * sw2)
-            dw[i, 2] = aw2 + tw2 + (cw0 * sw1 - cw1 * sw0)
-            # linear: d/dt(sv) plus the parent's rotation carrying the relative velocity
-            dv[i, 0] = a0 + tv0 + (cw1 * sv2 - cw2 * sv1) + (wp1 * sv2 - wp2 * sv1)
-            dv[i, 1] = a1 + tv1 + (cw2 * sv0 - cw0 * sv2) + (wp2 * sv0 - wp0 * sv2)
-            dv[i, 2] = a2 + tv2 + (cw0 * sv1 - cw1 * sv0) + (wp0 * sv1 - wp1 * sv0)
-        for i in range(n):
-            m = mass[i]
-            R = bR[i]
-            c0 = R[0, 0] * com[i, 0] + R[0, 1] * com[i, 1] + R[0, 2] * com[i, 2]
-            c1 = R[1, 0] * com[i, 0] + R[1, 1] * com[i, 1] + R[1, 2] * com[i, 2]
-            c2 = R[2, 0] * com[i, 0] + R[2, 1] * com[i, 1] + R[2, 2] * com[i, 2]
-            W0, W1, W2 = w[i, 0], w[i, 1], w[i, 2]
-            D0, D1, D2 = dw[i, 0], dw[i, 1], dw[i, 2]
-            # acceleration of the com: a + dw x c + w x (w x c)
-            wc0 = W1 * c2 - W2 * c1
-            wc1 = W2 * c0 - W0 * c2
-            wc2 = W0 * c1 - W1 * c0
-            ac0 = dv[i, 0] + D1 * c2 - D2 * c1 + W1 * wc2 - W2 * wc1
-            ac1 = dv[i, 1] + D2 * c0 - D0 * c2 + W2 * wc0 - W0 * wc2
-            ac2 = dv[i, 2] + D0 * c1 - D1 * c0 + W0 * wc1 - W1 * wc0
-            f0 = m * ac0
-            f1 = m * ac1
-            f2 = m * ac2
-            # world inertia about com: R I R^T
-            for a in range(3):
-                for b in range(3):
-                    tmp[a, b] = R[a, 0] * inertia[i, 0, b] + R[a, 1] * inertia[i, 1, b] + R[a, 2] * inertia[i, 2, b]
-            for a in range(3):
-                for b in range(3):
-                    Iw[a, b] = tmp[a, 0] * R[b, 0] + tmp[a, 1] * R[b, 1] + tmp[a, 2] * R[b, 2]
-            h0 = Iw[0, 0] * W0 + Iw[0, 1] * W1 + Iw[0, 2] * W2
-            h1 = Iw[1, 0] * W0 + Iw[1, 1] * W1 + Iw[1, 2] * W2
-            h2 = Iw[2, 0] * W0 + Iw[2, 1] * W1 + Iw[2, 2] * W2
-            n0 = Iw[0, 0] * D0 + Iw[0, 1] * D1 + Iw[0, 2] * D2 + (W1 * h2 - W2 * h1)
-            n1 = Iw[1, 0] * D0 + Iw[1, 1] * D1 + Iw[1, 2] * D2 + (W2 * h0 - W0 * h2)
-            n2 = Iw[2, 0] * D0 + Iw[2, 1] * D1 + Iw[2, 2] * D2 + (W0 * h1 - W1 * h0)
-            F[i, 0] = f0
-            F[i, 1] = f1
-            F[i, 2] = f2
-            # moment about the body origin
-            Nm[i, 0] = n0 + c1 * f2 - c2 * f1
-            Nm[i, 1] = n1 + c2 * f0 - c0 * f2
-            Nm[i, 2] = n2 + c0 * f1 - c1 * f0
-        tau = out[k]
-        for i in range(n - 1, -1, -1):
-            nvj = _motion_columns(kind[i], axis[i], scale[i], bR[i], col)
-            for c in range(nvj):
-                tau[vi[i] + c] = (col[0, c] * Nm[i, 0] + col[1, c] * Nm[i, 1] + col[2, c] * Nm[i, 2]
-                                  + col[3, c] * F[i, 0] + col[4, c] * F[i, 1] + col[5, c] * F[i, 2])
-            par = parent[i]
-            if par >= 0:
-                r0 = bp[i, 0] - bp[par, 0]
-                r1 = bp[i, 1] - bp[par, 1]
-                r2 = bp[i, 2] - bp[par, 2]
-                F[par, 0] += F[i, 0]
-                F[par, 1] += F[i, 1]
-                F[par, 2] += F[i, 2]
-                Nm[par, 0] += Nm[i, 0] + r1 * F[i, 2] - r2 * F[i, 1]
-                Nm[par, 1] += Nm[i, 1] + r2 * F[i, 0] - r0 * F[i, 2]
-                Nm[par, 2] += Nm[i, 2] + r0 * F[i, 1] - r1 * F[i, 0]
+        _rnea_one(Q[k], V[k], A[k], g, t, scr, rscr, out[k])
 
 
 # entry kernels: compiled from numba's cache, or interpreted while it is cold (hebictl.model.warmup)

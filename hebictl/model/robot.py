@@ -35,18 +35,33 @@ STANDARD_KINDS = ("output", "com", "input", "end_effector", "link")
 
 
 class _FrameSet:
-    """Kernel tables for the frames of one kind, re-expressed on the fused (moving) bodies."""
+    """Kernel tables for the frames of one kind, re-expressed on the fused (moving) bodies.
 
-    __slots__ = ("R", "body", "frames", "kind", "p")
+    ``ints``/``floats`` are the model packed with these frames (:func:`hebictl.model.kernels.pack`),
+    the two arrays the FK and Jacobian kernels take.
+    """
 
-    def __init__(self, kind: str, frames: Sequence[Frame], fused: FusedTree) -> None:
+    __slots__ = ("R", "body", "floats", "frames", "ints", "jac_shape", "kind", "p", "pose_shape")
+
+    def __init__(self, kind: str, frames: Sequence[Frame], fused: FusedTree, armature: FloatArray | None,
+                 nv: int) -> None:
         self.kind = kind
         self.frames = tuple(frames)
         mapped = [fused.remap(f) for f in frames]
         self.body = np.array([b for b, _ in mapped], dtype=np.int64).reshape(-1)
         self.R = np.ascontiguousarray(np.array([T[:3, :3] for _, T in mapped]).reshape(-1, 3, 3))
         self.p = np.ascontiguousarray(np.array([T[:3, 3] for _, T in mapped]).reshape(-1, 3))
+        self.ints, self.floats = kernels.pack(fused.tables, self.body, self.R, self.p, armature, nv)
+        self.pose_shape = (len(self.frames), 4, 4)
+        self.jac_shape = (len(self.frames), 6, nv)
 
+
+_VEC3 = (3,)
+# the single-configuration paths run every control cycle: module-level names and a positional
+# dtype save a few attribute and keyword lookups per call (~0.1 µs of a ~1.5 µs call)
+_contiguous = np.ascontiguousarray
+_empty = np.empty
+_F64 = np.float64
 
 #: batches at least this large are split across threads (the kernels release the GIL)
 PARALLEL_MIN_BATCH = 2048
@@ -108,17 +123,13 @@ class RobotModel:
                          for i, b in enumerate(bodies)]
         for kind in STANDARD_KINDS:
             kinds.setdefault(kind, [])
-        self._frame_sets = {k: _FrameSet(k, v, self._fused) for k, v in kinds.items()}
-        t = self._t
-        # argument tuples built once: the kernels are called every control cycle
-        self._fk_args = {k: (t.parent, t.kind, t.qi, t.place_R, t.place_p, t.axis, t.scale, t.base_R, t.base_p,
-                             fs.body, fs.R, fs.p) for k, fs in self._frame_sets.items()}
-        self._jac_args = {k: (t.parent, t.kind, t.qi, t.vi, t.place_R, t.place_p, t.axis, t.scale, t.base_R,
-                              t.base_p, fs.body, fs.R, fs.p) for k, fs in self._frame_sets.items()}
-        self._grav_args = (t.parent, t.kind, t.qi, t.vi, t.place_R, t.place_p, t.axis, t.scale, t.mass, t.com,
-                           t.base_R, t.base_p)
-        self._rnea_args = (t.parent, t.kind, t.qi, t.vi, t.place_R, t.place_p, t.axis, t.scale, t.mass, t.com,
-                           t.inertia, t.base_R, t.base_p)
+        self._frame_sets = {k: _FrameSet(k, v, self._fused, self._armature, self.nv) for k, v in kinds.items()}
+        # the model as the dynamics kernels take it, packed once: they run every control cycle, and
+        # two array arguments unbox in a fraction of the time of the thirteen tables
+        self._ints, self._floats = kernels.pack(self._t, np.zeros(0, dtype=np.int64), np.zeros((0, 3, 3)),
+                                                np.zeros((0, 3)), self._armature, self.nv)
+        self._q_shape = (self.nq,)
+        self._v_shape = (self.nv,)
 
     # ------------------------------------------------------------------ structure
     @property
@@ -223,6 +234,10 @@ class RobotModel:
     # ------------------------------------------------------------------ queries
     def _frame_set(self, frame: str) -> _FrameSet:
         """Frames of one kind: a known alias (hebi-py's spellings included) or any kind the model has."""
+        if frame.__class__ is str:  # the common case first: an exact kind name (every single call asks)
+            fs = self._frame_sets.get(frame)
+            if fs is not None:
+                return fs
         if not isinstance(frame, str):
             raise ModelError(f"frame type must be a string, got {frame!r}")
         fs = self._frame_sets.get(frame)
@@ -247,8 +262,11 @@ class RobotModel:
     def _gravity(self, gravity: ArrayLike | None) -> FloatArray:
         if gravity is None:
             return self.gravity
-        g = np.asarray(gravity, dtype=np.float64).reshape(-1)
-        if g.shape != (3,):
+        g = _contiguous(gravity, _F64)
+        if g.shape == _VEC3:  # the common case, checked first: this runs on every single call
+            return g
+        g = g.reshape(-1)
+        if g.shape != _VEC3:
             raise ModelError(f"gravity must be 3 numbers [m/s²], got {gravity!r}")
         return g
 
@@ -258,10 +276,17 @@ class RobotModel:
         ``out``: an array of the result's shape to fill instead of allocating one (large batches
         spend much of their time faulting in fresh pages otherwise).
         """
-        fs = self._frame_set(frame)
-        Q, batched = self._batch(q, self.nq, "q")
-        buf = self._output(out, (Q.shape[0], fs.body.shape[0], 4, 4), batched)
-        _run(kernels.frame_poses_batch, (Q,), self._fk_args[fs.kind], buf)
+        fs = self._frame_sets.get(frame) if frame.__class__ is str else None  # an exact kind: no method call
+        if fs is None:
+            fs = self._frame_set(frame)
+        x = _contiguous(q, _F64)
+        if x.shape == self._q_shape:  # one configuration: straight to its kernel (the control loop's case)
+            buf = _empty(fs.pose_shape) if out is None else self._output(out, (1, *fs.pose_shape), False)[0]
+            kernels.frame_poses(x, fs.ints, fs.floats, buf)
+            return buf
+        Q, batched = self._batch(x, self.nq, "q")
+        buf = self._output(out, (Q.shape[0], *fs.pose_shape), batched)
+        _run(kernels.frame_poses_batch, (Q,), (fs.ints, fs.floats), buf)
         return buf if batched else buf[0]
 
     @staticmethod
@@ -289,23 +314,40 @@ class RobotModel:
         ``out``: optional buffer of the result's shape, as for :meth:`forward_kinematics`.
         """
         fs = self._frame_set(frame)
-        Q, batched = self._batch(q, self.nq, "q")
-        buf = self._output(out, (Q.shape[0], fs.body.shape[0], 6, self.nv), batched)
-        _run(kernels.jacobians_batch, (Q,), self._jac_args[fs.kind], buf)
+        x = _contiguous(q, _F64)
+        if x.shape == self._q_shape:
+            buf = _empty(fs.jac_shape) if out is None else self._output(out, (1, *fs.jac_shape), False)[0]
+            kernels.jacobians(x, fs.ints, fs.floats, buf)
+            return buf
+        Q, batched = self._batch(x, self.nq, "q")
+        buf = self._output(out, (Q.shape[0], *fs.jac_shape), batched)
+        _run(kernels.jacobians_batch, (Q,), (fs.ints, fs.floats), buf)
         return buf if batched else buf[0]
 
     def jacobian_end_effector(self, q: ArrayLike, index: int = 0) -> FloatArray:
         """Jacobian of end effector ``index``: (6, nv) or (B, 6, nv)."""
-        return self.jacobians(q, "end_effector")[..., index, :, :]
+        x = _contiguous(q, _F64)
+        if x.shape == self._q_shape:  # one configuration: the kernel directly (a control-loop call)
+            fs = self._frame_sets["end_effector"]
+            J = _empty(fs.jac_shape)
+            kernels.jacobians(x, fs.ints, fs.floats, J)
+            return J[index]
+        return self.jacobians(x, "end_effector")[..., index, :, :]
 
     def gravity_compensation(self, q: ArrayLike, gravity: ArrayLike | None = None) -> FloatArray:
         """Efforts [N·m or N] that hold the robot still at ``q`` against ``gravity`` [m/s², world].
 
         Same sign convention as hebi-py's ``get_grav_comp_efforts``: ``-sum J_com^T m g``.
         """
-        Q, batched = self._batch(q, self.nq, "q")
+        g = self.gravity if gravity is None else self._gravity(gravity)
+        x = _contiguous(q, _F64)
+        if x.shape == self._q_shape:  # one configuration: straight to its kernel
+            tau = _empty(self.nv)
+            kernels.gravity(x, g, self._ints, self._floats, tau)
+            return tau
+        Q, batched = self._batch(x, self.nq, "q")
         out = np.empty((Q.shape[0], self.nv))
-        _run(kernels.gravity_batch, (Q,), (self._gravity(gravity), *self._grav_args), out)
+        _run(kernels.gravity_batch, (Q,), (g, self._ints, self._floats), out)
         return out if batched else out[0]
 
     def inverse_dynamics(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
@@ -315,15 +357,21 @@ class RobotModel:
         ``qd``/``qdd`` are velocity coordinates (local angular/linear velocities for ball and
         free joints, as in pinocchio).
         """
-        Q, batched = self._batch(q, self.nq, "q")
-        V, _ = self._batch(qd, self.nv, "qd")
-        A, _ = self._batch(qdd, self.nv, "qdd")
+        g = self.gravity if gravity is None else self._gravity(gravity)
+        x = _contiguous(q, _F64)
+        v = _contiguous(qd, _F64)
+        a = _contiguous(qdd, _F64)
+        if x.shape == self._q_shape and v.shape == a.shape == self._v_shape:
+            tau = _empty(self.nv)
+            kernels.rnea(x, v, a, g, self._ints, self._floats, tau)
+            return tau
+        Q, batched = self._batch(x, self.nq, "q")
+        V, _ = self._batch(v, self.nv, "qd")
+        A, _ = self._batch(a, self.nv, "qdd")
         if not (V.shape[0] == A.shape[0] == Q.shape[0]):
             raise ModelError(f"q, qd and qdd batch sizes differ: {Q.shape[0]}, {V.shape[0]}, {A.shape[0]}")
         out = np.empty((Q.shape[0], self.nv))
-        _run(kernels.rnea_batch, (Q, V, A), (self._gravity(gravity), *self._rnea_args), out)
-        if self._armature is not None:
-            out += self._armature * A
+        _run(kernels.rnea_batch, (Q, V, A), (g, self._ints, self._floats), out)
         return out if batched else out[0]
 
     # ------------------------------------------------------------------ control-loop fast paths
@@ -333,24 +381,23 @@ class RobotModel:
         For the 1 kHz loop: ``q`` (nq,) and ``gravity`` (3,) must already be C-contiguous float64;
         skipping validation and allocation saves more time than the kernel itself takes.
         """
-        t = self._t
-        kernels.gravity_batch(q.reshape(1, -1), gravity, t.parent, t.kind, t.qi, t.vi, t.place_R, t.place_p,
-                              t.axis, t.scale, t.mass, t.com, t.base_R, t.base_p, out.reshape(1, -1))
+        kernels.gravity(q, gravity, self._ints, self._floats, out)
 
     def forward_kinematics_into(self, q: FloatArray, frame: str, out: FloatArray) -> None:
         """:meth:`forward_kinematics` for one configuration into ``out`` (n, 4, 4), unchecked (see above)."""
-        kernels.frame_poses_batch(q.reshape(1, -1), *self._fk_args[self._frame_set(frame).kind],
-                                  out.reshape(1, *out.shape))
+        fs = self._frame_set(frame)
+        kernels.frame_poses(q, fs.ints, fs.floats, out)
 
     def inverse_dynamics_into(self, q: FloatArray, qd: FloatArray, qdd: FloatArray, gravity: FloatArray,
                               out: FloatArray) -> None:
         """:meth:`inverse_dynamics` for one configuration into ``out`` (nv,), unchecked (see above)."""
-        t = self._t
-        kernels.rnea_batch(q.reshape(1, -1), qd.reshape(1, -1), qdd.reshape(1, -1), gravity, t.parent, t.kind,
-                           t.qi, t.vi, t.place_R, t.place_p, t.axis, t.scale, t.mass, t.com, t.inertia,
-                           t.base_R, t.base_p, out.reshape(1, -1))
-        if self._armature is not None:
-            out += self._armature * qdd
+        kernels.rnea(q, qd, qdd, gravity, self._ints, self._floats, out)
+
+    def inverse_dynamics_batch_into(self, Q: FloatArray, V: FloatArray, A: FloatArray, gravity: FloatArray,
+                                    out: FloatArray) -> None:
+        """:meth:`inverse_dynamics` for a batch (B, nq)/(B, nv) into ``out`` (B, nv), unchecked (see
+        above): the execution monitors form the mass matrix from n + 2 rows in one call."""
+        kernels.rnea_batch(Q, V, A, gravity, self._ints, self._floats, out)  # armature included by the kernel
 
     def inverse_kinematics(self, target: Any = None, seed: ArrayLike | None = None, **kwargs: Any) -> Any:
         """Solve for joint positions reaching ``target``; see :func:`hebictl.model.ik.solve`."""

@@ -19,25 +19,52 @@ import contextlib
 import itertools
 import json
 import logging
+import math
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from hebictl.control.safety import Limits
+from hebictl.errors import ConfigError, StateRejected
+from hebictl.panel.events import status_events
 from hebictl.tasks import cancel_and_wait
+from hebictl.teleop import state_schema
 from hebictl.teleop.connection import BrokerSettings
-from hebictl.teleop.topics import COMMAND_QOS, PREFIX, Topics
+from hebictl.teleop.schema import CommandSchema
+from hebictl.teleop.schema import envelope as command_envelope
+from hebictl.teleop.topics import COMMAND_QOS, PREFIX, Topics, check_arm_id
 
 log = logging.getLogger(__name__)
 
-#: (arm_id, kind, body) - kind is a state topic name; body the decoded JSON object
+#: (arm_id, kind, body) - kind is a state topic name; body the validated JSON object
 Listener = Callable[[str, str, dict[str, Any]], None]
+
+def _arm_id_ok(arm_id: str) -> bool:
+    try:
+        check_arm_id(arm_id)
+    except ConfigError:
+        return False
+    return True
+
+
+STALE_AFTER = 1.0     # s without a valid joints/status message: the arm is shown as stale
+INVALID_SHOWN = 5.0   # s an arm stays marked "data invalid" after a dropped message
 
 
 @dataclass
 class ArmView:
-    """What the panel knows of one arm, straight from its state topics."""
+    """What the panel knows of one arm, from its state topics, each message validated by
+    :mod:`hebictl.teleop.state_schema` first (a message that fails is dropped and counted in
+    ``invalid``; the arm is shown as "data invalid" for :data:`INVALID_SHOWN` s).
+
+    The description is used only once it matches the status's ``description_sha256`` (the arm's
+    hash of the exact retained payload): a description anyone else published in its place is
+    kept aside in ``description_refused`` and never steers Home or the limits. Arms that publish
+    no hash (older bridges) get their description unverified (``description_verified`` False)."""
 
     arm_id: str
     status: dict[str, Any] | None = None
@@ -46,21 +73,77 @@ class ArmView:
     ee_pose: dict[str, Any] | None = None
     writable: bool | None = None          # None: not probed yet
     events: collections.deque[dict[str, Any]] = field(default_factory=lambda: collections.deque(maxlen=20))
+    invalid: int = 0                      # messages dropped by the schema
+    last_invalid: dict[str, Any] | None = None   # topic, reason, detail, at (monotonic s)
+    last_fresh: float | None = None       # monotonic s of the last valid joints/status
+    description_verified: bool = False
+    description_refused: str | None = None        # why the latest description was not used
+    _candidates: collections.OrderedDict[str, dict[str, Any]] = field(default_factory=collections.OrderedDict)
+    _latest_sha: str | None = None         # sha256 of the latest description payload received
 
     def note_status(self, body: dict[str, Any]) -> None:
-        """Keep a short history of what changed (events, errors, state, mode) for the panel."""
-        old = self.status or {}
-        for key in ("last_event", "last_error"):
-            if body.get(key) and body.get(key) != old.get(key):
-                item = body[key]
-                self.events.appendleft({"ts": body.get("ts"), "what": key,
-                                        "kind": item.get("kind") or item.get("reason"),
-                                        "detail": item.get("detail", "")})
-        for key in ("status", "state", "mode", "estop"):
-            if old and body.get(key) != old.get(key):
-                self.events.appendleft({"ts": body.get("ts"), "what": key, "kind": str(body.get(key)),
-                                        "detail": f"{old.get(key)} -> {body.get(key)}"})
+        """Keep a short history of what changed, in plain words (:mod:`hebictl.panel.events`);
+        a new ``session`` (the arm's teleop restarted) starts a fresh history."""
+        old = self.status
+        if old is not None and body.get("session") and body.get("session") != old.get("session"):
+            self.events.clear()
+            old = None
+        for ev in status_events(old, body):
+            self.events.appendleft(ev)
         self.status = body
+        self._settle_description()
+
+    def note_description(self, body: dict[str, Any], sha256: str) -> None:
+        # the arm republishes the same bytes every 5 s: keep the object already held, so the page does
+        # not rebuild its sliders and jog buttons for an identical description
+        self._candidates.setdefault(sha256, body)
+        self._candidates.move_to_end(sha256)
+        while len(self._candidates) > 4:
+            self._candidates.popitem(last=False)
+        self._latest_sha = sha256
+        self._settle_description()
+
+    def _settle_description(self) -> None:
+        """Use the description whose hash the arm's status announces; without a hash (an older
+        arm), the latest one, unverified. A description with another hash is never used."""
+        want = (self.status or {}).get("description_sha256")
+        if want is None:
+            if self._latest_sha is not None:
+                self.description = self._candidates[self._latest_sha]
+            self.description_verified, self.description_refused = False, None
+            return
+        if want in self._candidates:
+            self.description = self._candidates[want]
+            self.description_verified = True
+        elif self.description is not None and not self.description_verified:
+            self.description_verified = False  # drawn until the announced one arrives, never trusted
+        if self._latest_sha is not None and self._latest_sha != want:
+            self.description_refused = (f"the description on the broker (sha256 {self._latest_sha[:12]}...) is not "
+                                        f"the one the arm announces ({want[:12]}...): ignored")
+        else:
+            self.description_refused = None
+
+    def note_invalid(self, topic: str, exc: StateRejected) -> None:
+        self.invalid += 1
+        self.last_invalid = {"topic": topic, "reason": exc.reason, "detail": exc.detail, "at": time.monotonic()}
+
+    @property
+    def offline(self) -> bool:
+        st = self.status or {}
+        return st.get("status") == "offline" or st.get("state") == "offline"
+
+    def health(self, now: float) -> dict[str, Any]:
+        """What the page shows about the data itself: offline, stale (no valid state for
+        :data:`STALE_AFTER` s), data invalid (recently), the description's check."""
+        inv = self.last_invalid
+        return {"offline": self.offline,
+                "stale": not self.offline and (self.last_fresh is None or now - self.last_fresh > STALE_AFTER),
+                "age": None if self.last_fresh is None else now - self.last_fresh,
+                "invalid": self.invalid,
+                "invalid_recent": None if inv is None or now - inv["at"] > INVALID_SHOWN else
+                {k: inv[k] for k in ("topic", "reason", "detail")},
+                "description_verified": self.description_verified,
+                "description_refused": self.description_refused}
 
 
 def _make_client_class() -> type:
@@ -103,7 +186,10 @@ class PanelLink:
 
     def __init__(self, settings: BrokerSettings, *, name: str | None = None, probe_timeout: float = 3.0) -> None:
         self.settings = settings
-        self.name = name or f"panel-{os.uname().nodename}-{os.getpid()}"[:128]
+        # with a broker account the name starts with "<account>:": the broker plugin of docs/teleop.md lets
+        # only that account use such client ids, and the bridge refuses command names not bound to it
+        account = f"{settings.username}:" if settings.username else ""
+        self.name = name or f"{account}panel-{os.uname().nodename}-{os.getpid()}"[:128]
         self.arms: dict[str, ArmView] = {}
         self.listeners: list[Listener] = []
         self.connected = asyncio.Event()
@@ -113,6 +199,14 @@ class PanelLink:
         self._stop = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()  # probes in flight (kept referenced until done)
         self._watch: dict[str, int] = {}      # arm id -> browser tabs showing it (joints/ee_pose subscribed)
+        self.dropped = 0                      # state messages refused by the schema
+        self.warnings: list[str] = []         # security warnings shown on the page (anonymous broker ...)
+        self._checked_anonymous = False
+        self.epoch = 0                        # bumped to leave a client name someone else poisoned
+        self._recent: collections.OrderedDict[int, tuple[str, str, dict[str, Any], str | None]] = \
+            collections.OrderedDict()         # seq -> (arm, name, body, operator) of recent QoS-1 commands
+        self._schemas: dict[str, tuple[int, CommandSchema]] = {}
+        self._invalid_log: dict[str, tuple[float, int]] = {}
 
     # ------------------------------------------------------------------ connection
     async def run(self) -> None:
@@ -133,6 +227,9 @@ class PanelLink:
                     for arm_id in self._watch:
                         await self._subscribe_fast(client, arm_id)
                     self.connected.set()
+                    if not self._checked_anonymous:
+                        self._checked_anonymous = True
+                        self._spawn(self.check_anonymous())
                     for view in self.arms.values():
                         view.writable = None
                         self._spawn_probe(view.arm_id)
@@ -181,39 +278,78 @@ class PanelLink:
 
     async def _read(self, client: Any) -> None:
         async for msg in client.messages:
-            parts = msg.topic.value.split("/")
-            if len(parts) != 5 or parts[3] != "state":
-                continue
-            arm_id, kind = parts[2], parts[4]
             try:
-                body = json.loads(msg.payload) if msg.payload else None
-            except (ValueError, TypeError):
-                continue
-            if not isinstance(body, dict):
-                if kind in ("status", "description") and not msg.payload and arm_id in self.arms:
-                    self.arms.pop(arm_id)  # retained message cleared: the arm is gone
-                continue
-            view = self.arms.get(arm_id)
+                self.receive(msg.topic.value, msg.payload)
+            except Exception:  # a bug here must not stop the panel reading (nor its e-stop button)
+                log.exception("panel: could not process a message on %s", msg.topic.value)
+
+    def receive(self, topic: str, payload: Any) -> None:
+        """One message from the broker: validated, then kept in its arm's view and passed on.
+
+        A message that fails :mod:`hebictl.teleop.state_schema` is dropped, counted (per arm and
+        in :attr:`dropped`), logged with its topic (at most once a second per topic) and marks
+        the arm "data invalid"; nothing else changes, so the last valid state stays in view."""
+        parts = topic.split("/")
+        if len(parts) != 5 or parts[3] != "state" or parts[4] not in state_schema.SCHEMAS:
+            return
+        arm_id, kind = parts[2], parts[4]
+        if not _arm_id_ok(arm_id):
+            return
+        data = payload if isinstance(payload, bytes | bytearray) else str(payload or "").encode()
+        if not data:
+            if kind in ("status", "description") and arm_id in self.arms:
+                self.arms.pop(arm_id)  # retained message cleared: the arm is gone
+            return
+        view = self.arms.get(arm_id)
+        try:
+            body = state_schema.validate(kind, data)
+        except StateRejected as exc:
+            self.dropped += 1
             if view is None:
                 view = self.arms[arm_id] = ArmView(arm_id)
-                self._spawn_probe(arm_id)
-            if kind == "status":
-                view.note_status(body)
-            elif kind == "description" and body != view.description:  # the arm republishes it every 5 s
-                view.description = body
-            elif kind == "joints":
-                view.joints = body
-            elif kind == "ee_pose":
-                view.ee_pose = body
-            for listener in list(self.listeners):
-                try:
-                    listener(arm_id, kind, body)
-                except Exception:
-                    log.exception("panel listener failed")
+            view.note_invalid(topic, exc)
+            self._log_invalid(topic, exc)
+            return
+        if view is None:
+            view = self.arms[arm_id] = ArmView(arm_id)
+            self._spawn_probe(arm_id)
+        now = time.monotonic()
+        if kind == "status":
+            view.note_status(body)
+            view.last_fresh = now
+        elif kind == "description":
+            view.note_description(body, state_schema.payload_sha256(data))
+        elif kind == "joints":
+            view.joints = body
+            view.last_fresh = now
+        elif kind == "ee_pose":
+            view.ee_pose = body
+        elif kind == "ack":
+            self._recover(body)
+        for listener in list(self.listeners):
+            try:
+                listener(arm_id, kind, body)
+            except Exception:
+                log.exception("panel listener failed")
+
+    def _log_invalid(self, topic: str, exc: StateRejected) -> None:
+        now = time.monotonic()
+        last, count = self._invalid_log.get(topic, (-math.inf, 0))
+        if now - last >= 1.0:
+            more = f" (and {count} more since the last report)" if count else ""
+            log.warning("panel: dropped an invalid message on %s: %s%s", topic, exc, more)
+            self._invalid_log[topic] = (now, 0)
+        else:
+            self._invalid_log[topic] = (last, count + 1)
+        if len(self._invalid_log) > 1000:
+            self._invalid_log.clear()
 
     # ------------------------------------------------------------------ write access
     def _spawn_probe(self, arm_id: str) -> None:
-        task = asyncio.create_task(self.probe(arm_id))
+        self._spawn(self.probe(arm_id))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -233,27 +369,102 @@ class PanelLink:
         if not view.writable:
             log.warning("panel: account %r may not command arm %s (%s): read-only", self.settings.username,
                         arm_id, code)
+        with contextlib.suppress(Exception):  # the same probe on the arm's state subtree: it should be refused
+            code = await client.publish_checked(Topics(arm_id).root + "/state", b"", 1, self.probe_timeout)
+            if not (code is not None and getattr(code, "is_failure", False)):
+                self._warn(f"this panel's broker account may publish arm {arm_id}'s state topics: whoever holds "
+                           "it (or any client, on a broker without accounts) can fake that arm's state; give "
+                           "only the arm's own account write access to hebictl/v1/<arm>/state/# (docs/teleop.md)")
         return view.writable
 
+    def _warn(self, text: str) -> None:
+        if text not in self.warnings:
+            self.warnings.append(text)
+            log.warning("panel: %s", text)
+
+    async def check_anonymous(self) -> bool | None:
+        """Whether the broker lets a client in without an account (anyone on the network could
+        then publish a fake arm state or description); warns when it does."""
+        import aiomqtt
+
+        if not self.settings.username:
+            self._warn("the panel connects to the broker without an account: anyone who can reach the broker can "
+                       "publish fake arm states and, unless an ACL stops them, commands")
+            return True
+        options = {**self.settings.client_options(), "username": None, "password": None}
+        try:
+            async with aiomqtt.Client(**options, identifier=f"{self.name}-anon-check", timeout=3.0):
+                pass
+        except aiomqtt.MqttError:
+            return False
+        except Exception as exc:  # the check must never keep the panel from running
+            log.info("panel: anonymous-access check failed: %s", exc)
+            return None
+        self._warn("the broker accepts clients without an account (allow_anonymous): anyone who can reach it can "
+                   "publish fake arm states and descriptions; see docs/teleop.md, broker set-up")
+        return True
+
     # ------------------------------------------------------------------ commands
-    def envelope(self, body: dict[str, Any], ts: float | None = None) -> dict[str, Any]:
-        return {**body, "seq": next(self._seq), "ts": time.time() if ts is None else ts, "client": self.name}
+    def client_name(self, operator: str | None = None) -> str:
+        """The envelope's ``client`` for ``operator``'s commands: ``<name>[~<epoch>][/<operator>]``.
 
-    async def send(self, arm_id: str, name: str, body: dict[str, Any], *, ts: float | None = None) -> dict[str, Any]:
-        """Publish ``cmd/<name>`` for ``arm_id``; returns the payload sent (with its ``seq``).
+        The epoch changes when an arm refuses one of our commands as out of order (someone
+        published a huge ``seq`` under our name, which acks make visible): the panel then
+        continues under a fresh name instead of being locked out (:meth:`_recover`)."""
+        base = self.name if self.epoch == 0 else f"{self.name}~{self.epoch}"
+        return base if operator is None else f"{base}/{operator}"[:128]
 
-        Raises PermissionError when the broker refuses the publish (PUBACK reason code), and
-        ConnectionError without a broker connection."""
+    def is_ours(self, client: Any) -> bool:
+        return isinstance(client, str) and (client == self.name or client.startswith((self.name + "/",
+                                                                                       self.name + "~")))
+
+    def envelope(self, body: dict[str, Any], ts: float | None = None, operator: str | None = None) -> dict[str, Any]:
+        return {**body, "seq": next(self._seq), "ts": time.time() if ts is None else ts,
+                "client": self.client_name(operator)}
+
+    def command_schema(self, arm_id: str) -> CommandSchema:
+        """The bridge's validators for ``arm_id``, with the limits of its description (unbounded
+        where the panel has none yet: types, finiteness and lengths are still checked)."""
+        view = self.arms.get(arm_id)
+        d = view.description if view is not None else None
+        key = id(d)
+        cached = self._schemas.get(arm_id)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        joints = (d or {}).get("joints") or {}
+        dof = int((d or {}).get("dof") or len(((view.joints if view else None) or {}).get("position") or []) or 1)
+
+        def arr(key: str, default: float) -> np.ndarray:
+            values = joints.get(key) or [None] * dof
+            return np.array([default if v is None else v for v in values], dtype=np.float64)
+
+        limits = Limits(arr("position_min", -np.inf), arr("position_max", np.inf), arr("velocity_max", np.inf),
+                        np.full(dof, np.inf))
+        schema = CommandSchema(dof, limits)
+        self._schemas[arm_id] = (key, schema)
+        return schema
+
+    async def send(self, arm_id: str, name: str, body: dict[str, Any], *, ts: float | None = None,
+                   operator: str | None = None) -> dict[str, Any]:
+        """Validate (:mod:`hebictl.teleop.schema`, the bridge's own rules) and publish ``cmd/<name>``
+        for ``arm_id`` as strict JSON; returns the payload sent (with its ``seq``).
+
+        Raises CommandRejected for a command the arm would refuse anyway, PermissionError when
+        the broker refuses the publish (PUBACK reason code), ConnectionError without a broker."""
         client = self._client
         if client is None:
             raise ConnectionError(f"not connected to the broker {self.settings.url}")
-        payload = self.envelope(body, ts)
-        data = json.dumps(payload).encode()
+        payload = self.envelope(body, ts, operator)
+        self.command_schema(arm_id).validate(name, payload, command_envelope(payload))
+        data = json.dumps(payload, allow_nan=False).encode()
         topic = Topics(arm_id).cmd(name)
         qos = COMMAND_QOS.get(name, 1)
         if qos == 0:
             await client.publish(topic, data, qos=0)
             return payload
+        self._recent[payload["seq"]] = (arm_id, name, body, operator)
+        while len(self._recent) > 64:
+            self._recent.popitem(last=False)
         code = await client.publish_checked(topic, data, qos, 3.0)
         if code is not None and getattr(code, "is_failure", False):
             view = self.arms.get(arm_id)
@@ -261,3 +472,26 @@ class PanelLink:
                 view.writable = False
             raise PermissionError(f"the broker refused cmd/{name} for {arm_id}: {code}")
         return payload
+
+    def _recover(self, ack: dict[str, Any]) -> None:
+        """An arm refused one of our commands as out of order under the name we use now: move to
+        a new client name, and send that command again, once, if it was a recent QoS-1 command
+        (see :meth:`client_name`). Jog samples just continue under the new name."""
+        client = ack.get("client")
+        if ack.get("accepted") or ack.get("reason") != "out_of_order" or not self.is_ours(client):
+            return
+        operator = client.split("/", 1)[1] if "/" in client else None  # type: ignore[union-attr]
+        if client != self.client_name(operator):
+            return  # a name we already left
+        self.epoch += 1
+        sent = self._recent.pop(ack.get("seq"), None)  # type: ignore[arg-type]
+        log.warning("panel: an arm refused our %s as out of order (someone used our client name with a larger "
+                    "seq); continuing as %s", ack.get("topic"), self.client_name(operator))
+        if sent is not None:
+            self._spawn(self._resend(*sent))
+
+    async def _resend(self, arm_id: str, name: str, body: dict[str, Any], operator: str | None) -> None:
+        try:
+            await self.send(arm_id, name, body, operator=operator)
+        except Exception as exc:
+            log.warning("panel: resending cmd/%s to %s failed: %s", name, arm_id, exc)

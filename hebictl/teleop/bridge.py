@@ -48,7 +48,7 @@ from hebictl.teleop.admission import Admission
 from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 from hebictl.teleop.connection import BrokerSettings
 from hebictl.teleop.description import description_payload
-from hebictl.teleop.feasibility import check_reach
+from hebictl.teleop.feasibility import check_reach, solve_cartesian
 from hebictl.teleop.messages import Ack, ee_pose_payload, joints_payload, status_payload
 from hebictl.teleop.schema import (
     CartesianGoalCommand,
@@ -340,14 +340,9 @@ class MqttBridge:
         seed = snap.command_position if np.all(np.isfinite(snap.command_position)) else snap.position
         if not np.all(np.isfinite(seed)):
             raise CommandRejected("no_feedback", "no arm position yet to start IK from")
-        model = self.runner.arm.model
-        result = await asyncio.to_thread(model.inverse_kinematics, cmd.position, seed, orientation=cmd.orientation)
-        if not result.converged:
-            what = f", orientation error {result.orientation_error:.3g} rad" if cmd.orientation is not None else ""
-            raise CommandRejected("ik_failed", f"no joint solution within the limits: position error "
-                                               f"{result.position_error:.3g} m{what} after "
-                                               f"{result.iterations} iterations")
-        return JointGoalCommand(cmd.envelope, (cmd.duration,), (np.asarray(result.q, dtype=np.float64),), (None,))
+        arm = self.runner.arm  # IK inside the config's limits, the solution clear of the arm and workspace
+        q = await asyncio.to_thread(solve_cartesian, arm.model, arm.limits, cmd.position, seed, cmd.orientation)
+        return JointGoalCommand(cmd.envelope, (cmd.duration,), (q,), (None,))
 
     def _reject(self, name: str, seq: int | None, client: str | None, exc: CommandRejected) -> None:
         self.stats["rejected"] += 1

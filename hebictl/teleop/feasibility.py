@@ -18,6 +18,11 @@ goal is checked against it over the time it allows:
 
 Both raise :class:`~hebictl.errors.CommandRejected` naming the joint, what the goal needs and
 what the joint allows (reasons ``too_fast``, ``too_far``, ``out_of_limits``, ``not_finite``).
+
+* :func:`solve_cartesian` turns a Cartesian goal into joints for the bridge: inverse kinematics
+  inside the *config's* joint limits (the arm's :class:`~hebictl.control.safety.Limits`, not only
+  the model file's), and the solution checked against the arm's body and workspace
+  (``CommandRejected("collision")``); the path to it is checked by the arm's admission like any goal.
 """
 
 from __future__ import annotations
@@ -27,8 +32,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from hebictl._typing import FloatArray
+from hebictl.collision.attach import world_of
 from hebictl.control.safety import Limits
 from hebictl.errors import CommandRejected
+from hebictl.model.robot import RobotModel
 from hebictl.trajectory import Trajectory
 
 #: relative slack on the rated speed for rounding (the arm's own rate limiter is the hard stop)
@@ -110,3 +117,26 @@ def check_trajectory(trajectory: Trajectory, limits: Limits, *, max_duration: fl
         raise CommandRejected("out_of_limits", f"{_names(joint_names, i)} would pass through "
                                                f"[{lo[i]:.4f}, {hi[i]:.4f}], limits "
                                                f"[{limits.position_min[i]:.4f}, {limits.position_max[i]:.4f}]")
+
+
+def solve_cartesian(model: RobotModel, limits: Limits, position: FloatArray, seed: FloatArray,
+                    orientation: FloatArray | None = None) -> FloatArray:
+    """Joint positions that put the end effector at ``position`` [m, world] (and ``orientation``),
+    inside ``limits``; ``ik_failed`` if there are none from ``seed``, ``collision`` if the solution
+    puts the arm into itself or its workspace."""
+    lo = np.asarray(limits.position_min, dtype=np.float64)
+    hi = np.asarray(limits.position_max, dtype=np.float64)
+    start = np.clip(np.asarray(seed, dtype=np.float64), lo, hi)  # a seed outside the limits would stay there
+    result = model.inverse_kinematics(position, start, orientation=orientation, limits=(lo, hi))
+    if not result.converged:
+        what = f", orientation error {result.orientation_error:.3g} rad" if orientation is not None else ""
+        raise CommandRejected("ik_failed", f"no joint solution within the joint limits: position error "
+                                           f"{result.position_error:.3g} m{what} after {result.iterations} iterations")
+    q = np.asarray(result.q, dtype=np.float64)
+    world = world_of(model)
+    hit = world.collision(q) if world is not None else None
+    if hit is not None:
+        what = (f"{-hit.gap * 1000:.1f} mm into each other" if hit.gap < 0
+                else f"{hit.gap * 1000:.1f} mm apart, closer than the clearance by {-hit.distance * 1000:.1f} mm")
+        raise CommandRejected("collision", f"the joint solution puts {hit.a} and {hit.b} {what}")
+    return q

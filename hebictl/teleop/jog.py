@@ -6,11 +6,26 @@ inside :meth:`Arm.update` right after the feedback read and before the command i
 sent: a new velocity reaches the modules in the same cycle it is picked up, without queueing.
 Each cycle it
 
-1. takes the newest sample with the dead-man held,
+1. takes the newest sample with the dead-man held (a sample's ``ttl`` is capped at
+   :data:`MAX_TTL`; a longer one is refused ``ttl_too_long``, so a silent client stops the arm
+   within half a second);
 2. turns a Cartesian twist into joint velocities by damped least squares on the end-effector
-   Jacobian (:func:`dls_joint_velocity`), scales them into the joints' velocity limits,
-3. slews the commanded velocity toward it at no more than ``accel`` [rad/s²],
-4. integrates it into the jog position (clamped at the joint limits) and commands both.
+   Jacobian (:func:`dls_joint_velocity`), and scales the result *uniformly* (the direction kept)
+   until the end effector is no faster than commanded and within :data:`MAX_DIRECTION_ERROR` of the
+   commanded direction; near a singularity that scale goes to zero: it slows and stops, never
+   jumps;
+3. scales into the joints' velocity limits (with :data:`SPEED_HEADROOM` for the arm's tracking),
+   into the speed each joint can still brake from before its position limit (``sqrt(2 a d)``,
+   from the command or the feedback, whichever is nearer the limit) and so that the command never
+   runs more than :data:`MAX_LEAD` ahead of the measured position (joint jog per joint, Cartesian
+   jog uniformly);
+4. scales by the distance to the arm's own body and its workspace as MoveIt Servo does (1 at or
+   beyond the threshold, 0 at contact; only while the motion closes that distance), checked every
+   cycle on :mod:`hebictl.collision` (thresholds ``user_data.workspace.slowdown``, default 2 cm self,
+   3 cm workspace);
+5. slews the commanded velocity toward it (``accel`` [rad/s²] speeding up, :data:`BRAKE_FACTOR`
+   times that slowing down), uniformly in Cartesian jog,
+6. integrates it into the jog position (clamped at the joint limits) and commands both.
 
 Starting and releasing (dead-man let go or ``ttl`` expired) are decided by the arm thread
 (:mod:`hebictl.teleop.runner`) at the start of a cycle; after a release the plugin stops
@@ -28,13 +43,38 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from hebictl._typing import FloatArray
+from hebictl.collision.attach import world_of
 from hebictl.control.plugins import ArmPlugin
 from hebictl.control.safety import ArmState
+from hebictl.errors import CommandRejected
 
 if TYPE_CHECKING:
     from hebictl.control.arm import Arm
     from hebictl.teleop.schema import JogCommand
 
+#: [s] the longest a jog sample may stay valid (the schema allows longer; this module refuses it)
+MAX_TTL = 0.5
+#: [rad] the Cartesian jog's end effector keeps within this of the commanded direction (issue: 10°)
+MAX_DIRECTION_ERROR = np.deg2rad(5.0)
+#: [rad] below this direction error the Cartesian jog runs at full speed; it fades to 0 at the max
+FULL_SPEED_DIRECTION_ERROR = np.deg2rad(2.0)
+#: slowing down may use this many times ``accel`` (stopping before a limit or a contact)
+BRAKE_FACTOR = 3.0
+#: a jog commands at most this fraction of the allowed speed: the arm's tracking runs up to ~15 %
+#: ahead of its command (measured on the sim with a 1 kg unknown payload), and must stay <= 1.05x rated
+SPEED_HEADROOM = 0.85
+#: [rad/s²] the jog's slew rate is capped here whatever the runner asks (a faster ramp overshoots)
+MAX_ACCEL = 3.0
+#: [rad] the jog's command runs at most this far ahead of the measured position (it slows from 0 lead)
+MAX_LEAD = 0.05
+#: joint-limit approach decelerates at this fraction of ``accel`` (room for the arm's tracking lag:
+#: at 0.5 the r6 base still overran its limit by 12-21 mrad on the sim, at 0.25 by 1.3)
+LIMIT_BRAKE_FRACTION = 0.25
+#: [m/s²] a jog closing in on a body or the workspace can stop within the distance left at this
+#: deceleration (gentle enough for the arm to track: a harder stop makes it bounce)
+STOP_DECELERATION = 0.5
+#: [s] the collision check looks this far ahead along the commanded velocity to tell approach from retreat
+LOOKAHEAD = 0.02
 
 
 @dataclass(frozen=True)
@@ -60,7 +100,10 @@ class JogMailbox:
         self._count = 0
 
     def offer(self, cmd: JogCommand, received: float) -> JogSample:
-        """Publish ``cmd`` received at ``received`` [s, arm clock]."""
+        """Publish ``cmd`` received at ``received`` [s, arm clock]; a ``ttl`` over :data:`MAX_TTL` is refused."""
+        if not cmd.ttl <= MAX_TTL:
+            raise CommandRejected("ttl_too_long", f"a jog sample may be valid for at most {MAX_TTL:g} s, this one "
+                                                  f"asks {cmd.ttl:g} s; stream samples more often")
         self._count += 1
         sample = JogSample(self._count, cmd.space, cmd.velocity, cmd.deadman, received + cmd.ttl,
                            cmd.envelope.seq, cmd.envelope.client)
@@ -79,6 +122,33 @@ def dls_joint_velocity(jacobian: ArrayLike, twist: ArrayLike, damping: float) ->
     JJt = J @ J.T
     JJt[np.diag_indices_from(JJt)] += damping * damping
     return J.T @ np.linalg.solve(JJt, w)
+
+
+def direction_scale(commanded: FloatArray, achieved: FloatArray) -> float:
+    """How much of a Cartesian velocity to keep: 0..1, so the achieved end-effector velocity is no
+    faster than commanded and fades to 0 as its direction error grows from
+    :data:`FULL_SPEED_DIRECTION_ERROR` to :data:`MAX_DIRECTION_ERROR` (linear and angular parts
+    each; a part commanded zero may be achieved only as a small side effect)."""
+    scale = 1.0
+    for cmd, got in ((commanded[:3], achieved[:3]), (commanded[3:], achieved[3:])):
+        nc, ng = float(np.linalg.norm(cmd)), float(np.linalg.norm(got))
+        if nc < 1e-9:
+            continue
+        if ng < 1e-12:
+            return 0.0
+        scale = min(scale, nc / ng)
+        angle = math.acos(max(-1.0, min(1.0, float(cmd @ got) / (nc * ng))))
+        if angle > FULL_SPEED_DIRECTION_ERROR:
+            fade = (MAX_DIRECTION_ERROR - angle) / (MAX_DIRECTION_ERROR - FULL_SPEED_DIRECTION_ERROR)
+            scale = min(scale, max(0.0, fade))
+    return scale
+
+
+def servo_scale(distance: float, threshold: float) -> float:
+    """MoveIt Servo's collision velocity scale: 1 at or beyond ``threshold`` [m], 0 at contact (distance 0)."""
+    if threshold <= 0.0:
+        return 1.0 if distance > 0.0 else 0.0
+    return min(1.0, max(0.0, distance / threshold))
 
 
 class JogPlugin(ArmPlugin):
@@ -102,15 +172,24 @@ class JogPlugin(ArmPlugin):
         self.velocity = np.zeros(0)
         self.sample: JogSample | None = None
         self._target = np.zeros(0)
+        #: what the last cycle scaled the jog by: direction, limits, collision (1 = not slowed)
+        self.scales = {"direction": 1.0, "limits": 1.0, "collision": 1.0}
+        self._arm: Arm | None = None
+        self._offset = np.zeros(0)
 
     def on_associated(self, arm: Arm) -> None:
         n = arm.dof
-        self.accel = np.broadcast_to(np.asarray(self._accel_in, dtype=np.float64), (n,)).copy()
+        accel = np.broadcast_to(np.asarray(self._accel_in, dtype=np.float64), (n,))
+        self.accel = np.minimum(accel, MAX_ACCEL)
         self.position = np.zeros(n)
         self.velocity = np.zeros(n)
         self._target = np.zeros(n)
-        self._vmax = np.where(np.isfinite(arm.limits.velocity_max), arm.limits.velocity_max, 1.0) * self.speed_fraction
+        rated = np.where(np.isfinite(arm.limits.velocity_max), arm.limits.velocity_max, 1.0)
+        self._vmax = rated * min(self.speed_fraction, 1.0) * SPEED_HEADROOM
         self._lo, self._hi = arm.limits.position_min, arm.limits.position_max
+        self.world = world_of(arm.model)
+        self._arm = arm
+        self._offset = np.zeros(n)
 
     # ---------------------------------------------------------------- called by the arm thread
     def start(self, position: ArrayLike, sample: JogSample) -> None:
@@ -119,6 +198,9 @@ class JogPlugin(ArmPlugin):
         self.velocity.fill(0.0)
         self.sample = sample
         self.active = True
+        self._offset = np.zeros_like(self.position)
+        if self._arm is not None and np.all(np.isfinite(self._arm.last_feedback.position)):
+            self._offset = self.position - self._arm.last_feedback.position
 
     def halt(self) -> tuple[FloatArray, FloatArray]:
         """Stop jogging; returns the jog's position and velocity at this moment (to brake from)."""
@@ -134,26 +216,77 @@ class JogPlugin(ArmPlugin):
             self._jog(arm, min(dt, self.max_dt))
         return True
 
+    def _limit_speeds(self, pos: FloatArray, measured: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Per joint: the speed it may still have toward its lower and its upper limit and stop there.
+
+        Measured from whichever is nearer the limit, the jog's command or the arm's feedback: an
+        arm running ahead of its command (gravity, an unknown payload) starts braking in time."""
+        brake = self.accel * LIMIT_BRAKE_FRACTION
+        if np.all(np.isfinite(measured)):
+            lo_from, hi_from = np.minimum(pos, measured), np.maximum(pos, measured)
+        else:
+            lo_from, hi_from = pos, pos
+        down = np.sqrt(2.0 * brake * np.maximum(lo_from - self._lo, 0.0))
+        up = np.sqrt(2.0 * brake * np.maximum(self._hi - hi_from, 0.0))
+        return down, up
+
+    def _collision_scale(self, pos: FloatArray, target: FloatArray) -> float:
+        """MoveIt Servo's scale (1 at the threshold, 0 at contact) for every pair closing in, and never
+        faster than the arm can stop within the distance left at :data:`STOP_DECELERATION`."""
+        world = self.world
+        if world is None or not np.any(target):
+            return 1.0
+        return world.approach_scale(pos, pos + target * LOOKAHEAD, LOOKAHEAD, STOP_DECELERATION)
+
     def _jog(self, arm: Arm, dt: float) -> None:
         latest = self.mailbox.latest
         if latest is not None and latest is not self.sample and latest.deadman:
             self.sample = latest
         sample = self.sample
+        if sample is not None and ((latest is not None and not latest.deadman) or arm.clock.now() > sample.expiry):
+            # let go or expired since the runner last looked (it looks before the feedback read, so up
+            # to a period ago): slow toward rest in this cycle's command already, the runner's brake
+            # takes over at the next; otherwise the stop would start up to two periods after expiry
+            sample = None
         target = self._target
+        pos = self.position
+        cartesian = sample is not None and sample.space != "joint"
+        direction = 1.0
         if sample is None:
             target.fill(0.0)
-        elif sample.space == "joint":
+        elif not cartesian:
             np.copyto(target, sample.velocity)
         else:
-            J = arm.model.jacobian_end_effector(self.position)
+            J = arm.model.jacobian_end_effector(pos)
             np.copyto(target, dls_joint_velocity(J, sample.velocity, self.damping))
-        # scale uniformly into the velocity limits (keeps the Cartesian direction)
+            direction = direction_scale(sample.velocity, J @ target)
+            target *= direction
+        # into the velocity limits: uniformly (keeps the Cartesian direction)
         peak = float(np.max(np.abs(target) / self._vmax))
         if peak > 1.0:
             target /= peak
-        step = self.accel * dt
-        np.clip(target, self.velocity - step, self.velocity + step, out=self.velocity)
-        pos = self.position
+        # into what each joint can still brake from before its position limit, and no farther ahead of
+        # the arm than MAX_LEAD (an arm that cannot keep up, e.g. lifting an unknown payload, is waited for)
+        measured = arm.last_feedback.position
+        down, up = self._limit_speeds(pos, measured)
+        if np.all(np.isfinite(measured)):
+            lead = pos - measured - self._offset  # a steady offset (sag under an unknown payload) is no lead
+            np.minimum(up, self._vmax * np.clip(1.0 - lead / MAX_LEAD, 0.0, 1.0), out=up)
+            np.minimum(down, self._vmax * np.clip(1.0 + lead / MAX_LEAD, 0.0, 1.0), out=down)
+        allowed = np.where(target < 0, down, up)
+        over = np.abs(target) > allowed
+        limits = 1.0
+        if over.any():
+            if cartesian:
+                limits = float(np.min(allowed[over] / np.abs(target[over])))
+                target *= limits
+            else:
+                np.clip(target, -down, up, out=target)
+                limits = 0.0 if not np.any(target) else limits
+        collision = self._collision_scale(pos, target)
+        target *= collision
+        self.scales = {"direction": direction, "limits": limits, "collision": collision}
+        self._slew(target, dt, uniform=cartesian)
         pos += self.velocity * dt
         at_lo, at_hi = pos <= self._lo, pos >= self._hi
         if at_lo.any() or at_hi.any():
@@ -166,3 +299,24 @@ class JogPlugin(ArmPlugin):
             self.active = False
             cmd.position[:] = arm.last_feedback.position
             cmd.velocity.fill(0.0)
+
+    def _slew(self, target: FloatArray, dt: float, *, uniform: bool) -> None:
+        """Move the commanded velocity toward ``target``: ``accel`` speeding up, BRAKE_FACTOR x slowing."""
+        v = self.velocity
+        dv = target - v
+        slowing = (np.abs(target) <= np.abs(v)) & (target * v >= 0)
+        step = self.accel * dt * np.where(slowing, BRAKE_FACTOR, 1.0)
+        if uniform:
+            # Cartesian: the velocity always points the way the current solve says (which met the
+            # direction check); only its size slews. Reversing first slows the old direction to rest.
+            size = float(np.linalg.norm(target))
+            if size < 1e-12 or float(v @ target) < 0.0:
+                ratio = float(np.max(np.abs(dv) / step))
+                v += dv / ratio if ratio > 1.0 else dv
+                return
+            unit = target / size
+            now = float(v @ unit)  # the current speed along the new direction
+            per_unit = float(np.min(step / np.maximum(np.abs(unit), 1e-12)))  # joint accel <= accel (or brake)
+            np.multiply(unit, min(size, now + per_unit) if size > now else max(size, now - per_unit), out=v)
+        else:
+            v += np.clip(dv, -step, step)

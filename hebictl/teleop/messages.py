@@ -122,6 +122,9 @@ def status_payload(snap: ArmSnapshot | None, arm_id: str, *, online: bool, ts: f
             "state": snap.state, "mode": snap.mode, "estop": snap.estop, "m_stopped": snap.m_stopped,
             "stop_behaviour": snap.stop_behaviour, "jogging": snap.jogging,
             "braking": snap.braking, "goal_progress": snap.goal_progress, "at_goal": snap.at_goal,
+            "goal_status": snap.goal_status, "commands_delivered": snap.commands_delivered,
+            "payload": None if snap.payload_mass_kg is None else {"mass_kg": snap.payload_mass_kg,
+                                                                "extra_mass_kg": snap.payload_extra_kg},
             "loop": None if snap.loop is None else {k: (v if math.isfinite(v) else None)
                                                      for k, v in snap.loop.as_dict().items()},
             "last_error": None if snap.last_error is None else asdict(snap.last_error),

@@ -332,7 +332,9 @@ class ArmRunner:
             command_position=cmd.position.copy(), command_velocity=cmd.velocity.copy(),
             goal_progress=arm.goal_progress, at_goal=arm.at_goal, loop=self._stats,
             last_error=self._last_error, last_event=arm.events.last, gripper=self._gripper_state(),
-            m_stopped=arm.m_stopped, stop_behaviour=None if behaviour is None else behaviour.value)
+            m_stopped=arm.m_stopped, stop_behaviour=None if behaviour is None else behaviour.value,
+            goal_status=arm.goal_status, commands_delivered=arm.commands_delivered,
+            **_payload_fields(arm.payload_estimate))
 
     def _gripper_state(self) -> GripperState | None:
         cmd = self._gripper_cmd
@@ -616,3 +618,11 @@ class ArmRunner:
                 arm.hold(start[0], reason="goal", detail="refused goal replaced by a hold")
                 raise
         self._ack(topic, cmd, True)
+
+
+def _payload_fields(estimate: dict[str, Any] | None) -> dict[str, float | None]:
+    """The model-mismatch monitor's estimate as plain floats for the status (None before one)."""
+    if not estimate:
+        return {"payload_mass_kg": None, "payload_extra_kg": None}
+    return {"payload_mass_kg": finite_or_none(float(estimate.get("mass_kg", math.nan))),
+            "payload_extra_kg": finite_or_none(float(estimate.get("extra_mass_kg", math.nan)))}

@@ -76,6 +76,10 @@ class ArmSnapshot:
     gripper: GripperState | None
     m_stopped: bool = False          # a module's M-stop input is pressed (hebi.arm.Arm.m_stopped)
     stop_behaviour: str | None = None  # hold / damp / release while the arm is stopped, else None
+    goal_status: str = ""            # why the arm is or is not at its goal (Arm.goal_status)
+    payload_mass_kg: float | None = None  # the model-mismatch monitor's end-effector payload estimate at rest
+    payload_extra_kg: float | None = None  # the part of it the model does not know
+    commands_delivered: bool = True  # False while the modules are not taking the commands (command_lost)
 
 
 class GripperStatus(Protocol):

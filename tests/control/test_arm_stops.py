@@ -142,15 +142,16 @@ def test_at_goal_waits_for_position_and_rest():
 
 
 def test_switched_on_outside_the_limits_can_move_back_in_but_not_further_out():
-    """The 5-DoF kit's elbow limits are [1.69, 2.69]; a mock starting at 0 holds (position_limit),
+    """The 5-DoF kit's elbow limits are [-2.38, 2.69]; a mock starting at -2.6 holds (position_limit),
     a goal further out is refused, a goal back inside is followed without new limit events."""
     clock = SimClock()
-    arm = Arm.from_config(REPO_ROOT / "configs" / "x-series-5dof.cfg.yaml", clock=clock)
+    arm = Arm.from_config(REPO_ROOT / "configs" / "x-series-5dof.cfg.yaml", clock=clock,
+                          initial_position=[0.0, -1.2, -2.6, 0.0, 0.0])
     with arm:
         cycle(arm, 3)
         assert arm.state is ArmState.HOLD and arm.events.last.kind is EventKind.POSITION_LIMIT
         out = arm.last_feedback.position.copy()
-        out[2] = -0.5
+        out[2] = -2.9
         with pytest.raises(Exception, match="out_of_limits"):
             arm.set_goal(Goal(5).add_waypoint(position=out))
         home = np.array(arm.user_data["home_position"])

@@ -36,8 +36,7 @@ def test_bundled_configs_have_finite_limits_around_home_and_load_in_hebi(path, h
         q = home.copy()
         q[shoulder] = extreme
         z = model.forward_kinematics(q, "output")[names.index(model.joint_names[elbow]), 2, 3]
-        if "x-series-5dof" not in path.stem:  # its home pose hangs the gripper below the base plane
-            assert z > 0.0
+        assert z > 0.0
 
 
 def test_goal_outside_config_limits_is_refused_naming_the_joint():
@@ -108,3 +107,58 @@ def test_model_file_limits_apply_and_the_config_can_only_tighten_them(tmp_path):
     lim = limits_from(model, {"joint_limits": {"position_min": [-3.0, 0.0], "position_max": [0.5, 3.0]}})
     np.testing.assert_array_equal(lim.position_min, [-1.5, 0.0])
     np.testing.assert_array_equal(lim.position_max, [0.5, 2.0])
+
+
+def _with_monitors(tmp_path, text: str, plugins: str = ""):
+    """The bundled x6 config with ``text`` added under user_data.safety (and ``plugins`` entries)."""
+    src = (REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml").read_text(encoding="utf-8")
+    src = src.replace('hrdf: "../hrdf_kits/', f'hrdf: "{REPO_ROOT}/hrdf_kits/')
+    src = src.replace('default: "gains/', f'default: "{REPO_ROOT}/configs/gains/')
+    src = src.replace("  safety:\n", "  safety:\n" + text, 1)
+    if plugins:
+        src = src.replace("plugins:\n", "plugins:\n" + plugins, 1)
+    path = tmp_path / "x6.cfg.yaml"
+    path.write_text(src, encoding="utf-8")
+    return path
+
+
+def test_monitor_settings_override_defaults_and_stay_loadable_by_hebi(tmp_path, hebi):
+    """user_data.safety.monitors: given keys override MONITOR_DEFAULTS, the rest stay; hebi-py
+    still loads the config (it keeps user_data as written)."""
+    path = _with_monitors(tmp_path, "    monitors:\n      contact: {reaction: damp, threshold_fraction: 0.08}\n"
+                                    "      tracking_error: {sustain_time: 1.0}\n")
+    hebi.config.load_config(str(path))
+    cfg = load_config(path)
+    s = safety_from(load_model(cfg.hrdf), cfg.user_data, cfg.path, cfg.plugins)
+    assert s.monitors["contact"]["reaction"] == "damp" and s.monitors["contact"]["threshold_fraction"] == 0.08
+    assert s.monitors["contact"]["threshold_min"] == 0.5 and s.monitors["tracking_error"]["sustain_time"] == 1.0
+    arm = Arm.from_config(cfg, clock=SimClock())
+    with arm:
+        assert arm.monitors.contact.reaction == "damp"
+
+
+def test_overtorque_fault_monitor_plugin_sets_the_contact_floor(tmp_path, hebi):
+    """A hebi-py 2.16 OvertorqueFaultMonitor entry: its base_torque_error_limit [N·m] becomes the
+    contact threshold floor (hebi-py reads the same key from the same config)."""
+    path = _with_monitors(tmp_path, "", "  - {type: OvertorqueFaultMonitor, name: otm, base_torque_error_limit: 4.5}\n")
+    hebi.config.load_config(str(path))
+    cfg = load_config(path)
+    s = safety_from(load_model(cfg.hrdf), cfg.user_data, cfg.path, cfg.plugins)
+    assert s.monitors["contact"]["threshold_min"] == 4.5
+
+
+@pytest.mark.parametrize(("text", "key", "message"), [
+    ("    monitors:\n      contakt: {}\n", "user_data.safety.monitors.contakt", "unknown monitor"),
+    ("    monitors:\n      contact: {treshold_min: 1}\n", "user_data.safety.monitors.contact.treshold_min",
+     "unknown key"),
+    ("    monitors:\n      contact: {reaction: explode}\n", "user_data.safety.monitors.contact.reaction", "one of"),
+    ("    monitors:\n      imu_implausible: {max_angle: -1}\n", "user_data.safety.monitors.imu_implausible.max_angle",
+     ">= 0"),
+    ("    monitors: [contact]\n", "user_data.safety.monitors", "mapping"),
+])
+def test_bad_monitor_settings_are_config_errors_naming_the_key(tmp_path, text, key, message):
+    path = _with_monitors(tmp_path, text)
+    cfg = load_config(path)
+    with pytest.raises(ConfigError, match=message) as exc:
+        safety_from(load_model(cfg.hrdf), cfg.user_data, cfg.path, cfg.plugins)
+    assert exc.value.key == key

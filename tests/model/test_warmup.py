@@ -24,17 +24,20 @@ ALL_KINDS = (JointKind.REVOLUTE, JointKind.PRISMATIC, JointKind.FIXED, JointKind
 
 
 def _args(model, name, q, qd, qdd, gravity):
-    """Arguments and output buffer of one entry kernel for one configuration (as robot.py passes them)."""
-    Q, V, A = (np.ascontiguousarray(x, dtype=np.float64).reshape(1, -1) for x in (q, qd, qdd))
-    if name == "frame_poses_batch":
+    """Arguments and output buffer of one entry kernel (single configuration, or a batch of one for
+    the ``*_batch`` kernels), with the model packed as robot.py packs it."""
+    batch = name.endswith("_batch")
+    Q, V, A = (np.ascontiguousarray(x, dtype=np.float64).reshape((1, -1) if batch else (-1,)) for x in (q, qd, qdd))
+    lead = (1,) if batch else ()
+    if name.startswith("frame_poses"):
         fs = model._frame_sets["output"]
-        return (Q, *model._fk_args["output"], np.zeros((1, len(fs.body), 4, 4)))
-    if name == "jacobians_batch":
+        return (Q, fs.ints, fs.floats, np.zeros((*lead, len(fs.body), 4, 4)))
+    if name.startswith("jacobians"):
         fs = model._frame_sets["com"]
-        return (Q, *model._jac_args["com"], np.zeros((1, len(fs.body), 6, model.nv)))
-    if name == "gravity_batch":
-        return (Q, gravity, *model._grav_args, np.zeros((1, model.nv)))
-    return (Q, V, A, gravity, *model._rnea_args, np.zeros((1, model.nv)))
+        return (Q, fs.ints, fs.floats, np.zeros((*lead, len(fs.body), 6, model.nv)))
+    if name.startswith("gravity"):
+        return (Q, gravity, model._ints, model._floats, np.zeros((*lead, model.nv)))
+    return (Q, V, A, gravity, model._ints, model._floats, np.zeros((*lead, model.nv)))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -48,7 +51,7 @@ def test_interpreted_kernels_equal_the_compiled_ones(seed):
     for model in models:
         q, qd, qdd = random_configuration(model, rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
         g = np.array([0.3, -0.2, -9.81])
-        for name in warmup.ENTRY_KERNELS:
+        for name in warmup.entry_kernels(kernels):
             slow, fast = _args(model, name, q, qd, qdd, g), _args(model, name, q, qd, qdd, g)
             interpreted[name](*slow)
             warmup.dispatcher_of(kernels, name)(*fast)
@@ -69,23 +72,28 @@ def test_numba_is_imported_only_when_a_kernel_runs():
 
 
 def test_cold_cache_interprets_small_batches_and_compiles_large_ones(monkeypatch):
-    """On a cold cache a single configuration runs interpreted; a batch over INTERPRETED_MAX_BATCH is
-    compiled in-process and the dispatcher replaces the wrapper."""
+    """On a cold cache a single configuration and a small batch run interpreted; a batch over
+    INTERPRETED_MAX_BATCH is compiled in-process and the dispatcher replaces the wrapper."""
     model = load_model(REPO_ROOT / "hrdf_kits" / "x-series-6dof.hrdf")
     warm = warmup._WarmUp(kernels)
     warm.decided, warm.warm = True, False  # cold, and no background process from a test
     monkeypatch.setattr(warmup, "_LAST_ARGS", {})
-    lazy = warmup.LazyJit(kernels.gravity_batch.py_func, {"cache": True, "nogil": True})
-    kernel = warmup.Kernel(kernels, "gravity_batch", lazy, warmup._interpreted_namespace(kernels)["gravity_batch"],
-                           warm)
-    kernel.dispatcher = warmup.dispatcher_of(kernels, "gravity_batch")
-    monkeypatch.setattr(kernels, "gravity_batch", kernel)
-    calls = []
-    monkeypatch.setattr(kernel, "interpreted", lambda *a: calls.append(a) or kernel.py_func(*a))
-    model.gravity_compensation(model.neutral_configuration())
-    assert len(calls) == 1 and kernels.gravity_batch is kernel
+    calls: dict[str, list] = {"gravity": [], "gravity_batch": []}
+    wrappers = {}
+    for name, options in (("gravity", {"cache": True}), ("gravity_batch", {"cache": True, "nogil": True})):
+        lazy = warmup.LazyJit(getattr(kernels, name).py_func, options)
+        kernel = warmup.Kernel(kernels, name, lazy, warmup._interpreted_namespace(kernels)[name], warm)
+        kernel.dispatcher = warmup.dispatcher_of(kernels, name)
+        monkeypatch.setattr(kernels, name, kernel)
+        monkeypatch.setattr(kernel, "interpreted", lambda *a, k=kernel, c=calls[name]: c.append(a) or k.py_func(*a))
+        wrappers[name] = kernel
+    single = model.gravity_compensation(model.neutral_configuration())
+    small = model.gravity_compensation(np.zeros((2, model.nq)))
+    assert len(calls["gravity"]) == 1 and kernels.gravity is wrappers["gravity"]
+    assert len(calls["gravity_batch"]) == 1 and kernels.gravity_batch is wrappers["gravity_batch"]
+    assert single.shape == (model.nv,) and small.shape == (2, model.nv) and np.abs(single).max() > 0.1
     model.gravity_compensation(np.zeros((warmup.INTERPRETED_MAX_BATCH + 1, model.nq)))
-    assert len(calls) == 1 and kernels.gravity_batch is kernel.dispatcher
+    assert len(calls["gravity_batch"]) == 1 and kernels.gravity_batch is wrappers["gravity_batch"].dispatcher
 
 
 def test_warm_process_fills_the_cache_and_writes_the_stamp(tmp_path):

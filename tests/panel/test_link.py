@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +75,107 @@ def test_write_access_comes_from_the_broker(acl_broker: LocalBroker) -> None:
     assert commands[0][1]["mode"] == "position" and commands[0][1]["client"] == "op"
     probes = [b for t, b in out["received"] if t == "hebictl/v1/arm1/cmd"]
     assert probes == [None]  # the operator's probe: empty, on a topic the arm's bridge ignores
+
+
+# ---------------------------------------------------------------------- hostile state messages
+def _healthy(i: int) -> dict[str, bytes]:
+    return {"status": json.dumps({"status": "online", "state": "hold", "mode": "jog", "estop": False, "ts": i,
+                                  "session": "s1"}).encode(),
+            "joints": json.dumps({"ts": i, "position": [0.001 * i, 0.5]}).encode()}
+
+
+def _junk(rng: Any) -> bytes:
+    """A random malformed message: wrong types where the fields are, random JSON, broken bytes."""
+    import random
+
+    assert isinstance(rng, random.Random)
+    atoms: list[Any] = [None, True, 0, -1, 2**70, 1.5, "boom", "", [], {}, [1, "x"], {"kind": 3}, "NaN"]
+    pick = rng.random()
+    if pick < 0.5:   # a well-formed object with a bad field of the real schema
+        field = rng.choice(["last_event", "last_error", "status", "estop", "mode", "position", "names", "joints",
+                            "tree", "dof", "home", "loop", "gripper", "description_sha256", "accepted", "topic"])
+        body = {"status": "online", "position": [0.1], "dof": 1, "topic": "x", "accepted": True}
+        body[field] = rng.choice(atoms)
+        return json.dumps(body).encode()
+    if pick < 0.7:
+        return rng.choice([b"NaN", b'{"position": [NaN]}', b'{"position": [1e999]}', b"\xff\xfe\x00",
+                           b"[" * 3000, b'{"a":' * 2000, b"{}", b"null", b'"text"', b"12"])
+    return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 200)))
+
+
+def test_random_malformed_retained_messages_never_stop_the_link_updating_healthy_arms() -> None:
+    """Property test (attacks 1 and 4 of issue 20): 3000 random malformed messages on every state
+    topic of a hostile arm and of the healthy arm itself, interleaved with the healthy arm's
+    updates: the link never raises, the healthy arm's view follows every valid update, every bad
+    message is counted and marks its arm "data invalid"."""
+    async def scenario() -> None:
+        import random
+
+        rng = random.Random(20)
+        link = PanelLink(parse_broker("mqtt://127.0.0.1:1"), name="p")
+        seen: list[tuple[str, str]] = []
+        link.listeners.append(lambda arm, kind, body: seen.append((arm, kind)))
+        bad = 0
+        for i in range(3000):
+            for kind, payload in _healthy(i).items():
+                link.receive(f"hebictl/v1/good/state/{kind}", payload)
+            assert link.arms["good"].joints["position"][0] == 0.001 * i
+            arm = rng.choice(["evil", "good"])
+            kind = rng.choice(["status", "joints", "description", "ee_pose", "ack"])
+            payload = _junk(rng)
+            before = link.dropped
+            link.receive(f"hebictl/v1/{arm}/state/{kind}", payload)
+            bad += link.dropped - before
+        assert bad > 2000, bad   # most junk is refused (some random objects are valid: {"status": "online"})
+        for kind, payload in _healthy(3000).items():
+            link.receive(f"hebictl/v1/good/state/{kind}", payload)
+        good = link.arms["good"]
+        assert good.status["mode"] == "jog" and good.invalid > 0 and link.arms["evil"].invalid > 0
+        assert good.health(time.monotonic())["invalid_recent"] is not None
+        assert seen.count(("good", "joints")) >= 3000
+        # the issue's exact message: last_event a string
+        link.receive("hebictl/v1/arm2/state/status", json.dumps({"status": "online", "last_event": "boom"}).encode())
+        assert link.arms["arm2"].status is None and link.arms["arm2"].last_invalid["topic"].endswith("state/status")
+
+    asyncio.run(scenario())
+
+
+def test_events_are_cleared_when_the_arm_restarts() -> None:
+    async def scenario() -> None:
+        link = PanelLink(parse_broker("mqtt://127.0.0.1:1"), name="p")
+
+        def status(session: str, **kw: Any) -> None:
+            body = {"status": "online", "state": "hold", "mode": "idle", "estop": False, "session": session, **kw}
+            link.receive("hebictl/v1/a/state/status", json.dumps(body).encode())
+
+        status("one")
+        status("one", estop=True)
+        assert [e["text"] for e in link.arms["a"].events] == ["E-stop engaged"]
+        status("two")                       # teleop restarted: a new session
+        assert list(link.arms["a"].events) == []
+        status("two", status="offline", state="offline")
+        assert link.arms["a"].offline and [e["text"] for e in link.arms["a"].events] == ["Arm offline"]
+
+    asyncio.run(scenario())
+
+
+def test_an_out_of_order_refusal_under_our_name_moves_the_panel_to_a_new_name() -> None:
+    """Attack 6: someone published seq 2^63-1 under the name an operator of this panel signs with."""
+    async def scenario() -> None:
+        link = PanelLink(parse_broker("mqtt://127.0.0.1:1"), name="p")
+        first = link.client_name("op1")
+        assert first == "p/op1"
+
+        def ack(client: str, reason: str = "out_of_order") -> None:
+            body = {"seq": 5, "client": client, "topic": "mode", "accepted": False, "reason": reason}
+            link.receive("hebictl/v1/a/state/ack", json.dumps(body).encode())
+
+        ack("someone-else")
+        ack(first, "stale")
+        assert link.client_name("op1") == first
+        ack(first)
+        assert link.client_name("op1") == "p~1/op1" and link.is_ours("p~1/op1")
+        ack(first)   # a late refusal for the name already left changes nothing
+        assert link.epoch == 1
+
+    asyncio.run(scenario())

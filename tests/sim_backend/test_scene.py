@@ -133,3 +133,37 @@ def test_ball_joints_are_refused():
     b.add_body("a", -1, joint=Joint("j", JointKind.BALL), inertia=Inertia(1.0, (0, 0, 0.1), np.eye(3) * 1e-3))
     with pytest.raises(ModelError):
         build_scene(b.build())
+
+
+def test_workspace_objects_are_physical_geoms_the_arm_lands_on():
+    """With the config's workspace the sim has the table and a box as geoms and contacts on: the x6,
+    let fall limp from above the box, comes to rest on it and the table (penetration < 5 mm);
+    without it the same arm falls through where the table would be."""
+    import mujoco
+
+    from hebictl.collision.workspace import workspace_from
+
+    model = load_model(REPO_ROOT / "hrdf_kits" / "x-series-6dof.hrdf")
+    ws = workspace_from({"workspace": {"objects": [
+        {"type": "box", "name": "crate", "center": [0.45, 0.0, 0.05], "size": [0.2, 0.4, 0.1]},
+        {"type": "wall", "point": [-0.5, 0, 0], "normal": [1, 0, 0]}]}})
+    lowest = {}
+    for label, workspace in (("with", ws), ("without", None)):
+        scene = build_scene(model, workspace=workspace)
+        names = [scene.model.geom(i).name for i in range(scene.model.ngeom)]
+        if workspace is not None:
+            assert "collision:table" in names and "collision:crate" in names
+            assert "collision:wall1" not in names  # virtual: checked by hebictl, not simulated
+        d = scene.data
+        d.qpos[scene.qadr] = [0.0, 0.6, 0.3, 0.0, 0.0, 0.0]  # reaching forward over the crate
+        for _ in range(3000):  # 3 s limp (no actuator torque)
+            mujoco.mj_step(scene.model, d)
+        ee = [i for i, n in enumerate(names) if n.startswith("collision:")] if workspace is not None else None
+        lowest[label] = float(d.xpos[1:, 2].min())
+        if ee:
+            arm = [i for i in ee if not names[i].startswith(("collision:table", "collision:crate"))]
+            pen = [c.dist for c in d.contact[:d.ncon]] if d.ncon else [0.0]
+            assert min(pen) > -0.005 and d.ncon > 0 and len(arm) > 5
+    print(f"lowest body origin after 3 s limp: with workspace {lowest['with']:.3f} m, "
+          f"without {lowest['without']:.3f} m")
+    assert lowest["with"] > -0.01 > lowest["without"]

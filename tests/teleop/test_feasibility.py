@@ -77,3 +77,44 @@ def test_reach_uses_average_speed_and_path_length():
         check_reach(start, (None, None), (np.array([601.0, 0.0]), np.array([0.0, 0.0])), lim, max_duration=600.0)
     # no usable start (no feedback yet): left to the arm thread
     check_reach(np.full(2, np.nan), (1.0,), (np.array([1e9, 0.0]),), lim, max_duration=600.0)
+
+
+@pytest.mark.parametrize(("name", "least"), [("x-series-5dof", 20), ("x-series-7dof-double-shoulder", 25),
+                                             ("x-series-6dof", 25), ("r-series-6dof", 25)])
+def test_teleop_ik_stays_in_the_config_limits_and_off_the_table(name, least):
+    """Targets reached by 30 random collision-free poses inside the config's limits: solve_cartesian
+    (what the bridge runs for cartesian_goal) finds most from home, always inside those limits and
+    within 1 mm; a target 10 cm below the table is refused with reason 'collision' naming the bodies."""
+    from hebictl.collision.attach import attach_from_config
+    from hebictl.config import load_config
+    from hebictl.control.settings import limits_from
+    from hebictl.formats import load_model
+    from hebictl.teleop.feasibility import solve_cartesian
+    from tests.conftest import REPO_ROOT
+
+    cfg = load_config(REPO_ROOT / "configs" / f"{name}.cfg.yaml")
+    model = load_model(cfg.hrdf)
+    world = attach_from_config(model, cfg.user_data, cfg.path)
+    lim = limits_from(model, cfg.user_data, cfg.path)
+    home = np.array(cfg.user_data["home_position"], float)
+    rng = np.random.default_rng(5)
+    solved = tried = 0
+    while tried < 30:
+        q = lim.position_min + (lim.position_max - lim.position_min) * rng.random(model.dof)
+        if world.collision(q) is not None:
+            continue
+        tried += 1
+        target = model.end_effector(q)[:3, 3]
+        try:
+            sol = solve_cartesian(model, lim, target, home)
+        except CommandRejected as exc:
+            assert exc.reason in ("ik_failed", "collision")
+            continue
+        assert np.all((sol >= lim.position_min - 1e-9) & (sol <= lim.position_max + 1e-9))
+        assert np.linalg.norm(model.end_effector(sol)[:3, 3] - target) < 1e-3
+        solved += 1
+    print(f"{name}: {solved} of 30 reachable targets solved inside the config's limits")
+    assert solved >= least
+    with pytest.raises(CommandRejected) as exc:
+        solve_cartesian(model, lim, np.array([0.4, 0.0, -0.1]), home)
+    assert exc.value.reason == "collision" and "table" in exc.value.detail

@@ -9,6 +9,7 @@ from hebictl.control.arm import Arm
 from hebictl.control.plugins import ArmPlugin
 from hebictl.control.safety import ArmState
 from hebictl.hardware.clock import SimClock
+from hebictl.teleop.jog import MAX_ACCEL, MAX_TTL
 from hebictl.teleop.runner import ArmRunner
 from hebictl.teleop.schema import (
     Envelope,
@@ -123,7 +124,7 @@ def test_estop_latched_until_released_and_mode_set(rig):
 
 
 def test_jog_integrates_velocity_and_expires_after_ttl(rig):
-    """A joint jog moves joint 1 at v (after a slew ramp at 8 rad/s²); with no new sample it brakes
+    """A joint jog moves joint 1 at v (after a slew ramp at the jog's capped rate); with no new sample it brakes
     within one cycle after its ttl and holds where the Arm's brake ramp ends."""
     runner, arm, clock, acks = rig
     runner.submit("mode", ModeCommand(env(), "jog"))
@@ -141,8 +142,8 @@ def test_jog_integrates_velocity_and_expires_after_ttl(rig):
     ev = arm.events.last
     expiry = received + ttl
     assert expiry < ev.time <= expiry + DT + 1e-9
-    # continuous reference: a ramp at 8 rad/s² to v, then constant v, for the cycles the jog ran
-    ramp = v / 8.0
+    # continuous reference: a ramp at the jog's rate (8 rad/s² asked, capped at MAX_ACCEL) to v, then v
+    ramp = v / min(8.0, MAX_ACCEL)
     expected = v * (jog_cycles * DT - ramp / 2.0)
     assert runner.jog.position[0] - q0[0] == pytest.approx(expected, abs=v * DT)
     assert jog_cycles == pytest.approx(ttl * RATE, abs=2)
@@ -168,15 +169,15 @@ def test_deadman_release_brakes_next_cycle_and_same_sample_cannot_restart(rig):
     runner, arm, clock, _ = rig
     runner.submit("mode", ModeCommand(env(), "jog"))
     runner.step()
-    runner.offer_jog(JogCommand(env(), "joint", np.full(6, 0.2), True, 1.0), clock.now())
+    runner.offer_jog(JogCommand(env(), "joint", np.full(6, 0.2), True, 0.5), clock.now())
     steps(runner, 20)
     assert runner.jog.active
-    runner.offer_jog(JogCommand(env(), "joint", np.zeros(6), False, 1.0), clock.now())
+    runner.offer_jog(JogCommand(env(), "joint", np.zeros(6), False, 0.5), clock.now())
     runner.step()
     assert arm.events.last.kind == "teleop_jog_released" and arm.state is ArmState.HOLD
     steps(runner, 60)
     assert not runner.jog.active and arm.state is ArmState.HOLD
-    runner.offer_jog(JogCommand(env(), "joint", np.full(6, -0.2), True, 1.0), clock.now())
+    runner.offer_jog(JogCommand(env(), "joint", np.full(6, -0.2), True, 0.5), clock.now())
     steps(runner, 3)
     assert runner.jog.active and arm.state is ArmState.RUNNING
 
@@ -205,7 +206,7 @@ def test_arm_fault_disarms_teleop(rig):
     runner, arm, clock, _ = rig
     runner.submit("mode", ModeCommand(env(), "jog"))
     runner.step()
-    runner.offer_jog(JogCommand(env(), "joint", np.full(6, 0.1), True, 5.0), clock.now())
+    runner.offer_jog(JogCommand(env(), "joint", np.full(6, 0.1), True, 0.5), clock.now())
     steps(runner, 10)
     assert runner.jog.active
     arm.backend.faults.nan_feedback(2, ["position"])
@@ -321,12 +322,12 @@ def test_a_plain_stop_is_not_reported_as_a_fault(rig):
     runner, arm, clock, acks = rig
     runner.submit("mode", ModeCommand(env(), "jog"))
     runner.step()
-    runner.offer_jog(JogCommand(env(), "joint", np.full(6, 0.2), True, 1.0), clock.now())
+    runner.offer_jog(JogCommand(env(), "joint", np.full(6, 0.2), True, MAX_TTL), clock.now())
     steps(runner, 20)
     runner.submit("stop", StopCommand(env()))
     steps(runner, 60)
     assert arm.state is ArmState.HOLD and arm.events.last.kind == "teleop_stop"
-    runner.offer_jog(JogCommand(env(), "joint", np.full(6, -0.2), True, 1.0), clock.now())
+    runner.offer_jog(JogCommand(env(), "joint", np.full(6, -0.2), True, MAX_TTL), clock.now())
     steps(runner, 3)
     cleared = [e for e in arm.events.events if e.kind == "cleared"]
     assert runner.jog.active and len(cleared) == 1

@@ -61,7 +61,7 @@ def test_absurd_goals_rejected_then_a_normal_goal_moves_at_rated_speed(broker, m
             }
             await asyncio.sleep(0.1)
             before = time.perf_counter()
-            target = q + np.array([1.0, -0.5, 0.25, 0.6, 1.5, -1.5])   # inside the config's limits
+            target = q + np.array([1.0, 0.5, 0.25, 0.6, 1.5, -1.5])   # inside the limits, clear of the table
             ok = await c.joint_goal(list(target), duration=1.5)
             await c.wait_status(lambda s: s["at_goal"], timeout=6.0)
             status = await c.wait_status(lambda s: True)

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from hebictl.control.plugins.base import ArmPlugin, ArmView, default_name
-from hebictl.errors import ConfigError
+from hebictl.errors import ConfigError, HardwareError
 from hebictl.hardware.base import Command
 
 
@@ -30,6 +30,8 @@ class DoubledJointMirror(ArmPlugin):
         self.sign = -1.0 if mirror else 1.0
         self.backend: Any = None
         self.command = Command.empty(1)
+        self.last_send_ok = True
+        self.last_error: str | None = None
 
     def on_associated(self, arm: ArmView) -> None:
         if not 0 <= self.index < arm.dof:
@@ -50,7 +52,18 @@ class DoubledJointMirror(ArmPlugin):
         return True
 
     def send(self, arm: ArmView) -> bool:
-        return bool(self.backend.write(self.command))
+        """Write the mirror's command. A failure is kept (``last_error``, for the ``mirror_lost``
+        monitor) and returned as False, never raised: the arm's own modules were commanded already,
+        and an exception here would end the control loop with the arm unattended."""
+        try:
+            ok = bool(self.backend.write(self.command))
+        except HardwareError as exc:
+            self.last_error = str(exc)
+            ok = False
+        else:
+            self.last_error = None if ok else "the mirror module's write failed"
+        self.last_send_ok = ok
+        return ok
 
     def close(self) -> None:
         if self.backend is not None:

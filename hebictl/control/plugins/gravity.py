@@ -50,6 +50,9 @@ class GravityCompensationEffort(ArmPlugin):
         self.efforts = np.zeros(0)
         self._g_imu = np.zeros(3)
         self._static_rotation: FloatArray | None = None
+        #: False once the IMU was found implausible (hebictl.control.monitors.imu): the configured
+        #: gravity is used from then on
+        self.use_imu = True
 
     def on_associated(self, arm: ArmView) -> None:
         if self.fallback_gravity is None:
@@ -66,6 +69,8 @@ class GravityCompensationEffort(ArmPlugin):
         3-vectors would cost more than the maths.
         """
         orientation = arm.last_feedback.orientation
+        if not self.use_imu:
+            return self.fallback_gravity  # type: ignore[return-value]
         if math.isnan(orientation[self.imu_feedback_index, 0]):  # no IMU (the usual NaN row): one lookup
             return self.fallback_gravity  # type: ignore[return-value]
         w, x, y, z = orientation[self.imu_feedback_index]

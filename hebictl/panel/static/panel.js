@@ -10,6 +10,8 @@ const S = {
   held: null, timer: null, target: null, sliders: [], slidersDirty: false,
   cam: { yaw: 0.8, pitch: 0.45, dist: 1.6, center: [0.2, 0, 0.15] },
   sentLog: [],   // browser timestamps of jog samples (the e2e test reads them)
+  schemas: null, // hebictl.teleop.state_schema.SCHEMAS, sent by the server in "hello"
+  invalid: 0,    // messages this page dropped because they failed the schema
 };
 window.panelState = S;
 
@@ -18,13 +20,27 @@ const CART = ["x", "y", "z", "rx", "ry", "rz"];
 
 // wall clock [s]: what the arm's freshness check and the panel's ping/pong offset are about
 function now() { return Date.now() / 1000; }
-function send(msg) { if (S.ws && S.ws.readyState === 1) S.ws.send(JSON.stringify(msg)); }
+// The e-stop goes first: everything else waits while the socket still has unsent data, so an
+// e-stop never queues behind a backlog of jog samples or slider updates on a slow link.
+const PRIORITY = (msg) => msg.t === "cmd" && msg.name === "estop";
+function send(msg) {
+  if (!S.ws || S.ws.readyState !== 1) return;
+  if (!PRIORITY(msg) && S.ws.bufferedAmount > 16384) return;
+  S.ws.send(JSON.stringify(msg));
+}
 function cmd(name, body) { send({ t: "cmd", name, body: body || {} }); }
 function fmt(x, n = 3) { return x === null || x === undefined ? "–" : (typeof x === "number" ? x.toFixed(n) : String(x)); }
-function toast(text, cls) {
+function toast(text, cls, offer) {
   const el = document.createElement("div");
   el.className = "toast " + (cls || "");
   el.textContent = text;
+  if (offer && typeof offer.duration === "number") {   // the shortest allowed duration, one click away
+    const b = document.createElement("button");
+    b.textContent = `Use ${offer.duration.toFixed(2)} s`;
+    b.className = "offer";
+    b.addEventListener("click", () => { $("duration").value = offer.duration.toFixed(2); el.remove(); $("go").click(); });
+    el.appendChild(b);
+  }
   $("toasts").appendChild(el);
   setTimeout(() => el.remove(), 6000);
   while ($("toasts").children.length > 6) $("toasts").firstChild.remove();
@@ -35,31 +51,108 @@ function connect() {
   const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`);
   S.ws = ws;
   ws.onopen = () => { $("conn").textContent = "panel connected"; $("conn").className = "pill ok"; if (S.arm) send({ t: "select", arm: S.arm }); };
-  ws.onclose = () => {
+  ws.onclose = (ev) => {
     stopJog(false);
-    $("conn").textContent = "panel disconnected"; $("conn").className = "pill bad";
+    $("conn").textContent = ev.code === 1006 && !S.hello ? "not signed in: open the link hebictl panel printed" : "panel disconnected";
+    $("conn").className = "pill bad";
     setTimeout(connect, 1000);
   };
-  ws.onmessage = (ev) => onMessage(JSON.parse(ev.data));
+  ws.onmessage = (ev) => {
+    // nothing that arrives may stop this page: a message that cannot be handled is dropped and counted
+    try { onMessage(JSON.parse(ev.data)); } catch (e) { dropped("page", String(e)); }
+  };
+}
+
+// ------------------------------------------------------------------ validation (mirror of state_schema.check)
+const TYPES = {
+  null: (v) => v === null, boolean: (v) => typeof v === "boolean",
+  integer: (v) => Number.isInteger(v) && Math.abs(v) < 2 ** 63, number: (v) => typeof v === "number" && isFinite(v),
+  string: (v) => typeof v === "string", array: (v) => Array.isArray(v),
+  object: (v) => v !== null && typeof v === "object" && !Array.isArray(v),
+};
+function check(v, sc, path) {
+  const types = [].concat(sc.type || []);
+  const kind = types.find((t) => TYPES[t](v));
+  if (kind === undefined) throw new Error(`${path || "payload"}: expected ${types.join(" or ")}`);
+  if (kind === "number" || kind === "integer") {
+    if (sc.minimum !== undefined && v < sc.minimum) throw new Error(`${path}: below minimum`);
+    if (sc.maximum !== undefined && v > sc.maximum) throw new Error(`${path}: above maximum`);
+  } else if (kind === "string") {
+    if (sc.maxLength !== undefined && v.length > sc.maxLength) throw new Error(`${path}: too long`);
+    if (sc.enum && !sc.enum.includes(v)) throw new Error(`${path}: not one of ${sc.enum}`);
+    if (sc.pattern && !new RegExp(sc.pattern).test(v)) throw new Error(`${path}: bad pattern`);
+  } else if (kind === "array") {
+    if (v.length < (sc.minItems || 0) || v.length > (sc.maxItems ?? Infinity)) throw new Error(`${path}: ${v.length} items`);
+    if (sc.items) v.forEach((x, i) => check(x, sc.items, `${path}[${i}]`));
+  } else if (kind === "object") {
+    for (const k of sc.required || []) if (!(k in v)) throw new Error(`${path}: missing ${k}`);
+    for (const [k, x] of Object.entries(v)) {
+      const sub = (sc.properties || {})[k] || sc.additionalProperties;
+      if (sub) check(x, sub, path ? `${path}.${k}` : k);
+    }
+  }
+  return v;
+}
+const NUMS = { type: "array", items: { type: ["number", "null"] }, maxItems: 4096 };
+const FRAME = { type: "object", required: ["arm", "q"], properties: {
+  arm: { type: "string", maxLength: 64 }, q: NUMS, writable: { type: ["boolean", "null"] },
+  segs: { type: "array", items: NUMS, maxItems: 512 }, pts: { type: "array", items: NUMS, maxItems: 512 },
+  ee: { type: "array", items: NUMS, maxItems: 3 },
+  events: { type: "array", maxItems: 50, items: { type: "object", required: ["text"], properties: {
+    level: { type: "string", maxLength: 10 }, text: { type: "string", maxLength: 200 }, detail: { type: ["string", "null"], maxLength: 2000 } } } },
+} };
+function valid(kind, v) {
+  const sc = kind === "frame" ? FRAME : (S.schemas || {})[kind];
+  if (!sc) return true;
+  try { check(v, sc, ""); return true; } catch (e) { dropped(kind, e.message); return false; }
+}
+function dropped(kind, why) {
+  S.invalid++;
+  S.lastInvalid = { kind, why, at: now() };
+  console.warn(`panel: dropped an invalid ${kind} message: ${why}`);
 }
 
 function onMessage(m) {
   switch (m.t) {
-    case "hello": S.jogPeriod = m.jog_period_ms; document.title = `hebictl panel – ${m.broker}`; break;
+    case "hello": S.hello = m; S.schemas = m.schemas; S.jogPeriod = m.jog_period_ms; document.title = `hebictl panel – ${m.broker}`; break;
     case "ping": send({ t: "pong", s: m.s, c: now() }); break;
     case "arms": onArms(m); break;
-    case "description": if (m.arm === S.arm) onDescription(m.d); break;
-    case "frame": if (m.arm === S.arm) onFrame(m); break;
-    case "ack":
-      if (m.accepted) toast(`${m.arm}: ${m.topic} accepted${m.detail ? " – " + m.detail : ""}`, "accepted");
-      else toast(`${m.arm}: ${m.topic} REJECTED: ${m.reason}${m.detail ? " – " + m.detail : ""}`, "rejected");
+    case "description": if (m.arm === S.arm && valid("description", m.d)) onDescription(m.d); break;
+    case "frame": {
+      const s = m.s;
+      if (!s || typeof s !== "object" || !valid("frame", s) || s.arm !== S.arm) { if (!s || typeof s !== "object") dropped("frame", "no body"); break; }
+      if (s.status && !valid("status", s.status)) break;
+      if (s.joints && !valid("joints", s.joints)) break;
+      if (s.ee_pose && !valid("ee_pose", s.ee_pose)) break;
+      onFrame({ ...s, ...(m.me || {}) });
       break;
-    case "notice": toast(m.text, m.level); break;
+    }
+    case "ack": {
+      const { t, arm, offer, ...ack } = m;
+      if (!valid("ack", ack)) break;
+      onAck(m);
+      break;
+    }
+    case "notice": toast(String(m.text), m.level, m.offer); break;
+    case "sent": break;
+    default: dropped("message", `unknown type ${String(m && m.t).slice(0, 20)}`);
   }
 }
 
+function onAck(m) {
+  const what = m.topic === "estop" ? "e-stop" : m.topic;
+  if (m.accepted) toast(`${m.arm}: ${what} accepted${m.detail ? " – " + m.detail : ""}`, m.topic === "estop" ? "estop" : "accepted");
+  else toast(`${m.arm}: ${what} refused: ${REASONS[m.reason] || m.reason}${m.detail ? " – " + m.detail : ""}`, "rejected", m.offer);
+}
+const REASONS = { too_fast: "too fast for the arm", out_of_limits: "outside the joint limits", stopped: "the arm is stopped: choose a mode first",
+  estop_engaged: "the e-stop is engaged", stale: "arrived too late (check the clocks)", rate_limited: "too many commands", out_of_order: "out of order" };
+
 function onArms(m) {
+  if (!Array.isArray(m.arms)) { dropped("arms", "not a list"); return; }
   S.arms = m.arms;
+  const warn = $("warnings");
+  const text = (m.warnings || []).join("\n");
+  if (warn.textContent !== text) { warn.textContent = text; warn.hidden = !text; }
   const sel = $("arm");
   const ids = m.arms.map((a) => a.id).join(",");
   if (sel.dataset.ids !== ids) {
@@ -70,10 +163,11 @@ function onArms(m) {
       o.value = a.id;
       sel.appendChild(o);
     }
+    if (S.arm) sel.value = S.arm;   // rebuilding the list must not show another arm than the one selected
   }
   for (const o of sel.options) {
     const a = m.arms.find((x) => x.id === o.value);
-    o.textContent = `${a.id} (${a.status || "?"}${a.backend ? ", " + a.backend : ""}${a.config ? ", " + a.config : ""})`;
+    o.textContent = `${a.id} (${a.offline ? "offline" : (a.status || "?")}${a.backend ? ", " + a.backend : ""}${a.config ? ", " + a.config : ""})`;
   }
   if (!S.arm && m.arms.length) select(m.arms[0].id);
   if (!m.connected) { $("conn").textContent = "broker unreachable"; $("conn").className = "pill bad"; }
@@ -83,6 +177,7 @@ function onArms(m) {
 function select(id) {
   stopJog(true);
   S.arm = id; S.desc = null; S.frame = null; S.target = null; S.targetDirty = false; S.slidersDirty = false;
+  $("jog").innerHTML = ""; $("sliders").innerHTML = ""; S.sliders = [];   // the new arm's come with its description
   $("arm").value = id;
   send({ t: "select", arm: id });
 }
@@ -178,7 +273,7 @@ document.addEventListener("keydown", (e) => {
 document.addEventListener("keyup", (e) => { if (S.held && S.held.key === e.code) stopJog(true); });
 
 // ------------------------------------------------------------------ buttons
-function estop() { S.estopAt = now(); stopJog(false); cmd("estop", { engaged: true }); }
+function estop() { S.estopAt = now(); cmd("estop", { engaged: true }); stopJog(false); }
 $("estop").addEventListener("pointerdown", estop);   // on press, not on release: no click delay
 $("estop").addEventListener("click", (e) => { if (e.detail === 0) estop(); });  // keyboard-activated
 $("estop").addEventListener("keydown", (e) => { if (e.code === "Space") e.preventDefault(); });
@@ -233,6 +328,7 @@ function onFrame(f) {
   for (const el of document.querySelectorAll("[data-ctl]")) el.disabled = !S.allowed[el.dataset.ctl];
   for (const b of document.querySelectorAll("#modes button")) b.classList.toggle("active", b.dataset.mode === st.mode);
   $("estop").classList.toggle("engaged", !!st.estop);
+  showBanner(f);
   if (S.held && !S.allowed.jog) stopJog(true);
   const loop = st.loop || {};
   const err = st.last_error;
@@ -242,7 +338,9 @@ function onFrame(f) {
     ["e-stop", st.estop ? "ENGAGED" : "released"], ["M-stop", st.m_stopped === undefined ? "–" : (st.m_stopped ? "PRESSED" : "released")],
     ["stop", st.stop_behaviour || "–"],
     ["jogging", `${st.jogging ? "yes" : "no"}${st.braking ? " (braking)" : ""}`],
-    ["goal", `${fmt(st.goal_progress, 2)}${st.at_goal ? " at goal" : ""}`],
+    ["goal", `${fmt(st.goal_progress, 2)}${st.at_goal ? " at goal" : ""}${st.goal_status && !st.at_goal && st.goal_status !== "no goal" ? ` – ${st.goal_status}` : ""}`],
+    ["payload", st.payload ? `about ${fmt(st.payload.mass_kg, 2)} kg at the end effector (${fmt(st.payload.extra_mass_kg, 2)} kg not in the model)` : "–"],
+    ["commands", st.commands_delivered === false ? "NOT DELIVERED to the modules (command_lost)" : (st.commands_delivered ? "delivered" : "–")],
     ["loop", loop.period_p50 !== undefined ? `period p50/p99 ${fmt(loop.period_p50 * 1e3, 1)}/${fmt(loop.period_p99 * 1e3, 1)} ms, work p99 ${fmt(loop.work_p99 * 1e3, 1)} ms, overruns ${fmt(loop.overruns, 0)}` : "–"],
     ["last error", err ? `${err.reason}: ${err.detail}` : "–"],
     ["gripper", grip ? Object.entries(grip).filter(([k, v]) => v !== null && !["seq", "client", "time"].includes(k)).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(", ") : "–"],
@@ -254,7 +352,14 @@ function onFrame(f) {
   const t = $("status");
   if (t.rows.length !== rows.length) { t.innerHTML = ""; rows.forEach(() => { const r = t.insertRow(); r.insertCell(); r.insertCell(); }); }
   rows.forEach(([k, v], i) => { t.rows[i].cells[0].textContent = k; t.rows[i].cells[1].textContent = v ?? "–"; t.rows[i].id = `st_${k.replace(/[^a-z]/g, "")}`; });
-  $("events").innerHTML = (f.events || []).map((e) => `<li>${new Date((e.ts || 0) * 1000).toLocaleTimeString()} ${e.what}: <b>${escapeHtml(e.kind || "")}</b> ${escapeHtml(e.detail || "")}</li>`).join("");
+  const ev = $("events");
+  ev.textContent = "";
+  for (const e of f.events || []) {   // plain words from hebictl/panel/events.py; text only, never HTML
+    const li = document.createElement("li");
+    li.className = `ev-${e.level || "info"}`;
+    li.textContent = `${typeof e.ts === "number" ? new Date(e.ts * 1000).toLocaleTimeString() + " " : ""}${e.text}${e.detail ? " – " + e.detail : ""}`;
+    ev.appendChild(li);
+  }
   finishFrame(f);
 }
 function finishFrame(f) {
@@ -264,7 +369,28 @@ function finishFrame(f) {
   syncTarget();
   S.dirty = true;
 }
-function escapeHtml(s) { return String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c])); }
+
+// the big banner: e-stop (red), offline / stale (grey), data invalid, unverified description
+function showBanner(f) {
+  const st = f.status || {}, h = f.health || {};
+  const b = $("banner");
+  let text = "", cls = "";
+  if (st.estop) {
+    text = "E-STOP ENGAGED – the arm is stopped. Release it only when it is safe" + (f.allowed && f.allowed.estop_release ? " (Release e-stop)" : (f.estop_owner === false && f.writable ? "; another operator engaged it" : ""));
+    cls = "estop";
+  } else if (h.offline) { text = `OFFLINE – ${f.arm} is not connected (last known state shown greyed)`; cls = "offline"; }
+  else if (h.stale) { text = h.age === null || h.age === undefined ? `STALE – no valid data from ${f.arm} yet` : `STALE – no data from ${f.arm} for ${h.age.toFixed(1)} s`; cls = "offline"; }
+  const inv = h.invalid_recent || (S.lastInvalid && now() - S.lastInvalid.at < 5 ? { topic: S.lastInvalid.kind, reason: S.lastInvalid.why } : null);
+  const extra = [];
+  if (inv) extra.push(`DATA INVALID: dropped a message on ${inv.topic}: ${inv.reason}${inv.detail ? " (" + inv.detail + ")" : ""}`);
+  if (h.description_refused) extra.push(`DESCRIPTION REFUSED: ${h.description_refused}`);
+  $("datawarn").textContent = extra.join("\n");
+  $("datawarn").hidden = !extra.length;
+  if (b.textContent !== text) b.textContent = text;
+  b.className = cls;
+  b.hidden = !text;
+  document.body.classList.toggle("greyed", !!(h.offline || h.stale));
+}
 
 // ------------------------------------------------------------------ 3D view (canvas, z up)
 const canvas = $("view");
@@ -313,11 +439,11 @@ function draw() {
   triad([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]], B, 0.1, 2, 0.6);
   const f = S.frame;
   if (!f) return;
-  for (const s of f.ghost || []) line(s.slice(0, 3), s.slice(3), B, "rgba(43,108,176,0.45)", 6, [6, 4]);
+  for (const s of (f.ghost && f.ghost.segs) || []) line(s.slice(0, 3), s.slice(3), B, "rgba(43,108,176,0.45)", 6, [6, 4]);
   for (const s of f.segs || []) line(s.slice(0, 3), s.slice(3), B, "#3e4c59", 8);
   for (const p of f.pts || []) dot(p, B, "#f5f7fa", 4);
   if (f.ee) triad(f.ee, B, 0.08, 3, 1.0);
-  if (f.ghost_ee) dot(f.ghost_ee, B, "rgba(43,108,176,0.6)", 6);
+  if (f.ghost && f.ghost.ee) dot(f.ghost.ee, B, "rgba(43,108,176,0.6)", 6);
   if (S.target) S.targetScreen = dot(S.target, B, "rgba(221,107,32,0.85)", 9);
 }
 
@@ -351,7 +477,12 @@ canvas.addEventListener("wheel", (e) => { e.preventDefault(); S.cam.dist = Math.
 window.addEventListener("resize", draw);
 // render at the display's pace (at most once per frame message): the socket handler stays short,
 // so a jog sample is never queued behind a drawing
-function animate() { if (S.dirty) { S.dirty = false; draw(); } requestAnimationFrame(animate); }
+function animate() {
+  requestAnimationFrame(animate);   // first: a frame that cannot be drawn must not stop the next one
+  if (!S.dirty) return;
+  S.dirty = false;
+  try { draw(); } catch (e) { dropped("frame", `cannot draw: ${e}`); }
+}
 requestAnimationFrame(animate);
 
 connect();

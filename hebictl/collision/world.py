@@ -1,0 +1,325 @@
+"""The collision world: the arm's shapes and its workspace in one MuJoCo model, queried by joint position.
+
+Why MuJoCo's collision pipeline (and not coal/hpp-fcl, the other candidate installed here):
+measured on the same shapes and pairs (``benchmarks/collision.py``), one ``mj_collision`` call
+checks every pair in C with its broad phase, where hpp-fcl needs one Python call per pair; see
+docs/collision.md for the figures. MuJoCo is already the sim backend's engine, so this adds no
+dependency. No distance code is written here: every distance is MuJoCo's.
+
+How: every rigid group of the arm (a moving body and the fixed bodies welded to it) becomes a
+free-floating MuJoCo body holding that group's shapes; the base group and the workspace live
+in the world (the base in a body welded to it), so MuJoCo never collides them with each other
+(the arm stands on its table).
+A query writes each group's pose (from hebictl's own forward kinematics) into ``qpos``, runs
+``mj_kinematics`` and ``mj_collision``; geom margins make MuJoCo report every pair closer than
+its clearance plus the slow-down threshold, with the signed distance. Checked against hpp-fcl
+(tests/collision/test_world.py): the same distance to 0.2 mm, except box-box pairs (actuator
+housings), which MuJoCo's analytic collider reports up to ~5 mm short and ~1 mm far; the 1 cm
+self clearance covers that. Boxes are not turned into meshes: MuJoCo's contact list then
+reports capsule-mesh pairs up to 18 mm too far.
+
+Allowed pairs (never reported) are computed, not listed: groups joined by one joint (they touch
+at the joint by construction) and pairs closer than the self clearance at every one of
+:data:`ALLOWED_SAMPLES` random joint positions (they overlap whatever the joints do).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+import mujoco
+import numpy as np
+from numpy.typing import ArrayLike
+
+from hebictl._typing import FloatArray
+from hebictl.collision.files import file_shapes
+from hebictl.collision.hrdf import hrdf_shapes
+from hebictl.collision.kernels import approach_scale, nearest_margins, poses_to_qpos
+from hebictl.collision.shapes import Shape
+from hebictl.collision.workspace import Workspace
+from hebictl.errors import ModelError
+from hebictl.model.robot import RobotModel
+
+#: [m] how far beyond the clearances distances are reported (geom margins): the jog's braking horizon
+HORIZON = 0.1
+SELF_HORIZON = 0.04
+#: random joint positions used to find pairs that overlap whatever the joints do
+ALLOWED_SAMPLES = 64
+_ARM, _WORLD = 1, 2  # contype bits: arm geoms collide with everything, workspace geoms with the arm
+
+
+@dataclass(frozen=True)
+class Proximity:
+    """The closest pair of one query: ``distance`` [m] beyond the pair's clearance (< 0: too
+    close; ``gap`` is the raw surface distance, < 0 penetration), the two shapes, and ``kind``
+    ``"self"`` or ``"workspace"``."""
+
+    distance: float
+    gap: float
+    a: str
+    b: str
+    kind: str
+
+
+def arm_shapes(model: RobotModel) -> list[Shape]:
+    """The arm's shapes: the model file's collision geometry, or for HRDF the element table."""
+    if model.format == "hrdf":
+        return hrdf_shapes(model)
+    shapes, _ = file_shapes(model)
+    return shapes
+
+
+def _group_roots(model: RobotModel) -> list[int]:
+    """Per body: the moving body its rigid group hangs from (itself if it has a joint), -1 = base."""
+    roots: list[int] = []
+    for i, b in enumerate(model.bodies):
+        roots.append(i if b.joint.nv else (roots[b.parent] if b.parent >= 0 else -1))
+    return roots
+
+
+def _to_root(model: RobotModel, body: int, root: int) -> FloatArray:
+    T = np.eye(4)
+    while body != root:
+        T = model.bodies[body].placement @ T
+        body = model.bodies[body].parent
+    return T
+
+
+def mat_to_quat(R: FloatArray) -> FloatArray:
+    """Unit quaternions (w, x, y, z) of rotation matrices ``R`` (..., 3, 3), all at once.
+
+    The magnitudes come from the diagonal, the signs from the off-diagonal differences (the
+    standard copysign form); MuJoCo normalises ``qpos`` quaternions in ``mj_kinematics``."""
+    R = np.asarray(R, dtype=np.float64)
+    d0, d1, d2 = R[..., 0, 0], R[..., 1, 1], R[..., 2, 2]
+    q = np.empty((*R.shape[:-2], 4))
+    q[..., 0] = 0.5 * np.sqrt(np.maximum(0.0, 1.0 + d0 + d1 + d2))
+    q[..., 1] = np.copysign(0.5 * np.sqrt(np.maximum(0.0, 1.0 + d0 - d1 - d2)), R[..., 2, 1] - R[..., 1, 2])
+    q[..., 2] = np.copysign(0.5 * np.sqrt(np.maximum(0.0, 1.0 - d0 + d1 - d2)), R[..., 0, 2] - R[..., 2, 0])
+    q[..., 3] = np.copysign(0.5 * np.sqrt(np.maximum(0.0, 1.0 - d0 - d1 + d2)), R[..., 1, 0] - R[..., 0, 1])
+    return q
+
+
+def _bound_radius(kind: str, size: tuple[float, ...]) -> float:
+    if kind == "box":
+        return float(np.linalg.norm(size))
+    if kind == "capsule":
+        return float(size[0] + size[1])
+    if kind == "cylinder":
+        return float(np.hypot(size[0], size[1]))
+    if kind == "sphere":
+        return float(size[0])
+    return 0.5  # a mesh: a generous bound (an arm link is shorter)
+
+
+def joint_reach(model: RobotModel, shapes: list[Shape]) -> FloatArray:
+    """Per joint: how far any arm shape below it can be from its frame origin [m], in any pose
+    (lengths along the tree plus each shape's bounding radius: the triangle inequality)."""
+    far = np.zeros(len(model.bodies))   # reach of the subtree below each body, from its own origin
+    for s in shapes:
+        far[s.body] = max(far[s.body], float(np.linalg.norm(s.pose[:3, 3])) + _bound_radius(s.kind, s.size))
+    for i in range(len(model.bodies) - 1, -1, -1):  # bodies are in topological order
+        p = model.bodies[i].parent
+        if p >= 0:
+            far[p] = max(far[p], float(np.linalg.norm(model.bodies[i].placement[:3, 3])) + far[i])
+    return np.array([far[b] for b in model.joint_bodies])
+
+
+class CollisionWorld:
+    """Distances between the arm's shapes and to its workspace at a joint position (module doc)."""
+
+    def __init__(self, model: RobotModel, workspace: Workspace, shapes: list[Shape] | None = None) -> None:
+        if model.nq != model.nv:
+            raise ModelError("collision checking supports arms of 1-DoF joints")
+        self.robot = model
+        self.workspace = workspace
+        self.shapes = list(arm_shapes(model) if shapes is None else shapes)
+        roots = _group_roots(model)
+        #: per joint [m]: bound on how far the shapes below it reach from it (path sampling)
+        self.reach = joint_reach(model, self.shapes)
+        self.groups = sorted({roots[s.body] for s in self.shapes if roots[s.body] >= 0})
+        spec = mujoco.MjSpec()
+        spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_FILTERPARENT)
+        #: [m] distances beyond each clearance are reported up to at least this far (jog braking looks
+        #: ahead): to the workspace HORIZON, between the arm's own bodies SELF_HORIZON (self approach is
+        #: slow, and a shorter margin keeps the many close self pairs out of MuJoCo's contact list)
+        self.horizon = max(HORIZON, workspace.slowdown_workspace)
+        self.self_horizon = max(SELF_HORIZON, workspace.slowdown_self)
+        self._arm_margin = workspace.self_clearance + self.self_horizon
+        ws_margin = max((s.clearance for s in workspace.shapes), default=0.0) + self.horizon
+        # the base group gets its own body welded to the world (MuJoCo never collides it with the
+        # workspace, which lives in the world body), so excluding it excludes only the base
+        self._mj_body: dict[int, str] = {-1: "base"}
+        bodies = {-1: spec.worldbody.add_body(name="base")}
+        for g in self.groups:
+            name = f"g{g}:{model.bodies[g].name}"
+            body = spec.worldbody.add_body(name=name)
+            body.add_freejoint()
+            bodies[g] = body
+            self._mj_body[g] = name
+        geom_shapes: list[Shape] = []
+        group: list[int] = []   # per shape: its arm group, -1 the base, -2 the workspace
+        for s in self.shapes:
+            g = roots[s.body]
+            pose = _to_root(model, s.body, g) @ s.pose if g >= 0 else model.base @ _to_root(model, s.body, -1) @ s.pose
+            self._add_geom(spec, bodies[g], s, pose, _ARM, _ARM | _WORLD, self._arm_margin, len(geom_shapes))
+            geom_shapes.append(s)
+            group.append(g)
+        for s in workspace.shapes:
+            self._add_geom(spec, spec.worldbody, s, s.pose, _WORLD, _ARM, ws_margin, len(geom_shapes))
+            geom_shapes.append(s)
+            group.append(-2)
+        self.mj = spec.compile()
+        self.data = mujoco.MjData(self.mj)
+        # MuJoCo numbers geoms body by body: every per-geom table below is in MuJoCo's order
+        order = [int(self.mj.geom(f"s{i}").id) for i in range(len(geom_shapes))]
+        perm = np.empty(len(order), dtype=np.int64)
+        perm[order] = np.arange(len(order))
+        self._geoms = [geom_shapes[i] for i in perm]
+        #: the shape of each MuJoCo geom id (the indices :meth:`pairs` returns)
+        self.shapes_by_geom = tuple(self._geoms)
+        self._geom_group = [group[i] for i in perm]
+        self._clear = np.array([s.clearance for s in self._geoms])
+        self._is_ws = np.array([g == -2 for g in self._geom_group], dtype=np.bool_)
+        self._root_frames = np.array(self.groups, dtype=np.int64)
+        self._poses = np.zeros((len(model.bodies), 4, 4))
+        self.allowed = self._allowed_pairs(roots)
+        for a, b in sorted(self.allowed):
+            spec.add_exclude(bodyname1=self._mj_body[a], bodyname2=self._mj_body[b])
+        self.mj = spec.compile()
+        self.data = mujoco.MjData(self.mj)
+        # compile (or load from numba's cache) the per-cycle kernels now, not in a jog's first cycle
+        q0 = np.zeros(model.nq)
+        self.approach_scale(q0, q0, 0.02, 0.5)
+
+    # ------------------------------------------------------------------ building
+    @staticmethod
+    def _add_geom(spec: mujoco.MjSpec, body: mujoco.MjsBody, s: Shape, pose: FloatArray, contype: int,
+                  conaffinity: int, margin: float, index: int) -> None:
+        kind = {"capsule": mujoco.mjtGeom.mjGEOM_CAPSULE, "box": mujoco.mjtGeom.mjGEOM_BOX,
+                "sphere": mujoco.mjtGeom.mjGEOM_SPHERE, "cylinder": mujoco.mjtGeom.mjGEOM_CYLINDER,
+                "mesh": mujoco.mjtGeom.mjGEOM_MESH, "plane": mujoco.mjtGeom.mjGEOM_PLANE}[s.kind]
+        geom = body.add_geom(name=f"s{index}", type=kind, contype=contype, conaffinity=conaffinity, margin=margin)
+        size = np.zeros(3)
+        size[:len(s.size)] = s.size
+        if s.kind == "plane":
+            size[:] = (0.0, 0.0, 1.0)
+        geom.size = size
+        geom.pos = pose[:3, 3]
+        geom.quat = mat_to_quat(pose[:3, :3])
+        if s.kind == "mesh":
+            mesh = spec.add_mesh(name=f"mesh{index}", file=s.mesh_path, scale=list(s.mesh_scale))
+            geom.meshname = mesh.name
+
+    def _allowed_pairs(self, roots: list[int]) -> set[tuple[int, int]]:
+        """Group pairs joined by one joint, or closer than the self clearance at every sample."""
+        allowed: set[tuple[int, int]] = set()
+        parent = {g: roots[self.robot.bodies[g].parent] if self.robot.bodies[g].parent >= 0 else -1
+                  for g in self.groups}
+        for g, p in parent.items():
+            allowed.add((min(g, p), max(g, p)))
+        lo, hi = self.robot.position_limits
+        lo = np.where(np.isfinite(lo), lo, -np.pi)
+        hi = np.where(np.isfinite(hi), hi, np.pi)
+        rng = np.random.default_rng(0)
+        qs = lo + (hi - lo) * rng.random((ALLOWED_SAMPLES, self.robot.dof))
+        always: set[tuple[int, int]] | None = None
+        for q in qs:
+            close: set[tuple[int, int]] = set()
+            for i, j, gap in self._contacts(q):
+                gi, gj = self._geom_group[i], self._geom_group[j]
+                if gi >= -1 and gj >= -1 and gap < self.workspace.self_clearance and gi != gj:
+                    close.add((min(gi, gj), max(gi, gj)))
+            always = close if always is None else always & close
+        return allowed | (always or set())
+
+    # ------------------------------------------------------------------ queries
+    def _set(self, q: ArrayLike) -> None:
+        self.robot.forward_kinematics_into(np.asarray(q, dtype=np.float64), "link", self._poses)
+        poses_to_qpos(self._poses, self._root_frames, self.data.qpos)  # free joints in group order
+
+    def pairs(self, q: ArrayLike) -> tuple[np.ndarray, FloatArray]:
+        """Every checked geom pair within its margin at ``q``: (k, 2) geom indices and (k,) surface
+        distances [m] (< 0: penetration), as MuJoCo reports them (views, valid until the next query)."""
+        self._set(q)
+        mujoco.mj_kinematics(self.mj, self.data)
+        mujoco.mj_collision(self.mj, self.data)
+        n = self.data.ncon
+        c = self.data.contact
+        return c.geom[:n], c.dist[:n]
+
+    def _contacts(self, q: ArrayLike) -> list[tuple[int, int, float]]:
+        geom, dist = self.pairs(q)
+        return [(int(a), int(b), float(d)) for (a, b), d in zip(geom, dist, strict=True)]
+
+    def _nearest(self, q: ArrayLike) -> tuple[np.ndarray, FloatArray, float, float, int, int]:
+        geom, gap = self.pairs(q)
+        s, w, ks, kw = nearest_margins(geom, gap, self._is_ws, self._clear, self.workspace.self_clearance)
+        return geom, gap, s, w, ks, kw
+
+    def _proximity(self, geom: np.ndarray, gap: FloatArray, k: int, margin: float, ws: bool) -> Proximity:
+        a, b = int(geom[k, 0]), int(geom[k, 1])
+        return Proximity(margin, float(gap[k]), self._geoms[a].name, self._geoms[b].name,
+                         "workspace" if ws else "self")
+
+    def approach_scale(self, q: ArrayLike, q_next: ArrayLike, lookahead: float, deceleration: float) -> float:
+        """Speed scale 0..1 for moving from ``q`` to ``q_next`` in ``lookahead`` [s]: MoveIt Servo's
+        (1 at the slow-down threshold, 0 at contact) for every pair that closes in, and no faster
+        than stopping within its distance at ``deceleration`` [m/s²] (:func:`kernels.approach_scale`)."""
+        geom, gap = self.pairs(q)
+        geom, gap = geom.copy(), gap.copy()
+        geom_next, gap_next = self.pairs(q_next)
+        ws = self.workspace
+        return float(approach_scale(geom, gap, geom_next, gap_next, self._is_ws, self._clear, ws.self_clearance,
+                                    ws.slowdown_self, ws.slowdown_workspace, self.self_horizon, self.horizon,
+                                    lookahead, deceleration))
+
+    def min_distances(self, q: ArrayLike) -> tuple[float, float]:
+        """(self, workspace) distance beyond clearance [m] (+inf beyond the margins): the per-cycle check."""
+        _, _, s, w, _, _ = self._nearest(q)
+        return s, w
+
+    def nearest(self, q: ArrayLike) -> tuple[Proximity | None, Proximity | None]:
+        """Closest self pair and closest workspace pair within the slow-down thresholds (None: farther)."""
+        geom, gap, s, w, ks, kw = self._nearest(q)
+        ws = self.workspace
+        return (self._proximity(geom, gap, ks, s, False) if ks >= 0 and s < ws.slowdown_self else None,
+                self._proximity(geom, gap, kw, w, True) if kw >= 0 and w < ws.slowdown_workspace else None)
+
+    def collision(self, q: ArrayLike) -> Proximity | None:
+        """The worst pair closer than its clearance at ``q``, or None."""
+        geom, gap, s, w, ks, kw = self._nearest(q)
+        if min(s, w) >= 0:
+            return None
+        return self._proximity(geom, gap, ks, s, False) if s <= w else self._proximity(geom, gap, kw, w, True)
+
+    def violations(self, q: ArrayLike) -> dict[tuple[str, str], Proximity]:
+        """Every shape pair closer than its clearance at ``q`` (the closest contact of each pair)."""
+        geom, gap = self.pairs(q)
+        out: dict[tuple[str, str], Proximity] = {}
+        for k in range(len(gap)):
+            a, b = int(geom[k, 0]), int(geom[k, 1])
+            ws = bool(self._is_ws[a] or self._is_ws[b])
+            margin = float(gap[k]) - (self._clear[a] + self._clear[b] if ws else self.workspace.self_clearance)
+            key = (self._geoms[a].name, self._geoms[b].name)
+            if margin < 0 and (key not in out or margin < out[key].distance):
+                out[key] = self._proximity(geom, gap, k, margin, ws)
+        return out
+
+    def checked_pairs(self) -> list[tuple[int, int]]:
+        """Every geom pair the world checks, as indices into :attr:`shapes_by_geom` (not allowed, not
+        both in the base or both in the workspace): the pairs another library must test to match it."""
+        out = []
+        for i, j in combinations(range(len(self._geoms)), 2):
+            gi, gj = self._geom_group[i], self._geom_group[j]
+            if gi == gj or {gi, gj} == {-1, -2}:
+                continue
+            if gi >= -1 and gj >= -1 and (min(gi, gj), max(gi, gj)) in self.allowed:
+                continue
+            out.append((i, j))
+        return out
+
+    def pair_names(self) -> list[tuple[str, str]]:
+        """The names of :meth:`checked_pairs`."""
+        return [(self._geoms[i].name, self._geoms[j].name) for i, j in self.checked_pairs()]

@@ -1,0 +1,169 @@
+"""Compiled per-cycle arithmetic of the execution monitors: the generalized-momentum observer.
+
+Why compiled: the observer, the tracking bound and the echo comparison run every cycle on a
+handful of joints, where each numpy call costs about a microsecond whatever the array size; as
+one pass over the joints each takes about one. The kernels use the model kernels' start-up machinery
+(:mod:`hebictl.model.warmup`: loaded from numba's cache, interpreted while that is cold).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+from hebictl.model import warmup as _warmup
+
+njit = _warmup.lazy_njit
+_CACHE = os.environ.get("HEBICTL_NUMBA_CACHE", "1") != "0"
+
+#: what :func:`hebictl.model.warmup.install` wraps (compiled from the cache or interpreted while cold)
+ENTRY_KERNELS = ("observer_step", "worst_excess", "all_below", "echo_status", "mark_repeat", "store")
+
+
+@njit(cache=_CACHE)
+def observer_step(n_row, Mqd, Mqd_prev, rotor, qd, tau, dt, gain, p0, integral, r, start):
+    """One step of the momentum observer (De Luca's residual) at feedback rate.
+
+    ``n_row`` = RNEA(q, qd, 0) = C qd + g; ``Mqd`` = M(q) qd and ``Mqd_prev`` = M(q_prev) qd
+    (RNEA without gravity at zero velocity with qd as acceleration); ``rotor``: reflected rotor
+    inertia added to M's diagonal. With p = M qd and p_dot = tau + Mdot qd - RNEA(q, qd, 0) for the
+    measured efforts ``tau`` (Mdot qd as the backward difference (M(q) - M(q_prev)) qd / dt), the
+    residual r = K (p - p0 - ∫(tau + Mdot qd - RNEA + r) dt) is a first-order filtered estimate
+    (time constant 1/K) of the external joint torque. ``start``: (re)initialise here (r = 0).
+    Three inverse-dynamics rows instead of the n + 2 the full mass matrix would take.
+    """
+    n = qd.shape[0]
+    if start or dt <= 0.0:
+        for i in range(n):
+            p0[i] = Mqd[i] + rotor[i] * qd[i]
+            integral[i] = 0.0
+            r[i] = 0.0
+        return
+    for i in range(n):
+        p = Mqd[i] + rotor[i] * qd[i]
+        integral[i] += (tau[i] + (Mqd[i] - Mqd_prev[i]) / dt - n_row[i] + r[i]) * dt
+        r[i] = gain * (p - p0[i] - integral[i])
+
+
+@njit(cache=_CACHE)
+def worst_excess(x, ref, rate, base, per_rate):
+    """Index of the joint whose |x - ref| most exceeds ``base`` + ``per_rate`` x |rate| (NaN
+    entries skipped; -1 if none is finite), its error and its bound: the tracking check."""
+    best = -1
+    worst = -1e300
+    err_b = 0.0
+    bound_b = 0.0
+    for i in range(x.shape[0]):
+        e = abs(x[i] - ref[i])
+        v = rate[i]
+        b = base + per_rate * (abs(v) if v == v else 0.0)
+        if e == e and e - b > worst:
+            worst = e - b
+            best = i
+            err_b = e
+            bound_b = b
+    return best, err_b, bound_b
+
+
+@njit(cache=_CACHE)
+def all_below(x, limit):
+    """True when every |x| < ``limit`` (a NaN entry counts as below: not measured or not commanded)."""
+    for i in range(x.shape[0]):  # noqa: SIM110  (a loop numba compiles; all() of a generator it does not)
+        if abs(x[i]) >= limit:
+            return False
+    return True
+
+
+@njit(cache=_CACHE)
+def echo_status(pos, vel, eff, ring, count, head, tol_abs, tol_rel):
+    """Which of the last ``count`` commands sent (``ring`` (K, 3, n), newest at ``head``) the
+    modules' echo (``pos``/``vel``/``eff``) shows: its age in commands (0 = the newest) if one
+    matches, -1 if none does, -2 if none does and a field sent finite in the newest echoes NaN
+    (the command did not arrive or expired). A field sent as NaN (not commanded) is not compared; field f
+    matches within ``tol_abs[f] + tol_rel[f] * |value|``."""
+    size = ring.shape[0]
+    n = pos.shape[0]
+    nan_echo = False
+    for c in range(count):
+        k = (head - c) % size
+        ok = True
+        nan_here = False
+        for i in range(n):
+            for f in range(3):
+                sent = ring[k, f, i]
+                if sent != sent:
+                    continue
+                echo = pos[i] if f == 0 else (vel[i] if f == 1 else eff[i])
+                if echo != echo:
+                    nan_here = True
+                    ok = False
+                elif abs(echo - sent) > tol_abs[f] + tol_rel[f] * abs(sent):
+                    ok = False
+            if not ok and not nan_here:
+                break
+        if ok:
+            return c
+        if c == 0:
+            nan_echo = nan_here
+    return -2 if nan_echo else -1
+
+
+@njit(cache=_CACHE)
+def mark_repeat(pos, vel, eff, prev, k, step, marks, tol_abs, tol_rel):
+    """If the command (``pos``/``vel``/``eff``) repeats the previous one (``prev`` (3, n), its
+    unmarked copy) within the echo tolerances (as :func:`echo_status`; NaN equal to NaN), add
+    mark ``k + 1`` (``marks`` distinct values ±``step`` x 1..marks/2, alternating in sign) to the
+    effort of every joint whose position is commanded and return ``k + 1``; else (or with no
+    position commanded) return ``k``.
+    ``prev`` becomes this command unmarked (the caller takes the mark off the arm's copy again
+    after the write)."""
+    n = pos.shape[0]
+    same = True
+    held = False
+    for i in range(n):
+        if pos[i] == pos[i] and eff[i] == eff[i]:
+            held = True
+        for f in range(3):
+            x = pos[i] if f == 0 else (vel[i] if f == 1 else eff[i])
+            y = prev[f, i]
+            if x != x or y != y:
+                if not (x != x and y != y):
+                    same = False
+            elif abs(x - y) > tol_abs[f] + tol_rel[f] * abs(y):
+                same = False
+            prev[f, i] = x
+    if not same or not held:
+        return k
+    k = (k + 1) % marks
+    offset = (k // 2 + 1) * step  # alternating sign: no net torque, nothing for the arm to follow
+    if k % 2:
+        offset = -offset
+    for i in range(n):
+        if pos[i] == pos[i]:
+            eff[i] += offset
+    return k
+
+
+@njit(cache=_CACHE)
+def store(row, pos, vel, eff):
+    """Copy a command into ``row`` (3, n): one call instead of three numpy assignments."""
+    for i in range(pos.shape[0]):
+        row[0, i] = pos[i]
+        row[1, i] = vel[i]
+        row[2, i] = eff[i]
+
+
+def load(dof: int) -> None:
+    """Call every kernel once on scratch arrays (numba loads them now, not in a control cycle)."""
+    x = np.zeros(dof)
+    observer_step(x, x, x, x, x, x, 0.005, 1.0, x.copy(), x.copy(), x.copy(), True)
+    worst_excess(x, x, x, 0.1, 0.1)
+    all_below(x, 1.0)
+    store(np.zeros((3, dof)), x, x, x)
+    echo_status(x, x, x, np.zeros((2, 3, dof)), 1, 0, np.zeros(3), np.zeros(3))
+    mark_repeat(x.copy(), x.copy(), x.copy(), np.zeros((3, dof)), 0, 1e-3, 8, np.zeros(3), np.zeros(3))
+
+
+_warmup.install(sys.modules[__name__])

@@ -1,0 +1,137 @@
+"""Model mismatch: an unknown end-effector payload, estimated from the residual at rest.
+
+Why least squares through the end-effector Jacobian: at rest the observer's residual is the
+external joint torque, and a payload of mass m at the end effector exerts J_v(q)^T (m g) (g the
+gravity vector): one unknown, n equations, m = a·r / a·a with a = J_v^T g. The same vector gives
+the efforts that hold an accepted payload (``Arm.set_payload``), the way HEBI users declare
+end-effector payloads: -J_v(q, com)^T (m g), hebi-py's gravity sign.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hebictl._typing import FloatArray
+from hebictl.control.monitors import kernels
+from hebictl.control.monitors.base import Monitor
+from hebictl.control.monitors.finding import Finding
+from hebictl.control.safety import ArmState, EventKind, StopBehaviour
+from hebictl.hardware.base import Feedback
+
+__all__ = ["ModelMismatchMonitor", "Payload", "payload_efforts", "payload_torque_direction"]
+
+
+class Payload:
+    """A payload the arm's gravity model includes: ``mass`` [kg] at ``com`` [m, end-effector frame]."""
+
+    def __init__(self, mass: float, com: Any = (0.0, 0.0, 0.0)) -> None:
+        self.mass = float(mass)
+        self.com = np.asarray(com, dtype=np.float64).reshape(3)
+
+    def __repr__(self) -> str:
+        return f"Payload(mass={self.mass:.3f} kg, com={self.com.tolist()})"
+
+
+def payload_torque_direction(model: Any, q: FloatArray, gravity: FloatArray,
+                             com: FloatArray | None = None) -> FloatArray:
+    """a = J_v(q, com)^T g [N·m per kg]: the joint torque a 1 kg mass at the end effector (``com``
+    [m] in its frame) exerts under ``gravity`` [m/s²]."""
+    if model.frame_count("end_effector") == 0:  # no end effector: no payload to weigh there
+        return np.zeros(model.nv)
+    J = model.jacobian_end_effector(q)
+    Jv = J[:3]
+    if com is not None and np.any(com):
+        R = model.end_effector(q)[:3, :3]
+        c = R @ com  # J_v at the com = J_v - [c]x J_w
+        Jw = J[3:]
+        Jv = Jv - np.cross(c, Jw.T).T
+    return Jv.T @ gravity
+
+
+def payload_efforts(model: Any, q: FloatArray, payload: Payload, gravity: FloatArray) -> FloatArray:
+    """Efforts [N·m] that hold ``payload`` at ``q`` (to add to the gravity compensation)."""
+    return -payload.mass * payload_torque_direction(model, q, gravity, payload.com)
+
+
+class ModelMismatchMonitor(Monitor):
+    """``model_mismatch``: after ``rest_time`` [s] with the command still and every joint slower
+    than ``rest_speed`` [rad/s], the residual is explained as an end-effector mass; beyond ``min_mass`` [kg] it is an
+    event with the estimate (``values['mass_kg']``: total payload, the one applied included)."""
+
+    kind = EventKind.MODEL_MISMATCH
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        super().__init__(settings)
+        self.rest = 0.0               # [s] of the current rest
+        self.rested_once = False      # at least one estimate was made (arms the contact monitor)
+        self.extra_mass = 0.0         # [kg] estimated, not applied to the model
+        self.direction: FloatArray | None = None
+        self.estimate: dict[str, Any] | None = None  # what Arm.payload_estimate shows
+        self.reported = 0.0           # [kg] the extra mass last reported
+        self._ar = self._aa = 0.0     # least-squares sums over the current rest
+        self._next = float(settings["rest_time"])  # [s] of rest at which to estimate next
+
+    def reset_extra(self) -> None:
+        """The model changed (a payload set): the unapplied estimate is void until the next rest."""
+        self.extra_mass = 0.0
+        self.estimate = None
+        self.reported = 0.0
+        self.rest = 0.0
+        self._next = self.settings["rest_time"]
+        self._ar = self._aa = 0.0
+
+    def expected_residual(self, arm: Any, q: FloatArray, gravity: FloatArray) -> FloatArray | None:
+        """The residual the estimated, unapplied payload's weight explains at ``q`` (None: none)."""
+        if abs(self.extra_mass) < 0.05:
+            return None
+        return self.extra_mass * payload_torque_direction(arm.model, q, gravity)
+
+    def allowance(self, arm: Any, q: FloatArray) -> FloatArray | None:
+        """[N·m per joint] what a payload's inertia (estimated or set; the observer models only
+        its weight) may add to the residual, up to 1 g of end-effector acceleration: the contact
+        bound grows by it."""
+        payload = getattr(arm, "payload", None)
+        mass = abs(self.extra_mass) + (payload.mass if payload is not None else 0.0)
+        if mass < 0.05:
+            return None
+        Jv = arm.model.jacobian_end_effector(q)[:3]
+        return mass * 9.81 * np.sqrt((Jv * Jv).sum(axis=0))
+
+    def check(self, arm: Any, fb: Feedback, dt: float, residual: FloatArray, gravity: FloatArray,
+              valid: bool, in_contact: bool) -> Finding | None:
+        """Accumulate the least-squares fit m = Σ a·r / Σ a·a over a rest (the command still, every
+        joint slower than ``rest_speed``: an arm that sags and rings under an unknown load counts,
+        the ringing averages out) and judge it once ``rest_time`` has passed."""
+        still = (valid and not in_contact and kernels.all_below(arm.pending_command.velocity, 1e-3)
+                 and kernels.all_below(fb.velocity, self.settings["rest_speed"]))
+        if still and arm.state is ArmState.STOPPED and arm.stop_behaviour is not StopBehaviour.HOLD:
+            still = False  # damp/release: the modules do not hold, the residual is not a load
+        if not still:
+            if self.rest:
+                self.rest = 0.0
+                self._next = self.settings["rest_time"]
+                self._ar = self._aa = 0.0
+            return None
+        a = payload_torque_direction(arm.model, fb.position, gravity)
+        self._ar += float(a @ residual)
+        self._aa += float(a @ a)
+        self.rest += dt
+        if self.rest < self._next or self._aa < 1e-9:
+            return None
+        self._next += self.settings["rest_time"]  # refined every rest_time while the rest lasts
+        self.rested_once = True
+        m = self._ar / self._aa
+        self.extra_mass = m  # the observer's residual holds the whole unapplied load
+        applied = arm.payload.mass if getattr(arm, "payload", None) is not None else 0.0
+        unexplained = float(np.linalg.norm(residual - m * a))
+        self.estimate = {"mass_kg": applied + self.extra_mass, "extra_mass_kg": self.extra_mass,
+                         "applied_mass_kg": applied, "unexplained_Nm": unexplained}
+        if abs(self.extra_mass - self.reported) < self.settings["min_mass"]:
+            return None  # nothing new since the last report (or nothing at all)
+        self.reported = self.extra_mass
+        return self.finding(
+            f"steady effort residual at rest: an end-effector load of {self.extra_mass:+.2f} kg the model "
+            f"does not know (total {applied + self.extra_mass:.2f} kg; Arm.set_payload takes it)",
+            **self.estimate)

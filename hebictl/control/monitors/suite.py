@@ -1,0 +1,219 @@
+"""The execution monitors of one arm, run every cycle: :class:`MonitorSuite`.
+
+The Arm calls :meth:`MonitorSuite.after_read` once per fresh sample, after its own feedback
+checks (M-stop, limits) and before it computes the command, and :meth:`MonitorSuite.after_send`
+after each write; it hands every :class:`~hebictl.control.monitors.finding.Finding` to
+``Arm.react(kind, detail, reaction)``. The suite keeps what monitors share: the momentum
+observer's residual (contact and model mismatch), the mirror's effort (the observer's torque on
+a double shoulder), the feedback age, the payload estimate. Thresholds and reactions come from
+``user_data.safety.monitors`` (:data:`hebictl.control.settings.MONITOR_DEFAULTS`); the table in
+docs/monitors.md is checked against them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hebictl._typing import FloatArray
+from hebictl.control.monitors.base import Monitor
+from hebictl.control.monitors.contact import ContactMonitor, MomentumObserver
+from hebictl.control.monitors.damp import DampSinkingMonitor
+from hebictl.control.monitors.delivery import CommandDeliveryMonitor
+from hebictl.control.monitors.finding import Finding
+from hebictl.control.monitors.gap import ControlGapMonitor
+from hebictl.control.monitors.imu import ImuMonitor
+from hebictl.control.monitors.latency import LatencyMonitor
+from hebictl.control.monitors.mirror import MirrorMonitor
+from hebictl.control.monitors.payload import ModelMismatchMonitor, payload_efforts
+from hebictl.control.monitors.tracking import TrackingMonitor
+from hebictl.control.plugins import DoubledJointMirror, GravityCompensationEffort
+from hebictl.control.safety import ArmState, Limits
+from hebictl.control.settings import monitor_settings
+from hebictl.hardware.base import Command, Feedback
+
+__all__ = ["CHECK_PERIOD_S", "MonitorSuite", "goal_status"]
+
+#: [s] the checks beyond gap and age run at most this often (250 Hz): every sample at the bundled
+#: configs' 200 Hz, every 4th at 1 kHz. The observer's bandwidth (``observer_gain`` 60 rad/s,
+#: ~10 Hz) and the 50 ms detection target need no more, and a 1 kHz loop keeps its budget.
+CHECK_PERIOD_S = 0.004
+
+
+class MonitorSuite:
+    """Every monitor of one arm (see the module docstring)."""
+
+    def __init__(self, model: Any, limits: Limits, *, feedback_frequency: float, command_lifetime: float,
+                 settings: dict[str, dict[str, Any]] | None = None, plugins: Any = (),
+                 measures_effort: bool = True) -> None:
+        """``measures_effort``: the backend's effort feedback is what the joints exert (sim, real
+        modules). Where it only echoes the command (mock, hebi's imitation group), every
+        acceleration would look like an external torque, so contact detection stays disarmed."""
+        s = settings if settings is not None else monitor_settings({})
+        self.measures_effort = bool(measures_effort)
+        self.settings = s
+        self.model = model
+        n = model.dof
+        self.gravity_plugin = next((p for p in plugins if isinstance(p, GravityCompensationEffort)), None)
+        mirror = next((p for p in plugins if isinstance(p, DoubledJointMirror)), None)
+        c = s["contact"]
+        rotor = c["motor_time_constant"] * np.where(np.isfinite(limits.effort_max / limits.velocity_max),
+                                                    limits.effort_max / limits.velocity_max, 0.0)
+        self.observer = MomentumObserver(model, c["observer_gain"], rotor)
+        self.contact = ContactMonitor(c, limits.effort_max)
+        self.mismatch = ModelMismatchMonitor(s["model_mismatch"])
+        self.delivery = CommandDeliveryMonitor(s["command_lost"], n)
+        self.gap = ControlGapMonitor(s["control_gap"], command_lifetime)
+        self.latency = LatencyMonitor(s["feedback_late"], feedback_frequency)
+        self.tracking = TrackingMonitor(s["tracking_error"])
+        self.damp = DampSinkingMonitor(s["damp_sinking"])
+        self.mirror = MirrorMonitor(s["mirror_lost"], mirror) if mirror is not None else None
+        self.imu = ImuMonitor(s["imu_implausible"], self.gravity_plugin) if self.gravity_plugin is not None else None
+        # before the observer: timing, sensors, delivery; after it: what needs the residual or state
+        self.every: list[Monitor] = [self.gap, self.latency]
+        self.first: list[Monitor] = [self.delivery] + [m for m in (self.imu, self.mirror) if m is not None]
+        self.last = [self.tracking, self.damp]
+        self.sending: list[Monitor] = [m for m in (self.delivery, self.mirror) if m is not None]
+        self.tau = np.zeros(n)
+        #: [s] checks further apart than this restart the observer (3 feedback periods, at least 3 checks)
+        self.restart_after = max(3.0 / feedback_frequency if feedback_frequency > 0 else 0.05, 3 * CHECK_PERIOD_S)
+        self.last_time: float | None = None
+        self.last_check: float | None = None
+        self._payload: Any = None
+        self.findings: list[Finding] = []  # every finding so far (bounded), for tests and reports
+
+    # ------------------------------------------------------------------ what the arm shows
+    @property
+    def residual(self) -> FloatArray:
+        """External joint torque estimate [N·m] (the observer's residual minus the estimated payload)."""
+        return self.contact.external
+
+    @property
+    def feedback_age(self) -> float:
+        """[s] age of the last sample (0 where the backend's clocks cannot tell)."""
+        return self.latency.age
+
+    @property
+    def payload_estimate(self) -> dict[str, Any] | None:
+        return self.mismatch.estimate
+
+    @property
+    def commands_delivered(self) -> bool:
+        return self.delivery.delivered
+
+    def gravity(self) -> FloatArray:
+        p = self.gravity_plugin
+        return p.gravity if p is not None else self.model.gravity
+
+    # ------------------------------------------------------------------ per cycle
+    def after_read(self, arm: Any, fb: Feedback, now: float) -> list[Finding]:
+        """Every fresh sample: the control gap and the feedback age. At most every
+        :data:`CHECK_PERIOD_S` (every sample at 200 Hz and below): the rest."""
+        dt = 0.0 if self.last_time is None else now - self.last_time
+        self.last_time = now
+        out: list[Finding] = []
+        for m in self.every:
+            f = m.after_read(arm, fb, now, dt)
+            if f is not None:
+                out.append(f)
+        dt_check = now - self.last_check if self.last_check is not None else 0.0
+        if self.last_check is not None and dt_check < CHECK_PERIOD_S and not out:
+            return out
+        self.last_check = now
+        for m in self.first:
+            f = m.after_read(arm, fb, now, dt_check)
+            if f is not None:
+                out.append(f)
+        if dt_check > self.restart_after:  # a gap: the observer's integral is void, start it afresh
+            self.observer.restart()
+        if any(f.reaction != "event" for f in out):
+            # the arm changes mode on these: what the later monitors would judge (the command, the
+            # residual under it) is about to be replaced, so they wait for the next sample
+            self.observer.restart()
+            self._keep(out)
+            return out
+        payload = arm.payload
+        if payload is not self._payload:
+            self._payload = payload
+            self.mismatch.reset_extra()
+            self.observer.restart()
+        g = self.gravity()
+        tau = self.tau
+        np.copyto(tau, fb.effort)
+        if self.mirror is not None and self.plugin_mirrors():
+            j = self.mirror.plugin.index
+            tau[j] += self.mirror.joint_effort
+        if payload is not None:
+            tau -= payload_efforts(self.model, fb.position, payload, g)
+        valid = self.observer.update(fb.position, fb.velocity, tau, g, dt_check)
+        if valid:
+            self.contact.armed = self.measures_effort and self.mismatch.rested_once
+            expected = self.mismatch.expected_residual(arm, fb.position, g)
+            allowance = (self.mismatch.allowance(arm, fb.position)
+                         if expected is not None or payload is not None else None)
+            f = self.contact.check(arm, fb, now, self.observer.r, expected, allowance)
+            if f is not None:
+                out.append(f)
+                if f.reaction != "event":
+                    self._keep(out)
+                    return out
+        f = self.mismatch.check(arm, fb, dt_check, self.observer.r, g, valid, self.contact.latched)
+        if f is not None:
+            out.append(f)
+        for m in self.last:
+            f = m.after_read(arm, fb, now, dt_check)
+            if f is not None:
+                out.append(f)
+        if out:
+            self._keep(out)
+        return out
+
+    def plugin_mirrors(self) -> bool:
+        """The mirror module's effort is known this cycle (it answered)."""
+        return self.mirror is not None and np.isfinite(self.mirror.joint_effort)
+
+    def before_send(self, cmd: Command) -> None:
+        """Mark the command about to be written, so its echo can be told from the previous one's."""
+        self.delivery.before_send(cmd)
+        if self.mirror is not None:
+            self.mirror.before_send()
+
+    def after_send(self, arm: Any, ok: bool, cmd: Command) -> list[Finding]:
+        out: list[Finding] = []
+        for m in self.sending:
+            f = m.after_send(arm, ok, cmd)
+            if f is not None:
+                out.append(f)
+        if out:
+            self._keep(out)
+        return out
+
+    def _keep(self, findings: list[Finding]) -> None:
+        self.findings.extend(findings)
+        del self.findings[:-200]
+
+
+def goal_status(arm: Any) -> str:
+    """Why the arm is or is not at its goal, in one line (for the teleop status and logs)."""
+    if arm.state is ArmState.STOPPED:
+        cause = next((e for e in reversed(arm.events.events) if e.state is ArmState.STOPPED), None)
+        return f"stopped ({cause.kind.value}: {cause.detail})" if cause is not None else "stopped"
+    traj = arm.trajectory
+    if traj is None:
+        return "hold" if arm.state is ArmState.HOLD else "no goal"
+    if arm.at_goal:
+        return "reached"
+    fb = arm.last_feedback
+    if arm.goal_progress < 1.0:
+        return "moving"
+    err = np.abs(fb.position - traj.positions[:, -1])
+    j = int(np.argmax(err))
+    why = f"not reached: joint {j} ({arm.model.joint_names[j]}) is {err[j]:.3f} rad from its goal"
+    est = getattr(arm, "payload_estimate", None)
+    if est is not None and abs(est.get("extra_mass_kg", 0.0)) >= 0.05:
+        why += (f"; model mismatch: about {est['extra_mass_kg']:.2f} kg at the end effector the model does not "
+                "know (Arm.set_payload)")
+    elif not bool(np.all(np.abs(np.nan_to_num(fb.velocity)) <= arm.safety.at_goal_velocity_tolerance)):
+        why += "; still moving"
+    return why

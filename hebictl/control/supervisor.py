@@ -1,0 +1,174 @@
+"""The arm's mode and the one table that says which mode may follow which.
+
+Why a table: the Arm used to keep its mode in nine fields (trajectory, hold position, brake, stop
+behaviour, state, ...) whose combinations were the mode; every fix in that area was about two of
+them disagreeing. Here the mode is one value, every change goes through :meth:`Supervisor.fire`,
+and a change the table does not list raises :class:`IllegalTransition` (a bug in the caller, never
+a fault of the robot). ``docs/supervisor.md`` is generated from these tables
+(:func:`markdown`) and a test checks it against them.
+
+Two values describe the arm:
+
+* :class:`Mode`, what is commanded: ``follow`` (a trajectory), ``brake`` (the brake ramp from the
+  measured velocity to standstill), ``hold`` (a position at standstill under gravity compensation),
+  ``damp`` (gravity compensation and joint damping, no position), ``gravcomp`` (idle hand-guiding:
+  plugin efforts only) and ``release`` (nothing: a brakeless arm falls);
+* :class:`~hebictl.control.safety.ArmState`, the latch level the public API always had:
+  ``running``, ``hold`` (after a fault or an operator hold; a goal leaves it) and ``stopped``
+  (latched until ``clear_fault()``, with its cause and requested :class:`StopBehaviour` in
+  :class:`Latch`).
+
+The rules the Arm applies on top of the table (where the *positions* come from) are in the Arm:
+every entry into a mode starts from the measured state; see ``docs/supervisor.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from hebictl.control.safety import ArmState, StopBehaviour
+from hebictl.errors import HebictlError
+
+__all__ = ["ALLOWED_MODES", "LEVEL_TABLE", "MODE_TABLE", "IllegalTransition", "Latch", "Level", "Mode",
+           "Supervisor", "Trigger", "markdown"]
+
+
+class IllegalTransition(HebictlError):
+    """The Arm asked for a mode change the supervisor's table does not allow (a bug, not a fault)."""
+
+
+class Mode(StrEnum):
+    """What the arm commands this cycle."""
+
+    FOLLOW = "follow"      # the goal's trajectory
+    BRAKE = "brake"        # the brake ramp from the measured velocity to standstill
+    HOLD = "hold"          # a position at standstill, zero velocity, gravity compensation
+    DAMP = "damp"          # gravity compensation + joint damping, no position target
+    GRAVCOMP = "gravcomp"  # idle hand-guiding: no position or velocity, plugin efforts only
+    RELEASE = "release"    # nothing commanded
+
+
+class Trigger(StrEnum):
+    """Why the mode changes."""
+
+    GOAL = "goal"          # set_goal() accepted a goal
+    BRAKE = "brake"        # cancel_goal(), hold(), stop(hold), clear_fault() or a fault while moving
+    HOLD_AT = "hold_at"    # hold a given or the measured position now (the arm is still, or it is not
+    #                        the controller that moves it: M-stop pressed, a module's return)
+    STILL = "still"        # the brake ramp ended: hold where the arm stopped
+    DAMP = "damp"          # stop(damp), the arm still
+    GRAVCOMP = "gravcomp"  # set_idle("gravcomp") while idle
+    RELEASE = "release"    # stop(release), the arm still
+
+
+class Level(StrEnum):
+    """What changes the latch level (:class:`ArmState`)."""
+
+    GOAL = "goal"    # a goal accepted
+    HOLD = "hold"    # hold() or a fault that holds
+    STOP = "stop"    # stop(): latched
+    CLEAR = "clear"  # clear_fault()
+
+
+#: mode -> trigger -> next mode. A pair not listed is illegal. Note what is missing on purpose:
+#: ``brake`` takes no ``damp``/``release``/``gravcomp``/``brake``-restart: a running brake is never
+#: dropped or restarted by a later, weaker stop (the Arm keeps that stop pending until ``still``).
+MODE_TABLE: dict[Mode, dict[Trigger, Mode]] = {
+    Mode.FOLLOW: {Trigger.GOAL: Mode.FOLLOW, Trigger.BRAKE: Mode.BRAKE, Trigger.HOLD_AT: Mode.HOLD,
+                  Trigger.DAMP: Mode.DAMP, Trigger.GRAVCOMP: Mode.GRAVCOMP, Trigger.RELEASE: Mode.RELEASE},
+    Mode.BRAKE: {Trigger.GOAL: Mode.FOLLOW, Trigger.HOLD_AT: Mode.HOLD, Trigger.STILL: Mode.HOLD},
+    Mode.HOLD: {Trigger.GOAL: Mode.FOLLOW, Trigger.BRAKE: Mode.BRAKE, Trigger.HOLD_AT: Mode.HOLD,
+                Trigger.DAMP: Mode.DAMP, Trigger.GRAVCOMP: Mode.GRAVCOMP, Trigger.RELEASE: Mode.RELEASE},
+    Mode.DAMP: {Trigger.BRAKE: Mode.BRAKE, Trigger.HOLD_AT: Mode.HOLD, Trigger.DAMP: Mode.DAMP,
+                Trigger.RELEASE: Mode.RELEASE},
+    Mode.GRAVCOMP: {Trigger.GOAL: Mode.FOLLOW, Trigger.BRAKE: Mode.BRAKE, Trigger.HOLD_AT: Mode.HOLD,
+                    Trigger.DAMP: Mode.DAMP, Trigger.GRAVCOMP: Mode.GRAVCOMP, Trigger.RELEASE: Mode.RELEASE},
+    Mode.RELEASE: {Trigger.BRAKE: Mode.BRAKE, Trigger.HOLD_AT: Mode.HOLD, Trigger.DAMP: Mode.DAMP,
+                   Trigger.RELEASE: Mode.RELEASE},
+}
+
+#: latch level -> action -> next level. ``stopped`` is left only by ``clear``; hold() while stopped
+#: and a goal while stopped are refused by the Arm before they get here.
+LEVEL_TABLE: dict[ArmState, dict[Level, ArmState]] = {
+    ArmState.RUNNING: {Level.GOAL: ArmState.RUNNING, Level.HOLD: ArmState.HOLD, Level.STOP: ArmState.STOPPED,
+                       Level.CLEAR: ArmState.RUNNING},
+    ArmState.HOLD: {Level.GOAL: ArmState.RUNNING, Level.HOLD: ArmState.HOLD, Level.STOP: ArmState.STOPPED,
+                    Level.CLEAR: ArmState.RUNNING},
+    ArmState.STOPPED: {Level.STOP: ArmState.STOPPED, Level.CLEAR: ArmState.RUNNING},
+}
+
+#: the modes each latch level may be in (the Arm never follows a goal or hand-guides while latched)
+ALLOWED_MODES: dict[ArmState, frozenset[Mode]] = {
+    ArmState.RUNNING: frozenset({Mode.FOLLOW, Mode.BRAKE, Mode.HOLD, Mode.GRAVCOMP}),
+    ArmState.HOLD: frozenset({Mode.BRAKE, Mode.HOLD}),
+    ArmState.STOPPED: frozenset({Mode.BRAKE, Mode.HOLD, Mode.DAMP, Mode.RELEASE}),
+}
+
+
+@dataclass(frozen=True)
+class Latch:
+    """A latched stop: its cause (an EventKind value), detail and the behaviour asked for."""
+
+    cause: str
+    detail: str
+    behaviour: StopBehaviour
+
+
+class Supervisor:
+    """The arm's mode and latch level; changed only through the tables above."""
+
+    __slots__ = ("latch", "level", "mode", "pending")
+
+    def __init__(self, mode: Mode = Mode.HOLD) -> None:
+        self.mode = mode
+        self.level = ArmState.RUNNING
+        self.latch: Latch | None = None
+        #: what the brake becomes once the arm is still (a damp or release stop asked for while braking)
+        self.pending: Trigger | None = None
+
+    def can(self, trigger: Trigger) -> bool:
+        nxt = MODE_TABLE[self.mode].get(trigger)
+        return nxt is not None and nxt in ALLOWED_MODES[self.level]
+
+    def fire(self, trigger: Trigger) -> Mode:
+        """Change the mode by ``trigger``; raises IllegalTransition when the table does not allow it."""
+        nxt = MODE_TABLE[self.mode].get(trigger)
+        if nxt is None or nxt not in ALLOWED_MODES[self.level]:
+            raise IllegalTransition(f"mode {self.mode.value} ({self.level.value}) does not take {trigger.value}")
+        self.mode = nxt
+        if nxt is not Mode.BRAKE:
+            self.pending = None
+        return nxt
+
+    def set_level(self, action: Level, latch: Latch | None = None) -> ArmState:
+        """Change the latch level by ``action`` (``stop`` with its :class:`Latch`)."""
+        nxt = LEVEL_TABLE[self.level].get(action)
+        if nxt is None:
+            raise IllegalTransition(f"state {self.level.value} does not take {action.value}")
+        self.level = nxt
+        self.latch = latch if nxt is ArmState.STOPPED else None
+        return nxt
+
+    def check(self) -> None:
+        """Raise IllegalTransition if the mode is not allowed at the latch level (after a level change
+        the Arm fires the mode trigger that makes them agree)."""
+        if self.mode not in ALLOWED_MODES[self.level]:
+            raise IllegalTransition(f"mode {self.mode.value} is not allowed while {self.level.value}")
+
+
+def markdown() -> str:
+    """The tables as Markdown (``docs/supervisor.md`` holds this text between its markers)."""
+    triggers = list(Trigger)
+    lines = ["| mode \\ trigger | " + " | ".join(t.value for t in triggers) + " |",
+             "|---|" + "---|" * len(triggers)]
+    for mode, row in MODE_TABLE.items():
+        lines.append(f"| **{mode.value}** | " + " | ".join(row[t].value if t in row else "-" for t in triggers)
+                     + " |")
+    lines += ["", "| state \\ action | " + " | ".join(a.value for a in Level) + " | modes allowed |",
+              "|---|" + "---|" * (len(Level) + 1)]
+    for level, lrow in LEVEL_TABLE.items():
+        allowed = ", ".join(m.value for m in Mode if m in ALLOWED_MODES[level])
+        lines.append(f"| **{level.value}** | " + " | ".join(lrow[a].value if a in lrow else "-" for a in Level)
+                     + f" | {allowed} |")
+    return "\n".join(lines) + "\n"

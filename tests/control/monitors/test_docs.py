@@ -1,0 +1,33 @@
+"""docs/monitors.md's table against the code: every monitor, its event kind, default reaction
+and every threshold with its default, as MONITOR_DEFAULTS and the EventKind enum have them."""
+
+from __future__ import annotations
+
+import re
+
+from hebictl.control.safety import EventKind
+from hebictl.control.settings import MONITOR_DEFAULTS, REACTIONS
+from tests.conftest import REPO_ROOT
+
+
+def _rows() -> dict[str, tuple[str, dict[str, float]]]:
+    text = (REPO_ROOT / "docs" / "monitors.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in text.splitlines():
+        m = re.match(r"\| `(\w+)` \| `(\w+)` \| (.*?) \| .* \|$", line)
+        if not m:
+            continue
+        keys = {k: float(v) for k, v in re.findall(r"`(\w+)` = ([-+0-9.e]+)", m.group(3))}
+        rows[m.group(1)] = (m.group(2), keys)
+    return rows
+
+
+def test_table_matches_monitor_defaults():
+    rows = _rows()
+    assert set(rows) == set(MONITOR_DEFAULTS)
+    for name, defaults in MONITOR_DEFAULTS.items():
+        reaction, keys = rows[name]
+        assert EventKind(name).value == name
+        assert reaction == defaults["reaction"] and reaction in REACTIONS
+        numeric = {k: v for k, v in defaults.items() if k != "reaction"}
+        assert keys == numeric, name
