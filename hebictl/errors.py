@@ -7,7 +7,7 @@ bad robot description, key of a bad config entry, the limit that was hit), not j
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 
 class HebictlError(Exception):
@@ -21,7 +21,7 @@ class FormatError(HebictlError):
     ``file:line: message`` like a compiler diagnostic.
     """
 
-    def __init__(self, message: str, file: str | Path | None = None, line: int | None = None) -> None:
+    def __init__(self, message: str, file: str | os.PathLike[str] | None = None, line: int | None = None) -> None:
         self.message = message
         self.file = str(file) if file is not None else None
         self.line = line
@@ -37,7 +37,7 @@ class FormatError(HebictlError):
 class ConfigError(HebictlError):
     """A robot config (YAML) or gains file (XML) is invalid; names the file and the key."""
 
-    def __init__(self, message: str, file: str | Path | None = None, key: str | None = None,
+    def __init__(self, message: str, file: str | os.PathLike[str] | None = None, key: str | None = None,
                  line: int | None = None) -> None:
         self.message = message
         self.file = str(file) if file is not None else None

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
+from typing import Any
 
 
-async def cancel_and_wait(tasks: Iterable[asyncio.Future[object]], retry: float = 0.1) -> None:
+async def cancel_and_wait(tasks: Iterable[asyncio.Future[Any]], retry: float = 0.1) -> None:
     """Cancel ``tasks`` and wait until every one has ended, cancelling again every ``retry`` [s]
     while one is still running (its first cancellation may have been swallowed)."""
     tasks = list(tasks)

@@ -63,10 +63,10 @@ def describe(value: Any) -> str:
 
 
 #: The fastest safe loader PyYAML has here: libyaml's C parser and composer, Python constructors.
-BaseSafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
+BaseSafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class StrictLoader(BaseSafeLoader):  # type: ignore[valid-type,misc]
+class StrictLoader(BaseSafeLoader):
     """Safe loader that refuses duplicate mapping keys and turns constructor crashes into YAML errors.
 
     PyYAML keeps the last of duplicate keys silently; hebi reads configs the same way, but a

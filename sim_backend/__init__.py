@@ -133,7 +133,8 @@ def open_sim(*, names: Sequence[str] | None = None, families: str | Sequence[str
     given = {"payload": payload, "friction": friction, "damping": damping, "armature": armature,
              "motor_time_constant": motor_time_constant, "initial_position": initial_position, "timestep": timestep,
              "max_effort": max_effort, "max_speed": max_speed, "viewer": viewer, "gas_spring": gas_spring}
-    opts = {k: (v if v is not None else from_cfg.get(k)) for k, v in given.items()}
+    # each option's type is checked where it is used (Payload.from_mapping, _limits, build_scene, ...)
+    opts: dict[str, Any] = {k: (v if v is not None else from_cfg.get(k)) for k, v in given.items()}
 
     def build() -> tuple[Scene, ActuatorGroup, Any]:
         p = None if opts["payload"] is None else Payload.from_mapping(opts["payload"])

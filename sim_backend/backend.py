@@ -44,6 +44,7 @@ import os
 import time
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -133,6 +134,10 @@ def _display_available() -> bool:
 class SimBackend(ModuleGroup):
     """Simulated HEBI modules on a MuJoCo model; see the module docstring for timing and semantics."""
 
+    # the firmware kernel's schedule [s, clock], set by _run_kernels (which __init__ calls)
+    _fw_next: float  # earliest command expiry
+    _fw_due: float  # the firmware kernel runs at the first step starting after this
+
     def __init__(self, names: Sequence[str], families: Sequence[str], scene: Scene, actuators: ActuatorGroup, *,
                  clock: Clock, initial_position: ArrayLike | None = None, feedback_frequency: float = 100.0,
                  command_lifetime: float = 0.25, viewer: bool = False, gas_spring: ArrayLike | None = None,
@@ -212,7 +217,7 @@ class SimBackend(ModuleGroup):
         self.command_lifetime = command_lifetime
         self._bind()
         self._run_kernels(self._t0)  # compile (or load) the kernels now, not inside the first control cycle
-        self._viewer = None
+        self._viewer: Any = None  # MuJoCo's passive viewer handle (mujoco ships no type stubs), None: headless
         self._viewer_sync = 0.0
         if viewer:
             self._open_viewer()
@@ -298,8 +303,10 @@ class SimBackend(ModuleGroup):
         if faulty:
             lost = faults.first_active(FaultKind.DISCONNECTED, t_k)
             if lost is not None:
-                raise HardwareError(f"module {self._names[lost.module]!r} (family "  # type: ignore[index]
-                                    f"{self._families[lost.module]!r}) stopped responding at t={t_k:.6f} s")  # type: ignore[index]
+                module = lost.module
+                assert module is not None, "FaultSchedule.disconnect always names the module"
+                raise HardwareError(f"module {self._names[module]!r} (family "
+                                    f"{self._families[module]!r}) stopped responding at t={t_k:.6f} s")
             if self._seq and faults.first_active(FaultKind.FROZEN, t_k) is not None:
                 self._repeat_frozen(into)
                 into.rx_time = clock.now()
@@ -355,11 +362,11 @@ class SimBackend(ModuleGroup):
                 self._fw_due = min(self._fw_due, expiry - _EPS_T)
         else:  # the other modules still get theirs; the lost one's last command runs out
             self._hold_echo()
-            keep = self.firmware.commanded[:, lost.module].copy()  # type: ignore[index]
-            expiry = float(self.firmware.expiry[lost.module])  # type: ignore[index]
+            keep = self.firmware.commanded[:, lost.module].copy()
+            expiry = float(self.firmware.expiry[lost.module])
             self.command_modules(slice(0, n), pc, vc, ec, now)
-            self.firmware.commanded[:, lost.module] = keep  # type: ignore[index]
-            self.firmware.expiry[lost.module] = expiry  # type: ignore[index]
+            self.firmware.commanded[:, lost.module] = keep
+            self.firmware.expiry[lost.module] = expiry
             self._fw_due = -math.inf  # the firmware kernel hands the kept command to the loops next step
         # the command echo shows the command from the next sample on, as the Backend protocol says
         self._pending_echo = True

@@ -136,7 +136,9 @@ class ExtraModules(ModuleGroup):
         if self.faults:
             lost = self.faults.first_active(FaultKind.DISCONNECTED, now)
             if lost is not None:
-                raise HardwareError(f"extra module {self._names[lost.module]!r} stopped responding")  # type: ignore[index]
+                module = lost.module
+                assert module is not None, "FaultSchedule.disconnect always names the module"
+                raise HardwareError(f"extra module {self._names[module]!r} stopped responding")
             if self.faults.first_active(FaultKind.COMMANDS_IGNORED, now) is not None:
                 return True  # lost on the way: their command lifetime runs out
         sim.command_modules(self._slice, command.position, command.velocity, command.effort, now, self._lifetime)

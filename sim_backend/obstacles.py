@@ -125,5 +125,6 @@ def tool_position(sim: SimBackend) -> FloatArray:
 
 def as_box(center: ArrayLike, half_size: ArrayLike, name: str = "obstacle") -> Box:
     """A :class:`Box` from arrays."""
-    c, h = (tuple(float(x) for x in np.asarray(v, dtype=float).reshape(3)) for v in (center, half_size))
-    return Box(c, h, name)  # type: ignore[arg-type]
+    c = np.asarray(center, dtype=float).reshape(3)
+    h = np.asarray(half_size, dtype=float).reshape(3)
+    return Box((float(c[0]), float(c[1]), float(c[2])), (float(h[0]), float(h[1]), float(h[2])), name)

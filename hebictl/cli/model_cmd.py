@@ -7,11 +7,14 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from hebictl.errors import ModelError
+
+if TYPE_CHECKING:
+    from hebictl.model.robot import RobotModel
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -61,7 +64,7 @@ def default_kit() -> Path:
 
 
 def load_with_warnings(path: Path, *, strict: bool = False, allowed_roots: list[Path] | None = None,
-                       confine: bool = False):
+                       confine: bool = False) -> RobotModel:
     """Load a model, printing each format warning as one ``warning:`` line on stderr.
 
     ``confine`` (``--confine``) limits its file references to the model's folder and
@@ -110,7 +113,7 @@ def strict_tag(message: Warning | str, category: type[Warning]) -> str:
     return "  [--strict allows this: the spec permits it]"
 
 
-def _summary(model) -> dict[str, Any]:
+def _summary(model: RobotModel) -> dict[str, Any]:
     elements = model.metadata.get("elements", [])
     lo, hi = model.position_limits
     return {

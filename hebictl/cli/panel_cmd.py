@@ -168,9 +168,10 @@ def cmd_panel(args: argparse.Namespace) -> int:
         for t in tasks:
             t.cancel()
         first.cancel()
-        for t in done:
-            if t is not waiter and not t.cancelled() and t.exception() is not None:
-                raise t.exception()  # type: ignore[misc]
+        for finished in done:
+            failure = finished.exception() if finished is not waiter and not finished.cancelled() else None
+            if failure is not None:
+                raise failure
 
     asyncio.run(main())
     return 0

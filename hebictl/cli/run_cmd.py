@@ -177,7 +177,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         rec = Recorder(arm.dof, arm.model.joint_names) if (args.plot or npz) else None
         mcap = _mcap_recorder(args, arm, cfg, rate)  # opened before the loop: a file that fails has moved nothing
         meter = WaitMeter(clock)
-        arm.backend.read = meter.wrap(arm.backend.read)  # time waiting for feedback, apart from work
+        # time waiting for feedback, apart from work: this one backend's read is wrapped on purpose
+        arm.backend.read = meter.wrap(arm.backend.read)  # type: ignore[method-assign]  # instance-level wrap
         # a backend whose read blocks until the next sample paces the loop, as hebi.arm runs: sleeping
         # to a deadline and then waiting for feedback would make cycles late by the clocks' phase
         paced = rate >= arm.backend.feedback_frequency * (1 - 1e-9)
@@ -414,7 +415,13 @@ def _run_loop(loop: Any, run: RunSteps, windows: list, rate: float, args: argpar
             live = Live(live_panel(run, windows, rate), refresh_per_second=8, transient=False)
             live.start()
             report = loop.report
-            loop.report = lambda s: (report(s), live.update(live_panel(run, windows, rate)))
+            shown = live
+
+            def report_and_refresh(stats: Any) -> None:
+                report(stats)
+                shown.update(live_panel(run, windows, rate))
+
+            loop.report = report_and_refresh
         loop.run()
     finally:
         signal.signal(signal.SIGINT, old)

@@ -743,13 +743,13 @@ class Arm:
             return
         if mode is _BRAKE:
             if self._brake_step(now) is not None:
-                p, v, _ = self.trajectory_state  # type: ignore[misc]
+                p, v, _ = self.trajectory_state  # type: ignore[misc]  # _brake_step set it (it returned the ramp)
                 cmd.position[:] = p
                 cmd.velocity[:] = v
                 return
             mode = self.supervisor.mode
         if mode is _FOLLOW:
-            p, v, a = self._trajectory.get_state(now)  # type: ignore[union-attr]
+            p, v, a = self._trajectory.get_state(now)  # type: ignore[union-attr]  # FOLLOW always has a trajectory
             self.trajectory_state = (p, v, a)
             cmd.position[:] = p
             cmd.velocity[:] = v
@@ -940,7 +940,7 @@ class Arm:
             # position frozen while the arm moves would brake it through its position loop)
             if self.supervisor.mode is _FOLLOW:
                 cmd = self.pending_command
-                cmd.position[:], cmd.velocity[:], _ = self._trajectory.get_state(now)  # type: ignore[union-attr]
+                cmd.position[:], cmd.velocity[:], _ = self._trajectory.get_state(now)  # type: ignore[union-attr]  # FOLLOW
                 self._finish(self.last_feedback.position)
             return False
         self._stale = max(self._stale, _JOINTS)

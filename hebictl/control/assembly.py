@@ -120,7 +120,7 @@ def assemble(config: RobotConfig | str | Path, backend: str = "mock", *, clock: 
         if module_safety is not None:
             sent, settings = module_safety
             if sent:
-                be.set_safety(settings)  # type: ignore[attr-defined]
+                be.set_safety(settings)  # type: ignore[attr-defined]  # mock, sim, hebi have it; not in Backend
                 log.info("module safety settings sent:\n%s", settings.describe(be.names))
             else:
                 log.info("module safety settings (dry run: not sent; set user_data.module_safety.send: true "

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 import numpy as np
@@ -143,7 +143,8 @@ class Limits:
     velocity_max: NDArray[np.float64]
     effort_max: NDArray[np.float64]
     position_tolerance: float = 0.02   # rad past a limit in feedback before it is a fault
-    acceleration_max: NDArray[np.float64] | None = None
+    # None (unlimited) only until __post_init__ fills it with inf
+    acceleration_max: NDArray[np.float64] = field(default=None)  # type: ignore[arg-type]  # None only until __post_init__
 
     def clamp_command(self, position: NDArray[np.float64], velocity: NDArray[np.float64],
                       effort: NDArray[np.float64],

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import overload
 
 import numpy as np
 from lxml import etree
@@ -106,6 +107,22 @@ def parse_floats(text: str, elem: etree._Element, attr: str, file: str | Path | 
     return np.array(parsed, dtype=np.float64)
 
 
+# The overloads tell the checker what the code does: with a default the result is never None.
+@overload
+def attr_floats(elem: etree._Element, attr: str, file: str | Path | None, count: int | Sequence[int] | None = None,
+                *, default: Sequence[float]) -> FloatArray: ...
+
+
+@overload
+def attr_floats(elem: etree._Element, attr: str, file: str | Path | None, count: int | Sequence[int] | None,
+                default: Sequence[float]) -> FloatArray: ...
+
+
+@overload
+def attr_floats(elem: etree._Element, attr: str, file: str | Path | None, count: int | Sequence[int] | None = None,
+                default: None = None) -> FloatArray | None: ...
+
+
 def attr_floats(elem: etree._Element, attr: str, file: str | Path | None, count: int | Sequence[int] | None = None,
                 default: Sequence[float] | None = None) -> FloatArray | None:
     """Float list attribute, or ``default`` (as an array; None stays None) when absent."""
@@ -113,6 +130,16 @@ def attr_floats(elem: etree._Element, attr: str, file: str | Path | None, count:
     if text is None:
         return None if default is None else np.array(default, dtype=np.float64)
     return parse_floats(text, elem, attr, file, count)
+
+
+@overload
+def attr_float(elem: etree._Element, attr: str, file: str | Path | None, default: float,
+               *, allow_inf: bool = False) -> float: ...
+
+
+@overload
+def attr_float(elem: etree._Element, attr: str, file: str | Path | None, default: None = None,
+               *, allow_inf: bool = False) -> float | None: ...
 
 
 def attr_float(elem: etree._Element, attr: str, file: str | Path | None, default: float | None = None,

@@ -54,7 +54,7 @@ def add_standard_frames(builder: ModelBuilder) -> None:
                 builder.add_frame(kind, i, None, b.name)
 
 
-Stage = tuple[JointKind, np.ndarray | None, str, Mapping[str, float]]
+Stage = tuple[JointKind, np.ndarray, str, Mapping[str, float]]
 
 
 def joint_stages(t: str, axes: Sequence[np.ndarray | None], limits: Sequence[Mapping[str, float]]) -> list[Stage]:
@@ -63,7 +63,7 @@ def joint_stages(t: str, axes: Sequence[np.ndarray | None], limits: Sequence[Map
     Shared by the SDF and URDF readers (Drake's ``drake:joint`` types): each stage is (kind,
     axis, name suffix, limits); a chain of several stages gets massless bodies in between.
     """
-    a1, a2 = [*axes, None, None][:2]
+    first, a2 = [*axes, None, None][:2]
     l1, l2 = [*limits, {}, {}][:2]
     z = np.array([0.0, 0.0, 1.0])
     if t in ("revolute", "continuous"):
@@ -71,22 +71,31 @@ def joint_stages(t: str, axes: Sequence[np.ndarray | None], limits: Sequence[Map
         if t == "continuous":
             lim.pop("lower", None)
             lim.pop("upper", None)
-        return [(JointKind.REVOLUTE, a1, "", lim)]
+        return [(JointKind.REVOLUTE, _given(first, t), "", lim)]
     if t == "prismatic":
-        return [(JointKind.PRISMATIC, a1, "", l1)]
+        return [(JointKind.PRISMATIC, _given(first, t), "", l1)]
     if t == "fixed":
         return [(JointKind.FIXED, z, "", {})]
     if t == "ball":
         return [(JointKind.BALL, z, "", {k: v for k, v in l1.items() if k in ("damping", "friction")})]
     if t in ("universal", "revolute2", "gearbox"):
-        return [(JointKind.REVOLUTE, a1, "_axis1", l1), (JointKind.REVOLUTE, a2 if a2 is not None else z, "_axis2", l2)]
+        return [(JointKind.REVOLUTE, _given(first, t), "_axis1", l1),
+                (JointKind.REVOLUTE, a2 if a2 is not None else z, "_axis2", l2)]
     if t == "screw":
+        a1 = _given(first, t)
         return [(JointKind.REVOLUTE, a1, "_rotation", l1), (JointKind.PRISMATIC, a1, "_translation", {})]
     if t == "planar":
         x, y = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
         return [(JointKind.PRISMATIC, x, "_x", {}), (JointKind.PRISMATIC, y, "_y", {}),
                 (JointKind.REVOLUTE, z, "_theta", {})]
     raise AssertionError(t)
+
+
+def _given(axis: np.ndarray | None, t: str) -> np.ndarray:
+    """The first axis of a joint type that needs one; the readers refuse such a joint without it."""
+    if axis is None:
+        raise AssertionError(f"a {t} joint without an axis reached joint_stages")
+    return axis
 
 
 def unique(name: str, used: set[str], first_suffix: int = 2) -> str:

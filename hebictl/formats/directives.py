@@ -69,7 +69,7 @@ _STEPS = ("add_model", "add_model_instance", "add_frame", "add_weld", "add_direc
 
 
 # ====================================================================== YAML with line numbers
-class _Map(dict):  # type: ignore[type-arg]
+class _Map(dict):
     """A YAML mapping that remembers its line (1-based) for error messages."""
 
     line: int | None = None
@@ -94,7 +94,7 @@ def _mapping(loader: _Loader, node: yaml.MappingNode) -> _Map:
     return out
 
 
-def _rotation(tag: str):
+def _rotation(tag: str) -> Callable[[_Loader, yaml.Node], _Rotation]:
     def construct(loader: _Loader, node: yaml.Node) -> _Rotation:
         value = loader.construct_mapping(node, deep=True) if isinstance(node, yaml.MappingNode) else {}
         return _Rotation(tag, value, node.start_mark.line + 1)

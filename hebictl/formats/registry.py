@@ -70,11 +70,11 @@ def detect_format(path: str | Path | None = None, text: str | bytes | None = Non
         if re.search(rb"\bversion\s*=", tag):
             return "hrdf"
         return "urdf" if re.search(rb"<link\s+name\s*=", body) else "hrdf"
-    fmt = _ROOTS.get(root) or _ROOTS.get(root.lower())
-    if fmt is None:
+    root_fmt = _ROOTS.get(root) or _ROOTS.get(root.lower())
+    if root_fmt is None:
         if root in ("Robot", "KinBody", "Environment"):
             return "openrave"
         raise FormatError(f"unknown robot description root element <{root}>; expected HRDF <robot>, URDF <robot "
                           "name=...>, <sdf>, <mujoco>, <skel>, <x_xy>, OpenRAVE <Robot>/<KinBody>/<Environment>", path,
                           line)
-    return fmt
+    return root_fmt

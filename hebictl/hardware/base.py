@@ -68,8 +68,8 @@ class Feedback:
     velocity_command: NDArray[np.float64]
     effort_command: NDArray[np.float64]
     # None -> filled with NaN in __post_init__ (backends that report no M-stop or limit state)
-    mstop: NDArray[np.float64] = field(default=None)  # type: ignore[arg-type]
-    position_limit_state: NDArray[np.float64] = field(default=None)  # type: ignore[arg-type]
+    mstop: NDArray[np.float64] = field(default=None)  # type: ignore[arg-type]  # None only until __post_init__ fills it
+    position_limit_state: NDArray[np.float64] = field(default=None)  # type: ignore[arg-type]  # None only until __post_init__ fills it
     sequence: int = 0
     rx_time: float = float("nan")
 
@@ -142,8 +142,8 @@ class Command:
 
     position: NDArray[np.float64]
     # None -> NaN (not commanded) in __post_init__
-    velocity: NDArray[np.float64] = field(default=None)  # type: ignore[arg-type]
-    effort: NDArray[np.float64] = field(default=None)  # type: ignore[arg-type]
+    velocity: NDArray[np.float64] = field(default=None)  # type: ignore[arg-type]  # None only until __post_init__ fills it
+    effort: NDArray[np.float64] = field(default=None)  # type: ignore[arg-type]  # None only until __post_init__ fills it
 
     def __post_init__(self) -> None:
         n = self.position.shape[0] if isinstance(self.position, np.ndarray) and self.position.ndim else -1

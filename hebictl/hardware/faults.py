@@ -153,13 +153,14 @@ class FaultSchedule:
             return module
         raise ConfigError(f"module index {module!r} out of range 0..{len(self._names) - 1}", key="module")
 
-    def _add(self, kind: FaultKind, start: float | None, duration: float, **extra: object) -> Fault:
+    def _add(self, kind: FaultKind, start: float | None, duration: float, *, module: int | None = None,
+             fields: tuple[str, ...] = (), latency_s: float = 0.0) -> Fault:
         start = self._clock.now() if start is None else float(start)
         if not math.isfinite(start):
             raise ConfigError(f"fault start must be a finite time, got {start!r}", key="start")
         if not (duration > 0.0):  # also rejects NaN
             raise ConfigError(f"fault duration must be > 0 s (inf = until cleared), got {duration!r}",
                               key="duration")
-        fault = Fault(kind, start, float(duration), **extra)  # type: ignore[arg-type]
+        fault = Fault(kind, start, float(duration), module=module, fields=fields, latency_s=latency_s)
         self._faults.append(fault)
         return fault

@@ -26,7 +26,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -71,7 +71,10 @@ _MSTOP_NAMES = {MstopStrategy.DISABLED: "Disabled", MstopStrategy.MOTOR_OFF: "Mo
                 MstopStrategy.HOLD_POSITION: "HoldPosition"}
 
 
-def _strategy(value: Any, enum: type[IntEnum], names: Mapping[IntEnum, str], key: str) -> IntEnum:
+_Strategy = TypeVar("_Strategy", bound=IntEnum)  # LimitStrategy or MstopStrategy
+
+
+def _strategy(value: Any, enum: type[_Strategy], names: Mapping[_Strategy, str], key: str) -> _Strategy:
     if isinstance(value, str):
         for member, name in names.items():
             if value == name or value.upper() == member.name:
@@ -83,7 +86,8 @@ def _strategy(value: Any, enum: type[IntEnum], names: Mapping[IntEnum, str], key
         raise ConfigError(f"unknown strategy {value!r}; valid: {', '.join(names.values())}", key=key) from exc
 
 
-def _per_module(value: Any, n: int, enum: type[IntEnum], names: Mapping[IntEnum, str], key: str) -> tuple[IntEnum, ...]:
+def _per_module(value: Any, n: int, enum: type[_Strategy], names: Mapping[_Strategy, str],
+                key: str) -> tuple[_Strategy, ...]:
     items = [value] * n if isinstance(value, str | int) else list(value)
     if len(items) == 1:
         items = items * n
@@ -116,9 +120,9 @@ class ModuleSafety:
             raise ConfigError(f"position limits must be ordered numbers, got {lo} .. {hi}", key="position_min")
         n = lo.shape[0]
         return cls(tuple(lo.tolist()), tuple(hi.tolist()),
-                   _per_module(min_strategy, n, LimitStrategy, _HEBI_NAMES, "min_strategy"),  # type: ignore[arg-type]
-                   _per_module(max_strategy, n, LimitStrategy, _HEBI_NAMES, "max_strategy"),  # type: ignore[arg-type]
-                   _per_module(mstop_strategy, n, MstopStrategy, _MSTOP_NAMES, "mstop_strategy"))  # type: ignore[arg-type]
+                   _per_module(min_strategy, n, LimitStrategy, _HEBI_NAMES, "min_strategy"),
+                   _per_module(max_strategy, n, LimitStrategy, _HEBI_NAMES, "max_strategy"),
+                   _per_module(mstop_strategy, n, MstopStrategy, _MSTOP_NAMES, "mstop_strategy"))
 
     @property
     def size(self) -> int:

@@ -268,8 +268,10 @@ class MockBackend(ModuleGroup):
         if faults:
             lost = faults.first_active(FaultKind.DISCONNECTED, t_k)
             if lost is not None:
-                name = faults.module_name(lost.module)  # type: ignore[arg-type]
-                raise HardwareError(f"module {name!r} (family {self._families[lost.module]!r}) "  # type: ignore[index]
+                module = lost.module
+                assert module is not None, "FaultSchedule.disconnect always names the module"
+                name = faults.module_name(module)
+                raise HardwareError(f"module {name!r} (family {self._families[module]!r}) "
                                     f"stopped responding at t={t_k:.6f} s")
             if self._seq and faults.first_active(FaultKind.FROZEN, t_k) is not None:
                 self._fill(into, self._last_sample_t, self._last_delivery_t)
@@ -323,10 +325,9 @@ class MockBackend(ModuleGroup):
         Without ``joints`` the modules are an independent group starting at zero.
         """
         n_new = len(names)
-        common = {"clock": self._clock, "feedback_frequency": self.feedback_frequency,
-                  "command_lifetime": self.command_lifetime}
         if not len(joints):
-            return MockBackend(names, families, **common)
+            return MockBackend(names, families, clock=self._clock, feedback_frequency=self.feedback_frequency,
+                               command_lifetime=self.command_lifetime)
         j = np.asarray(joints, dtype=np.int64)
         sign = np.ones(n_new) if not len(signs) else np.asarray(signs, dtype=np.float64)
         if j.shape != (n_new,) or sign.shape != (n_new,) or np.any((j < 0) | (j >= self._n)) \
@@ -336,7 +337,8 @@ class MockBackend(ModuleGroup):
         position, _ = self.true_state()
         return MockBackend(names, families, time_constant_s=np.asarray(self._tau)[j],
                            initial_position=sign * position[j], max_speed=np.asarray(self._vmax)[j],
-                           max_effort=np.asarray(self._emax)[j], **common)
+                           max_effort=np.asarray(self._emax)[j], clock=self._clock,
+                           feedback_frequency=self.feedback_frequency, command_lifetime=self.command_lifetime)
 
     def set_safety(self, safety: ModuleSafety) -> None:
         """Firmware limits and strategies (:mod:`hebictl.hardware.firmware`); see the module doc."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any
@@ -75,7 +75,7 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL
 
 
-def _run(kernel: Any, batched: Sequence[FloatArray], args: Sequence[Any], out: FloatArray) -> None:
+def _run(kernel: Callable[..., None], batched: Sequence[FloatArray], args: Sequence[Any], out: FloatArray) -> None:
     """kernel(*batched, *args, out), split over threads along the batch axis when it is large.
 
     ``batched`` are the per-configuration inputs (sliced with ``out``); ``args`` are shared.

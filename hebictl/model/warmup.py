@@ -103,7 +103,7 @@ def materialize(module: types.ModuleType) -> None:
                 setattr(module, name, njit(**value.options)(value.py_func))
             elif isinstance(value, Kernel) and value.dispatcher is None:
                 value.dispatcher = njit(**value.lazy.options)(value.lazy.py_func)
-        module._materialized = True  # type: ignore[attr-defined]
+        module._materialized = True  # type: ignore[attr-defined]  # a marker on the module object
 
 
 def dispatcher_of(module: types.ModuleType, name: str) -> Any:

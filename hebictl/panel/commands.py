@@ -64,7 +64,8 @@ def parse(raw: str | bytes) -> dict[str, Any]:
         raise BadRequest(f"not JSON: {exc}"[:120]) from None
     if not isinstance(msg, dict):
         raise BadRequest("not a JSON object")
-    spec = REQUESTS.get(msg.get("t")) if isinstance(msg.get("t"), str) else None
+    msg_type = msg.get("t")
+    spec = REQUESTS.get(msg_type) if isinstance(msg_type, str) else None
     if spec is None:
         raise BadRequest(f"unknown message type {str(msg.get('t'))[:30]!r}")
     for key, kind in spec.items():

@@ -24,7 +24,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -149,7 +149,7 @@ class ArmView:
 def _make_client_class() -> type:
     import aiomqtt
 
-    class _Client(aiomqtt.Client):  # type: ignore[misc]
+    class _Client(aiomqtt.Client):
         """aiomqtt's client with a publish that returns the broker's PUBACK reason code (aiomqtt
         drops it). Each publish waits for its own PUBACK (by message id), so an e-stop never queues
         behind another command's acknowledgement."""
@@ -238,8 +238,9 @@ class PanelLink:
                     done, pending = await asyncio.wait({reader, stopper}, return_when=asyncio.FIRST_COMPLETED)
                     await cancel_and_wait(pending)
                     for t in done:
-                        if t is reader and t.exception() is not None:
-                            raise t.exception()  # type: ignore[misc]
+                        failure = t.exception() if t is reader else None
+                        if failure is not None:
+                            raise failure
             except aiomqtt.MqttError as exc:
                 log.warning("panel: broker %s: %s; retrying in %.1f s", self.settings.url, exc, backoff)
             finally:
@@ -414,7 +415,7 @@ class PanelLink:
         base = self.name if self.epoch == 0 else f"{self.name}~{self.epoch}"
         return base if operator is None else f"{base}/{operator}"[:128]
 
-    def is_ours(self, client: Any) -> bool:
+    def is_ours(self, client: Any) -> TypeGuard[str]:
         return isinstance(client, str) and (client == self.name or client.startswith((self.name + "/",
                                                                                        self.name + "~")))
 
@@ -480,11 +481,12 @@ class PanelLink:
         client = ack.get("client")
         if ack.get("accepted") or ack.get("reason") != "out_of_order" or not self.is_ours(client):
             return
-        operator = client.split("/", 1)[1] if "/" in client else None  # type: ignore[union-attr]
+        operator = client.split("/", 1)[1] if "/" in client else None
         if client != self.client_name(operator):
             return  # a name we already left
         self.epoch += 1
-        sent = self._recent.pop(ack.get("seq"), None)  # type: ignore[arg-type]
+        seq = ack.get("seq")  # an integer or null (the state schema)
+        sent = self._recent.pop(seq, None) if seq is not None else None
         log.warning("panel: an arm refused our %s as out of order (someone used our client name with a larger "
                     "seq); continuing as %s", ack.get("topic"), self.client_name(operator))
         if sent is not None:

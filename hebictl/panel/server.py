@@ -283,8 +283,9 @@ class PanelServer:
             arm = s.arm or ""
             if arm not in shared:
                 shared[arm] = self._shared_frame(arm)
-            if shared[arm] is not None:
-                s.put_frame(shared[arm])  # type: ignore[arg-type]
+            frame = shared[arm]
+            if frame is not None:
+                s.put_frame(frame)
 
     def _shared_frame(self, arm_id: str) -> str | None:
         """The JSON of what every tab showing ``arm_id`` sees (the per-tab part is added by the session)."""

@@ -87,9 +87,10 @@ class LocalBroker:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
-        self.binary = binary or find_mosquitto()
-        if self.binary is None:
+        found = binary or find_mosquitto()
+        if found is None:
             raise InstallationError("mosquitto not found (apt-get install mosquitto)")
+        self.binary: str = found
         self.users = dict(users or {})
         self.arms = dict(arms or {})
         self.operators = list(operators)

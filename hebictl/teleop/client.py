@@ -113,9 +113,9 @@ class TeleopClient:
                     self.joints = body
                 elif name == "ee_pose":
                     self.ee_pose = body
-                for pred, fut in list(self._waiters):
-                    if not fut.done() and pred(name, body):
-                        fut.set_result(body)
+                for pred, waiter in list(self._waiters):
+                    if not waiter.done() and pred(name, body):
+                        waiter.set_result(body)
         except aiomqtt.MqttError as exc:
             log.warning("teleop client lost the broker: %s", exc)
             for fut in self._pending.values():

@@ -177,7 +177,9 @@ class JogPlugin(ArmPlugin):
         self._arm: Arm | None = None
         self._offset = np.zeros(0)
 
-    def on_associated(self, arm: Arm) -> None:
+    # narrower than ArmView on purpose: the jog reads the Arm's limits, state and trajectory, which
+    # ArmView does not expose; the plugin table attaches it to an Arm only
+    def on_associated(self, arm: Arm) -> None:  # type: ignore[override]  # an Arm, not any ArmView (see above)
         n = arm.dof
         accel = np.broadcast_to(np.asarray(self._accel_in, dtype=np.float64), (n,))
         self.accel = np.minimum(accel, MAX_ACCEL)
@@ -208,7 +210,7 @@ class JogPlugin(ArmPlugin):
         return self.position.copy(), self.velocity.copy()
 
     # ---------------------------------------------------------------- inside Arm.update
-    def update(self, arm: Arm, dt: float) -> bool:
+    def update(self, arm: Arm, dt: float) -> bool:  # type: ignore[override]  # an Arm, as on_associated
         if self.active:
             if arm.state is not ArmState.RUNNING or arm.trajectory is not None:
                 self.active = False  # something else owns the arm now

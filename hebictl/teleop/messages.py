@@ -89,7 +89,8 @@ def ee_pose_payload(snap: ArmSnapshot, pose: NDArray[np.float64]) -> bytes:
     """``position`` [m, world] and ``orientation`` (quaternion w x y z, world) of the end effector."""
     if np.all(np.isfinite(pose)):
         quat = Rotation.from_matrix(pose[:3, :3]).as_quat(scalar_first=True)
-        body = {"position": finite_list(pose[:3, 3]), "orientation": finite_list(quat)}
+        body: dict[str, list[float | None] | None] = {"position": finite_list(pose[:3, 3]),
+                                                      "orientation": finite_list(quat)}
     else:
         body = {"position": None, "orientation": None}
     return dumps({"ts": snap.wall_time, **body})

@@ -27,7 +27,7 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -159,6 +159,22 @@ def decode(payload: bytes | bytearray | str) -> dict[str, Any]:
     return obj
 
 
+# The overloads tell the checker what the code does: a required number, or one with a default, is a float.
+@overload
+def _number(obj: Mapping[str, Any], key: str, *, required: Literal[True] = True, default: None = None,
+            low: float = -math.inf, high: float = math.inf, low_open: bool = False) -> float: ...
+
+
+@overload
+def _number(obj: Mapping[str, Any], key: str, *, required: bool = True, default: float,
+            low: float = -math.inf, high: float = math.inf, low_open: bool = False) -> float: ...
+
+
+@overload
+def _number(obj: Mapping[str, Any], key: str, *, required: bool = True, default: float | None = None,
+            low: float = -math.inf, high: float = math.inf, low_open: bool = False) -> float | None: ...
+
+
 def _number(obj: Mapping[str, Any], key: str, *, required: bool = True, default: float | None = None,
             low: float = -math.inf, high: float = math.inf, low_open: bool = False) -> float | None:
     if key not in obj or obj[key] is None:
@@ -240,7 +256,7 @@ def envelope(obj: Mapping[str, Any]) -> Envelope:
         raise CommandRejected("missing_field", "'client' is required")
     if not isinstance(client, str) or not 1 <= len(client) <= 128:
         raise CommandRejected("wrong_type", "'client' must be a string of 1-128 characters")
-    return Envelope(seq=seq, ts=float(ts), client=client)  # type: ignore[arg-type]
+    return Envelope(seq=seq, ts=float(ts), client=client)
 
 
 def salvage_ids(payload: bytes | bytearray | str) -> tuple[int | None, str | None]:
@@ -347,7 +363,7 @@ class CommandSchema:
             raise CommandRejected("wrong_type", f"'waypoints' must be a list, got {type(wps).__name__}")
         if not 1 <= len(wps) <= self.max_waypoints:
             raise CommandRejected("wrong_length", f"'waypoints' needs 1..{self.max_waypoints} entries, got {len(wps)}")
-        times: list[float | None] = []
+        times: list[float] = []
         positions: list[FloatArray] = []
         velocities: list[FloatArray | None] = []
         for i, wp in enumerate(wps):
@@ -363,7 +379,7 @@ class CommandSchema:
                 velocities.append(self._velocities(wp, "velocities"))
             except CommandRejected as exc:
                 raise CommandRejected(exc.reason, f"waypoint {i}: {exc.detail}") from None
-            if times and t <= times[-1]:  # type: ignore[operator]
+            if times and t <= times[-1]:
                 raise CommandRejected("bad_time", f"waypoint {i}: t = {t} must be after {times[-1]}")
             times.append(t)
         return JointGoalCommand(env, tuple(times), tuple(positions), tuple(velocities))
@@ -413,7 +429,7 @@ class CommandSchema:
             action = _choice(obj, "action", GRIPPER_ACTIONS)
             return GripperCommand(env, GRIPPER_ACTIONS[action], action)
         pos = _number(obj, "position", low=0.0, high=1.0)
-        return GripperCommand(env, float(pos), None)  # type: ignore[arg-type]
+        return GripperCommand(env, float(pos), None)
 
     def stop(self, obj: Mapping[str, Any], env: Envelope) -> StopCommand:
         _only(obj, ())

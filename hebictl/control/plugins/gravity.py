@@ -70,12 +70,12 @@ class GravityCompensationEffort(ArmPlugin):
         """
         orientation = arm.last_feedback.orientation
         if not self.use_imu:
-            return self.fallback_gravity  # type: ignore[return-value]
+            return self.fallback_gravity  # type: ignore[return-value]  # set by on_associated
         if math.isnan(orientation[self.imu_feedback_index, 0]):  # no IMU (the usual NaN row): one lookup
-            return self.fallback_gravity  # type: ignore[return-value]
+            return self.fallback_gravity  # type: ignore[return-value]  # set by on_associated
         w, x, y, z = orientation[self.imu_feedback_index]
         if not math.isfinite(w + x + y + z):
-            return self.fallback_gravity  # type: ignore[return-value]
+            return self.fallback_gravity  # type: ignore[return-value]  # set by on_associated
         gx, gy, gz = _gravity_direction(w, x, y, z)
         norm = math.sqrt(gx * gx + gy * gy + gz * gz)
         k = 9.81 / norm if norm > 0.0 else 0.0

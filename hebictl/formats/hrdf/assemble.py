@@ -130,7 +130,8 @@ class _Assembler:
         if el.kind == "joint":
             assert el.type is not None
             sign = -1.0 if el.type.startswith("-") else 1.0
-            axis_kind, axis = el.type[-2], tuple(sign * a for a in _AXES[el.type[-1]])
+            ax, ay, az = _AXES[el.type[-1]]
+            axis_kind, axis = el.type[-2], (sign * ax, sign * ay, sign * az)
             gear = float(el.values.get("gear_ratio", 1.0))
             jname = self._joint_name(el)
             b.add_frame("input", pbody, poffset, name=label)

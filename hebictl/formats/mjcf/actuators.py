@@ -56,8 +56,8 @@ class ActuatorReader(MassReader):
                 for key in ("forcerange", "ctrlrange"):
                     rng = self.vec(el, "actuator", key, ctx, None, 2, cls)
                     lim = self.flag(el, "actuator", key.replace("range", "limited"), ctx, "auto", cls)
-                    limited = rng is not None and (lim == "true" or (lim == "auto" and doc.compiler.autolimits))
-                    if limited:
+                    limited = lim == "true" or (lim == "auto" and doc.compiler.autolimits)
+                    if rng is not None and limited:
                         info[key] = (float(rng[0]), float(rng[1]))
                         if key == "forcerange" or tag == "motor":
                             bound = min(bound, g * float(np.max(np.abs(rng))))

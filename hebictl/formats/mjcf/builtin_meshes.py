@@ -30,7 +30,7 @@ PARAM_COUNTS = {"sphere": 1, "hemisphere": 1, "supersphere": 3, "supertorus": 4,
 MAX_RESOLUTION = 1000
 
 
-def builtin_mesh(kind: str, params: Sequence[float]) -> tuple[FloatArray, IntArray | None, str | None]:
+def builtin_mesh(kind: str, params: Sequence[float] | FloatArray) -> tuple[FloatArray, IntArray | None, str | None]:
     """Vertices (unscaled, single-precision values), faces (None: use the convex hull) and the inertia
     mode MuJoCo forces (``"shell"`` for plates, else None) of one builtin mesh.
 
@@ -86,8 +86,9 @@ def _sphere(subdiv: int) -> tuple[FloatArray, IntArray]:
     """Icosahedron subdivided ``subdiv`` times, midpoints normalised in single precision."""
     f32 = np.float32
     phi = f32((1.0 + math.sqrt(5.0)) / 2.0)
-    base = [(-1, phi, 0), (1, phi, 0), (-1, -phi, 0), (1, -phi, 0), (0, -1, phi), (0, 1, phi), (0, -1, -phi),
-            (0, 1, -phi), (phi, 0, -1), (phi, 0, 1), (-phi, 0, -1), (-phi, 0, 1)]
+    base: list[tuple[float | np.float32, ...]] = [
+        (-1, phi, 0), (1, phi, 0), (-1, -phi, 0), (1, -phi, 0), (0, -1, phi), (0, 1, phi), (0, -1, -phi),
+        (0, 1, -phi), (phi, 0, -1), (phi, 0, 1), (-phi, 0, -1), (-phi, 0, 1)]
     norm = math.sqrt(1.0 + float(phi) * float(phi))
     verts = [np.array([f32(float(c) / norm) for c in v], dtype=np.float32) for v in base]
     faces = [(0, 11, 5), (0, 5, 1), (0, 1, 7), (0, 7, 10), (0, 10, 11), (1, 5, 9), (5, 11, 4), (11, 10, 2),

@@ -12,7 +12,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 from lxml import etree
@@ -192,6 +192,15 @@ class DocumentReader:
             cls: str | None = None) -> float:
         text = self.get(elem, tag, attr, ctx, cls)
         return default if text is None else float(self.floats(elem, text, attr, 1)[0])
+
+    # The overloads tell the checker what the code does: with a default the result is never None.
+    @overload
+    def vec(self, elem: etree._Element, tag: str, attr: str, ctx: Ctx | None, default: tuple[float, ...],
+            count: int | tuple[int, ...] | None = 3, cls: str | None = None) -> FloatArray: ...
+
+    @overload
+    def vec(self, elem: etree._Element, tag: str, attr: str, ctx: Ctx | None, default: None,
+            count: int | tuple[int, ...] | None = 3, cls: str | None = None) -> FloatArray | None: ...
 
     def vec(self, elem: etree._Element, tag: str, attr: str, ctx: Ctx | None, default: tuple[float, ...] | None,
             count: int | tuple[int, ...] | None = 3, cls: str | None = None) -> FloatArray | None:

@@ -18,7 +18,7 @@ vertices) are not supported.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -251,6 +251,6 @@ def _direct(fc: Flexcomp, dim: int) -> tuple[FloatArray, NDArray[np.int64]]:
     return points, elements
 
 
-def parse_ints(values: Sequence[float]) -> tuple[int, ...]:
+def parse_ints(values: Iterable[float]) -> tuple[int, ...]:
     """Integers written as numbers in XML (``"3 4 5"``), as MuJoCo reads them."""
     return tuple(int(v) for v in values)

@@ -228,11 +228,11 @@ class MassReader(DocumentReader):
             V = V.reshape(-1, 3)
             F = None
             if mesh.get("face") is not None:
-                F = self.floats(mesh, mesh.get("face", ""), "face")
-                if len(F) % 3 or np.any(np.round(F) != F) or np.any((F < 0) | (len(V) <= F)):
+                face = self.floats(mesh, mesh.get("face", ""), "face")
+                if len(face) % 3 or np.any(np.round(face) != face) or np.any((face < 0) | (len(V) <= face)):
                     raise self.fail(f"mesh face needs triangles of vertex indices in 0..{len(V) - 1}, got "
-                                    f"{len(F)} numbers", mesh)
-                F = F.astype(np.int64).reshape(-1, 3)
+                                    f"{len(face)} numbers", mesh)
+                F = face.astype(np.int64).reshape(-1, 3)
         elif mesh.get("file") is not None:
             path = self.asset_path(mesh.get("file", ""), ctx.doc, mesh=True, el=mesh)
             if path is None or not limits.is_regular_file(path):

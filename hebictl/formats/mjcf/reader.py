@@ -137,10 +137,10 @@ class _Reader(ActuatorReader):
             for c in fields["count"]:
                 n *= max(c, 1)
             limits.check_count(n, "max_flexcomp_count", "flexcomp points (product of count)", *self.where(el))
-        for attr, count in (("spacing", 3), ("scale", 3), ("mass", 1), ("inertiabox", 1), ("point", None)):
+        for attr, width in (("spacing", 3), ("scale", 3), ("mass", 1), ("inertiabox", 1), ("point", None)):
             if el.get(attr) is not None:
-                v = tuple(float(x) for x in self.floats(el, el.get(attr, ""), attr, count))
-                fields[attr] = v[0] if count == 1 else v
+                numbers = tuple(float(x) for x in self.floats(el, el.get(attr, ""), attr, width))
+                fields[attr] = numbers[0] if width == 1 else numbers
         if el.get("element") is not None:
             fields["element"] = self.ints(el, "element")
         if el.get("rigid") is not None:

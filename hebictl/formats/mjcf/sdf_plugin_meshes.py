@@ -269,7 +269,7 @@ def sdf_plugin_mesh(plugin: str, config: Mapping[str, str]) -> tuple[FloatArray,
 
     # one vertex per grid edge whose end points differ in sign, placed in float grid units
     vert_id: list[IntArray] = []
-    verts: list[FloatArray] = []
+    verts: list[NDArray[np.float32]] = []  # float grid units, as MarchingCubeCpp
     count = 0
     for axis in range(3):
         lo = [slice(None)] * 3
@@ -295,18 +295,18 @@ def sdf_plugin_mesh(plugin: str, config: Mapping[str, str]) -> tuple[FloatArray,
 
     # cube configurations: bit c set when corner c (x fastest, then y, then z) is inside
     nx, ny, nz = n
-    config = np.zeros((nx - 1, ny - 1, nz - 1), dtype=np.int64)
+    cube = np.zeros((nx - 1, ny - 1, nz - 1), dtype=np.int64)
     for c in range(8):
         dx, dy, dz = c & 1, (c >> 1) & 1, (c >> 2) & 1
-        config |= inside[dx:nx - 1 + dx, dy:ny - 1 + dy, dz:nz - 1 + dz].astype(np.int64) << c
-    cx, cy, cz = np.nonzero((config != 0) & (config != 255))
+        cube |= inside[dx:nx - 1 + dx, dy:ny - 1 + dy, dz:nz - 1 + dz].astype(np.int64) << c
+    cx, cy, cz = np.nonzero((cube != 0) & (cube != 255))
     xe, ye, ze = vert_id
     edges = np.stack([
         xe[cx, cy, cz], xe[cx, cy + 1, cz], xe[cx, cy, cz + 1], xe[cx, cy + 1, cz + 1],
         ye[cx, cy, cz], ye[cx + 1, cy, cz], ye[cx, cy, cz + 1], ye[cx + 1, cy, cz + 1],
         ze[cx, cy, cz], ze[cx + 1, cy, cz], ze[cx, cy + 1, cz], ze[cx + 1, cy + 1, cz],
     ], axis=1)
-    corners = _TRIANGLES[config[cx, cy, cz]]
+    corners = _TRIANGLES[cube[cx, cy, cz]]
     valid = corners >= 0
     faces = np.take_along_axis(edges, np.where(valid, corners, 0), axis=1)[valid].reshape(-1, 3)
     return V, faces
@@ -328,8 +328,8 @@ def mesh_plugin_config(plugin_el: etree._Element, root: etree._Element) -> tuple
                 for inst in plug.iterchildren("instance"):
                     if inst.get("name") == instance:
                         name, source = plug.get("plugin"), inst
-        if source is None:
-            raise ValueError(f"plugin instance {instance!r} not found in <extension>")
+    if source is None:
+        raise ValueError(f"plugin instance {instance!r} not found in <extension>")
     if not name:
         raise ValueError("mesh <plugin> needs a plugin or an instance attribute")
     return name, {c.get("key", ""): c.get("value", "") for c in source.iterchildren("config")}

@@ -48,7 +48,7 @@ class _JointInfo:
     parent: str | None  # full link name, None = world
     child: str
     X_W: np.ndarray
-    axes: list[np.ndarray]
+    axes: list[np.ndarray | None]  # None: the joint has no such axis element
     limits: list[dict[str, float]]
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -74,11 +74,11 @@ class Flattener:
             return None
         scope, name = found
         original = scope.entities[name].elem.get(f"{{{HEBICTL_NS}}}name")  # renamed by hebictl's writer
-        return original or scope.prefix + name  # type: ignore[attr-defined]
+        return original or scope.prefix + name
 
     def model(self, scope: Scope, X_W: np.ndarray, prefix: str) -> None:
-        scope.prefix = prefix  # type: ignore[attr-defined]
-        scope.X_W = X_W  # type: ignore[attr-defined]
+        scope.prefix = prefix
+        scope.X_W = X_W
         for e in scope.entities.values():
             if e.kind == "model" and e.scope is not None:
                 self.model(e.scope, X_W @ scope.pose(e.name), prefix + e.name + SCOPE)
@@ -113,7 +113,7 @@ class Flattener:
         parent = None if e.parent == "world" else self.link_full(scope.link_of(e.parent))
         child = self.link_full(scope.link_of(e.child))
         assert child is not None
-        axes_J = []
+        axes_J: list[np.ndarray | None] = []
         for xyz, exp in zip(e.data["axes"], e.data["expressed_in"], strict=True):
             if xyz is None:
                 axes_J.append(None)
@@ -232,7 +232,7 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
             joint = Joint(written if written is not None else lname, JointKind.FREE, metadata={"sdf_type": "free"})
             X_WF = np.eye(4)
             if elem.get(f"{{{HEBICTL_NS}}}free_joint_pose") is not None:
-                X_WF = info.scope.X_W @ _pose_attribute(elem, "free_joint_pose", flat.reader.file)  # type: ignore[attr-defined]
+                X_WF = info.scope.X_W @ _pose_attribute(elem, "free_joint_pose", flat.reader.file)
             X_FL = inverse_transform(X_WF) @ info.X_W
             meta = {**info.metadata, "default_position": tuple(X_FL[:3, 3]),
                     "default_quaternion": tuple(matrix_quat(X_FL[:3, :3]))}
@@ -248,14 +248,14 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
             return int(info.scope.entities[info.name].elem.get(f"{{{HEBICTL_NS}}}index", "0"))
 
         for lname in sorted(links, key=order):
-            j = by_child.get(lname)
-            if j is None:
+            incoming = by_child.get(lname)
+            if incoming is None:
                 add_root(lname)
-            elif j.parent is not None and j.parent not in index:
-                raise FormatError(f"joint {j.full!r}: parent link {j.parent!r} is declared after its child", j.file,
-                                  line_of(j.elem))
+            elif incoming.parent is not None and incoming.parent not in index:
+                raise FormatError(f"joint {incoming.full!r}: parent link {incoming.parent!r} is declared after its "
+                                  "child", incoming.file, line_of(incoming.elem))
             else:
-                add_joint(j)
+                add_joint(incoming)
     else:  # joints to the world first, then free links, each with its subtree depth first in file order
         for root in children.get(None, []):
             add_joint(root)

@@ -217,3 +217,42 @@ class ElementReader:
             raise FormatError("<pose frame=...> has no defined meaning in SDFormat before 1.7 and is not supported; "
                               "use SDFormat 1.7+ <pose relative_to=...>", file, line_of(p))
         return pose_from_element(p, file), (p.get("relative_to") or "").strip(), line_of(p)
+
+    def resolve_uri(self, uri: str, base_dir: Path | None, file: str | None = None,
+                    line: int | None = None) -> Path | None:
+        """The file or folder a URI names, searched like libsdformat; a confined load (``confine=True``)
+        keeps it inside the model's folder, a model path, a package_map folder or (for ``model://``) a
+        sibling model folder."""
+        candidates: list[Path] = []
+        limits.check_path_text(uri, file=file, line=line, what="uri")
+        roots: list[Path] = [*self.model_paths, *self.package_map.values()]
+        if uri.startswith("model://"):
+            rest = uri[len("model://"):]
+            candidates += [p / rest for p in self.model_paths]
+            if base_dir is not None:
+                candidates += [base_dir / rest, base_dir.parent / rest]
+                roots.append(base_dir.parent)
+            pkg, _, tail = rest.partition("/")
+            if pkg in self.package_map:
+                candidates.append(self.package_map[pkg] / tail)
+        elif uri.startswith("package://"):
+            pkg, _, tail = uri[len("package://"):].partition("/")
+            if pkg in self.package_map:
+                candidates.append(self.package_map[pkg] / tail)
+            if base_dir is not None:
+                candidates += [anc / tail for anc in (base_dir, *base_dir.parents) if anc.name == pkg]
+        elif uri.startswith("file://"):
+            candidates.append(Path(uri[len("file://"):]))
+        elif "://" not in uri:
+            p = Path(uri)
+            if p.is_absolute():
+                candidates.append(p)
+            else:
+                if base_dir is not None:
+                    candidates.append(base_dir / p)
+                candidates += [m / p for m in self.model_paths]
+        for c in candidates:
+            if limits.exists(c):
+                return limits.resolve_reference(c, base_dir or Path.cwd(), roots, file=file, line=line,
+                                                what=f"uri {uri!r}")
+        return None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -108,6 +109,17 @@ class Scope:
     Poses resolve to this scope's own frame: the model frame ``__model__`` of a model, the world
     frame of a world. Names may reach into nested models with ``::`` (SDFormat 1.8+).
     """
+
+    # Set later, not in __init__, by the step that knows them (so a scope without one has no such
+    # attribute at all; ``getattr(scope, "drake", None)`` tells a model from a world). Declared here
+    # so the reader's parts, in several files, agree on the names and types.
+    base_dir: Path | None  # a model's folder (read_model)
+    file_root: bool  # a model at the top of its file, or included, or in a world (read_model)
+    own_pose: tuple[FloatArray, str, int | None]  # a model's pose, relative_to and line (read_model)
+    drake: dict[str, list[Any]]  # a model's Drake elements by tag (read_model)
+    entities_data: dict[str, FloatArray]  # a world's "gravity" (read_world)
+    prefix: str  # the scoped name prefix of the model's entities (the flattening step)
+    X_W: FloatArray  # the model frame in the world (the flattening step)
 
     def __init__(self, kind: str, name: str, elem: etree._Element, file: str, version: tuple[int, int],
                  parent: Scope | None = None) -> None:
@@ -280,3 +292,11 @@ class Scope:
                 raise self.fail(f"nested model {name!r} has no link to attach to", e.elem, e.file)
         self._link[name] = out
         return out
+
+
+def add_model_entity(parent: Scope, sub: Scope, elem: etree._Element, file: str) -> None:
+    """Enter the nested (or included) model ``sub`` in ``parent`` as a frame at its own pose."""
+    pose, rel, line = sub.own_pose
+    if parent.kind == "world" and rel == "world":
+        rel = ""
+    parent.add(Entity("model", sub.name, elem, file, pose, rel, line, scope=sub))

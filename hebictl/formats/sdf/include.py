@@ -29,7 +29,7 @@ from hebictl.formats.sdf.elements import (
     parse_version,
     text_of,
 )
-from hebictl.formats.sdf.frames import Entity, Scope, parse_bool
+from hebictl.formats.sdf.frames import Entity, Scope, add_model_entity, parse_bool
 from hebictl.formats.sdf.writer import model_element
 from hebictl.formats.urdf import load_urdf
 
@@ -101,7 +101,13 @@ class IncludeReader(ElementReader):
         if merge:
             self.merge_into(scope, sub, elem, file)
         else:
-            self.add_model_entity(scope, sub, elem, file)
+            add_model_entity(scope, sub, elem, file)
+
+    def read_model(self, elem: etree._Element, file: str, version: tuple[int, int], base_dir: Path | None,
+                   parent: Scope | None, include: SdfInclude | None = None) -> Scope:
+        """Read a ``<model>`` (an included one here): the full reader defines it (it also reads the
+        top-level model); declared here because including a model means reading one."""
+        raise NotImplementedError
 
     def included_model(self, path: Path, inc: SdfInclude, parent: Scope, file: str,
                        elem: etree._Element) -> Scope | None:
@@ -135,7 +141,7 @@ class IncludeReader(ElementReader):
         if sub.placement_frame:
             raise FormatError("<include merge=\"true\"> with a placement_frame is not supported", file, line_of(elem))
         proxy = f"_merged__{sub.name}__model__"
-        pose, rel, line = sub.own_pose  # type: ignore[attr-defined]
+        pose, rel, line = sub.own_pose
         canonical = sub.canonical()
         attach = canonical[1] if canonical is not None else ""
         scope.add(Entity("frame", proxy, elem, file, pose, rel or scope.root_frame, line, attached_to=attach))
@@ -161,45 +167,6 @@ class IncludeReader(ElementReader):
         if drake is not None:
             for k, v in getattr(sub, "drake", {}).items():
                 drake.setdefault(k, []).extend(v)
-
-    def resolve_uri(self, uri: str, base_dir: Path | None, file: str | None = None,
-                    line: int | None = None) -> Path | None:
-        """The file or folder a URI names, searched like libsdformat; a confined load (``confine=True``)
-        keeps it inside the model's folder, a model path, a package_map folder or (for ``model://``) a
-        sibling model folder."""
-        candidates: list[Path] = []
-        limits.check_path_text(uri, file=file, line=line, what="uri")
-        roots: list[Path] = [*self.model_paths, *self.package_map.values()]
-        if uri.startswith("model://"):
-            rest = uri[len("model://"):]
-            candidates += [p / rest for p in self.model_paths]
-            if base_dir is not None:
-                candidates += [base_dir / rest, base_dir.parent / rest]
-                roots.append(base_dir.parent)
-            pkg, _, tail = rest.partition("/")
-            if pkg in self.package_map:
-                candidates.append(self.package_map[pkg] / tail)
-        elif uri.startswith("package://"):
-            pkg, _, tail = uri[len("package://"):].partition("/")
-            if pkg in self.package_map:
-                candidates.append(self.package_map[pkg] / tail)
-            if base_dir is not None:
-                candidates += [anc / tail for anc in (base_dir, *base_dir.parents) if anc.name == pkg]
-        elif uri.startswith("file://"):
-            candidates.append(Path(uri[len("file://"):]))
-        elif "://" not in uri:
-            p = Path(uri)
-            if p.is_absolute():
-                candidates.append(p)
-            else:
-                if base_dir is not None:
-                    candidates.append(base_dir / p)
-                candidates += [m / p for m in self.model_paths]
-        for c in candidates:
-            if limits.exists(c):
-                return limits.resolve_reference(c, base_dir or Path.cwd(), roots, file=file, line=line,
-                                                what=f"uri {uri!r}")
-        return None
 
     def model_config(self, folder: Path, file: str, elem: etree._Element | None) -> Path:
         """The SDF file a model folder's model.config names (the newest version), else model.sdf."""

@@ -56,7 +56,9 @@ class JointReader(ElementReader):
         data = e.data
         data["type"] = jtype
         data["drake"] = drake
-        axes, expressed, limits = [], [], []
+        axes: list[np.ndarray | None] = []  # None: no such axis element
+        expressed: list[str] = []
+        limits: list[dict[str, Any]] = []
         meta: dict[str, Any] = {"sdf_type": jtype, "line": line_of(elem)}
         for tag in ("axis", "axis2"):
             ax = child_of(elem, tag)

@@ -19,7 +19,7 @@ from hebictl.formats._xml import DRAKE_NS, HEBICTL_NS, elements, line_of, local_
 from hebictl.formats.rotations import inverse_transform
 from hebictl.formats.sdf.build import Flattener, build
 from hebictl.formats.sdf.elements import child_of, children_of, parse_sdf_xml, parse_version, sdf_floats, text_of
-from hebictl.formats.sdf.frames import SCOPE, Entity, Scope, parse_bool
+from hebictl.formats.sdf.frames import SCOPE, Entity, Scope, add_model_entity, parse_bool
 from hebictl.formats.sdf.include import IncludeReader, SdfInclude
 from hebictl.formats.sdf.joints import JointReader
 from hebictl.formats.sdf.links import LinkReader
@@ -72,13 +72,13 @@ class _Reader(IncludeReader, LinkReader, JointReader):
         physics = child_of(elem, "physics")
         if gravity is None and physics is not None and version < (1, 5):
             gravity = child_of(physics, "gravity")
-        world.entities_data = {"gravity": sdf_floats(gravity, file, 3) if gravity is not None  # type: ignore[attr-defined]
+        world.entities_data = {"gravity": sdf_floats(gravity, file, 3) if gravity is not None
                                else np.array([0.0, 0.0, -9.8])}
         for c in elements(elem):
             tag = c.tag
             if tag == "model":
                 sub = self.read_model(c, file, version, base_dir, world)
-                self.add_model_entity(world, sub, c, file)
+                add_model_entity(world, sub, c, file)
             elif tag == "include":
                 self.read_include(world, c, file, version, base_dir)
             elif tag == "frame":
@@ -97,8 +97,8 @@ class _Reader(IncludeReader, LinkReader, JointReader):
         self.check_element(elem, file, version)
         name = include.name if include and include.name else self.name_of(elem, file, version, "model")
         scope = Scope("model", name, elem, file, version, parent)
-        scope.base_dir = base_dir  # type: ignore[attr-defined]
-        scope.file_root = parent is None or include is not None or parent.kind == "world"  # type: ignore[attr-defined]
+        scope.base_dir = base_dir
+        scope.file_root = parent is None or include is not None or parent.kind == "world"
         scope.canonical_attr = (elem.get("canonical_link") or "").strip()
         scope.placement_frame = (elem.get("placement_frame") or "").strip()
         if include is not None and include.placement_frame:
@@ -113,8 +113,8 @@ class _Reader(IncludeReader, LinkReader, JointReader):
         pose, rel, line = self.pose_of(elem, file, version)
         if include is not None and include.pose is not None:
             pose, rel, line = include.pose, include.relative_to, include.pose_line
-        scope.own_pose = (pose, rel, line)  # type: ignore[attr-defined]
-        scope.drake = {}  # type: ignore[attr-defined]
+        scope.own_pose = (pose, rel, line)
+        scope.drake = {}
         for c in elements(elem):
             tag, ns = c.tag, namespace(c)
             if ns is not None:
@@ -133,7 +133,7 @@ class _Reader(IncludeReader, LinkReader, JointReader):
                 scope.add(self.read_frame(c, file, version, scope))
             elif tag == "model":
                 sub = self.read_model(c, file, version, base_dir, scope)
-                self.add_model_entity(scope, sub, c, file)
+                add_model_entity(scope, sub, c, file)
             elif tag == "include":
                 self.read_include(scope, c, file, version, base_dir)
         if not scope.static and not scope.of_kind("link") and not scope.of_kind("model"):
@@ -146,12 +146,6 @@ class _Reader(IncludeReader, LinkReader, JointReader):
                                       "joints are permitted in static models", j.file, line_of(j.elem))
         self.check_model(scope)
         return scope
-
-    def add_model_entity(self, parent: Scope, sub: Scope, elem: etree._Element, file: str) -> None:
-        pose, rel, line = sub.own_pose  # type: ignore[attr-defined]
-        if parent.kind == "world" and rel == "world":
-            rel = ""
-        parent.add(Entity("model", sub.name, elem, file, pose, rel, line, scope=sub))
 
     def check_model(self, scope: Scope) -> None:
         """The specification's validity rules for one model scope (references, joints, canonical link)."""
@@ -212,7 +206,7 @@ class _Reader(IncludeReader, LinkReader, JointReader):
 
     def read_drake_model_element(self, scope: Scope, c: etree._Element, file: str, version: tuple[int, int]) -> None:
         tag = local_name(c)
-        drake = scope.drake  # type: ignore[attr-defined]
+        drake = scope.drake
         if tag == "joint":
             scope.add(self.read_joint(c, file, version, scope, drake=True))
         elif tag == "collision_filter_group":
@@ -238,7 +232,7 @@ def _load(root: etree._Element, file: str, base_dir: Path | None, *, model: str 
     gravity = np.array([0.0, 0.0, -9.81])
     meta: dict[str, Any] = {"sdf_version": f"{version[0]}.{version[1]}"}
     if scope.kind == "world":
-        gravity = scope.entities_data["gravity"]  # type: ignore[attr-defined]
+        gravity = scope.entities_data["gravity"]
         meta["world"] = scope.name
         names = [e.name for e in scope.of_kind("model")]
         if model is not None:
@@ -255,13 +249,13 @@ def _load(root: etree._Element, file: str, base_dir: Path | None, *, model: str 
                 flat.model(e.scope, scope.pose(e.name), e.name + SCOPE)
             for e in scope.of_kind("frame"):
                 found = scope.link_of(e.name)
-                flat.frames.append(("frame", e.name, None if found is None else found[0].prefix + found[1],  # type: ignore[attr-defined]
+                flat.frames.append(("frame", e.name, None if found is None else found[0].prefix + found[1],
                                     scope.pose(e.name)))
             name = scope.name
     else:
         if model is not None and model != scope.name:
             raise FormatError(f"the file's model is {scope.name!r}, not {model!r}", file, line_of(scope.elem))
-        pose, rel, line = scope.own_pose  # type: ignore[attr-defined]
+        pose, rel, line = scope.own_pose
         if rel and rel != "world":
             raise FormatError(f"the top-level model's pose is relative_to {rel!r}; only the world frame is defined "
                               "outside a model", file, line)

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from lxml import etree
 
+from hebictl._typing import FloatArray
 from hebictl.errors import FormatError, ModelError
 from hebictl.formats._xml import DRAKE_NS, HEBICTL_NS, fmt_floats
 from hebictl.formats.rotations import matrix_rpy
@@ -127,7 +128,9 @@ def model_element(model: RobotModel, *, weld_root: bool = True) -> etree._Elemen
         _sub(root, "static", "true")
     nest = _Nest(root)
     names = model.link_names
-    X_M = np.linalg.inv(model.base) @ model.link_poses(model.neutral_configuration()) if model.bodies else []
+    X_M: FloatArray | list[FloatArray] = []  # the links' poses in the model frame
+    if model.bodies:
+        X_M = np.linalg.inv(model.base) @ model.link_poses(model.neutral_configuration())
     for b in model.bodies:  # SDFormat: links, joints and models of one scope share a namespace
         nest.reserve(b.name)
     for i, b in enumerate(model.bodies):

@@ -296,8 +296,8 @@ class _Reader:
                 I = np.array([[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]],
                               [v["ixz"], v["iyz"], v["izz"]]])
             else:
-                I = moment_from_shapes(shapes, mass, com, self.file)
-                I = dart_default_moment() if I is None else I
+                from_shapes = moment_from_shapes(shapes, mass, com, self.file)
+                I = dart_default_moment() if from_shapes is None else from_shapes
             try:
                 inertia = Inertia(mass, tuple(com), I)
             except ModelError as exc:
@@ -372,7 +372,8 @@ class _Reader:
         v = text_floats(a, "xyz", self.file, 3)
         if np.linalg.norm(v) < 1e-12:
             raise self.fail(f"joint {name!r}: <{tag}> is a zero vector", a)
-        return tuple(float(x) for x in v / np.linalg.norm(v))
+        unit = v / np.linalg.norm(v)
+        return float(unit[0]), float(unit[1]), float(unit[2])
 
     def motions(self, el: etree._Element, name: str, jtype: str) -> list[_Motion]:
         R, P = JointKind.REVOLUTE, JointKind.PRISMATIC
@@ -410,7 +411,8 @@ class _Reader:
                 n = np.cross(t1, t2)
                 if np.linalg.norm(n) < 1e-12:
                     raise self.fail(f"planar joint {name!r}: translation axes are parallel", plane)
-                out.append(_Motion(R, tuple(float(x) for x in n / np.linalg.norm(n)), "rot", 2))
+                unit = n / np.linalg.norm(n)
+                out.append(_Motion(R, (float(unit[0]), float(unit[1]), float(unit[2])), "rot", 2))
             return out
         if jtype == "ball":
             return [_Motion(JointKind.BALL, (0.0, 0.0, 1.0), "", 0)]
@@ -497,7 +499,7 @@ class _Reader:
             R, p = j.T_cj[:3, :3], j.T_cj[:3, 3]
             a = R @ np.array(m.axis)
             if m.kind is JointKind.PRISMATIC or np.linalg.norm(np.cross(p, a)) < 1e-12:
-                joint = self.make_joint(j, m, tuple(a), len(j.motions))
+                joint = self.make_joint(j, m, (float(a[0]), float(a[1]), float(a[2])), len(j.motions))
                 return self.add(builder, cname, parent, T_pj @ inverse_transform(j.T_cj), joint, child.inertia, meta, j)
         identity_cj = np.allclose(j.T_cj, np.eye(4), rtol=0.0, atol=1e-15)
         at, place = parent, T_pj
@@ -535,7 +537,7 @@ class _Reader:
         quat = matrix_quat(Rotation.from_rotvec(q[:3]).as_matrix())
         return {"default_position": tuple(q[3:6]), "default_quaternion": tuple(float(x) for x in quat)}
 
-    def make_joint(self, j: _SkelJoint, m: _Motion, axis: tuple[float, ...], count: int) -> Joint:
+    def make_joint(self, j: _SkelJoint, m: _Motion, axis: tuple[float, float, float], count: int) -> Joint:
         if m.kind in (JointKind.BALL, JointKind.FREE):
             dofs = j.dofs
             d: dict[str, Any] = {}

@@ -102,13 +102,14 @@ def actuator_extensions(actuator: etree._Element, file: str) -> dict[str, Any]:
             out[tag] = _value(el, file, tag)
     gains = drake_child(actuator, "controller_gains")
     if gains is not None:
-        g = {}
+        g: dict[str, float] = {}
         for key in ("p", "d"):
-            if gains.get(key) is None:
+            value = attr_float(gains, key, file)
+            if value is None:
                 raise _fail(f"<drake:controller_gains> needs both 'p' and 'd' attributes; '{key}' is missing", gains,
                             file)
-            g[key] = attr_float(gains, key, file)
-        if not (g["p"] > 0 and g["d"] >= 0):  # type: ignore[operator]
+            g[key] = value
+        if not (g["p"] > 0 and g["d"] >= 0):
             raise _fail(f"<drake:controller_gains> needs p > 0 and d >= 0, got p={g['p']}, d={g['d']}", gains, file)
         out["controller_gains"] = g
     return out

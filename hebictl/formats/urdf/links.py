@@ -19,6 +19,7 @@ import hebictl.formats.urdf.drake as drake
 from hebictl import limits
 from hebictl.errors import FormatError, ModelError, UrdfWarning
 from hebictl.formats._xml import (
+    HEBICTL_NS,
     attr_float,
     attr_floats,
     elements,
@@ -67,6 +68,9 @@ class UrdfJoint:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+_XACRO_NS = ("http://ros.org/wiki/xacro", "http://www.ros.org/wiki/xacro")
+
+
 class LinkReader:
     """One parse of one URDF document: its file and folders, and the link-level elements."""
 
@@ -85,6 +89,16 @@ class LinkReader:
 
     def fail(self, message: str, elem: etree._Element | None = None) -> FormatError:
         return FormatError(message, self.file, line_of(elem))
+
+    def note_extension(self, el: etree._Element) -> None:
+        """Count an element of another namespace as ignored; a xacro macro is an error."""
+        ns = namespace(el)
+        if ns in _XACRO_NS or (el.prefix == "xacro"):
+            raise self.fail(f"<{el.prefix}:{local_name(el)}> is a xacro macro: expand the file with xacro first", el)
+        if ns == HEBICTL_NS:
+            return
+        key = f"<{el.prefix or ns}:{local_name(el)}>"
+        self.ignored[key] = self.ignored.get(key, 0) + 1
 
     def bend(self, message: str, elem: etree._Element | None) -> None:
         """Read what pinocchio (urdfdom) reads, with a warning; an error when strict."""

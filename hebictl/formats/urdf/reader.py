@@ -46,7 +46,6 @@ _KNOWN_TOP = {"link", "joint", "material", "transmission", "gazebo", "frame"}
 _LINK_CHILDREN = {"inertial", "visual", "collision"}
 _JOINT_CHILDREN = {"origin", "parent", "child", "axis", "limit", "dynamics", "mimic", "safety_controller",
                    "calibration"}
-_XACRO_NS = ("http://ros.org/wiki/xacro", "http://www.ros.org/wiki/xacro")
 DBL_MAX = 1.7976931348623157e308
 
 
@@ -139,15 +138,6 @@ class _Reader(LinkReader):
                 self.ignored[key] = self.ignored.get(key, 0) + 1
         j.metadata["line"] = el.sourceline
         return j
-
-    def note_extension(self, el: etree._Element) -> None:
-        ns = namespace(el)
-        if ns in _XACRO_NS or (el.prefix == "xacro"):
-            raise self.fail(f"<{el.prefix}:{local_name(el)}> is a xacro macro: expand the file with xacro first", el)
-        if ns == HEBICTL_NS:
-            return
-        key = f"<{el.prefix or ns}:{local_name(el)}>"
-        self.ignored[key] = self.ignored.get(key, 0) + 1
 
     # ------------------------------------------------------------------ document
     def read(self, root: etree._Element, floating_base: bool) -> RobotModel:  # noqa: C901 (one branch per attribute of the element it reads)
@@ -384,12 +374,12 @@ class _Reader(LinkReader):
         meta = {**j.metadata, "urdf_type": j.type}
         if j.drake:
             meta["drake_joint"] = True
-        common = dict(max_velocity=j.velocity, max_effort=j.effort, damping=j.damping, friction=j.friction)
         try:
             if j.type in ("revolute", "continuous", "prismatic"):
                 kind = JointKind.PRISMATIC if j.type == "prismatic" else JointKind.REVOLUTE
                 joint = Joint(j.name, kind, tuple(j.axis), lower=j.lower, upper=j.upper, metadata=meta,
-                              armature=j.armature, **common)
+                              armature=j.armature, max_velocity=j.velocity, max_effort=j.effort, damping=j.damping,
+                              friction=j.friction)
                 index[child.name] = builder.add_body(child.name, parent, j.origin, joint, child.inertia,
                                                      child.metadata)
             elif j.type == "fixed":
@@ -398,7 +388,9 @@ class _Reader(LinkReader):
                                                      child.inertia, child.metadata)
             elif j.type == "floating":
                 index[child.name] = builder.add_body(child.name, parent, j.origin,
-                                                     Joint(j.name, JointKind.FREE, metadata=meta, **common),
+                                                     Joint(j.name, JointKind.FREE, metadata=meta,
+                                                           max_velocity=j.velocity, max_effort=j.effort,
+                                                           damping=j.damping, friction=j.friction),
                                                      child.inertia, child.metadata)
             else:  # planar, ball, screw, universal: the chain SDF's Drake joints become
                 index[child.name] = self.add_chain(builder, parent, j, child, meta)
@@ -415,7 +407,8 @@ class _Reader(LinkReader):
         axes = [np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])] if j.type == "universal" else [j.axis]
         stages = joint_stages(j.type, axes, [{"damping": j.damping}] * 2)
         dampings = meta.get("planar_damping", (0.0,) * 3)
-        at, placement = parent, j.origin
+        at = parent
+        placement: np.ndarray | None = j.origin  # the first stage's; the later ones sit on the joint frame
         for k, (kind, axis, suffix, lim) in enumerate(stages):
             damping = dampings[k] if j.type == "planar" else lim.get("damping", 0.0)
             joint = Joint(j.name + suffix, kind, tuple(R @ axis), damping=damping, friction=j.friction,

@@ -255,7 +255,8 @@ class _Reader:
                     raise self.fail(f"body {name!r}: {key} needs {width} value(s) for a {jtype} joint, got {len(v)}",
                                     el)
                 dyn[key] = v
-        axes = self.custom_axes(name, jtype, el) if jtype in _DEFAULT_AXES else None
+        # joints without free axes (not in _DEFAULT_AXES) name every axis in their chain
+        axes = self.custom_axes(name, jtype, el) if jtype in _DEFAULT_AXES else []
         at, k_axis, vi = parent, 0, 0
         for k, (kind, axis, suffix) in enumerate(chain):
             if axis is None:
@@ -313,7 +314,7 @@ class _Reader:
         if arr is None or arr.shape[0] != n or np.any(np.linalg.norm(arr, axis=1) < 1e-12):
             raise self.fail(f"joint_axes[{name!r}] must give {n} non-zero axis/axes of 3 numbers for a {jtype} joint",
                             el)
-        return [tuple(float(x) for x in v) for v in arr]
+        return [(float(v[0]), float(v[1]), float(v[2])) for v in arr]
 
     def add(self, builder: ModelBuilder, name: str, parent: int, place: np.ndarray, joint: Joint,
             inertia: Inertia | None, meta: dict[str, Any], el: etree._Element) -> int:
