@@ -22,6 +22,7 @@ from hebictl._typing import FloatArray
 from hebictl.errors import ConfigError, ModelError
 from hebictl.formats.writers import body_names
 from sim_backend.backend import SimBackend
+from sim_backend.scene import add_module_actuators
 
 __all__ = ["Box", "add_contact_boxes", "as_box", "contact_force", "tool_position"]
 
@@ -54,19 +55,7 @@ def add_contact_boxes(sim: SimBackend, boxes: Sequence[Box], *, tool_radius: flo
     for geom in spec.geoms:  # the exported geoms stay visual
         geom.contype = 0
         geom.conaffinity = 0
-    for name in robot.joint_names:  # the same actuators as build_scene adds
-        act = spec.add_actuator()
-        act.name = f"module:{name}"
-        act.target = name
-        act.trntype = mujoco.mjtTrn.mjTRN_JOINT
-        act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
-        act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
-        gain = np.zeros(10)
-        gain[0] = 1.0
-        act.gainprm = gain
-        act.biasprm = np.zeros(10)
-        act.ctrllimited = 0
-        act.forcelimited = 0
+    add_module_actuators(spec, robot.joint_names)  # the same actuators as build_scene adds
     body = spec.body(body_names(robot)[frame.body])
     if body is None:
         raise ModelError(f"end effector body {frame.body} is not in the exported MJCF")

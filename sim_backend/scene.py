@@ -18,6 +18,7 @@ stay off.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import mujoco
@@ -35,7 +36,7 @@ from hebictl.model.robot import RobotModel
 from hebictl.model.tree import JointKind
 from sim_backend.payload import Payload, strip_payload, with_payload
 
-__all__ = ["Scene", "build_scene"]
+__all__ = ["Scene", "add_module_actuators", "build_scene"]
 
 IntArray = NDArray[np.int64]
 
@@ -143,6 +144,24 @@ def _add_workspace(spec: mujoco.MjSpec, robot: RobotModel, workspace: Workspace)
     return True
 
 
+def add_module_actuators(spec: mujoco.MjSpec, joint_names: Sequence[str]) -> None:
+    """One actuator per joint, ``module:<joint>``, that applies its control as a joint force: the
+    modules' firmware (sim_backend.actuator) computes that force; MuJoCo only integrates it."""
+    for name in joint_names:
+        act = spec.add_actuator()
+        act.name = f"module:{name}"
+        act.target = name
+        act.trntype = mujoco.mjtTrn.mjTRN_JOINT
+        act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
+        act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+        gain = np.zeros(10)
+        gain[0] = 1.0
+        act.gainprm = gain
+        act.biasprm = np.zeros(10)
+        act.ctrllimited = 0
+        act.forcelimited = 0
+
+
 def build_scene(model: RobotModel, *, payload: Payload | None = None, timestep: float = 0.001,
                 friction: ArrayLike | None = None, damping: ArrayLike | None = None,
                 armature: ArrayLike | None = None, workspace: Workspace | None = None) -> Scene:
@@ -168,19 +187,7 @@ def build_scene(model: RobotModel, *, payload: Payload | None = None, timestep: 
     xml = write_mjcf(robot, None)
     spec = mujoco.MjSpec.from_string(xml)
     contacts = workspace is not None and _add_workspace(spec, robot, workspace)
-    for name in robot.joint_names:
-        act = spec.add_actuator()
-        act.name = f"module:{name}"
-        act.target = name
-        act.trntype = mujoco.mjtTrn.mjTRN_JOINT
-        act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
-        act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
-        gain = np.zeros(10)
-        gain[0] = 1.0
-        act.gainprm = gain
-        act.biasprm = np.zeros(10)
-        act.ctrllimited = 0
-        act.forcelimited = 0
+    add_module_actuators(spec, robot.joint_names)
     try:
         mj = spec.compile()
     except Exception as exc:  # mujoco raises ValueError with its compiler message
