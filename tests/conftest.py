@@ -83,7 +83,7 @@ REALTIME_MODULES = frozenset({
     "cli/test_run_cmd.py", "hardware/test_clock.py", "sim_backend/test_backend.py", "panel/test_panel_e2e.py",
     "teleop/test_clock.py", "teleop/test_teleop_cli.py", "teleop/test_broker_plugin.py",
     "model/test_warmup.py", "sim_backend/test_safety_matrix.py", "hardware/test_hebi_backend.py",
-    "test_yaml_load.py", "recording/test_crash.py",
+    "test_yaml_load.py", "cli/test_log_cmd.py", "recording/test_crash.py",
 })
 #: single tests with a wall-clock bound in modules that are otherwise unit tests
 REALTIME_TESTS = frozenset({"hardware/test_base.py::test_read_write_fit_a_1khz_loop",

@@ -11,6 +11,8 @@ that touched between two samples would have been closer than its clearance at on
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from hebictl.collision.world import CollisionWorld, Proximity
@@ -31,7 +33,12 @@ def step_of(world: CollisionWorld) -> float:
     return max(min(clearances), MIN_STEP)
 
 
-def check_trajectory(world: CollisionWorld, trajectory: Trajectory) -> int:
+#: samples between two calls of the keep-alive (a sample costs tens of microseconds)
+KEEPALIVE_EVERY = 32
+
+
+def check_trajectory(world: CollisionWorld, trajectory: Trajectory,
+                     keepalive: Callable[[], None] | None = None) -> int:
     """Refuse (``CommandRejected("collision")``) a trajectory whose path comes closer than a clearance.
 
     The message names the two shapes, the time [s after the start] and the distance or
@@ -51,7 +58,9 @@ def check_trajectory(world: CollisionWorld, trajectory: Trajectory) -> int:
     # the motion starts is not there (a hanging or wall-mounted kit): it is not checked for this motion
     assumed = {s.name for s in world.workspace.shapes if s.meta.get("default")}
     exempt = {key for key in start if assumed & set(key)}
-    for t, q in zip(times, positions, strict=True):
+    for k, (t, q) in enumerate(zip(times, positions, strict=True)):
+        if keepalive is not None and k % KEEPALIVE_EVERY == 0:
+            keepalive()
         hit = world.collision(q)
         if hit is None:
             continue

@@ -17,6 +17,7 @@ Checked before any motion, against :class:`~hebictl.control.safety.Limits`:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -106,17 +107,19 @@ def _reject(excess: tuple[str, int, float, float], model: RobotModel) -> Command
 
 
 def plan(goal: Goal, start_time: float, start: tuple[FloatArray, FloatArray, FloatArray],
-         limits: Limits, model: RobotModel) -> Trajectory:
+         limits: Limits, model: RobotModel, keepalive: Callable[[], None] | None = None) -> Trajectory:
     """The trajectory the arm will follow for ``goal`` from ``start``, or CommandRejected.
 
     When the model has a collision world (:mod:`hebictl.collision.attach`, set from the config's
     ``user_data.workspace`` when the arm is assembled), the whole path is checked against it
     (:func:`hebictl.collision.path.check_trajectory`): ``CommandRejected("collision")`` names the
-    two bodies, the time along the trajectory and the distance or penetration."""
+    two bodies, the time along the trajectory and the distance or penetration. ``keepalive`` is
+    called now and then during that check (a long path takes longer than the modules' command
+    lifetime: the Arm re-sends its command meanwhile)."""
     trajectory = _plan_within_limits(goal, start_time, start, limits, model)
     world = world_of(model)
     if world is not None:
-        check_trajectory(world, trajectory)
+        check_trajectory(world, trajectory, keepalive)
     return trajectory
 
 

@@ -57,6 +57,9 @@ if TYPE_CHECKING:
 __all__ = ["REACTIONS", "STALE_RAD", "Arm", "EventKind", "Mode", "StopBehaviour"]
 
 log = logging.getLogger(__name__)
+#: [s] a goal check longer than this re-sends the pending command (see Arm._keepalive); well inside
+#: the modules' command lifetime (HEBI's default 0.25 s)
+KEEPALIVE_PERIOD = 0.05
 # Enum member lookups go through a descriptor on every access; the hot path compares against these.
 _RUNNING, _HOLD, _STOPPED = ArmState.RUNNING, ArmState.HOLD, ArmState.STOPPED
 _FOLLOW, _BRAKE, _MHOLD, _DAMP, _GRAVCOMP, _RELEASE = (Mode.FOLLOW, Mode.BRAKE, Mode.HOLD, Mode.DAMP, Mode.GRAVCOMP,
@@ -134,6 +137,8 @@ class Arm:
         self._long_cycles = 0  # consecutive cycles longer than 1.5 x the nominal period
         #: a payload the gravity model includes (:meth:`set_payload`), else None
         self.payload: Payload | None = None
+        #: [s, arm clock] when a command last went to the modules (send, or the keep-alive of a long goal check)
+        self.last_command_time = clock.now()
         self._rate = RateLimiter(self.limits.velocity_max, self.limits)
         self.brake_planner = BrakePlanner(model, self.limits)
         self._firmware_limit = False  # a module's firmware limit was acting at the last feedback
@@ -380,7 +385,7 @@ class Arm:
         if goal.dof != self.dof:
             raise CommandRejected("wrong_length", f"goal has {goal.dof} joints, the arm {self.dof}")
         start = self.current_state()
-        trajectory = plan(goal, self._last_time, start, self.limits, self.model)
+        trajectory = plan(goal, self._last_time, start, self.limits, self.model, keepalive=self._keepalive)
         self._anchor()  # the joints the trajectory starts at their measured position start there
         lim = self.limits
         fb = self.last_feedback.position
@@ -951,12 +956,29 @@ class Arm:
             self._blind_command(now)
         return False
 
+    def _keepalive(self) -> None:
+        """Re-send the pending command while a goal's path is being checked (:meth:`set_goal`): a
+        long check must not outlast the modules' command lifetime, or they stop driving and a
+        brakeless arm sags (the control_gap monitor would then latch a stop). The same command is
+        sent again, so nothing steps; a write error is left for the next :meth:`send` to report."""
+        now = self.clock.now()
+        if now - self.last_command_time < KEEPALIVE_PERIOD:
+            return
+        try:
+            self.backend.write(self.pending_command)
+            self.last_command_time = now
+            for plugin in self.plugins:  # e.g. a double shoulder's mirror module
+                plugin.send(self)
+        except HardwareError:
+            return
+
     def send(self) -> bool:
         """Write the pending command to the modules (and plugins' extra modules), then check that it
         was delivered (:mod:`hebictl.control.monitors`: a failed write or a wrong echo is ``command_lost``)."""
         self.monitors.before_send(self.pending_command)  # marks it for the echo check
         try:
             ok = self.backend.write(self.pending_command)
+            self.last_command_time = self.clock.now()  # the answering modules got a command this cycle
         except HardwareError as exc:
             self._stale = max(self._stale, _JOINTS)
             if self.supervisor.level is not _STOPPED:

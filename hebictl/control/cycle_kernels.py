@@ -173,6 +173,15 @@ def load(model: Any, dof: int) -> None:
     q, out, g = np.zeros(model.nq), np.zeros(model.nv), np.array([0.0, 0.0, -9.81])
     model.gravity_compensation_into(q, g, out)
     model.inverse_dynamics_into(q, out.copy(), out.copy(), g, out)
+    # what a goal's admission and the monitors call (batched inverse dynamics, the collision world's
+    # link poses, the end-effector Jacobian): the first set_goal must not wait for them to load
+    # either, or it outlasts the modules' command lifetime
+    Q, V = np.zeros((2, model.nq)), np.zeros((2, model.nv))
+    model.inverse_dynamics(Q, V, V)
+    model.inverse_dynamics_batch_into(Q, V, V, g, np.zeros((2, model.nv)))
+    model.forward_kinematics_into(q, "link", np.empty((model.frame_count("link"), 4, 4)))
+    if model.frame_count("end_effector"):
+        model.jacobian_end_effector(q)
 
 
 _warmup.install(sys.modules[__name__])

@@ -39,9 +39,10 @@ def recorded_run(tmp_path_factory) -> tuple[Path, int]:
     """One sim run (home, a goal, a hold) recorded to MCAP; its path and the cycles the CLI counted."""
     out = tmp_path_factory.mktemp("run") / "run.mcap"
     goal = ["0.2", "1.1", "1.6", "2.0", "-1.4", "0.3"]
+    # --stop-hold 0: a safety stop ends the run at once (exit 2, with its cause) instead of holding until Ctrl-C
     r = hebictl("run", str(CONFIG), "--backend", "sim", "--goal", *goal, "--hold", "0.3", "--record", str(out),
-                "--quiet")
-    assert r.returncode == 0, r.stderr
+                "--quiet", "--stop-hold", "0")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
     cycles = int(re.search(r"whole run: (\d+) cycles", r.stdout.replace("\n", " ")).group(1))
     assert f"recording: {out} ({cycles} of {cycles} cycles, 0 dropped)" in r.stdout.replace("\n", " ")
     return out, cycles

@@ -22,7 +22,8 @@ __all__ = ["ControlGapMonitor"]
 
 
 class ControlGapMonitor(Monitor):
-    """``control_gap``: a control cycle (time since the previous ``update()``) > the command lifetime [s]."""
+    """``control_gap``: no command sent for longer than the command lifetime [s] (the previous
+    cycle's send, or the keep-alive of a long goal check, to this cycle's feedback)."""
 
     kind = EventKind.CONTROL_GAP
 
@@ -32,11 +33,11 @@ class ControlGapMonitor(Monitor):
         self.before: np.ndarray | None = None
 
     def after_read(self, arm: Any, fb: Feedback, now: float, dt: float) -> Finding | None:
-        # the length of THIS control cycle (time since the previous update(), with or without
-        # feedback), not the time since the previous fresh sample: a module that stops answering
+        # the time since the modules last got a command (the previous cycle's send, or the keep-alive
+        # of a long goal check), not since the previous fresh sample: a module that stops answering
         # while the loop runs on is a hardware_error/watchdog matter, and the modules that answer
         # got a command every cycle (their lifetime never ran out)
-        dt = float(arm.dt)
+        dt = float(now - arm.last_command_time)
         before = self.before
         if before is None:
             self.before = fb.position.copy()
