@@ -160,7 +160,8 @@ def test_model_info_shows_the_limits_that_apply():
 
 def test_run_summary_lines_do_not_wrap():
     """The summary keeps each fact on one line, arrays as plain numbers, however narrow the terminal."""
-    r = _run_cli("run", "--no-home", "--hold", "0.2", "--quiet", env={"COLUMNS": "40"})
+    # --stop-hold 0: a safety stop ends the run at once (exit 2, with its cause) instead of holding until Ctrl-C
+    r = _run_cli("run", "--no-home", "--hold", "0.2", "--quiet", "--stop-hold", "0", env={"COLUMNS": "40"})
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     final = next(line for line in lines if line.startswith("final position [rad]: "))
