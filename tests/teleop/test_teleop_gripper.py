@@ -22,13 +22,13 @@ def test_gripper_closes_and_opens_and_reports_its_state(broker, make_server):
             ack = await c.gripper(action="close")
             assert ack.accepted and "gripper to 0" in ack.detail
             closed = await c.wait_status(lambda s: s["gripper"]["measured_opening"] is not None
-                                         and s["gripper"]["measured_opening"] < 0.01, timeout=3.0)
+                                         and s["gripper"]["measured_opening"] < 0.01, timeout=10.0)
             ack = await c.gripper(position=0.6)
             assert ack.accepted
             # an effort blend: 0.6·(+1) + 0.4·(-5) = -1.4 N·m, the spring balances it part-way open
-            half = await c.wait_status(lambda s: s["gripper"]["measured_opening"] > 0.3, timeout=3.0)
+            half = await c.wait_status(lambda s: s["gripper"]["measured_opening"] > 0.3, timeout=10.0)
             assert (await c.gripper(action="open")).accepted
-            opened = await c.wait_status(lambda s: s["gripper"]["measured_opening"] > 0.99, timeout=4.0)
+            opened = await c.wait_status(lambda s: s["gripper"]["measured_opening"] > 0.99, timeout=10.0)
             return closed["gripper"], half["gripper"], opened["gripper"]
 
     closed, half, opened = run(go())
@@ -45,9 +45,9 @@ def test_gripper_keeps_its_grip_through_an_estop(broker, make_server):
         async with TeleopClient(broker.url, ARM_ID, name="op") as c:
             assert (await c.gripper(action="close")).accepted
             await c.wait_status(lambda s: (s["gripper"] or {}).get("measured_opening") is not None
-                                and s["gripper"]["measured_opening"] < 0.01, timeout=3.0)
+                                and s["gripper"]["measured_opening"] < 0.01, timeout=10.0)
             assert (await c.estop(True)).accepted
-            st = await c.wait_status(lambda s: s["estop"], timeout=2.0)
+            st = await c.wait_status(lambda s: s["estop"], timeout=10.0)
             assert (await c.gripper(action="open")).reason == "estop_engaged"
             return st
 
