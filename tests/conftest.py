@@ -87,6 +87,7 @@ REALTIME_MODULES = frozenset({
 })
 #: single tests with a wall-clock bound in modules that are otherwise unit tests
 REALTIME_TESTS = frozenset({"hardware/test_base.py::test_read_write_fit_a_1khz_loop",
+                            "sim_backend/test_modules.py::test_bundled_double_shoulder_runs_on_the_sim",
                             "cli/test_main.py::test_run_summary_lines_do_not_wrap",
                             "test_limits.py::test_dev_zero_refused_without_reading"})
 #: test modules that compare against a reference library on files written by others
