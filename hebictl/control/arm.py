@@ -18,7 +18,7 @@ Per cycle: ``update()`` reads feedback, checks it, samples the trajectory (or th
 runs the plugins, clamps the command to the limits and rate-limits the position command to the
 rated speed (:mod:`hebictl.control.motion`); ``send()`` writes it (and plugins' extra modules).
 Goals are admitted by :mod:`hebictl.control.admission`; configs are assembled by
-:mod:`hebictl.control.assembly`.
+:mod:`hebictl.wiring.assembly`, the layer above control (:meth:`Arm.from_config` forwards there).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from numpy.typing import ArrayLike
 from hebictl._typing import FloatArray
 from hebictl.control import cycle_kernels
 from hebictl.control.admission import plan
-from hebictl.control.assembly import ExtraModules, assemble
 from hebictl.control.braking import BrakePlanner, firmware_limit_side
+from hebictl.control.extra_modules import ExtraModules
 from hebictl.control.goal import Goal
 from hebictl.control.monitors import MonitorSuite, Payload, goal_status
 from hebictl.control.monitors.payload import payload_efforts
@@ -167,19 +167,13 @@ class Arm:
                     gains: str | None = "default", **backend_options: Any) -> Arm:
         """Build the arm a robot-config YAML describes, on any registered backend (``mock``,
         ``hebi``, ``hebi-imitation``, ``sim``, ...); gains ``gains`` (a key of the config's gains)
-        are sent. See :func:`hebictl.control.assembly.assemble`."""
-        from hebictl.hardware.clock import MonotonicClock
+        are sent. See :func:`hebictl.wiring.assembly.assemble`.
 
-        clock = clock or MonotonicClock()
-        parts = assemble(config, backend, clock=clock, model=model, gains=gains, **backend_options)
-        try:
-            arm = cls(parts.model, parts.backend, clock=clock, plugins=parts.plugins, limits=parts.limits,
-                      safety=parts.safety, extra_modules=parts.extra_modules, user_data=parts.user_data)
-            arm.module_safety = parts.module_safety
-            return arm
-        except Exception:
-            parts.backend.close()
-            raise
+        The wiring layer sits above control; this classmethod forwards to it with a lazy import,
+        the single upward edge the layer table allows (docs/architecture.md, "Layers")."""
+        from hebictl.wiring.assembly import arm_from_config
+
+        return arm_from_config(cls, config, backend, clock=clock, model=model, gains=gains, **backend_options)
 
     def add_plugin(self, plugin: ArmPlugin) -> None:
         plugin.on_associated(self)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from hebictl._typing import FloatArray
-from hebictl.control.plugin_table import KNOWN_PLUGINS
+from hebictl.plugin_schema import KNOWN_PLUGINS
 
 if TYPE_CHECKING:
     from hebictl.hardware.base import Backend, Command, Feedback
