@@ -40,8 +40,7 @@ from hebictl.errors import (
     UsageError,
     XxyWarning,
 )
-
-__version__ = "0.1.0"
+from hebictl.version import __version__ as __version__  # re-exported: hebictl.__version__
 
 _LAZY = {
     "load_model": "hebictl.formats",

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hebictl.control.plugin_table import KNOWN_PLUGINS, PluginParam, PluginSpec
 from hebictl.errors import ConfigError, ConfigWarning
 from hebictl.limits import check_path_text, is_regular_file
+from hebictl.plugin_schema import KNOWN_PLUGINS, PluginParam, PluginSpec
 from hebictl.yaml_load import describe, key_line, load_yaml
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ def config_warning(path: Path, key: str, message: str) -> None:
 
 
 # --------------------------------------------------------------------------- plugin registry
-# The table of plugin types lives in hebictl.control.plugin_table, shared with the plugins.
+# The schema of plugin types lives in hebictl.plugin_schema, shared with the plugins and the wiring.
 
 
 @dataclass(frozen=True)

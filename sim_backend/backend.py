@@ -375,7 +375,7 @@ class SimBackend(ModuleGroup):
 
     def true_state(self) -> tuple[FloatArray, FloatArray]:
         """The joints' physical position and velocity now (whatever the feedback shows; for tests)."""
-        self._advance_to_now()
+        self.advance_to_now()
         d, sc = self._d, self.scene
         return d.qpos[sc.qadr].copy(), d.qvel[sc.dadr].copy()
 
@@ -454,7 +454,7 @@ class SimBackend(ModuleGroup):
 
     def press_mstop(self) -> None:
         """Press the M-stop input of every module (simulated up to now first)."""
-        self._advance_to_now()
+        self.advance_to_now()
         fw = self.firmware
         if not fw.mstop[0]:
             fw.hold_q[:] = self._sign * self._d.qpos[self._qadr_all]
@@ -463,7 +463,7 @@ class SimBackend(ModuleGroup):
 
     def release_mstop(self) -> None:
         """Release the M-stop: modules run their (unexpired) commands again."""
-        self._advance_to_now()
+        self.advance_to_now()
         self.firmware.mstop[0] = 0
         self._firmware_changed()
 
@@ -478,8 +478,12 @@ class SimBackend(ModuleGroup):
         self.extra.append(view)
         return view
 
-    def _add_modules(self, joints: NDArray[np.int64], signs: FloatArray) -> int:
-        """Grow the simulated module arrays by one module per joint; returns the first new index."""
+    def add_modules(self, joints: NDArray[np.int64], signs: FloatArray) -> int:
+        """Grow the simulated module arrays by one module per joint; returns the first new index.
+
+        The extra modules' interface (:class:`sim_backend.modules.ExtraModules` uses only these public
+        methods: :meth:`add_modules`, :meth:`advance_to_now`, :meth:`module_joints`,
+        :meth:`module_motion`, :meth:`set_module_gains`, :meth:`command_modules`)."""
         if np.any((joints < 0) | (joints >= self._n)) or np.any(np.abs(np.abs(signs) - 1.0) > 0):
             raise ConfigError(f"extra modules need joints in 0..{self._n - 1} and signs ±1, got {joints}, {signs}",
                               key="joints")
@@ -497,6 +501,26 @@ class SimBackend(ModuleGroup):
             self.firmware.apply(self.safety, self._joint, self._sign)
         self._firmware_changed()
         return first
+
+    def module_joints(self, modules: slice) -> NDArray[np.int64]:
+        """The arm joint each of ``modules`` drives (a copy)."""
+        return self._joint[modules].copy()
+
+    def module_motion(self, modules: slice, position: FloatArray, velocity: FloatArray) -> None:
+        """Write the position and velocity ``modules`` measure (their mounting sign applied) into the
+        two arrays, at the physics' present (call :meth:`advance_to_now` first)."""
+        sign, joint, d = self._sign[modules], self._joint[modules], self._d
+        np.multiply(sign, d.qpos[self.scene.qadr[joint]], out=position)
+        np.multiply(sign, d.qvel[self.scene.dadr[joint]], out=velocity)
+
+    def set_module_gains(self, modules: slice, table: FloatArray, strategy: NDArray[np.int64] | None) -> None:
+        """Load a gain table (and control strategy) into ``modules``; their PID loops restart."""
+        acts = self.actuators
+        acts.gains[:, :, modules] = table
+        if strategy is not None:
+            acts.strategy[modules] = strategy
+        acts.state[:, :, modules] = 0.0
+        self._firmware_changed()
 
     def set_gains(self, gains: object) -> None:
         """Load a :class:`hebictl.gains.GroupGains` into the simulated modules (PID loops restart);
@@ -580,7 +604,8 @@ class SimBackend(ModuleGroup):
         self._steps += steps
         self._t_next = self._t0 + (self._steps + 1) * dt - _EPS_T
 
-    def _advance_to_now(self) -> None:
+    def advance_to_now(self) -> None:
+        """Simulate up to the clock's present (the first call starts the physics)."""
         if self._closed:
             raise HardwareError("sim backend is closed")
         now = self._clock.now()

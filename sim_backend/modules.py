@@ -81,13 +81,13 @@ class ExtraModules(ModuleGroup):
         if not names_t or len(fam_t) != len(names_t) or len(joints) != len(names_t) or len(signs) != len(names_t):
             raise ConfigError(f"{len(names_t)} extra module names need as many families, joints and signs",
                               key="names")
-        first = sim._add_modules(np.asarray(joints, dtype=np.int64), np.asarray(signs, dtype=np.float64))
+        first = sim.add_modules(np.asarray(joints, dtype=np.int64), np.asarray(signs, dtype=np.float64))
         return cls(sim, names_t, fam_t, first)
 
     @property
     def joints(self) -> tuple[int, ...]:
         """The arm joint each module drives."""
-        return tuple(self._sim._joint[self._slice].tolist())
+        return tuple(self._sim.module_joints(self._slice).tolist())
 
     @property
     def feedback_frequency(self) -> float:
@@ -104,13 +104,11 @@ class ExtraModules(ModuleGroup):
         if into.position.shape[0] != self._n:
             raise HardwareError(f"feedback buffer is for {into.position.shape[0]} modules, the group has {self._n}")
         sim = self._sim
-        sim._advance_to_now()
+        sim.advance_to_now()
         now = sim.clock.now()
-        sl, d = self._slice, sim.mj_data
-        sign = sim._sign[sl]
+        sl = self._slice
         into.time.fill(now)
-        np.multiply(sign, d.qpos[sim._qadr_all[sl]], out=into.position)
-        np.multiply(sign, d.qvel[sim.scene.dadr[sim._joint[sl]]], out=into.velocity)
+        sim.module_motion(sl, into.position, into.velocity)
         np.copyto(into.effort, sim.actuators.effort[sl])
         into.orientation.fill(np.nan)
         cmd = sim.firmware.commanded
@@ -131,7 +129,7 @@ class ExtraModules(ModuleGroup):
         if command.size != self._n:
             raise CommandRejected("size_mismatch", f"command has {command.size} entries, the group has {self._n}")
         sim = self._sim
-        sim._advance_to_now()
+        sim.advance_to_now()
         now = sim.clock.now()
         if self.faults:
             lost = self.faults.first_active(FaultKind.DISCONNECTED, now)
@@ -149,12 +147,7 @@ class ExtraModules(ModuleGroup):
         if not isinstance(gains, GroupGains):
             raise HardwareError(f"the sim backend takes hebictl.gains.GroupGains, got {type(gains).__name__}")
         table, strategy = gain_table(gains, self._n)
-        acts = self._sim.actuators
-        acts.gains[:, :, self._slice] = table
-        if strategy is not None:
-            acts.strategy[self._slice] = strategy
-        acts.state[:, :, self._slice] = 0.0
-        self._sim._firmware_changed()
+        self._sim.set_module_gains(self._slice, table, strategy)
 
     def close(self) -> None:
         """Stop using the modules; like a real group, their last command runs out by its lifetime."""

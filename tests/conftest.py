@@ -91,7 +91,7 @@ REALTIME_TESTS = frozenset({"hardware/test_base.py::test_read_write_fit_a_1khz_l
                             "cli/test_main.py::test_run_summary_lines_do_not_wrap",
                             "test_limits.py::test_dev_zero_refused_without_reading"})
 #: test modules that compare against a reference library on files written by others
-REFERENCE_PREFIXES = ("formats/", "model/test_library.py")
+REFERENCE_PREFIXES = ("formats/",)
 
 
 def tier_of(item: pytest.Item) -> str:

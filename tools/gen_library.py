@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate hebictl's HEBI element library (hebictl/model/library/*.yaml).
+"""Regenerate hebictl's HEBI element library (hebictl/formats/hrdf/library/*.yaml).
 
 Why a generator: the masses, centre-of-mass frames, output frames, joint axes and speed/effort
 limits of HEBI's built-in HRDF elements live inside libhebi (the C core of hebi-py) and are only
@@ -43,7 +43,7 @@ import yaml
 from numpy.typing import NDArray
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUT_DIR = REPO_ROOT / "hebictl" / "model" / "library"
+DEFAULT_OUT_DIR = REPO_ROOT / "hebictl" / "formats" / "hrdf" / "library"
 DEFAULT_CORPUS = REPO_ROOT.parent / "shared" / "corpus"
 COMPONENTS = Path("hebi") / "hebi_description" / "urdf" / "components"
 
@@ -492,7 +492,7 @@ def link_combos(hp: HebiProbe, link_type: str) -> Iterator[tuple[str, str]]:
 
 def link_entry_model(entry: dict, extension: float, twist: float, i: str, o: str
                      ) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
-    """(mass, com, output) of a link from its YAML entry; mirrors hebictl.model.library."""
+    """(mass, com, output) of a link from its YAML entry; mirrors hebictl.formats.hrdf.library."""
     inp = entry["inputs"][i]
     out = frame_matrix(inp["frame"]) @ _tz(extension) @ _rz(twist) @ frame_matrix(entry["outputs"][o])
     com = np.eye(4)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hebictl.model.library import element_spec
+from hebictl.formats.hrdf.library import element_spec
 
 KITS = {
     "x-series-6dof": ["X8-9", "X8-16", "X8-9", "X5-4", "X5-1", "X5-1"],

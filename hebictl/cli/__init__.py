@@ -17,9 +17,9 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from hebictl import __version__
 from hebictl.cli.output import ensure_streams, say
 from hebictl.errors import ConfigError, HebictlError
+from hebictl.version import __version__
 
 #: optional dependency (top-level import name) -> the extra that installs it
 EXTRAS: dict[str, str] = {"mujoco": "sim", "aiomqtt": "teleop", "paho": "teleop", "matplotlib": "plot",

@@ -137,7 +137,7 @@ def _summary(model: RobotModel) -> dict[str, Any]:
 def config_limits(path: Path) -> tuple[Any, Any, str]:
     """(model, limits, where they come from) as ``hebictl run`` builds them from a robot config."""
     from hebictl.config import load_config
-    from hebictl.control.assembly import assemble
+    from hebictl.wiring.assembly import assemble
 
     cfg = load_config(path)
     parts = assemble(cfg, "mock")

@@ -78,8 +78,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     Any error exits 2; warnings (ConfigWarning, format warnings) are printed and exit 0.
     """
     from hebictl.config import config_warning, gains_file, load_config
-    from hebictl.control.assembly import assemble
     from hebictl.gains import load_gains
+    from hebictl.wiring.assembly import assemble
 
     cfg = load_config(args.config)
     if cfg.hrdf is None:

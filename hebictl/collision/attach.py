@@ -2,7 +2,7 @@
 
 Why a table keyed by the model: goal admission (:func:`hebictl.control.admission.plan`) and the
 jog plugin receive the arm's ``RobotModel``; the arm's workspace comes from its config, which they
-do not see. :func:`hebictl.control.assembly.assemble` builds the world from the config and
+do not see. :func:`hebictl.wiring.assembly.assemble` builds the world from the config and
 attaches it here, so every goal and jog of that arm is checked without threading a new argument
 through the Arm. Weak keys: a world goes away with its model.
 """

@@ -18,7 +18,7 @@ Per cycle: ``update()`` reads feedback, checks it, samples the trajectory (or th
 runs the plugins, clamps the command to the limits and rate-limits the position command to the
 rated speed (:mod:`hebictl.control.motion`); ``send()`` writes it (and plugins' extra modules).
 Goals are admitted by :mod:`hebictl.control.admission`; configs are assembled by
-:mod:`hebictl.control.assembly`.
+:mod:`hebictl.wiring.assembly`, the layer above control (:meth:`Arm.from_config` forwards there).
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ from numpy.typing import ArrayLike
 from hebictl._typing import FloatArray
 from hebictl.control import cycle_kernels
 from hebictl.control.admission import plan
-from hebictl.control.assembly import ExtraModules, assemble
 from hebictl.control.braking import BrakePlanner, firmware_limit_side
+from hebictl.control.extra_modules import ExtraModules
 from hebictl.control.goal import Goal
 from hebictl.control.monitors import MonitorSuite, Payload, goal_status
 from hebictl.control.monitors.payload import payload_efforts
 from hebictl.control.motion import Brake, RateLimiter, shrink_recovery
-from hebictl.control.plugins import ArmPlugin, DoubledJointMirror, GravityCompensationEffort
+from hebictl.control.plugins import ArmPlugin
 from hebictl.control.safety import ArmState, EventKind, EventLog, Limits, StopBehaviour
 from hebictl.control.settings import SafetySettings, default_damping, limits_from
 from hebictl.control.supervisor import Latch, Level, Mode, Supervisor, Trigger
@@ -64,8 +64,6 @@ KEEPALIVE_PERIOD = 0.05
 _RUNNING, _HOLD, _STOPPED = ArmState.RUNNING, ArmState.HOLD, ArmState.STOPPED
 _FOLLOW, _BRAKE, _MHOLD, _DAMP, _GRAVCOMP, _RELEASE = (Mode.FOLLOW, Mode.BRAKE, Mode.HOLD, Mode.DAMP, Mode.GRAVCOMP,
                                                        Mode.RELEASE)
-#: plugins that keep running while the arm is stopped (they only mirror the arm's command)
-_RUN_WHEN_STOPPED = (DoubledJointMirror,)
 #: [rad or m] a joint whose last command is further than this from its measured position was not
 #: following it (a stale command): a new mode starts that joint from the measured position. Above
 #: the tracking lag at rated speed (~20 mrad on the bundled kits) and a hold's sag under 1 kg.
@@ -167,19 +165,13 @@ class Arm:
                     gains: str | None = "default", **backend_options: Any) -> Arm:
         """Build the arm a robot-config YAML describes, on any registered backend (``mock``,
         ``hebi``, ``hebi-imitation``, ``sim``, ...); gains ``gains`` (a key of the config's gains)
-        are sent. See :func:`hebictl.control.assembly.assemble`."""
-        from hebictl.hardware.clock import MonotonicClock
+        are sent. See :func:`hebictl.wiring.assembly.assemble`.
 
-        clock = clock or MonotonicClock()
-        parts = assemble(config, backend, clock=clock, model=model, gains=gains, **backend_options)
-        try:
-            arm = cls(parts.model, parts.backend, clock=clock, plugins=parts.plugins, limits=parts.limits,
-                      safety=parts.safety, extra_modules=parts.extra_modules, user_data=parts.user_data)
-            arm.module_safety = parts.module_safety
-            return arm
-        except Exception:
-            parts.backend.close()
-            raise
+        The wiring layer sits above control; this classmethod forwards to it with a lazy import,
+        the single upward edge the layer table allows (docs/architecture.md, "Layers")."""
+        from hebictl.wiring.assembly import arm_from_config
+
+        return arm_from_config(cls, config, backend, clock=clock, model=model, gains=gains, **backend_options)
 
     def add_plugin(self, plugin: ArmPlugin) -> None:
         plugin.on_associated(self)
@@ -638,8 +630,13 @@ class Arm:
         return self._input_frames
 
     def _gravity_vector(self) -> FloatArray:
-        grav = next((p for p in self.plugins if isinstance(p, GravityCompensationEffort)), None)
-        return grav.gravity if grav is not None else self.model.gravity
+        """The first gravity source plugin's gravity (an IMU's), else the model's."""
+        for p in self.plugins:
+            if p.gravity_source:
+                g = p.gravity_vector()
+                if g is not None:
+                    return g
+        return self.model.gravity
 
     def _gravity_efforts(self, q: FloatArray) -> FloatArray:
         g = self._gravity_vector()
@@ -807,7 +804,7 @@ class Arm:
             if feedback_ok:  # damp the joints' ringing after the brake (same damping as 'damp')
                 cmd.effort -= self._damping * np.nan_to_num(fb.velocity - cmd.velocity)
         for plugin in self.plugins:
-            if isinstance(plugin, _RUN_WHEN_STOPPED):
+            if plugin.runs_while_stopped:
                 plugin.update(self, self._dt)
         self._finish(fb.position)
 
@@ -864,7 +861,7 @@ class Arm:
 
         lim = self.limits  # M-stop, firmware limit and position limit in one compiled call
         pressed, acting, joint = cycle_kernels.feedback_faults(fb.position, lim.position_min, lim.position_max,
-                                                               lim.position_tolerance, lim._bounded, fb.mstop,
+                                                               lim.position_tolerance, lim.bounded, fb.mstop,
                                                                fb.position_limit_state)
         if pressed:
             if self.supervisor.level is not _STOPPED:

@@ -124,12 +124,12 @@ class BrakePlanner:
         return out + self.rotor * a if getattr(self.model, "_armature", None) is None else out.copy()
 
     def missing_effort(self, state: tuple[FloatArray, FloatArray, FloatArray], plugins: Iterable[Any]) -> FloatArray:
-        """:meth:`brake_effort` less what the arm's DynamicsCompensationEffort plugins already added
-        this cycle (they feed the same ramp's rigid-body dynamics forward while the arm holds)."""
+        """:meth:`brake_effort` less what the arm's ``feed_forward_effort`` plugins (DynamicsCompensationEffort)
+        already added this cycle (they feed the same ramp's rigid-body dynamics forward while the arm holds)."""
         out = self.brake_effort(*state)
         for p in plugins:
-            if getattr(p, "type_name", "") == "DynamicsCompensationEffort" and p.enabled_ratio > 0.0:
-                out -= p.efforts
+            if getattr(p, "feed_forward_effort", False) and p.enabled_ratio > 0.0:
+                out -= p.feed_forward_efforts()
         return out
 
 

@@ -74,7 +74,7 @@ class RateLimiter:
         else:
             lo, hi = bounds if bounds is not None else (lim.position_min, lim.position_max)
             vlim, elim, acc = lim.velocity_max, lim.effort_max, lim.acceleration_max
-            bounded = lim._bounded or (clamp and bounds is not None)
+            bounded = lim.bounded or (clamp and bounds is not None)
         return cycle_kernels.limit_command(position, velocity, effort, self.last, measured, float(dt), clamp,
                                            bounded, lo, hi, vlim, elim, self.velocity_max, acc, _APPROACH,
                                            self.limited)

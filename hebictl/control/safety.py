@@ -174,6 +174,11 @@ class Limits:
         self._effort_min = -self.effort_max
         self._bounded = bool(np.isfinite(self.position_min).any() or np.isfinite(self.position_max).any())
 
+    @property
+    def bounded(self) -> bool:
+        """Some joint has a finite position limit (recomputed by :meth:`refresh`)."""
+        return self._bounded
+
     def position_violation(self, position: NDArray[np.float64],
                            bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None) -> int:
         """Index of the first joint beyond its limit (or ``bounds``) by more than the tolerance, else -1."""

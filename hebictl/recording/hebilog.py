@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 from mcap.writer import CompressionType, Writer
 
-import hebictl
 from hebictl.errors import InstallationError, RecordingError
 from hebictl.recording import schemas
 from hebictl.recording.writer import joint_states
+from hebictl.version import __version__
 
 
 def write_feedback(feedback: Iterable[Any], out: str | Path, modules: int, *, source: str = "") -> int:
@@ -30,7 +30,7 @@ def write_feedback(feedback: Iterable[Any], out: str | Path, modules: int, *, so
     count = 0
     with Path(out).open("wb") as stream:
         writer = Writer(stream, compression=CompressionType.ZSTD)
-        writer.start(profile=schemas.PROFILE, library=f"hebictl {hebictl.__version__}")
+        writer.start(profile=schemas.PROFILE, library=f"hebictl {__version__}")
         channels = {t.name: schemas.register(writer, t) for t in (schemas.JOINT_STATES, schemas.JOINT_COMMANDS)}
         writer.add_metadata(schemas.RUN_METADATA, {"command": "log convert", "source": source,
                                                    "dof": str(modules), "joint_names": json.dumps(list(names))})

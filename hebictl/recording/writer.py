@@ -44,11 +44,11 @@ from foxglove_schemas_protobuf.JointStates_pb2 import JointStates
 from foxglove_schemas_protobuf.Log_pb2 import Log
 from mcap.writer import CompressionType, Writer
 
-import hebictl
 from hebictl.control.safety import OPERATOR_EVENTS
 from hebictl.errors import FormatError, RecordingError
 from hebictl.recording import schemas
 from hebictl.recording.frames import LinkFrames
+from hebictl.version import __version__
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ class McapRecorder:
         self.topics = tuple(t for t in schemas.TOPICS if (teleop or not t.teleop_only)
                             and (self.frames is not None or t.name not in spatial))
         self.config_text = Path(config_path).read_bytes() if config_path is not None else None
-        self.metadata = {"hebictl_version": getattr(hebictl, "__version__", "unknown"),
+        self.metadata = {"hebictl_version": __version__,
                          "model": arm.model.name or "", "dof": str(arm.dof),
                          "joint_names": json.dumps(list(self.names)),
                          "links": json.dumps(list(self.frames.frame_ids()) if self.frames else []),

@@ -35,7 +35,7 @@ def _reference_apply(state: dict, lim: Limits | None, position, velocity, dt, me
     if dt <= 0.0:
         np.copyto(position, last, where=np.isfinite(position))
         return False
-    if lim is not None and lim._bounded:
+    if lim is not None and lim.bounded:
         lo, hi = bounds or (lim.position_min, lim.position_max)
         a = np.where(np.isfinite(lim.acceleration_max), lim.acceleration_max, 1e9)
         two_a = 2.0 * APPROACH_FRACTION * a
@@ -64,7 +64,7 @@ def _reference_apply(state: dict, lim: Limits | None, position, velocity, dt, me
 
 def _reference_outside(lim: Limits, position, bounds=None) -> int:
     lo, hi = bounds if bounds is not None else (lim.position_min, lim.position_max)
-    if bounds is None and not lim._bounded:
+    if bounds is None and not lim.bounded:
         return -1
     tol = lim.position_tolerance
     bad = (position < lo - tol) | (position > hi + tol)
@@ -125,7 +125,7 @@ def test_clamp_and_rate_limit_agree_with_numpy_over_a_run(kernels, seed):
     ours = RateLimiter(lim.velocity_max, lim)
     ref = {"last": np.full(n, np.nan), "vmax": ours.velocity_max.copy(), "limited": None}
     recovery = None
-    if lim._bounded and rng.random() < 0.3:  # joints switched on outside their limits
+    if lim.bounded and rng.random() < 0.3:  # joints switched on outside their limits
         recovery = (lim.position_min - rng.uniform(0, 0.5, n), lim.position_max + rng.uniform(0, 0.5, n))
     q = rng.uniform(-2.0, 2.0, n)
     for cycle in range(60):
@@ -187,7 +187,7 @@ def test_limit_and_firmware_checks_agree_with_numpy(kernels, seed):
         assert firmware_limit_acting(state, n) == _reference_firmware(state)
         mstop = _sprinkle(rng, (rng.random(n) < 0.1).astype(float), p_nan=0.1)
         pressed, acting, outside = cycle_kernels.feedback_faults(q, lim.position_min, lim.position_max,
-                                                                 lim.position_tolerance, lim._bounded, mstop, state)
+                                                                 lim.position_tolerance, lim.bounded, mstop, state)
         assert pressed == bool(np.any(mstop == 1.0))
         ref = _reference_firmware(state)
         assert acting == (-1 if ref is None else 2 * ref[0] + (ref[1] == "upper"))

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from hebictl._typing import FloatArray
-from hebictl.control.plugin_table import KNOWN_PLUGINS
+from hebictl.plugin_schema import KNOWN_PLUGINS
 
 if TYPE_CHECKING:
     from hebictl.hardware.base import Backend, Command, Feedback
@@ -65,9 +65,27 @@ def default_name(type_name: str) -> str:
 
 
 class ArmPlugin:
-    """Base: ``enabled`` ramps the plugin's contribution in or out over ``ramp_time`` [s]."""
+    """Base: ``enabled`` ramps the plugin's contribution in or out over ``ramp_time`` [s].
+
+    The Arm never asks a plugin what type it is: it reads the plugin's declared capabilities,
+    class attributes a subclass sets to True (all False here), so a new plugin with the same role
+    is treated the same without a change to the core:
+
+    ``runs_while_stopped``
+        :meth:`update` runs while the arm is stopped too (a plugin that only mirrors the arm's own
+        command to other modules; every other plugin is skipped while stopped).
+    ``gravity_source``
+        :meth:`gravity_vector` gives the gravity the plugin measures (e.g. from an IMU); the Arm's
+        own efforts (hold, brake, declared payload) use the first such plugin's, else the model's.
+    ``feed_forward_effort``
+        the plugin feeds the commanded trajectory's dynamics forward: :meth:`feed_forward_efforts`
+        is what it added this cycle, which a brake ramp's own feed-forward leaves out.
+    """
 
     type_name: ClassVar[str] = ""
+    runs_while_stopped: ClassVar[bool] = False
+    gravity_source: ClassVar[bool] = False
+    feed_forward_effort: ClassVar[bool] = False
 
     def __init__(self, name: str, enabled: bool = True, ramp_time: float = 0.0) -> None:
         self.name = name
@@ -88,6 +106,15 @@ class ArmPlugin:
         """Add this plugin's contribution to ``arm.pending_command``; False on failure."""
         self._ramp(dt)
         return True
+
+    def gravity_vector(self) -> FloatArray | None:
+        """[m/s², world frame] the gravity this plugin uses now (``gravity_source`` plugins), else None."""
+        return None
+
+    def feed_forward_efforts(self) -> FloatArray | None:
+        """[N·m] the trajectory feed-forward this plugin added this cycle (``feed_forward_effort``
+        plugins), else None."""
+        return None
 
     def send(self, arm: ArmView) -> bool:
         """Plugins that drive extra modules send their own commands here."""

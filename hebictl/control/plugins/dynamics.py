@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hebictl._typing import FloatArray
 from hebictl.control.plugins.base import ArmPlugin, ArmView, default_name
 
 
@@ -16,6 +17,7 @@ class DynamicsCompensationEffort(ArmPlugin):
     """Adds the efforts that produce the trajectory's commanded accelerations (no gravity term)."""
 
     type_name = "DynamicsCompensationEffort"
+    feed_forward_effort = True
     _ZERO_G = np.zeros(3)
 
     def __init__(self, name: str = default_name("DynamicsCompensationEffort"), enabled: bool = True,
@@ -37,3 +39,7 @@ class DynamicsCompensationEffort(ArmPlugin):
             self.efforts *= self.enabled_ratio
         arm.pending_command.effort += self.efforts
         return True
+
+    def feed_forward_efforts(self) -> FloatArray:
+        """The efforts added for the trajectory's accelerations (ramped with ``enabled``)."""
+        return self.efforts

@@ -36,6 +36,7 @@ class GravityCompensationEffort(ArmPlugin):
     """
 
     type_name = "GravityCompensationEffort"
+    gravity_source = True
 
     def __init__(self, name: str = default_name("GravityCompensationEffort"), enabled: bool = True,
                  ramp_time: float = 0.0, *, imu_feedback_index: int = 0, imu_frame_index: int = 0,
@@ -85,6 +86,10 @@ class GravityCompensationEffort(ArmPlugin):
             return self._static_rotation @ g
         frame = arm.input_frames()[self.imu_frame_index, :3, :3]
         return frame @ (self.imu_rotation_offset @ g)
+
+    def gravity_vector(self) -> FloatArray:
+        """The gravity of the last cycle: the IMU's, or the configured one without it."""
+        return self.gravity
 
     def update(self, arm: ArmView, dt: float) -> bool:
         self._ramp(dt)

@@ -13,7 +13,7 @@ Two stages, both public:
   an :class:`HrdfDocument` of :class:`HrdfElement` values;
 * :func:`build_model` turns a document into a model through
   :class:`~hebictl.model.builder.ModelBuilder`, with the physical data of built-in elements from
-  :mod:`hebictl.model.library`.
+  :mod:`hebictl.formats.hrdf.library`.
 
 Model layout, chosen so the frames match hebi-py's exactly (same counts, same order):
 

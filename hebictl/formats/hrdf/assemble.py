@@ -2,7 +2,7 @@
 
 Second of the reader's two stages (the first is :mod:`hebictl.formats.hrdf.parse`): elements
 become bodies, joints and frames through :class:`~hebictl.model.builder.ModelBuilder`, with the
-physical data of built-in elements from :mod:`hebictl.model.library`. The model layout (frame
+physical data of built-in elements from :mod:`hebictl.formats.hrdf.library`. The model layout (frame
 counts and order, joint names) matches hebi-py's; see the package docstring.
 """
 
@@ -113,7 +113,7 @@ class _Assembler:
     def _element(self, el: HrdfElement, attach: tuple[int, FloatArray], parent: int,
                  parent_output: int) -> tuple[int, tuple[int, FloatArray]]:
         """Add one element (and the subtrees of its <output>s); returns its index and attach point."""
-        from hebictl.model.library import element_spec
+        from hebictl.formats.hrdf.library import element_spec
         from hebictl.model.tree import Inertia, Joint, JointKind
 
         b = self.builder

@@ -429,7 +429,7 @@ def _display_tag(el: Any) -> str:
 
 
 def _bracket_outputs(type_: str | None, file: str, line: int) -> int:
-    from hebictl.model.library import element_spec
+    from hebictl.formats.hrdf.library import element_spec
 
     try:
         return len(element_spec("bracket", str(type_)).outputs)

@@ -1,9 +1,11 @@
-"""The one table of arm-plugin types: names, parameters and defaults, as hebi-py reads them.
+"""The schema of a config's ``plugins:`` entries: every arm-plugin type hebi-py knows, its parameters and defaults.
 
-Config validation (:mod:`hebictl.config`) checks ``plugins:`` entries against it and
-:mod:`hebictl.control.plugins` builds plugins from it, so a plugin type or parameter is written
-down once. It lives apart from the plugin classes so that loading a config does not import the
-plugins' numerical dependencies.
+Config validation (:mod:`hebictl.config`) checks ``plugins:`` entries against :data:`KNOWN_PLUGINS`,
+the plugin classes (:mod:`hebictl.control.plugins`) take their default names from it and the wiring
+layer (:mod:`hebictl.wiring.plugin_table`) builds plugins with its defaults, so a plugin type or
+parameter is written down once. It is a neutral module below all three (it imports nothing of
+hebictl): loading a config imports neither the plugins' numerical dependencies nor the control
+package, and the control package does not import config.
 """
 
 from __future__ import annotations

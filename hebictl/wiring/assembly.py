@@ -1,4 +1,4 @@
-"""Assembly: a robot config turned into the parts of an Arm (model, backend, plugins, limits).
+"""Assembly: a robot config turned into an Arm (model, gains, backend, plugins, limits, workspace).
 
 The config is loaded once here. Every backend is opened the same way, through
 :func:`hebictl.hardware.registry.open_backend` with a :class:`~hebictl.hardware.registry.BackendSpec`:
@@ -7,56 +7,44 @@ a backend receives the spec fields its factory names (the simulator names ``mode
 lifetime [s] and gains are set through the Backend protocol, the modules' own safety settings
 (``user_data.module_safety``: firmware limits = the arm's joint limits plus a margin, limit and
 M-stop strategies) are sent when ``send: true`` and only logged otherwise (dry run), and the plugins
-are built from the config's entries. :meth:`hebictl.control.arm.Arm.from_config` calls :func:`assemble`.
+are built from the config's entries (:mod:`hebictl.wiring.plugin_table`).
+
+This is the wiring layer, above control, config, formats and hardware: it is the one place that
+knows all of them, so none of them has to know another's neighbours. :meth:`Arm.from_config
+<hebictl.control.arm.Arm.from_config>` forwards to :func:`arm_from_config` with a lazy import, the
+single upward edge the layer table allows (docs/architecture.md, "Layers").
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from hebictl.control.plugins import ArmPlugin, plugin_from_config
+from hebictl.collision.attach import attach_from_config
+from hebictl.config import RobotConfig, gains_file, load_config
+from hebictl.control.extra_modules import ExtraModules
+from hebictl.control.plugins import ArmPlugin
 from hebictl.control.safety import Limits
 from hebictl.control.settings import SafetySettings, limits_from, safety_from
 from hebictl.errors import ConfigError
+from hebictl.formats import load_model
+from hebictl.gains import load_gains
 from hebictl.hardware.base import Backend
+from hebictl.hardware.clock import MonotonicClock
 from hebictl.hardware.firmware import ModuleSafety, safety_from_user_data
 from hebictl.hardware.registry import BackendSpec, open_backend
+from hebictl.wiring.plugin_table import plugin_from_config
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from hebictl.config import RobotConfig
+    from hebictl.control.arm import Arm
     from hebictl.hardware.clock import Clock
     from hebictl.model.robot import RobotModel
 
-
-@dataclass
-class ExtraModules:
-    """Opens more modules on the arm's backend type (a double shoulder's mirror module).
-
-    A backend that can drive extra modules on the same physical joints (the simulator) offers
-    ``open_extra_modules(names, families, joints=, signs=)``; otherwise a new group of the same
-    backend type is opened through the registry.
-    """
-
-    backend_name: str
-    primary: Backend
-    clock: Clock | None
-    user_data: dict[str, Any] = field(default_factory=dict)
-    options: dict[str, Any] = field(default_factory=dict)
-
-    def open(self, names: Sequence[str], families: Sequence[str], joints: Sequence[int] = (),
-             signs: Sequence[float] = ()) -> Backend:
-        opener = getattr(self.primary, "open_extra_modules", None)
-        if opener is not None:
-            return opener(list(names), list(families), joints=list(joints), signs=list(signs))
-        spec = BackendSpec(tuple(names), tuple(families), feedback_frequency=self.primary.feedback_frequency,
-                           command_lifetime=self.primary.command_lifetime, user_data=self.user_data)
-        return open_backend(self.backend_name, spec, clock=self.clock, **self.options)
+ArmT = TypeVar("ArmT", bound="Arm")
 
 
 @dataclass
@@ -82,11 +70,6 @@ def assemble(config: RobotConfig | str | Path, backend: str = "mock", *, clock: 
     ``gains`` is a role of the config's gains (``None``: send none); ``backend_options`` go to the
     backend's factory. The backend is closed again if anything after opening it fails.
     """
-    from hebictl.collision.attach import attach_from_config
-    from hebictl.config import gains_file, load_config
-    from hebictl.formats import load_model
-    from hebictl.gains import load_gains
-
     cfg = load_config(config) if isinstance(config, str | Path) else config
     if model is None:
         if cfg.hrdf is None:
@@ -131,3 +114,28 @@ def assemble(config: RobotConfig | str | Path, backend: str = "mock", *, clock: 
     except Exception:
         be.close()
         raise
+
+
+def arm_from_config(arm_class: type[ArmT], config: RobotConfig | str | Path, backend: str = "mock", *,
+                    clock: Clock | None = None, model: RobotModel | None = None,
+                    gains: str | None = "default", **backend_options: Any) -> ArmT:
+    """An ``arm_class`` (:class:`~hebictl.control.arm.Arm` or a subclass) built from :func:`assemble`'s
+    parts, with the modules' own safety settings kept on it; the backend is closed if building fails.
+
+    The class is passed in (``Arm.from_config`` passes ``cls``) so that this module never imports
+    ``hebictl.control.arm``: the one edge between the two runs upward, from the Arm's forwarding
+    classmethod to here.
+    """
+    clock = clock or MonotonicClock()
+    parts = assemble(config, backend, clock=clock, model=model, gains=gains, **backend_options)
+    try:
+        arm = arm_class(parts.model, parts.backend, clock=clock, plugins=parts.plugins, limits=parts.limits,
+                        safety=parts.safety, extra_modules=parts.extra_modules, user_data=parts.user_data)
+        arm.module_safety = parts.module_safety
+        return arm
+    except Exception:
+        parts.backend.close()
+        raise
+
+
+__all__ = ["ArmParts", "ExtraModules", "arm_from_config", "assemble"]

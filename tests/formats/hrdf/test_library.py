@@ -1,4 +1,4 @@
-"""hebictl.model.library against hebi-py's own one-element models, run side by side.
+"""hebictl.formats.hrdf.library against hebi-py's own one-element models, run side by side.
 
 Type lists are copied from the HRDF 1.6.0 spec (FORMAT.md), not from the library, so a missing
 type is caught. Tolerance 1e-12 throughout (the library reproduces hebi to float64 round-off).
@@ -10,19 +10,17 @@ import importlib.util
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
 from hebictl.errors import ModelError
-from hebictl.model.library import ElementSpec, element_spec, known_types
+from hebictl.formats.hrdf.library import ElementSpec, element_spec, known_types
+from tests._support.paths import REPO_ROOT
 
 TOL = 1e-12
 HEBI_PI = float(np.float32(math.pi))  # the value of `pi` in hebi's HRDF formula evaluator
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
 SPEC_ACTUATORS = ("X5-1", "X5-4", "X5-9", "X8-3", "X8-9", "X8-16", "R8-3", "R8-9", "R8-16",
                   "T5-1", "T5-4", "T5-9", "T8-3", "T8-9", "T8-16",
                   "R25-8", "R25-20", "R25-40", "T25-8", "T25-20", "T25-40")

@@ -1,4 +1,4 @@
-"""Assembly (hebictl.control.assembly): the config is read once and every backend is opened alike."""
+"""Assembly (hebictl.wiring.assembly): the config is read once and every backend is opened alike."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 import hebictl.config
+import hebictl.wiring.assembly
 from hebictl.control.arm import Arm
-from hebictl.control.assembly import assemble
 from hebictl.hardware.clock import SimClock
 from hebictl.hardware.mock import open_mock
 from hebictl.hardware.registry import available_backends, register_backend
+from hebictl.wiring.assembly import assemble
 from tests._support.paths import REPO_ROOT
 
 KIT6 = REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml"
@@ -26,7 +27,9 @@ def test_config_is_loaded_once(monkeypatch):
         calls.append(path)
         return real(path, **kw)
 
+    # the wiring imports load_config by name; anything else would reach it through hebictl.config
     monkeypatch.setattr(hebictl.config, "load_config", counting)
+    monkeypatch.setattr(hebictl.wiring.assembly, "load_config", counting)
     Arm.from_config(KIT6, clock=SimClock()).close()
     assert len(calls) == 1
 
@@ -63,7 +66,7 @@ def test_module_safety_dry_run_and_send(tmp_path, caplog):
     text = text.replace('"gains/', f'"{REPO_ROOT}/configs/gains/')
     cfg = tmp_path / "kit.cfg.yaml"
     cfg.write_text(text.replace("user_data:\n", "user_data:\n  module_safety: {send: false}\n", 1))
-    with caplog.at_level(logging.INFO, logger="hebictl.control.assembly"):
+    with caplog.at_level(logging.INFO, logger="hebictl.wiring.assembly"):
         parts = assemble(cfg, clock=SimClock())
     parts.backend.close()
     assert "dry run" in caplog.text and not parts.module_safety_sent

@@ -2,7 +2,7 @@
 
 Why a table and not hebi-py: a robot model must know each module's mass, centre of mass, inertia,
 interface frames and limits without talking to libhebi. The numbers live in
-``hebictl/model/library/*.yaml``, generated from hebi-py one-element models by
+``hebictl/formats/hrdf/library/*.yaml``, generated from hebi-py one-element models by
 ``tools/gen_library.py`` (which also documents the origin of every inertia tensor); this module
 only loads them (once, lazily) and turns them into :class:`ElementSpec` values.
 
@@ -72,7 +72,8 @@ def _transform(entry: dict) -> NDArray[np.float64]:
 @functools.cache
 def _table(kind: str) -> dict[str, dict]:
     """The ``elements`` mapping of one family file (read on first use)."""
-    text = resources.files("hebictl.model").joinpath("library").joinpath(_FILES[kind]).read_text(encoding="utf-8")
+    folder = resources.files("hebictl.formats.hrdf").joinpath("library")
+    text = folder.joinpath(_FILES[kind]).read_text(encoding="utf-8")
     # libyaml's parser when PyYAML has it (its wheels do): the four tables take ~0.3 s with the pure
     # Python parser, a large part of a command's start-up; same SafeConstructor, same values
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["elements"]

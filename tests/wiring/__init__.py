@@ -1,0 +1,1 @@
+"""Tests of hebictl.wiring: a config into a running Arm."""
