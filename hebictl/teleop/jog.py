@@ -47,13 +47,15 @@ from hebictl.collision.attach import world_of
 from hebictl.control.plugins import ArmPlugin
 from hebictl.control.safety import ArmState
 from hebictl.errors import CommandRejected
+from hebictl.teleop.schema import MAX_JOG_TTL
 
 if TYPE_CHECKING:
     from hebictl.control.arm import Arm
     from hebictl.teleop.schema import JogCommand
 
-#: [s] the longest a jog sample may stay valid (the schema allows longer; this module refuses it)
-MAX_TTL = 0.5
+#: [s] the longest a jog sample may stay valid: the schema's cap, checked again here for a sample
+#: that did not come through the schema (a direct ``offer``)
+MAX_TTL = MAX_JOG_TTL
 #: [rad] the Cartesian jog's end effector keeps within this of the commanded direction (issue: 10°)
 MAX_DIRECTION_ERROR = np.deg2rad(5.0)
 #: [rad] below this direction error the Cartesian jog runs at full speed; it fades to 0 at the max
