@@ -153,6 +153,24 @@ def servo_scale(distance: float, threshold: float) -> float:
     return min(1.0, max(0.0, distance / threshold))
 
 
+#: plugin types that pass the arm's finished command on to other modules (a double shoulder's
+#: second module): the jog must write its command before they run, or they forward the hold the
+#: jog replaced (measured on the sim's x7: the mirrored shoulder module held the jog's start while
+#: the other moved, and the two stopped fighting each other 56 mrad behind the command)
+FORWARDING_PLUGINS = frozenset({"DoubledJointMirror"})
+
+
+def attach(arm: Arm, jog: JogPlugin) -> None:
+    """Add ``jog`` to ``arm``'s plugins ahead of the first :data:`FORWARDING_PLUGINS` one (after the
+    effort plugins it builds on, whose dynamics term it replaces; see :meth:`JogPlugin.update`)."""
+    arm.add_plugin(jog)
+    plugins = arm.plugins
+    first = next((i for i, p in enumerate(plugins) if p.type_name in FORWARDING_PLUGINS), None)
+    if first is not None:
+        plugins.remove(jog)
+        plugins.insert(first, jog)
+
+
 class JogPlugin(ArmPlugin):
     """Drives the arm from a :class:`JogMailbox` while a jog is active (see module doc).
 
@@ -290,7 +308,9 @@ class JogPlugin(ArmPlugin):
         collision = self._collision_scale(pos, target)
         target *= collision
         self.scales = {"direction": direction, "limits": limits, "collision": collision}
+        previous = self.velocity.copy()
         self._slew(target, dt, uniform=cartesian)
+        accel = (self.velocity - previous) / dt if dt > 0.0 else np.zeros_like(previous)
         pos += self.velocity * dt
         at_lo, at_hi = pos <= self._lo, pos >= self._hi
         if at_lo.any() or at_hi.any():
@@ -299,6 +319,12 @@ class JogPlugin(ArmPlugin):
         cmd = arm.pending_command
         cmd.position[:] = pos
         cmd.velocity[:] = self.velocity
+        # feed the jog's own acceleration forward (rigid-body dynamics at the commanded state, less
+        # what the arm's DynamicsCompensationEffort added for its idle trajectory state): otherwise
+        # the modules find that torque through their position error, i.e. they lag while speeding
+        # up and overshoot while stopping, each joint by its own inertia, and the end effector
+        # leaves the commanded direction
+        cmd.effort += arm.brake_planner.missing_effort((pos, self.velocity, accel), arm.plugins)
         if not math.isfinite(float(pos.sum())):  # never command garbage: fall back to holding
             self.active = False
             cmd.position[:] = arm.last_feedback.position
