@@ -75,6 +75,8 @@ LIMIT_BRAKE_FRACTION = 0.25
 #: [m/s²] a jog closing in on a body or the workspace can stop within the distance left at this
 #: deceleration (gentle enough for the arm to track: a harder stop makes it bounce)
 STOP_DECELERATION = 0.5
+#: a Cartesian jog slowed below this fraction of the commanded speed stops (see :meth:`JogPlugin._jog`)
+CREEP_FRACTION = 0.03
 #: [s] the collision check looks this far ahead along the commanded velocity to tell approach from retreat
 LOOKAHEAD = 0.02
 
@@ -307,6 +309,11 @@ class JogPlugin(ArmPlugin):
                 limits = 0.0 if not np.any(target) else limits
         collision = self._collision_scale(pos, target)
         target *= collision
+        if cartesian and direction * limits * collision < CREEP_FRACTION:
+            # the last of a Servo-style approach (speed proportional to the distance left) is an
+            # endless creep, in which the joints' own settling, not the jog, sets the direction:
+            # stop instead (at the slew's braking rate, from a speed this small)
+            target.fill(0.0)
         self.scales = {"direction": direction, "limits": limits, "collision": collision}
         previous = self.velocity.copy()
         self._slew(target, dt, uniform=cartesian)

@@ -133,8 +133,7 @@ def _cartesian(name, twist, seconds=3.0):
             t.append(clock.now())
             ee.append(arm.model.end_effector(arm.last_feedback.position)[:3, 3].copy())
             cmd.append(arm.model.end_effector(jog.position)[:3, 3].copy())
-            hit = jog.world.collision(arm.last_feedback.position)
-            gaps.append(np.inf if hit is None else hit.gap)
+            gaps.append(min(jog.world.min_distances(arm.last_feedback.position)))
             cmd_margin.append(min(jog.world.min_distances(jog.position)))
     t, ee, cmd = np.array(t), np.array(ee), np.array(cmd)
     lin = np.asarray(twist[:3], float)
@@ -149,8 +148,8 @@ def _report(name, what, figures, ee, cmd, gap):
     print(f"{name} {what}: commanded {cs:.3f}x speed, {ca:.2f} deg off; measured end effector (>= 1 mm windows) "
           f"{mw:.3f}x speed ({ms:.3f}x over 10 ms), {ma:.2f} deg off; travelled "
           f"{np.linalg.norm(ee[-1] - ee[0]) * 1000:.0f} mm; end effector at stop {ee[-1, 2] * 1000:.1f} mm above "
-          f"the table (lowest {ee[:, 2].min() * 1000:.1f} mm); closest measured shape to the table "
-          f"{gap * 1000:.1f} mm")
+          f"the table (lowest {ee[:, 2].min() * 1000:.1f} mm); measured arm (self and table) beyond its "
+          f"clearance by at least {gap * 1000:.1f} mm")
 
 
 def _assert_measured(figures, ee, cmd):
