@@ -81,6 +81,10 @@ LIMIT_BRAKE_FRACTION = 0.25
 STOP_DECELERATION = 0.5
 #: a Cartesian jog slowed below this fraction of the commanded speed stops (see :meth:`JogPlugin._jog`)
 CREEP_FRACTION = 0.03
+#: ... and moves again once it would run at this fraction (or the jog restarts)
+CREEP_RESUME = 0.25
+#: [rad] an arm this far from its command on any joint is also collision-checked where it is
+SAG_CHECK = 0.005
 #: [s] the collision check looks this far ahead along the commanded velocity to tell approach from retreat
 LOOKAHEAD = 0.02
 
@@ -202,6 +206,7 @@ class JogPlugin(ArmPlugin):
         self.scales = {"direction": 1.0, "limits": 1.0, "collision": 1.0}
         self._arm: Arm | None = None
         self._offset = np.zeros(0)
+        self._crept = False
 
     # narrower than ArmView on purpose: the jog reads the Arm's limits, state and trajectory, which
     # ArmView does not expose; the plugin table attaches it to an Arm only
@@ -226,6 +231,7 @@ class JogPlugin(ArmPlugin):
         self.velocity.fill(0.0)
         self.sample = sample
         self.active = True
+        self._crept = False
         self._offset = np.zeros_like(self.position)
         if self._arm is not None and np.all(np.isfinite(self._arm.last_feedback.position)):
             self._offset = self.position - self._arm.last_feedback.position
@@ -270,13 +276,22 @@ class JogPlugin(ArmPlugin):
             k = min(1.0, dt / SAG_TIME_CONSTANT)
             self._offset[still] += k * (error[still] - self._offset[still])
 
-    def _collision_scale(self, pos: FloatArray, target: FloatArray) -> float:
+    def _collision_scale(self, pos: FloatArray, target: FloatArray, measured: FloatArray) -> float:
         """MoveIt Servo's scale (1 at the threshold, 0 at contact) for every pair closing in, and never
-        faster than the arm can stop within the distance left at :data:`STOP_DECELERATION`."""
+        faster than the arm can stop within the distance left at :data:`STOP_DECELERATION`.
+
+        From the command and, where the arm is more than :data:`SAG_CHECK` away from it, also from
+        the measured position: an arm sagging under a payload the model does not know is nearer the
+        table than its command (measured on the sim: x6 with 1 kg, 43 mm; checked from the command
+        alone it stopped 21 mm below the table)."""
         world = self.world
         if world is None or not np.any(target):
             return 1.0
-        return world.approach_scale(pos, pos + target * LOOKAHEAD, LOOKAHEAD, STOP_DECELERATION)
+        scale = world.approach_scale(pos, pos + target * LOOKAHEAD, LOOKAHEAD, STOP_DECELERATION)
+        if scale > 0.0 and np.all(np.isfinite(measured)) and float(np.max(np.abs(pos - measured))) > SAG_CHECK:
+            scale = min(scale, world.approach_scale(measured, measured + target * LOOKAHEAD, LOOKAHEAD,
+                                                    STOP_DECELERATION))
+        return scale
 
     def _jog(self, arm: Arm, dt: float) -> None:
         latest = self.mailbox.latest
@@ -324,12 +339,15 @@ class JogPlugin(ArmPlugin):
             else:
                 np.clip(target, -down, up, out=target)
                 limits = 0.0 if not np.any(target) else limits
-        collision = self._collision_scale(pos, target)
+        collision = self._collision_scale(pos, target, measured)
         target *= collision
-        if cartesian and direction * limits * collision < CREEP_FRACTION:
+        overall = direction * limits * collision
+        self._crept = cartesian and overall < (CREEP_RESUME if self._crept else CREEP_FRACTION)
+        if self._crept:
             # the last of a Servo-style approach (speed proportional to the distance left) is an
             # endless creep, in which the joints' own settling, not the jog, sets the direction:
-            # stop instead (at the slew's braking rate, from a speed this small)
+            # stop instead (at the slew's braking rate, from a speed this small), and stay stopped
+            # until the way is clearly open (the arm settling back from its stop is not)
             target.fill(0.0)
         self.scales = {"direction": direction, "limits": limits, "collision": collision}
         previous = self.velocity.copy()
