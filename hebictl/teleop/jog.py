@@ -18,14 +18,20 @@ Each cycle it
    into the speed each joint can still brake from before its position limit (``sqrt(2 a d)``,
    from the command or the feedback, whichever is nearer the limit) and so that the command never
    runs more than :data:`MAX_LEAD` ahead of the measured position (joint jog per joint, Cartesian
-   jog uniformly);
+   jog uniformly; a joint at rest takes its position error as sag, not lead);
 4. scales by the distance to the arm's own body and its workspace as MoveIt Servo does (1 at or
    beyond the threshold, 0 at contact; only while the motion closes that distance), checked every
    cycle on :mod:`hebictl.collision` (thresholds ``user_data.workspace.slowdown``, default 2 cm self,
-   3 cm workspace);
+   3 cm workspace) from the command and, where the arm sags away from it, from the measured arm;
+   a Cartesian jog slowed below :data:`CREEP_FRACTION` stops instead of creeping;
 5. slews the commanded velocity toward it (``accel`` [rad/s²] speeding up, :data:`BRAKE_FACTOR`
    times that slowing down), uniformly in Cartesian jog,
-6. integrates it into the jog position (clamped at the joint limits) and commands both.
+6. integrates it into the jog position (clamped at the joint limits) and commands both, with the
+   effort of its acceleration fed forward (without it the joints lag by their own inertia while
+   speeding up and overshoot after stopping, and the end effector leaves its direction).
+
+:func:`attach` adds the plugin ahead of the plugins that forward the finished command to other
+modules (a double shoulder's mirror).
 
 Starting and releasing (dead-man let go or ``ttl`` expired) are decided by the arm thread
 (:mod:`hebictl.teleop.runner`) at the start of a cycle; after a release the plugin stops
