@@ -50,6 +50,7 @@ from numpy.typing import ArrayLike
 
 from hebictl._typing import FloatArray
 from hebictl.collision.attach import world_of
+from hebictl.control.monitors.payload import Payload, payload_efforts
 from hebictl.control.plugins import ArmPlugin
 from hebictl.control.safety import ArmState
 from hebictl.errors import CommandRejected
@@ -89,6 +90,10 @@ STOP_DECELERATION = 0.5
 CREEP_FRACTION = 0.03
 #: ... and moves again once it would run at this fraction (or the jog restarts)
 CREEP_RESUME = 0.25
+#: [kg] an end-effector mass the model-mismatch monitor measured is fed forward by the jog between
+#: these bounds (below: noise; above: more likely a contact than a load, not pushed against)
+MIN_ESTIMATED_PAYLOAD = 0.05
+MAX_ESTIMATED_PAYLOAD = 2.0
 #: [rad] an arm this far from its command on any joint is also collision-checked where it is
 SAG_CHECK = 0.005
 #: [s] the collision check looks this far ahead along the commanded velocity to tell approach from retreat
@@ -282,6 +287,21 @@ class JogPlugin(ArmPlugin):
             k = min(1.0, dt / SAG_TIME_CONSTANT)
             self._offset[still] += k * (error[still] - self._offset[still])
 
+    def _hold_estimated_payload(self, arm: Arm, pos: FloatArray, effort: FloatArray) -> None:
+        """Add the gravity effort of the end-effector mass the arm's model-mismatch monitor measured
+        at rest and the model does not know (``arm.payload_estimate``, up to :data:`MAX_ESTIMATED_PAYLOAD`).
+
+        Without it the position loop carries that load alone, so the arm sags by load / stiffness,
+        and the sag changes as the jog moves the pose: on the sim, the r6 elbow with an unknown 1 kg
+        ran up to 150 mrad ahead of its command toward its lower limit."""
+        est = arm.payload_estimate
+        extra = float(est.get("extra_mass_kg", 0.0)) if est is not None else 0.0
+        if not MIN_ESTIMATED_PAYLOAD <= extra <= MAX_ESTIMATED_PAYLOAD:
+            return
+        grav = arm.plugin("GravityCompensationEffort")
+        gravity = getattr(grav, "gravity", arm.model.gravity)
+        effort += payload_efforts(arm.model, pos, Payload(extra), gravity)
+
     def _collision_scale(self, pos: FloatArray, target: FloatArray, measured: FloatArray) -> float:
         """MoveIt Servo's scale (1 at the threshold, 0 at contact) for every pair closing in, and never
         faster than the arm can stop within the distance left at :data:`STOP_DECELERATION`.
@@ -373,6 +393,7 @@ class JogPlugin(ArmPlugin):
         # up and overshoot while stopping, each joint by its own inertia, and the end effector
         # leaves the commanded direction
         cmd.effort += arm.brake_planner.missing_effort((pos, self.velocity, accel), arm.plugins)
+        self._hold_estimated_payload(arm, pos, cmd.effort)
         if not math.isfinite(float(pos.sum())):  # never command garbage: fall back to holding
             self.active = False
             cmd.position[:] = arm.last_feedback.position
