@@ -28,7 +28,8 @@ Each cycle it
    times that slowing down), uniformly in Cartesian jog,
 6. integrates it into the jog position (clamped at the joint limits) and commands both, with the
    effort of its acceleration fed forward (without it the joints lag by their own inertia while
-   speeding up and overshoot after stopping, and the end effector leaves its direction).
+   speeding up and overshoot after stopping, and the end effector leaves its direction), and the
+   gravity of an end-effector mass the arm measured and its model does not know.
 
 :func:`attach` adds the plugin ahead of the plugins that forward the finished command to other
 modules (a double shoulder's mirror).
