@@ -184,16 +184,20 @@ def test_cartesian_jog_down_into_the_table_stops_above_it(name, mass):
     assert ee[:, 2].min() > 0.0 and cmd[:, 2].min() > 0.0 and gap > -1e-3
 
 
+@pytest.mark.parametrize("toward", ["axis", "origin"])
 @pytest.mark.parametrize("name", CONFIGS)
-def test_cartesian_jog_in_toward_the_base_slows_and_stops(name):
-    """Toward the base's axis at 0.5 m/s: commanded and measured end effector at most 1.05x, within
-    10 deg, and it stops (a joint limit, a singularity or the arm's own body) instead of jumping."""
+def test_cartesian_jog_in_toward_the_base_slows_and_stops(name, toward):
+    """Toward the base at 0.5 m/s, horizontally to its axis or straight at its origin (into the
+    base, down too): commanded and measured end effector at most 1.05x, within 10 deg, and it
+    stops (a joint limit, a singularity, the table or the arm's own body) instead of jumping."""
     arm, _, _, _, home = jog_arm(name)
     ee = arm.model.end_effector(home)[:3, 3]
     arm.close()
-    inward = -np.array([ee[0], ee[1], 0.0]) / np.hypot(ee[0], ee[1])
+    aim = np.array([ee[0], ee[1], 0.0]) if toward == "axis" else ee
+    inward = -aim / np.linalg.norm(aim)
     figures, ee_path, cmd, gap = _cartesian(name, [*(0.5 * inward), 0.0, 0.0, 0.0])
-    _report(name, "in", figures, ee_path, cmd, gap)
+    _report(name, f"in toward the base's {toward}", figures, ee_path, cmd, gap)
+    assert ee_path[:, 2].min() > 0.0
     _assert_measured(figures, ee_path, cmd)
     assert gap > -1e-3
 
