@@ -84,7 +84,7 @@ from hebictl.teleop.events import (
     decide,
 )
 from hebictl.teleop.feasibility import check_reach, check_trajectory
-from hebictl.teleop.jog import JogMailbox, JogPlugin
+from hebictl.teleop.jog import JogMailbox, JogPlugin, attach
 from hebictl.teleop.messages import Ack
 from hebictl.teleop.schema import (
     EstopCommand,
@@ -140,7 +140,7 @@ class ArmRunner:
         # max_dt: after a stalled cycle integrate at most 3 periods, never jump the jog target ahead
         self.jog = JogPlugin(self.mailbox, accel=jog_accel, damping=jog_damping, speed_fraction=jog_speed_fraction,
                              max_dt=3.0 / self.rate_hz)
-        arm.add_plugin(self.jog)
+        attach(arm, self.jog)  # ahead of a double shoulder's mirror: it must forward the jog's command
         self.on_result: Callable[[Ack], None] | None = None
         self._queue: queue.SimpleQueue[tuple[str, TeleopCommand, int]] = queue.SimpleQueue()
         # e-stop engage, link loss and shutdown: handled before anything queued

@@ -280,25 +280,31 @@ def loose_ids(obj: object) -> tuple[int | None, str | None]:
     return seq, client
 
 
+#: [s] the longest a jog sample may stay valid: a client that goes silent stops the arm within this
+#: (plus one cycle). One bound for the schema and the arm's jog (:mod:`hebictl.teleop.jog`).
+MAX_JOG_TTL = 0.5
+
+
 # ---------------------------------------------------------------------- the validators
 class CommandSchema:
     """Validators for one arm: ``dof`` joints within ``limits``.
 
     ``max_linear_speed`` [m/s] and ``max_angular_speed`` [rad/s] bound Cartesian jogs,
-    ``max_ttl`` [s] a jog's validity, ``max_duration`` [s] a goal's length, ``max_reach`` [m] the
-    distance of a Cartesian target from the base (beyond it the target is out of limits without
-    even trying IK).
+    ``max_ttl`` [s] a jog's validity (at most :data:`MAX_JOG_TTL`: a longer one is refused
+    ``ttl_too_long``, not clipped, so the client learns to stream faster), ``max_duration`` [s] a
+    goal's length, ``max_reach`` [m] the distance of a Cartesian target from the base (beyond it the
+    target is out of limits without even trying IK).
     """
 
     def __init__(self, dof: int, limits: Limits, *, max_linear_speed: float = 0.5,
-                 max_angular_speed: float = 2.0, default_ttl: float = 0.25, max_ttl: float = 2.0,
+                 max_angular_speed: float = 2.0, default_ttl: float = 0.25, max_ttl: float = MAX_JOG_TTL,
                  max_duration: float = 600.0, max_waypoints: int = 100, max_reach: float = 10.0) -> None:
         self.dof = dof
         self.limits = limits
         self.max_linear_speed = max_linear_speed
         self.max_angular_speed = max_angular_speed
         self.default_ttl = default_ttl
-        self.max_ttl = max_ttl
+        self.max_ttl = min(max_ttl, MAX_JOG_TTL)
         self.max_duration = max_duration
         self.max_waypoints = max_waypoints
         self.max_reach = max_reach
@@ -405,7 +411,10 @@ class CommandSchema:
         _only(obj, ("space", "velocity", "deadman", "ttl"))
         space = _choice(obj, "space", ("joint", "cartesian"))
         deadman = _bool(obj, "deadman")
-        ttl = _number(obj, "ttl", required=False, default=self.default_ttl, low=0.0, high=self.max_ttl, low_open=True)
+        ttl = _number(obj, "ttl", required=False, default=self.default_ttl, low=0.0, low_open=True)
+        if ttl > self.max_ttl:
+            raise CommandRejected("ttl_too_long", f"a jog sample may be valid for at most {self.max_ttl:g} s, this one "
+                                                  f"asks {ttl:g} s; stream samples more often")
         if space == "joint":
             vel = self._velocities(obj, "velocity", required=True)
         else:

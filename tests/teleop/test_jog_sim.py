@@ -12,7 +12,7 @@ from hebictl.config import load_config
 from hebictl.control.arm import Arm
 from hebictl.errors import CommandRejected
 from hebictl.hardware import SimClock
-from hebictl.teleop.jog import MAX_ACCEL, MAX_TTL, SPEED_HEADROOM, JogMailbox, JogPlugin, JogSample
+from hebictl.teleop.jog import MAX_ACCEL, MAX_TTL, SPEED_HEADROOM, JogMailbox, JogPlugin, JogSample, attach
 from tests._support.paths import REPO_ROOT
 
 pytest.importorskip("mujoco")
@@ -28,14 +28,16 @@ def jog_arm(name, mass=0.0):
     arm = Arm.from_config(cfg, backend="sim", clock=clock, initial_position=home, **options)  # unknown payload
     mailbox = JogMailbox()
     jog = JogPlugin(mailbox, accel=8.0, speed_fraction=1.0)  # what the teleop runner asks for
-    arm.add_plugin(jog)
+    attach(arm, jog)
     for p in arm.plugins:
         p.enabled_ratio = 1.0 if p.enabled else 0.0
     return arm, clock, jog, mailbox, home
 
 
-def start(arm, jog, mailbox, space, velocity):
-    for _ in range(40):
+def start(arm, jog, mailbox, space, velocity, settle=0.2):
+    """Hold for ``settle`` [s] (an unknown payload sags the arm meanwhile), then start jogging."""
+    end = arm.clock.now() + settle
+    while arm.clock.now() < end:
         arm.update()
         arm.send()
     sample = JogSample(1, space, np.asarray(velocity, float), True, 1e9, 0, "test")
@@ -43,22 +45,13 @@ def start(arm, jog, mailbox, space, velocity):
     jog.start(arm.pending_command.position.copy(), sample)
 
 
-#: measured: with 1 kg the r6 elbow sags 22 mrad past its lower limit: the unknown payload's sag is
-#: not compensated yet (a bound moving with the measured sag made the command jump: tried, reverted)
-SAG_PAST_LIMIT = pytest.mark.xfail(reason="unknown-payload sag past the limit is not compensated (issue 19.5)",
-                                   strict=False)
-
-
-@pytest.mark.parametrize(("name", "mass"), [
-    *((name, mass) for name in CONFIGS for mass in (0.0, 0.5, 1.0)
-      if (name, mass) not in (("r-series-6dof", 1.0), ("x-series-7dof-double-shoulder", 1.0))),
-    pytest.param("r-series-6dof", 1.0, marks=SAG_PAST_LIMIT),
-    # measured after the supervisor and monitors were merged: 11.4 mrad past a limit with 1 kg
-    pytest.param("x-series-7dof-double-shoulder", 1.0, marks=SAG_PAST_LIMIT),
-])
+@pytest.mark.parametrize("mass", [0.0, 0.5, 1.0])
+@pytest.mark.parametrize("name", CONFIGS)
 def test_joint_jog_into_every_limit_stops_there(name, mass):
-    """Each joint jogged at 1.0x its rated speed toward each limit, with an unknown payload: the
-    measured position passes the limit by at most 10 mrad, the measured speed stays <= 1.05x rated."""
+    """Each joint jogged at 1.0x its rated speed toward each limit, with an unknown payload (held
+    1.5 s first: the arm measures the load at rest): the measured position passes the limit by at
+    most 10 mrad, the measured speed stays <= 1.05x rated. Prints, per limit, the overshoot and
+    the peak speed, or what stopped the jog short (the arm's body or the table)."""
     rows = []
     arm, clock, jog, mailbox, home = jog_arm(name, mass)
     n = arm.dof
@@ -71,7 +64,7 @@ def test_joint_jog_into_every_limit_stops_there(name, mass):
                 limit = arm.limits.position_max[j] if sign > 0 else arm.limits.position_min[j]
                 v = np.zeros(n)
                 v[j] = sign * rated
-                start(arm, jog, mailbox, "joint", v)
+                start(arm, jog, mailbox, "joint", v, settle=1.5 if mass else 0.2)  # the load is measured at rest
                 speed = SPEED_HEADROOM * rated
                 seconds = min(abs(limit - home[j]) / speed + 2 * speed / MAX_ACCEL + 1.0, 6.0)
                 end = clock.now() + seconds
@@ -83,18 +76,54 @@ def test_joint_jog_into_every_limit_stops_there(name, mass):
                     qd.append(arm.last_feedback.velocity[j])
                 q, qd = np.array(q), np.array(qd)
                 over = (q.max() - limit) if sign > 0 else (limit - q.min())
-                rows.append((j, sign, over, np.abs(qd).max() / rated))
-    for j, sign, over, ratio in rows:
+                # what held the jog at the end: "limits" 0 at a joint limit (or waiting for a lagging
+                # arm), "collision" < 1 closing in on the table or the arm itself
+                held = ", ".join(f"{k} {v:.2f}" for k, v in jog.scales.items() if v < 1.0) or "still moving"
+                rows.append((j, sign, over, np.abs(qd).max() / rated, held))
+    reached = sum(1 for r in rows if r[2] > -0.010)
+    for j, sign, over, ratio, held in rows:
         print(f"{name} {mass} kg joint {j} {'+' if sign > 0 else '-'}: past the limit {over * 1000:+.1f} mrad, "
-              f"peak {ratio:.3f}x rated")
+              f"peak {ratio:.3f}x rated ({'at the limit' if over > -0.010 else 'stopped short: ' + held})")
+    print(f"{name} {mass} kg: {reached} of {len(rows)} limits reached, worst overshoot "
+          f"{max(r[2] for r in rows) * 1000:.1f} mrad, peak {max(r[3] for r in rows):.3f}x rated")
     assert max(r[2] for r in rows) <= 0.010
     assert max(r[3] for r in rows) <= 1.05
 
 
-def _cartesian(name, twist, seconds=3.0):
-    arm, clock, jog, mailbox, home = jog_arm(name)
+#: [m] the end effector's direction is measured over windows in which it moved at least this far
+#: (below it the position loop's sub-millimetre settling is not a direction)
+DIRECTION_WINDOW = 1e-3
+
+
+def motion_windows(t, path, window=DIRECTION_WINDOW):
+    """Split a sampled path into consecutive chords each at least ``window`` [m] long: (start index,
+    end index, chord vector [m], chord speed [m/s]). A chord is the motion between two samples, so a
+    rebound or a sideways drift of more than ``window`` shows as a chord of its own."""
+    chords, a = [], 0
+    for b in range(1, len(t)):
+        d = path[b] - path[a]
+        if np.linalg.norm(d) >= window:
+            chords.append((a, b, d, np.linalg.norm(d) / (t[b] - t[a])))
+            a = b
+    return chords
+
+
+def direction_and_speed(t, path, direction, commanded_speed):
+    """(max angle [deg] of any >= 1 mm chord off ``direction``, max chord speed / ``commanded_speed``,
+    max 2-sample speed / ``commanded_speed``) of a sampled end-effector path."""
+    u = np.asarray(direction, float) / np.linalg.norm(direction)
+    chords = motion_windows(t, path)
+    angle = max((np.degrees(np.arccos(np.clip(d @ u / np.linalg.norm(d), -1, 1))) for _, _, d, _ in chords),
+                default=0.0)
+    window_speed = max((v for *_, v in chords), default=0.0) / commanded_speed
+    step = np.linalg.norm(path[2:] - path[:-2], axis=1) / (t[2:] - t[:-2])
+    return angle, window_speed, float(step.max()) / commanded_speed
+
+
+def _cartesian(name, twist, seconds=3.0, mass=0.0):
+    arm, clock, jog, mailbox, home = jog_arm(name, mass)
     with arm:
-        start(arm, jog, mailbox, "cartesian", twist)
+        start(arm, jog, mailbox, "cartesian", twist, settle=1.5 if mass else 0.2)
         end = clock.now() + seconds
         t, ee, cmd, gaps, cmd_margin = [], [], [], [], []
         while clock.now() < end:
@@ -103,57 +132,74 @@ def _cartesian(name, twist, seconds=3.0):
             t.append(clock.now())
             ee.append(arm.model.end_effector(arm.last_feedback.position)[:3, 3].copy())
             cmd.append(arm.model.end_effector(jog.position)[:3, 3].copy())
-            hit = jog.world.collision(arm.last_feedback.position)
-            gaps.append(np.inf if hit is None else hit.gap)
+            gaps.append(min(jog.world.min_distances(arm.last_feedback.position)))
             cmd_margin.append(min(jog.world.min_distances(jog.position)))
     t, ee, cmd = np.array(t), np.array(ee), np.array(cmd)
     lin = np.asarray(twist[:3], float)
-    out = {}
-    for label, path in (("commanded", cmd), ("measured", ee)):
-        v = np.gradient(path, t, axis=0)
-        speed = np.linalg.norm(v, axis=1)
-        moving = speed > 0.1 * np.linalg.norm(lin)
-        cos = (v[moving] @ lin) / (speed[moving] * np.linalg.norm(lin))
-        angle = np.degrees(np.arccos(np.clip(cos, -1, 1))).max() if moving.any() else 0.0
-        out[label] = (speed.max() / np.linalg.norm(lin), angle)
+    out = {label: direction_and_speed(t, path, lin, np.linalg.norm(lin))
+           for label, path in (("commanded", cmd), ("measured", ee))}
     out["commanded clearance"] = min(cmd_margin)
     return out, ee, cmd, min(gaps)
 
 
-@pytest.mark.parametrize("name", CONFIGS)
-def test_cartesian_jog_down_into_the_table_stops_above_it(name):
-    """'down' held at 0.5 m/s: the commanded end effector never goes faster than commanded (<= 1.05x)
-    nor more than 10 deg off vertical and stops above the table with every shape clear of it; the
-    measured end effector stays above the table (the arm's tracking carries it past the command)."""
-    figures, ee, cmd, gap = _cartesian(name, [0.0, 0.0, -0.5, 0.0, 0.0, 0.0])
-    (cs, ca), (ms, ma) = figures["commanded"], figures["measured"]
-    print(f"{name} down: commanded {cs:.2f}x / {ca:.1f} deg, measured {ms:.2f}x / {ma:.1f} deg, "
-          f"lowest end effector {ee[:, 2].min() * 1000:.0f} mm, closest measured shape to the table "
-          f"{gap * 1000:.1f} mm, commanded path beyond the clearances by "
-          f"{figures['commanded clearance'] * 1000:.1f} mm")
-    assert cs <= 1.05 and ca <= 10.0 and figures["commanded clearance"] > -1e-3
-    # measured: the end effector stays above the table; the arm's tracking overshoots the stopped
-    # command (the bundled table is not a sim geom), up to 17 mm of the r6 gripper's shape past the plane
-    assert ee[:, 2].min() > 0.0 and cmd[:, 2].min() > 0.0 and gap > -0.03
-    assert abs(cmd[-1, 2] - cmd[-20, 2]) < 1e-4  # stopped
+def _report(name, what, figures, ee, cmd, gap):
+    (ca, _, cs), (ma, mw, ms) = figures["commanded"], figures["measured"]
+    print(f"{name} {what}: commanded {cs:.3f}x speed, {ca:.2f} deg off; measured end effector (>= 1 mm windows) "
+          f"{mw:.3f}x speed ({ms:.3f}x over 10 ms), {ma:.2f} deg off; travelled "
+          f"{np.linalg.norm(ee[-1] - ee[0]) * 1000:.0f} mm; end effector at stop {ee[-1, 2] * 1000:.1f} mm above "
+          f"the table (lowest {ee[:, 2].min() * 1000:.1f} mm); measured arm (self and table) beyond its "
+          f"clearance by at least {gap * 1000:.1f} mm")
 
 
+def _assert_measured(figures, ee, cmd):
+    (ca, _, cs), (ma, mw, ms) = figures["commanded"], figures["measured"]
+    assert cs <= 1.05 and ca <= 10.0
+    assert mw <= 1.05 and ms <= 1.05, "the end effector moved faster than commanded"
+    assert ma <= 10.0, "the end effector left the 10 deg cone around the commanded direction"
+    assert np.linalg.norm(cmd[-1] - cmd[-20]) < 1e-4  # stopped
+    assert np.linalg.norm(ee[-1] - ee[-20]) < 1e-3
+
+
+@pytest.mark.parametrize("mass", [0.0, 1.0])
 @pytest.mark.parametrize("name", CONFIGS)
-def test_cartesian_jog_in_toward_the_base_slows_and_stops(name):
-    """Toward the base's axis at 0.5 m/s: at most 1.05x, within 10 deg, and it stops (a joint limit, a
-    singularity or the arm's own body) instead of jumping."""
-    cfg = load_config(REPO_ROOT / "configs" / f"{name}.cfg.yaml")
+def test_cartesian_jog_down_into_the_table_stops_above_it(name, mass):
+    """'down' held at 0.5 m/s, with no and with a 1 kg unknown payload: the commanded and the
+    MEASURED end effector never go faster than commanded (<= 1.05x) nor more than 10 deg off
+    vertical (over every >= 1 mm window of motion, start and stop included) and stop above the
+    table with every shape clear of it."""
+    figures, ee, cmd, gap = _cartesian(name, [0.0, 0.0, -0.5, 0.0, 0.0, 0.0], mass=mass)
+    _report(name, f"down ({mass:g} kg unknown payload)", figures, ee, cmd, gap)
+    print(f"  commanded path beyond the clearances by {figures['commanded clearance'] * 1000:.1f} mm")
+    if mass:
+        # the jog checks the measured (sagging) arm too, so it stops above the table and no faster
+        # than commanded; the direction is not yet held: the arm, carrying a load the model does not
+        # know, bounces 3-15 mm back up after the stop (measured 79-159 deg off, issue 19 item 4)
+        (ca, _, cs), (ma, mw, ms) = figures["commanded"], figures["measured"]
+        assert cs <= 1.05 and ca <= 10.0 and mw <= 1.05 and ms <= 1.05
+        assert ee[:, 2].min() > 0.0 and cmd[:, 2].min() > 0.0
+        if ma > 10.0:
+            pytest.xfail(f"unknown 1 kg payload: the end effector bounces back after the stop, {ma:.0f} deg off")
+    _assert_measured(figures, ee, cmd)
+    assert figures["commanded clearance"] > -1e-3
+    assert ee[:, 2].min() > 0.0 and cmd[:, 2].min() > 0.0 and gap > -1e-3
+
+
+@pytest.mark.parametrize("toward", ["axis", "origin"])
+@pytest.mark.parametrize("name", CONFIGS)
+def test_cartesian_jog_in_toward_the_base_slows_and_stops(name, toward):
+    """Toward the base at 0.5 m/s, horizontally to its axis or straight at its origin (into the
+    base, down too): commanded and measured end effector at most 1.05x, within 10 deg, and it
+    stops (a joint limit, a singularity, the table or the arm's own body) instead of jumping."""
     arm, _, _, _, home = jog_arm(name)
     ee = arm.model.end_effector(home)[:3, 3]
     arm.close()
-    inward = -np.array([ee[0], ee[1], 0.0]) / np.hypot(ee[0], ee[1])
+    aim = np.array([ee[0], ee[1], 0.0]) if toward == "axis" else ee
+    inward = -aim / np.linalg.norm(aim)
     figures, ee_path, cmd, gap = _cartesian(name, [*(0.5 * inward), 0.0, 0.0, 0.0])
-    (cs, ca), (ms, ma) = figures["commanded"], figures["measured"]
-    print(f"{name} in: commanded {cs:.2f}x / {ca:.1f} deg, measured {ms:.2f}x / {ma:.1f} deg, travelled "
-          f"{np.linalg.norm(cmd[-1] - cmd[0]) * 1000:.0f} mm")
-    assert cs <= 1.05 and ca <= 10.0 and gap > -0.005
-    assert np.linalg.norm(cmd[-1] - cmd[-20]) < 1e-4
-    assert cfg is not None
+    _report(name, f"in toward the base's {toward}", figures, ee_path, cmd, gap)
+    assert ee_path[:, 2].min() > 0.0
+    _assert_measured(figures, ee_path, cmd)
+    assert gap > -1e-3
 
 
 def test_ttl_over_the_cap_is_refused_with_a_reason():

@@ -45,6 +45,7 @@ ACCEPTED = [
     ("cartesian_goal", {"position": [0.3, 0.1, 0.2], "orientation": [0, 1, 0, 0], "duration": 1}, CartesianGoalCommand),
     ("jog", {"space": "joint", "velocity": [0.1] * 6, "deadman": True}, JogCommand),
     ("jog", {"space": "cartesian", "velocity": [0.1, 0, 0, 0, 0, 0.5], "deadman": False, "ttl": 0.1}, JogCommand),
+    ("jog", {"space": "joint", "velocity": [0.1, 0, 0, 0, 0, 0], "deadman": True, "ttl": 0.5}, JogCommand),  # the cap
     ("gripper", {"position": 0.5}, GripperCommand),
     ("gripper", {"action": "close"}, GripperCommand),
     ("stop", {}, StopCommand),
@@ -136,7 +137,9 @@ REJECTED = [
     ("jog", _payload({"space": "cartesian", "velocity": [0.4, 0.4, 0, 0, 0, 0], "deadman": True}), "out_of_limits"),
     ("jog", _payload({"space": "cartesian", "velocity": [0, 0, 0, 2, 1, 0], "deadman": True}), "out_of_limits"),
     ("jog", _payload({"space": "joint", "velocity": [0] * 6, "deadman": True, "ttl": 0}), "out_of_range"),
-    ("jog", _payload({"space": "joint", "velocity": [0] * 6, "deadman": True, "ttl": 60}), "out_of_range"),
+    ("jog", _payload({"space": "joint", "velocity": [0] * 6, "deadman": True, "ttl": 60}), "ttl_too_long"),
+    ("jog", _payload({"space": "joint", "velocity": [0] * 6, "deadman": True, "ttl": 2.0}), "ttl_too_long"),
+    ("jog", _payload({"space": "joint", "velocity": [0] * 6, "deadman": True, "ttl": 0.5001}), "ttl_too_long"),
     # gripper, estop, mode
     ("gripper", _payload({}), "missing_field"),
     ("gripper", _payload({"position": 1.5}), "out_of_range"),

@@ -47,7 +47,8 @@ def test_mock_jog_is_not_a_contact():
     threshold = float(arm.monitors.contact.threshold[0])
     print(f"\nmock, x6 from zero, joint 0 jog 0.15 rad/s: moved {moved:.3f} rad, phantom residual "
           f"{peak:.2f} N·m (contact threshold {threshold:.2f} N·m)")
-    assert peak > threshold  # what the echo of the command looks like to the observer
+    # the mock echoes the commanded effort; the jog feeds its own dynamics forward, so that echo now
+    # matches the model (the residual was > threshold before): the point is that contact stays unarmed
     assert not arm.monitors.measures_effort and not arm.monitors.contact.armed
     assert EventKind.CONTACT not in arm.events.kinds()
     assert arm.state is ArmState.RUNNING
