@@ -55,7 +55,7 @@ __all__ = ["JOG_PERIOD_MS", "JOG_TTL", "PanelServer"]
 log = logging.getLogger(__name__)
 
 FRAME_HZ = 30.0          # scene and status updates to each browser
-FRAME_BUDGET = 600.0     # frames per second to all browsers together (each gets min(FRAME_HZ, share))
+FRAME_BUDGET = 400.0     # frames per second to all browsers together (each gets min(FRAME_HZ, share))
 ACTIVE = 60.0            # s after its last input a tab counts as an operator's (full frame rate) ...
 MAX_ACTIVE = 8           # ... for at most this many tabs, the most recently used
 

@@ -400,6 +400,10 @@ class Session:
         except PermissionError as exc:
             self.post({"t": "notice", "level": "error", "text": str(exc)})
             return
+        except TimeoutError:   # published, but the broker's PUBACK did not come back in time: it may have arrived
+            self.post({"t": "notice", "level": "error", "text": f"cmd/{name}: no acknowledgement from the broker "
+                       "within 3 s; it may still have reached the arm: check its status"})
+            return
         except Exception as exc:  # the broker is away (ConnectionError, MqttError): say so, never crash the session
             self.post({"t": "notice", "level": "error", "text": f"cmd/{name} not sent: {exc}"})
             return
