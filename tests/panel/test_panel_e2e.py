@@ -152,7 +152,7 @@ class Rig:
             c.disconnect()
 
 
-def _gripper_config(tmp: Path) -> Path:
+def _gripper_config(tmp: Path, workspace: bool = False) -> Path:
     """The 6-DoF kit with HEBI's gripper declared (``user_data.has_gripper``), as HEBI's kit configs do."""
     import yaml
 
@@ -162,15 +162,16 @@ def _gripper_config(tmp: Path) -> Path:
     doc["gains"] = {k: str((src.parent / v).resolve()) for k, v in (
         doc["gains"] if isinstance(doc["gains"], dict) else {"default": doc["gains"]}).items()}
     doc.setdefault("user_data", {}).update(has_gripper=True, gripper_open_effort=1, gripper_close_effort=-5)
-    # workspace objects the panel draws (issue 19 item 7), behind the arm (which works at x > 0), out of the tests' way
-    doc["user_data"].setdefault("workspace", {})["objects"] = WORKSPACE_OBJECTS
+    if workspace:   # objects the panel draws (issue 19 item 7), behind the arm (it works at x > 0), out of the way;
+        # only on the mock arm: on the sim the crate and post would be geoms, and that arm's physics stays as it was
+        doc["user_data"].setdefault("workspace", {})["objects"] = WORKSPACE_OBJECTS
     # the rig runs Chromium (up to 300 sessions) and two arm processes on a 2-core machine: a stall of an arm
     # process there is the machine's, and would latch a control_gap stop that every later test inherits. The
     # panel is under test, so the gap is recorded as an event here (its stop is tested in
     # tests/control/monitors/test_gap.py and the safety matrix)
     safety = doc["user_data"].setdefault("safety", {})
     safety.setdefault("monitors", {}).setdefault("control_gap", {})["reaction"] = "event"
-    out = tmp / "x-series-6dof-gripper.cfg.yaml"
+    out = tmp / f"x-series-6dof-gripper{'-workspace' if workspace else ''}.cfg.yaml"
     out.write_text(yaml.safe_dump(doc))
     return out
 
@@ -209,14 +210,15 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
                 "topic read hebictl/v1/+/cmd/estop\n")
     for user, pw in USERS.items():
         (tmp / f"{user}.pw").write_text(pw + "\n")
-    config = _gripper_config(tmp)
+    configs = {"armA": _gripper_config(tmp, workspace=True), "armB": _gripper_config(tmp)}
     broker.start()
     procs: list[subprocess.Popen[bytes]] = []
     tap = Tap(broker.port)
     try:
         for arm, backend in ARMS.items():
-            procs.append(_spawn(["teleop", str(config), "--broker", broker.url, "--arm-id", arm, "--backend", backend,
-                                 "--rate", "100", "--username", arm, "--password-file", str(tmp / f"{arm}.pw")],
+            procs.append(_spawn(["teleop", str(configs[arm]), "--broker", broker.url, "--arm-id", arm,
+                                 "--backend", backend, "--rate", "100", "--username", arm,
+                                 "--password-file", str(tmp / f"{arm}.pw")],
                                 tmp / f"{arm}.log"))
         panels = {}
         # "op" and "viewer" take more sessions than the load opens; "op-default" runs with the default cap (50)
