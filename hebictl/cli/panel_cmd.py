@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import ipaddress
 import signal
 import socket
@@ -151,6 +152,9 @@ def cmd_panel(args: argparse.Namespace) -> int:
         first = asyncio.create_task(started.wait())
         await asyncio.wait({first, *tasks}, return_when=asyncio.FIRST_COMPLETED)
         if started.is_set():
+            # everything loaded so far lives as long as the process: out of the collector's sight, so a
+            # full collection does not walk it (modules, numpy, the schemas) while an e-stop waits in the loop
+            gc.freeze()
             tasks.append(asyncio.create_task(link.run()))
             name = args.host if is_loopback(args.host) else sorted(hosts)[0]
             name = f"[{name}]" if ":" in name else name

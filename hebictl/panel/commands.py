@@ -40,6 +40,7 @@ REQUESTS: dict[str, dict[str, str]] = {
     "jog": {"space": "str", "axis": "int", "dir": "num", "speed": "num?", "c": "num?"},
     "jog_release": {},
     "cmd": {"name": "str", "body": "dict?"},
+    "view": {"shapes": "bool"},      # what the tab draws: the arm's collision shapes or not
 }
 PRIORITY = frozenset({"estop"})   # commands handled ahead of everything else, never rate limited
 

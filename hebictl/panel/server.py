@@ -41,6 +41,8 @@ from http import HTTPStatus
 from importlib import resources
 from typing import Any
 
+import numpy as np
+
 from hebictl.errors import ConfigError
 from hebictl.panel import commands
 from hebictl.panel.auth import Gate, Operator
@@ -53,7 +55,7 @@ __all__ = ["JOG_PERIOD_MS", "JOG_TTL", "PanelServer"]
 log = logging.getLogger(__name__)
 
 FRAME_HZ = 30.0          # scene and status updates to each browser
-FRAME_BUDGET = 600.0     # frames per second to all browsers together (each gets min(FRAME_HZ, share))
+FRAME_BUDGET = 400.0     # frames per second to all browsers together (each gets min(FRAME_HZ, share))
 ACTIVE = 60.0            # s after its last input a tab counts as an operator's (full frame rate) ...
 MAX_ACTIVE = 8           # ... for at most this many tabs, the most recently used
 
@@ -274,21 +276,23 @@ class PanelServer:
         ranked = sorted(watching, key=lambda s: s.last_input, reverse=True)[:MAX_ACTIVE]
         active = {id(s) for s in ranked if now - s.last_input < ACTIVE}
         idle_share = max(1.0 / FRAME_HZ, (len(watching) - len(active)) / (FRAME_BUDGET - FRAME_HZ * MAX_ACTIVE))
-        shared: dict[str, str | None] = {}
+        shared: dict[tuple[str, bool], str | None] = {}
         for s in watching:
             if now < s.next_frame:
                 continue
             period = 1.0 / FRAME_HZ if id(s) in active else idle_share
             s.next_frame = max(s.next_frame + period, now)
-            arm = s.arm or ""
-            if arm not in shared:
-                shared[arm] = self._shared_frame(arm)
-            frame = shared[arm]
+            key = (s.arm or "", s.show_shapes)
+            if key not in shared:
+                shared[key] = self._shared_frame(*key)
+            frame = shared[key]
             if frame is not None:
                 s.put_frame(frame)
 
-    def _shared_frame(self, arm_id: str) -> str | None:
-        """The JSON of what every tab showing ``arm_id`` sees (the per-tab part is added by the session)."""
+    def _shared_frame(self, arm_id: str, shapes: bool = False) -> str | None:
+        """The JSON of what every tab showing ``arm_id`` sees (the per-tab part is added by the
+        session); with ``shapes``, also the arm's collision shapes posed in the world (the
+        description's ``collision_shapes`` on the bodies' poses), for tabs that draw them."""
         view = self.link.arms.get(arm_id)
         if view is None:
             return None
@@ -305,6 +309,20 @@ class PanelServer:
                 ee = kin.end_effector(q, poses)
                 frame.update(segs=kin.segments(poses), pts=kin.joint_points(poses),
                              ee=[[float(v) for v in row] for row in ee[:3]])
+                if shapes:
+                    frame["shapes"] = self._posed_shapes(view.description or {}, poses)
             except (ValueError, IndexError, TypeError) as exc:
                 log.warning("panel: cannot draw %s: %s", arm_id, exc)
         return json.dumps(json_safe(frame), allow_nan=False)
+
+    @staticmethod
+    def _posed_shapes(description: dict[str, Any], poses: Any) -> list[dict[str, Any]]:
+        """Each collision shape of the description at its body's world pose: kind, size, 3x4 pose."""
+        out = []
+        for sh in description.get("collision_shapes") or []:
+            if not 0 <= sh["body"] < len(poses):
+                continue
+            T = poses[sh["body"]] @ np.asarray(sh["pose"], dtype=np.float64)
+            if np.all(np.isfinite(T)):
+                out.append({"k": sh["kind"], "s": sh["size"], "T": [[float(v) for v in row] for row in T[:3]]})
+        return out

@@ -59,6 +59,7 @@ class Session:
         self.best_rtt = math.inf
         self.jogging = False
         self.ghost: dict[str, Any] | None = None
+        self.show_shapes = False              # the tab draws the arm's collision shapes (frames carry them)
         self.next_frame = 0.0
         self.last_arms: str | None = None     # the arms list last sent, and when (monotonic s)
         self.last_arms_at = -math.inf
@@ -74,6 +75,8 @@ class Session:
         self._last_goal: list[float] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.delays: collections.deque[float] = collections.deque(maxlen=200)  # browser -> panel [s]
+        self._delay_count = 0                  # samples appended to ``delays`` so far
+        self._delay_stats: tuple[int, list[float] | None] = (0, None)
 
     # ------------------------------------------------------------------ outbound
     def post(self, msg: dict[str, Any]) -> None:
@@ -94,11 +97,13 @@ class Session:
             self._sent_description = id(d)
             self.put_slot("description", json.dumps(json_safe({"t": "description", "arm": view.arm_id, "d": {
                 k: v for k, v in d.items() if k != "urdf"}}), allow_nan=False))
+        if self._delay_stats[0] != self._delay_count:   # percentiles only when a jog sample came in
+            self._delay_stats = (self._delay_count, [1000.0 * float(x) for x in np.percentile(self.delays, [50, 99])]
+                                 if self.delays else None)
         own = {"allowed": self.allowed_controls(), "ghost": self.ghost, "operator": self.operator.id,
                "estop_owner": self.server.estop_owners.get(view.arm_id) and
                self.operator.id in self.server.estop_owners[view.arm_id],
-               "link": {"rtt_ms": self.best_rtt * 1000.0, "browser_to_panel_ms": [
-                   1000.0 * float(x) for x in np.percentile(self.delays, [50, 99])] if self.delays else None}}
+               "link": {"rtt_ms": self.best_rtt * 1000.0, "browser_to_panel_ms": self._delay_stats[1]}}
         self.put_slot("frame", f'{{"t":"frame","s":{shared},"me":{json.dumps(json_safe(own), allow_nan=False)}}}')
 
     async def _writer(self) -> None:
@@ -147,12 +152,13 @@ class Session:
 
     async def receive(self, raw: str | bytes) -> None:
         """One message from the browser: an e-stop at once; anything else within the rate limit."""
+        received = time.time()
         try:
             msg = commands.parse(raw)
             if msg["t"] != "pong":
                 self.last_input = time.monotonic()
             if msg["t"] == "cmd" and msg["name"] in commands.PRIORITY:
-                await self.command(msg["name"], msg.get("body") or {})
+                await self.command(msg["name"], msg.get("body") or {}, received=received)
                 return
             if not self.bucket.take(time.monotonic()):
                 self.dropped += 1
@@ -192,6 +198,8 @@ class Session:
             await self.select(msg.get("arm"))
         elif kind == "ghost":
             self.ghost = self._ghost(msg.get("q"))
+        elif kind == "view":
+            self.show_shapes = bool(msg["shapes"])
         elif kind == "jog":
             await self.jog(msg)
         elif kind == "jog_release":
@@ -269,6 +277,7 @@ class Session:
         self.jogging = True
         ts = self._browser_ts(msg.get("c"))
         self.delays.append(time.time() - ts)
+        self._delay_count += 1
         await self._send("jog", {"space": space, "velocity": velocity, "deadman": True, "ttl": JOG_TTL},
                          ts=ts, quiet=True)
 
@@ -281,7 +290,7 @@ class Session:
         with contextlib.suppress(Exception):
             await self._send("jog", {"space": "joint", "velocity": [0.0] * dof, "deadman": False}, quiet=True)
 
-    async def command(self, name: str, body: dict[str, Any]) -> None:
+    async def command(self, name: str, body: dict[str, Any], *, received: float | None = None) -> None:
         arm = self.arm
         view = self.link.arms.get(arm or "")
         if arm is None or view is None:
@@ -298,7 +307,7 @@ class Session:
             elif not self.allowed_controls().get("estop_release"):
                 self.post({"t": "notice", "level": "error", "text": "estop release is not allowed now"})
                 return
-            await self._send("estop", {"engaged": engaged})
+            await self._send("estop", {"engaged": engaged}, received=received)
             return
         ok = self.allowed_controls()
         if not ok.get(name, False):
@@ -370,7 +379,12 @@ class Session:
             return None
         return {"positions": q, "duration": duration}
 
-    async def _send(self, name: str, body: dict[str, Any], *, ts: float | None = None, quiet: bool = False) -> None:
+    async def _send(self, name: str, body: dict[str, Any], *, ts: float | None = None, quiet: bool = False,
+                    received: float | None = None) -> None:
+        """Publish one command for the selected arm; unless ``quiet``, tell the tab it went out
+        (``sent``, with the panel's wall-clock times of the browser message's arrival ``rx`` and
+        of the broker's PUBACK ``acked``: the e-stop's path through the panel, for the operator's
+        link figures and the timing tests)."""
         arm = self.arm
         if arm is None:
             return
@@ -386,11 +400,16 @@ class Session:
         except PermissionError as exc:
             self.post({"t": "notice", "level": "error", "text": str(exc)})
             return
+        except TimeoutError:   # published, but the broker's PUBACK did not come back in time: it may have arrived
+            self.post({"t": "notice", "level": "error", "text": f"cmd/{name}: no acknowledgement from the broker "
+                       "within 3 s; it may still have reached the arm: check its status"})
+            return
         except Exception as exc:  # the broker is away (ConnectionError, MqttError): say so, never crash the session
             self.post({"t": "notice", "level": "error", "text": f"cmd/{name} not sent: {exc}"})
             return
         if not quiet:
-            self.post({"t": "sent", "arm": arm, "name": name, "seq": payload["seq"]})
+            self.post({"t": "sent", "arm": arm, "name": name, "seq": payload["seq"], "rx": received,
+                       "acked": time.time()})
 
 
 def json_safe(obj: Any) -> Any:

@@ -1,6 +1,7 @@
 """The retained ``state/description`` payload: what a remote viewer needs to draw and command an
 arm without any of its local files (joint names, limits, rated speeds, the kinematic tree as JSON
-and as URDF, home, end-effector frame, backend, config name, the stop behaviours in force).
+and as URDF, home, end-effector frame, backend, config name, the stop behaviours in force, the
+workspace the arm's goals and jogs are checked against, and the arm's own collision shapes).
 
 The teleop bridge publishes it retained on every connect, so a panel that subscribes later still
 gets it at once. The JSON tree (``tree``) is the authority for drawing: every body's parent, its
@@ -9,6 +10,16 @@ a client computes link poses with ``T_body = T_parent · placement · motion(sca
 and nothing else. ``urdf`` is the same tree written by the URDF writer for tools that read URDF
 (None when the model cannot be expressed in URDF). Non-finite numbers (unbounded limits) are
 ``null``, as in every teleop payload.
+
+``workspace`` lists the objects of the collision world the arm actually checks against (from the
+config's ``user_data.workspace``, see docs/collision.md; the default table is left out where the
+arm dropped it), each in world coordinates: ``type`` (table, box, cylinder, wall, keep_out), the
+shape ``kind`` (plane, box, cylinder) with ``size`` in MuJoCo's convention (half extents; radius
+and half height) and a 4x4 ``pose`` (a plane's normal is its z axis), ``clearance`` and whether it
+is ``virtual`` (checked, not physical). ``collision_shapes`` are the arm's shapes, each on a body
+of ``tree`` (``body``, ``kind`` capsule/box/sphere/cylinder, ``size``, ``pose`` on the body), so a
+viewer draws them at the body poses it computes anyway. Meshes are left out (a viewer cannot load
+them). Both are None for an arm without a collision world.
 """
 
 from __future__ import annotations
@@ -90,6 +101,36 @@ def kinematic_tree(model: RobotModel) -> dict[str, Any]:
     return {"base": _matrix(model.base), "bodies": bodies, "end_effector": ee[:1]}
 
 
+#: most objects / arm shapes put in a description (state_schema bounds the same counts)
+MAX_WORKSPACE_OBJECTS = 64
+MAX_COLLISION_SHAPES = 256
+
+
+def _shape_json(shape: Any) -> dict[str, Any]:
+    return {"name": str(shape.name)[:200], "kind": shape.kind, "size": _nums(shape.size) if shape.size else [],
+            "pose": _matrix(shape.pose)}
+
+
+def collision_description(model: RobotModel) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
+    """The ``workspace`` and ``collision_shapes`` fields (module doc) of the world attached to
+    ``model`` (:func:`hebictl.collision.attach.world_of`), or (None, None) without one."""
+    from hebictl.collision.attach import world_of
+
+    world = world_of(model)
+    if world is None:
+        return None, None
+    ws = world.workspace
+    objects = [{**_shape_json(s), "type": str(s.meta.get("type", s.kind)), "virtual": bool(s.meta.get("virtual")),
+                "clearance": _num(s.clearance)} for s in ws.shapes if s.body < 0]
+    shapes = [{**_shape_json(s), "body": int(s.body)} for s in world.shapes if s.kind != "mesh" and s.body >= 0]
+    if len(objects) > MAX_WORKSPACE_OBJECTS:
+        log.warning("state/description carries the first %d of %d workspace objects", MAX_WORKSPACE_OBJECTS,
+                    len(objects))
+    workspace = {"objects": objects[:MAX_WORKSPACE_OBJECTS],
+                 "table_height": None if ws.table_height is None else _num(ws.table_height)}
+    return workspace, shapes[:MAX_COLLISION_SHAPES]
+
+
 #: arm events that latch a stop with the configured behaviour / that only brake and hold (not latched)
 _FAULT_STOPS = ["watchdog", "hardware_error", "mstop"]
 _FAULT_HOLDS = ["feedback_nan", "feedback_lost", "position_limit", "firmware_limit"]
@@ -155,6 +196,7 @@ def description(runner: ArmRunner, arm_id: str, *, config_name: str | None = Non
         home_list = _nums(home) if home is not None and len(home) == arm.dof else None
     except TypeError:
         home_list = None
+    workspace, collision_shapes = collision_description(model)
     body: dict[str, Any] = {
         "version": DESCRIPTION_VERSION,
         "arm_id": arm_id,
@@ -177,6 +219,8 @@ def description(runner: ArmRunner, arm_id: str, *, config_name: str | None = Non
         "gripper": bool(arm.user_data.get("has_gripper", False)),
         "loop_rate": runner.rate_hz,
         "stop_behaviours": stop_behaviours(runner, default_ttl, None if home_list is None else np.asarray(home_list)),
+        "workspace": workspace,
+        "collision_shapes": collision_shapes,
     }
     if extra:
         body.update(extra)

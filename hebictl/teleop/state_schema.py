@@ -37,6 +37,9 @@ MAX_BYTES = {"description": 4 * 1024 * 1024}
 MAX_BYTES_DEFAULT = 65536
 MAX_JOINTS = 64
 MAX_BODIES = 256
+MAX_WORKSPACE_OBJECTS = 64    # workspace objects in a description (teleop/description.py sends at most these)
+MAX_COLLISION_SHAPES = 256    # the arm's collision shapes in a description
+MAX_EXTENT = 1000.0           # [m] any coordinate or size of a workspace object or shape (as the config reader)
 INT_LIMIT = 2**63
 
 _NUM = {"type": "number"}
@@ -50,6 +53,12 @@ _PER_JOINT_OR_NULL = {"type": ["array", "null"], "items": _NUM_OR_NULL, "maxItem
 _ROW = {"type": "array", "items": _NUM_OR_NULL, "minItems": 4, "maxItems": 4}
 _MATRIX = {"type": "array", "items": _ROW, "minItems": 4, "maxItems": 4}
 _VEC3 = {"type": "array", "items": _NUM_OR_NULL, "minItems": 3, "maxItems": 3}
+WORKSPACE_TYPES = ("table", "box", "cylinder", "wall", "keep_out")
+_COORD = {"type": "number", "minimum": -MAX_EXTENT, "maximum": MAX_EXTENT}
+_POSE = {"type": "array", "minItems": 4, "maxItems": 4,
+         "items": {"type": "array", "items": _COORD, "minItems": 4, "maxItems": 4}}
+_SIZE = {"type": "array", "maxItems": 3, "items": {"type": "number", "minimum": 0.0, "maximum": MAX_EXTENT}}
+_SHAPE_PROPS = {"name": _STR_OR_NULL, "pose": _POSE, "size": _SIZE}
 _SHA256 = {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$", "maxLength": 64}
 
 STATUS: dict[str, Any] = {
@@ -128,6 +137,17 @@ DESCRIPTION: dict[str, Any] = {
         "loop_rate": _NUM_OR_NULL,
         "stop_behaviours": {"type": ["object", "null"], "properties": {
             "arm_stop": _STR_OR_NULL, "rated_deceleration": _PER_JOINT_OR_NULL}},
+        "workspace": {"type": ["object", "null"], "properties": {
+            "table_height": {"type": ["number", "null"], "minimum": -MAX_EXTENT, "maximum": MAX_EXTENT},
+            "objects": {"type": "array", "maxItems": MAX_WORKSPACE_OBJECTS, "items": {
+                "type": "object", "required": ["type", "kind", "pose", "size"], "properties": {
+                    **_SHAPE_PROPS, "type": {"type": "string", "enum": list(WORKSPACE_TYPES)},
+                    "kind": {"type": "string", "enum": ["plane", "box", "cylinder"]},
+                    "virtual": _BOOL, "clearance": {"type": ["number", "null"], "minimum": 0.0, "maximum": 1.0}}}}}},
+        "collision_shapes": {"type": ["array", "null"], "maxItems": MAX_COLLISION_SHAPES, "items": {
+            "type": "object", "required": ["body", "kind", "pose", "size"], "properties": {
+                **_SHAPE_PROPS, "body": {"type": "integer", "minimum": 0, "maximum": MAX_BODIES},
+                "kind": {"type": "string", "enum": ["capsule", "box", "sphere", "cylinder"]}}}},
     },
 }
 
@@ -224,6 +244,10 @@ def _same_length(obj: Mapping[str, Any], keys: tuple[str, ...], n: int, where: s
             raise StateRejected("inconsistent", f"{where}{k} has {len(v)} values for {n} joints")
 
 
+#: how many ``size`` numbers each shape kind has (MuJoCo's convention, hebictl/collision/shapes.py)
+_SHAPE_SIZES = {"plane": 0, "box": 3, "cylinder": 2, "capsule": 2, "sphere": 1}
+
+
 def _check_description(d: dict[str, Any]) -> None:
     n = d["dof"]
     _same_length(d["joints"], ("names", "position_min", "position_max", "velocity_max", "rated_speed",
@@ -236,6 +260,15 @@ def _check_description(d: dict[str, Any]) -> None:
             raise StateRejected("inconsistent", f"tree.bodies[{i}].parent = {b['parent']} is not an earlier body")
         if b["joint"].get("index") is not None and b["joint"]["index"] >= n:
             raise StateRejected("inconsistent", f"tree.bodies[{i}].joint.index beyond dof {n}")
+    for i, shape in enumerate(d.get("collision_shapes") or []):
+        if shape["body"] >= len(bodies):
+            raise StateRejected("inconsistent", f"collision_shapes[{i}].body names a body that does not exist")
+    for where, shapes in (("workspace.objects", (d.get("workspace") or {}).get("objects") or []),
+                          ("collision_shapes", d.get("collision_shapes") or [])):
+        for i, shape in enumerate(shapes):
+            if len(shape["size"]) != _SHAPE_SIZES[shape["kind"]]:
+                raise StateRejected("inconsistent", f"{where}[{i}].size has {len(shape['size'])} values for a "
+                                                    f"{shape['kind']}")
     for ee in d["tree"].get("end_effector") or []:
         if ee["body"] >= len(bodies):
             raise StateRejected("inconsistent", "tree.end_effector names a body that does not exist")

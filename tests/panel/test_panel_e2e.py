@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
 import signal
@@ -38,6 +39,14 @@ ARMS = {"armA": "mock", "armB": "sim"}
 USERS = {"op": "op-pw", "viewer": "viewer-pw", "tap": "tap-pw", "armA": "a-pw", "armB": "b-pw", "arm2": "2-pw"}
 SESSIONS = 300   # open sessions while an e-stop is timed (the op panel runs with --max-sessions above it)
 TTL = 0.2  # the panel's jog ttl (hebictl.panel.server.JOG_TTL)
+WORKSPACE_OBJECTS = [
+    {"type": "box", "name": "crate", "center": [-0.4, 0.35, 0.1], "size": [0.2, 0.2, 0.2]},
+    {"type": "cylinder", "name": "post", "center": [-0.4, -0.35, 0.2], "radius": 0.05, "height": 0.4},
+    {"type": "keep_out", "name": "camera", "center": [-0.35, 0.0, 0.55], "size": [0.15, 0.15, 0.15]},
+    {"type": "wall", "name": "fence", "point": [-0.65, 0.0, 0.0], "normal": [1.0, 0.0, 0.0]},
+]
+#: panel.js's colours (WS_COLORS, SHAPE_COLORS): the table's fill, the keep-out edge, a collision shape's fill
+TABLE_RGBA, KEEP_OUT_RGBA, SHAPE_RGBA = (180, 140, 90, 0.35), (234, 88, 12, 0.95), (37, 99, 235, 0.18)
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(300)]
 
@@ -143,7 +152,7 @@ class Rig:
             c.disconnect()
 
 
-def _gripper_config(tmp: Path) -> Path:
+def _gripper_config(tmp: Path, workspace: bool = False) -> Path:
     """The 6-DoF kit with HEBI's gripper declared (``user_data.has_gripper``), as HEBI's kit configs do."""
     import yaml
 
@@ -153,13 +162,16 @@ def _gripper_config(tmp: Path) -> Path:
     doc["gains"] = {k: str((src.parent / v).resolve()) for k, v in (
         doc["gains"] if isinstance(doc["gains"], dict) else {"default": doc["gains"]}).items()}
     doc.setdefault("user_data", {}).update(has_gripper=True, gripper_open_effort=1, gripper_close_effort=-5)
+    if workspace:   # objects the panel draws (issue 19 item 7), behind the arm (it works at x > 0), out of the way;
+        # only on the mock arm: on the sim the crate and post would be geoms, and that arm's physics stays as it was
+        doc["user_data"].setdefault("workspace", {})["objects"] = WORKSPACE_OBJECTS
     # the rig runs Chromium (up to 300 sessions) and two arm processes on a 2-core machine: a stall of an arm
     # process there is the machine's, and would latch a control_gap stop that every later test inherits. The
     # panel is under test, so the gap is recorded as an event here (its stop is tested in
     # tests/control/monitors/test_gap.py and the safety matrix)
     safety = doc["user_data"].setdefault("safety", {})
     safety.setdefault("monitors", {}).setdefault("control_gap", {})["reaction"] = "event"
-    out = tmp / "x-series-6dof-gripper.cfg.yaml"
+    out = tmp / f"x-series-6dof-gripper{'-workspace' if workspace else ''}.cfg.yaml"
     out.write_text(yaml.safe_dump(doc))
     return out
 
@@ -183,7 +195,13 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         os.nice(boost)
     except OSError:
         boost = 0
-    print(f"\npanel e2e: processes at nice {os.nice(0)}")
+    # With the kernel's autogroups (sched_autogroup_enabled), a process's nice only ranks it within its
+    # session's group, and the groups share the CPUs equally: at nice -10, the rig still waited 100-350 ms
+    # behind the other sessions of a machine at load 15-20. The group's own nice is what counts between them.
+    group_nice = _autogroup_nice(os.getpid())
+    if boost and group_nice is not None:
+        _set_autogroup_nice(os.getpid(), min(group_nice, os.nice(0)))
+    print(f"\npanel e2e: processes at nice {os.nice(0)}, their autogroup at nice {_autogroup_nice(os.getpid())}")
     # arm2: an arm account with no arm behind it, whose owner publishes junk on its own state topics
     broker = LocalBroker(tmp / "broker", users=USERS, arms={a: a for a in [*ARMS, "arm2"]}, operators=["op"])
     with (broker.directory / "acl").open("a") as f:  # a viewer that may only read, a tap that also reads commands
@@ -192,30 +210,33 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
                 "topic read hebictl/v1/+/cmd/estop\n")
     for user, pw in USERS.items():
         (tmp / f"{user}.pw").write_text(pw + "\n")
-    config = _gripper_config(tmp)
+    configs = {"armA": _gripper_config(tmp, workspace=True), "armB": _gripper_config(tmp)}
     broker.start()
     procs: list[subprocess.Popen[bytes]] = []
     tap = Tap(broker.port)
     try:
         for arm, backend in ARMS.items():
-            procs.append(_spawn(["teleop", str(config), "--broker", broker.url, "--arm-id", arm, "--backend", backend,
-                                 "--rate", "100", "--username", arm, "--password-file", str(tmp / f"{arm}.pw")],
+            procs.append(_spawn(["teleop", str(configs[arm]), "--broker", broker.url, "--arm-id", arm,
+                                 "--backend", backend, "--rate", "100", "--username", arm,
+                                 "--password-file", str(tmp / f"{arm}.pw")],
                                 tmp / f"{arm}.log"))
         panels = {}
-        for user in ("op", "viewer"):
+        # "op" and "viewer" take more sessions than the load opens; "op-default" runs with the default cap (50)
+        for key, user, cap in (("op", "op", ["--max-sessions", str(SESSIONS + 20)]),
+                               ("viewer", "viewer", ["--max-sessions", str(SESSIONS + 20)]),
+                               ("op-default", "op", [])):
             port = free_port()
             procs.append(_spawn(["panel", "--broker", broker.url, "--username", user, "--password-file",
-                                 str(tmp / f"{user}.pw"), "--port", str(port), "--max-sessions", str(SESSIONS + 20)],
-                                tmp / f"panel-{user}.log"))
-            panels[user] = f"http://127.0.0.1:{port}/"
+                                 str(tmp / f"{user}.pw"), "--port", str(port), *cap], tmp / f"panel-{key}.log"))
+            panels[key] = f"http://127.0.0.1:{port}/"
         def up(arm: str) -> bool:
             dead = [p.args for p in procs if p.poll() is not None]
             if dead:
                 raise AssertionError(f"exited early: {dead}; logs in {tmp}")
             return tap.status(arm).get("status") == "online"
 
-        for arm in ARMS:
-            tap.wait(lambda a=arm: up(a), 60, f"{arm} online")
+        for arm in ARMS:   # an arm process builds its model and kernels first: slow on a loaded machine
+            tap.wait(lambda a=arm: up(a), 180, f"{arm} online")
         for user, url in panels.items():
             tap.wait(lambda u=url: _http_ok(u + "panel.js"), 30, f"panel at {url}")
             panels[user] = tap.wait(lambda u=user: token_url(tmp / f"panel-{u}.log"), 30, "the panel's link")
@@ -233,6 +254,8 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         broker.stop()
         if boost:
             os.nice(-boost)
+            if group_nice is not None:
+                _set_autogroup_nice(os.getpid(), group_nice)
         for log in sorted(tmp.glob("*.log")):
             text = log.read_text(errors="replace")
             if "Traceback" in text:
@@ -257,8 +280,8 @@ def _http_ok(url: str) -> bool:
         return False
 
 
-def _descendant_threads(root: int) -> list[int]:
-    """Thread ids of every process below ``root`` (Linux /proc)."""
+def _descendants(root: int) -> set[int]:
+    """Process ids below ``root`` (Linux /proc)."""
     parent: dict[int, int] = {}
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
@@ -268,18 +291,67 @@ def _descendant_threads(root: int) -> list[int]:
     while frontier:
         frontier = {p for p, pp in parent.items() if pp in frontier} - below
         below |= frontier
+    return below
+
+
+def _descendant_threads(root: int) -> list[int]:
+    """Thread ids of every process below ``root``."""
     tids = []
-    for pid in below:
+    for pid in _descendants(root):
         with contextlib.suppress(OSError):
             tids += [int(t.name) for t in Path(f"/proc/{pid}/task").iterdir()]
     return tids
 
 
+def _cpu_ticks(pids: set[int], labels: dict[int, str]) -> dict[int, tuple[str, int]]:
+    """Per process: a short name and the CPU ticks it used so far (user + system). ``labels`` names
+    processes by pid; ``hebictl`` processes are named by command and account, others by program."""
+    out = {}
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            head, tail = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)
+            fields = tail.split()
+            args = [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")]
+            name = labels.get(pid) or head.split("(", 1)[1]   # the kernel's short name (chromium's: "chrome", ...)
+            if "hebictl" in args[1:3]:
+                i = args.index("hebictl")
+                name = f"hebictl {args[i + 1]} {args[args.index('--username') + 1] if '--username' in args else ''}"
+            out[pid] = (name, int(fields[11]) + int(fields[12]))
+    return out
+
+
+def _cpu_report(before: dict[int, tuple[str, int]], after: dict[int, tuple[str, int]], seconds: float) -> str:
+    """The processes' CPU use between two :func:`_cpu_ticks` [% of one core], the busiest first."""
+    hz = os.sysconf("SC_CLK_TCK")
+    use: dict[str, float] = defaultdict(float)
+    for pid, (name, ticks) in after.items():
+        use[name] += 100.0 * (ticks - before.get(pid, (name, ticks))[1]) / hz / seconds
+    return ", ".join(f"{name} {pct:.0f} %" for name, pct in sorted(use.items(), key=lambda x: -x[1]) if pct >= 2)
+
+
+def _autogroup_nice(pid: int) -> int | None:
+    """The nice of ``pid``'s scheduler autogroup (``/proc/<pid>/autogroup``), None without autogroups."""
+    try:
+        return int(Path(f"/proc/{pid}/autogroup").read_text().split()[-1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _set_autogroup_nice(pid: int, nice: int) -> None:
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/autogroup").write_text(str(nice))
+
+
 def _keep_priority(nice: int, stop: threading.Event) -> None:
     """Chromium lowers the priority of its renderer threads itself (to nice 5-10 on Linux): on a
     saturated machine the page's timers and socket writes then wait behind every other process.
-    Hold the browser's threads at the test's priority, as a foreground browser would be."""
+    Hold the browser's threads at the test's priority, as a foreground browser would be, and its
+    processes' autogroups too (the browser is started in a session of its own)."""
     while not stop.wait(0.2):
+        for pid in _descendants(os.getpid()):
+            group = _autogroup_nice(pid)
+            if group is not None and group > nice:
+                _set_autogroup_nice(pid, nice)
         for tid in _descendant_threads(os.getpid()):
             with contextlib.suppress(OSError):
                 if os.getpriority(os.PRIO_PROCESS, tid) > nice:
@@ -591,12 +663,29 @@ import asyncio, json, sys, time
 from websockets.asyncio.client import connect
 url, n = sys.argv[1], int(sys.argv[2])
 frames = 0
+kinds = {}
+open_now = 0
 async def watcher(i):
-    global frames
-    async with connect(url, open_timeout=30) as ws:
-        await ws.send(json.dumps({"t": "select", "arm": "armA"}))
-        async for m in ws:
-            frames += 1
+    global frames, open_now
+    for attempt in range(5):   # a handshake that timed out on the loaded machine is tried again
+        try:
+            ws = await connect(url, open_timeout=30)
+        except Exception:
+            await asyncio.sleep(1.0)
+            continue
+        open_now += 1
+        try:
+            async with ws:   # once open, it watches until the panel closes it (e.g. replaced at the cap)
+                await ws.send(json.dumps({"t": "select", "arm": "armA"}))
+                async for m in ws:
+                    frames += 1
+                    k = m[:40].split('"')[3]
+                    kinds[k] = kinds.get(k, 0) + 1
+        except Exception:
+            pass
+        finally:
+            open_now -= 1
+        return
 async def intruders(stop):
     refused = 0
     while not stop.is_set():   # unauthenticated sockets, as fast as they are refused
@@ -612,50 +701,75 @@ async def main():
     for i in range(n):
         tasks.append(asyncio.create_task(watcher(i)))
         await asyncio.sleep(0.005)
-    await asyncio.sleep(2.0)
-    alive = sum(not t.done() for t in tasks)
-    f0 = frames; await asyncio.sleep(1.0)
+    for _ in range(60):   # until every session is open, replaced or has given up (connecting: none)
+        await asyncio.sleep(1.0)
+        if sum(not t.done() for t in tasks) == open_now:
+            break
+    await asyncio.sleep(1.0)
+    alive = open_now
+    f0, k0 = frames, dict(kinds); await asyncio.sleep(1.0)
     stop = asyncio.Event()
     intr = asyncio.create_task(intruders(stop))
-    print(f"ready {alive} {frames - f0}", flush=True)
+    per = ",".join(f"{k}:{n - k0.get(k, 0)}" for k, n in sorted(kinds.items()))
+    print(f"ready {alive} {frames - f0} {per}", flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
     stop.set()
-    print(f"refused {await intr}", flush=True)
+    print(f"refused {await intr}, {open_now} sessions still open", flush=True)
 asyncio.run(main())
 """
 
 
-@pytest.mark.xfail(strict=False, reason="issue 20's 200 ms with 300 sessions open is not met reliably on the 2-core "
-                   "machine: most presses take 27-127 ms, one per run 212-1,025 ms (the test prints every figure)")
-def test_estop_reaches_the_status_topic_within_200_ms_with_300_sessions_open(rig: Rig, browser: Any) -> None:
-    """Attack 5 of issue 20: 300 authenticated sessions watching the arm (reading ~600 frames/s
-    between them) and a stream of unauthenticated connection attempts; the operator's e-stop is
-    timed from the browser's press to the arm's status on the broker, three times."""
+PRESSES = 20     # e-stops timed per cap
+LIMIT_MS = 200.0  # issue 20: press -> the arm's state/status
+
+
+@pytest.mark.parametrize("panel", ["op", "op-default"])
+def test_estop_reaches_the_status_topic_within_200_ms_with_300_sessions_open(rig: Rig, browser: Any,
+                                                                            panel: str) -> None:
+    """Attack 5 of issue 20: 300 authenticated sessions watching the arm (on the panel whose cap
+    admits them all, and on one with the default cap of 50, where they replace each other) and a
+    stream of unauthenticated connection attempts; the operator's e-stop is timed from the
+    browser's press to the arm's status on the broker, :data:`PRESSES` times, every one within
+    200 ms. Each press is split along its path: browser -> panel (the panel's arrival time,
+    reported back in ``sent``), panel -> broker (the tap's copy of ``cmd/estop``), the arm's cycle
+    (the status's ``ts``) and its status publication (the tap's copy of ``state/status``)."""
     tap = rig.tap
-    page = _page(browser, rig.panels["op"], "armA")
+    page = _page(browser, rig.panels[panel], "armA")
     _mode(page, tap, "armA", "position")
-    ws_url = rig.panels["op"].replace("http://", "ws://").replace("/?token=", "/ws?token=")
+    ws_url = rig.panels[panel].replace("http://", "ws://").replace("/?token=", "/ws?token=")
     load = subprocess.Popen([sys.executable, "-c", SESSIONS_SCRIPT, ws_url, str(SESSIONS)], stdout=subprocess.PIPE,
                             stdin=subprocess.PIPE, text=True)
     try:
         assert load.stdout is not None and load.stdin is not None
         ready = load.stdout.readline().split()
-        assert ready[0] == "ready" and int(ready[1]) == SESSIONS, ready
-        results: list[float] = []
-        via: list[str] = []   # press -> cmd/estop on the broker (the panel's part) + the arm's part
-        for _ in range(3):
+        assert ready[0] == "ready", ready
+        cap = SESSIONS if panel == "op" else 50
+        assert int(ready[1]) >= min(SESSIONS, cap) - 1, ready   # the operator's tab holds one of the cap's places
+        rows: list[tuple[float, float, float, float, float]] = []   # press -> panel, broker, arm cycle, status; total
+        unacked: list[str] = []   # presses the panel had no PUBACK for (what the operator was told)
+        labels = {load.pid: f"load ({SESSIONS} sessions)", rig.tap.proc.pid: "tap"}
+        cpu0, c0 = _cpu_ticks(_descendants(os.getpid()), labels), time.monotonic()
+        for _ in range(PRESSES):
             t0 = time.time()
             page.click("#estop")
             t_rx, st = tap.wait_status("armA", lambda s: s.get("estop") is True, 5.0, since=t0)
             t_press = page.evaluate("window.panelState.estopAt")
             t_cmd = tap.wait(lambda t=t0: tap.get("armA", "cmd/estop", t), 5.0, "cmd/estop")[0][0]
-            results.append((t_rx - t_press) * 1000)
-            via.append(f"{(t_cmd - t_press) * 1000:.0f}+{(t_rx - t_cmd) * 1000:.0f}")
+            try:   # the panel's arrival time, reported once the broker acknowledged the e-stop
+                sent = page.wait_for_function("window.panelState.sent.estop && window.panelState.sent.estop.rx >= "
+                                              f"{t_press} && window.panelState.sent.estop", timeout=4000).json_value()
+                rx = sent["rx"]
+            except Exception:   # no PUBACK within 3 s (seen once or twice per run on the loaded machine): the
+                unacked.append(page.inner_text("#toasts")[-200:])   # e-stop itself went out, as the tap shows
+                rx = math.nan
+            rows.append(tuple(1000 * x for x in (rx - t_press, t_cmd - rx, st["ts"] - t_cmd,
+                                                 t_rx - st["ts"], t_rx - t_press)))
             page.wait_for_selector("#estop_release:not([disabled])")
             t1 = time.time()
             page.click("#estop_release")
             tap.wait_status("armA", lambda s: s.get("estop") is False, 10.0, since=t1)
             _mode(page, tap, "armA", "position")
+        cpu = _cpu_report(cpu0, _cpu_ticks(_descendants(os.getpid()), labels), time.monotonic() - c0)
         n0 = page.evaluate("window.panelState.frames")   # the operator's view, the tab in use
         page.wait_for_timeout(1000)
         rate = page.evaluate("window.panelState.frames") - n0
@@ -665,10 +779,23 @@ def test_estop_reaches_the_status_topic_within_200_ms_with_300_sessions_open(rig
         load.kill()
         load.wait(10)
     rig.alive()
-    print(f"\n{SESSIONS} open sessions ({ready[2]} frames/s to them together), intruders {refused}: e-stop press -> "
-          f"state/status {', '.join(f'{x:.0f}' for x in results)} ms (panel + arm: {', '.join(via)} ms); "
+    a = np.array(rows)
+    total = a[:, 4]
+    print(f"\npanel {panel!r}: {SESSIONS} sessions opened, {ready[1]} open ({ready[2]} messages/s to them together: "
+          f"{ready[3] if len(ready) > 3 else ''}), "
+          f"intruders {refused}; {PRESSES} e-stops, press -> state/status: median {np.median(total):.0f} ms, "
+          f"p95 {np.percentile(total, 95):.0f} ms, max {total.max():.0f} ms (limit {LIMIT_MS:.0f}); "
           f"the operator's view {rate} frames/s")
-    assert max(results) < 200.0
+    print(f"  CPU while timing (% of one core; 2 cores): {cpu}")
+    if unacked:
+        print(f"  {len(unacked)} e-stop(s) delivered without the broker's PUBACK reaching the panel in 3 s: {unacked}")
+    for name, col in zip(("browser -> panel", "panel -> broker", "broker -> arm cycle", "arm cycle -> status"),
+                         a.T, strict=False):
+        print(f"  {name:20s} median {np.nanmedian(col):6.1f}  max {np.nanmax(col):6.1f} ms")
+    for r in rows:
+        if r[4] > 0.5 * LIMIT_MS:
+            print("  slow press: " + " + ".join(f"{x:.0f}" for x in r[:4]) + f" = {r[4]:.0f} ms")
+    assert total.max() < LIMIT_MS
     assert rate >= 20
 
 
@@ -750,3 +877,65 @@ def test_zz_an_arm_stopped_with_ctrl_c_is_shown_offline(rig: Rig, browser: Any) 
     page.wait_for_timeout(300)
     page.screenshot(path=str(rig.tmp / "panel-offline.png"))
     page.close()   # the rig's clean-up ends the process if Ctrl-C has not yet (seen: the sim teleop kept running)
+
+
+def _over(rgba: tuple[int, int, int, float], under: Any = (255.0, 255.0, 255.0)) -> np.ndarray:
+    """The colour ``rgba`` drawn once over the opaque colour ``under`` (the canvas's source-over)."""
+    *rgb, alpha = rgba
+    return np.asarray(under, dtype=float) * (1 - alpha) + np.asarray(rgb, dtype=float) * alpha
+
+
+def _pixels_like(png: bytes, rgba: tuple[int, int, int, float], tol: int = 6,
+                 under: tuple[Any, ...] = ((255.0, 255.0, 255.0),)) -> tuple[int, int]:
+    """How many pixels of the screenshot ``png`` have the colour ``rgba`` drawn once over one of
+    the colours ``under`` (default the view's white background), within ``tol`` per channel, and
+    the screenshot's pixel count."""
+    import io
+
+    from PIL import Image
+
+    img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=float)
+    hit = np.zeros(img.shape[:2], dtype=bool)
+    for u in under:
+        hit |= np.all(np.abs(img - _over(rgba, u)) <= tol, axis=-1)
+    return int(hit.sum()), img.shape[0] * img.shape[1]
+
+
+def test_the_workspace_and_the_arms_collision_shapes_are_drawn(rig: Rig, browser: Any) -> None:
+    """Issue 19 item 7: the config's workspace reaches the page in the arm's description (validated
+    by the state schema) and is drawn in the 3D view: the table in its colour, the keep-out zone in
+    the warning colour; the arm's collision shapes on a toggle. Checked on the screenshot's pixels,
+    with each layer switched off as the control."""
+    page = _page(browser, rig.panels["op"], "armA")
+    names = page.evaluate("window.panelState.desc.workspace.objects.map(o => o.type + ':' + o.name)")
+    assert sorted(names) == ["box:crate", "cylinder:post", "keep_out:camera", "table:table", "wall:fence"], names
+    view = page.locator("#view")
+    page.wait_for_timeout(200)
+    shot = view.screenshot(path=str(rig.tmp / "panel-workspace.png"))
+    table, n = _pixels_like(shot, TABLE_RGBA)
+    keep_out, _ = _pixels_like(shot, KEEP_OUT_RGBA, tol=12)
+    on_table = ((255.0, 255.0, 255.0), _over(TABLE_RGBA))   # a shape over the white view or over the table
+    shapes_off, _ = _pixels_like(shot, SHAPE_RGBA, under=on_table)
+    page.uncheck("#show_ws")
+    page.wait_for_timeout(200)
+    no_ws = view.screenshot()
+    table_off, _ = _pixels_like(no_ws, TABLE_RGBA)
+    keep_out_off, _ = _pixels_like(no_ws, KEEP_OUT_RGBA, tol=12)
+    page.check("#show_ws")
+    page.check("#show_shapes")
+    page.wait_for_function("window.panelState.frame.shapes && window.panelState.frame.shapes.length > 0")
+    page.wait_for_timeout(200)
+    with_shapes = view.screenshot(path=str(rig.tmp / "panel-collision-shapes.png"))
+    shapes_on, _ = _pixels_like(with_shapes, SHAPE_RGBA, under=on_table)
+    n_shapes = page.evaluate("window.panelState.frame.shapes.length")
+    page.uncheck("#show_shapes")
+    if os.environ.get("HEBICTL_UPDATE_DOCS") == "1":
+        shutil.copy(rig.tmp / "panel-collision-shapes.png", REPO / "docs" / "panel-workspace.png")
+    assert not page.errors, page.errors
+    page.close()
+    print(f"\nworkspace drawn: table colour {table} px ({100 * table / n:.1f} % of the view; {table_off} with the "
+          f"workspace off), keep-out edge {keep_out} px ({keep_out_off} off); {n_shapes} collision shapes: "
+          f"{shapes_on} px of their fill ({shapes_off} with the toggle off)")
+    assert table > 0.02 * n and table_off < 0.1 * table
+    assert keep_out >= 20 and keep_out_off < 0.2 * keep_out
+    assert n_shapes >= 6 and shapes_on > 500 and shapes_off < 0.2 * shapes_on

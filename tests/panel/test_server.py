@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 import urllib.error
 import urllib.request
@@ -38,7 +39,9 @@ DESCRIPTION = {"dof": 2, "arm_id": "arm1", "backend": "stand-in",
                                                                           "scale": 1.0, "index": 0}},
                    {"name": "b", "parent": 0, "placement": UP, "joint": {"kind": "revolute", "axis": [0, 1, 0],
                                                                         "scale": 1.0, "index": 1}}],
-                        "end_effector": [{"body": 1, "offset": UP}]}}
+                        "end_effector": [{"body": 1, "offset": UP}]},
+               "collision_shapes": [{"body": 1, "kind": "capsule", "size": [0.02, 0.05],
+                                     "pose": [[1.0, 0, 0, 0], [0, 1.0, 0, 0], [0, 0, 1.0, 0.1], [0, 0, 0, 1.0]]}]}
 
 
 class StandIn:
@@ -373,5 +376,38 @@ def test_a_goal_too_short_for_the_acceleration_limit_is_refused_with_the_shortes
                                                                                 "duration": offer["duration"]}}))
             await until(lambda: arm.commands)
             assert arm.commands[0][2]["duration"] == 0.25
+
+    run(scenario, broker)
+
+
+def test_an_estop_reports_its_times_through_the_panel_and_shapes_come_on_request(broker: LocalBroker) -> None:
+    """The ``sent`` of an e-stop carries when the panel read it and when the broker acknowledged
+    it (the e2e timing test splits the path with them); a tab that asks for the arm's collision
+    shapes (``view``) gets them posed in its frames, other tabs do not."""
+    async def scenario(b: LocalBroker) -> None:
+        async with panel(b) as (server, arm):
+            ws = await session(server)
+            t0 = time.time()
+            await ws.send(json.dumps({"t": "cmd", "name": "estop", "body": {"engaged": True}}))
+            while True:
+                m = json.loads(await asyncio.wait_for(ws.recv(), 5))
+                if m["t"] == "sent":
+                    break
+            assert m["name"] == "estop" and t0 <= m["rx"] <= m["acked"] <= time.time()
+            await until(lambda: arm.commands)
+            assert arm.commands[0][1] == "estop" and arm.commands[0][0] >= m["rx"]
+            assert "shapes" not in (await frames(ws, 1))[0]["s"]
+            await ws.send(json.dumps({"t": "view", "shapes": True}))
+            await until(lambda: all(s.show_shapes for s in server.sessions))
+            posed = (await frames(ws, 2))[-1]["s"]["shapes"]
+            # the stand-in's one capsule sits 0.1 m along body 1's z axis; body 1 is 0.3 m up (UP) at q = 0.2
+            assert [s["k"] for s in posed] == ["capsule"] and posed[0]["s"] == [0.02, 0.05]
+            q0, q1 = 0.1, 0.2   # the stand-in's joints: about z at the base, then about y 0.2 m up
+            want = [0.1 * math.sin(q1) * math.cos(q0), 0.1 * math.sin(q1) * math.sin(q0), 0.2 + 0.1 * math.cos(q1)]
+            assert [row[3] for row in posed[0]["T"]] == pytest.approx(want, abs=1e-12)
+            assert [row[2] for row in posed[0]["T"]] == pytest.approx(
+                [math.sin(q1) * math.cos(q0), math.sin(q1) * math.sin(q0), math.cos(q1)], abs=1e-12)
+            await ws.send(json.dumps({"t": "view", "shapes": "yes"}))   # a bad request, never a crash
+            await ws.close()
 
     run(scenario, broker)

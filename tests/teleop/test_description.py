@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from hebictl.panel.kinematics import DescribedArm
+from hebictl.teleop.state_schema import validate
 from hebictl.teleop.topics import Topics
+from tests._support.paths import KIT6_CONFIG
 from tests._support.teleop import ARM_ID, HOME, run
 
 
@@ -167,3 +170,63 @@ def test_description_is_republished_and_every_status_names_its_hash_and_session(
     assert "mode" not in last and "at_goal" not in last and last["session"] == session
     second = make_server(broker.url)
     assert second.bridge.session != session  # a restarted process gets a new session
+
+
+def _workspace_config(tmp: Path) -> Path:
+    """The 6-DoF kit with a workspace of every object type (issue 19 item 7: the panel draws them)."""
+    import yaml
+
+    doc = yaml.safe_load(KIT6_CONFIG.read_text())
+    doc["hrdf"] = str((KIT6_CONFIG.parent / doc["hrdf"]).resolve())
+    doc["gains"] = {k: str((KIT6_CONFIG.parent / v).resolve()) for k, v in doc["gains"].items()}
+    doc["user_data"]["workspace"] = WORKSPACE
+    out = tmp / "kit6-workspace.cfg.yaml"
+    out.write_text(yaml.safe_dump(doc))
+    return out
+
+
+WORKSPACE = {"table": {"height": -0.01, "clearance": 0.005, "physical": False},
+             "objects": [{"type": "box", "name": "crate", "center": [-0.5, 0.3, 0.1], "size": [0.2, 0.3, 0.2]},
+                         {"type": "cylinder", "name": "post", "center": [-0.5, -0.4, 0.3], "radius": 0.05,
+                          "height": 0.6, "clearance": 0.02},
+                         {"type": "wall", "name": "fence", "point": [-0.8, 0.0, 0.0], "normal": [2.0, 0.0, 0.0]},
+                         {"type": "keep_out", "name": "camera", "center": [-0.4, 0.0, 0.8], "size": [0.1, 0.1, 0.1]}]}
+
+
+def test_description_carries_the_checked_workspace_and_the_arms_collision_shapes(
+        broker: Any, make_server: Any, tmp_path: Path) -> None:
+    """Issue 19 item 7: what a viewer needs to draw the workspace (and the arm's shapes), checked
+    against the config's own numbers, and valid under the state schema the panel applies."""
+    make_server(broker.url, config=_workspace_config(tmp_path))
+    d = run(_retained_description(broker.url))
+    validate("description", json.dumps(d).encode())
+    objects = {o["name"]: o for o in d["workspace"]["objects"]}
+    assert set(objects) == {"table", "crate", "post", "fence", "camera"}
+    assert d["workspace"]["table_height"] == pytest.approx(-0.01)
+    table = objects["table"]
+    assert (table["type"], table["kind"], table["size"], table["virtual"]) == ("table", "plane", [], True)
+    assert table["clearance"] == pytest.approx(0.005)
+    np.testing.assert_allclose(np.asarray(table["pose"])[:3, 3], [0.0, 0.0, -0.01], atol=1e-12)
+    np.testing.assert_allclose(np.asarray(table["pose"])[:3, 2], [0.0, 0.0, 1.0], atol=1e-12)
+    crate, post, fence, camera = (objects[n] for n in ("crate", "post", "fence", "camera"))
+    assert (crate["kind"], crate["virtual"]) == ("box", False)
+    np.testing.assert_allclose(crate["size"], [0.1, 0.15, 0.1])          # half extents of the config's size
+    np.testing.assert_allclose(np.asarray(crate["pose"])[:3, 3], [-0.5, 0.3, 0.1])
+    assert (post["kind"], post["virtual"]) == ("cylinder", False) and post["clearance"] == pytest.approx(0.02)
+    np.testing.assert_allclose(post["size"], [0.05, 0.3])                # radius, half height
+    assert (fence["kind"], fence["type"], fence["virtual"]) == ("plane", "wall", True)
+    np.testing.assert_allclose(np.asarray(fence["pose"])[:3, 2], [1.0, 0.0, 0.0], atol=1e-12)  # the unit normal
+    np.testing.assert_allclose(np.asarray(fence["pose"])[:3, 3], [-0.8, 0.0, 0.0])
+    assert (camera["kind"], camera["type"], camera["virtual"]) == ("box", "keep_out", True)
+    np.testing.assert_allclose(camera["size"], [0.05, 0.05, 0.05])
+    # the arm's shapes hang on the tree's bodies: posed by the description's own kinematics at home,
+    # every moving joint's origin lies inside (or within 2 cm of) one of them
+    shapes = d["collision_shapes"]
+    assert shapes and all(0 <= s["body"] < len(d["tree"]["bodies"]) for s in shapes)
+    kin = DescribedArm(d["tree"])
+    poses = kin.body_poses(HOME)
+    centres = [(poses[s["body"]] @ np.asarray(s["pose"]))[:3, 3] for s in shapes]
+    reach = [float(np.linalg.norm(s["size"])) for s in shapes]
+    for p in kin.joint_points(poses):
+        gap = min(float(np.linalg.norm(np.subtract(p, c))) - r for c, r in zip(centres, reach, strict=True))
+        assert gap < 0.02, (p, gap)

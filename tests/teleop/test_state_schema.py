@@ -106,3 +106,34 @@ def test_unknown_fields_are_dropped_and_the_hash_is_of_the_exact_bytes() -> None
     assert "surprise" not in validate("status", raw)
     assert payload_sha256(raw) == __import__("hashlib").sha256(raw).hexdigest()
     assert len(json.dumps(state_schema.SCHEMAS)) < 20000  # sent to every page in "hello"
+
+
+def test_workspace_and_collision_shapes_are_bounded() -> None:
+    """The description's workspace objects and arm shapes (drawn by the panel): counts, sizes,
+    coordinates, kinds and bodies are bounded; a payload beyond any bound is refused."""
+    eye = [[1.0, 0, 0, 0], [0, 1.0, 0, 0], [0, 0, 1.0, 0], [0, 0, 0, 1.0]]
+    box = {"name": "crate", "type": "box", "kind": "box", "size": [0.1, 0.1, 0.1], "pose": eye, "virtual": False,
+           "clearance": 0.01}
+    d = {**_description(), "workspace": {"table_height": 0.0, "objects": [box]},
+         "collision_shapes": [{"body": 0, "kind": "capsule", "size": [0.03, 0.1], "pose": eye}]}
+    assert validate("description", json.dumps(d).encode())["workspace"]["objects"][0]["name"] == "crate"
+    assert state_schema.MAX_COLLISION_SHAPES == 256
+    far = copy.deepcopy(eye)
+    far[0][3] = 1e4
+    for mutate in (lambda d: d["workspace"].update(objects=[box] * (state_schema.MAX_WORKSPACE_OBJECTS + 1)),
+                   lambda d: d["workspace"]["objects"][0].update(size=[0.1, 0.1]),           # a box needs 3
+                   lambda d: d["workspace"]["objects"][0].update(size=[-0.1, 0.1, 0.1]),
+                   lambda d: d["workspace"]["objects"][0].update(size=[2e3, 0.1, 0.1]),
+                   lambda d: d["workspace"]["objects"][0].update(pose=far),
+                   lambda d: d["workspace"]["objects"][0].update(type="lava"),
+                   lambda d: d["workspace"]["objects"][0].update(kind="mesh"),
+                   lambda d: d["workspace"].update(objects="table"),
+                   lambda d: d["collision_shapes"][0].update(body=5),                       # no such body
+                   lambda d: d["collision_shapes"][0].update(kind="plane"),
+                   lambda d: d.update(collision_shapes=d["collision_shapes"] * 257)):
+        bad = copy.deepcopy(d)
+        mutate(bad)
+        with pytest.raises(StateRejected):
+            validate("description", json.dumps(bad).encode())
+    with pytest.raises(StateRejected, match=r"not allowed"):
+        validate("description", json.dumps(d).replace("0.03", "NaN").encode())

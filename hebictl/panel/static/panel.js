@@ -12,6 +12,7 @@ const S = {
   sentLog: [],   // browser timestamps of jog samples (the e2e test reads them)
   schemas: null, // hebictl.teleop.state_schema.SCHEMAS, sent by the server in "hello"
   invalid: 0,    // messages this page dropped because they failed the schema
+  sent: {},      // per command name, the panel's last "sent" (its arrival and PUBACK times: the timing tests read them)
 };
 window.panelState = S;
 
@@ -50,7 +51,7 @@ function toast(text, cls, offer) {
 function connect() {
   const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`);
   S.ws = ws;
-  ws.onopen = () => { $("conn").textContent = "panel connected"; $("conn").className = "pill ok"; if (S.arm) send({ t: "select", arm: S.arm }); };
+  ws.onopen = () => { $("conn").textContent = "panel connected"; $("conn").className = "pill ok"; if (S.arm) send({ t: "select", arm: S.arm }); sendView(); };
   ws.onclose = (ev) => {
     stopJog(false);
     $("conn").textContent = ev.code === 1006 && !S.hello ? "not signed in: open the link hebictl panel printed" : "panel disconnected";
@@ -98,6 +99,9 @@ const FRAME = { type: "object", required: ["arm", "q"], properties: {
   arm: { type: "string", maxLength: 64 }, q: NUMS, writable: { type: ["boolean", "null"] },
   segs: { type: "array", items: NUMS, maxItems: 512 }, pts: { type: "array", items: NUMS, maxItems: 512 },
   ee: { type: "array", items: NUMS, maxItems: 3 },
+  shapes: { type: "array", maxItems: 256, items: { type: "object", required: ["k", "s", "T"], properties: {
+    k: { type: "string", enum: ["capsule", "box", "sphere", "cylinder"] }, s: { type: "array", items: { type: "number" }, maxItems: 3 },
+    T: { type: "array", items: { type: "array", items: { type: "number" }, minItems: 4, maxItems: 4 }, minItems: 3, maxItems: 3 } } } },
   events: { type: "array", maxItems: 50, items: { type: "object", required: ["text"], properties: {
     level: { type: "string", maxLength: 10 }, text: { type: "string", maxLength: 200 }, detail: { type: ["string", "null"], maxLength: 2000 } } } },
 } };
@@ -134,7 +138,7 @@ function onMessage(m) {
       break;
     }
     case "notice": toast(String(m.text), m.level, m.offer); break;
-    case "sent": break;
+    case "sent": if (typeof m.name === "string") S.sent[m.name] = m; break;   // the command's times in the panel
     default: dropped("message", `unknown type ${String(m && m.t).slice(0, 20)}`);
   }
 }
@@ -186,6 +190,7 @@ $("arm").addEventListener("change", (e) => select(e.target.value));
 // ------------------------------------------------------------------ description -> controls
 function onDescription(d) {
   S.desc = d;
+  S.dirty = true;
   buildJogTable();
   const t = $("sliders");
   t.innerHTML = "";
@@ -427,6 +432,81 @@ function triad(R, B, len, width, alpha) {
   const cols = [`rgba(220,38,38,${alpha})`, `rgba(22,163,74,${alpha})`, `rgba(37,99,235,${alpha})`];
   for (let k = 0; k < 3; k++) line(o, [o[0] + len * R[0][k], o[1] + len * R[1][k], o[2] + len * R[2][k]], B, cols[k], width);
 }
+// ------------------------------------------------------------------ workspace and collision shapes
+// The config's workspace (state/description "workspace", validated like the rest of it) drawn
+// semi-transparent: the table in a wood colour, solid objects grey, walls pale yellow, keep-out
+// zones in a warning orange; the arm's collision shapes (a toggle) pale blue. A pose is 4x4 (or
+// 3x4) row-major: column k of its rotation is the shape's local axis k, a plane's normal is z.
+const WS_COLORS = {
+  table: ["rgba(180,140,90,0.35)", "rgba(140,100,60,0.6)"], box: ["rgba(100,116,139,0.30)", "rgba(71,85,105,0.8)"],
+  cylinder: ["rgba(100,116,139,0.30)", "rgba(71,85,105,0.8)"], wall: ["rgba(234,179,8,0.18)", "rgba(202,138,4,0.7)"],
+  keep_out: ["rgba(234,88,12,0.30)", "rgba(234,88,12,0.95)"],
+};
+const SHAPE_COLORS = ["rgba(37,99,235,0.18)", "rgba(37,99,235,0.55)"];
+function tp(T, x, y, z) {   // the point (x, y, z) of a shape's frame, in the world
+  return [0, 1, 2].map((r) => T[r][0] * x + T[r][1] * y + T[r][2] * z + T[r][3]);
+}
+function poly(pts, B, fill, stroke) {
+  const q = pts.map((p) => project(p, B));
+  ctx.setLineDash([]);
+  ctx.beginPath(); ctx.moveTo(q[0][0], q[0][1]);
+  for (const p of q.slice(1)) ctx.lineTo(p[0], p[1]);
+  ctx.closePath();
+  ctx.fillStyle = fill; ctx.fill();
+  if (stroke) { ctx.strokeStyle = stroke; ctx.lineWidth = 1.5; ctx.stroke(); }
+}
+function depth(pts, B) { return pts.reduce((a, p) => a + project(p, B)[2], 0) / pts.length; }
+function faces(list, B, fill, stroke) {   // far faces first (painter's order)
+  list.sort((a, b) => depth(b, B) - depth(a, B));
+  for (const f of list) poly(f, B, fill, stroke);
+}
+function boxFaces(T, h) {
+  const c = (i, j, k) => tp(T, i * h[0], j * h[1], k * h[2]);
+  return [[c(-1, -1, -1), c(1, -1, -1), c(1, 1, -1), c(-1, 1, -1)], [c(-1, -1, 1), c(1, -1, 1), c(1, 1, 1), c(-1, 1, 1)],
+    [c(-1, -1, -1), c(1, -1, -1), c(1, -1, 1), c(-1, -1, 1)], [c(-1, 1, -1), c(1, 1, -1), c(1, 1, 1), c(-1, 1, 1)],
+    [c(-1, -1, -1), c(-1, 1, -1), c(-1, 1, 1), c(-1, -1, 1)], [c(1, -1, -1), c(1, 1, -1), c(1, 1, 1), c(1, -1, 1)]];
+}
+function cylinderFaces(T, r, h, n = 20) {
+  const ring = (z) => Array.from({ length: n }, (_, i) => tp(T, r * Math.cos(2 * Math.PI * i / n), r * Math.sin(2 * Math.PI * i / n), z));
+  const lo = ring(-h), hi = ring(h);
+  return [lo, hi, ...lo.map((p, i) => [p, lo[(i + 1) % n], hi[(i + 1) % n], hi[i]])];
+}
+function drawSolid(kind, size, T, B, fill, stroke) {
+  if (kind === "box") faces(boxFaces(T, size), B, fill, stroke);
+  else if (kind === "cylinder") faces(cylinderFaces(T, size[0], size[1]), B, fill, null);
+  else if (kind === "sphere") {
+    const c = project(tp(T, 0, 0, 0), B);
+    ctx.fillStyle = fill; ctx.beginPath(); ctx.arc(c[0], c[1], canvas.height * 1.2 * size[0] / Math.max(c[2], 1e-3), 0, 2 * Math.PI); ctx.fill();
+  } else if (kind === "capsule") {   // a thick line with round ends: a capsule seen from any side
+    const a = project(tp(T, 0, 0, -size[1]), B), b = project(tp(T, 0, 0, size[1]), B);
+    ctx.strokeStyle = fill; ctx.lineCap = "round"; ctx.setLineDash([]);
+    ctx.lineWidth = Math.max(2, 2 * canvas.height * 1.2 * size[0] / Math.max((a[2] + b[2]) / 2, 1e-3));
+    ctx.beginPath(); ctx.moveTo(a[0], a[1]); ctx.lineTo(b[0], b[1]); ctx.stroke(); ctx.lineCap = "butt";
+  }
+}
+function drawWorkspace(B) {
+  const ws = S.desc && S.desc.workspace;
+  if (!ws || !$("show_ws").checked) return;
+  const planes = ws.objects.filter((o) => o.kind === "plane"), solids = ws.objects.filter((o) => o.kind !== "plane");
+  for (const o of [...planes, ...solids]) {
+    const [fill, stroke] = WS_COLORS[o.type] || WS_COLORS.box;
+    if (o.kind === "plane") {   // a plane has no edge: a square around its point (the table under the arm, 1.2 m)
+      const h = o.type === "table" ? 0.6 : 0.5;
+      poly([tp(o.pose, -h, -h, 0), tp(o.pose, h, -h, 0), tp(o.pose, h, h, 0), tp(o.pose, -h, h, 0)], B, fill, stroke);
+    } else drawSolid(o.kind, o.size, o.pose, B, fill, stroke);
+    if (o.type !== "table" && o.name) {
+      const c = project(tp(o.pose, 0, 0, 0), B);
+      ctx.fillStyle = stroke; ctx.font = "11px system-ui, sans-serif"; ctx.fillText(o.name, c[0] + 4, c[1] - 4);
+    }
+  }
+}
+function drawShapes(f, B) {
+  if (!$("show_shapes").checked) return;
+  for (const sh of f.shapes || []) drawSolid(sh.k, sh.s, sh.T, B, SHAPE_COLORS[0], SHAPE_COLORS[1]);
+}
+for (const id of ["show_ws", "show_shapes"]) $(id).addEventListener("change", () => { S.dirty = true; if (id === "show_shapes") sendView(); });
+function sendView() { send({ t: "view", shapes: $("show_shapes").checked }); }
+
 function draw() {
   const w = canvas.clientWidth, h = canvas.clientHeight;
   if (canvas.width !== w || canvas.height !== h) { canvas.width = w; canvas.height = h; }
@@ -436,12 +516,14 @@ function draw() {
     line([i * 0.1, -0.5, 0], [i * 0.1, 0.5, 0], B, "#e4e7eb", 1);
     line([-0.5, i * 0.1, 0], [0.5, i * 0.1, 0], B, "#e4e7eb", 1);
   }
+  drawWorkspace(B);
   triad([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]], B, 0.1, 2, 0.6);
   const f = S.frame;
   if (!f) return;
   for (const s of (f.ghost && f.ghost.segs) || []) line(s.slice(0, 3), s.slice(3), B, "rgba(43,108,176,0.45)", 6, [6, 4]);
   for (const s of f.segs || []) line(s.slice(0, 3), s.slice(3), B, "#3e4c59", 8);
   for (const p of f.pts || []) dot(p, B, "#f5f7fa", 4);
+  drawShapes(f, B);
   if (f.ee) triad(f.ee, B, 0.08, 3, 1.0);
   if (f.ghost && f.ghost.ee) dot(f.ghost.ee, B, "rgba(43,108,176,0.6)", 6);
   if (S.target) S.targetScreen = dot(S.target, B, "rgba(221,107,32,0.85)", 9);
