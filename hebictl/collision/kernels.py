@@ -1,5 +1,6 @@
-"""Compiled per-cycle helpers of the collision world: link poses to MuJoCo ``qpos``, and the two
-nearest distances from MuJoCo's contact list.
+"""Compiled per-cycle helpers of the collision world: link poses to MuJoCo ``qpos``, the two
+nearest distances from MuJoCo's contact list, per-pair gaps and the conservative-advancement step
+of a path check (plain ``numba.njit(cache=True)``, like the rest of the package).
 
 Why compiled: the jog checks distances every control cycle (budget 100 µs with a table and two
 boxes). Written in numpy, the quaternion conversion and the per-pair clearance bookkeeping took
@@ -82,3 +83,30 @@ def approach_scale(geom_now, dist_now, geom_next, dist_next, is_ws, clearance, s
         stop = math.sqrt(2.0 * deceleration * max(d, 0.0)) / closing
         scale = min(scale, servo, stop)
     return scale
+
+
+@numba.njit(cache=_CACHE)
+def pair_gaps(geom, dist, pair_id, far, clearance, out):  # pragma: no cover - compiled
+    """``out[p]`` = the closest contact distance of checked pair ``p`` in the contact list, else
+    ``far[p]``; returns whether any pair is closer than its ``clearance``."""
+    out[:] = far
+    for k in range(dist.shape[0]):
+        p = pair_id[geom[k, 0], geom[k, 1]]
+        if p >= 0 and dist[k] < out[p]:
+            out[p] = dist[k]
+    close = False
+    for p in range(out.shape[0]):
+        close = close or out[p] < clearance[p]
+    return close
+
+
+@numba.njit(cache=_CACHE)
+def advance_time(gaps, speed, min_motion, tolerance):  # pragma: no cover - compiled
+    """The time [s] no pair can close its gap in (conservative advancement): the smallest over the
+    pairs of ``max(gap - tolerance, min_motion) / speed``, with ``speed`` [m/s] a bound on how fast
+    the pair's surfaces approach; +inf when no pair moves."""
+    dt = np.inf
+    for k in range(gaps.shape[0]):
+        if speed[k] > 0.0:
+            dt = min(dt, max(gaps[k] - tolerance, min_motion) / speed[k])
+    return dt

@@ -35,11 +35,12 @@ from numpy.typing import ArrayLike
 from hebictl._typing import FloatArray
 from hebictl.collision.files import file_shapes
 from hebictl.collision.hrdf import hrdf_shapes
-from hebictl.collision.kernels import approach_scale, nearest_margins, poses_to_qpos
+from hebictl.collision.kernels import approach_scale, nearest_margins, pair_gaps, poses_to_qpos
 from hebictl.collision.shapes import Shape
 from hebictl.collision.workspace import Workspace
 from hebictl.errors import ModelError
 from hebictl.model.robot import RobotModel
+from hebictl.model.tree import JointKind
 
 #: [m] how far beyond the clearances distances are reported (geom margins): the jog's braking horizon
 HORIZON = 0.1
@@ -189,6 +190,7 @@ class CollisionWorld:
             spec.add_exclude(bodyname1=self._mj_body[a], bodyname2=self._mj_body[b])
         self.mj = spec.compile()
         self.data = mujoco.MjData(self.mj)
+        self._pair_tables(roots)
         # compile (or load from numba's cache) the per-cycle kernels now, not in a jog's first cycle
         q0 = np.zeros(model.nq)
         self.approach_scale(q0, q0, 0.02, 0.5)
@@ -234,6 +236,51 @@ class CollisionWorld:
             always = close if always is None else always & close
         return allowed | (always or set())
 
+    def _pair_tables(self, roots: list[int]) -> None:
+        """Per checked pair: its index from two geom ids, how far MuJoCo reports it, its clearance,
+        and how fast its two shapes can approach each other per unit joint speed (path sampling).
+
+        Why per pair: the distance between two bodies depends only on the joints between them
+        (a joint above both moves them together), so a pair of neighbouring links far along the
+        arm is bounded by two or three joints, not all of them."""
+        pairs = self.checked_pairs()
+        n_geom = len(self._geoms)
+        self._pair_id = np.full((n_geom, n_geom), -1, dtype=np.int64)
+        margin = np.asarray(self.mj.geom_margin, dtype=np.float64)
+        #: per checked pair [m]: MuJoCo reports the pair (as in :meth:`pairs`) when closer than this
+        self.pair_far = np.empty(len(pairs))
+        #: per checked pair [m]: the clearance it must keep (the workspace object's, or the self clearance)
+        self.pair_clearance = np.empty(len(pairs))
+        #: (pairs, joints) [m/rad]: a pair's surfaces approach at most ``pair_reach @ |joint speeds|``
+        self.pair_reach = np.zeros((len(pairs), self.robot.dof))
+        chains = {g: self._joints_above(g) for g in {*self._geom_group, -1, -2}}
+        lever = self._joint_levers()
+        for k, (a, b) in enumerate(pairs):
+            self._pair_id[a, b] = self._pair_id[b, a] = k
+            self.pair_far[k] = max(margin[a], margin[b])  # MuJoCo's margin of a pair of dynamic geoms
+            self.pair_clearance[k] = (self._clear[a] + self._clear[b] if self._is_ws[a] or self._is_ws[b]
+                                      else self.workspace.self_clearance)
+            for j in chains[self._geom_group[a]] ^ chains[self._geom_group[b]]:
+                self.pair_reach[k, j] = lever[j]
+        self._gaps = np.empty(len(pairs))
+
+    def _joints_above(self, group: int) -> set[int]:
+        """The joint indices between the base and ``group`` (empty for the base and the workspace)."""
+        joint_of = {body: j for j, body in enumerate(self.robot.joint_bodies)}
+        out: set[int] = set()
+        body = group
+        while body >= 0:
+            if body in joint_of:
+                out.add(joint_of[body])
+            body = self.robot.bodies[body].parent
+        return out
+
+    def _joint_levers(self) -> FloatArray:
+        """Per joint [m/rad or m/m]: how far a point below it moves per unit of its motion (its reach
+        for a revolute joint, 1 for a prismatic one)."""
+        kinds = [self.robot.bodies[b].joint.kind for b in self.robot.joint_bodies]
+        return np.array([1.0 if k is JointKind.PRISMATIC else r for k, r in zip(kinds, self.reach, strict=True)])
+
     # ------------------------------------------------------------------ queries
     def _set(self, q: ArrayLike) -> None:
         self.robot.forward_kinematics_into(np.asarray(q, dtype=np.float64), "link", self._poses)
@@ -248,6 +295,15 @@ class CollisionWorld:
         n = self.data.ncon
         c = self.data.contact
         return c.geom[:n], c.dist[:n]
+
+    def pair_gaps(self, q: ArrayLike) -> tuple[FloatArray, bool]:
+        """Per checked pair (:meth:`checked_pairs` order): its surface distance [m] at ``q`` as far as
+        MuJoCo reports it - MuJoCo's distance where it reports the pair, else :attr:`pair_far` (it
+        reports every pair closer than that: a lower bound); and whether any pair is closer than its
+        clearance (:meth:`violations` then says which). The gaps are a buffer reused by the next query."""
+        geom, dist = self.pairs(q)
+        close = pair_gaps(geom, dist, self._pair_id, self.pair_far, self.pair_clearance, self._gaps)
+        return self._gaps, bool(close)
 
     def _contacts(self, q: ArrayLike) -> list[tuple[int, int, float]]:
         geom, dist = self.pairs(q)
