@@ -31,10 +31,9 @@ from hebictl.trajectory import Trajectory
 MIN_STEP = 0.002
 #: a pair that starts too close may come closer by this much [m] while the motion leads it out (rounding)
 RECOVERY_TOLERANCE = 1e-4
-#: [m] MuJoCo's distance of a box pair may exceed the true one by up to ~1 mm (its analytic box-box
-#: collider, measured against hpp-fcl in tests/collision/test_world.py): taken off every gap before it
-#: sets a step
-GAP_TOLERANCE = 0.0015
+#: [m] taken off every gap before it sets a step: the world's distances match hpp-fcl's to 0.2 mm
+#: (tests/collision/test_world.py), this covers that five times over
+GAP_TOLERANCE = 0.001
 #: at most this many samples per goal (a longer path is refused as too long to check)
 MAX_SAMPLES = 200_000
 
