@@ -77,14 +77,19 @@ def approach_scale(gap_now, gap_next, far, clearance, threshold, horizon, lookah
 
 
 @numba.njit(cache=_CACHE)
-def pair_gaps(geom, dist, pair_id, far, clearance, out):  # pragma: no cover - compiled
-    """``out[p]`` = the closest contact distance of checked pair ``p`` in the contact list, else
-    ``far[p]``; returns whether any pair is closer than its ``clearance``."""
+def pair_gaps(geom, dist, box_geom, box_dist, boxes, pair_id, far, clearance, out):  # pragma: no cover
+    """``out[p]`` = the closest distance of checked pair ``p`` among MuJoCo's contacts (``geom``,
+    ``dist``) and the first ``boxes`` box-pair distances, else ``far[p]``; returns whether any pair
+    is closer than its ``clearance``."""
     out[:] = far
     for k in range(dist.shape[0]):
         p = pair_id[geom[k, 0], geom[k, 1]]
         if p >= 0 and dist[k] < out[p]:
             out[p] = dist[k]
+    for k in range(boxes):
+        p = pair_id[box_geom[k, 0], box_geom[k, 1]]
+        if p >= 0 and box_dist[k] < out[p]:
+            out[p] = box_dist[k]
     close = False
     for p in range(out.shape[0]):
         close = close or out[p] < clearance[p]

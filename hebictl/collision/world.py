@@ -38,6 +38,7 @@ from hebictl._typing import FloatArray
 from hebictl.collision.files import file_shapes
 from hebictl.collision.hrdf import hrdf_shapes
 from hebictl.collision.kernels import (
+    advance_time,
     approach_scale,
     nearest_margins,
     pair_gaps,
@@ -208,8 +209,11 @@ class CollisionWorld:
         self._box_tables()
         self._pair_tables(roots)
         # compile (or load from numba's cache) the per-cycle kernels now, not in a jog's first cycle
+        # or while the first goal's path is checked
         q0 = np.zeros(model.nq)
         self.approach_scale(q0, q0, 0.02, 0.5)
+        self.collision(q0)
+        advance_time(self._gaps, self.pair_far, 0.002, 0.001)
 
     # ------------------------------------------------------------------ building
     @staticmethod
@@ -374,9 +378,18 @@ class CollisionWorld:
         MuJoCo reports it - MuJoCo's distance where it reports the pair, else :attr:`pair_far` (it
         reports every pair closer than that: a lower bound); and whether any pair is closer than its
         clearance (:meth:`violations` then says which). The gaps are a buffer reused by the next query."""
-        geom, dist = self.pairs(q)
-        close = pair_gaps(geom, dist, self._pair_id, self.pair_far, self.pair_clearance, self._gaps)
-        return self._gaps, bool(close)
+        close = self._gaps_into(q, self._gaps)
+        return self._gaps, close
+
+    def _gaps_into(self, q: ArrayLike, out: FloatArray) -> bool:
+        """:meth:`pair_gaps` into ``out``, straight from MuJoCo's contact list and the box pairs (no merged copy)."""
+        self._set(q)
+        mujoco.mj_kinematics(self.mj, self.data)
+        mujoco.mj_collision(self.mj, self.data)
+        c = self.data.contact
+        boxes = self._box_distances()
+        return bool(pair_gaps(c.geom, c.dist, self._box_geom, self._box_dist, boxes, self._pair_id, self.pair_far,
+                              self.pair_clearance, out))
 
     def _contacts(self, q: ArrayLike) -> list[tuple[int, int, float]]:
         geom, dist = self.pairs(q)
@@ -399,10 +412,8 @@ class CollisionWorld:
 
         Two queries, each reduced to one distance per pair in one pass (MuJoCo reports several
         contacts for a box pair: matching contacts between the two lists cost O(contacts²))."""
-        geom, dist = self.pairs(q)
-        pair_gaps(geom, dist, self._pair_id, self.pair_far, self.pair_clearance, self._gaps_now)
-        geom, dist = self.pairs(q_next)
-        pair_gaps(geom, dist, self._pair_id, self.pair_far, self.pair_clearance, self._gaps)
+        self._gaps_into(q, self._gaps_now)
+        self._gaps_into(q_next, self._gaps)
         return float(approach_scale(self._gaps_now, self._gaps, self.pair_far, self.pair_clearance,
                                     self._pair_threshold, self._pair_horizon, lookahead, deceleration))
 
