@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -273,8 +274,7 @@ class CollisionWorld:
         self._box_candidates = np.empty(len(boxes), dtype=np.int64)
         self._box_geom = np.empty((len(boxes), 2), dtype=np.int32)
         self._box_dist = np.empty(len(boxes))
-        n = int(self.mj.nconmax) if self.mj.nconmax > 0 else 0
-        self._merged_geom = np.empty((max(n, 1000) + len(boxes), 2), dtype=np.int32)
+        self._merged_geom = np.empty((256 + len(boxes), 2), dtype=np.int32)  # grown when a query needs more
         self._merged_dist = np.empty(len(self._merged_geom))
 
     def _pair_tables(self, roots: list[int]) -> None:
@@ -341,12 +341,8 @@ class CollisionWorld:
         """Every checked geom pair within its margin at ``q``: (k, 2) geom indices and (k,) surface
         distances [m] (< 0: penetration) - MuJoCo's contacts, and the box pairs' distances from
         ``mj_geomDistance`` (:meth:`_box_tables`). Views, valid until the next query."""
-        self._set(q)
-        mujoco.mj_kinematics(self.mj, self.data)
-        mujoco.mj_collision(self.mj, self.data)
-        n = self.data.ncon
-        c = self.data.contact
-        boxes = self._box_distances()
+        c, boxes = self._query(q)
+        n = len(c.dist)
         if boxes == 0:
             return c.geom[:n], c.dist[:n]
         if n + boxes > len(self._merged_dist):  # more contacts than ever before: grow the buffers
@@ -356,6 +352,13 @@ class CollisionWorld:
         geom[:n], dist[:n] = c.geom[:n], c.dist[:n]
         geom[n:n + boxes], dist[n:n + boxes] = self._box_geom[:boxes], self._box_dist[:boxes]
         return geom[:n + boxes], dist[:n + boxes]
+
+    def _query(self, q: ArrayLike) -> tuple[Any, int]:
+        """MuJoCo's contact list at ``q`` and how many box pairs :meth:`_box_distances` found."""
+        self._set(q)
+        mujoco.mj_kinematics(self.mj, self.data)
+        mujoco.mj_collision(self.mj, self.data)
+        return self.data.contact, self._box_distances()
 
     def _box_distances(self) -> int:
         """The box pairs closer than their margin at the current poses, into ``_box_geom``/``_box_dist``."""
@@ -383,11 +386,7 @@ class CollisionWorld:
 
     def _gaps_into(self, q: ArrayLike, out: FloatArray) -> bool:
         """:meth:`pair_gaps` into ``out``, straight from MuJoCo's contact list and the box pairs (no merged copy)."""
-        self._set(q)
-        mujoco.mj_kinematics(self.mj, self.data)
-        mujoco.mj_collision(self.mj, self.data)
-        c = self.data.contact
-        boxes = self._box_distances()
+        c, boxes = self._query(q)
         return bool(pair_gaps(c.geom, c.dist, self._box_geom, self._box_dist, boxes, self._pair_id, self.pair_far,
                               self.pair_clearance, out))
 
