@@ -97,14 +97,23 @@ def pair_gaps(geom, dist, box_geom, box_dist, boxes, pair_id, far, clearance, ou
 
 
 @numba.njit(cache=_CACHE)
-def advance_time(gaps, speed, min_motion, tolerance):  # pragma: no cover - compiled
-    """The time [s] no pair can close its gap in (conservative advancement): the smallest over the
-    pairs of ``max(gap - tolerance, min_motion) / speed``, with ``speed`` [m/s] a bound on how fast
-    the pair's surfaces approach; +inf when no pair moves."""
+def advance_time(gaps, speed, slope, curve, min_motion, tolerance):  # pragma: no cover - compiled
+    """The time [s] no pair can close its gap in (conservative advancement), the smallest over the
+    pairs. A pair may move ``max(gap - tolerance, min_motion)``; its surfaces approach by at most
+    ``speed * dt`` (the peak joint speeds) and by at most ``slope * dt + curve * dt²`` (the joint
+    speeds now and the peak accelerations): either bound holding is enough, so the longer of the
+    two times counts. +inf when no pair moves."""
     dt = np.inf
     for k in range(gaps.shape[0]):
-        if speed[k] > 0.0:
-            dt = min(dt, max(gaps[k] - tolerance, min_motion) / speed[k])
+        allowed = max(gaps[k] - tolerance, min_motion)
+        linear = allowed / speed[k] if speed[k] > 0.0 else np.inf
+        if curve[k] > 0.0:
+            quadratic = 2.0 * allowed / (slope[k] + math.sqrt(slope[k] * slope[k] + 4.0 * curve[k] * allowed))
+        elif slope[k] > 0.0:
+            quadratic = allowed / slope[k]
+        else:
+            quadratic = np.inf
+        dt = min(dt, max(linear, quadratic))
     return dt
 
 

@@ -6,8 +6,10 @@ Why that spacing is enough: a point at distance ``r`` from joint ``j``'s axis mo
 on the joints between them (a joint above both moves them together). So the surfaces of a pair
 approach each other by at most ``Σ_j R_j |Δq_j|`` over those joints, with ``R_j`` a bound on how
 far the arm's shapes reach from joint ``j`` whatever the other joints do
-(:attr:`CollisionWorld.pair_reach`). With every joint's speed bounded by the trajectory's peak,
-the next sample is placed where no pair can have closed its current gap (MuJoCo's distance, or
+(:attr:`CollisionWorld.pair_reach`). With every joint's speed bounded by the trajectory's peak (or
+by its speed at the sample plus the peak acceleration times the time since, whichever allows
+more: near the start and the end of a motion the arm is slow), the next sample is placed where
+no pair can have closed its current gap (MuJoCo's distance, or
 the distance beyond which MuJoCo reports it), and never closer than the fixed spacing the check
 used before: the motion allowed between samples is at least the smallest clearance
 (:func:`step_of`), so a pair that touched between two samples would have been closer than its
@@ -55,8 +57,10 @@ def check_trajectory(world: CollisionWorld, trajectory: Trajectory,
     The message names the two shapes, the time [s after the start] and the distance or
     penetration. Returns how many samples were checked."""
     t0, t1 = float(trajectory.start_time), float(trajectory.end_time)
-    # [m/s] per pair: a bound on how fast its surfaces approach anywhere along the trajectory
+    # per pair: bounds on how fast its surfaces approach anywhere along the trajectory [m/s], and on
+    # how fast that speed can grow [m/s², halved: the dt² term of the distance]
     speeds = world.pair_reach @ np.abs(trajectory.peak_velocity())
+    curves = 0.5 * (world.pair_reach @ np.abs(trajectory.peak_acceleration()))
     step = step_of(world)
     # pairs already too close where the motion starts (switched on there, or the workspace changed)
     # may only get farther apart: the goal that leads out of a collision must stay possible
@@ -69,7 +73,7 @@ def check_trajectory(world: CollisionWorld, trajectory: Trajectory,
     while True:
         if keepalive is not None and count % KEEPALIVE_EVERY == 0:
             keepalive()
-        q = trajectory.get_state(t)[0]
+        q, qd, _ = trajectory.get_state(t)
         gaps, close = world.pair_gaps(q)
         if close:
             _check_sample(world, q, t - t0, start, exempt)
@@ -78,7 +82,8 @@ def check_trajectory(world: CollisionWorld, trajectory: Trajectory,
             return count
         if count >= MAX_SAMPLES:
             raise CommandRejected("collision", f"the path is too long to check for collisions (over {count} samples)")
-        t = min(t + advance_time(gaps, speeds, step, GAP_TOLERANCE), t1)
+        slopes = world.pair_reach @ np.abs(qd)  # [m/s] how fast each pair can approach right now
+        t = min(t + advance_time(gaps, speeds, slopes, curves, step, GAP_TOLERANCE), t1)
 
 
 def _check_sample(world: CollisionWorld, q: np.ndarray, t: float, start: dict[tuple[str, str], Proximity],

@@ -214,7 +214,7 @@ class CollisionWorld:
         q0 = np.zeros(model.nq)
         self.approach_scale(q0, q0, 0.02, 0.5)
         self.collision(q0)
-        advance_time(self._gaps, self.pair_far, 0.002, 0.001)
+        advance_time(self._gaps, self.pair_far, self.pair_far, self.pair_far, 0.002, 0.001)
 
     # ------------------------------------------------------------------ building
     @staticmethod

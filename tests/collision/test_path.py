@@ -109,14 +109,23 @@ def test_fewer_samples_and_no_contact_between_them(name):
 
 def test_a_far_pair_sets_a_long_step_and_a_near_one_the_fixed_spacing():
     """Conservative advancement: the step is each pair's gap (less the tolerance) over its approach
-    speed, never below the smallest clearance's spacing."""
+    speed, never below the smallest clearance's spacing; a pair at rest now, whose speed can only
+    grow at the peak acceleration, may step until ``curve dt²`` reaches its gap."""
     from hebictl.collision.kernels import advance_time
 
-    speeds = np.array([1.0, 2.0, 0.0])
-    assert advance_time(np.array([0.3, 0.9, 0.0]), speeds, 0.01, GAP_TOLERANCE) == pytest.approx(
-        (0.3 - GAP_TOLERANCE) / 1.0)
-    assert advance_time(np.array([0.003, 0.9, 0.0]), speeds, 0.01, GAP_TOLERANCE) == pytest.approx(0.01)
-    assert advance_time(np.array([0.3, 0.5]), np.zeros(2), 0.01, GAP_TOLERANCE) == np.inf
+    speeds, zero = np.array([1.0, 2.0, 0.0]), np.zeros(3)
+    gaps = np.array([0.3, 0.9, 0.0])
+    assert advance_time(gaps, speeds, speeds, zero, 0.01, GAP_TOLERANCE) == pytest.approx(0.3 - GAP_TOLERANCE)
+    near = np.array([0.003, 0.9, 0.0])
+    assert advance_time(near, speeds, speeds, zero, 0.01, GAP_TOLERANCE) == pytest.approx(0.01)
+    assert advance_time(gaps[:2], np.zeros(2), np.zeros(2), np.zeros(2), 0.01, GAP_TOLERANCE) == np.inf
+    # at rest now, curve 0.5 m/s² (peak acceleration 1 m/s²): 0.5 dt² = 0.2985 m -> dt = 0.773 s,
+    # longer than the 0.2985 s the peak speed of 1 m/s allows
+    curve = np.array([0.5, 0.5, 0.0])
+    dt = advance_time(gaps, speeds, zero, curve, 0.01, GAP_TOLERANCE)
+    assert dt == pytest.approx(np.sqrt((0.3 - GAP_TOLERANCE) / 0.5))
+    # moving at the peak speed already: the quadratic bound allows less than the linear one
+    assert advance_time(gaps, speeds, speeds, curve, 0.01, GAP_TOLERANCE) == pytest.approx(0.3 - GAP_TOLERANCE)
 
 
 def test_a_pair_moves_only_with_the_joints_between_its_bodies():
