@@ -67,7 +67,7 @@ def _fcl_min_gap(world, q) -> tuple[float, str]:
 @pytest.mark.parametrize("name", CONFIGS)
 def test_fewer_samples_and_no_contact_between_them(name):
     """40 random in-limit goals from home on each bundled config (its own workspace): the check takes
-    at least 5x fewer samples than spacing them by the smallest clearance, and no accepted path
+    at least 10x fewer samples than spacing them by the smallest clearance, and no accepted path
     touches anything between its samples (dense re-check, hpp-fcl at its closest sample)."""
     model, world, limits, home = _setup(name)
     lo, span = limits.position_min, limits.position_max - limits.position_min
@@ -104,7 +104,7 @@ def test_fewer_samples_and_no_contact_between_them(name):
           f"({fixed / max(samples, 1):.1f}x fewer), median {np.median(cpu) * 1e3:.1f} ms CPU per accepted goal; "
           f"closest approach on the dense re-check {closest[0] * 1000:.1f} mm ({closest[1]})")
     assert accepted >= 5
-    assert samples * 5 <= fixed
+    assert samples * 10 <= fixed
 
 
 def test_a_far_pair_sets_a_long_step_and_a_near_one_the_fixed_spacing():
