@@ -5,7 +5,8 @@ For each bundled arm with the default table and two boxes it prints, for both li
 same run: collision checks per second at random joint positions; the per-cycle cost of the jog's
 distance check (``CollisionWorld.approach_scale``: two queries, now and one look-ahead step) as
 median and p99 of single calls in CPU time of the calling thread and in wall time, and the
-costliest of the 64 poses on its own (its best of 10 calls); the share of
+costliest of the 64 poses on its own (its best of 10 calls), and the CPU p99 of the calls during
+which the thread was not switched out (getrusage); the share of
 random goals inside the joint limits refused as colliding, and what one goal's path check costs
 (``hebictl.collision.path.check_trajectory``, conservative advancement), next to the fixed sample
 spacing it replaced (every sample ``step_of`` apart, the check before issue 19's second round).
@@ -19,6 +20,7 @@ Both are printed.
 from __future__ import annotations
 
 import argparse
+import resource
 import time
 
 import hppfcl
@@ -128,10 +130,17 @@ def goal_checks(check, trajectories) -> tuple[float, float, float, float]:
     return refused / len(trajectories), float(np.median(times)), float(np.max(times)), float(np.median(samples))
 
 
-def per_call_us(fn, args: list, calls: int) -> tuple[float, float, float, float]:
-    """(CPU median, CPU p99, wall median, wall p99) [µs] of single calls ``fn(*args[i % len(args)])``,
-    the clock reads' own cost taken off."""
-    cpu, wall = np.empty(calls), np.empty(calls)
+def _switches() -> int:
+    """Context switches of this thread so far (voluntary and involuntary)."""
+    usage = resource.getrusage(resource.RUSAGE_THREAD)
+    return usage.ru_nvcsw + usage.ru_nivcsw
+
+
+def per_call_us(fn, args: list, calls: int) -> tuple[float, float, float, float, float, float]:
+    """(CPU median, CPU p99, wall median, wall p99, CPU p99 of the calls the scheduler did not
+    interrupt, share of calls interrupted) [µs] of single calls ``fn(*args[i % len(args)])``, the
+    clock reads' own cost taken off. An interrupted call pays the other processes' cache refills."""
+    cpu, wall, switched = np.empty(calls), np.empty(calls), np.zeros(calls, dtype=bool)
     clock = np.empty(500)
     for i in range(clock.size):  # the same clock reads around nothing
         c0, w0 = time.thread_time_ns(), time.perf_counter_ns()
@@ -142,13 +151,16 @@ def per_call_us(fn, args: list, calls: int) -> tuple[float, float, float, float]
         fn(*a)
     for i in range(calls):
         a = args[i % len(args)]
+        s0 = _switches()
         c0, w0 = time.thread_time_ns(), time.perf_counter_ns()
         fn(*a)
         w1, c1 = time.perf_counter_ns(), time.thread_time_ns()
+        switched[i] = _switches() != s0
         cpu[i], wall[i] = c1 - c0 - overhead, w1 - w0
     cpu, wall = np.maximum(cpu, 0.0) / 1e3, wall / 1e3
+    quiet = cpu[~switched] if np.any(~switched) else cpu
     return (float(np.median(cpu)), float(np.percentile(cpu, 99)), float(np.median(wall)),
-            float(np.percentile(wall, 99)))
+            float(np.percentile(wall, 99)), float(np.percentile(quiet, 99)), float(np.mean(switched)))
 
 
 def best_us(fn, args: tuple, repeat: int) -> float:
@@ -193,7 +205,8 @@ def measure(name: str, goals: int, calls: int) -> tuple[list[str], list[str]]:
     hpp = goal_checks(lambda tr: check_trajectory(fcl, tr), trajectories)
     arm = f"{name} ({len(world.checked_pairs())} pairs)"
     cycle_row = [arm, f"{1e6 / mj_check:,.0f}", f"{1e6 / fcl_check:,.0f}",
-                 f"{mj_cycle[0]:.0f} / {mj_cycle[1]:.0f}", f"{mj_worst:.0f}",
+                 f"{mj_cycle[0]:.0f} / {mj_cycle[1]:.0f}", f"{mj_cycle[4]:.0f} ({mj_cycle[5]:.0%})",
+                 f"{mj_worst:.0f}",
                  f"{mj_cycle[2]:.0f} / {mj_cycle[3]:.0f}",
                  f"{fcl_cycle[0]:.0f} / {fcl_cycle[1]:.0f}", f"{fcl_cycle[2]:.0f} / {fcl_cycle[3]:.0f}"]
     goal_row = [arm, f"{mj[0]:.0%}", f"{before[0]:.0%}", f"{hpp[0]:.0%}",
@@ -211,7 +224,8 @@ def main() -> None:
     table("Collision checks and the jog's per-cycle distance check: MuJoCo (hebictl) vs hpp-fcl, table + 2 boxes, "
           "same shapes and pairs (µs: median / p99 of single calls)",
           ["arm", "checks/s MuJoCo (CPU)", "checks/s hpp-fcl (CPU)", "jog cycle MuJoCo CPU µs",
-           "costliest pose MuJoCo CPU µs (best of 10)", "jog cycle MuJoCo wall µs", "jog cycle hpp-fcl CPU µs",
+           "MuJoCo CPU p99 of calls not switched out (share switched)", "costliest pose MuJoCo CPU µs (best of 10)",
+           "jog cycle MuJoCo wall µs", "jog cycle hpp-fcl CPU µs",
            "jog cycle hpp-fcl wall µs"], [r[0] for r in rows])
     table(f"{args.goals} random in-limit goals from home per arm: share refused, CPU ms per accepted goal's path "
           "check (median / max, median samples)",

@@ -14,7 +14,7 @@ the distance beyond which MuJoCo reports it), and never closer than the fixed sp
 used before: the motion allowed between samples is at least the smallest clearance
 (:func:`step_of`), so a pair that touched between two samples would have been closer than its
 clearance at one of them. Far from everything the steps are long; near a body they shrink to
-that fixed spacing. Measured: ~20x fewer samples than the fixed spacing on the bundled arms
+that fixed spacing. Measured: ~40x fewer samples than the fixed spacing on the bundled arms
 (``benchmarks/collision.py``).
 """
 
