@@ -1,5 +1,6 @@
-"""Compiled per-cycle helpers of the collision world: link poses to MuJoCo ``qpos``, and the two
-nearest distances from MuJoCo's contact list.
+"""Compiled per-cycle helpers of the collision world: link poses to MuJoCo ``qpos``, the two
+nearest distances from MuJoCo's contact list, per-pair gaps and the conservative-advancement step
+of a path check (plain ``numba.njit(cache=True)``, like the rest of the package).
 
 Why compiled: the jog checks distances every control cycle (budget 100 µs with a table and two
 boxes). Written in numpy, the quaternion conversion and the per-pair clearance bookkeeping took
@@ -53,32 +54,80 @@ def nearest_margins(geom, dist, is_ws, clearance, self_clearance):  # pragma: no
 
 
 @numba.njit(cache=_CACHE)
-def approach_scale(geom_now, dist_now, geom_next, dist_next, is_ws, clearance, self_clearance,
-                   threshold_self, threshold_ws, horizon_self, horizon_ws, lookahead,
-                   deceleration):  # pragma: no cover
-    """Speed scale (0..1) of a motion from the ``now`` contacts to the ``next`` ones ``lookahead`` [s]
-    later: per pair that closes in, MoveIt Servo's ``distance / threshold`` and the speed that still
-    stops within the distance left at ``deceleration`` [m/s²]; pairs that open up are not slowed.
-    Distances are beyond each pair's clearance; a pair missing from ``now`` was beyond its horizon."""
+def approach_scale(gap_now, gap_next, far, clearance, threshold, horizon, lookahead,
+                   deceleration):  # pragma: no cover - compiled
+    """Speed scale (0..1) of a motion from the ``now`` pair gaps to the ``next`` ones ``lookahead``
+    [s] later (per checked pair, :func:`pair_gaps`): per pair that closes in, MoveIt Servo's
+    ``distance / threshold`` and the speed that still stops within the distance left at
+    ``deceleration`` [m/s²]; pairs that open up are not slowed. Distances are beyond each pair's
+    clearance, and at most its ``horizon`` (a pair MuJoCo does not report now is that far)."""
     scale = 1.0
-    for k in range(dist_next.shape[0]):
-        a, b = geom_next[k, 0], geom_next[k, 1]
-        ws = is_ws[a] or is_ws[b]
-        c = clearance[a] + clearance[b] if ws else self_clearance
-        d_next = dist_next[k] - c
-        d = horizon_ws if ws else horizon_self
-        for i in range(dist_now.shape[0]):
-            if geom_now[i, 0] == a and geom_now[i, 1] == b:
-                d = min(d, dist_now[i] - c)
-        # the same pair may have several contacts in one list: use its closest in "next" too
-        for i in range(dist_next.shape[0]):
-            if geom_next[i, 0] == a and geom_next[i, 1] == b:
-                d_next = min(d_next, dist_next[i] - c)
+    for p in range(gap_next.shape[0]):
+        if gap_next[p] >= far[p]:
+            continue  # beyond every horizon at the next step
+        d_next = gap_next[p] - clearance[p]
+        d = min(horizon[p], gap_now[p] - clearance[p])
         if d_next >= d - 1e-6:
             continue
-        threshold = threshold_ws if ws else threshold_self
-        servo = 1.0 if threshold <= 0.0 else min(1.0, max(0.0, min(d, d_next) / threshold))
+        servo = 1.0 if threshold[p] <= 0.0 else min(1.0, max(0.0, min(d, d_next) / threshold[p]))
         closing = (d - d_next) / lookahead
         stop = math.sqrt(2.0 * deceleration * max(d, 0.0)) / closing
         scale = min(scale, servo, stop)
     return scale
+
+
+@numba.njit(cache=_CACHE)
+def pair_gaps(geom, dist, box_geom, box_dist, boxes, pair_id, far, clearance, out):  # pragma: no cover
+    """``out[p]`` = the closest distance of checked pair ``p`` among MuJoCo's contacts (``geom``,
+    ``dist``) and the first ``boxes`` box-pair distances, else ``far[p]``; returns whether any pair
+    is closer than its ``clearance``."""
+    out[:] = far
+    for k in range(dist.shape[0]):
+        p = pair_id[geom[k, 0], geom[k, 1]]
+        if p >= 0 and dist[k] < out[p]:
+            out[p] = dist[k]
+    for k in range(boxes):
+        p = pair_id[box_geom[k, 0], box_geom[k, 1]]
+        if p >= 0 and box_dist[k] < out[p]:
+            out[p] = box_dist[k]
+    close = False
+    for p in range(out.shape[0]):
+        close = close or out[p] < clearance[p]
+    return close
+
+
+@numba.njit(cache=_CACHE)
+def advance_time(gaps, speed, slope, curve, min_motion, tolerance):  # pragma: no cover - compiled
+    """The time [s] no pair can close its gap in (conservative advancement), the smallest over the
+    pairs. A pair may move ``max(gap - tolerance, min_motion)``; its surfaces approach by at most
+    ``speed * dt`` (the peak joint speeds) and by at most ``slope * dt + curve * dt²`` (the joint
+    speeds now and the peak accelerations): either bound holding is enough, so the longer of the
+    two times counts. +inf when no pair moves."""
+    dt = np.inf
+    for k in range(gaps.shape[0]):
+        allowed = max(gaps[k] - tolerance, min_motion)
+        linear = allowed / speed[k] if speed[k] > 0.0 else np.inf
+        if curve[k] > 0.0:
+            quadratic = 2.0 * allowed / (slope[k] + math.sqrt(slope[k] * slope[k] + 4.0 * curve[k] * allowed))
+        elif slope[k] > 0.0:
+            quadratic = allowed / slope[k]
+        else:
+            quadratic = np.inf
+        dt = min(dt, max(linear, quadratic))
+    return dt
+
+
+@numba.njit(cache=_CACHE)
+def sphere_candidates(center, radius, pairs, far, out):  # pragma: no cover - compiled
+    """Write into ``out`` the indices of ``pairs`` whose bounding spheres (``center``, ``radius`` per
+    geom) come closer than ``far``; return how many. A prefilter: the distance itself is MuJoCo's."""
+    n = 0
+    for k in range(pairs.shape[0]):
+        a, b = pairs[k, 0], pairs[k, 1]
+        dx = center[a, 0] - center[b, 0]
+        dy = center[a, 1] - center[b, 1]
+        dz = center[a, 2] - center[b, 2]
+        if math.sqrt(dx * dx + dy * dy + dz * dz) - radius[a] - radius[b] < far[k]:
+            out[n] = k
+            n += 1
+    return n

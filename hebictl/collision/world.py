@@ -12,11 +12,13 @@ in the world (the base in a body welded to it), so MuJoCo never collides them wi
 (the arm stands on its table).
 A query writes each group's pose (from hebictl's own forward kinematics) into ``qpos``, runs
 ``mj_kinematics`` and ``mj_collision``; geom margins make MuJoCo report every pair closer than
-its clearance plus the slow-down threshold, with the signed distance. Checked against hpp-fcl
-(tests/collision/test_world.py): the same distance to 0.2 mm, except box-box pairs (actuator
-housings), which MuJoCo's analytic collider reports up to ~5 mm short and ~1 mm far; the 1 cm
-self clearance covers that. Boxes are not turned into meshes: MuJoCo's contact list then
-reports capsule-mesh pairs up to 18 mm too far.
+its clearance plus the slow-down threshold, with the signed distance. Box-box pairs (actuator
+housings, box obstacles) are left out of the contact pipeline: MuJoCo's analytic box-box collider
+was silent about box pairs inside the margin, down to 4.5 mm apart (closer than the 1 cm self
+clearance), and reported others up to 5 mm short; they are measured with ``mj_geomDistance``
+(MuJoCo's GJK distance) after a bounding-sphere prefilter. Checked against hpp-fcl
+(tests/collision/test_world.py): the same distance to 0.2 mm for every pair kind. Boxes are not
+turned into meshes: MuJoCo's contact list then reported capsule-mesh pairs up to 18 mm too far.
 
 Allowed pairs (never reported) are computed, not listed: groups joined by one joint (they touch
 at the joint by construction) and pairs closer than the self clearance at every one of
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -35,18 +38,30 @@ from numpy.typing import ArrayLike
 from hebictl._typing import FloatArray
 from hebictl.collision.files import file_shapes
 from hebictl.collision.hrdf import hrdf_shapes
-from hebictl.collision.kernels import approach_scale, nearest_margins, poses_to_qpos
+from hebictl.collision.kernels import (
+    advance_time,
+    approach_scale,
+    nearest_margins,
+    pair_gaps,
+    poses_to_qpos,
+    sphere_candidates,
+)
 from hebictl.collision.shapes import Shape
 from hebictl.collision.workspace import Workspace
 from hebictl.errors import ModelError
 from hebictl.model.robot import RobotModel
+from hebictl.model.tree import JointKind
 
 #: [m] how far beyond the clearances distances are reported (geom margins): the jog's braking horizon
 HORIZON = 0.1
 SELF_HORIZON = 0.04
 #: random joint positions used to find pairs that overlap whatever the joints do
 ALLOWED_SAMPLES = 64
-_ARM, _WORLD = 1, 2  # contype bits: arm geoms collide with everything, workspace geoms with the arm
+# contype/conaffinity bits: arm geoms collide with everything, workspace geoms with the arm, except
+# box against box, which MuJoCo's contact pipeline leaves to :meth:`CollisionWorld._box_distances`
+_ARM, _ARM_BOX, _WORLD, _WORLD_BOX = 1, 2, 4, 8
+_BITS = {(False, False): (_ARM, _ARM | _ARM_BOX | _WORLD | _WORLD_BOX), (False, True): (_ARM_BOX, _ARM | _WORLD),
+         (True, False): (_WORLD, _ARM | _ARM_BOX), (True, True): (_WORLD_BOX, _ARM)}  # (workspace, box)
 
 
 @dataclass(frozen=True)
@@ -163,11 +178,12 @@ class CollisionWorld:
         for s in self.shapes:
             g = roots[s.body]
             pose = _to_root(model, s.body, g) @ s.pose if g >= 0 else model.base @ _to_root(model, s.body, -1) @ s.pose
-            self._add_geom(spec, bodies[g], s, pose, _ARM, _ARM | _WORLD, self._arm_margin, len(geom_shapes))
+            self._add_geom(spec, bodies[g], s, pose, *_BITS[False, s.kind == "box"], self._arm_margin,
+                           len(geom_shapes))
             geom_shapes.append(s)
             group.append(g)
         for s in workspace.shapes:
-            self._add_geom(spec, spec.worldbody, s, s.pose, _WORLD, _ARM, ws_margin, len(geom_shapes))
+            self._add_geom(spec, spec.worldbody, s, s.pose, *_BITS[True, s.kind == "box"], ws_margin, len(geom_shapes))
             geom_shapes.append(s)
             group.append(-2)
         self.mj = spec.compile()
@@ -184,14 +200,21 @@ class CollisionWorld:
         self._is_ws = np.array([g == -2 for g in self._geom_group], dtype=np.bool_)
         self._root_frames = np.array(self.groups, dtype=np.int64)
         self._poses = np.zeros((len(model.bodies), 4, 4))
+        self.allowed: set[tuple[int, int]] = set()
+        self._box_tables()
         self.allowed = self._allowed_pairs(roots)
         for a, b in sorted(self.allowed):
             spec.add_exclude(bodyname1=self._mj_body[a], bodyname2=self._mj_body[b])
         self.mj = spec.compile()
         self.data = mujoco.MjData(self.mj)
+        self._box_tables()
+        self._pair_tables(roots)
         # compile (or load from numba's cache) the per-cycle kernels now, not in a jog's first cycle
+        # or while the first goal's path is checked
         q0 = np.zeros(model.nq)
         self.approach_scale(q0, q0, 0.02, 0.5)
+        self.collision(q0)
+        advance_time(self._gaps, self.pair_far, self.pair_far, self.pair_far, 0.002, 0.001)
 
     # ------------------------------------------------------------------ building
     @staticmethod
@@ -234,6 +257,81 @@ class CollisionWorld:
             always = close if always is None else always & close
         return allowed | (always or set())
 
+    def _box_tables(self) -> None:
+        """The checked box-box pairs, measured by ``mj_geomDistance`` instead of MuJoCo's contacts.
+
+        Why: MuJoCo's analytic box-box collider is silent about box pairs well inside the margin,
+        measured against hpp-fcl down to 4.5 mm apart (x7's actuator housings, closer than the 1 cm
+        self clearance), and reports others up to 5 mm short. ``mj_geomDistance`` (MuJoCo's
+        GJK distance) matches hpp-fcl to 0.01 mm on the same pairs. A bounding-sphere test (a
+        prefilter, not a distance) leaves a few candidates per query."""
+        boxes = [(a, b) for a, b in self.checked_pairs()
+                 if self._geoms[a].kind == "box" and self._geoms[b].kind == "box"]
+        margin = np.asarray(self.mj.geom_margin, dtype=np.float64)
+        self._box_pairs = np.array(boxes, dtype=np.int64).reshape(-1, 2)
+        self._box_far = np.array([max(margin[a], margin[b]) for a, b in boxes])
+        self._box_list = [(a, b, float(far)) for (a, b), far in zip(boxes, self._box_far, strict=True)]
+        self._box_candidates = np.empty(len(boxes), dtype=np.int64)
+        self._box_geom = np.empty((len(boxes), 2), dtype=np.int32)
+        self._box_dist = np.empty(len(boxes))
+        self._merged_geom = np.empty((256 + len(boxes), 2), dtype=np.int32)  # grown when a query needs more
+        self._merged_dist = np.empty(len(self._merged_geom))
+
+    def _pair_tables(self, roots: list[int]) -> None:
+        """Per checked pair: its index from two geom ids, how far MuJoCo reports it, its clearance,
+        and how fast its two shapes can approach each other per unit joint speed (path sampling).
+
+        Why per pair: the distance between two bodies depends only on the joints between them
+        (a joint above both moves them together), and a joint moves a body's points at most by the
+        body's reach from that joint: a pair of neighbouring links far along the arm, or a link near
+        the base and the table, is bounded by a few short levers, not by the whole arm's reach."""
+        pairs = self.checked_pairs()
+        n_geom = len(self._geoms)
+        self._pair_id = np.full((n_geom, n_geom), -1, dtype=np.int64)
+        margin = np.asarray(self.mj.geom_margin, dtype=np.float64)
+        #: per checked pair [m]: MuJoCo reports the pair (as in :meth:`pairs`) when closer than this
+        self.pair_far = np.empty(len(pairs))
+        #: per checked pair [m]: the clearance it must keep (the workspace object's, or the self clearance)
+        self.pair_clearance = np.empty(len(pairs))
+        #: (pairs, joints) [m/rad]: a pair's surfaces approach at most ``pair_reach @ |joint speeds|``
+        self.pair_reach = np.zeros((len(pairs), self.robot.dof))
+        self._pair_threshold = np.empty(len(pairs))  # [m] the jog's slow-down threshold of each pair
+        self._pair_horizon = np.empty(len(pairs))    # [m] how far beyond its clearance it is reported
+        levers = {g: self._levers(g, roots) for g in {*self._geom_group, -1, -2}}
+        for k, (a, b) in enumerate(pairs):
+            self._pair_id[a, b] = self._pair_id[b, a] = k
+            self.pair_far[k] = max(margin[a], margin[b])  # MuJoCo's margin of a pair of dynamic geoms
+            self.pair_clearance[k] = (self._clear[a] + self._clear[b] if self._is_ws[a] or self._is_ws[b]
+                                      else self.workspace.self_clearance)
+            ws = bool(self._is_ws[a] or self._is_ws[b])
+            self._pair_threshold[k] = self.workspace.slowdown_workspace if ws else self.workspace.slowdown_self
+            self._pair_horizon[k] = self.horizon if ws else self.self_horizon
+            la, lb = levers[self._geom_group[a]], levers[self._geom_group[b]]
+            # joints above both move the pair together; the others move one side by its lever
+            self.pair_reach[k] = np.where((la > 0) & (lb > 0), 0.0, la + lb)
+        self._gaps = np.empty(len(pairs))
+        self._gaps_now = np.empty(len(pairs))
+
+    def _levers(self, group: int, roots: list[int]) -> FloatArray:
+        """Per joint [m/rad]: how far a point of ``group``'s shapes can be from that joint's axis
+        in any pose (0 for joints not above the group; 1 m/m for a prismatic joint): lengths along
+        the tree from the joint down to the group, plus the group's own extent (triangle inequality)."""
+        out = np.zeros(self.robot.dof)
+        if group < 0:
+            return out  # the base and the workspace do not move
+        extent = max(float(np.linalg.norm((_to_root(self.robot, s.body, group) @ s.pose)[:3, 3]))
+                     + _bound_radius(s.kind, s.size) for s in self.shapes if roots[s.body] == group)
+        joint_of = {body: j for j, body in enumerate(self.robot.joint_bodies)}
+        length, body = 0.0, group
+        while body >= 0:
+            j = joint_of.get(body)
+            if j is not None:
+                prismatic = self.robot.bodies[body].joint.kind is JointKind.PRISMATIC
+                out[j] = 1.0 if prismatic else max(length + extent, 1e-9)
+            length += float(np.linalg.norm(self.robot.bodies[body].placement[:3, 3]))
+            body = self.robot.bodies[body].parent
+        return out
+
     # ------------------------------------------------------------------ queries
     def _set(self, q: ArrayLike) -> None:
         self.robot.forward_kinematics_into(np.asarray(q, dtype=np.float64), "link", self._poses)
@@ -241,13 +339,56 @@ class CollisionWorld:
 
     def pairs(self, q: ArrayLike) -> tuple[np.ndarray, FloatArray]:
         """Every checked geom pair within its margin at ``q``: (k, 2) geom indices and (k,) surface
-        distances [m] (< 0: penetration), as MuJoCo reports them (views, valid until the next query)."""
+        distances [m] (< 0: penetration) - MuJoCo's contacts, and the box pairs' distances from
+        ``mj_geomDistance`` (:meth:`_box_tables`). Views, valid until the next query."""
+        c, boxes = self._query(q)
+        n = len(c.dist)
+        if boxes == 0:
+            return c.geom[:n], c.dist[:n]
+        if n + boxes > len(self._merged_dist):  # more contacts than ever before: grow the buffers
+            self._merged_geom = np.empty((2 * (n + boxes), 2), dtype=np.int32)
+            self._merged_dist = np.empty(2 * (n + boxes))
+        geom, dist = self._merged_geom, self._merged_dist
+        geom[:n], dist[:n] = c.geom[:n], c.dist[:n]
+        geom[n:n + boxes], dist[n:n + boxes] = self._box_geom[:boxes], self._box_dist[:boxes]
+        return geom[:n + boxes], dist[:n + boxes]
+
+    def _query(self, q: ArrayLike) -> tuple[Any, int]:
+        """MuJoCo's contact list at ``q`` and how many box pairs :meth:`_box_distances` found."""
         self._set(q)
         mujoco.mj_kinematics(self.mj, self.data)
         mujoco.mj_collision(self.mj, self.data)
-        n = self.data.ncon
-        c = self.data.contact
-        return c.geom[:n], c.dist[:n]
+        return self.data.contact, self._box_distances()
+
+    def _box_distances(self) -> int:
+        """The box pairs closer than their margin at the current poses, into ``_box_geom``/``_box_dist``."""
+        count = sphere_candidates(self.data.geom_xpos, self.mj.geom_rbound, self._box_pairs, self._box_far,
+                                  self._box_candidates)
+        found = 0
+        if count == 0:
+            return found
+        mj, data, geom, dist = self.mj, self.data, self._box_geom, self._box_dist
+        for k in self._box_candidates[:count].tolist():
+            a, b, far = self._box_list[k]
+            d = mujoco.mj_geomDistance(mj, data, a, b, far, None)
+            if d < far:
+                geom[found, 0], geom[found, 1], dist[found] = a, b, d
+                found += 1
+        return found
+
+    def pair_gaps(self, q: ArrayLike) -> tuple[FloatArray, bool]:
+        """Per checked pair (:meth:`checked_pairs` order): its surface distance [m] at ``q`` as far as
+        MuJoCo reports it - MuJoCo's distance where it reports the pair, else :attr:`pair_far` (it
+        reports every pair closer than that: a lower bound); and whether any pair is closer than its
+        clearance (:meth:`violations` then says which). The gaps are a buffer reused by the next query."""
+        close = self._gaps_into(q, self._gaps)
+        return self._gaps, close
+
+    def _gaps_into(self, q: ArrayLike, out: FloatArray) -> bool:
+        """:meth:`pair_gaps` into ``out``, straight from MuJoCo's contact list and the box pairs (no merged copy)."""
+        c, boxes = self._query(q)
+        return bool(pair_gaps(c.geom, c.dist, self._box_geom, self._box_dist, boxes, self._pair_id, self.pair_far,
+                              self.pair_clearance, out))
 
     def _contacts(self, q: ArrayLike) -> list[tuple[int, int, float]]:
         geom, dist = self.pairs(q)
@@ -266,14 +407,14 @@ class CollisionWorld:
     def approach_scale(self, q: ArrayLike, q_next: ArrayLike, lookahead: float, deceleration: float) -> float:
         """Speed scale 0..1 for moving from ``q`` to ``q_next`` in ``lookahead`` [s]: MoveIt Servo's
         (1 at the slow-down threshold, 0 at contact) for every pair that closes in, and no faster
-        than stopping within its distance at ``deceleration`` [m/s²] (:func:`kernels.approach_scale`)."""
-        geom, gap = self.pairs(q)
-        geom, gap = geom.copy(), gap.copy()
-        geom_next, gap_next = self.pairs(q_next)
-        ws = self.workspace
-        return float(approach_scale(geom, gap, geom_next, gap_next, self._is_ws, self._clear, ws.self_clearance,
-                                    ws.slowdown_self, ws.slowdown_workspace, self.self_horizon, self.horizon,
-                                    lookahead, deceleration))
+        than stopping within its distance at ``deceleration`` [m/s²] (:func:`kernels.approach_scale`).
+
+        Two queries, each reduced to one distance per pair in one pass (MuJoCo reports several
+        contacts for a box pair: matching contacts between the two lists cost O(contacts²))."""
+        self._gaps_into(q, self._gaps_now)
+        self._gaps_into(q_next, self._gaps)
+        return float(approach_scale(self._gaps_now, self._gaps, self.pair_far, self.pair_clearance,
+                                    self._pair_threshold, self._pair_horizon, lookahead, deceleration))
 
     def min_distances(self, q: ArrayLike) -> tuple[float, float]:
         """(self, workspace) distance beyond clearance [m] (+inf beyond the margins): the per-cycle check."""
