@@ -301,9 +301,23 @@ class Arm:
         self._brake_chase = chase
         v = self._measured_velocity(now)
         lim = self.limits
+        self.brake_planner.set_payload_mass(self._unknown_load())
         effort = self.last_feedback.effort if self._have_feedback else None
         amax = self.brake_planner.deceleration(p, self._gravity_vector(), effort)
         self._brake = Brake(now, p, v, amax, lim.velocity_max, lim.position_min, lim.position_max)
+
+    def _unknown_load(self) -> float:
+        """[kg] the end-effector load the model-mismatch monitor measured at rest and the model does
+        not include (0 before an estimate): the brake and the hold after it carry it."""
+        est = self.monitors.payload_estimate
+        return float(est.get("extra_mass_kg", 0.0)) if est is not None else 0.0
+
+    def _payload_effort(self, q: FloatArray) -> FloatArray:
+        """The brake's unknown-load effort at ``q`` along the ramp (at rest once it has ended)."""
+        state = self.trajectory_state
+        zero = np.zeros(self.dof)
+        v, a = (state[1], state[2]) if state is not None else (zero, zero)
+        return self.brake_planner.payload_effort(q, v, a, self._gravity_vector())
 
     def _live(self) -> bool:
         """The modules are executing the position command (following, braking or holding; no M-stop
@@ -324,6 +338,8 @@ class Arm:
         v = self._measured_velocity(now)
         est = self.last_feedback.position + v * age
         moving = (np.abs(v) > self.safety.at_goal_velocity_tolerance) & (np.abs(est - p) > LAG_MIN_RAD)
+        if self.brake_planner.payload_mass != 0.0:  # the load is fed forward: no joint needs its sag
+            moving = np.abs(est - p) > LAG_MIN_RAD
         np.copyto(p, est, where=moving)
         if age <= 1.5 * self.nominal_period:  # a sample from this cycle: the command lands on the arm
             np.copyto(last, est, where=moving)
@@ -335,6 +351,7 @@ class Arm:
             if measured:
                 self._make_brake(now, self._anchor(True), chase=True)
             return
+        self.brake_planner.set_payload_mass(self._unknown_load())  # (the start lands the sag it holds)
         self._make_brake(now, self._brake_start(now) if self._live() and not measured else self._anchor(measured),
                          chase=measured)
         self._fire(Trigger.BRAKE)
@@ -804,6 +821,8 @@ class Arm:
             cmd.effort[:] = self._gravity_efforts(fb.position if feedback_ok else cmd.position)
             if self.trajectory_state is not None:  # braking: feed the deceleration forward (no plugins run)
                 cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, ())
+            if self._brake is not None and self.brake_planner.payload_mass != 0.0:  # the unknown load
+                cmd.effort += self._payload_effort(fb.position if feedback_ok else cmd.position)
             if feedback_ok:  # damp the joints' ringing after the brake (same damping as 'damp')
                 cmd.effort -= self._damping * np.nan_to_num(fb.velocity - cmd.velocity)
         for plugin in self.plugins:
@@ -822,6 +841,8 @@ class Arm:
         cmd.effort[:] = self._gravity_efforts(cmd.position)
         if self.trajectory_state is not None and self.supervisor.mode is _BRAKE:
             cmd.effort += self.brake_planner.brake_effort(*self.trajectory_state)
+        if self._brake is not None and self.brake_planner.payload_mass != 0.0:  # the unknown load
+            cmd.effort += self._payload_effort(cmd.position)
         self._finish(self.last_feedback.position)
 
     def update(self) -> bool:  # noqa: C901 (the cycle's checks in their safety order, in one place)
@@ -902,6 +923,8 @@ class Arm:
         if self._brake is not None:  # braking, or a hold that braked: as the hold stop
             if self.trajectory_state is not None:  # feed the ramp forward (what plugins did not)
                 cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, self.plugins)
+            if self.brake_planner.payload_mass != 0.0:  # the unknown load the brake carries
+                cmd.effort += self._payload_effort(fb.position)
             cmd.effort -= self._damping * np.nan_to_num(fb.velocity - cmd.velocity)  # damp the ringing
         self._finish(fb.position)
         return ok
