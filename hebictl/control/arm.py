@@ -719,8 +719,11 @@ class Arm:
         if not self._have_feedback or self._last_time - self._last_fresh_time > 0.05:
             return target
         meas = self.last_feedback.position
-        over = (np.abs(brake.v0) > self.safety.at_goal_velocity_tolerance) & ((meas - target) * brake.v0 > 0.0) \
-            & (np.abs(meas - target) > LAG_MIN_RAD)
+        off = np.abs(meas - target) > LAG_MIN_RAD
+        if self.brake_planner.payload_mass != 0.0:  # the load is fed forward: every joint holds where it stopped
+            over = off  # (a wrist the load's inertia dragged off the ramp is not swung back through it)
+        else:
+            over = (np.abs(brake.v0) > self.safety.at_goal_velocity_tolerance) & ((meas - target) * brake.v0 > 0.0) & off
         np.copyto(target, meas, where=over)
         # a joint that lagged the ramp (a payload the model does not know) lands the command on it;
         # after a brake a monitor started from the measured state (a control gap: the limp arm fell,
