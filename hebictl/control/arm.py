@@ -73,6 +73,10 @@ STALE_RAD = 0.1
 #: [rad or m] a moving joint's brake starts from its measured position only if its command lags or leads
 #: it by more than this (below, the step is not worth it: the ramp starts from the command exactly)
 LAG_MIN_RAD = 1e-3
+#: a brake from the measured state (the arm moved without a command: a module came back, an M-stop
+#: was released, the loop stalled) starts from the measured speed up to this x the rated one (a
+#: falling link exceeds the rated speed; clipping it left the ramp behind the arm, which then rang)
+CHASE_SPEED = 1.0
 #: what :meth:`Arm.react` accepts (the monitors' reactions)
 REACTIONS = ("event", "hold", "stop", "damp")
 # _stale: how the next fresh sample re-anchors a hold or brake
@@ -282,9 +286,9 @@ class Arm:
         """The last feedback is from this cycle or the one before (within 50 ms)."""
         return self._have_feedback and 0.0 <= self._last_time - self._last_fresh_time <= 0.05
 
-    def _measured_velocity(self, now: float) -> FloatArray:
+    def _measured_velocity(self, now: float, cap: float = 1.0) -> FloatArray:
         """The measured velocity (a NaN reading, or no fresh sample this cycle: the last commanded
-        velocity, which the modules are following), within the rated speed."""
+        velocity, which the modules are following), within ``cap`` x the rated speed."""
         fb = self.last_feedback
         if self.supervisor.mode is _FOLLOW and self._trajectory is not None:  # the command now
             cmd_v = self._trajectory.get_state(now)[1].copy()
@@ -292,19 +296,27 @@ class Arm:
             cmd_v = np.nan_to_num(self.pending_command.velocity)
         fresh = self._have_feedback and 0.0 <= now - self._last_fresh_time <= 1.5 * self.nominal_period
         v = np.where(np.isfinite(fb.velocity), fb.velocity, cmd_v) if fresh else cmd_v
-        return np.clip(v, -self.limits.velocity_max, self.limits.velocity_max)
+        vmax = self.limits.velocity_max if cap == 1.0 else cap * self.limits.velocity_max
+        return np.clip(v, -vmax, vmax)
 
     def _make_brake(self, now: float, p: FloatArray, chase: bool = False) -> None:
         """The brake ramp from ``p`` and the measured velocity, at the deceleration the actuators
         can deliver with the effort the modules measure (:mod:`hebictl.control.braking`).
         ``chase``: started from the measured state by a monitor (see :meth:`_stopping_point`)."""
         self._brake_chase = chase
-        v = self._measured_velocity(now)
         lim = self.limits
         self.brake_planner.set_payload_mass(self._unknown_load())
         effort = self.last_feedback.effort if self._have_feedback else None
-        amax = self.brake_planner.deceleration(p, self._gravity_vector(), effort)
-        self._brake = Brake(now, p, v, amax, lim.velocity_max, lim.position_min, lim.position_max)
+        if chase:  # the arm moved without a command (fell, came back): brake it from its real speed, with
+            # the effort it has (not the rated deceleration, which shapes commanded motion)
+            v = self._measured_velocity(now, CHASE_SPEED)
+            amax = self.brake_planner.deceleration(p, self._gravity_vector(), effort, rated=False)
+            vcap = CHASE_SPEED * lim.velocity_max
+        else:
+            v = self._measured_velocity(now)
+            amax = self.brake_planner.deceleration(p, self._gravity_vector(), effort)
+            vcap = lim.velocity_max
+        self._brake = Brake(now, p, v, amax, vcap, lim.position_min, lim.position_max)
 
     def _unknown_load(self) -> float:
         """[kg] the end-effector load the model-mismatch monitor measured at rest and the model does
@@ -720,8 +732,11 @@ class Arm:
             return target
         meas = self.last_feedback.position
         off = np.abs(meas - target) > LAG_MIN_RAD
-        if self.brake_planner.payload_mass != 0.0:  # the load is fed forward: every joint holds where it stopped
-            over = off  # (a wrist the load's inertia dragged off the ramp is not swung back through it)
+        if self._brake_chase or self.brake_planner.payload_mass != 0.0:
+            # a brake from the measured state only stops uncommanded motion, and a carried load is fed
+            # forward: every joint holds where it stopped (a joint another one dragged off the ramp, e.g.
+            # r6's elbow behind a returning shoulder or a wrist under the load, is not swung back to it)
+            over = off
         else:
             over = (np.abs(brake.v0) > self.safety.at_goal_velocity_tolerance) & ((meas - target) * brake.v0 > 0.0) & off
         np.copyto(target, meas, where=over)
@@ -796,7 +811,12 @@ class Arm:
         cmd = self.pending_command
         mode = self.supervisor.mode
         recovering = self._recovery if mode is _FOLLOW or mode is _MHOLD or mode is _BRAKE else None
-        self._rate.clamp_and_apply(cmd.position, cmd.velocity, cmd.effort, self._rate_dt, fb_position, recovering)
+        if self._rate.clamp_and_apply(cmd.position, cmd.velocity, cmd.effort, self._rate_dt, fb_position,
+                                      recovering) and mode is _MHOLD:
+            # a hold carried on to the arm (it ran past a brake from the measured state): the position
+            # moves at most at the rated speed, the velocity command stays zero (the rated speed fed
+            # forward kicked a just-stopped arm: r6's elbow swung 0.6 rad/s after a module's return)
+            cmd.velocity[self._rate.limited] = 0.0
 
     def _latched_command(self, now: float, feedback_ok: bool) -> None:
         """What the latched stop commands this cycle (see :meth:`stop`): no plugins but the mirror."""

@@ -143,14 +143,17 @@ class BrakePlanner:
         return np.where(np.isfinite(self.limits.effort_max), a, np.inf)
 
     def deceleration(self, q: FloatArray, gravity: FloatArray | None = None,
-                     effort: FloatArray | None = None) -> FloatArray:
+                     effort: FloatArray | None = None, *, rated: bool = True) -> FloatArray:
         """Braking deceleration per joint: ``MARGIN`` x the effort's (the measured ``effort``
-        counted, see :meth:`effort_deceleration`), min'd with the rated one."""
-        rated = self.limits.acceleration_max
-        assert rated is not None
-        a = np.minimum(rated, MARGIN * self.effort_deceleration(q, gravity, effort))
+        counted, see :meth:`effort_deceleration`), min'd with the rated one unless ``rated`` is
+        False (an arm that moves without a command, e.g. a falling link, is stopped as fast as its
+        actuators allow)."""
+        rated_a = self.limits.acceleration_max
+        assert rated_a is not None
+        a = MARGIN * self.effort_deceleration(q, gravity, effort)
+        a = np.minimum(rated_a, a) if rated else np.where(np.isfinite(a), a, rated_a)
         # a joint with no effort to spare still gets a (slow) finite ramp rather than none
-        return np.where(a > 0, a, np.minimum(rated, 1e-3))
+        return np.where(a > 0, a, np.minimum(rated_a, 1e-3))
 
     def minimal_stop_time(self, q: FloatArray, v: FloatArray, gravity: FloatArray | None = None) -> float:
         """Shortest possible stop [s] from ``v`` at ``q``: every joint braked with all its spare effort."""
