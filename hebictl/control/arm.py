@@ -308,15 +308,28 @@ class Arm:
         self.brake_planner.set_payload_mass(self._unknown_load())
         effort = self.last_feedback.effort if self._have_feedback else None
         if chase:  # the arm moved without a command (fell, came back): brake it from its real speed, with
-            # the effort it has (not the rated deceleration, which shapes commanded motion)
+            # the effort it has (not the rated deceleration, which shapes commanded motion); the effort the
+            # modules measure as they take up the command again is a transient (saturated at an M-stop
+            # release), not a load: the model's gravity and the estimated unknown load count instead
             v = self._measured_velocity(now, CHASE_SPEED)
-            amax = self.brake_planner.deceleration(p, self._gravity_vector(), effort, rated=False)
+            amax = self.brake_planner.deceleration(p, self._gravity_vector(), None, rated=False)
             vcap = CHASE_SPEED * lim.velocity_max
         else:
             v = self._measured_velocity(now)
             amax = self.brake_planner.deceleration(p, self._gravity_vector(), effort)
             vcap = lim.velocity_max
-        self._brake = Brake(now, p, v, amax, vcap, lim.position_min, lim.position_max)
+        lo, hi = lim.position_min, lim.position_max
+        if chase and self._recovery is not None:
+            # a joint outside its limits (it fell or swung there while nothing commanded it, e.g. an M-stop
+            # with MotorOff) still moving outward is braked along its way, not pulled back to the limit by
+            # a ramp clipped there (x6's base, 6 rad past its limit at 1.5 rad/s: 124 mrad of position
+            # error and a 1.1 rad/s swing back); the recovery range takes in the ramp's stopping point
+            free = Brake(now, p, v, amax, vcap, np.full(self.dof, -np.inf), np.full(self.dof, np.inf))
+            outside = (p < lo) | (p > hi)
+            if bool(np.any(outside)):
+                self._allow_outside(np.where(outside, free.target, p))
+                lo, hi = self._recovery
+        self._brake = Brake(now, p, v, amax, vcap, lo, hi)
 
     def _unknown_load(self) -> float:
         """[kg] the end-effector load the model-mismatch monitor measured at rest and the model does
@@ -923,7 +936,9 @@ class Arm:
         for f in self.monitors.after_read(self, fb, now):  # execution monitors, every fresh sample
             self.react(f.kind, f.detail, f.reaction)
         if self._recovery is not None:
-            self._recovery = shrink_recovery(self._recovery, self.limits, fb.position)
+            brake = self._brake if self.supervisor.mode is _BRAKE else None  # a ramp's way out is kept
+            self._recovery = shrink_recovery(self._recovery, self.limits, fb.position,
+                                             brake.target if brake is not None else self._rate.last)
             if self._recovery is not None:
                 joint = self.limits.position_violation(fb.position, self._recovery)
         if self.supervisor.level is _STOPPED:

@@ -132,7 +132,11 @@ class BrakePlanner:
         q = np.asarray(q, dtype=np.float64)
         if not np.all(np.isfinite(q)):
             return np.full(self.model.dof, np.inf)
-        used = np.abs(self.model.gravity_compensation(q, gravity))
+        g = self.model.gravity_compensation(q, gravity)
+        if self.payload_mass != 0.0:  # the unknown load's weight (its inertia is in the denominator)
+            zero = np.zeros(self.model.dof)
+            g = g + self.payload_effort(q, zero, zero, self.model.gravity if gravity is None else gravity)
+        used = np.abs(g)
         spare = np.maximum(self.limits.effort_max - used, 0.0)
         if effort is not None:  # never below a quarter of the model's: a saturated reading is a transient
             measured = np.nan_to_num(np.abs(np.asarray(effort, dtype=np.float64)))
