@@ -77,6 +77,10 @@ LAG_MIN_RAD = 1e-3
 #: was released, the loop stalled) starts from the measured speed up to this x the rated one (a
 #: falling link exceeds the rated speed; clipping it left the ramp behind the arm, which then rang)
 CHASE_SPEED = 1.0
+#: a brake from the measured state that ends with a joint faster than this x the at-goal velocity
+#: tolerance brakes again from the measured state, at most ``REBRAKES`` times
+REBRAKE_SPEED = 4.0
+REBRAKES = 3
 #: what :meth:`Arm.react` accepts (the monitors' reactions)
 REACTIONS = ("event", "hold", "stop", "damp")
 # _stale: how the next fresh sample re-anchors a hold or brake
@@ -131,6 +135,7 @@ class Arm:
         self._trajectory: Trajectory | None = None  # FOLLOW
         self._brake: Brake | None = None             # BRAKE (and, once ended, the hold's damping)
         self._brake_chase = False  # the brake started from the measured state: its end rejoins the arm rate-limited
+        self._rebrakes = 0  # how often a brake from the measured state was started again (the arm still moved)
         self._hold: FloatArray | None = None         # HOLD: the held position (None: not anchored yet)
         self._stale = _FRESH  # how the next fresh sample re-anchors a hold/brake (modules not following)
         self.trajectory_state: tuple[FloatArray, FloatArray, FloatArray] | None = None
@@ -299,11 +304,12 @@ class Arm:
         vmax = self.limits.velocity_max if cap == 1.0 else cap * self.limits.velocity_max
         return np.clip(v, -vmax, vmax)
 
-    def _make_brake(self, now: float, p: FloatArray, chase: bool = False) -> None:
+    def _make_brake(self, now: float, p: FloatArray, chase: bool = False, *, again: bool = False) -> None:
         """The brake ramp from ``p`` and the measured velocity, at the deceleration the actuators
         can deliver with the effort the modules measure (:mod:`hebictl.control.braking`).
         ``chase``: started from the measured state by a monitor (see :meth:`_stopping_point`)."""
         self._brake_chase = chase
+        self._rebrakes = self._rebrakes + 1 if again else 0
         lim = self.limits
         self.brake_planner.set_payload_mass(self._unknown_load())
         effort = self.last_feedback.effort if self._have_feedback else None
@@ -721,6 +727,14 @@ class Arm:
         assert brake is not None
         if now < brake.end_time:
             p, v, a = brake.state(now)
+            self.trajectory_state = (p, v, a)
+            return p
+        if self._brake_chase and self._rebrakes < REBRAKES and self._fresh() and self._speed() > REBRAKE_SPEED:
+            # a brake from the measured state ended with the arm still moving (it came back faster than the
+            # rated speed the ramp may start from, e.g. a link that fell during an M-stop with MotorOff):
+            # brake again from where it is rather than hold a point it runs past and is pulled back to
+            self._make_brake(now, self._anchor(True), chase=True, again=True)
+            p, v, a = self._brake.state(now)
             self.trajectory_state = (p, v, a)
             return p
         self.trajectory_state = None
