@@ -79,7 +79,7 @@ LAG_MIN_RAD = 1e-3
 CHASE_SPEED = 1.0
 #: a brake from the measured state that ends with a joint faster than this x the at-goal velocity
 #: tolerance brakes again from the measured state, at most ``REBRAKES`` times
-REBRAKE_SPEED = 4.0
+REBRAKE_SPEED = 2.0
 REBRAKES = 3
 #: what :meth:`Arm.react` accepts (the monitors' reactions)
 REACTIONS = ("event", "hold", "stop", "damp")
