@@ -77,6 +77,10 @@ LAG_MIN_RAD = 1e-3
 #: was released, the loop stalled) starts from the measured speed up to this x the rated one (a
 #: falling link exceeds the rated speed; clipping it left the ramp behind the arm, which then rang)
 CHASE_SPEED = 1.0
+#: [s] the shortest brake from the measured state: the arm that moved without a command is caught by
+#: the modules' position loops, which take tens of ms (a 5 ms ramp at an M-stop release left r6 coasting
+#: 5 mrad past the hold and back)
+CHASE_MIN_S = 0.1
 #: a brake from the measured state that ends with a joint faster than this x the at-goal velocity
 #: tolerance brakes again from the measured state, at most ``REBRAKES`` times
 REBRAKE_SPEED = 2.0
@@ -335,7 +339,7 @@ class Arm:
             if bool(np.any(outside)):
                 self._allow_outside(np.where(outside, free.target, p))
                 lo, hi = self._recovery
-        self._brake = Brake(now, p, v, amax, vcap, lo, hi)
+        self._brake = Brake(now, p, v, amax, vcap, lo, hi, CHASE_MIN_S if chase else 0.0)
 
     def _unknown_load(self) -> float:
         """[kg] the end-effector load the model-mismatch monitor measured at rest and the model does
