@@ -77,10 +77,6 @@ LAG_MIN_RAD = 1e-3
 #: was released, the loop stalled) starts from the measured speed up to this x the rated one (a
 #: falling link exceeds the rated speed; clipping it left the ramp behind the arm, which then rang)
 CHASE_SPEED = 1.0
-#: [s] the shortest brake from the measured state: the arm that moved without a command is caught by
-#: the modules' position loops, which take tens of ms (a 5 ms ramp at an M-stop release left r6 coasting
-#: 5 mrad past the hold and back)
-CHASE_MIN_S = 0.1
 #: a brake from the measured state that ends with a joint faster than this x the at-goal velocity
 #: tolerance brakes again from the measured state, at most ``REBRAKES`` times
 REBRAKE_SPEED = 2.0
@@ -140,6 +136,7 @@ class Arm:
         self._brake: Brake | None = None             # BRAKE (and, once ended, the hold's damping)
         self._brake_chase = False  # the brake started from the measured state: its end rejoins the arm rate-limited
         self._rebrakes = 0  # how often a brake from the measured state was started again (the arm still moved)
+        self._brake_overrun = False  # that brake started below the arm's speed (capped at the rated one)
         self._hold: FloatArray | None = None         # HOLD: the held position (None: not anchored yet)
         self._stale = _FRESH  # how the next fresh sample re-anchors a hold/brake (modules not following)
         self.trajectory_state: tuple[FloatArray, FloatArray, FloatArray] | None = None
@@ -322,6 +319,9 @@ class Arm:
             # modules measure as they take up the command again is a transient (saturated at an M-stop
             # release), not a load: the model's gravity and the estimated unknown load count instead
             v = self._measured_velocity(now, CHASE_SPEED)
+            if not again:  # the arm runs faster than the ramp may start from: it may brake again at the end
+                fast = self._measured_velocity(now, math.inf)
+                self._brake_overrun = bool(np.any(np.abs(fast) > np.abs(v) + 1e-9))
             amax = self.brake_planner.deceleration(p, self._gravity_vector(), None, rated=False)
             vcap = CHASE_SPEED * lim.velocity_max
         else:
@@ -339,7 +339,7 @@ class Arm:
             if bool(np.any(outside)):
                 self._allow_outside(np.where(outside, free.target, p))
                 lo, hi = self._recovery
-        self._brake = Brake(now, p, v, amax, vcap, lo, hi, CHASE_MIN_S if chase else 0.0)
+        self._brake = Brake(now, p, v, amax, vcap, lo, hi)
 
     def _unknown_load(self) -> float:
         """[kg] the end-effector load the model-mismatch monitor measured at rest and the model does
@@ -733,9 +733,11 @@ class Arm:
             p, v, a = brake.state(now)
             self.trajectory_state = (p, v, a)
             return p
-        if self._brake_chase and self._rebrakes < REBRAKES and self._fresh() and self._speed() > REBRAKE_SPEED:
-            # a brake from the measured state ended with the arm still moving (it came back faster than the
-            # rated speed the ramp may start from, e.g. a link that fell during an M-stop with MotorOff):
+        if self._brake_chase and self._brake_overrun and self._rebrakes < REBRAKES and self._fresh() \
+                and self._speed() > REBRAKE_SPEED:
+            # a brake from the measured state ended with the arm still moving because it came back faster than
+            # the rated speed the ramp may start from (e.g. a link that fell during an M-stop with MotorOff;
+            # not an arm that moves because a load the model does not know pulls it: that one is held):
             # brake again from where it is rather than hold a point it runs past and is pulled back to
             self._make_brake(now, self._anchor(True), chase=True, again=True)
             p, v, a = self._brake.state(now)

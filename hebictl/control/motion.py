@@ -109,18 +109,13 @@ class Brake:
     PEAK = 1.5
 
     def __init__(self, t0: float, p0: FloatArray, v0: FloatArray, acceleration_max: FloatArray,
-                 velocity_max: FloatArray, position_min: FloatArray, position_max: FloatArray,
-                 min_duration: float = 0.0) -> None:
-        """``min_duration`` [s]: the shortest ramp for a joint that moves at all (a ramp much shorter
-        than the modules' position loop settles in is a step to them)."""
+                 velocity_max: FloatArray, position_min: FloatArray, position_max: FloatArray) -> None:
         v = np.nan_to_num(np.asarray(v0, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
         v = np.clip(v, -velocity_max, velocity_max)
         amax = np.where(np.isfinite(acceleration_max) & (acceleration_max > 0), acceleration_max, np.inf)
         times = self.PEAK * np.abs(v) / amax
         self.t0 = float(t0)
         self.duration = float(times.max()) if times.size else 0.0
-        if 0.0 < self.duration < min_duration:
-            self.duration = float(min_duration)
         self.p0 = np.array(p0, dtype=np.float64)
         self.v0 = v if self.duration > 0.0 else np.zeros_like(v)
         self.target = np.clip(self.p0 + 0.5 * self.v0 * self.duration, position_min, position_max)
