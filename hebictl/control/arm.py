@@ -739,7 +739,9 @@ class Arm:
             # the rated speed the ramp may start from (e.g. a link that fell during an M-stop with MotorOff;
             # not an arm that moves because a load the model does not know pulls it: that one is held):
             # brake again from where it is rather than hold a point it runs past and is pulled back to
-            self._make_brake(now, self._anchor(True), chase=True, again=True)
+            # (from the measured position, but the command is not landed there: the rate limiter carries it
+            # on to the ramp at most at the rated speed, so no step follows a control gap either)
+            self._make_brake(now, self._anchor(True, apply=False), chase=True, again=True)
             p, v, a = self._brake.state(now)
             self.trajectory_state = (p, v, a)
             return p
