@@ -73,10 +73,6 @@ STALE_RAD = 0.1
 #: [rad or m] a moving joint's brake starts from its measured position only if its command lags or leads
 #: it by more than this (below, the step is not worth it: the ramp starts from the command exactly)
 LAG_MIN_RAD = 1e-3
-#: a brake from the measured state (the arm moved without a command: a module came back, an M-stop
-#: was released, the loop stalled) starts from the measured speed up to this x the rated one (a
-#: falling link exceeds the rated speed; clipping it left the ramp behind the arm, which then rang)
-CHASE_SPEED = 1.0
 #: a brake from the measured state that ends with a joint faster than this x the at-goal velocity
 #: tolerance brakes again from the measured state, at most ``REBRAKES`` times
 REBRAKE_SPEED = 2.0
@@ -314,20 +310,20 @@ class Arm:
         lim = self.limits
         self.brake_planner.set_payload_mass(self._unknown_load())
         effort = self.last_feedback.effort if self._have_feedback else None
-        if chase:  # the arm moved without a command (fell, came back): brake it from its real speed, with
-            # the effort it has (not the rated deceleration, which shapes commanded motion); the effort the
-            # modules measure as they take up the command again is a transient (saturated at an M-stop
-            # release), not a load: the model's gravity and the estimated unknown load count instead
-            v = self._measured_velocity(now, CHASE_SPEED)
-            if not again:  # the arm runs faster than the ramp may start from: it may brake again at the end
+        v = self._measured_velocity(now)
+        vcap = lim.velocity_max
+        if chase:  # started from the measured state: the modules were not following the command (a module came
+            # back, an M-stop was released, the loop stalled, a monitor reacted); the effort they measure as
+            # they take it up again is a transient (saturated at an M-stop release), not a load: the model's
+            # gravity and the estimated unknown load count instead
+            if not again:  # the arm runs faster than the ramp may start from (the rated speed): it fell or was
+                # flung without a command; it is stopped with the effort it has, not the rated deceleration that
+                # shapes commanded motion, and may brake again at the ramp's end
                 fast = self._measured_velocity(now, math.inf)
                 self._brake_overrun = bool(np.any(np.abs(fast) > np.abs(v) + 1e-9))
-            amax = self.brake_planner.deceleration(p, self._gravity_vector(), None, rated=False)
-            vcap = CHASE_SPEED * lim.velocity_max
+            amax = self.brake_planner.deceleration(p, self._gravity_vector(), None, rated=not self._brake_overrun)
         else:
-            v = self._measured_velocity(now)
             amax = self.brake_planner.deceleration(p, self._gravity_vector(), effort)
-            vcap = lim.velocity_max
         lo, hi = lim.position_min, lim.position_max
         if chase and self._recovery is not None:
             # a joint outside its limits (it fell or swung there while nothing commanded it, e.g. an M-stop
@@ -773,7 +769,8 @@ class Arm:
             # r6's elbow behind a returning shoulder or a wrist under the load, is not swung back to it)
             over = off
         else:
-            over = (np.abs(brake.v0) > self.safety.at_goal_velocity_tolerance) & ((meas - target) * brake.v0 > 0.0) & off
+            moving = np.abs(brake.v0) > self.safety.at_goal_velocity_tolerance
+            over = moving & ((meas - target) * brake.v0 > 0.0) & off
         np.copyto(target, meas, where=over)
         # a joint that lagged the ramp (a payload the model does not know) lands the command on it;
         # after a brake a monitor started from the measured state (a control gap: the limp arm fell,
