@@ -735,9 +735,11 @@ class Arm:
             # the rated speed the ramp may start from (e.g. a link that fell during an M-stop with MotorOff;
             # not an arm that moves because a load the model does not know pulls it: that one is held):
             # brake again from where it is rather than hold a point it runs past and is pulled back to
-            # (from the measured position, but the command is not landed there: the rate limiter carries it
-            # on to the ramp at most at the rated speed, so no step follows a control gap either)
-            self._make_brake(now, self._anchor(True, apply=False), chase=True, again=True)
+            # (from the measured position; the command lands there, a step onto the arm, except after a control
+            # gap: then the rate limiter carries it on at most at the rated speed, no step follows a gap)
+            latch = self.supervisor.latch
+            gap = latch is not None and latch.cause == EventKind.CONTROL_GAP.value
+            self._make_brake(now, self._anchor(True, apply=not gap), chase=True, again=True)
             p, v, a = self._brake.state(now)
             self.trajectory_state = (p, v, a)
             return p
@@ -844,11 +846,14 @@ class Arm:
         mode = self.supervisor.mode
         recovering = self._recovery if mode is _FOLLOW or mode is _MHOLD or mode is _BRAKE else None
         if self._rate.clamp_and_apply(cmd.position, cmd.velocity, cmd.effort, self._rate_dt, fb_position,
-                                      recovering) and mode is _MHOLD:
-            # a hold carried on to the arm (it ran past a brake from the measured state): the position
-            # moves at most at the rated speed, the velocity command stays zero (the rated speed fed
-            # forward kicked a just-stopped arm: r6's elbow swung 0.6 rad/s after a module's return)
-            cmd.velocity[self._rate.limited] = 0.0
+                                      recovering) and (mode is _MHOLD or mode is _BRAKE):
+            # a hold or ramp the command is carried on to (after a brake from the measured state): the
+            # position moves at most at the rated speed, the velocity command stays the mode's own (zero,
+            # or the ramp's), not the rated speed the limiter moves at (fed forward, that kicked a
+            # just-stopped arm: r6's elbow swung 0.6 rad/s after a module's return)
+            state = self.trajectory_state if mode is _BRAKE else None
+            limited = self._rate.limited
+            cmd.velocity[limited] = state[1][limited] if state is not None else 0.0
 
     def _latched_command(self, now: float, feedback_ok: bool) -> None:
         """What the latched stop commands this cycle (see :meth:`stop`): no plugins but the mirror."""
