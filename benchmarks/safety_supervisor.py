@@ -3,7 +3,8 @@ end-effector payloads the controller's model does not know.
 
 Each row moves the arm at ~0.9x its rated speed, does something to it (an M-stop press and release
 with a module strategy, a module gone and back, ``clear_fault()`` while braking, ``stop()`` then
-``damp``, ``stop()`` at full speed with a payload) and measures the PHYSICAL state (the simulated
+``damp``, ``stop()`` at full speed with a payload, a control stall of 0.1, 0.5 and 1 s, the last also
+with the modules' firmware limits set) and measures the PHYSICAL state (the simulated
 joints, ``SimBackend.true_state``): time to standstill (every |v| < 0.05 rad/s from then on), the
 end effector's largest displacement after standstill or release, the largest commanded position
 step over rated speed x period, and the events. Targets (issue 18): standstill within 0.5 s, no
