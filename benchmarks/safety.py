@@ -9,7 +9,8 @@ still within 0.5 s, EE < 5 mm). Run ``python benchmarks/safety.py`` (``--backend
 ``--skip-processes`` to leave out the CLI signal rows, ``--skip-supervisor`` the supervisor rows); the
 tests in ``tests/sim_backend/test_safety_matrix.py`` run the same scenarios. The supervisor rows
 (issue 18: M-stop press and release per module strategy, a module gone and back, ``clear_fault()``
-while braking, ``stop()`` then ``damp``, ``stop()`` with unknown payloads of 0, 0.5 and 1 kg) run on
+while braking, ``stop()`` then ``damp``, ``stop()`` with unknown payloads of 0, 0.5 and 1 kg, control
+stalls of 0.1, 0.5 and 1 s) run on
 the sim for every bundled config (``benchmarks/safety_supervisor.py``; tests in
 ``tests/control/test_supervisor_sim.py``).
 

@@ -3,7 +3,8 @@ end-effector payloads the controller's model does not know.
 
 Each row moves the arm at ~0.9x its rated speed, does something to it (an M-stop press and release
 with a module strategy, a module gone and back, ``clear_fault()`` while braking, ``stop()`` then
-``damp``, ``stop()`` at full speed with a payload) and measures the PHYSICAL state (the simulated
+``damp``, ``stop()`` at full speed with a payload, a control stall of 0.1, 0.5 and 1 s, the last also
+with the modules' firmware limits set) and measures the PHYSICAL state (the simulated
 joints, ``SimBackend.true_state``): time to standstill (every |v| < 0.05 rad/s from then on), the
 end effector's largest displacement after standstill or release, the largest commanded position
 step over rated speed x period, and the events. Targets (issue 18): standstill within 0.5 s, no
@@ -265,13 +266,68 @@ def sc_stop_payload(key: str, payload: float) -> Row:
         rig.close()
 
 
+def _beyond_limits(rig: SupRig, since: float) -> float:
+    """[rad] how far the furthest joint was measured beyond its limits from ``since`` on (0: inside)."""
+    t, q = np.array(rig.t), np.array(rig.q)
+    q = q[t >= since]
+    lim = rig.arm.limits
+    return float(max(np.max(q - lim.position_max), np.max(lim.position_min - q), 0.0)) if len(q) else 0.0
+
+
+def sc_control_stall(key: str, stall: float, *, firmware_limits: bool = False) -> Row:
+    """The controller stalls ``stall`` [s] mid-move (a GC pause, swapping, ``kill -STOP``): the clock and
+    the physics run on, nothing is commanded. Longer than the command lifetime the modules go limp and
+    the arm falls (physics: nothing the stalled process can do; measured). After it: a latched
+    ``control_gap``, the first command lands on the measured position, no later step above rated speed x
+    period, standstill within 0.5 s of the return and then EE < 5 mm. ``firmware_limits``: the modules'
+    own position limits (HoldPosition, 0.05 rad outside the arm's: ``user_data.module_safety``) set, which
+    catch a limp joint at its limit while the controller is away (the only thing that can act then)."""
+    rig = SupRig(key)
+    try:
+        lim = rig.arm.limits
+        if firmware_limits:
+            rig.be.set_safety(ModuleSafety.create(lim.position_min - 0.05, lim.position_max + 0.05,
+                                                  mstop_strategy="HoldPosition"))
+        rig.move()
+        t0 = rig.clock.now()
+        rig.clock.advance(stall)
+        t_back = rig.clock.now()
+        rig.settle(2.0)
+        s_back, ee_after, _ = rig.figures(t_back)
+        step = rig.step_ratio(t_back)
+        beyond = _beyond_limits(rig, t_back)
+        life = float(getattr(rig.be, "command_lifetime", 0.0) or 0.0)
+        events = rig.events_since(t0)
+        name = f"control stall {stall:g} s{' (module firmware limits)' if firmware_limits else ''} [{key}]"
+        row = Row(name, "sim", step, s_back, ee_after, rig.arm.state.value, events)
+        row.note = f"{beyond * 1e3:.0f} mrad beyond a joint limit after the stall"
+        if stall < life:  # the modules still execute the last command: the goal goes on, no event
+            row.target = f"no control_gap (shorter than the {life:g} s command lifetime); step<={STEP_TOL}x"
+            row.ok = bool("control_gap" not in events and step <= STEP_TOL)
+            return row
+        if firmware_limits:  # the modules' HoldPosition catches the limp joint at its limit with its position
+            # loop alone (no gravity effort): the fall past the limit is measured, and the controller's hold
+            # afterwards shares the joint with the firmware's (standstill reported, not judged)
+            row.target = f"control_gap; step<={STEP_TOL}x; fall past the limits and standstill measured"
+            row.ok = bool("control_gap" in events and step <= STEP_TOL)
+            return row
+        row.target = (f"control_gap; standstill<{STILL_T}s after the return, then EE<{EE_TOL:g}mm; "
+                      f"step<={STEP_TOL}x; the limp fall is measured")
+        row.ok = bool("control_gap" in events and s_back <= STILL_T and ee_after < EE_TOL and step <= STEP_TOL)
+        return row
+    finally:
+        rig.close()
+
+
 def rows(keys: list[str] | None = None) -> list[Row]:
     """Every supervisor row for ``keys`` (default: all bundled configs)."""
     out: list[Row] = []
     scenarios: list[Callable[[str], Row]] = [
         lambda k: sc_mstop_release(k, "HoldPosition"), lambda k: sc_mstop_release(k, "MotorOff"),
         sc_module_return, sc_clear_while_moving, sc_stop_then_damp,
-        lambda k: sc_stop_payload(k, 0.0), lambda k: sc_stop_payload(k, 0.5), lambda k: sc_stop_payload(k, 1.0)]
+        lambda k: sc_stop_payload(k, 0.0), lambda k: sc_stop_payload(k, 0.5), lambda k: sc_stop_payload(k, 1.0),
+        lambda k: sc_control_stall(k, 0.1), lambda k: sc_control_stall(k, 0.5), lambda k: sc_control_stall(k, 1.0),
+        lambda k: sc_control_stall(k, 1.0, firmware_limits=True)]
     for key in keys or list(CONFIGS):
         for sc in scenarios:
             try:

@@ -71,6 +71,10 @@ STALE_RAD = 0.1
 #: [rad or m] a moving joint's brake starts from its measured position only if its command lags or leads
 #: it by more than this (below, the step is not worth it: the ramp starts from the command exactly)
 LAG_MIN_RAD = 1e-3
+#: a brake from the measured state that ends with a joint faster than this x the at-goal velocity
+#: tolerance brakes again from the measured state, at most ``REBRAKES`` times
+REBRAKE_SPEED = 2.0
+REBRAKES = 3
 #: what :meth:`Arm.react` accepts (the monitors' reactions)
 REACTIONS = ("event", "hold", "stop", "damp")
 # _stale: how the next fresh sample re-anchors a hold or brake
@@ -125,6 +129,8 @@ class Arm:
         self._trajectory: Trajectory | None = None  # FOLLOW
         self._brake: Brake | None = None             # BRAKE (and, once ended, the hold's damping)
         self._brake_chase = False  # the brake started from the measured state: its end rejoins the arm rate-limited
+        self._rebrakes = 0  # how often a brake from the measured state was started again (the arm still moved)
+        self._brake_overrun = False  # that brake started below the arm's speed (capped at the rated one)
         self._hold: FloatArray | None = None         # HOLD: the held position (None: not anchored yet)
         self._stale = _FRESH  # how the next fresh sample re-anchors a hold/brake (modules not following)
         self.trajectory_state: tuple[FloatArray, FloatArray, FloatArray] | None = None
@@ -274,9 +280,9 @@ class Arm:
         """The last feedback is from this cycle or the one before (within 50 ms)."""
         return self._have_feedback and 0.0 <= self._last_time - self._last_fresh_time <= 0.05
 
-    def _measured_velocity(self, now: float) -> FloatArray:
+    def _measured_velocity(self, now: float, cap: float = 1.0) -> FloatArray:
         """The measured velocity (a NaN reading, or no fresh sample this cycle: the last commanded
-        velocity, which the modules are following), within the rated speed."""
+        velocity, which the modules are following), within ``cap`` x the rated speed."""
         fb = self.last_feedback
         if self.supervisor.mode is _FOLLOW and self._trajectory is not None:  # the command now
             cmd_v = self._trajectory.get_state(now)[1].copy()
@@ -284,18 +290,57 @@ class Arm:
             cmd_v = np.nan_to_num(self.pending_command.velocity)
         fresh = self._have_feedback and 0.0 <= now - self._last_fresh_time <= 1.5 * self.nominal_period
         v = np.where(np.isfinite(fb.velocity), fb.velocity, cmd_v) if fresh else cmd_v
-        return np.clip(v, -self.limits.velocity_max, self.limits.velocity_max)
+        vmax = self.limits.velocity_max if cap == 1.0 else cap * self.limits.velocity_max
+        return np.clip(v, -vmax, vmax)
 
-    def _make_brake(self, now: float, p: FloatArray, chase: bool = False) -> None:
+    def _make_brake(self, now: float, p: FloatArray, chase: bool = False, *, again: bool = False) -> None:
         """The brake ramp from ``p`` and the measured velocity, at the deceleration the actuators
         can deliver with the effort the modules measure (:mod:`hebictl.control.braking`).
         ``chase``: started from the measured state by a monitor (see :meth:`_stopping_point`)."""
         self._brake_chase = chase
-        v = self._measured_velocity(now)
+        self._rebrakes = self._rebrakes + 1 if again else 0
         lim = self.limits
+        self.brake_planner.set_payload_mass(self._unknown_load())
         effort = self.last_feedback.effort if self._have_feedback else None
-        amax = self.brake_planner.deceleration(p, self._gravity_vector(), effort)
-        self._brake = Brake(now, p, v, amax, lim.velocity_max, lim.position_min, lim.position_max)
+        v = self._measured_velocity(now)
+        vcap = lim.velocity_max
+        if chase:  # started from the measured state: the modules were not following the command (a module came
+            # back, an M-stop was released, the loop stalled, a monitor reacted); the effort they measure as
+            # they take it up again is a transient (saturated at an M-stop release), not a load: the model's
+            # gravity and the estimated unknown load count instead
+            if not again:  # the arm runs faster than the ramp may start from (the rated speed): it fell or was
+                # flung without a command; it is stopped with the effort it has, not the rated deceleration that
+                # shapes commanded motion, and may brake again at the ramp's end
+                fast = self._measured_velocity(now, math.inf)
+                self._brake_overrun = bool(np.any(np.abs(fast) > np.abs(v) + 1e-9))
+            amax = self.brake_planner.deceleration(p, self._gravity_vector(), None, rated=not self._brake_overrun)
+        else:
+            amax = self.brake_planner.deceleration(p, self._gravity_vector(), effort)
+        lo, hi = lim.position_min, lim.position_max
+        if chase and self._recovery is not None:
+            # a joint outside its limits (it fell or swung there while nothing commanded it, e.g. an M-stop
+            # with MotorOff) still moving outward is braked along its way, not pulled back to the limit by
+            # a ramp clipped there (x6's base, 6 rad past its limit at 1.5 rad/s: 124 mrad of position
+            # error and a 1.1 rad/s swing back); the recovery range takes in the ramp's stopping point
+            free = Brake(now, p, v, amax, vcap, np.full(self.dof, -np.inf), np.full(self.dof, np.inf))
+            outside = (p < lo) | (p > hi)
+            if bool(np.any(outside)):
+                self._allow_outside(np.where(outside, free.target, p))
+                lo, hi = self._recovery
+        self._brake = Brake(now, p, v, amax, vcap, lo, hi)
+
+    def _unknown_load(self) -> float:
+        """[kg] the end-effector load the model-mismatch monitor measured at rest and the model does
+        not include (0 before an estimate): the brake and the hold after it carry it."""
+        est = self.monitors.payload_estimate
+        return float(est.get("extra_mass_kg", 0.0)) if est is not None else 0.0
+
+    def _payload_effort(self, q: FloatArray) -> FloatArray:
+        """The brake's unknown-load effort at ``q`` along the ramp (at rest once it has ended)."""
+        state = self.trajectory_state
+        zero = np.zeros(self.dof)
+        v, a = (state[1], state[2]) if state is not None else (zero, zero)
+        return self.brake_planner.payload_effort(q, v, a, self._gravity_vector())
 
     def _live(self) -> bool:
         """The modules are executing the position command (following, braking or holding; no M-stop
@@ -316,6 +361,8 @@ class Arm:
         v = self._measured_velocity(now)
         est = self.last_feedback.position + v * age
         moving = (np.abs(v) > self.safety.at_goal_velocity_tolerance) & (np.abs(est - p) > LAG_MIN_RAD)
+        if self.brake_planner.payload_mass != 0.0:  # the load is fed forward: no joint needs its sag
+            moving = np.abs(est - p) > LAG_MIN_RAD
         np.copyto(p, est, where=moving)
         if age <= 1.5 * self.nominal_period:  # a sample from this cycle: the command lands on the arm
             np.copyto(last, est, where=moving)
@@ -327,6 +374,7 @@ class Arm:
             if measured:
                 self._make_brake(now, self._anchor(True), chase=True)
             return
+        self.brake_planner.set_payload_mass(self._unknown_load())  # (the start lands the sag it holds)
         self._make_brake(now, self._brake_start(now) if self._live() and not measured else self._anchor(measured),
                          chase=measured)
         self._fire(Trigger.BRAKE)
@@ -678,6 +726,20 @@ class Arm:
             p, v, a = brake.state(now)
             self.trajectory_state = (p, v, a)
             return p
+        if self._brake_chase and self._brake_overrun and self._rebrakes < REBRAKES and self._fresh() \
+                and self._speed() > REBRAKE_SPEED:
+            # a brake from the measured state ended with the arm still moving because it came back faster than
+            # the rated speed the ramp may start from (e.g. a link that fell during an M-stop with MotorOff;
+            # not an arm that moves because a load the model does not know pulls it: that one is held):
+            # brake again from where it is rather than hold a point it runs past and is pulled back to
+            # (from the measured position; the command lands there, a step onto the arm, except after a control
+            # gap: then the rate limiter carries it on at most at the rated speed, no step follows a gap)
+            latch = self.supervisor.latch
+            gap = latch is not None and latch.cause == EventKind.CONTROL_GAP.value
+            self._make_brake(now, self._anchor(True, apply=not gap), chase=True, again=True)
+            p, v, a = self._brake.state(now)
+            self.trajectory_state = (p, v, a)
+            return p
         self.trajectory_state = None
         sup = self.supervisor
         pending = sup.pending
@@ -699,8 +761,15 @@ class Arm:
         if not self._have_feedback or self._last_time - self._last_fresh_time > 0.05:
             return target
         meas = self.last_feedback.position
-        over = (np.abs(brake.v0) > self.safety.at_goal_velocity_tolerance) & ((meas - target) * brake.v0 > 0.0) \
-            & (np.abs(meas - target) > LAG_MIN_RAD)
+        off = np.abs(meas - target) > LAG_MIN_RAD
+        if self._brake_chase or self.brake_planner.payload_mass != 0.0:
+            # a brake from the measured state only stops uncommanded motion, and a carried load is fed
+            # forward: every joint holds where it stopped (a joint another one dragged off the ramp, e.g.
+            # r6's elbow behind a returning shoulder or a wrist under the load, is not swung back to it)
+            over = off
+        else:
+            moving = np.abs(brake.v0) > self.safety.at_goal_velocity_tolerance
+            over = moving & ((meas - target) * brake.v0 > 0.0) & off
         np.copyto(target, meas, where=over)
         # a joint that lagged the ramp (a payload the model does not know) lands the command on it;
         # after a brake a monitor started from the measured state (a control gap: the limp arm fell,
@@ -773,7 +842,15 @@ class Arm:
         cmd = self.pending_command
         mode = self.supervisor.mode
         recovering = self._recovery if mode is _FOLLOW or mode is _MHOLD or mode is _BRAKE else None
-        self._rate.clamp_and_apply(cmd.position, cmd.velocity, cmd.effort, self._rate_dt, fb_position, recovering)
+        if self._rate.clamp_and_apply(cmd.position, cmd.velocity, cmd.effort, self._rate_dt, fb_position,
+                                      recovering) and (mode is _MHOLD or mode is _BRAKE):
+            # a hold or ramp the command is carried on to (after a brake from the measured state): the
+            # position moves at most at the rated speed, the velocity command stays the mode's own (zero,
+            # or the ramp's), not the rated speed the limiter moves at (fed forward, that kicked a
+            # just-stopped arm: r6's elbow swung 0.6 rad/s after a module's return)
+            state = self.trajectory_state if mode is _BRAKE else None
+            limited = self._rate.limited
+            cmd.velocity[limited] = state[1][limited] if state is not None else 0.0
 
     def _latched_command(self, now: float, feedback_ok: bool) -> None:
         """What the latched stop commands this cycle (see :meth:`stop`): no plugins but the mirror."""
@@ -801,6 +878,8 @@ class Arm:
             cmd.effort[:] = self._gravity_efforts(fb.position if feedback_ok else cmd.position)
             if self.trajectory_state is not None:  # braking: feed the deceleration forward (no plugins run)
                 cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, ())
+            if self._brake is not None and self.brake_planner.payload_mass != 0.0:  # the unknown load
+                cmd.effort += self._payload_effort(fb.position if feedback_ok else cmd.position)
             if feedback_ok:  # damp the joints' ringing after the brake (same damping as 'damp')
                 cmd.effort -= self._damping * np.nan_to_num(fb.velocity - cmd.velocity)
         for plugin in self.plugins:
@@ -819,6 +898,8 @@ class Arm:
         cmd.effort[:] = self._gravity_efforts(cmd.position)
         if self.trajectory_state is not None and self.supervisor.mode is _BRAKE:
             cmd.effort += self.brake_planner.brake_effort(*self.trajectory_state)
+        if self._brake is not None and self.brake_planner.payload_mass != 0.0:  # the unknown load
+            cmd.effort += self._payload_effort(cmd.position)
         self._finish(self.last_feedback.position)
 
     def update(self) -> bool:  # noqa: C901 (the cycle's checks in their safety order, in one place)
@@ -876,7 +957,9 @@ class Arm:
         for f in self.monitors.after_read(self, fb, now):  # execution monitors, every fresh sample
             self.react(f.kind, f.detail, f.reaction)
         if self._recovery is not None:
-            self._recovery = shrink_recovery(self._recovery, self.limits, fb.position)
+            brake = self._brake if self.supervisor.mode is _BRAKE else None  # a ramp's way out is kept
+            self._recovery = shrink_recovery(self._recovery, self.limits, fb.position,
+                                             brake.target if brake is not None else self._rate.last)
             if self._recovery is not None:
                 joint = self.limits.position_violation(fb.position, self._recovery)
         if self.supervisor.level is _STOPPED:
@@ -899,6 +982,8 @@ class Arm:
         if self._brake is not None:  # braking, or a hold that braked: as the hold stop
             if self.trajectory_state is not None:  # feed the ramp forward (what plugins did not)
                 cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, self.plugins)
+            if self.brake_planner.payload_mass != 0.0:  # the unknown load the brake carries
+                cmd.effort += self._payload_effort(fb.position)
             cmd.effort -= self._damping * np.nan_to_num(fb.velocity - cmd.velocity)  # damp the ringing
         self._finish(fb.position)
         return ok

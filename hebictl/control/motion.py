@@ -80,13 +80,23 @@ class RateLimiter:
                                            self.limited)
 
 
-def shrink_recovery(recovery: tuple[FloatArray, FloatArray], limits: Limits,
-                    position: FloatArray) -> tuple[FloatArray, FloatArray] | None:
+def shrink_recovery(recovery: tuple[FloatArray, FloatArray], limits: Limits, position: FloatArray,
+                    command: FloatArray | None = None) -> tuple[FloatArray, FloatArray] | None:
     """Narrow a recovery range (joints switched on outside their limits may move back in) to what
-    the joints have reached; None once all are inside the limits."""
+    the joints have reached; None once all are inside the limits.
+
+    ``command``: the last position command, kept inside the range too. A joint held outside its
+    limits that swings back inward (e.g. braked after an M-stop release) would otherwise drag the
+    range's edge, and the clamp with it, along: the hold's command followed the arm inward and
+    nothing held it (x6's base drifted 0.4 rad at 1 rad/s after a MotorOff release)."""
     lo, hi = recovery
-    np.maximum(lo, np.minimum(limits.position_min, position), out=lo)
-    np.minimum(hi, np.maximum(limits.position_max, position), out=hi)
+    low, high = position, position
+    if command is not None:
+        ok = np.isfinite(command)
+        low = np.where(ok, np.minimum(position, command), position)
+        high = np.where(ok, np.maximum(position, command), position)
+    np.maximum(lo, np.minimum(limits.position_min, low), out=lo)
+    np.minimum(hi, np.maximum(limits.position_max, high), out=hi)
     if np.all(lo >= limits.position_min) and np.all(hi <= limits.position_max):
         return None
     return lo, hi

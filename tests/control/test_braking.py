@@ -90,6 +90,59 @@ def test_brake_feed_forward_is_inverse_dynamics_plus_rotor(sim_arm):
     np.testing.assert_allclose(planner.brake_effort(p, v, a), expect, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("q", POSES)
+def test_unknown_load_effort_is_mujocos_inverse_dynamics_of_the_payload(sim_arm, q):
+    """The brake's unknown-load effort, m J_v^T (J_v a + dJ_v v - g) of a point mass at the end effector,
+    equals MuJoCo's inverse dynamics of the sim's scene with a 1 kg payload body there minus the same
+    without it (mj_inverse: an independent RNEA on MuJoCo's own kinematic tree), moving and at rest."""
+    import mujoco
+
+    from hebictl.control.braking import PAYLOAD_MIN_KG
+
+    loaded = Arm.from_config(KIT6, backend="sim", clock=SimClock(), initial_position=HOME,
+                             payload={"mass": 1.0, "com": [0.0, 0.0, 0.0]})
+    try:
+        rng = np.random.default_rng(7)
+        v, a = rng.uniform(-3.0, 3.0, 6), rng.uniform(-20.0, 20.0, 6)
+
+        def mj_effort(be, qd, qdd):
+            m, d = be.mj_model, mujoco.MjData(be.mj_model)
+            d.qpos[be.scene.qadr], d.qvel[be.scene.dadr], d.qacc[be.scene.dadr] = q, qd, qdd
+            mujoco.mj_inverse(m, d)
+            return d.qfrc_inverse[be.scene.dadr].copy()
+
+        planner = BrakePlanner(sim_arm.model, sim_arm.limits)
+        planner.set_payload_mass(1.0)
+        g = np.asarray(sim_arm.backend.mj_model.opt.gravity, dtype=float)
+        for qd, qdd in ((v, a), (np.zeros(6), np.zeros(6))):
+            ref = mj_effort(loaded.backend, qd, qdd) - mj_effort(sim_arm.backend, qd, qdd)
+            ours = planner.payload_effort(q, qd, qdd, g)
+            print(f"\nq {np.round(q, 2)}: ours {np.round(ours, 3)} MuJoCo {np.round(ref, 3)}")
+            np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=2e-4)
+        planner.set_payload_mass(0.5 * PAYLOAD_MIN_KG)  # below the threshold: nothing is carried
+        assert planner.payload_mass == 0.0 and not np.any(planner.payload_effort(q, v, a, g))
+    finally:
+        loaded.close()
+
+
+def test_unknown_load_slows_the_planned_brake_and_adds_its_inertia(sim_arm):
+    """With a 1 kg load taken in, each joint's planned deceleration is what its spare effort (less the load's
+    weight) gives over its inertia plus m |J_v,i|^2: never faster than without the load."""
+    planner = BrakePlanner(sim_arm.model, sim_arm.limits)
+    bare = planner.effort_deceleration(HOME)
+    planner.set_payload_mass(1.0)
+    loaded = planner.effort_deceleration(HOME)
+    jv = sim_arm.model.jacobian_end_effector(HOME)[:3]
+    inertia = mass_diagonal(sim_arm.model, HOME) + planner.rotor + (jv * jv).sum(axis=0)
+    zero = np.zeros(6)
+    weight = np.abs(sim_arm.model.gravity_compensation(HOME)
+                    + planner.payload_effort(HOME, zero, zero, sim_arm.model.gravity))
+    expect = np.maximum(np.asarray(sim_arm.limits.effort_max) - weight, 0.0) / inertia
+    print(f"\ndeceleration without / with 1 kg: {np.round(bare, 1)} / {np.round(loaded, 1)} rad/s^2")
+    np.testing.assert_allclose(loaded, expect, rtol=1e-9)
+    assert np.all(loaded <= bare + 1e-9) and loaded[0] < bare[0]
+
+
 def test_firmware_limit_states_follow_hebis_values():
     inside = np.full(6, float(LimitState.INSIDE))
     assert firmware_limit_acting(inside, 6) is None

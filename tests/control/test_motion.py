@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hebictl.control.motion import Brake, RateLimiter
+from hebictl.control.motion import Brake, RateLimiter, shrink_recovery
+from hebictl.control.safety import Limits
 
 
 def test_rate_limiter_moves_at_most_rated_speed_and_starts_from_the_measurement():
@@ -51,3 +52,16 @@ def test_brake_from_rest_and_stop_point_clamped_to_limits():
     b = Brake(0.0, np.array([0.95]), np.array([1.0]), np.array([1.0]), np.array([2.0]),
               np.array([-1.0]), np.array([1.0]))
     assert b.target[0] == 1.0
+
+
+def test_recovery_range_keeps_the_command_while_the_joint_swings_back():
+    """A joint held outside its limits that swings back inward narrows the recovery range only to the
+    larger of where it is and where it is commanded: the clamp never drags the hold along with the arm."""
+    lim = Limits(np.full(2, -1.0), np.full(2, 1.0), np.full(2, 2.0), np.full(2, 5.0))
+    recovery = (np.array([-1.0, -1.0]), np.array([3.0, 1.0]))  # joint 0 was let out to 3 rad
+    measured, held = np.array([2.0, 0.0]), np.array([2.8, 0.0])
+    lo, hi = shrink_recovery(recovery, lim, measured, held)
+    assert hi[0] == 2.8 and lo[0] == -1.0  # the held command stays inside the range
+    lo, hi = shrink_recovery((lo, hi), lim, measured)  # without the command: down to where the arm is
+    assert hi[0] == 2.0
+    assert shrink_recovery((lo, hi), lim, np.zeros(2), np.zeros(2)) is None  # all back inside

@@ -20,6 +20,7 @@ from benchmarks.safety_supervisor import (
     STILL_T,
     SupRig,
     sc_clear_while_moving,
+    sc_control_stall,
     sc_module_return,
     sc_mstop_release,
     sc_stop_payload,
@@ -51,13 +52,43 @@ def test_mstop_release_moves_nothing(key):
 
 
 @pytest.mark.parametrize("key", KEYS)
+def test_mstop_motoroff_release_brakes_as_fast_as_the_actuators_allow(key):
+    """MotorOff M-stop mid-move: the arm falls while pressed (the modules' strategy: no torque); released
+    1.5 s later it comes back at up to 5x the rated speed (r6), far outside its limits: still within
+    0.5 s of the release, then EE < 5 mm (the brake starts from the measured state, with the effort the
+    actuators have, runs out along a joint's way outside its limits, and brakes again while it overran)."""
+    row = sc_mstop_release(key, "MotorOff")
+    show(row)
+    assert row.ok, row
+
+
+@pytest.mark.parametrize("key", KEYS)
 def test_module_return_holds_where_the_arm_is(key):
+    """The shoulder gone 0.5 s mid-move (it falls, r6's at ~3 rad/s): still within 0.5 s of its return."""
     row = sc_module_return(key)
     show(row)
-    if key == "r6":  # the R-series shoulder falls 0.5 rad while gone: its return brakes from ~3 rad/s
-        assert row.ee_mm < 5 * EE_TOL and row.peak <= STEP_TOL and "hardware_error" in row.event, row
-        pytest.xfail(f"r6: standstill {row.still:.2f} s after the return (target {STILL_T} s)")
     assert row.ok, row
+
+
+@pytest.mark.parametrize("stall", [0.1, 0.5, 1.0])
+@pytest.mark.parametrize("key", KEYS)
+def test_control_stall_then_still_where_the_arm_is(key, stall):
+    """A stall of the control process: shorter than the command lifetime nothing happens; longer, a
+    control_gap, no command step above rated speed x period after it, standstill within 0.5 s of the
+    return and EE < 5 mm after (a 1 s stall drops the limp arm through its limits first: measured)."""
+    row = sc_control_stall(key, stall)
+    show(row)
+    assert row.ok, row
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_control_stall_with_module_firmware_limits(key):
+    """With the modules' own position limits set (0.05 rad outside the arm's, HoldPosition), the limp arm
+    of a 1 s stall is caught at them: it goes at most 0.5 rad past a limit instead of 1.4-2.9 rad."""
+    row = sc_control_stall(key, 1.0, firmware_limits=True)
+    show(row)
+    beyond = float(row.note.split(" mrad")[0]) * 1e-3
+    assert row.ok and beyond < 0.5, row
 
 
 @pytest.mark.parametrize("key", KEYS)
@@ -84,17 +115,11 @@ def test_stop_at_full_speed(key):
 @pytest.mark.parametrize("mass", [0.5, 1.0])
 @pytest.mark.parametrize("key", KEYS)
 def test_stop_with_unknown_payload(key, mass):
-    """No step pulls the arm, the stop latches, the arm is still within 2 s and moves < 10 mm after;
-    issue 18's targets (standstill within 0.5 s, < 5 mm) are met only where the payload's sag settles
-    that fast: the others are expected failures naming their figures."""
+    """stop() at 0.95x rated with an end-effector payload the model does not know: no step pulls the arm,
+    still within 0.5 s, EE < 5 mm after (the brake carries the model-mismatch monitor's estimate)."""
     row = sc_stop_payload(key, mass)
     show(row)
-    assert row.peak <= STEP_TOL and "estop" in row.event and "stopped" in row.state
-    # hard bounds (the issue's targets are the xfail above); r6 with its raised home: 10.4 / 11.3 mm
-    assert row.still < 2.0 and math.isfinite(row.ee_mm) and row.ee_mm < 3 * EE_TOL
-    if row.still > STILL_T or row.ee_mm >= EE_TOL:
-        pytest.xfail(f"{key} {mass} kg: standstill {row.still:.2f} s (target {STILL_T} s), EE after "
-                     f"{row.ee_mm:.1f} mm (target {EE_TOL:g}): the unknown payload's sag settles slowly")
+    assert row.ok and row.still <= STILL_T and math.isfinite(row.ee_mm) and row.ee_mm < EE_TOL, row
 
 
 # ---------------------------------------------------------------------- random sequences
@@ -136,6 +161,12 @@ def test_random_sequences_never_step_exceed_or_move_while_latched(key):
         if arm.state is ArmState.STOPPED and rng.random() < 0.5:
             arm.clear_fault()
             actions.append("clear")
+        if action in ("stop", "damp", "hold", "cancel", "clear"):
+            # a stop or hold asked for anew anchors a new hold where the arm is then: its stillness is
+            # judged from its own standstill (a stop shorter than a cycle, from a slow arm, used to be
+            # counted with the hold before it: r6's base, swinging back 9 mrad after a module's fall had
+            # dragged it past the earlier hold, was charged to the new one, 5.4 mm)
+            ref = None
         if action == "goal":
             if arm.state is ArmState.STOPPED:  # the operator clears, then asks for the goal
                 arm.clear_fault()
