@@ -141,8 +141,10 @@ class Arm:
         self._long_cycles = 0  # consecutive cycles longer than 1.5 x the nominal period
         #: a payload the gravity model includes (:meth:`set_payload`), else None
         self.payload: Payload | None = None
-        #: [s, arm clock] when a command last went to the modules (send, or the keep-alive of a long goal check)
-        self.last_command_time = clock.now()
+        #: [s, arm clock] when a command last went to the modules (send, or the keep-alive of a long goal
+        #: check); None until the first: modules never commanded have no command lifetime to run out, so
+        #: the checks before a run's first cycle (feedback, goal admission) are not a control gap
+        self.last_command_time: float | None = None
         self._rate = RateLimiter(self.limits.velocity_max, self.limits)
         self.brake_planner = BrakePlanner(model, self.limits)
         self._firmware_limit = False  # a module's firmware limit was acting at the last feedback
@@ -293,7 +295,7 @@ class Arm:
         vmax = self.limits.velocity_max if cap == 1.0 else cap * self.limits.velocity_max
         return np.clip(v, -vmax, vmax)
 
-    def _make_brake(self, now: float, p: FloatArray, chase: bool = False, *, again: bool = False) -> None:
+    def _make_brake(self, now: float, p: FloatArray, chase: bool = False, *, again: bool = False) -> Brake:
         """The brake ramp from ``p`` and the measured velocity, at the deceleration the actuators
         can deliver with the effort the modules measure (:mod:`hebictl.control.braking`).
         ``chase``: started from the measured state by a monitor (see :meth:`_stopping_point`)."""
@@ -328,6 +330,7 @@ class Arm:
                 self._allow_outside(np.where(outside, free.target, p))
                 lo, hi = self._recovery
         self._brake = Brake(now, p, v, amax, vcap, lo, hi)
+        return self._brake
 
     def _unknown_load(self) -> float:
         """[kg] the end-effector load the model-mismatch monitor measured at rest and the model does
@@ -736,8 +739,7 @@ class Arm:
             # gap: then the rate limiter carries it on at most at the rated speed, no step follows a gap)
             latch = self.supervisor.latch
             gap = latch is not None and latch.cause == EventKind.CONTROL_GAP.value
-            self._make_brake(now, self._anchor(True, apply=not gap), chase=True, again=True)
-            p, v, a = self._brake.state(now)
+            p, v, a = self._make_brake(now, self._anchor(True, apply=not gap), chase=True, again=True).state(now)
             self.trajectory_state = (p, v, a)
             return p
         self.trajectory_state = None
@@ -1044,8 +1046,8 @@ class Arm:
         brakeless arm sags (the control_gap monitor would then latch a stop). The same command is
         sent again, so nothing steps; a write error is left for the next :meth:`send` to report."""
         now = self.clock.now()
-        if now - self.last_command_time < KEEPALIVE_PERIOD:
-            return
+        if self.last_command_time is None or now - self.last_command_time < KEEPALIVE_PERIOD:
+            return  # nothing commanded yet (no lifetime to keep), or recently enough
         try:
             self.backend.write(self.pending_command)
             self.last_command_time = now

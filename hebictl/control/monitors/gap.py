@@ -37,6 +37,8 @@ class ControlGapMonitor(Monitor):
         # of a long goal check), not since the previous fresh sample: a module that stops answering
         # while the loop runs on is a hardware_error/watchdog matter, and the modules that answer
         # got a command every cycle (their lifetime never ran out)
+        if arm.last_command_time is None:  # never commanded: no lifetime ran out
+            return None
         dt = float(now - arm.last_command_time)
         before = self.before
         if before is None:
