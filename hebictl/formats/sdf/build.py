@@ -20,7 +20,9 @@ from hebictl.errors import FormatError, ModelError
 from hebictl.formats._xml import HEBICTL_NS, line_of
 from hebictl.formats.building import Stage, add_standard_frames, joint_stages
 from hebictl.formats.rotations import inverse_transform, matrix_quat, rpy_matrix, transform
+from hebictl.formats.sdf.context import ReadContext
 from hebictl.formats.sdf.frames import SCOPE, Entity, Scope
+from hebictl.formats.sdf.links import read_inertial
 from hebictl.model.builder import ModelBuilder
 from hebictl.model.tree import Inertia, Joint, JointKind
 
@@ -58,8 +60,8 @@ class _JointInfo:
 class Flattener:
     """Walks the resolved scopes and lists links, joints and frames with world poses at q = 0."""
 
-    def __init__(self, reader: Any) -> None:
-        self.reader = reader
+    def __init__(self, rc: ReadContext) -> None:
+        self.rc = rc
         self.links: dict[str, _LinkInfo] = {}
         self.joints: list[_JointInfo] = []
         self.frames: list[tuple[str, str, str | None, np.ndarray]] = []  # kind, name, link full, X_W
@@ -91,7 +93,7 @@ class Flattener:
         for e in scope.entities.values():
             if e.kind == "link":
                 X = X_W @ scope.pose(e.name)
-                inertia = self.reader.read_inertial(e, scope)
+                inertia = read_inertial(self.rc, e, scope)
                 meta = {**e.data["metadata"], "model": prefix[:-2] if prefix else scope.name}
                 full = self.link_full((scope, e.name))
                 assert full is not None
@@ -232,7 +234,7 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
             joint = Joint(written if written is not None else lname, JointKind.FREE, metadata={"sdf_type": "free"})
             X_WF = np.eye(4)
             if elem.get(f"{{{HEBICTL_NS}}}free_joint_pose") is not None:
-                X_WF = info.scope.X_W @ _pose_attribute(elem, "free_joint_pose", flat.reader.file)
+                X_WF = info.scope.X_W @ _pose_attribute(elem, "free_joint_pose", flat.rc.file)
             X_FL = inverse_transform(X_WF) @ info.X_W
             meta = {**info.metadata, "default_position": tuple(X_FL[:3, 3]),
                     "default_quaternion": tuple(matrix_quat(X_FL[:3, :3]))}
@@ -241,7 +243,7 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
             index[lname] = builder.add_body(lname, -1, info.X_W, Joint.fixed(f"{lname}__weld"), info.inertia,
                                             {**info.metadata, "welded_to_world": True})
 
-    if flat.reader.hebictl_frames is not None:
+    if flat.rc.hebictl_frames is not None:
         # written by hebictl: restore the original body order (topological)
         def order(lname: str) -> int:
             info = links[lname]
@@ -268,11 +270,11 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
     if missing:
         j = by_child[missing[0]]
         raise FormatError(f"the joints form a kinematic loop through link {missing[0]!r}", j.file, line_of(j.elem))
-    if flat.reader.hebictl_frames is not None:  # written by hebictl: restore the original frames exactly
-        for el in flat.reader.hebictl_frames:
+    if flat.rc.hebictl_frames is not None:  # written by hebictl: restore the original frames exactly
+        for el in flat.rc.hebictl_frames:
             link = el.get("link", "")
             if link and link not in index:
-                raise FormatError(f"<hebictl:frame> refers to unknown link {link!r}", flat.reader.file,
+                raise FormatError(f"<hebictl:frame> refers to unknown link {link!r}", flat.rc.file,
                                   line_of(el))
             values = [float(v) for v in (el.get("pose") or "0 0 0 0 0 0").split()]
             offset = transform(rpy_matrix(values[3:6]), values[:3])
