@@ -76,6 +76,7 @@ def read_link(rc: ReadContext, elem: etree._Element, file: str, version: tuple[i
                     sdf_float(v, file, 0.0)
         elif c.tag in ("gravity", "self_collide", "kinematic", "enable_wind", "must_be_base_link"):
             meta[c.tag] = parse_bool(text_of(c), c, file, f"<{c.tag}>")
+
     if visuals:
         meta["visuals"] = visuals
     if collisions:
@@ -103,6 +104,7 @@ def read_shape(rc: ReadContext, elem: etree._Element, file: str, version: tuple[
     density = child_of(elem, "density")
     if density is not None:
         out["density"] = sdf_float(density, file, 1000.0)
+
     mat = child_of(elem, "material")
     if mat is not None:
         for tag in COLOR_TAGS:
@@ -122,6 +124,7 @@ def read_shape(rc: ReadContext, elem: etree._Element, file: str, version: tuple[
                 and not text_of(child_of(shader, "normal_map")):
             raise FormatError(f"material <shader type={shader.get('type')!r}> needs a <normal_map>", file,
                               line_of(shader))
+
     for c in elements(elem):
         if namespace(c) == DRAKE_NS:
             if local_name(c) == "proximity_properties":
@@ -181,6 +184,7 @@ def read_inertial(rc: ReadContext, link: Entity, scope: Scope) -> Inertia:
             raise FormatError(f"link {link.name!r}: inertial pose relative_to {rel!r} is not a frame of "
                               f"{scope.what}", file, line_of(el))
         pose = inverse_transform(scope.pose(link.name)) @ scope.pose(rel) @ pose
+
     mass_el = child_of(el, "mass")
     mass = sdf_float(mass_el, file, 1.0)
     auto = version >= (1, 11) and parse_bool(el.get("auto", "false"), el, file, "auto attribute")
@@ -188,6 +192,7 @@ def read_inertial(rc: ReadContext, link: Entity, scope: Scope) -> Inertia:
         return auto_inertia(link, el, mass if mass_el is not None else None, scope)
     if mass < 0:
         raise FormatError(f"link {link.name!r} has a negative mass {mass}", file, line_of(mass_el))
+
     I = np.eye(3)
     inertia = child_of(el, "inertia")
     if inertia is not None:

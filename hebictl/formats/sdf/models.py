@@ -49,6 +49,7 @@ def read_document(rc: ReadContext, root: etree._Element, file: str,
     if tag != "sdf" or namespace(root) is not None:
         raise FormatError(f"SDFormat root element must be <sdf version=...>, got <{tag}>", file, line_of(root))
     version = parse_version(root.get("version"), root, file)
+
     worlds = children_of(root, "world")
     models = children_of(root, "model")
     others = [c for c in elements(root) if c.tag in ("actor", "light")]
@@ -57,6 +58,7 @@ def read_document(rc: ReadContext, root: etree._Element, file: str,
                           f"and {len(models)} model(s)", file, line_of(root))
     if worlds:
         return read_world(rc, worlds[0], file, version, base_dir), version
+
     if len(models) > 1:
         raise FormatError(f"an <sdf> may hold only one <model>, this one has {len(models)} (put several in a "
                           "<world>)", file, line_of(models[1]))
@@ -115,6 +117,7 @@ def read_model(rc: ReadContext, elem: etree._Element, file: str, version: tuple[
     if scope.placement_frame == "__root__":
         raise FormatError("placement_frame=\"__root__\": '__root__' is reserved and cannot be used", file,
                           line_of(elem))
+
     st = child_of(elem, "static")
     scope.static = parse_bool(text_of(st), st, file, "<static>") if st is not None else False
     if include is not None and include.static is not None:
@@ -123,6 +126,7 @@ def read_model(rc: ReadContext, elem: etree._Element, file: str, version: tuple[
     if include is not None and include.pose is not None:
         pose, rel, line = include.pose, include.relative_to, include.pose_line
     scope.own_pose = (pose, rel, line)
+
     scope.drake = {}
     for c in elements(elem):
         tag, ns = c.tag, namespace(c)
@@ -145,6 +149,7 @@ def read_model(rc: ReadContext, elem: etree._Element, file: str, version: tuple[
             add_model_entity(scope, sub, c, file)
         elif tag == "include":
             read_include(rc, scope, c, file, version, base_dir)
+
     if not scope.static and not scope.of_kind("link") and not scope.of_kind("model"):
         raise FormatError(f"model {name!r} has no link: a model must have at least one link (or be <static>)",
                           file, line_of(elem))
@@ -168,6 +173,7 @@ def check_model(scope: Scope) -> None:
     if scope.placement_frame and not scope.has_frame(scope.placement_frame):
         raise FormatError(f"placement_frame {scope.placement_frame!r} is not a frame of model {scope.name!r}",
                           file, line_of(scope.elem))
+
     for j in scope.of_kind("joint"):
         jf, jl = j.file, line_of(j.elem)
         if j.child == "world":
@@ -189,6 +195,7 @@ def check_model(scope: Scope) -> None:
             if e and not scope.has_frame(e):
                 raise FormatError(f"joint {j.name!r}: axis xyz expressed_in frame {e!r} is not a frame of "
                                   f"model {scope.name!r}", jf, jl)
+
     # attached-to graph: every frame reaches a link (cycle errors come from here)
     for e in scope.entities.values():
         if e.kind in ("frame", "joint"):
@@ -248,6 +255,7 @@ def read_include(rc: ReadContext, scope: Scope, elem: etree._Element, file: str,
                           f"{where}; pass model_paths= or package_map=, or set SDF_PATH)", file, line_of(uri_el))
     if os.path.isdir(path):
         path = model_config(path, file, uri_el)
+
     inc = SdfInclude()
     nm = child_of(elem, "name")
     if nm is not None:
@@ -260,6 +268,7 @@ def read_include(rc: ReadContext, scope: Scope, elem: etree._Element, file: str,
     pf = child_of(elem, "placement_frame")
     if pf is not None:
         inc.placement_frame = text_of(pf)
+
     merge = parse_bool(elem.get("merge", "false"), elem, file, "merge attribute")
     resolved = path.resolve()
     if resolved in rc.include_stack:
@@ -271,6 +280,7 @@ def read_include(rc: ReadContext, scope: Scope, elem: etree._Element, file: str,
         raise limits.exceeded("includes" if which == "max_include_count" else "include depth",
                               rc.include_count if which == "max_include_count" else len(rc.include_stack) + 1,
                               which, file, line_of(elem))
+
     rc.include_stack.append(resolved)
     try:
         sub = included_model(rc, path, inc, scope, file, elem)
