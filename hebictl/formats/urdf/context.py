@@ -59,5 +59,8 @@ class ReadContext:
         self.ignore(f"<{el.prefix or ns}:{local_name(el)}>")
 
     def bend(self, message: str, elem: etree._Element | None) -> None:
-        """Read what pinocchio (urdfdom) reads, with a warning; an error when strict."""
-        bend(self.strict, message, self.file, line_of(elem), UrdfWarning, "pinocchio", stacklevel=6)
+        """Read what pinocchio (urdfdom) reads, with a warning; an error when strict.
+
+        ``stacklevel`` counts the calls from ``warnings.warn`` up to :func:`load_urdf`: lenient.bend,
+        this method, links.inertial, links.read_link, reader._read_elements, reader.read_robot."""
+        bend(self.strict, message, self.file, line_of(elem), UrdfWarning, "pinocchio", stacklevel=7)

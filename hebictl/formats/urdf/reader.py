@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,75 +46,23 @@ _CHAIN_SUFFIXES = {"planar": ("_x", "_y", "_theta"), "universal": ("_axis1", "_a
                    "screw": ("_rotation", "_translation")}
 
 
-def read_robot(rc: ReadContext, root: etree._Element, floating_base: bool) -> RobotModel:  # noqa: C901 (one branch per attribute of the element it reads)
+def read_robot(rc: ReadContext, root: etree._Element, floating_base: bool) -> RobotModel:
     """The ``<robot>``: its links, joints, materials, transmissions and frames into a model."""
     if local_name(root) != "robot" or namespace(root) is not None:
         raise rc.fail(f"URDF root element must be <robot>, got <{local_name(root)}>", root)
     robot_name = root.get("name")
     if robot_name is None:
         raise rc.fail("<robot> is missing the required attribute 'name'", root)
-    links: dict[str, UrdfLink] = {}
-    joints: dict[str, UrdfJoint] = {}
-    materials: dict[str, Any] = {}
-    transmissions: list[dict[str, Any]] = []
-    drake_frames: list[etree._Element] = []
-    hebictl_frames: list[etree._Element] = []
-    drake_elements: list[etree._Element] = []
-    transmission_elements: list[etree._Element] = []
-    written_by_hebictl = False
-    for el in elements(root):
-        tag, ns = local_name(el), namespace(el)
-        if ns == drake.DRAKE_NS and tag == "joint":
-            j = read_joint(rc, el, is_drake=True)
-            if j.name in joints:
-                raise rc.fail(f"duplicate joint name {j.name!r} (first at line {line_of(joints[j.name].elem)})",
-                              el)
-            joints[j.name] = j
-            continue
-        if ns == drake.DRAKE_NS and tag in drake.MODEL_ELEMENTS:
-            drake_elements.append(el)
-            continue
-        if ns is not None:
-            rc.note_extension(el)
-            if ns == HEBICTL_NS and tag == "frame":
-                hebictl_frames.append(el)
-            written_by_hebictl = written_by_hebictl or (ns == HEBICTL_NS and tag == "model")
-            continue
-        if tag == "link":
-            link = read_link(rc, el)
-            if link.name in links:
-                first = line_of(links[link.name].elem)
-                raise rc.fail(f"duplicate link name {link.name!r} (first at line {first})", el)
-            links[link.name] = link
-        elif tag == "joint":
-            j = read_joint(rc, el)
-            if j.name in joints:
-                raise rc.fail(f"duplicate joint name {j.name!r} (first at line {line_of(joints[j.name].elem)})",
-                              el)
-            joints[j.name] = j
-        elif tag == "material":
-            materials[require(el, "name", rc.file)] = read_material(el)
-        elif tag == "transmission":
-            transmissions.append(read_transmission(el))
-            transmission_elements.append(el)
-        elif tag == "frame":
-            drake_frames.append(el)
-        else:  # <gazebo> (simulator settings, which Drake ignores too) and unknown elements
-            rc.ignore(f"<{tag}>")
+    doc = _read_elements(rc, root)
+    links, joints, transmissions, drake_frames = doc.links, doc.joints, doc.transmissions, doc.drake_frames
     if not links:
         raise rc.fail("URDF has no <link>", root)
-    # a mimic names a joint, or one coordinate of a joint hebictl splits (hebictl's writer does that)
-    coordinates = set(joints) | {j.name + suffix for j in joints.values()
-                                 for suffix in _CHAIN_SUFFIXES.get(j.type, ())}
-    for j in joints.values():
-        mimic = j.metadata.get("mimic")
-        if mimic is not None and (mimic["joint"] not in coordinates or mimic["joint"] == j.name):
-            what = "itself" if mimic["joint"] == j.name else f"joint {mimic['joint']!r}, which does not exist"
-            raise FormatError(f"joint {j.name!r}: <{mimic['element']}> names {what}", rc.file, mimic["line"])
-    for el, info in zip(transmission_elements, transmissions, strict=True):
+    _check_mimics(rc, joints)
+
+    for el, info in zip(doc.transmission_elements, transmissions, strict=True):
         apply_transmission(rc, el, info, joints)
     frame_names = set(links) | {el.get("name", "") for el in drake_frames}
-    drake_meta = drake.model_elements(drake_elements, set(links), frame_names, rc.file, rc.note_extension)
+    drake_meta = drake.model_elements(doc.drake_elements, set(links), frame_names, rc.file, rc.note_extension)
     root_link, children = check_tree(rc, links, joints, root)
 
     builder = ModelBuilder(robot_name, source=rc.file if rc.file != "<string>" else None, format="urdf")
@@ -128,8 +77,8 @@ def read_robot(rc: ReadContext, root: etree._Element, floating_base: bool) -> Ro
     for j in joint_order(root_link, joints, children):
         add_joint(rc, builder, index, j, links[j.child])
 
-    if hebictl_frames or written_by_hebictl:
-        restore_frames(rc, builder, index, hebictl_frames)
+    if doc.hebictl_frames or doc.written_by_hebictl:
+        restore_frames(rc, builder, index, doc.hebictl_frames)
     else:
         add_standard_frames(builder)
         for el in drake_frames:
@@ -140,6 +89,8 @@ def read_robot(rc: ReadContext, root: etree._Element, floating_base: bool) -> Ro
             xyz = attr_floats(el, "xyz", rc.file, 3, (0.0, 0.0, 0.0))
             rpy = attr_floats(el, "rpy", rc.file, 3, (0.0, 0.0, 0.0))
             builder.add_frame("frame", index[lname], transform(rpy_matrix(rpy), xyz), fname)
+
+    # stacklevel 3: the caller of load_urdf / load_urdf_string
     if rc.missing_meshes:
         warnings.warn(f"{rc.file}: {len(rc.missing_meshes)} mesh file(s) not found (first: "
                       f"{rc.missing_meshes[0]}); kinematics and dynamics do not need them",
@@ -155,14 +106,85 @@ def read_robot(rc: ReadContext, root: etree._Element, floating_base: bool) -> Ro
                       + ", ".join(f"{k} x{v}" for k, v in sorted(rc.ignored.items())),
                       category=UrdfWarning, stacklevel=3)
     if rc.drake_notes:
-        warnings.warn(f"{rc.file}: " + "; ".join(rc.drake_notes),
-        category=UrdfWarning, stacklevel=3)
-    meta = {"root_link": root_link, "materials": materials, "transmissions": transmissions,
+        warnings.warn(f"{rc.file}: " + "; ".join(rc.drake_notes), category=UrdfWarning, stacklevel=3)
+    meta = {"root_link": root_link, "materials": doc.materials, "transmissions": transmissions,
             "missing_meshes": rc.missing_meshes,
             "outside_meshes": rc.outside_meshes, "ignored_elements": dict(rc.ignored)}
     if drake_meta:
         meta["drake"] = drake_meta
     return builder.build(metadata=meta)
+
+
+@dataclass
+class _Elements:
+    """The top-level elements of a ``<robot>``, read in file order."""
+
+    links: dict[str, UrdfLink] = field(default_factory=dict)
+    joints: dict[str, UrdfJoint] = field(default_factory=dict)
+    materials: dict[str, Any] = field(default_factory=dict)
+    transmissions: list[dict[str, Any]] = field(default_factory=list)
+    transmission_elements: list[etree._Element] = field(default_factory=list)
+    drake_frames: list[etree._Element] = field(default_factory=list)  # <frame> (Drake's extension)
+    drake_elements: list[etree._Element] = field(default_factory=list)  # <drake:...> model elements
+    hebictl_frames: list[etree._Element] = field(default_factory=list)  # <hebictl:frame> (hebictl's writer)
+    written_by_hebictl: bool = False
+
+
+def _read_elements(rc: ReadContext, root: etree._Element) -> _Elements:
+    """Links, joints (URDF's and Drake's), materials, transmissions and frames; names must be unique."""
+    doc = _Elements()
+    links, joints = doc.links, doc.joints
+    for el in elements(root):
+        tag, ns = local_name(el), namespace(el)
+        if ns == drake.DRAKE_NS and tag == "joint":
+            j = read_joint(rc, el, is_drake=True)
+            if j.name in joints:
+                raise rc.fail(f"duplicate joint name {j.name!r} (first at line {line_of(joints[j.name].elem)})",
+                              el)
+            joints[j.name] = j
+            continue
+        if ns == drake.DRAKE_NS and tag in drake.MODEL_ELEMENTS:
+            doc.drake_elements.append(el)
+            continue
+        if ns is not None:
+            rc.note_extension(el)
+            if ns == HEBICTL_NS and tag == "frame":
+                doc.hebictl_frames.append(el)
+            doc.written_by_hebictl = doc.written_by_hebictl or (ns == HEBICTL_NS and tag == "model")
+            continue
+        if tag == "link":
+            link = read_link(rc, el)
+            if link.name in links:
+                first = line_of(links[link.name].elem)
+                raise rc.fail(f"duplicate link name {link.name!r} (first at line {first})", el)
+            links[link.name] = link
+        elif tag == "joint":
+            j = read_joint(rc, el)
+            if j.name in joints:
+                raise rc.fail(f"duplicate joint name {j.name!r} (first at line {line_of(joints[j.name].elem)})",
+                              el)
+            joints[j.name] = j
+        elif tag == "material":
+            doc.materials[require(el, "name", rc.file)] = read_material(el)
+        elif tag == "transmission":
+            doc.transmissions.append(read_transmission(el))
+            doc.transmission_elements.append(el)
+        elif tag == "frame":
+            doc.drake_frames.append(el)
+        else:  # <gazebo> (simulator settings, which Drake ignores too) and unknown elements
+            rc.ignore(f"<{tag}>")
+    return doc
+
+
+def _check_mimics(rc: ReadContext, joints: dict[str, UrdfJoint]) -> None:
+    """A mimic names a joint, or one coordinate of a joint hebictl splits (hebictl's writer does that)."""
+    coordinates = set(joints) | {j.name + suffix for j in joints.values()
+                                 for suffix in _CHAIN_SUFFIXES.get(j.type, ())}
+    for j in joints.values():
+        mimic = j.metadata.get("mimic")
+        if mimic is not None and (mimic["joint"] not in coordinates or mimic["joint"] == j.name):
+            what = "itself" if mimic["joint"] == j.name else f"joint {mimic['joint']!r}, which does not exist"
+            raise FormatError(f"joint {j.name!r}: <{mimic['element']}> names {what}", rc.file, mimic["line"])
 
 
 def restore_frames(rc: ReadContext, builder: ModelBuilder, index: dict[str, int],
