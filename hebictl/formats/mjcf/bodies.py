@@ -60,8 +60,10 @@ def site(rc: ReadContext, item: Item, body: int) -> None:
 def body(rc: ReadContext, builder: ModelBuilder, item: Item, parent: int, top: bool) -> float:
     """Add one MuJoCo body (and its subtree); return the mass welded to its parent (0 if it moves)."""
     el, ctx = item.elem, item.ctx
+
     if el.get("childclass") and el.get("childclass") not in ctx.doc.defaults:
         raise rc.fail(f"unknown default class name {el.get('childclass')!r}", el)
+
     name = rc.register("body", item)
     sub = replace(ctx, childclass=el.get("childclass") or ctx.childclass)
     P = item.T @ pose(rc, el, "body", ctx)
@@ -72,6 +74,7 @@ def body(rc: ReadContext, builder: ModelBuilder, item: Item, parent: int, top: b
     meta: dict[str, Any] = {"line": el.sourceline, "file": rc.where(el)[0]}
     if el.get("mocap") == "true":
         meta["mocap"] = True
+
     geoms = [geom_meta(rc, i) for i in items if i.tag == "geom"]
     if geoms:
         meta["geoms"] = geoms
@@ -96,15 +99,19 @@ def body(rc: ReadContext, builder: ModelBuilder, item: Item, parent: int, top: b
             site(rc, replace(i, T=inv_align @ i.T), index)
         elif i.tag == "geom":
             rc.register("geom", i)
+
     welded = inertia.mass
     for i in items:
         if i.tag == "body":
             welded += body(rc, builder, replace(i, T=inv_align @ i.T), index, top=False)
+
     if not specs:
         return welded
+
     if welded < MJMINVAL:  # MuJoCo's rule: what moves with a joint must have mass
         raise rc.fail(f"mass and inertia of moving bodies must be larger than mjMINVAL (body {name!r} and the "
                       "bodies welded to it have no mass)", el)
+
     return 0.0
 
 
@@ -156,6 +163,7 @@ def _add_joint_chain(rc: ReadContext, builder: ModelBuilder, name: str, parent: 
         at = add_body(rc, builder, chain_name, at, place, spec.joint, None, {"synthetic": "mjcf joint chain"}, el)
         L = identity4()
         prev_anchor = spec.anchor
+
     return add_body(rc, builder, name, at, transform(None, -prev_anchor), Joint.fixed(), inertia, meta, el)
 
 
@@ -178,12 +186,15 @@ def geom_meta(rc: ReadContext, item: Item) -> dict[str, Any]:
     size = vector(rc, el, "geom", "size", ctx, None, None, cls)
     if size is not None:
         out["size"] = size.tolist()
+
     if half is not None:
         out["half_length"] = half
+
     for key in ("mesh", "name", "rgba", "material"):
         v = lookup(rc, el, "geom", key, ctx, cls)
         if v is not None:
             out[key] = item.ctx.name(v) if key == "name" else v
+
     if out["type"] == "mesh" and "mesh" in out:
         mesh = ctx.doc.meshes.get(out["mesh"])
         if mesh is not None and mesh.get("file"):
@@ -192,4 +203,5 @@ def geom_meta(rc: ReadContext, item: Item) -> dict[str, Any]:
             out["mesh_path"] = str(path) if found else None
             if not found and mesh.get("file") not in rc.missing_meshes:
                 rc.missing_meshes.append(mesh.get("file", ""))
+
     return out

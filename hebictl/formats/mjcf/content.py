@@ -71,12 +71,15 @@ def replicate(rc: ReadContext, el: etree._Element, T: FloatArray, ctx: Ctx) -> I
     digits_text = (count_text or "").strip()
     if not (digits_text.isascii() and digits_text.isdigit()) or len(digits_text) > 12 or int(digits_text) < 1:
         raise rc.fail(f"replicate needs a positive integer count, got {count_text!r}", el)
+
     count = limits.check_count(int(digits_text), "max_replicate_count", "replicate count", *rc.where(el))
     # nested replicates multiply: count every copy made in this load against the same limit
     rc.replicated += count
+
     if rc.replicated > limits.current().max_replicate_count:
         raise limits.exceeded("copies made by <replicate> (nested replicates multiply)", rc.replicated,
                               "max_replicate_count", *rc.where(el))
+
     offset = vector(rc, el, "replicate", "offset", None, (0.0, 0.0, 0.0))
     R = orientation(rc, el, "euler", el.get("euler"), ctx.doc.compiler) if el.get("euler") else np.eye(3)
     step = transform(R, offset)
@@ -97,30 +100,38 @@ def _flexcomp_spec(rc: ReadContext, el: etree._Element) -> Flexcomp:
     for attr in ("type", "dof"):
         if el.get(attr) is not None:
             fields[attr] = el.get(attr)
+
     for attr, count in (("count", 3), ("dim", 1)):
         if el.get(attr) is not None:
             v = ints(rc, el, attr, count)
             fields[attr] = v if count > 1 else v[0]
+
     if "count" in fields:
         n = 1
         for c in fields["count"]:
             n *= max(c, 1)
         limits.check_count(n, "max_flexcomp_count", "flexcomp points (product of count)", *rc.where(el))
+
     for attr, width in (("spacing", 3), ("scale", 3), ("mass", 1), ("inertiabox", 1), ("point", None)):
         if el.get(attr) is not None:
             numbers = tuple(float(x) for x in floats(rc, el, el.get(attr, ""), attr, width))
             fields[attr] = numbers[0] if width == 1 else numbers
+
     if el.get("element") is not None:
         fields["element"] = ints(rc, el, "element")
+
     if el.get("rigid") is not None:
         fields["rigid"] = mjcf_bool(el.get("rigid", ""), "rigid", rc, el)
+
     if el.get("file") is not None and el.get("type") not in ("mesh", "gmsh"):
         raise rc.fail("flexcomp file is only for types mesh and gmsh", el)
+
     pins: dict[str, list[int]] = {"id": [], "range": [], "grid": [], "gridrange": []}
     for pin in el.iterchildren("pin"):
         for key in pins:
             if pin.get(key) is not None:
                 pins[key] += ints(rc, pin, key)
+
     return Flexcomp(**fields, pin_id=tuple(pins["id"]), pin_range=tuple(pins["range"]),
                     pin_grid=tuple(pins["grid"]), pin_gridrange=tuple(pins["gridrange"]))
 
@@ -136,6 +147,7 @@ def flexcomp(rc: ReadContext, el: etree._Element, T: FloatArray, ctx: Ctx) -> It
     except ValueError as exc:
         what = "unsupported <flexcomp>: " if "not supported" in str(exc) else "<flexcomp>: "
         raise rc.fail(what + str(exc), el) from None
+
     for vb in bodies:
         body = etree.Element("body", name=vb.name, pos=" ".join(repr(float(x)) for x in vb.position))
         body.sourceline = el.sourceline
@@ -161,10 +173,12 @@ def attach(rc: ReadContext, el: etree._Element, T: FloatArray, ctx: Ctx) -> Iter
     sub = Ctx(doc, None, ctx.prefix + prefix, ctx.suffix)
     target = el.get("body") or el.get("frame")
     tag = "body" if el.get("body") else "frame"
+
     if target is None:  # the whole world of the model, as if in a frame
         for wb in doc.root.iterchildren("worldbody"):
             yield from body_content(rc, wb, T, sub)
         return
+
     found = None
     for wb in doc.root.iterchildren("worldbody"):
         for cand in wb.iter(tag):
@@ -173,13 +187,16 @@ def attach(rc: ReadContext, el: etree._Element, T: FloatArray, ctx: Ctx) -> Iter
                 break
         if found is not None:
             break
+
     if found is None:
         raise rc.fail(f"<attach>: {tag} {target!r} not found in model {model_name!r}", el)
+
     # the attached element keeps the childclass its own document gave it
     for anc in found.iterancestors():
         if anc.get("childclass"):
             sub = replace(sub, childclass=anc.get("childclass"))
             break
+
     if tag == "body":
         yield Item("body", found, T, sub)
     else:

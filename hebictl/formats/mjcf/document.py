@@ -35,25 +35,33 @@ def load_document(rc: ReadContext, root: etree._Element, file: str, base_dir: Pa
     options and assets read (bodies are read later, by :mod:`hebictl.formats.mjcf.bodies`)."""
     if local_name(root) != "mujoco":
         raise FormatError(f"MJCF root element must be <mujoco>, got <{local_name(root)}>", file, root.sourceline)
+
     if file != rc.file:  # an attached model: its elements report their own file
         for child in elements(root):
             child.set(SRC, file)
+
     expand_includes(rc, root, base_dir, base_dir, [str(Path(file).resolve())], file)
     doc = Doc(file, base_dir, root)
+
     for el in elements(root):
         tag = local_name(el)
         if tag not in _SECTIONS:
             raise rc.fail(f"unrecognized element <{tag}> in <mujoco>", el)
+
     for el in root.iterchildren("compiler"):
         read_compiler(rc, el, doc)
+
     doc.defaults = {"main": {}}
+
     for el in root.iterchildren("default"):
         read_defaults(rc, el, doc, "main", None)
+
     for el in root.iterchildren("option"):
         for k, v in el.attrib.items():
             doc.options[k] = v
         for fl in el.iterchildren("flag"):
             doc.flags.update(fl.attrib)
+
     for asset in root.iterchildren("asset"):
         for el in elements(asset):
             tag = local_name(el)
@@ -69,6 +77,7 @@ def load_document(rc: ReadContext, root: etree._Element, file: str, base_dir: Pa
                 if src is None:
                     raise rc.fail("<model> asset needs a file", el)
                 doc.models[el.get("name") or ""] = el
+
     return doc
 
 
@@ -124,16 +133,20 @@ def attached_document(rc: ReadContext, el: etree._Element, model_name: str, pare
                 if inner == model_name:
                     asset, key_path = m, path
                     break
+
     if asset is None:
         raise rc.fail(f"<attach>: unknown model {model_name!r} (declare it with <asset><model>)", el)
+
     path = key_path or asset_path(rc, asset.get("file", ""), parent, el=asset)
     if path is None or not limits.is_regular_file(path):
         raise rc.fail(f"<attach>: model file {asset.get('file')!r} not found", asset)
+
     key = (str(path), model_name)
     if key not in rc.attached:
         doc = load_document(rc, parse_xml(path, str(path)), str(path), path.parent)
         check_conflict(rc, parent, doc, el)
         rc.attached[key] = doc
+
     return rc.attached[key]
 
 
@@ -143,6 +156,7 @@ def check_conflict(rc: ReadContext, parent: Doc, child: Doc, el: etree._Element)
     policy = parent.compiler.conflict
     if policy not in ("error", "merge"):
         return
+
     keys = set(child.options) if policy == "error" else {"gravity"} & set(child.options)
     for k in sorted(keys):
         pv = parent.options.get(k, _OPTION_DEFAULTS.get(k))
@@ -150,6 +164,7 @@ def check_conflict(rc: ReadContext, parent: Doc, child: Doc, el: etree._Element)
         if pv is None or _normalize(pv) != _normalize(cv):
             raise rc.fail(f"attach conflict ({policy} policy): option {k}: parent has {pv!r}, "
                           f"child has {cv!r}", el)
+
     if policy == "error":
         for k, cv in child.flags.items():
             if parent.flags.get(k) != cv:

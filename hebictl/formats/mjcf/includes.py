@@ -27,9 +27,11 @@ def expand_includes(rc: ReadContext, root: etree._Element, here: Path | None, ma
     includes = list(root.iter("include"))
     # counted before any is read: splicing thousands of includes is quadratic
     rc.include_count += len(includes)
+
     if rc.include_count > limits.current().max_include_count:
         raise limits.exceeded("number of includes", rc.include_count, "max_include_count", file,
                               includes[-1].sourceline)
+
     for inc in includes:
         src = inc.get("file")
         if src is None:

@@ -54,6 +54,7 @@ def joint_spec(rc: ReadContext, item: Item, top: bool) -> JointSpec:
     jtype = keyword(rc, el, "joint", "type", ctx, "hinge", cls)
     if jtype not in _KINDS:
         raise rc.fail(f"joint {name!r} has unknown type {jtype!r}; expected hinge, slide, ball or free", el)
+
     kind = _KINDS[jtype]
     meta: dict[str, Any] = {"mjcf_type": jtype, "line": el.sourceline}
     if kind is JointKind.FREE:
@@ -67,6 +68,7 @@ def joint_spec(rc: ReadContext, item: Item, top: bool) -> JointSpec:
     anchor = item.T[:3, :3] @ vector(rc, el, "joint", "pos", ctx, (0.0, 0.0, 0.0), 3, cls) + item.T[:3, 3]
     axis = item.T[:3, :3] @ vector(rc, el, "joint", "axis", ctx, (0.0, 0.0, 1.0), 3, cls)
     ax, ay, az = axis.tolist()  # scalar norm: numpy's overhead per joint was a large part of a load
+
     if kind is not JointKind.BALL and math.sqrt(ax * ax + ay * ay + az * az) < MJMINVAL:
         raise rc.fail(f"joint {name!r}: axis too small", el)
 
@@ -85,17 +87,23 @@ def joint_spec(rc: ReadContext, item: Item, top: bool) -> JointSpec:
             lower, upper = float(rng[0] * unit), float(rng[1] * unit)
 
     ref = number(rc, el, "joint", "ref", ctx, 0.0, cls) * (unit if kind is not JointKind.BALL else 1.0)
+
     for key in ("springref", "stiffness", "armature"):
         v = number(rc, el, "joint", key, ctx, 0.0, cls)
         if v:
             meta[key] = v * unit if key == "springref" and angular else v
+
     if ref:
         meta["ref"] = ref
+
     max_effort = effort_bound(rc, el, name, ctx, cls)
+
     if not is_limited:
         lower, upper = extra.get("lower", lower), extra.get("upper", upper)
+
     if rc.actuators.get(name):
         meta["actuators"] = [{k: v for k, v in a.items() if k != "elem"} for a in rc.actuators[name]]
+
     try:
         joint = Joint(name, kind, (ax, ay, az) if kind is not JointKind.BALL else (0.0, 0.0, 1.0),
                       lower=lower, upper=upper, max_effort=max_effort,
@@ -111,8 +119,10 @@ def joint_spec(rc: ReadContext, item: Item, top: bool) -> JointSpec:
         offset = transform(axis_angle_matrix(joint.axis, -ref))
     elif ref and kind is JointKind.PRISMATIC:
         offset = transform(None, -ref * np.array(joint.axis))
+
     if kind is JointKind.PRISMATIC:
         anchor = np.zeros(3)  # a slide's anchor does not move the body
+
     return JointSpec(kind, joint, anchor, offset)
 
 

@@ -49,22 +49,28 @@ def mass_rules(rc: ReadContext, props: geometry.MassProperties, name: str, el: e
                comp: Compiler) -> Inertia:
     """compiler boundmass/boundinertia/balanceinertia and settotalmass, and MuJoCo's A + B >= C check."""
     mass, I = props.mass, props.inertia
+
     if not (math.isfinite(mass) and np.all(np.isfinite(I)) and np.all(np.isfinite(props.com))):
         # e.g. a geom whose size or fromto is near 1e300: its volume or inertia overflows
         raise rc.fail(f"mass properties of body {name!r} overflow (mass {mass:.3g}); check its geom "
                       "sizes, positions and densities", el)
+
     evals, evecs = np.linalg.eigh(I)
     changed = False
     if comp.boundmass > 0 and mass < comp.boundmass:
         mass, changed = comp.boundmass, True
+
     if comp.boundinertia > 0 and np.any(evals < comp.boundinertia):
         evals, changed = np.maximum(evals, comp.boundinertia), True
+
     if evals[0] + evals[1] < evals[2] - MJMINVAL:
         if not comp.balanceinertia:
             raise rc.fail(f"inertia of body {name!r} must satisfy A + B >= C; use 'balanceinertia' to fix", el)
         evals, changed = np.full(3, evals.mean()), True
+
     if changed:
         I = evecs @ np.diag(evals) @ evecs.T
+
     com = props.com if props.mass > 0 else np.zeros(3)
     return Inertia(mass * rc.mass_scale, com, 0.5 * (I + I.T) * rc.mass_scale)
 
@@ -72,12 +78,15 @@ def mass_rules(rc: ReadContext, props: geometry.MassProperties, name: str, el: e
 def inertial_properties(rc: ReadContext, item: Item) -> geometry.MassProperties:
     """An ``<inertial>`` element's mass, centre of mass and inertia in the body frame."""
     el, ctx = item.elem, item.ctx
+
     if el.get("pos") is None or el.get("mass") is None:
         raise rc.fail("<inertial> needs pos and mass", el)
+
     T = item.T @ pose(rc, el, "inertial", ctx)
     mass = float(floats(rc, el, el.get("mass", ""), "mass", 1)[0])
     if mass < 0:
         raise rc.fail(f"negative mass {mass} in <inertial>", el)
+
     if el.get("fullinertia") is not None:
         if any(el.get(a) is not None for a in ORIENT):
             raise rc.fail("<inertial>: at most one of 'fullinertia', 'quat', 'axisangle', 'xyaxes', 'zaxis', "
@@ -90,6 +99,7 @@ def inertial_properties(rc: ReadContext, item: Item) -> geometry.MassProperties:
         I = np.diag(floats(rc, el, el.get("diaginertia", ""), "diaginertia", 3))
     else:
         raise rc.fail("<inertial> needs diaginertia or fullinertia", el)
+
     R = T[:3, :3]
     return geometry.MassProperties(mass, T[:3, 3].copy(), R @ I @ R.T)
 
@@ -102,21 +112,27 @@ def geom_mass(rc: ReadContext, item: Item, body: str, moving: bool) -> geometry.
     gtype = keyword(rc, el, "geom", "type", ctx, "sphere", cls)
     group = int(number(rc, el, "geom", "group", ctx, 0.0, cls))
     lo, hi = comp.inertiagrouprange
+
     if not lo <= group <= hi:
         return None
+
     if gtype == "plane":
         if moving:
             raise rc.fail("plane only allowed in static bodies", el)
         return None
+
     fitted = lookup(rc, el, "geom", "mesh", ctx, cls)
     if gtype in PRIMITIVES and fitted is not None:
         raise rc.fail(f"geom in body {body!r} is a {gtype} fitted to mesh {fitted!r}: fitting primitives to "
                       "meshes is not supported; give the body an <inertial>", el)
+
     if gtype not in VOLUME_TYPES:
         raise rc.fail(f"geom type {gtype!r} in body {body!r}: inertia from it is not supported; give the body "
                       "an <inertial>", el)
+
     if mjcf_bool(keyword(rc, el, "geom", "shellinertia", ctx, "false", cls), "shellinertia", rc, el):
         raise rc.fail("shellinertia is not supported; give the body an <inertial>", el)
+
     T, half = geom_shape(rc, item, cls)
     mass_text = lookup(rc, el, "geom", "mass", ctx, cls)
     density = number(rc, el, "geom", "density", ctx, 1000.0, cls)
@@ -129,24 +145,29 @@ def geom_mass(rc: ReadContext, item: Item, body: str, moving: bool) -> geometry.
             density = float(floats(rc, el, mass_text, "mass", 1)[0]) / volume
         local = geometry.MassProperties(props.mass * density, props.com, props.inertia * density)
         return local.transformed(T)
+
     if gtype == "hfield":
         gtype, size = "box", hfield_box(rc, el, ctx, cls)
     else:
         size = vector(rc, el, "geom", "size", ctx, (0.0, 0.0, 0.0), (1, 2, 3), cls)
         size = np.concatenate([size, np.zeros(3 - len(size))])
+
     if half is not None:
         if gtype in ("capsule", "cylinder"):
             size[1] = half
         else:  # box, ellipsoid: MuJoCo uses size[0] across the segment
             size[1:] = size[0], half
+
     need = {"sphere": 1, "capsule": 2, "cylinder": 2, "ellipsoid": 3, "box": 3}[gtype]
     for k in range(need):
         if size[k] <= 0:
             raise rc.fail(f"size {k} must be positive in geom", el)
+
     volume, unit = _shape(gtype, size)
     mass = density * volume
     if mass_text is not None:
         mass = float(floats(rc, el, mass_text, "mass", 1)[0])
+
     return geometry.MassProperties(mass, T[:3, 3].copy(), T[:3, :3] @ (unit * mass) @ T[:3, :3].T)
 
 

@@ -81,15 +81,19 @@ class Flattener:
     def model(self, scope: Scope, X_W: np.ndarray, prefix: str) -> None:
         scope.prefix = prefix
         scope.X_W = X_W
+
         for e in scope.entities.values():
             if e.kind == "model" and e.scope is not None:
                 self.model(e.scope, X_W @ scope.pose(e.name), prefix + e.name + SCOPE)
+
         canonical = scope.canonical()
         self.models.append({"name": prefix[:-2] if prefix else scope.name, "static": scope.static,
                             "canonical_link": self.link_full(canonical), "file": scope.file})
         self.frames.append(("model", prefix[:-2] if prefix else scope.name, self.link_full(canonical), X_W))
+
         for k, v in getattr(scope, "drake", {}).items():
             self.drake.setdefault(k, []).extend(v if isinstance(v, list) else [v])
+
         for e in scope.entities.values():
             if e.kind == "link":
                 X = X_W @ scope.pose(e.name)
@@ -103,6 +107,7 @@ class Flattener:
             elif e.kind == "frame":
                 self.frames.append(("frame", prefix + e.name, self.link_full(scope.link_of(e.name)),
                                     X_W @ scope.pose(e.name)))
+
         for e in scope.entities.values():
             if e.kind == "joint":
                 self.joint(scope, e, X_W, prefix)
@@ -125,12 +130,14 @@ class Flattener:
                 axes_J.append(X_MJ[:3, :3].T @ R_ME @ xyz)
             else:
                 axes_J.append(np.asarray(xyz, dtype=np.float64))
+
         full = e.elem.get(f"{{{HEBICTL_NS}}}name") or prefix + e.name
         X_WJ = X_W @ X_MJ
         if e.data["drake"]:
             # Drake's <drake:joint> joins the parent link frame to the child link frame: at zero the
             # child sits on its parent, whatever the links' poses say (and <pose> is not allowed)
             X_WJ = self.links[parent].X_W if parent is not None else np.eye(4)
+
         self.joints.append(_JointInfo(full, e.data["type"], e.elem, e.file, parent, child, X_WJ,
                                       axes_J, e.data["limits"], {**e.data["metadata"], "drake_joint": e.data["drake"]}))
 
@@ -166,6 +173,7 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
                               line_of(j.elem))
         by_child[j.child] = j
         children.setdefault(j.parent, []).append(j)
+
     builder = ModelBuilder(name, source=source, format="sdf")
     index: dict[str, int] = {}
 
@@ -181,6 +189,7 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
 
     def add_joint(j: _JointInfo) -> None:
         child = links[j.child]
+
         if j.parent is None:
             parent, X_WP = -1, np.eye(4)
         else:
@@ -188,6 +197,7 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
                 raise FormatError(f"joint {j.full!r}: parent link {j.parent!r} is not connected to the tree before "
                                   "its child (kinematic loop?)", j.file, line_of(j.elem))
             parent, X_WP = index[j.parent], links[j.parent].X_W
+
         X_PJ = inverse_transform(X_WP) @ j.X_W
         X_JC = np.eye(4) if j.metadata.get("drake_joint") else inverse_transform(j.X_W) @ child.X_W
         stages = _stages(j)
@@ -266,10 +276,12 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
             if lname not in by_child and lname not in index:
                 add_root(lname)
                 add_subtree(lname)
+
     missing = [n for n in links if n not in index]
     if missing:
         j = by_child[missing[0]]
         raise FormatError(f"the joints form a kinematic loop through link {missing[0]!r}", j.file, line_of(j.elem))
+
     if flat.rc.hebictl_frames is not None:  # written by hebictl: restore the original frames exactly
         for el in flat.rc.hebictl_frames:
             link = el.get("link", "")
@@ -280,11 +292,14 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
             offset = transform(rpy_matrix(values[3:6]), values[:3])
             builder.add_frame(el.get("kind", "frame"), index[link] if link else -1, offset, el.get("name"))
         return builder.build(gravity=gravity, metadata=metadata)
+
     add_standard_frames(builder)
+
     for kind, fname, link, X_W in flat.frames:
         body = -1 if link is None else index[link]
         X_WB = np.eye(4) if link is None else _body_pose(builder, body)
         builder.add_frame(kind, body, inverse_transform(X_WB) @ X_W, fname)
+
     return builder.build(gravity=gravity, metadata=metadata)
 
 

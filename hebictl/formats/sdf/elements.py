@@ -51,6 +51,7 @@ def parse_sdf_xml(source: str | bytes | Path, file: str) -> etree._Element:
     except FormatError as exc:
         if "Namespace prefix" not in exc.message:
             raise
+
     data = limits.read_regular_file(source, what="SDFormat file") if isinstance(source, Path) else (
         source.encode() if isinstance(source, str) else source)
     prefixes = {m.group(1) or m.group(2) for m in _PREFIX_RE.finditer(data)} - {b"xmlns", b"xml"}
@@ -60,6 +61,7 @@ def parse_sdf_xml(source: str | bytes | Path, file: str) -> etree._Element:
     m = _ROOT_OPEN_RE.search(data)
     if m is None:
         return parse_xml(source, file)
+
     return parse_xml(data[:m.end()] + decl + data[m.end():], file)
 
 
@@ -84,6 +86,7 @@ def sdf_float(elem: etree._Element | None, file: str, default: float, what: str 
     """A double element's value (``default`` when absent)."""
     if elem is None:
         return default
+
     text = text_of(elem)
     try:
         value = float(text)
@@ -96,8 +99,10 @@ def sdf_float(elem: etree._Element | None, file: str, default: float, what: str 
         value = float(m.group(0))
         warnings.warn(f"{file}:{line_of(elem)}: <{what or local_name(elem)}> value {text!r} has trailing characters; "
                       f"read as {value!r}", category=SdfWarning, stacklevel=2)
+
     if math.isnan(value):
         raise FormatError(f"<{what or local_name(elem)}> value {text!r} is not a number", file, line_of(elem))
+
     return value
 
 
@@ -158,6 +163,7 @@ def check_element(rc: ReadContext, elem: etree._Element, file: str, version: tup
                                   f"SDFormat {version[0]}.{version[1]}", file, line_of(c))
             raise FormatError(f"<{c.tag}> is not an SDFormat child of <{tag}> (custom elements need a "
                               f"namespace prefix, e.g. <my_ns:{c.tag}>)", file, line_of(c))
+
     for attr in elem.attrib:
         if attr.startswith("{") or ":" in attr:
             continue

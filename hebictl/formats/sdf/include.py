@@ -67,10 +67,12 @@ def resolve_uri(rc: ReadContext, uri: str, base_dir: Path | None, file: str | No
             if base_dir is not None:
                 candidates.append(base_dir / p)
             candidates += [m / p for m in rc.model_paths]
+
     for c in candidates:
         if limits.exists(c):
             return limits.resolve_reference(c, base_dir or Path.cwd(), roots, file=file, line=line,
                                             what=f"uri {uri!r}")
+
     return None
 
 
@@ -87,7 +89,9 @@ def model_config(folder: Path, file: str, elem: etree._Element | None) -> Path:
                 best = (v, text_of(s))
         if best is not None and limits.is_regular_file(folder / best[1]):
             return limits.resolve_reference(best[1], folder, file=str(cfg), what="model.config <sdf>")
+
     if limits.is_regular_file(folder / "model.sdf"):
         return folder / "model.sdf"
+
     raise FormatError(f"<include>d folder {folder} has no model.config naming an SDF file and no model.sdf", file,
                       line_of(elem))

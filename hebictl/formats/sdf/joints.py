@@ -34,19 +34,24 @@ def read_joint(rc: ReadContext, elem: etree._Element, file: str, version: tuple[
     limits and metadata; its frames are resolved later, when the model's frame graph is complete."""
     if not drake:
         check_element(rc, elem, file, version)
+
     name = name_of(elem, file, version, "joint")
     jtype = elem.get("type")
     if jtype is None:
         raise FormatError(f"joint {name!r} is missing the required attribute 'type'", file, line_of(elem))
+
     jtype = jtype.strip()
     types = DRAKE_JOINT_TYPES if drake else SDF_JOINT_TYPES
     if jtype not in types:
         raise FormatError(f"joint {name!r} has unknown type {jtype!r}; expected one of {', '.join(types)}", file,
                           line_of(elem))
+
     pre = f"{{{DRAKE_NS}}}" if drake else ""
     parent_el, child_el = child_of(elem, pre + "parent"), child_of(elem, pre + "child")
+
     if parent_el is None or child_el is None or not text_of(parent_el) or not text_of(child_el):
         raise FormatError(f"joint {name!r} needs both <parent> and <child>", file, line_of(elem))
+
     if drake and child_of(elem, "pose") is not None:
         raise FormatError(f"<drake:joint> {name!r}: <pose> is not supported (Drake joins the parent link frame to "
                           "the child link frame)", file, line_of(child_of(elem, "pose")))
@@ -85,12 +90,15 @@ def read_joint(rc: ReadContext, elem: etree._Element, file: str, version: tuple[
         damping = child_of(elem, f"{{{DRAKE_NS}}}damping")
         if damping is not None:
             meta["damping"] = text_of(damping).split()
+
     for tag in ("gearbox_ratio", "gearbox_reference_body"):
         c = child_of(elem, tag)
         if c is not None:
             meta[tag] = text_of(c) if tag.endswith("body") else sdf_float(c, file, 1.0)
+
     if jtype == "screw":
         meta["screw_pitch"] = _screw_pitch(elem, name, file)
+
     read_drake_joint_extras(elem, file, meta)
 
     # Drake actuates a one-axis joint unless its effort limit is exactly 0; only an actuator
@@ -99,6 +107,7 @@ def read_joint(rc: ReadContext, elem: etree._Element, file: str, version: tuple[
                 and limits[0].get("effort", math.inf) != 0)
     if "reflected_inertia" in meta and actuated:
         meta["armature"] = meta["reflected_inertia"]
+
     scale = child_of(elem, f"{{{HEBICTL_NS}}}scale")
     if scale is not None:
         meta["scale"] = sdf_float(scale, file, 1.0, "hebictl:scale")
@@ -120,6 +129,7 @@ def _read_axis(rc: ReadContext, ax: etree._Element, tag: str, name: str, jtype: 
     xyz = sdf_floats(xyz_el, file, 3) if xyz_el is not None else np.array([0.0, 0.0, 1.0])
     if np.linalg.norm(xyz) < 1e-12 and jtype not in ("fixed", "ball"):
         raise FormatError(f"joint {name!r}: <{tag}><xyz> is the zero vector", file, line_of(xyz_el))
+
     exp = (xyz_el.get("expressed_in") or "").strip() if xyz_el is not None and version >= (1, 7) else ""
     upmf = child_of(ax, "use_parent_model_frame")
     if upmf is not None and version < (1, 7):  # (in 1.4 a 1.5 element, read as Drake reads it)
@@ -160,6 +170,7 @@ def _read_axis(rc: ReadContext, ax: etree._Element, tag: str, name: str, jtype: 
                          "multiplier": sdf_float(child_of(mimic, "multiplier"), file, 1.0),
                          "offset": sdf_float(child_of(mimic, "offset"), file, 0.0),
                          "reference": sdf_float(child_of(mimic, "reference"), file, 0.0)}
+
     return xyz, exp, lim
 
 
@@ -194,6 +205,7 @@ def read_drake_joint_extras(elem: etree._Element, file: str, meta: dict[str, Any
             meta["controller_gains"] = {k: attr_float(c, k, file) for k in c.attrib}
         elif tag not in ("parent", "child", "damping", "screw_thread_pitch"):
             meta[f"drake:{tag}"] = text_of(c) or dict(c.attrib)
+
     if "rotor_inertia" in meta:
         ratio = meta.get("gear_ratio", 1.0)
         meta["reflected_inertia"] = meta["rotor_inertia"] * ratio * ratio  # inf, not OverflowError

@@ -54,6 +54,7 @@ def read_link(rc: ReadContext, elem: etree._Element, file: str, version: tuple[i
     meta: dict[str, Any] = {"line": line_of(elem)}
     names: dict[tuple[str, str], int | None] = {}
     visuals, collisions, sensors = [], [], []
+
     for c in elements(elem):
         if namespace(c) is not None:
             continue
@@ -79,10 +80,13 @@ def read_link(rc: ReadContext, elem: etree._Element, file: str, version: tuple[i
 
     if visuals:
         meta["visuals"] = visuals
+
     if collisions:
         meta["collisions"] = collisions
+
     if sensors:
         meta["sensors"] = sensors
+
     e = Entity("link", name, elem, file, pose, rel, line)
     e.data["metadata"] = meta
     e.data["collisions"] = collisions
@@ -96,11 +100,13 @@ def read_shape(rc: ReadContext, elem: etree._Element, file: str, version: tuple[
     out: dict[str, Any] = {"name": elem.get("name"), "pose": pose.tolist(), "line": line_of(elem)}
     if rel:
         out["relative_to"] = rel
+
     geo = child_of(elem, "geometry")
     if geo is not None:
         shapes = elements(geo)
         if shapes:
             out.update(read_geometry(rc, shapes[0], file, scope))
+
     density = child_of(elem, "density")
     if density is not None:
         out["density"] = sdf_float(density, file, 1000.0)
@@ -132,6 +138,7 @@ def read_shape(rc: ReadContext, elem: etree._Element, file: str, version: tuple[
                                                      for p in elements(c)}
             else:
                 out[f"drake:{local_name(c)}"] = text_of(c) or dict(c.attrib)
+
     return out
 
 
@@ -142,6 +149,7 @@ def read_geometry(rc: ReadContext, shape: etree._Element, file: str, scope: Scop
     out: dict[str, Any] = {"type": f"drake:{kind}" if ns == DRAKE_NS else kind}
     if ns not in (None, DRAKE_NS):
         return out
+
     if kind == "box":
         size = child_of(shape, "size")
         out["size"] = sdf_floats(size, file, 3).tolist() if size is not None else [1.0, 1.0, 1.0]
@@ -168,6 +176,7 @@ def read_geometry(rc: ReadContext, shape: etree._Element, file: str, scope: Scop
         normal = child_of(shape, "normal")
         if normal is not None:
             out["normal"] = sdf_floats(normal, file, 3).tolist()
+
     return out
 
 
@@ -175,10 +184,13 @@ def read_inertial(rc: ReadContext, link: Entity, scope: Scope) -> Inertia:
     """SDFormat ``<inertial>``: mass (default 1 kg), inertia about the COM in the inertial frame."""
     el = child_of(link.elem, "inertial")
     file, version = link.file, scope.version
+
     if el is None:
         return Inertia(1.0, (0.0, 0.0, 0.0), np.eye(3))
+
     check_element(rc, el, file, version)
     pose, rel, _ = pose_of(rc, el, file, version)
+
     if rel:
         if not scope.has_frame(rel):
             raise FormatError(f"link {link.name!r}: inertial pose relative_to {rel!r} is not a frame of "
@@ -190,6 +202,7 @@ def read_inertial(rc: ReadContext, link: Entity, scope: Scope) -> Inertia:
     auto = version >= (1, 11) and parse_bool(el.get("auto", "false"), el, file, "auto attribute")
     if auto:
         return auto_inertia(link, el, mass if mass_el is not None else None, scope)
+
     if mass < 0:
         raise FormatError(f"link {link.name!r} has a negative mass {mass}", file, line_of(mass_el))
 
@@ -202,6 +215,7 @@ def read_inertial(rc: ReadContext, link: Entity, scope: Scope) -> Inertia:
         I = np.array([[vals["ixx"], vals["ixy"], vals["ixz"]],
                       [vals["ixy"], vals["iyy"], vals["iyz"]],
                       [vals["ixz"], vals["iyz"], vals["izz"]]])
+
     R = pose[:3, :3]
     try:
         return Inertia(mass, pose[:3, 3], R @ I @ R.T)
@@ -221,13 +235,16 @@ def auto_inertia(link: Entity, el: etree._Element, mass: float | None, scope: Sc
             raise FormatError(f"link {link.name!r}: automatic inertia cannot use collision {col.get('name')!r} "
                               f"of type {col.get('type')!r}", file, col.get("line"))
         parts.append(props.transformed(np.array(col["pose"])))
+
     if not parts:
         raise FormatError(f"link {link.name!r}: <inertial auto=\"true\"> needs at least one <collision>", file,
                           line_of(el))
+
     total = combine(parts)
     if mass is not None and total.mass > 0:
         k = mass / total.mass
         total = MassProperties(mass, total.com, total.inertia * k)
+
     return Inertia(total.mass, total.com, total.inertia)
 
 
@@ -238,10 +255,12 @@ def _shape_properties(col: dict[str, Any], density: float) -> MassProperties | N
         hx, hy, hz = (0.5 * s for s in col["size"])
         m = density * box_volume(hx, hy, hz)
         return MassProperties(m, np.zeros(3), box_inertia(m, hx, hy, hz))
+
     if kind == "sphere":
         r = col["radius"]
         m = density * sphere_volume(r)
         return MassProperties(m, np.zeros(3), sphere_inertia(m, r))
+
     if kind in ("cylinder", "capsule", "drake:capsule"):
         r, h = col["radius"], 0.5 * col["length"]
         if kind == "cylinder":
@@ -249,14 +268,17 @@ def _shape_properties(col: dict[str, Any], density: float) -> MassProperties | N
             return MassProperties(m, np.zeros(3), cylinder_inertia(m, r, h))
         m = density * capsule_volume(r, h)
         return MassProperties(m, np.zeros(3), capsule_inertia(m, r, h))
+
     if kind in ("ellipsoid", "drake:ellipsoid"):
         a, b, c = col["radii"]
         m = density * ellipsoid_volume(a, b, c)
         return MassProperties(m, np.zeros(3), ellipsoid_inertia(m, a, b, c))
+
     if kind == "mesh" and col.get("mesh_path"):
         try:
             v, f = load_mesh(col["mesh_path"])
             return mesh_properties(v * np.array(col.get("scale", [1.0, 1.0, 1.0])), f, density)
         except (ValueError, OSError):
             return None
+
     return None

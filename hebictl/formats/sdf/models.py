@@ -46,30 +46,38 @@ def read_document(rc: ReadContext, root: etree._Element, file: str,
     if tag == "element" and root.get("name") is not None:
         raise FormatError("this is an SDFormat specification (schema) file describing the element "
                           f"<{root.get('name')}>, not a robot description", file, line_of(root))
+
     if tag != "sdf" or namespace(root) is not None:
         raise FormatError(f"SDFormat root element must be <sdf version=...>, got <{tag}>", file, line_of(root))
+
     version = parse_version(root.get("version"), root, file)
 
     worlds = children_of(root, "world")
     models = children_of(root, "model")
     others = [c for c in elements(root) if c.tag in ("actor", "light")]
+
     if worlds and (models or len(worlds) > 1):
         raise FormatError(f"an <sdf> may hold one <world> or one <model>; this one has {len(worlds)} world(s) "
                           f"and {len(models)} model(s)", file, line_of(root))
+
     if worlds:
         return read_world(rc, worlds[0], file, version, base_dir), version
 
     if len(models) > 1:
         raise FormatError(f"an <sdf> may hold only one <model>, this one has {len(models)} (put several in a "
                           "<world>)", file, line_of(models[1]))
+
     if models and others:
         raise FormatError(f"the <sdf> root may hold only one of <model>, <light> or <actor>; it also has "
                           f"<{others[0].tag}>", file, line_of(others[0]))
+
     if not models:
         raise FormatError("no <model> or <world> in this SDF file", file, line_of(root))
+
     for c in elements(root):
         if c.tag not in ("model", "world", "actor", "light") and namespace(c) is None:
             raise FormatError(f"<{c.tag}> is not an SDFormat root element", file, line_of(c))
+
     return read_model(rc, models[0], file, version, base_dir, None), version
 
 
@@ -79,13 +87,16 @@ def read_world(rc: ReadContext, elem: etree._Element, file: str, version: tuple[
     name = elem.get("name")
     if not name:
         raise FormatError("<world> is missing the required attribute 'name'", file, line_of(elem))
+
     world = Scope("world", name, elem, file, version)
     gravity = child_of(elem, "gravity")
     physics = child_of(elem, "physics")
     if gravity is None and physics is not None and version < (1, 5):
         gravity = child_of(physics, "gravity")
+
     world.entities_data = {"gravity": sdf_floats(gravity, file, 3) if gravity is not None
                            else np.array([0.0, 0.0, -9.8])}
+
     for c in elements(elem):
         tag = c.tag
         if tag == "model":
@@ -99,6 +110,7 @@ def read_world(rc: ReadContext, elem: etree._Element, file: str, version: tuple[
             nm = c.get("name")
             if nm:
                 world.add(Entity(tag, nm, c, file, np.eye(4)))
+
     world.check_references()
     return world
 
@@ -112,22 +124,29 @@ def read_model(rc: ReadContext, elem: etree._Element, file: str, version: tuple[
     scope.file_root = parent is None or include is not None or parent.kind == "world"
     scope.canonical_attr = (elem.get("canonical_link") or "").strip()
     scope.placement_frame = (elem.get("placement_frame") or "").strip()
+
     if include is not None and include.placement_frame:
         scope.placement_frame = include.placement_frame
+
     if scope.placement_frame == "__root__":
         raise FormatError("placement_frame=\"__root__\": '__root__' is reserved and cannot be used", file,
                           line_of(elem))
 
     st = child_of(elem, "static")
     scope.static = parse_bool(text_of(st), st, file, "<static>") if st is not None else False
+
     if include is not None and include.static is not None:
         scope.static = include.static
+
     pose, rel, line = pose_of(rc, elem, file, version)
+
     if include is not None and include.pose is not None:
         pose, rel, line = include.pose, include.relative_to, include.pose_line
+
     scope.own_pose = (pose, rel, line)
 
     scope.drake = {}
+
     for c in elements(elem):
         tag, ns = c.tag, namespace(c)
         if ns is not None:
@@ -153,11 +172,13 @@ def read_model(rc: ReadContext, elem: etree._Element, file: str, version: tuple[
     if not scope.static and not scope.of_kind("link") and not scope.of_kind("model"):
         raise FormatError(f"model {name!r} has no link: a model must have at least one link (or be <static>)",
                           file, line_of(elem))
+
     if scope.static:
         for j in scope.of_kind("joint"):
             if j.data["type"] != "fixed":
                 raise FormatError(f"joint {j.name!r} of static model {name!r} is {j.data['type']}: only fixed "
                                   "joints are permitted in static models", j.file, line_of(j.elem))
+
     check_model(scope)
     return scope
 
@@ -170,6 +191,7 @@ def check_model(scope: Scope) -> None:
                                  or scope.find_link(scope.canonical_attr) is None):
         raise FormatError(f"canonical_link {scope.canonical_attr!r} is not a link of model {scope.name!r}",
                           file, line_of(scope.elem))
+
     if scope.placement_frame and not scope.has_frame(scope.placement_frame):
         raise FormatError(f"placement_frame {scope.placement_frame!r} is not a frame of model {scope.name!r}",
                           file, line_of(scope.elem))
@@ -200,6 +222,7 @@ def check_model(scope: Scope) -> None:
     for e in scope.entities.values():
         if e.kind in ("frame", "joint"):
             scope.link_of(e.name)
+
     for j in scope.of_kind("joint"):
         parent = None if j.parent == "world" else scope.link_of(j.parent)
         child = scope.link_of(j.child)
@@ -209,6 +232,7 @@ def check_model(scope: Scope) -> None:
         if parent is not None and parent[0] is child[0] and parent[1] == child[1]:
             raise FormatError(f"joint {j.name!r}: parent {j.parent!r} and child {j.child!r} both resolve to link "
                               f"{child[1]!r}; they must be different links", j.file, line_of(j.elem))
+
     for e in scope.entities.values():
         scope.pose(e.name)  # relative_to cycles
 
@@ -248,11 +272,13 @@ def read_include(rc: ReadContext, scope: Scope, elem: etree._Element, file: str,
     uri = text_of(uri_el)
     if not uri:
         raise FormatError("<include> needs a <uri>", file, line_of(elem))
+
     path = resolve_uri(rc, uri, base_dir, file, line_of(uri_el))
     if path is None:
         where = ", ".join(str(p) for p in rc.model_paths) or "none given"
         raise FormatError(f"<include> uri {uri!r} not found (searched beside the file and the model paths: "
                           f"{where}; pass model_paths= or package_map=, or set SDF_PATH)", file, line_of(uri_el))
+
     if os.path.isdir(path):
         path = model_config(path, file, uri_el)
 
@@ -260,11 +286,14 @@ def read_include(rc: ReadContext, scope: Scope, elem: etree._Element, file: str,
     nm = child_of(elem, "name")
     if nm is not None:
         inc.name = text_of(nm)
+
     if child_of(elem, "pose") is not None:
         inc.pose, inc.relative_to, inc.pose_line = pose_of(rc, elem, file, version)
+
     st = child_of(elem, "static")
     if st is not None:
         inc.static = parse_bool(text_of(st), st, file, "<static>")
+
     pf = child_of(elem, "placement_frame")
     if pf is not None:
         inc.placement_frame = text_of(pf)
@@ -273,8 +302,10 @@ def read_include(rc: ReadContext, scope: Scope, elem: etree._Element, file: str,
     resolved = path.resolve()
     if resolved in rc.include_stack:
         raise FormatError(f"<include> of {path} is recursive (it includes itself)", file, line_of(elem))
+
     lim = limits.current()
     rc.include_count += 1
+
     if rc.include_count > lim.max_include_count or len(rc.include_stack) >= lim.max_include_depth:
         which = "max_include_count" if rc.include_count > lim.max_include_count else "max_include_depth"
         raise limits.exceeded("includes" if which == "max_include_count" else "include depth",
@@ -282,14 +313,18 @@ def read_include(rc: ReadContext, scope: Scope, elem: etree._Element, file: str,
                               which, file, line_of(elem))
 
     rc.include_stack.append(resolved)
+
     try:
         sub = included_model(rc, path, inc, scope, file, elem)
     finally:
         rc.include_stack.pop()
+
     if sub is None:
         return
+
     if inc.name:
         name_of(etree.Element("model", name=inc.name), file, version, "model")
+
     if merge:
         merge_into(scope, sub, elem, file)
     else:
@@ -300,9 +335,11 @@ def included_model(rc: ReadContext, path: Path, inc: SdfInclude, parent: Scope, 
                    elem: etree._Element) -> Scope | None:
     if path.suffix.lower() == ".urdf":
         return included_urdf(rc, path, inc, parent, file, elem)
+
     root = parse_sdf_xml(path, str(path))
     if local_name(root) != "sdf":
         raise FormatError(f"<include>d file {path} is not SDF (root <{local_name(root)}>)", file, line_of(elem))
+
     version = parse_version(root.get("version"), root, str(path))
     models = children_of(root, "model")
     if len(models) != 1:
@@ -312,6 +349,7 @@ def included_model(rc: ReadContext, path: Path, inc: SdfInclude, parent: Scope, 
             return None
         raise FormatError(f"<include>d file {path} must hold exactly one <model>, it has {len(models)}", file,
                           line_of(elem))
+
     return read_model(rc, models[0], str(path), version, path.resolve().parent, parent, inc)
 
 
@@ -329,6 +367,7 @@ def merge_into(scope: Scope, sub: Scope, elem: etree._Element, file: str) -> Non
     """``<include merge="true">``: the included model's frames join the including scope."""
     if sub.placement_frame:
         raise FormatError("<include merge=\"true\"> with a placement_frame is not supported", file, line_of(elem))
+
     proxy = f"_merged__{sub.name}__model__"
     pose, rel, line = sub.own_pose
     canonical = sub.canonical()
@@ -352,6 +391,7 @@ def merge_into(scope: Scope, sub: Scope, elem: etree._Element, file: str) -> Non
         if e.scope is not None:
             e.scope.parent = scope
         scope.add(e)
+
     drake = getattr(scope, "drake", None)
     if drake is not None:
         for k, v in getattr(sub, "drake", {}).items():

@@ -52,19 +52,25 @@ def read_joint(rc: ReadContext, el: etree._Element, is_drake: bool = False) -> U
     jtype = require(el, "type", f)
     if jtype in drake.UNSUPPORTED_JOINT_TYPES:
         raise rc.fail(f"joint {name!r}: Drake's {jtype} joint is not supported by hebictl", el)
+
     if is_drake and jtype not in drake.DRAKE_JOINT_TYPES:
         hint = " (a standard type: write it as <joint>)" if jtype in _JOINT_TYPES else ""
         raise rc.fail(f"<drake:joint> {name!r} has type {jtype!r}{hint}; expected one of "
                       f"{', '.join(drake.DRAKE_JOINT_TYPES)}", el)
+
     if not is_drake and jtype in drake.DRAKE_JOINT_TYPES and jtype not in _JOINT_TYPES:
         raise rc.fail(f"joint {name!r} of type {jtype} is one of Drake's joint types: write it as <drake:joint> "
                       f"(xmlns:drake=\"{drake.DRAKE_NS}\")", el)
+
     if jtype not in _JOINT_TYPES + drake.DRAKE_JOINT_TYPES:
         raise rc.fail(f"joint {name!r} has unknown type {jtype!r}; expected one of {', '.join(_JOINT_TYPES)} "
                       f"(or, as <drake:joint>, {', '.join(drake.DRAKE_JOINT_TYPES)})", el)
+
     parent_el, child_el = el.find("parent"), el.find("child")
+
     if parent_el is None or child_el is None:
         raise rc.fail(f"joint {name!r} needs both <parent link=...> and <child link=...>", el)
+
     parent, child = require(parent_el, "link", f), require(child_el, "link", f)
     axis_el = el.find("axis")
     axis = np.array([1.0, 0.0, 0.0])
@@ -75,6 +81,7 @@ def read_joint(rc: ReadContext, el: etree._Element, is_drake: bool = False) -> U
             raise rc.fail(f"joint {name!r} has a zero axis", axis_el)
         if norm > 0:
             axis = axis / norm
+
     j = UrdfJoint(name, jtype, el, parent, child, origin(rc, el), axis, drake=is_drake)
     _read_limit(rc, j, el)
     dyn = el.find("dynamics")
@@ -86,18 +93,22 @@ def read_joint(rc: ReadContext, el: etree._Element, is_drake: bool = False) -> U
         else:
             j.damping = attr_float(dyn, "damping", f, 0.0)
         j.friction = attr_float(dyn, "friction", f, 0.0)
+
     if jtype == "screw":
         j.metadata["screw_pitch"] = drake.screw_pitch(el, name, f)
+
     for tag, mimic in (("mimic", el.find("mimic")), ("drake:mimic", drake.drake_child(el, "mimic"))):
         if mimic is not None:
             j.metadata["mimic"] = {"joint": require(mimic, "joint", f),
                                    "multiplier": attr_float(mimic, "multiplier", f, 1.0),
                                    "offset": attr_float(mimic, "offset", f, 0.0), "line": mimic.sourceline,
                                    "element": tag}
+
     for key in ("safety_controller", "calibration"):
         sub = el.find(key)
         if sub is not None:
             j.metadata[key] = dict(sub.attrib)
+
     for child in elements(el):
         if drake.is_drake(child) and local_name(child) in ("mimic", "screw_thread_pitch"):
             continue
@@ -105,6 +116,7 @@ def read_joint(rc: ReadContext, el: etree._Element, is_drake: bool = False) -> U
             rc.note_extension(child)
         elif local_name(child) not in _JOINT_CHILDREN:
             rc.ignore(f"<joint><{local_name(child)}>")
+
     j.metadata["line"] = el.sourceline
     return j
 
@@ -118,8 +130,10 @@ def _read_limit(rc: ReadContext, j: UrdfJoint, el: etree._Element) -> None:
         # Drake reads no <limit> of its own joint types (a standard planar joint keeps its ratings)
         rc.ignore(f"<{j.type} joint><limit>")
         limit = None
+
     if limit is None and j.type in ("revolute", "prismatic"):
         raise rc.fail(f"joint {j.name!r} of type {j.type} needs a <limit effort=... velocity=...> element", el)
+
     if limit is not None:
         for key in ("effort", "velocity"):
             if limit.get(key) is None:
@@ -147,31 +161,40 @@ def apply_transmission(rc: ReadContext, el: etree._Element, info: dict[str, Any]
     ext = drake.actuator_extensions(actuator, rc.file) if actuator is not None else {}
     if actuator is not None:
         info["actuators"][0].update(ext)
+
     if not ext:
         return
+
     where = f"transmission {info['name']!r} (line {el.sourceline})"
     if "SimpleTransmission" not in (info.get("type") or el.get("type") or ""):
         rc.drake_notes.append(f"{where} is not a SimpleTransmission: Drake ignores it, and its actuator's "
                               "drake: settings")
         return
+
     jel = el.find("joint")
     jname = jel.get("name") if jel is not None else None
     if not jname:
         raise rc.fail(f"{where} needs a <joint name=...> for its drake: actuator settings", el)
+
     if jname not in joints:
         raise rc.fail(f"transmission {info['name']!r} names joint {jname!r}, which does not exist", jel)
+
     j = joints[jname]
     if j.type == "fixed":
         rc.drake_notes.append(f"{where} acts on fixed joint {jname!r}: Drake skips it")
         return
+
     if j.type not in _ONE_DOF:
         raise rc.fail(f"transmission {info['name']!r}: Drake actuates only one-degree-of-freedom joints, and "
                       f"joint {jname!r} is {j.type}", jel)
+
     if j.effort == 0:
         rc.drake_notes.append(f"{where} acts on joint {jname!r}, whose effort limit is 0: Drake skips it")
         return
+
     j.metadata.update({k: v for k, v in ext.items()})
     j.metadata["actuator"] = actuator.get("name") if actuator is not None else None
+
     if "rotor_inertia" in ext:
         ratio = ext.get("gear_ratio", 1.0)
         reflected = ext["rotor_inertia"] * ratio * ratio  # inf, not OverflowError, when it overflows

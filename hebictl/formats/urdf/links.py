@@ -55,6 +55,7 @@ def inertial(rc: ReadContext, link: etree._Element, name: str) -> Inertia:
     el = link.find("inertial")
     if el is None:
         return _MASSLESS
+
     T = origin(rc, el)
     # urdfdom stops reading an incomplete <inertial> where it fails and pinocchio uses what it
     # read: no <mass> value -> a massless link, an incomplete <inertia> -> a zero tensor
@@ -64,8 +65,10 @@ def inertial(rc: ReadContext, link: etree._Element, name: str) -> Inertia:
         what = "<inertial> has no <mass>" if mass_el is None else "<mass> has no 'value'"
         rc.bend(f"link {name!r}: {what} (read as a massless link)", el if mass_el is None else mass_el)
         return _MASSLESS
+
     if mass < 0:
         raise rc.fail(f"link {name!r}: negative mass {mass}", mass_el)
+
     in_el = el.find("inertia")
     vals = {} if in_el is None else {k: attr_float(in_el, k, rc.file) for k in _INERTIA_KEYS}
     missing = [k for k in _INERTIA_KEYS if vals.get(k) is None]
@@ -73,6 +76,7 @@ def inertial(rc: ReadContext, link: etree._Element, name: str) -> Inertia:
         what = "<inertial> has no <inertia>" if in_el is None else f"<inertia> has no {', '.join(missing)}"
         rc.bend(f"link {name!r}: {what} (read as a zero inertia tensor)", el if in_el is None else in_el)
         vals = dict.fromkeys(_INERTIA_KEYS, 0.0)
+
     I = np.array([[vals["ixx"], vals["ixy"], vals["ixz"]],
                   [vals["ixy"], vals["iyy"], vals["iyz"]],
                   [vals["ixz"], vals["iyz"], vals["izz"]]])
@@ -88,11 +92,13 @@ def geometry(rc: ReadContext, shape_parent: etree._Element, link: str) -> dict[s
     out: dict[str, Any] = {"origin": origin(rc, shape_parent).tolist()}
     if shape_parent.get("name"):
         out["name"] = shape_parent.get("name")
+
     geo = shape_parent.find("geometry")
     shapes = [] if geo is None else elements(geo)
     if not shapes:
         raise rc.fail(f"link {link!r}: <{local_name(shape_parent)}> needs a <geometry> with one shape",
                       shape_parent)
+
     shape = shapes[0]
     kind = local_name(shape)
     out["type"] = kind
@@ -120,9 +126,11 @@ def geometry(rc: ReadContext, shape_parent: etree._Element, link: str) -> dict[s
             out["declare_convex"] = True
     else:
         out["shape_element"] = etree.tostring(shape, encoding="unicode")
+
     mat = shape_parent.find("material")
     if mat is not None:
         out["material"] = read_material(mat)
+
     for c in elements(shape_parent):
         if not drake.is_drake(c):
             continue
@@ -130,6 +138,7 @@ def geometry(rc: ReadContext, shape_parent: etree._Element, link: str) -> dict[s
             out["drake:proximity_properties"] = drake.proximity_properties(c, f)
         else:  # illustration/perception properties, accepting_renderer, ...
             out[f"drake:{local_name(c)}"] = dict(c.attrib)
+
     return out
 
 
@@ -158,6 +167,7 @@ def _resolve(rc: ReadContext, uri: str) -> Path | None:
     elif "://" not in uri:
         p = Path(uri)
         candidates.append(p if p.is_absolute() or rc.base_dir is None else rc.base_dir / p)
+
     for c in candidates:
         if limits.is_regular_file(c):
             try:
@@ -168,6 +178,7 @@ def _resolve(rc: ReadContext, uri: str) -> Path | None:
                 # loads such files), so no error; but an export must not point at it either
                 rc.outside_meshes.append(uri)
                 return None
+
     return None
 
 
@@ -176,6 +187,7 @@ def read_link(rc: ReadContext, el: etree._Element) -> UrdfLink:
     name = require(el, "name", rc.file)
     meta: dict[str, Any] = {"line": el.sourceline}
     visuals, collisions = [], []
+
     for child in elements(el):
         tag = local_name(child)
         ns = namespace(child)
@@ -187,10 +199,13 @@ def read_link(rc: ReadContext, el: etree._Element) -> UrdfLink:
             collisions.append(geometry(rc, child, name))
         elif tag != "inertial":
             rc.ignore(f"<link><{tag}>")
+
     if visuals:
         meta["visuals"] = visuals
+
     if collisions:
         meta["collisions"] = collisions
+
     return UrdfLink(name, el, inertial(rc, el, name), meta)
 
 

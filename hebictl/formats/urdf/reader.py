@@ -50,17 +50,22 @@ def read_robot(rc: ReadContext, root: etree._Element, floating_base: bool) -> Ro
     """The ``<robot>``: its links, joints, materials, transmissions and frames into a model."""
     if local_name(root) != "robot" or namespace(root) is not None:
         raise rc.fail(f"URDF root element must be <robot>, got <{local_name(root)}>", root)
+
     robot_name = root.get("name")
     if robot_name is None:
         raise rc.fail("<robot> is missing the required attribute 'name'", root)
+
     doc = _read_elements(rc, root)
     links, joints, transmissions, drake_frames = doc.links, doc.joints, doc.transmissions, doc.drake_frames
+
     if not links:
         raise rc.fail("URDF has no <link>", root)
+
     _check_mimics(rc, joints)
 
     for el, info in zip(doc.transmission_elements, transmissions, strict=True):
         apply_transmission(rc, el, info, joints)
+
     frame_names = set(links) | {el.get("name", "") for el in drake_frames}
     drake_meta = drake.model_elements(doc.drake_elements, set(links), frame_names, rc.file, rc.note_extension)
     root_link, children = check_tree(rc, links, joints, root)
@@ -73,7 +78,9 @@ def read_robot(rc: ReadContext, root: etree._Element, floating_base: bool) -> Ro
     if floating_base:
         jname = unique("root_joint", used_joint_names, first_suffix=1)
         root_joint = Joint(jname, JointKind.FREE)
+
     index[root_link] = builder.add_body(root_link, -1, None, root_joint, rl.inertia, rl.metadata)
+
     for j in joint_order(root_link, joints, children):
         add_joint(rc, builder, index, j, links[j.child])
 
@@ -95,23 +102,28 @@ def read_robot(rc: ReadContext, root: etree._Element, floating_base: bool) -> Ro
         warnings.warn(f"{rc.file}: {len(rc.missing_meshes)} mesh file(s) not found (first: "
                       f"{rc.missing_meshes[0]}); kinematics and dynamics do not need them",
                       category=UrdfWarning, stacklevel=3)
+
     if rc.outside_meshes:
         warnings.warn(f"{rc.file}: {len(rc.outside_meshes)} mesh file(s) outside the model's folder not "
                       f"followed (confine=True; first: {rc.outside_meshes[0]}); kinematics and dynamics do not "
                       "need them, and exports leave them out unless allowed_roots=[...] / --allow-root DIR lists "
                       "their folder",
                       category=UrdfWarning, stacklevel=3)
+
     if rc.ignored:
         warnings.warn(f"{rc.file}: ignored elements: "
                       + ", ".join(f"{k} x{v}" for k, v in sorted(rc.ignored.items())),
                       category=UrdfWarning, stacklevel=3)
+
     if rc.drake_notes:
         warnings.warn(f"{rc.file}: " + "; ".join(rc.drake_notes), category=UrdfWarning, stacklevel=3)
+
     meta = {"root_link": root_link, "materials": doc.materials, "transmissions": transmissions,
             "missing_meshes": rc.missing_meshes,
             "outside_meshes": rc.outside_meshes, "ignored_elements": dict(rc.ignored)}
     if drake_meta:
         meta["drake"] = drake_meta
+
     return builder.build(metadata=meta)
 
 
@@ -134,6 +146,7 @@ def _read_elements(rc: ReadContext, root: etree._Element) -> _Elements:
     """Links, joints (URDF's and Drake's), materials, transmissions and frames; names must be unique."""
     doc = _Elements()
     links, joints = doc.links, doc.joints
+
     for el in elements(root):
         tag, ns = local_name(el), namespace(el)
         if ns == drake.DRAKE_NS and tag == "joint":
@@ -173,6 +186,7 @@ def _read_elements(rc: ReadContext, root: etree._Element) -> _Elements:
             doc.drake_frames.append(el)
         else:  # <gazebo> (simulator settings, which Drake ignores too) and unknown elements
             rc.ignore(f"<{tag}>")
+
     return doc
 
 

@@ -39,23 +39,28 @@ def check_tree(rc: ReadContext, links: dict[str, UrdfLink], joints: dict[str, Ur
                           f"and joint {j.name!r}", j.elem)
         parent_joint[j.child] = j
         children.setdefault(j.parent, []).append(j)
+
     roots = [n for n in links if n not in parent_joint]
     if len(roots) > 1:
         raise rc.fail(f"URDF must have exactly one root link, found {len(roots)}: "
                       + ", ".join(repr(r) for r in roots[:5]) + (" ..." if len(roots) > 5 else ""),
                       links[roots[1]].elem)
+
     if not roots:
         raise rc.fail("the joints form a cycle: every link has a parent, so there is no root link", root)
+
     seen = {roots[0]}
     stack = [roots[0]]
     while stack:
         for j in children.get(stack.pop(), []):
             seen.add(j.child)
             stack.append(j.child)
+
     if len(seen) != len(links):
         loop = next(n for n in links if n not in seen)
         raise rc.fail(f"the joints form a cycle through link {loop!r} (not reachable from root "
                       f"{roots[0]!r})", parent_joint[loop].elem)
+
     return roots[0], children
 
 
@@ -70,12 +75,14 @@ def joint_order(root: str, joints: dict[str, UrdfJoint],
         placed.add(j.child)
     else:
         return list(joints.values())
+
     out: list[UrdfJoint] = []
     stack = list(reversed(children.get(root, [])))
     while stack:
         j = stack.pop()
         out.append(j)
         stack.extend(reversed(children.get(j.child, [])))
+
     return out
 
 
@@ -86,6 +93,7 @@ def add_joint(rc: ReadContext, builder: ModelBuilder, index: dict[str, int], j: 
     meta = {**j.metadata, "urdf_type": j.type}
     if j.drake:
         meta["drake_joint"] = True
+
     try:
         if j.type in ("revolute", "continuous", "prismatic"):
             kind = JointKind.PRISMATIC if j.type == "prismatic" else JointKind.REVOLUTE
@@ -117,6 +125,7 @@ def add_chain(builder: ModelBuilder, parent: int, j: UrdfJoint, child: UrdfLink,
     if j.type == "planar":  # Drake: the plane's z is the axis, x/y the rotation closest to the joint frame
         R = drake.closest_rotation_from_z(j.axis)
         meta = {**meta, "planar_normal": tuple(j.axis)}
+
     axes = [np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])] if j.type == "universal" else [j.axis]
     stages = joint_stages(j.type, axes, [{"damping": j.damping}] * 2)
     dampings = meta.get("planar_damping", (0.0,) * 3)
@@ -132,4 +141,5 @@ def add_chain(builder: ModelBuilder, parent: int, j: UrdfJoint, child: UrdfLink,
         at = builder.add_body(name, at, placement, joint, child.inertia if last else None,
                               child.metadata if last else {"synthetic": j.type, "joint": j.name})
         placement = None
+
     return at
