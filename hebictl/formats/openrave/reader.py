@@ -103,9 +103,12 @@ class _Reader:
     def __init__(self, file: str, base_dir: Path | None, data_dirs: Sequence[Path]) -> None:
         self.file = file
         self.base_dir = base_dir
-        self.data_dirs = [Path(d) for d in data_dirs] + [Path(p) for p in os.environ.get("OPENRAVE_DATA", "").split(
-            os.pathsep) if p]
-        self.stack: list[str] = []
+        env_dirs = [Path(p) for p in os.environ.get("OPENRAVE_DATA", "").split(os.pathsep) if p]
+        self.data_dirs = [Path(d) for d in data_dirs] + env_dirs
+        self.stack: list[str] = []  # files being included (include cycles)
+        # counted against hebictl.limits over the whole load
+        self.include_count = 0
+        self.expanded = 0  # elements of all included files
 
     def fail(self, message: str, el: etree._Element | None, file: str | None = None) -> FormatError:
         return FormatError(message, file or self.file, None if el is None else el.sourceline)
@@ -140,14 +143,14 @@ class _Reader:
         if len(self.stack) >= lim.max_include_depth:
             raise limits.exceeded("include depth", len(self.stack) + 1, "max_include_depth", file, el.sourceline)
 
-        self.include_count = getattr(self, "include_count", 0) + 1
+        self.include_count += 1
 
         if self.include_count > lim.max_include_count:
             raise limits.exceeded("included files", self.include_count, "max_include_count", file, el.sourceline)
 
         root = parse_xml(path, str(path))
         # every inclusion is read again: the elements of all of them together are bounded like one file's
-        self.expanded = getattr(self, "expanded", 0) + sum(1 for _ in root.iter())
+        self.expanded += sum(1 for _ in root.iter())
 
         if self.expanded > lim.max_elements:
             raise limits.exceeded("elements of all included files", self.expanded, "max_elements", file,

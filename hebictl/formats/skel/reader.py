@@ -60,6 +60,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -131,11 +132,20 @@ class _SkelJoint:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+def _unqualified(name: str) -> str:
+    return name
+
+
 class _Reader:
+    """One read of a SKEL world: its file, and what the skeletons being read share."""
+
     def __init__(self, file: str, base_dir: Path | None, strict: bool = False) -> None:
         self.file = file
         self.base_dir = base_dir
         self.strict = strict
+        self.skel_names: dict[int, str] = {}  # each <skeleton> element's name, DART's renaming applied
+        self.markers: list[tuple[int, str, FloatArray]] = []  # body, name, offset of each <marker>
+        self.qual: Callable[[str], str] = _unqualified  # names of the skeleton being read ("skel/name" if several)
 
     def fail(self, message: str, elem: etree._Element | None = None) -> FormatError:
         return FormatError(message, self.file, None if elem is None else elem.sourceline)
@@ -210,7 +220,7 @@ class _Reader:
         prefix = len(skels) > 1
         stem = skels[0].get("name") if len(skels) == 1 else (world.get("name") or Path(self.file).stem)
         builder = ModelBuilder(stem or "skel", self.file, "skel")
-        self.markers: list[tuple[int, str, FloatArray]] = []
+        self.markers = []
         meta["skeletons"] = []
 
         for s in skels:
