@@ -103,9 +103,12 @@ class _Reader:
     def __init__(self, file: str, base_dir: Path | None, data_dirs: Sequence[Path]) -> None:
         self.file = file
         self.base_dir = base_dir
-        self.data_dirs = [Path(d) for d in data_dirs] + [Path(p) for p in os.environ.get("OPENRAVE_DATA", "").split(
-            os.pathsep) if p]
-        self.stack: list[str] = []
+        env_dirs = [Path(p) for p in os.environ.get("OPENRAVE_DATA", "").split(os.pathsep) if p]
+        self.data_dirs = [Path(d) for d in data_dirs] + env_dirs
+        self.stack: list[str] = []  # files being included (include cycles)
+        # counted against hebictl.limits over the whole load
+        self.include_count = 0
+        self.expanded = 0  # elements of all included files
 
     def fail(self, message: str, el: etree._Element | None, file: str | None = None) -> FormatError:
         return FormatError(message, file or self.file, None if el is None else el.sourceline)
@@ -130,22 +133,29 @@ class _Reader:
         if name.lower().endswith((".dae", ".zae")):
             raise self.fail(f"{name!r} is a COLLADA file; hebictl reads OpenRAVE XML only (COLLADA is not "
                             "supported)", el, file)
+
         path = self.resolve(name, here, el, file)
         key = str(path)
         if key in self.stack:
             raise self.fail(f"file {name!r} includes itself", el, file)
+
         lim = limits.current()
         if len(self.stack) >= lim.max_include_depth:
             raise limits.exceeded("include depth", len(self.stack) + 1, "max_include_depth", file, el.sourceline)
-        self.include_count = getattr(self, "include_count", 0) + 1
+
+        self.include_count += 1
+
         if self.include_count > lim.max_include_count:
             raise limits.exceeded("included files", self.include_count, "max_include_count", file, el.sourceline)
+
         root = parse_xml(path, str(path))
         # every inclusion is read again: the elements of all of them together are bounded like one file's
-        self.expanded = getattr(self, "expanded", 0) + sum(1 for _ in root.iter())
+        self.expanded += sum(1 for _ in root.iter())
+
         if self.expanded > lim.max_elements:
             raise limits.exceeded("elements of all included files", self.expanded, "max_elements", file,
                                   el.sourceline)
+
         return root, path.parent, str(path)
 
     # ------------------------------------------------------------------ kinbodies
@@ -156,6 +166,7 @@ class _Reader:
         inner = prefix + (el.get("prefix") or "")
         if not el.get("file"):
             prefix = inner  # with file=, the prefix names the included bodies only (inline ones are written out)
+
         if el.get("file"):
             root, sub_here, sub_file = self.include(el, here, file)
             self.stack.append(str(Path(sub_file).resolve()))
@@ -164,6 +175,7 @@ class _Reader:
                 raise self.fail(f"{sub_file} has no <KinBody> or <Robot>", root, sub_file)
             self.kinbody(roots[0], body, sub_here, sub_file, inner, modelsdir)
             self.stack.pop()
+
         T = np.eye(4)
         for c in el:
             t = tag(c)
@@ -191,6 +203,7 @@ class _Reader:
             elif t == "mass":
                 warnings.warn(f"{file}:{c.sourceline}: <mass> directly in a KinBody is ignored (OpenRAVE reads it "
                               "only inside <Body>)", category=OpenraveWarning, stacklevel=2)
+
         if not np.allclose(T, np.eye(4)):
             for n in set(body.links) - before:
                 body.links[n].T = T @ body.links[n].T
@@ -200,14 +213,18 @@ class _Reader:
         if el.get("file"):
             root, sub_here, sub_file = self.include(el, here, file)
             self.link(root, body, sub_here, sub_file, prefix, modelsdir)
+
         name = prefix + (el.get("name") or f"link{len(body.links)}")
         link = body.links.get(name)
         if link is None:
             link = body.links[name] = _Link(name, np.eye(4), meta={"line": el.sourceline, "file": file})
+
         if el.get("type"):
             link.meta["static"] = el.get("type", "").lower() == "static"
+
         if el.get("enable", "").lower() in ("false", "0"):
             link.meta["enabled"] = False
+
         T = link.T.copy()
         offsetfrom = None
         mass_el = None
@@ -229,6 +246,7 @@ class _Reader:
                 link.geoms.append(g)
             elif t == "mass":
                 mass_el = c
+
         link.mass_el, link.mass_file = mass_el, file
         link.T = (body.links[offsetfrom].T @ T) if offsetfrom else T
 
@@ -237,6 +255,7 @@ class _Reader:
         if jtype not in _JOINT_TYPES:
             raise self.fail(f"<Joint> type {el.get('type')!r} is not hinge, slider, universal, hinge2 or spherical",
                             el, file)
+
         n = _JOINT_TYPES[jtype]
         name = prefix + (el.get("name") or f"J_{len(body.joints)}")
         slider = jtype == "slider"
@@ -252,8 +271,10 @@ class _Reader:
         for key in ("mimic_pos", "mimic_vel", "mimic_accel", "mimic"):
             if el.get(key):
                 meta[key] = el.get(key)
+
         if el.get("circular", "").lower() in ("true", "1"):
             meta["circular"] = True
+
         active = el.get("enable", "").lower() not in ("false", "0")
         deg = 1.0 if slider else math.pi / 180.0
         for c in el:
@@ -298,15 +319,20 @@ class _Reader:
                     initial = list(v[:n]) + [0.0] * (n - len(v))
             elif t in ("mimic_pos", "mimic_vel", "mimic_accel"):
                 meta[t] = (c.text or "").strip()
+
         if len(bodies) != 2:
             raise self.fail(f"joint {name!r} needs two <body> elements, got {len(bodies)}", el, file)
+
         for b in bodies:
             if b not in body.links:
                 raise self.fail(f"joint {name!r}: unknown body {b!r}", el, file)
+
         if negate:
             axes = [-a for a in axes]
+
         if meta.get("circular"):
             lower, upper = [-math.inf] * n, [math.inf] * n
+
         T0, T1 = body.links[bodies[0]].T, body.links[bodies[1]].T
         Toff = inverse_transform(T0) @ (body.links[offsetfrom].T if offsetfrom else np.eye(4))
         body.joints.append(_RJoint(name, jtype, (bodies[0], bodies[1]), inverse_transform(T0) @ T1,
@@ -325,9 +351,12 @@ class _Reader:
                 m[t] = numbers(c, file).tolist()
             elif t == "iksolver":
                 m["iksolver"] = (c.text or "").strip()
+
         m["T"] = manip_transform(el, file)
+
         if "effector" not in m:
             raise self.fail(f"manipulator {m['name']!r} needs <effector>", el, file)
+
         return m
 
     # ------------------------------------------------------------------ assembly
@@ -335,11 +364,13 @@ class _Reader:
         names = list(body.links)
         if not names:
             raise self.fail(f"KinBody {body.name!r} has no bodies", None)
+
         index: dict[str, int] = {}
         edges: dict[str, list[tuple[_RJoint, bool]]] = {n: [] for n in names}
         for j in body.joints:
             edges[j.bodies[0]].append((j, False))
             edges[j.bodies[1]].append((j, True))
+
         used: set[int] = set()
         for root in names:
             if root in index:
@@ -361,16 +392,19 @@ class _Reader:
                     used.add(id(j))
                     index[child] = self.attach(builder, j, inverted, index[parent], body.links[child], qual)
                     queue.append(child)
+
         for m in body.manips:
             if m["effector"] not in index:
                 raise self.fail(f"manipulator {m['name']!r}: unknown effector {m['effector']!r}", None, m["file"])
             self.frames.append(("end_effector", index[m["effector"]], m["T"], qual + m["name"]))
+
         for s in body.sensors:
             if s["link"] in index:
                 self.frames.append(("sensor", index[s["link"]], s["T"], qual + s["name"]))
 
     def attach(self, builder: ModelBuilder, j: _RJoint, inverted: bool, parent: int, link: _Link, qual: str) -> int:
         T01, anchor, axes = j.T01, j.anchor, j.axes
+
         if inverted:
             if j.type in ("universal", "hinge2"):
                 raise self.fail(f"joint {j.name!r} ({j.type}) would need to be inverted (its first body is the "
@@ -379,21 +413,26 @@ class _Reader:
             anchor = T10[:3, :3] @ anchor + T10[:3, 3]
             axes = [-(T10[:3, :3] @ a) for a in axes]
             T01 = T10
+
         meta = {"openrave_joint": j.name, **j.meta}
         name = qual + j.name
         if not j.active:
             meta["passive"] = True
             return self.add(builder, qual + link.name, parent, T01, Joint.fixed(name), link, meta)
+
         if j.type == "slider":
             off = transform(None, -j.initial[0] * axes[0])
             joint = self.make(name, JointKind.PRISMATIC, T01[:3, :3].T @ axes[0], j, 0, meta)
             return self.add(builder, qual + link.name, parent, off @ T01, joint, link, None)
+
         if j.type == "hinge" and np.linalg.norm(np.cross(T01[:3, 3] - anchor, axes[0])) < 1e-12:
             off = transform(geometry_rot(axes[0], -j.initial[0]), None)
             joint = self.make(name, JointKind.REVOLUTE, T01[:3, :3].T @ axes[0], j, 0, meta)
             rel = transform(None, anchor) @ off @ transform(None, -anchor) @ T01
             return self.add(builder, qual + link.name, parent, rel, joint, link, None)
+
         at, place = parent, transform(None, anchor)
+
         if j.type == "spherical":
             joint = Joint(name, JointKind.BALL, metadata=meta)
             at = self.add(builder, f"{qual}{link.name}__{j.name}", at, place, joint, None, {"synthetic": "openrave"})
@@ -405,6 +444,7 @@ class _Reader:
                 at = self.add(builder, f"{qual}{link.name}__{jn.rsplit('/', 1)[-1]}", at, place @ off, joint, None,
                               {"synthetic": "openrave"})
                 place = np.eye(4)
+
         return self.add(builder, qual + link.name, at, transform(None, -anchor) @ T01, Joint.fixed(), link, None)
 
     def make(self, name: str, kind: JointKind, axis: np.ndarray, j: _RJoint, k: int, meta: dict[str, Any]) -> Joint:
@@ -443,6 +483,7 @@ class _Reader:
             items = [(root, top)]
         else:
             raise self.fail(f"expected <Environment>, <Robot> or <KinBody>, found <{root.tag}>", root)
+
         bodies: list[tuple[_Body, np.ndarray, etree._Element]] = []
         for el, kind in items:
             b = _Body(el.get("name") or "")
@@ -452,13 +493,16 @@ class _Reader:
                 b.name = f"{kind}{len(bodies)}"
             b.meta["kind"] = kind
             bodies.append((b, np.eye(4), el))
+
         if choose is not None:
             bodies = [x for x in bodies if x[0].name == choose]
             if not bodies:
                 raise self.fail(f"no KinBody or Robot named {choose!r}", root)
+
         bodies = [x for x in bodies if x[0].links]
         if not bodies:
             raise self.fail("no KinBody or Robot with bodies to load", root)
+
         multi = len(bodies) > 1
         builder = ModelBuilder(bodies[0][0].name if not multi else Path(self.file).stem, self.file, "openrave")
         meta: dict[str, Any] = {"kinbodies": []}
@@ -466,6 +510,7 @@ class _Reader:
             self.build(builder, b, place, f"{b.name}/" if multi else "")
             meta["kinbodies"].append({"name": b.name, **b.meta,
                                       "manipulators": [{k: v for k, v in m.items() if k != "T"} for m in b.manips]})
+
         try:
             bs = builder.bodies
             has_child = {x.parent for x in bs}

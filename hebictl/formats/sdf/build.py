@@ -20,7 +20,9 @@ from hebictl.errors import FormatError, ModelError
 from hebictl.formats._xml import HEBICTL_NS, line_of
 from hebictl.formats.building import Stage, add_standard_frames, joint_stages
 from hebictl.formats.rotations import inverse_transform, matrix_quat, rpy_matrix, transform
+from hebictl.formats.sdf.context import ReadContext
 from hebictl.formats.sdf.frames import SCOPE, Entity, Scope
+from hebictl.formats.sdf.links import read_inertial
 from hebictl.model.builder import ModelBuilder
 from hebictl.model.tree import Inertia, Joint, JointKind
 
@@ -58,8 +60,8 @@ class _JointInfo:
 class Flattener:
     """Walks the resolved scopes and lists links, joints and frames with world poses at q = 0."""
 
-    def __init__(self, reader: Any) -> None:
-        self.reader = reader
+    def __init__(self, rc: ReadContext) -> None:
+        self.rc = rc
         self.links: dict[str, _LinkInfo] = {}
         self.joints: list[_JointInfo] = []
         self.frames: list[tuple[str, str, str | None, np.ndarray]] = []  # kind, name, link full, X_W
@@ -79,19 +81,23 @@ class Flattener:
     def model(self, scope: Scope, X_W: np.ndarray, prefix: str) -> None:
         scope.prefix = prefix
         scope.X_W = X_W
+
         for e in scope.entities.values():
             if e.kind == "model" and e.scope is not None:
                 self.model(e.scope, X_W @ scope.pose(e.name), prefix + e.name + SCOPE)
+
         canonical = scope.canonical()
         self.models.append({"name": prefix[:-2] if prefix else scope.name, "static": scope.static,
                             "canonical_link": self.link_full(canonical), "file": scope.file})
         self.frames.append(("model", prefix[:-2] if prefix else scope.name, self.link_full(canonical), X_W))
+
         for k, v in getattr(scope, "drake", {}).items():
             self.drake.setdefault(k, []).extend(v if isinstance(v, list) else [v])
+
         for e in scope.entities.values():
             if e.kind == "link":
                 X = X_W @ scope.pose(e.name)
-                inertia = self.reader.read_inertial(e, scope)
+                inertia = read_inertial(self.rc, e, scope)
                 meta = {**e.data["metadata"], "model": prefix[:-2] if prefix else scope.name}
                 full = self.link_full((scope, e.name))
                 assert full is not None
@@ -101,6 +107,7 @@ class Flattener:
             elif e.kind == "frame":
                 self.frames.append(("frame", prefix + e.name, self.link_full(scope.link_of(e.name)),
                                     X_W @ scope.pose(e.name)))
+
         for e in scope.entities.values():
             if e.kind == "joint":
                 self.joint(scope, e, X_W, prefix)
@@ -123,12 +130,14 @@ class Flattener:
                 axes_J.append(X_MJ[:3, :3].T @ R_ME @ xyz)
             else:
                 axes_J.append(np.asarray(xyz, dtype=np.float64))
+
         full = e.elem.get(f"{{{HEBICTL_NS}}}name") or prefix + e.name
         X_WJ = X_W @ X_MJ
         if e.data["drake"]:
             # Drake's <drake:joint> joins the parent link frame to the child link frame: at zero the
             # child sits on its parent, whatever the links' poses say (and <pose> is not allowed)
             X_WJ = self.links[parent].X_W if parent is not None else np.eye(4)
+
         self.joints.append(_JointInfo(full, e.data["type"], e.elem, e.file, parent, child, X_WJ,
                                       axes_J, e.data["limits"], {**e.data["metadata"], "drake_joint": e.data["drake"]}))
 
@@ -164,6 +173,7 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
                               line_of(j.elem))
         by_child[j.child] = j
         children.setdefault(j.parent, []).append(j)
+
     builder = ModelBuilder(name, source=source, format="sdf")
     index: dict[str, int] = {}
 
@@ -179,6 +189,7 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
 
     def add_joint(j: _JointInfo) -> None:
         child = links[j.child]
+
         if j.parent is None:
             parent, X_WP = -1, np.eye(4)
         else:
@@ -186,6 +197,7 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
                 raise FormatError(f"joint {j.full!r}: parent link {j.parent!r} is not connected to the tree before "
                                   "its child (kinematic loop?)", j.file, line_of(j.elem))
             parent, X_WP = index[j.parent], links[j.parent].X_W
+
         X_PJ = inverse_transform(X_WP) @ j.X_W
         X_JC = np.eye(4) if j.metadata.get("drake_joint") else inverse_transform(j.X_W) @ child.X_W
         stages = _stages(j)
@@ -232,7 +244,7 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
             joint = Joint(written if written is not None else lname, JointKind.FREE, metadata={"sdf_type": "free"})
             X_WF = np.eye(4)
             if elem.get(f"{{{HEBICTL_NS}}}free_joint_pose") is not None:
-                X_WF = info.scope.X_W @ _pose_attribute(elem, "free_joint_pose", flat.reader.file)
+                X_WF = info.scope.X_W @ _pose_attribute(elem, "free_joint_pose", flat.rc.file)
             X_FL = inverse_transform(X_WF) @ info.X_W
             meta = {**info.metadata, "default_position": tuple(X_FL[:3, 3]),
                     "default_quaternion": tuple(matrix_quat(X_FL[:3, :3]))}
@@ -241,7 +253,7 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
             index[lname] = builder.add_body(lname, -1, info.X_W, Joint.fixed(f"{lname}__weld"), info.inertia,
                                             {**info.metadata, "welded_to_world": True})
 
-    if flat.reader.hebictl_frames is not None:
+    if flat.rc.hebictl_frames is not None:
         # written by hebictl: restore the original body order (topological)
         def order(lname: str) -> int:
             info = links[lname]
@@ -264,25 +276,30 @@ def build(flat: Flattener, name: str, source: str | None, gravity: np.ndarray, f
             if lname not in by_child and lname not in index:
                 add_root(lname)
                 add_subtree(lname)
+
     missing = [n for n in links if n not in index]
     if missing:
         j = by_child[missing[0]]
         raise FormatError(f"the joints form a kinematic loop through link {missing[0]!r}", j.file, line_of(j.elem))
-    if flat.reader.hebictl_frames is not None:  # written by hebictl: restore the original frames exactly
-        for el in flat.reader.hebictl_frames:
+
+    if flat.rc.hebictl_frames is not None:  # written by hebictl: restore the original frames exactly
+        for el in flat.rc.hebictl_frames:
             link = el.get("link", "")
             if link and link not in index:
-                raise FormatError(f"<hebictl:frame> refers to unknown link {link!r}", flat.reader.file,
+                raise FormatError(f"<hebictl:frame> refers to unknown link {link!r}", flat.rc.file,
                                   line_of(el))
             values = [float(v) for v in (el.get("pose") or "0 0 0 0 0 0").split()]
             offset = transform(rpy_matrix(values[3:6]), values[:3])
             builder.add_frame(el.get("kind", "frame"), index[link] if link else -1, offset, el.get("name"))
         return builder.build(gravity=gravity, metadata=metadata)
+
     add_standard_frames(builder)
+
     for kind, fname, link, X_W in flat.frames:
         body = -1 if link is None else index[link]
         X_WB = np.eye(4) if link is None else _body_pose(builder, body)
         builder.add_frame(kind, body, inverse_transform(X_WB) @ X_W, fname)
+
     return builder.build(gravity=gravity, metadata=metadata)
 
 

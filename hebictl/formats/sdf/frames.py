@@ -235,7 +235,7 @@ class Scope:
         if self.kind == "world":
             return None
         if self.canonical_attr:
-            found = self._find_link(self.canonical_attr)
+            found = self.find_link(self.canonical_attr)
             if found is None:
                 raise self.fail(f"canonical_link {self.canonical_attr!r} is not a link of {self.what}", self.elem)
             return found
@@ -249,13 +249,13 @@ class Scope:
                     return found
         return None
 
-    def _find_link(self, name: str) -> tuple[Scope, str] | None:
+    def find_link(self, name: str) -> tuple[Scope, str] | None:
         if name in self.entities:
             return (self, name) if self.entities[name].kind == "link" else None
         head, sep, rest = name.partition(SCOPE)
         e = self.entities.get(head)
         if sep:
-            return e.scope._find_link(rest) if e is not None and e.kind == "model" and e.scope else None
+            return e.scope.find_link(rest) if e is not None and e.kind == "model" and e.scope else None
         return (self, name) if e is not None and e.kind == "link" else None
 
     def link_of(self, name: str, _chain: tuple[str, ...] = ()) -> tuple[Scope, str] | None:

@@ -60,6 +60,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -131,11 +132,20 @@ class _SkelJoint:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+def _unqualified(name: str) -> str:
+    return name
+
+
 class _Reader:
+    """One read of a SKEL world: its file, and what the skeletons being read share."""
+
     def __init__(self, file: str, base_dir: Path | None, strict: bool = False) -> None:
         self.file = file
         self.base_dir = base_dir
         self.strict = strict
+        self.skel_names: dict[int, str] = {}  # each <skeleton> element's name, DART's renaming applied
+        self.markers: list[tuple[int, str, FloatArray]] = []  # body, name, offset of each <marker>
+        self.qual: Callable[[str], str] = _unqualified  # names of the skeleton being read ("skel/name" if several)
 
     def fail(self, message: str, elem: etree._Element | None = None) -> FormatError:
         return FormatError(message, self.file, None if elem is None else elem.sourceline)
@@ -170,9 +180,11 @@ class _Reader:
     def read(self, root: etree._Element, skeleton: str | None) -> RobotModel:
         if local_name(root) != "skel":
             raise self.fail(f"expected a <skel> root element, found <{local_name(root)}>", root)
+
         world = root.find("world")
         if world is None:
             raise self.fail("<skel> has no <world> element (a bare <skeleton> is not a SKEL world file)", root)
+
         gravity = np.array([0.0, 0.0, -9.81])
         meta: dict[str, Any] = {"world": world.get("name")}
         physics = world.find("physics")
@@ -185,6 +197,7 @@ class _Reader:
             cd = self.child_text(physics, "collision_detector")
             if cd:
                 meta["collision_detector"] = cd
+
         skels = world.findall("skeleton")
         names: list[str] = []
         for s in skels:  # DART renames repeated skeleton names "name(1)", "name(2)", ...
@@ -193,20 +206,26 @@ class _Reader:
                 k += 1
                 name = f"{base}({k})"
             names.append(name)
+
         self.skel_names = dict(zip(map(id, skels), names, strict=True))
+
         if skeleton is not None:
             if skeleton not in names:
                 raise self.fail(f"no skeleton named {skeleton!r}; the world has {names}", world)
             skels = [skels[names.index(skeleton)]]
+
         if not skels:
             raise self.fail("the world has no <skeleton>", world)
+
         prefix = len(skels) > 1
         stem = skels[0].get("name") if len(skels) == 1 else (world.get("name") or Path(self.file).stem)
         builder = ModelBuilder(stem or "skel", self.file, "skel")
-        self.markers: list[tuple[int, str, FloatArray]] = []
+        self.markers = []
         meta["skeletons"] = []
+
         for s in skels:
             meta["skeletons"].append(self.skeleton(builder, s, prefix))
+
         try:
             add_standard_frames(builder)
             for body, name, offset in self.markers:
@@ -229,6 +248,7 @@ class _Reader:
                      "(as DART does)", self.file, b.sourceline, SkelWarning, "DART", stacklevel=6)
                 continue
             bodies[body.name] = body
+
         joints: dict[str, _SkelJoint] = {}
         joint_names: set[str] = set()
         for j in el.findall("joint"):
@@ -243,6 +263,7 @@ class _Reader:
                 raise self.fail(f"body {joint.child!r} has two parent joints: {joints[joint.child].name!r} and "
                                 f"{joint.name!r}", j)
             joints[joint.child] = joint
+
         created: dict[str, int] = {}
         order = list(joints)
 
@@ -262,27 +283,33 @@ class _Reader:
 
         for child in order:
             create(child, ())
+
         dropped = [n for n in bodies if n not in created]
         if dropped:
             warnings.warn(f"{self.file}:{el.sourceline}: skeleton {sname!r}: bodies {dropped} are in no joint and "
                           "are dropped (as DART does)", category=SkelWarning, stacklevel=3)
+
         return {"name": sname, "mobile": mobile, "bodies": [self.qual(n) for n in created]}
 
     def body(self, el: etree._Element, frame: FloatArray) -> _Body:
         name = el.get("name")
         if not name:
             raise self.fail("<body> needs a name", el)
+
         meta: dict[str, Any] = {"line": el.sourceline}
         if not self.flag(el, "gravity", True):
             meta["gravity"] = False
             warnings.warn(f"{self.file}:{el.sourceline}: body {name!r} has <gravity>0</gravity>; hebictl applies "
                           "gravity to every body", category=SkelWarning, stacklevel=5)
+
         shapes: list[Shape] = []
         for role in ("visualization", "collision"):
             for s in el.findall(f"{role}_shape"):
                 shapes.append(read_shape(s, role, self.pose(s), self.file, self.base_dir))
+
         if shapes:
             meta["shapes"] = [s.as_metadata() for s in shapes]
+
         inertia = Inertia(1.0, (0.0, 0.0, 0.0), dart_default_moment())
         iel = el.find("inertia")
         if iel is not None:
@@ -302,15 +329,19 @@ class _Reader:
                 inertia = Inertia(mass, tuple(com), I)
             except ModelError as exc:
                 raise self.fail(f"body {name!r}: {exc}", iel) from None
+
         soft = el.find("soft_shape")
         if soft is not None:
             inertia = self.soft(el, soft, name, inertia, meta)
+
         markers = []
         for m in el.findall("marker"):
             off = text_floats(m, "offset", self.file, 3) if m.find("offset") is not None else np.zeros(3)
             markers.append((m.get("name") or "", off))
+
         if markers:
             meta["markers"] = markers
+
         return _Body(name, el, frame @ self.pose(el), inertia, meta)
 
     def soft(self, el: etree._Element, soft: etree._Element, name: str, inertia: Inertia,
@@ -333,17 +364,22 @@ class _Reader:
         jtype = el.get("type")
         if not name or not jtype:
             raise self.fail("<joint> needs name and type attributes", el)
+
         if jtype not in _JOINT_TYPES:
             raise self.fail(f"joint {name!r} has unknown type {jtype!r}; expected one of {', '.join(_JOINT_TYPES)}", el)
+
         parent = self.child_text(el, "parent")
         child = self.child_text(el, "child")
         if parent is None or child is None:
             raise self.fail(f"joint {name!r} needs <parent> and <child>", el)
+
         if parent == "world" and "world" not in bodies:
             parent = None
+
         for role, b in (("parent", parent), ("child", child)):
             if b is not None and b not in bodies:
                 raise self.fail(f"joint {name!r}: {role} body {b!r} does not exist", el)
+
         motions = self.motions(el, name, jtype)
         ndof = {"free": 6, "ball": 3}.get(jtype, len(motions))
         meta: dict[str, Any] = {"skel_joint": name, "skel_type": jtype, "line": el.sourceline}
@@ -353,11 +389,13 @@ class _Reader:
                 raise self.fail(f"joint {name!r} has unknown actuator {actuator!r}; expected "
                                 f"{', '.join(_ACTUATORS)}", el)
             meta["actuator"] = actuator
+
         if jtype == "screw":
             axis = el.find("axis")
             meta["screw_pitch"] = self.number(axis, "pitch", 0.1) if axis is not None else 0.1
             warnings.warn(f"{self.file}:{el.sourceline}: screw joint {name!r} becomes independent rotation and "
                           "translation coordinates (pitch kept in metadata)", category=SkelWarning, stacklevel=5)
+
         joint = _SkelJoint(name, jtype, el, parent, child, self.pose(el), motions, ndof,
                            [{} for _ in range(ndof)], meta)
         self.dof_properties(joint)
@@ -377,23 +415,30 @@ class _Reader:
 
     def motions(self, el: etree._Element, name: str, jtype: str) -> list[_Motion]:
         R, P = JointKind.REVOLUTE, JointKind.PRISMATIC
+
         if jtype == "weld":
             return []
+
         if jtype in ("revolute", "prismatic"):
             return [_Motion(R if jtype == "revolute" else P, self.axis_vec(el, "axis", name), "", 0)]
+
         if jtype == "screw":
             a = self.axis_vec(el, "axis", name)
             return [_Motion(R, a, "rot", 0), _Motion(P, a, "trans", 0)]
+
         if jtype == "universal":
             return [_Motion(R, self.axis_vec(el, "axis", name), "1", 0),
                     _Motion(R, self.axis_vec(el, "axis2", name), "2", 1)]
+
         if jtype == "euler":
             order = self.child_text(el, "axis_order")
             if order not in ("xyz", "zyx"):
                 raise self.fail(f"euler joint {name!r} needs <axis_order> xyz or zyx, got {order!r}", el)
             return [_Motion(R, _UNIT[c], c, i) for i, c in enumerate(order)]
+
         if jtype == "translational":
             return [_Motion(P, _UNIT[c], c, i) for i, c in enumerate("xyz")]
+
         if jtype in ("planar", "translational2d"):
             plane = el.find("plane")
             ptype = "xy" if plane is None else plane.get("type", "xy")
@@ -414,8 +459,10 @@ class _Reader:
                 unit = n / np.linalg.norm(n)
                 out.append(_Motion(R, (float(unit[0]), float(unit[1]), float(unit[2])), "rot", 2))
             return out
+
         if jtype == "ball":
             return [_Motion(JointKind.BALL, (0.0, 0.0, 1.0), "", 0)]
+
         return [_Motion(JointKind.FREE, (0.0, 0.0, 1.0), "", 0)]
 
     def dof_properties(self, j: _SkelJoint) -> None:  # noqa: C901 (one branch per attribute of the element it reads)
@@ -441,12 +488,14 @@ class _Reader:
                 for tag in ("lower", "upper"):
                     if lim.find(tag) is not None:
                         d[tag] = self.number(lim, tag)
+
         for tag, key in (("init_pos", "initial_position"), ("init_vel", "initial_velocity")):
             c = el.find(tag)
             if c is not None:
                 v = parse_floats(c.text or "", c, "text", self.file, n)
                 for i in range(n):
                     j.dofs[i][key] = float(v[i])
+
         for dof in el.findall("dof"):
             idx = dof.get("local_index")
             if idx is None and n > 1:
@@ -487,12 +536,14 @@ class _Reader:
         meta = dict(child.meta)
         if not mobile:
             meta["immobile"] = True
+
         if not mobile or not j.motions:  # weld, or an immobile skeleton welded at its initial configuration
             if j.motions:
                 T_pj = T_pj @ self.initial_motion(j)
                 meta["welded_joint"] = j.name
             return self.add(builder, cname, parent, T_pj @ inverse_transform(j.T_cj), Joint.fixed(self.qual(j.name)),
                             child.inertia, meta, j)
+
         # re-express a lone prismatic/revolute joint in the child frame when T_cj allows it
         if len(j.motions) == 1 and j.motions[0].kind in (JointKind.PRISMATIC, JointKind.REVOLUTE):
             m = j.motions[0]
@@ -501,8 +552,10 @@ class _Reader:
             if m.kind is JointKind.PRISMATIC or np.linalg.norm(np.cross(p, a)) < 1e-12:
                 joint = self.make_joint(j, m, (float(a[0]), float(a[1]), float(a[2])), len(j.motions))
                 return self.add(builder, cname, parent, T_pj @ inverse_transform(j.T_cj), joint, child.inertia, meta, j)
+
         identity_cj = np.allclose(j.T_cj, np.eye(4), rtol=0.0, atol=1e-15)
         at, place = parent, T_pj
+
         for k, m in enumerate(j.motions):
             joint = self.make_joint(j, m, m.axis, len(j.motions))
             last = k == len(j.motions) - 1
@@ -511,6 +564,7 @@ class _Reader:
             at = self.add(builder, f"{cname}__{joint.name.rsplit('/', 1)[-1]}", at, place, joint, None,
                           {"synthetic": "skel joint chain"} | self.free_default(j, m), j)
             place = np.eye(4)
+
         return self.add(builder, cname, at, inverse_transform(j.T_cj), Joint.fixed(), child.inertia, meta, j)
 
     def initial_motion(self, j: _SkelJoint) -> FloatArray:
@@ -547,6 +601,7 @@ class _Reader:
             custom = d.get("name") if count > 1 else None
             name = custom or (j.name if count == 1 else f"{j.name}_{m.suffix}")
             dofs = [d]
+
         meta = dict(j.meta) | {"skel_dofs": [m.dof] if m.kind not in (JointKind.BALL, JointKind.FREE)
                                 else list(range(j.ndof))}
         extras = {k: [dd.get(k) for dd in dofs] for k in ("initial_position", "initial_velocity", "spring_stiffness",

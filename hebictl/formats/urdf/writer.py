@@ -30,7 +30,7 @@ from lxml import etree
 from hebictl.formats._xml import DRAKE_NS, HEBICTL_NS, fmt_floats
 from hebictl.formats.building import unique
 from hebictl.formats.rotations import matrix_rpy, z_to_vector
-from hebictl.formats.urdf.reader import DBL_MAX
+from hebictl.formats.urdf.joints import DBL_MAX
 from hebictl.formats.writers import body_names, bones, check_expressible
 from hebictl.model.tree import JointKind
 

@@ -134,6 +134,7 @@ class _Reader:
     def read(self, root: etree._Element) -> RobotModel:
         if local_name(root) != "x_xy":
             raise self.fail(f"expected an <x_xy> root element, found <{local_name(root)}>", root)
+
         for el in root.iter():
             if not isinstance(el.tag, str):
                 continue
@@ -144,13 +145,17 @@ class _Reader:
             for key in el.attrib:
                 if key not in allowed:
                     raise self.fail(f"<{tag}> does not take the attribute {key!r}", el)
+
         self.defaults: dict[str, dict[str, str]] = {"geom": {}, "body": {}}
+
         for d in root.findall("defaults"):
             for c in elements(d):
                 self.defaults.setdefault(local_name(c), {}).update(c.attrib)
+
         options = root.findall("options")
         if len(options) > 1:
             raise self.fail("more than one <options>", options[1])
+
         opt = options[0].attrib if options else {}
         ring_gravity = self.floats(opt, "gravity", options[0], 3) if "gravity" in opt else np.array([0, 0, 9.81])
         meta: dict[str, Any] = {"model": root.get("model"), "dt": float(self.floats(opt, "dt", options[0], 1)[0])
@@ -158,20 +163,25 @@ class _Reader:
         worlds = root.findall("worldbody")
         if len(worlds) != 1:
             raise self.fail("an x_xy file needs exactly one <worldbody>", root)
+
         builder = ModelBuilder(root.get("model") or Path(self.file).stem, self.file, "xxy")
         self.omc: list[tuple[int, str, np.ndarray]] = []
         self.names: set[str] = set()
         world_geoms = [self.geom(g)[1] for g in worlds[0].findall("geom")]
         if world_geoms:
             meta["world_geoms"] = world_geoms
+
         bodies = worlds[0].findall("body")
         if not bodies:
             raise self.fail("<worldbody> has no <body>", worlds[0])
+
         for b in bodies:
             self.body(builder, b, -1)
+
         unused = set(self.joint_axes) - self.used_axes
         if unused:
             raise FormatError(f"joint_axes names bodies without rr/rr_imp/rsaddle joints: {sorted(unused)}", self.file)
+
         try:
             add_standard_frames(builder)
             for body, name, off in self.omc:
@@ -188,27 +198,36 @@ class _Reader:
         gtype = a.get("type")
         if gtype not in _GEOMS:
             raise self.fail(f"<geom> type {gtype!r} is not one of {', '.join(_GEOMS)}", el)
+
         meta: dict[str, Any] = {"type": gtype, "line": el.sourceline}
         for key in ("color", "edge_color"):
             if key in a:
                 meta[key] = a[key]
+
         if gtype == "xyz":
             dim = self.floats(a, "dim", el, 1, (1.0,))
             meta["dim"] = float(dim[0])
             return None, meta
+
         if "mass" not in a:
             raise self.fail(f"<geom type={gtype!r}> needs a mass", el)
+
         mass = float(self.floats(a, "mass", el, 1)[0])
         if mass < 0:
             raise self.fail("<geom> mass must not be negative", el)
+
         n = {"box": 3, "sphere": 1, "cylinder": 2, "capsule": 2}[gtype]
+
         if "dim" not in a:
             raise self.fail(f"<geom type={gtype!r}> needs dim", el)
+
         dim = self.floats(a, "dim", el, n)
         if np.any(dim <= 0):
             raise self.fail(f"<geom type={gtype!r}> dimensions must be positive", el)
+
         pos = self.floats(a, "pos", el, 3, (0.0, 0.0, 0.0))
         Rg = xxy_rotation(a, el, self.file)
+
         if gtype == "box":
             I = geometry.box_inertia(mass, *(0.5 * dim))
         elif gtype == "sphere":
@@ -216,6 +235,7 @@ class _Reader:
         else:
             f = geometry.cylinder_inertia if gtype == "cylinder" else geometry.capsule_inertia
             I = _Z_TO_X @ f(mass, dim[0], 0.5 * dim[1]) @ _Z_TO_X.T
+
         meta.update(mass=mass, dim=dim.tolist(), pose=transform(Rg, pos).tolist())
         return geometry.MassProperties(mass, pos, Rg @ I @ Rg.T), meta
 
@@ -224,29 +244,37 @@ class _Reader:
         name = a.get("name")
         if not name:
             raise self.fail("<body> needs a name", el)
+
         if name in self.names:
             raise self.fail(f"duplicate body name {name!r}", el)
+
         self.names.add(name)
         jtype = a.get("joint")
         if jtype not in _JOINTS:
             raise self.fail(f"body {name!r} has unknown joint type {jtype!r}; expected one of "
                             f"{', '.join(_JOINTS)}", el)
+
         nq, nv, chain = _JOINTS[jtype]
         pos = self.floats(a, "pos", el, 3, (0.0, 0.0, 0.0))
         meta: dict[str, Any] = {"line": el.sourceline, "xxy_joint": jtype}
+
         if ("pos_min" in a) != ("pos_max" in a):
             raise self.fail(f"body {name!r} has only one of pos_min and pos_max; give both or neither", el)
+
         if "pos_min" in a:
             lo, hi = self.floats(a, "pos_min", el, 3), self.floats(a, "pos_max", el, 3)
             if np.array_equal(lo, hi):
                 raise self.fail(f"body {name!r}: pos_min equals pos_max; use pos instead", el)
             meta["pos_range"] = (lo.tolist(), hi.tolist())
+
         place = transform(xxy_rotation(a, el, self.file), pos)
         props = [self.geom(g) for g in el.findall("geom")]
         mp = geometry.combine([p for p, _ in props if p is not None])
         inertia = Inertia(mp.mass, tuple(mp.com), mp.inertia)
+
         if props:
             meta["geoms"] = [m for _, m in props]
+
         dyn = {}
         for key, width in (("damping", nv), ("armature", nv), ("spring_stiff", nv), ("spring_zero", nq)):
             if key in a:
@@ -255,9 +283,11 @@ class _Reader:
                     raise self.fail(f"body {name!r}: {key} needs {width} value(s) for a {jtype} joint, got {len(v)}",
                                     el)
                 dyn[key] = v
+
         # joints without free axes (not in _DEFAULT_AXES) name every axis in their chain
         axes = self.custom_axes(name, jtype, el) if jtype in _DEFAULT_AXES else []
         at, k_axis, vi = parent, 0, 0
+
         for k, (kind, axis, suffix) in enumerate(chain):
             if axis is None:
                 axis, k_axis = axes[k_axis], k_axis + 1
@@ -293,11 +323,14 @@ class _Reader:
                 at = self.add(builder, f"{name}__{suffix}", at, place, joint, None, {"synthetic": "x_xy joint chain"},
                               el)
             place = np.eye(4)
+
         if not chain:
             at = self.add(builder, name, parent, place, Joint.fixed(name), inertia, meta, el)
+
         for o in el.findall("omc"):
             oa = o.attrib
             self.omc.append((at, oa.get("name", name), self.floats(oa, "pos", o, 3, (0.0, 0.0, 0.0))))
+
         for child in el.findall("body"):
             self.body(builder, child, at)
 
