@@ -177,7 +177,10 @@ def _read_axis(rc: ReadContext, ax: etree._Element, tag: str, name: str, jtype: 
 def _screw_pitch(elem: etree._Element, name: str, file: str) -> float:
     """A screw joint's pitch [m/rev]: ``screw_thread_pitch`` (1.10+, or Drake's), else the older
     ``thread_pitch`` as libsdformat converts it (-2π / thread_pitch), else 1."""
-    stp = child_of(elem, "screw_thread_pitch") or child_of(elem, f"{{{DRAKE_NS}}}screw_thread_pitch")
+    # `is None`, not `or`: an lxml element without children is false, so `or` skipped a given pitch
+    stp = child_of(elem, "screw_thread_pitch")
+    if stp is None:
+        stp = child_of(elem, f"{{{DRAKE_NS}}}screw_thread_pitch")
     tp = child_of(elem, "thread_pitch")
     if stp is not None:
         return sdf_float(stp, file, 1.0)

@@ -67,7 +67,13 @@ def _geometry(parent: etree._Element, shape: dict[str, Any]) -> bool:
         a, b, c = shape["radii"]
         etree.SubElement(geo, f"{{{DRAKE_NS}}}ellipsoid", a=_num(a), b=_num(b), c=_num(c))
     elif kind == "mesh":
-        el = etree.SubElement(geo, "mesh", filename=shape["filename"])
+        # URDF's own filename as read; else the file an SDF/MJCF mesh resolved to (a `model://` URI means
+        # nothing to a URDF reader); else the URI as written. A mesh that names no file is left out.
+        filename = shape.get("filename") or shape.get("mesh_path") or shape.get("uri")
+        if not filename:
+            parent.remove(geo)
+            return False
+        el = etree.SubElement(geo, "mesh", filename=str(filename))
         if isinstance(shape.get("scale"), list):
             el.set("scale", fmt_floats(shape["scale"]))
     else:

@@ -84,6 +84,9 @@ def hebictl_q(model: RobotModel, ref: dict[str, Any], q_drake: np.ndarray, prefi
         elif t == "universal":
             q[index[f"{name}_axis1"]], q[index[f"{name}_axis2"]] = qd
         elif t == "screw":
+            body = model.bodies[model.link_names.index(_drake_name(j["child"], prefix))]
+            pitch = body.joint.metadata.get("screw_pitch")  # hebictl's reading of the file, against Drake's
+            assert pitch == pytest.approx(j["screw_pitch"], rel=1e-12), f"{name}: screw pitch {pitch} vs Drake"
             q[index[f"{name}_rotation"]] = qd[0]
             q[index[f"{name}_translation"]] = j["screw_pitch"] / (2 * np.pi) * qd[0]
         elif t == "planar":
