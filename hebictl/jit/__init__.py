@@ -27,6 +27,7 @@ from hebictl.jit.registry import (
     helper,
     interpreted_namespace,
     kernel,
+    materialize,
     registered,
 )
 
@@ -34,4 +35,4 @@ from hebictl.jit.registry import (
 CACHE = os.environ.get("HEBICTL_NUMBA_CACHE", "1") != "0"
 
 __all__ = ["CACHE", "INTERPRETED_MAX_BATCH", "Kernel", "dispatcher_of", "entry_kernels", "helper",
-           "interpreted_namespace", "kernel", "mode", "preload", "registered", "stamp_path"]
+           "interpreted_namespace", "kernel", "materialize", "mode", "preload", "registered", "stamp_path"]

@@ -203,6 +203,15 @@ def kernel(*signatures: str, cold: str = "interpret", batch: int | None = None,
     return register
 
 
+def materialize(module_name: str) -> None:
+    """Make every kernel of ``module_name`` a numba dispatcher now (imports numba; compiles nothing).
+
+    For a module whose entry kernels other modules import by name (``from m import kernel``):
+    called at its end, they import the dispatcher itself, not a wrapper that stays in between.
+    """
+    module_of(module_name).swap_in()
+
+
 def dispatcher_of(module_name: str, name: str) -> Any:
     """The numba dispatcher of kernel ``name`` of ``module_name`` (materializing the module if needed)."""
     module = module_of(module_name)
@@ -222,4 +231,4 @@ def entry_kernels(module_name: str) -> tuple[str, ...]:
 
 
 __all__ = ["COLD_POLICIES", "Kernel", "KernelModule", "LazyJit", "dispatcher_of", "entry_kernels", "helper",
-           "interpreted_namespace", "kernel", "module_of", "registered"]
+           "interpreted_namespace", "kernel", "materialize", "module_of", "registered"]
