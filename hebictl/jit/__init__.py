@@ -22,6 +22,7 @@ import os
 from hebictl.jit.cache import INTERPRETED_MAX_BATCH, mode, preload, stamp_path
 from hebictl.jit.registry import (
     Kernel,
+    direct,
     dispatcher_of,
     entry_kernels,
     helper,
@@ -34,5 +35,5 @@ from hebictl.jit.registry import (
 #: numba's ``cache=`` for every kernel (``HEBICTL_NUMBA_CACHE=0``: compile in memory only)
 CACHE = os.environ.get("HEBICTL_NUMBA_CACHE", "1") != "0"
 
-__all__ = ["CACHE", "INTERPRETED_MAX_BATCH", "Kernel", "dispatcher_of", "entry_kernels", "helper",
+__all__ = ["CACHE", "INTERPRETED_MAX_BATCH", "Kernel", "direct", "dispatcher_of", "entry_kernels", "helper",
            "interpreted_namespace", "kernel", "materialize", "mode", "preload", "registered", "stamp_path"]

@@ -89,10 +89,36 @@ class Kernel:
         return f"{self.module_name}.{self.name}"
 
     def swap_in(self) -> None:
-        """Put the compiled dispatcher on the module in this wrapper's place (no-op if already there)."""
+        """Put the compiled dispatcher on the module in this wrapper's place (no-op if already there),
+        and the compiled entry point in the module's :func:`direct` namespace."""
+        if self.dispatcher is None:
+            return
         module = sys.modules[self.module_name]
-        if getattr(module, self.name, None) is self and self.dispatcher is not None:
+        if getattr(module, self.name, None) is self:
             setattr(module, self.name, self.dispatcher)
+        namespace = module_of(self.module_name).direct
+        if getattr(namespace, self.name, None) is self:
+            setattr(namespace, self.name, self._direct_call())
+
+    def _direct_call(self) -> Callable[..., Any]:
+        """The compiled entry point of the one declared signature, once numba has it (loaded or
+        compiled); until then a call through the dispatcher that looks again afterwards."""
+        if len(self.signatures) != 1:
+            return self.dispatcher
+        try:
+            return self.dispatcher.get_overload(self.signatures[0])  # type: ignore[no-any-return]
+        except KeyError:
+            pass
+
+        def first_call(*args: Any) -> Any:
+            result = self.dispatcher(*args)
+            try:
+                setattr(module_of(self.module_name).direct, self.name, self.dispatcher.get_overload(self.signatures[0]))
+            except KeyError:  # called with other types: stay on the type-checking dispatcher
+                setattr(module_of(self.module_name).direct, self.name, self.dispatcher)
+            return result
+
+        return first_call
 
     def compile_signatures(self) -> None:
         """Compile (or load from numba's cache) every declared signature."""
@@ -112,6 +138,8 @@ class KernelModule:
     def __init__(self, name: str) -> None:
         self.name = name
         self.entries: dict[str, Kernel] = {}
+        #: the entry kernels without numba's type dispatch (see :func:`direct`)
+        self.direct = types.SimpleNamespace()
         self.materialized = False
         self._interpreted: dict[str, Callable[..., Any]] | None = None
 
@@ -197,7 +225,9 @@ def kernel(*signatures: str, cold: str = "interpret", batch: int | None = None,
     def register(func: Callable[..., Any]) -> Kernel:
         entry = Kernel(LazyJit(func, options), tuple(f"({s},)" if "," not in s else f"({s})" for s in signatures),
                        cold, batch)
-        module_of(func.__module__).entries[entry.name] = entry
+        km = module_of(func.__module__)
+        km.entries[entry.name] = entry
+        setattr(km.direct, entry.name, entry)
         return entry
 
     return register
@@ -210,6 +240,20 @@ def materialize(module_name: str) -> None:
     called at its end, they import the dispatcher itself, not a wrapper that stays in between.
     """
     module_of(module_name).swap_in()
+
+
+def direct(module_name: str) -> types.SimpleNamespace:
+    """The entry kernels of ``module_name`` as attributes that skip numba's type dispatch.
+
+    Why: numba's dispatcher types every argument and looks the signature up on each call, about a
+    fifth of a single model call (FK, gravity). Once a kernel's one declared signature is compiled
+    or loaded, its attribute here is numba's compiled entry point for that signature, which unboxes
+    the arguments as the declared types without checking them: callers MUST pass exactly those
+    types (a C-contiguous float64 array where ``f8[::1]`` is declared ...), as validated public
+    paths do (``RobotModel``'s single-configuration calls). Before that, the attribute is the
+    kernel's wrapper or dispatcher, which checks.
+    """
+    return module_of(module_name).direct
 
 
 def dispatcher_of(module_name: str, name: str) -> Any:
@@ -230,5 +274,5 @@ def entry_kernels(module_name: str) -> tuple[str, ...]:
     return tuple(module_of(module_name).entries)
 
 
-__all__ = ["COLD_POLICIES", "Kernel", "KernelModule", "LazyJit", "dispatcher_of", "entry_kernels", "helper",
+__all__ = ["COLD_POLICIES", "Kernel", "KernelModule", "LazyJit", "direct", "dispatcher_of", "entry_kernels", "helper",
            "interpreted_namespace", "kernel", "materialize", "module_of", "registered"]
