@@ -153,6 +153,11 @@ class WarmUp:
         threading.Thread(target=load, name="hebictl-kernel-load", daemon=True).start()
 
 
+def compile_processes() -> tuple[subprocess.Popen[bytes], ...]:
+    """The background compile processes this process started (one serves every module cold at the time)."""
+    return tuple(dict.fromkeys(_COMPILERS.values()))
+
+
 def _cold(km: KernelModule) -> bool:
     stamp = stamp_path(km.name)
     return stamp is not None and not stamp.exists()
@@ -222,5 +227,5 @@ _COMPILERS: dict[str, subprocess.Popen[bytes]] = {}
 _WARM: dict[str, WarmUp] = {}
 _WARM_LOCK = threading.Lock()
 
-__all__ = ["INTERPRETED_MAX_BATCH", "LOCK_STALE_S", "WarmUp", "call_cold", "mode", "preload", "stamp_path",
-           "warm_up_of"]
+__all__ = ["INTERPRETED_MAX_BATCH", "LOCK_STALE_S", "WarmUp", "call_cold", "compile_processes", "mode", "preload",
+           "stamp_path", "warm_up_of"]
