@@ -106,7 +106,7 @@ class Kernel:
         if len(self.signatures) != 1:
             return self.dispatcher
         try:
-            return self.dispatcher.get_overload(self.signatures[0])  # type: ignore[no-any-return]
+            return self.dispatcher.get_overload(self.signatures[0])
         except KeyError:
             pass
 

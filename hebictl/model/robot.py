@@ -110,7 +110,7 @@ class RobotModel:
         self.bodies = bodies
         self.frames = frames
         self.base = base
-        self.gravity = gravity  # type: ignore[assignment]  # the setter takes any 3 numbers
+        self.gravity = gravity
         self.source = source
         self.format = format
         self.metadata = dict(metadata)
