@@ -8,6 +8,7 @@ their numba signatures) and :func:`helper` (compiled with them); this package im
 standard library (numba once a kernel is needed) and knows no kernel module.
 
 * :mod:`hebictl.jit.registry`: the decorators and what they record;
+* :mod:`hebictl.jit.stamps`: the file that says a module's signatures are in numba's cache;
 * :mod:`hebictl.jit.cache`: cold and warm cache, background compile, :func:`preload`;
 * :mod:`hebictl.jit.compile`: ``python -m hebictl.jit.compile`` compiles the declared signatures.
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import os
 
-from hebictl.jit.cache import INTERPRETED_MAX_BATCH, mode, preload, stamp_path
+from hebictl.jit.cache import INTERPRETED_MAX_BATCH, mode, preload
 from hebictl.jit.registry import (
     Kernel,
     direct,
@@ -31,6 +32,7 @@ from hebictl.jit.registry import (
     materialize,
     registered,
 )
+from hebictl.jit.stamps import stamp_path
 
 #: numba's ``cache=`` for every kernel (``HEBICTL_NUMBA_CACHE=0``: compile in memory only)
 CACHE = os.environ.get("HEBICTL_NUMBA_CACHE", "1") != "0"

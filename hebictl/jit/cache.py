@@ -24,7 +24,6 @@ it); ``HEBICTL_JIT=interpreted`` keeps the interpreted kernels.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import logging
 import os
@@ -35,7 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hebictl.jit.registry import Kernel, KernelModule, module_of, registered
+from hebictl.jit.registry import Kernel, KernelModule, module_of, registered, set_cold_call
+from hebictl.jit.stamps import stamp_path
 
 log = logging.getLogger(__name__)
 
@@ -49,28 +49,6 @@ LOCK_STALE_S = 300.0
 def mode() -> str:
     """``HEBICTL_JIT``: ``auto`` (the default), ``eager`` or ``interpreted``."""
     return os.environ.get("HEBICTL_JIT", "auto").strip().lower()
-
-
-def stamp_path(module_name: str) -> Path | None:
-    """The file that says "every declared signature of this module is in numba's cache", or None.
-
-    It sits in numba's cache folder for the module and its name hashes the module's source and
-    numba's and Python's versions, so an upgrade or an edited kernel makes it stale.
-    """
-    km = module_of(module_name)
-    km.materialize()
-    if not km.entries:
-        return None
-    dispatcher = next(iter(km.entries.values())).dispatcher
-    folder = getattr(getattr(dispatcher, "_cache", None), "_cache_path", None)
-    if folder is None:
-        return None
-    import numba
-
-    file = km.module.__file__
-    source = Path(file).read_bytes() if file else b""
-    key = hashlib.sha1(source + numba.__version__.encode() + sys.version.encode()).hexdigest()[:16]
-    return Path(folder) / f"hebictl-kernels-{module_name.rsplit('.', 1)[-1]}-{key}.warm"
 
 
 class WarmUp:
@@ -222,10 +200,12 @@ def preload(*module_names: str) -> None:
             entry.swap_in()
 
 
+set_cold_call(call_cold)
+
 #: the background compile process of each kernel module this process started
 _COMPILERS: dict[str, subprocess.Popen[bytes]] = {}
 _WARM: dict[str, WarmUp] = {}
 _WARM_LOCK = threading.Lock()
 
 __all__ = ["INTERPRETED_MAX_BATCH", "LOCK_STALE_S", "WarmUp", "call_cold", "compile_processes", "mode", "preload",
-           "stamp_path", "warm_up_of"]
+           "warm_up_of"]

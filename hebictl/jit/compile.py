@@ -19,8 +19,8 @@ import os
 import sys
 from pathlib import Path
 
-from hebictl.jit.cache import stamp_path
 from hebictl.jit.registry import module_of
+from hebictl.jit.stamps import stamp_path
 
 
 def compile_modules(names: list[str] | tuple[str, ...]) -> list[Path]:

@@ -127,9 +127,7 @@ class Kernel:
                 self.dispatcher.compile(sig)
 
     def __call__(self, *args: Any) -> Any:
-        from hebictl.jit import cache
-
-        return cache.call_cold(self, args)
+        return _COLD_CALL[0](self, args)
 
 
 class KernelModule:
@@ -184,6 +182,20 @@ class KernelModule:
                 namespace[name] = types.FunctionType(f.__code__, namespace, name, f.__defaults__, f.__closure__)
             self._interpreted = namespace
         return self._interpreted
+
+
+def _no_cold_call(entry: Kernel, args: tuple[Any, ...]) -> Any:
+    raise RuntimeError(f"{entry.key}: import hebictl.jit (its cache module handles a kernel's first calls)")
+
+
+#: what a call of a wrapped entry kernel does: set by :mod:`hebictl.jit.cache` (which sits above
+#: this module) through :func:`set_cold_call`
+_COLD_CALL: list[Callable[[Kernel, tuple[Any, ...]], Any]] = [_no_cold_call]
+
+
+def set_cold_call(handler: Callable[[Kernel, tuple[Any, ...]], Any]) -> None:
+    """Install what a call of an entry kernel does before its dispatcher takes its place."""
+    _COLD_CALL[0] = handler
 
 
 _MATERIALIZE_LOCK = threading.RLock()
@@ -275,4 +287,4 @@ def entry_kernels(module_name: str) -> tuple[str, ...]:
 
 
 __all__ = ["COLD_POLICIES", "Kernel", "KernelModule", "LazyJit", "direct", "dispatcher_of", "entry_kernels", "helper",
-           "interpreted_namespace", "kernel", "materialize", "module_of", "registered"]
+           "interpreted_namespace", "kernel", "materialize", "module_of", "registered", "set_cold_call"]
