@@ -93,8 +93,8 @@ class WarmUp:
             log.debug("kernels: no background compile (%s)", exc)
             return
         # every registered module still cold goes to the same process: one compiler, not one each
-        names = [self.km.name] + [m.name for m in registered()
-                                  if m.name != self.km.name and m.name not in _COMPILERS and _cold(m)]
+        names = [self.km.name] + [m.name for m in registered() if m.name != self.km.name
+                                  and m.name not in _COMPILERS and _interprets(m) and _cold(m)]
         log.info("compiling the kernels in the background (first run after an install): %s", ", ".join(names))
         env = {**os.environ, "HEBICTL_JIT": "eager"}
         self.proc = subprocess.Popen([sys.executable, "-m", "hebictl.jit.compile", *names], env=env,
@@ -134,6 +134,11 @@ class WarmUp:
 def compile_processes() -> tuple[subprocess.Popen[bytes], ...]:
     """The background compile processes this process started (one serves every module cold at the time)."""
     return tuple(dict.fromkeys(_COMPILERS.values()))
+
+
+def _interprets(km: KernelModule) -> bool:
+    """True if a kernel of the module runs interpreted while the cache is cold (worth compiling in the background)."""
+    return any(entry.cold == "interpret" for entry in km.entries.values())
 
 
 def _cold(km: KernelModule) -> bool:
@@ -188,16 +193,17 @@ def preload(*module_names: str) -> None:
         km = module_of(name)
         if how == "interpreted":
             continue
-        if how != "eager" and not warm_up_of(km).decide():
+        compile_only = all(entry.cold == "compile" for entry in km.entries.values())
+        if how == "eager" or compile_only or warm_up_of(km).decide():
+            km.materialize()  # cached (or compiled in the caller anyway): load every signature now
             for entry in km.entries.values():
-                if entry.cold == "compile":
-                    entry.compile_signatures()
-                    entry.swap_in()
+                entry.compile_signatures()
+                entry.swap_in()
             continue
-        km.materialize()
-        for entry in km.entries.values():
-            entry.compile_signatures()
-            entry.swap_in()
+        for entry in km.entries.values():  # cold: the background compile has started
+            if entry.cold == "compile":
+                entry.compile_signatures()
+                entry.swap_in()
 
 
 set_cold_call(call_cold)
