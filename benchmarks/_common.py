@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 # benchmarks time the compiled kernels: compile on first call (numba's way) rather than running
-# them interpreted while a cold cache is filled in the background (hebictl.model.warmup)
+# them interpreted while a cold cache is filled in the background (hebictl.jit.cache)
 os.environ.setdefault("HEBICTL_JIT", "eager")
 
 REPO = Path(__file__).resolve().parents[1]

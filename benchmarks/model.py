@@ -4,7 +4,9 @@ Prints median µs per call for FK, end-effector Jacobian, gravity and dynamics c
 the ratio hebictl/hebi-py (< 1: hebictl faster); then, when pinocchio is installed, the same four
 single calls against pinocchio reading hebictl's own URDF export of the kit; then the
 per-configuration cost of one batched call over B = 10,000 configurations against hebi-py's
-per-call loop.
+per-call loop. Last, where a single call's time goes (``--breakdown`` only: a public call against
+its kernel's compiled entry point, numba's dispatcher, an empty kernel with as many arguments, and
+the output's allocation).
 Targets: gravity single call <= 1.5x hebi-py (issue 2); batched throughput >= 20x hebi-py;
 gravity, RNEA, FK of all frames and the end-effector Jacobian within 2x pinocchio (issue 22).
 
@@ -16,6 +18,7 @@ shared machine the load changes within seconds, and adjacent blocks see the same
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 from collections.abc import Callable
 
@@ -79,6 +82,35 @@ def main() -> None:
         batched.append([name, f"{t_ours:.3f}", f"{t_ref:.3f}", f"{t_ref / t_ours:.1f}x"])
     table(f"batched, B = {B}: µs per configuration", ["query", "hebictl batch", "hebi-py loop", "throughput gain"],
           batched)
+    if "--breakdown" in sys.argv:
+        breakdown(ours, q, g)
+
+
+def breakdown(ours: RobotModel, q: np.ndarray, g: np.ndarray) -> None:
+    """Where a single gravity call's time goes: the public call (input checks, output allocation,
+    the kernel's compiled entry point), the unchecked ``_into`` call (numba's dispatcher, no checks,
+    no allocation), an empty kernel with as many array arguments (dispatch and unboxing only, and
+    unboxing only through its entry point), and numpy's allocation and input check."""
+    import numba
+
+    tau = np.empty(ours.nv)
+
+    @numba.njit
+    def nothing5(a, b, c, d, e):  # five arrays like gravity(q, g, ints, floats, out), no arithmetic
+        return None
+
+    args = (q, g, np.zeros(8, dtype=np.int64), np.zeros((8, 3, 3)), tau)
+    nothing5(*args)
+    entry = nothing5.get_overload(nothing5.signatures[0])
+    rows = [[name, f"{median_us(fn):.3f}"] for name, fn in (
+        ("gravity_compensation(q, g): public, checked, allocates", lambda: ours.gravity_compensation(q, g)),
+        ("gravity_compensation_into(q, g, out): numba's dispatcher", lambda: ours.gravity_compensation_into(q, g, tau)),
+        ("empty kernel, 5 arrays, numba's dispatcher", lambda: nothing5(*args)),
+        ("empty kernel, 5 arrays, compiled entry point", lambda: entry(*args)),
+        ("np.empty(nv): the output", lambda: np.empty(ours.nv)),
+        ("np.ascontiguousarray(q, float64): the input check", lambda: np.ascontiguousarray(q, np.float64)),
+    )]
+    table("where a single gravity call's time goes: median µs", ["step", "µs"], rows)
 
 
 def vs_pinocchio(ours: RobotModel, q: np.ndarray, g: np.ndarray) -> None:

@@ -38,20 +38,18 @@ stiffness acting on a light wrist link are far too stiff for an explicit 1 ms st
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
+from hebictl import jit
 from hebictl._typing import FloatArray
 from hebictl.errors import ConfigError, HardwareError
 from hebictl.gains import CONTROL_STRATEGIES, PID_BLOCKS, PID_FIELDS, GroupGains
 
 __all__ = ["ActuatorGroup", "default_gain_table", "gain_table"]
 
-_CACHE = os.environ.get("HEBICTL_NUMBA_CACHE", "1") != "0"
 
 # loop indices (PID_BLOCKS order) and gain-field indices (PID_FIELDS order)
 POS, VEL, EFF = 0, 1, 2
@@ -74,18 +72,18 @@ _SLOPE_DQ = 1e-6  # [rad]
 
 
 # --------------------------------------------------------------------------------------- kernel
-@njit(cache=_CACHE, inline="always")
+@jit.helper(cache=jit.CACHE, inline="always")
 def _clip(x, lo, hi):
     return lo if x < lo else (hi if x > hi else x)
 
 
-@njit(cache=_CACHE)
+@jit.helper(cache=jit.CACHE)
 def _reset(st, loop, i):
     st[loop, S_ACTIVE, i] = 0.0
     st[loop, S_INTEGRAL, i] = 0.0
 
 
-@njit(cache=_CACHE)
+@jit.helper(cache=jit.CACHE)
 def _pid(g, st, loop, i, target, meas, rate, use_rate, ff_scale, dt, commit):
     """One PID update of ``loop`` for module ``i``; state is written only when ``commit``.
 
@@ -129,23 +127,23 @@ def _pid(g, st, loop, i, target, meas, rate, use_rate, ff_scale, dt, commit):
     return out
 
 
-@njit(cache=_CACHE, inline="always")
+@jit.helper(cache=jit.CACHE, inline="always")
 def _motor(mot, i, u, w):
     return _clip(mot[M_STALL, i] * (u - w / mot[M_FREE, i]), -mot[M_LIMIT, i], mot[M_LIMIT, i])
 
 
-@njit(cache=_CACHE, inline="always")
+@jit.helper(cache=jit.CACHE, inline="always")
 def _pwm(g, st, mot, i, target, tau, others, dt, commit):
     ue = _pid(g, st, EFF, i, target, tau, 0.0, False, 1.0 / mot[M_STALL, i], dt, commit)
     return _clip(_clip(ue, -1.0, 1.0) + others, -1.0, 1.0)
 
 
-@njit(cache=_CACHE, inline="always")
+@jit.helper(cache=jit.CACHE, inline="always")
 def _residual(g, st, mot, i, target, others, w, dt, y):
     return y - _motor(mot, i, _pwm(g, st, mot, i, target, y, others, dt, False), w)
 
 
-@njit(cache=_CACHE)
+@jit.helper(cache=jit.CACHE)
 def _solve_effort(g, st, mot, i, target, others, w, dt, guess, slope):
     """The effort τ with τ = motor(PWM(τ)): root of the increasing f(τ) = τ - motor(...).
 
@@ -212,7 +210,7 @@ def _solve_effort(g, st, mot, i, target, others, w, dt, guess, slope):
 COAST, OPEN_LOOP, EFFORT_LOOP = 0, 1, 2
 
 
-@njit(cache=_CACHE)
+@jit.helper(cache=jit.CACHE)
 def _inputs(g, strategy, mot, cmd, st, i, q, w, dt, commit):
     """Run module ``i``'s position and velocity loops at ``q`` [rad], ``w`` [rad/s].
 
@@ -257,7 +255,7 @@ def _inputs(g, strategy, mot, cmd, st, i, q, w, dt, commit):
     return OPEN_LOOP, 0.0, _clip(others, -1.0, 1.0)
 
 
-@njit(cache=_CACHE)
+@jit.helper(cache=jit.CACHE)
 def _torque_at(g, strategy, mot, cmd, st, i, q, w, dt, tau, slope):
     """Torque at a perturbed ``q``, ``w``, solved from the unperturbed root ``tau`` (residual ``slope``)."""
     mode, target, others = _inputs(g, strategy, mot, cmd, st, i, q, w, dt, False)
@@ -268,7 +266,9 @@ def _torque_at(g, strategy, mot, cmd, st, i, q, w, dt, tau, slope):
     return _solve_effort(g, st, mot, i, target, others, w, dt, tau, slope)[0]
 
 
-@njit(cache=_CACHE)
+@jit.kernel("f8[:, :, ::1], i8[::1], f8[:, ::1], f8[:, ::1], f8[:, :, ::1], f8[::1], f8[::1], i8[::1], i8[::1], f8, "
+            "f8[::1], f8[:, ::1], f8[::1], f8[::1], i8[::1], f8[::1]", cold="compile",
+            cache=jit.CACHE)
 def actuator_step(gains, strategy, motor, cmd, state, qpos, qvel, qadr, dadr, dt, ctrl, bias, effort, slopes, act,
                   sign):
     """Advance every module's loops by one physics step ``dt`` [s] and set MuJoCo's actuators.
@@ -455,3 +455,8 @@ class ActuatorGroup:
         """Command nothing (expired or released command): every loop restarts on the next command."""
         self.command.fill(np.nan)
         self.state[:, S_ACTIVE, :] = 0.0
+
+
+# the simulator imports these kernels by name: dispatchers, not wrappers (numba compiles on first
+# call or SimBackend's preload, as plain numba would)
+jit.materialize(__name__)

@@ -48,9 +48,9 @@ from typing import Any
 
 import mujoco
 import numpy as np
-from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
+from hebictl import jit
 from hebictl._typing import FloatArray
 from hebictl.errors import CommandRejected, ConfigError, HardwareError
 from hebictl.gains import GroupGains
@@ -71,7 +71,6 @@ TRACE_ENV = "HEBICTL_SIM_TRACE"
 
 log = logging.getLogger(__name__)
 _EPS_T = 1e-9  # [s] a sample or step due within 1 ns of now counts as due now
-_CACHE = os.environ.get("HEBICTL_NUMBA_CACHE", "1") != "0"
 _VIEWER_PERIOD = 1.0 / 60.0  # [s] wall time between viewer refreshes
 
 
@@ -83,7 +82,9 @@ _FR_ROWS = 13
 HISTORY_SAMPLES = 256
 
 
-@njit(cache=_CACHE)
+@jit.kernel("f8[::1], f8[::1], f8[:, ::1], i8[:, ::1], f8[:, ::1], f8[::1], i8[::1], f8[:, ::1], f8[:, ::1], "
+            "f8[:, ::1], f8, f8[::1], f8[::1], f8[::1], f8[::1], f8[:, ::1], f8[::1], f8[::1], f8[::1], f8[::1], "
+            "f8[::1]", cold="compile", cache=jit.CACHE)
 def _sample(qpos, qvel, xquat, idx, offset, effort, mstop, F, frozen, echo, t, times, pos, vel, eff, orient, pcmd,
             vcmd, ecmd, mst, lim):
     """Fill a Feedback: joint state, applied effort, command echo (``echo[:, i]``), sample time
@@ -630,6 +631,9 @@ class SimBackend(ModuleGroup):
         self._sample_args = (d.qpos, d.qvel, d.xquat, idx, sc.imu_offset, a.effort, fw.mstop, fw.F, self._frozen)
 
     def _run_kernels(self, t: float) -> None:
+        """Load (or compile) every sim kernel's declared signatures now, not inside the first control
+        cycle, and run the firmware and actuator kernels once at ``t``: the modules' state at start."""
+        jit.preload("sim_backend.actuator", "sim_backend.firmware", __name__)
         # the firmware kernel runs at the first step starting after _fw_due [s, clock]: -inf while limits
         # or the M-stop are active (_fw_always) or a setting changed, else when the first command expires
         self._fw_always = False
@@ -637,11 +641,6 @@ class SimBackend(ModuleGroup):
         self._fw_due = math.inf
         firmware_step(t, *self._fw_args)
         actuator_step(*self._step_args)
-        fw, s, none = self.firmware, Feedback.empty(self._n), np.empty(0)  # installs nothing, samples into scratch
-        install_command(0, none, none, none, fw.commanded, self.actuators.command, fw.F, math.inf, self._echo_snap,
-                        False)
-        _sample(*self._sample_args, self._cmd, t, s.time, s.position, s.velocity, s.effort, s.orientation,
-                s.position_command, s.velocity_command, s.effort_command, s.mstop, s.position_limit_state)
 
     # ------------------------------------------------------------------ viewer
     def _open_viewer(self) -> None:
@@ -668,3 +667,8 @@ class SimBackend(ModuleGroup):
             self._viewer = None
             return
         self._viewer.sync()
+
+
+# the simulator imports these kernels by name: dispatchers, not wrappers (numba compiles on first
+# call or SimBackend's preload, as plain numba would)
+jit.materialize(__name__)

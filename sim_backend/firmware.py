@@ -24,19 +24,17 @@ All of it is one numba kernel over the modules, like the PID loops (:mod:`sim_ba
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 
+from hebictl import jit
 from hebictl._typing import FloatArray
 from hebictl.hardware.firmware import LimitState, LimitStrategy, ModuleSafety, MstopStrategy
 
 __all__ = ["DEFAULT_MSTOP_STRATEGY", "FirmwareState", "firmware_step", "install_command"]
 
-_CACHE = os.environ.get("HEBICTL_NUMBA_CACHE", "1") != "0"
 _EPS_T = 1e-9
 #: what the simulated modules do on an M-stop until told otherwise (assumed; read yours with hebi's Info)
 DEFAULT_MSTOP_STRATEGY = MstopStrategy.MOTOR_OFF
@@ -55,7 +53,7 @@ F_EXPIRY, F_LO, F_HI, F_LIMIT_STATE, F_HOLD_Q, F_K, F_C = range(7)
 I_EFF_STRATEGY, I_SMIN, I_SMAX, I_ARMED, I_MSTOP_STRATEGY = range(5)
 
 
-@njit(cache=_CACHE)
+@jit.helper(cache=jit.CACHE)
 def _beyond(strategy, lim, q, w, F, i, cmd, eff_cmd, eff_strategy):
     if strategy == _HOLD:
         eff_cmd[0, i] = lim
@@ -69,7 +67,9 @@ def _beyond(strategy, lim, q, w, F, i, cmd, eff_cmd, eff_strategy):
         eff_strategy[i] = 0
 
 
-@njit(cache=_CACHE)
+@jit.kernel("f8, f8[:, ::1], f8[:, ::1], i8[:, ::1], i8[::1], f8[:, ::1], i8[::1], f8[::1], f8[::1], i8[::1], i8[::1], "
+            "f8[::1]", cold="compile",
+            cache=jit.CACHE)
 def firmware_step(t, cmd, F, I, mstop, eff_cmd, strategy, qpos, qvel, qadr, dadr, sign):
     """One step at time ``t`` [s]: expire commands, then write the command and strategy the PID
     loops run (``eff_cmd``, ``I[I_EFF_STRATEGY]``) and each module's limit state. ``mstop[0]`` is
@@ -126,7 +126,8 @@ def firmware_step(t, cmd, F, I, mstop, eff_cmd, strategy, qpos, qvel, qadr, dadr
     return expired
 
 
-@njit(cache=_CACHE)
+@jit.kernel("i8, f8[::1], f8[::1], f8[::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8, f8[:, ::1], b1", cold="compile",
+            cache=jit.CACHE)
 def install_command(first, pc, vc, ec, cmd, run, F, expiry, snap, snapshot):
     """Command modules ``first ..`` with ``pc``, ``vc``, ``ec`` (into ``cmd``, what the controller
     wrote, and ``run``, what the PID loops run until the next :func:`firmware_step`), expiring at
@@ -204,3 +205,8 @@ class FirmwareState:
             I[I_MSTOP_STRATEGY, i] = sm[jj]
             I[I_ARMED, i] = 0  # a limit arms once the module has been inside it
             F[F_LIMIT_STATE, i] = _UNINIT
+
+
+# the simulator imports these kernels by name: dispatchers, not wrappers (numba compiles on first
+# call or SimBackend's preload, as plain numba would)
+jit.materialize(__name__)

@@ -31,7 +31,7 @@ from tests._support.paths import TESTS_DIR
 
 # tests use the compiled kernels (numba compiles on first call, or loads its cache), never the
 # interpreted ones a cold cache gets in a user's first run, and start no background compile;
-# tests/model/test_warmup.py covers that path itself (nothing above imports hebictl)
+# tests/jit/test_cache.py covers that path itself (nothing above imports hebictl)
 os.environ.setdefault("HEBICTL_JIT", "eager")
 
 
@@ -82,7 +82,7 @@ REALTIME_FIXTURES = frozenset({"broker", "secure_broker", "make_server", "panel"
 REALTIME_MODULES = frozenset({
     "cli/test_run_cmd.py", "hardware/test_clock.py", "sim_backend/test_backend.py", "panel/test_panel_e2e.py",
     "teleop/test_clock.py", "teleop/test_teleop_cli.py", "teleop/test_broker_plugin.py",
-    "model/test_warmup.py", "sim_backend/test_safety_matrix.py", "hardware/test_hebi_backend.py",
+    "jit/test_cache.py", "sim_backend/test_safety_matrix.py", "hardware/test_hebi_backend.py",
     "test_yaml_load.py", "cli/test_log_cmd.py", "recording/test_crash.py",
 })
 #: single tests with a wall-clock bound in modules that are otherwise unit tests

@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("hebictl", "sim_backend")
 #: underscore-named *modules* whose one public entry is imported by name (python -m targets)
-PRIVATE_MODULE_IMPORTS = frozenset({"_warm", "_typing", "_xml"})
+PRIVATE_MODULE_IMPORTS = frozenset({"_typing", "_xml"})
 #: formats that issue 10 says must each be a package (a folder with __init__.py)
 FORMAT_PACKAGES = ("hrdf", "urdf", "sdf", "mjcf")
 #: a string that can name a module for importlib: ``pkg.mod`` or ``pkg.mod:attr`` (not "hebictl: error: ...")
@@ -394,7 +394,7 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
     "resources": {"errors"},
     "tasks": set(),
     "plugin_schema": set(),
-    "jit": {"errors"},  # the neutral compile machinery of branch `jit` (issue 22 item 3), when merged
+    "jit": {"errors"},  # the neutral compile machinery: knows no kernel module (each registers its own)
     "model": _BASE | {"jit"},
     "trajectory": _BASE,
     "gains": _BASE | {"limits"},
@@ -426,9 +426,6 @@ UPWARD_EDGES: dict[tuple[str, str], str] = {
 }
 #: package edges the table does not allow yet, tolerated (and printed) until the branch that removes them merges
 KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {}
-# KNOWN EXCEPTION until branch `jit` replaces model/warmup.py and model/_warm.py with hebictl/jit/ (issue 22 item 3):
-# _warm.py imports control's and formats' kernel modules to warm them. The lead deletes the next line at the merge.
-KNOWN_EXCEPTIONS.update({("model", "control"): "model/_warm.py", ("model", "formats"): "model/_warm.py"})
 
 
 def package_of(module: str) -> str:

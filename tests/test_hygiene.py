@@ -41,10 +41,7 @@ from tests._support.paths import REPO_ROOT, TESTS_DIR
 #: top-level packages whose modules are "project modules" (their private names are off limits)
 PROJECT_PACKAGES = frozenset({"hebictl", "sim_backend", "benchmarks", "tools", "tests"})
 #: (test file relative to tests/, private name) -> why the test needs it (one line each)
-ALLOWED_PRIVATE: dict[tuple[str, str], str] = {
-    ("model/test_warmup.py", "_LAST_ARGS"): "isolates the warm-up's per-process sample arguments, which have "
-                                            "no public reset, from the cold-cache test's made-up kernel",
-}
+ALLOWED_PRIVATE: dict[tuple[str, str], str] = {}
 #: distribution name in pyproject.toml -> import name, where they differ
 IMPORT_NAME = {"mcap-protobuf-support": "mcap_protobuf", "foxglove-schemas-protobuf": "foxglove_schemas_protobuf",
                "foxglove-sdk": "foxglove", "pin": "pinocchio", "drake": "pydrake"}

@@ -35,7 +35,7 @@ from numpy.typing import ArrayLike
 from hebictl._typing import FloatArray
 from hebictl.control import cycle_kernels
 from hebictl.control.admission import plan
-from hebictl.control.braking import BrakePlanner, firmware_limit_side
+from hebictl.control.braking import BrakePlanner
 from hebictl.control.extra_modules import ExtraModules
 from hebictl.control.goal import Goal
 from hebictl.control.monitors import MonitorSuite, Payload, goal_status
@@ -943,15 +943,15 @@ class Arm:
         self._tick(max(now - self._last_time, 0.0), now)
 
         lim = self.limits  # M-stop, firmware limit and position limit in one compiled call
-        pressed, acting, joint = cycle_kernels.feedback_faults(fb.position, lim.position_min, lim.position_max,
-                                                               lim.position_tolerance, lim.bounded, fb.mstop,
-                                                               fb.position_limit_state)
+        pressed, limit_joint, limit_upper, joint = cycle_kernels.feedback_faults(
+            fb.position, lim.position_min, lim.position_max, lim.position_tolerance, lim.bounded, fb.mstop,
+            fb.position_limit_state)
         if pressed:
             if self.supervisor.level is not _STOPPED:
                 self.stop(EventKind.MSTOP, "a module's M-stop is pressed")
             self._stale = _ALL  # the modules run their M-stop strategy: the command follows the arm
-        if acting >= 0 or self._firmware_limit:
-            self._check_firmware_limit(fb, acting)
+        if limit_joint >= 0 or self._firmware_limit:
+            self._check_firmware_limit(fb, limit_joint, limit_upper)
         if self._stale:
             self._reanchor(now)
             if pressed:
@@ -990,10 +990,10 @@ class Arm:
         self._finish(fb.position)
         return ok
 
-    def _check_firmware_limit(self, fb: Feedback, acting: int) -> None:
+    def _check_firmware_limit(self, fb: Feedback, joint: int, upper: bool) -> None:
         """Record (once per episode) a module's own position limit acting, and brake to a hold:
-        the module no longer follows the command on that joint (``acting``: see :func:`firmware_limit_side`)."""
-        limit = firmware_limit_side(acting)
+        the module no longer follows the command on that joint (``joint`` -1: none acts)."""
+        limit = cycle_kernels.firmware_limit_side(joint, upper)
         was, self._firmware_limit = self._firmware_limit, limit is not None
         if limit is None or was:
             return

@@ -189,9 +189,7 @@ def firmware_limit_acting(state: FloatArray | None, dof: int) -> tuple[int, str]
     """(joint, "lower" | "upper") of the first module whose own position limit is acting, from
     ``Feedback.position_limit_state`` (hebi's values: 0 Below, 1 AtLower (target limited), 2 Inside,
     3 AtUpper, 4 Above, 5 Uninitialized; NaN unknown), else None."""
-    return None if state is None else firmware_limit_side(int(cycle_kernels.first_firmware_limit(state)))
-
-
-def firmware_limit_side(code: int) -> tuple[int, str] | None:
-    """Decode the kernels' ``2 joint + side`` firmware-limit code (-1: none) to (joint, "lower" | "upper")."""
-    return None if code < 0 else (code // 2, "lower" if code % 2 == 0 else "upper")
+    if state is None:
+        return None
+    joint, upper = cycle_kernels.first_firmware_limit(state)
+    return cycle_kernels.firmware_limit_side(joint, upper)

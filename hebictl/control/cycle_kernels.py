@@ -6,30 +6,25 @@ calls (~40 µs) per cycle, as one pass over the joints they take about two. The 
 numpy version's, operation for operation (``tests/control/test_cycle_kernels.py`` runs both
 side by side), including how NaN (a joint not commanded) passes through.
 
-They use the model kernels' start-up machinery (:mod:`hebictl.model.warmup`): numba is imported on
-the first call, the compiled code comes from numba's cache, and while that is cold the kernels run
-their own Python source and the background compile covers them too.
+They are registered with :mod:`hebictl.jit` like every kernel: numba is imported on the first call,
+the compiled code comes from numba's cache, and while that is cold the kernels run their own Python
+source and the background compile covers them too.
+
+Results are tuples with named fields (documented on each kernel and unpacked by name by the
+callers), never codes packed into one number.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import sys
-from typing import Any
 
-import numpy as np
+from hebictl import jit
+from hebictl.model import kernels as model_kernels
 
-from hebictl.model import warmup as _warmup
-
-njit = _warmup.lazy_njit
-_CACHE = os.environ.get("HEBICTL_NUMBA_CACHE", "1") != "0"
-
-#: what :func:`hebictl.model.warmup.install` wraps (compiled from the cache or interpreted while cold)
-ENTRY_KERNELS = ("limit_command", "first_outside", "first_firmware_limit", "feedback_faults")
+_VEC = "f8[::1]"
 
 
-@njit(cache=_CACHE, inline="always")
+@jit.helper(cache=jit.CACHE, inline="always")
 def _minimum(a, b):
     """``np.minimum`` on scalars: NaN if either is NaN."""
     if a != a or b != b:
@@ -37,7 +32,7 @@ def _minimum(a, b):
     return a if a <= b else b
 
 
-@njit(cache=_CACHE, inline="always")
+@jit.helper(cache=jit.CACHE, inline="always")
 def _maximum(a, b):
     """``np.maximum`` on scalars: NaN if either is NaN."""
     if a != a or b != b:
@@ -45,7 +40,8 @@ def _maximum(a, b):
     return a if a >= b else b
 
 
-@njit(cache=_CACHE)
+@jit.kernel(f"{_VEC}, {_VEC}, {_VEC}, {_VEC}, {_VEC}, f8, b1, b1, {_VEC}, {_VEC}, {_VEC}, {_VEC}, {_VEC}, {_VEC}, "
+            "f8, b1[::1]", cache=jit.CACHE)
 def limit_command(position, velocity, effort, last, measured, dt, clamp, bounded, lo, hi,
                   velocity_limit, effort_limit, rate_velocity, acceleration, approach, limited):
     """Limit one cycle's command in place; True if the rate limit moved any joint.
@@ -112,7 +108,7 @@ def limit_command(position, velocity, effort, last, measured, dt, clamp, bounded
     return any_limited
 
 
-@njit(cache=_CACHE)
+@jit.helper(cache=jit.CACHE)
 def _first_outside(position, lo, hi, tolerance):
     for j in range(position.shape[0]):
         if position[j] < lo[j] - tolerance or position[j] > hi[j] + tolerance:
@@ -120,26 +116,27 @@ def _first_outside(position, lo, hi, tolerance):
     return -1
 
 
-@njit(cache=_CACHE)
+@jit.helper(cache=jit.CACHE)
 def _first_firmware_limit(state):
     for j in range(state.shape[0]):
         s = state[j]
         if s <= 1.0:
-            return 2 * j
+            return j, False
         if s == 3.0 or s == 4.0:
-            return 2 * j + 1
-    return -1
+            return j, True
+    return -1, False
 
 
-@njit(cache=_CACHE)
+@jit.kernel(f"{_VEC}, {_VEC}, {_VEC}, f8", cache=jit.CACHE)
 def first_outside(position, lo, hi, tolerance):
     """Index of the first joint below ``lo - tolerance`` or above ``hi + tolerance``, else -1 (NaN: inside)."""
     return _first_outside(position, lo, hi, tolerance)
 
 
-@njit(cache=_CACHE)
+@jit.kernel(_VEC, cache=jit.CACHE)
 def first_firmware_limit(state):
-    """``2 j + side`` of the first module whose own position limit acts (side 0 lower, 1 upper), else -1.
+    """``(joint, upper)`` of the first module whose own position limit acts: ``joint`` -1 if none,
+    ``upper`` False for its lower limit, True for its upper one.
 
     ``state`` holds hebi's ``position_limit_state`` values: 0 Below, 1 AtLower, 2 Inside,
     3 AtUpper, 4 Above, 5 Uninitialized, NaN unknown.
@@ -147,41 +144,38 @@ def first_firmware_limit(state):
     return _first_firmware_limit(state)
 
 
-@njit(cache=_CACHE)
+@jit.kernel(f"{_VEC}, {_VEC}, {_VEC}, f8, b1, {_VEC}, {_VEC}", cache=jit.CACHE)
 def feedback_faults(position, lo, hi, tolerance, bounded, mstop, limit_state):
-    """What one feedback sample says, in one call: (a module's M-stop is pressed,
-    :func:`first_firmware_limit` of ``limit_state``, :func:`first_outside` of the position when
-    ``bounded`` else -1)."""
+    """What one feedback sample says, in one call: the tuple ``(mstop, limit_joint, limit_upper,
+    outside)``:
+
+    * ``mstop``: a module's M-stop is pressed;
+    * ``limit_joint``, ``limit_upper``: :func:`first_firmware_limit` of ``limit_state``;
+    * ``outside``: :func:`first_outside` of the position when ``bounded``, else -1.
+    """
     pressed = False
     for j in range(mstop.shape[0]):
         if mstop[j] == 1.0:
             pressed = True
     outside = _first_outside(position, lo, hi, tolerance) if bounded else -1
-    return pressed, _first_firmware_limit(limit_state), outside
+    limit_joint, limit_upper = _first_firmware_limit(limit_state)
+    return pressed, limit_joint, limit_upper, outside
 
 
-def load(model: Any, dof: int) -> None:
-    """Call every kernel of an arm's control cycle once, on scratch arrays: these and the model's
-    gravity and inverse-dynamics kernels. Numba then loads them from its cache (or, on a cold
-    cache, the background compile starts) while the arm is being built, not in its first control
-    cycle, where loading them all takes about 0.4 s."""
-    x, flags = np.zeros(dof), np.zeros(dof, dtype=np.bool_)
-    limit_command(x.copy(), x.copy(), x.copy(), x.copy(), x, 0.001, True, True, x, x, x, x, x, x, 0.6, flags)
-    first_outside(x, x, x, 0.0)
-    first_firmware_limit(x)
-    feedback_faults(x, x, x, 0.0, True, x, x)
-    q, out, g = np.zeros(model.nq), np.zeros(model.nv), np.array([0.0, 0.0, -9.81])
-    model.gravity_compensation_into(q, g, out)
-    model.inverse_dynamics_into(q, out.copy(), out.copy(), g, out)
-    # what a goal's admission and the monitors call (batched inverse dynamics, the collision world's
-    # link poses, the end-effector Jacobian): the first set_goal must not wait for them to load
-    # either, or it outlasts the modules' command lifetime
-    Q, V = np.zeros((2, model.nq)), np.zeros((2, model.nv))
-    model.inverse_dynamics(Q, V, V)
-    model.inverse_dynamics_batch_into(Q, V, V, g, np.zeros((2, model.nv)))
-    model.forward_kinematics_into(q, "link", np.empty((model.frame_count("link"), 4, 4)))
-    if model.frame_count("end_effector"):
-        model.jacobian_end_effector(q)
+def firmware_limit_side(joint: int, upper: bool) -> tuple[int, str] | None:
+    """(joint, "lower" | "upper") of a firmware limit the kernels found, None when ``joint`` is -1."""
+    return None if joint < 0 else (int(joint), "upper" if upper else "lower")
 
 
-_warmup.install(sys.modules[__name__])
+def load(model: object, dof: int) -> None:
+    """Load every kernel of an arm's control cycle and the model's from numba's cache now (or, on a
+    cold cache, start the background compile) while the arm is being built, not in its first
+    control cycle, where loading them all takes about 0.4 s. That includes what a goal's admission
+    calls (batched inverse dynamics, link poses, the end-effector Jacobian): the first set_goal must
+    not wait for them to load either, or it outlasts the modules' command lifetime. ``model`` and
+    ``dof`` are unused (the declared signatures say what to load); kept for the callers."""
+    jit.preload(__name__, model_kernels.__name__)
+
+
+#: the entry kernels, in declaration order (what hebictl.jit compiles and loads)
+ENTRY_KERNELS = jit.entry_kernels(__name__)

@@ -114,16 +114,6 @@ def matrix_quat(R: FloatArray) -> FloatArray:
     return -q if w < 0 else q
 
 
-def orthonormalize(R: FloatArray) -> FloatArray:
-    """Nearest rotation matrix (polar decomposition), for matrices assembled from text."""
-    U, _, Vt = np.linalg.svd(R)
-    out = U @ Vt
-    if np.linalg.det(out) < 0:
-        U[:, -1] *= -1
-        out = U @ Vt
-    return out
-
-
 def z_to_vector(v: FloatArray) -> FloatArray:
     """MuJoCo's zaxis rule: the smallest rotation taking +z to the unit vector ``v``."""
     z = np.array([0.0, 0.0, 1.0])

@@ -104,12 +104,6 @@ def check_body(name: str, placement: FloatArray, joint: Any, inertia: Any,
             _length(value, f"{jwho()}: the {what}")
 
 
-def check_frames(offsets: Iterable[tuple[str, FloatArray]]) -> None:
-    """Frame offsets within MAX_LENGTH of their bodies."""
-    for what, T in offsets:
-        check_translation(T, what)
-
-
 def check_gravity(gravity: FloatArray) -> None:
     """Gravity finite and at most MAX_GRAVITY in magnitude."""
     g = float(np.linalg.norm(gravity))

@@ -19,26 +19,21 @@ internally; Jacobians returned to users are ``[linear; angular]`` like hebi-py.
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
-from hebictl.model import warmup as _warmup
-
-# numba.njit, applied on the first kernel call (numba's import is a third of a command's start-up);
-# see hebictl.model.warmup
-njit = _warmup.lazy_njit
+from hebictl import jit
 
 FIXED, REVOLUTE, PRISMATIC, BALL, FREE = 0, 1, 2, 3, 4
 
-#: the compiled entry points (hebictl.model.warmup wraps these, and the warm-up compiles them)
-ENTRY_KERNELS = ("frame_poses", "jacobians", "gravity", "rnea",
-                 "frame_poses_batch", "jacobians_batch", "gravity_batch", "rnea_batch")
-
-_CACHE = os.environ.get("HEBICTL_NUMBA_CACHE", "1") != "0"
+# numba types of the entry kernels' arguments (hebictl.jit compiles and loads these signatures)
+_VEC = "f8[::1]"  # q, qd, qdd, gravity, tau
+_MAT = "f8[:, ::1]"  # a batch of vectors (B, nq)
+_INTS = "i8[::1]"  # Packed.ints
+_FLOATS = "f8[:, :, ::1]"  # Packed.floats
+_MODEL = f"{_INTS}, {_FLOATS}"
 
 
 class Tables(NamedTuple):
@@ -96,7 +91,7 @@ def pack(t: Tables, f_body: NDArray[np.int64], f_R: NDArray[np.float64], f_p: ND
     return Packed(np.ascontiguousarray(ints, dtype=np.int64), np.ascontiguousarray(floats, dtype=np.float64))
 
 
-@njit(cache=_CACHE, inline="always")
+@jit.helper(cache=jit.CACHE, inline="always")
 def _unpack(I, F):
     """Views of the tables inside a :class:`Packed` model (slices only: no copy, no reshape)."""
     n = I[0]
@@ -132,7 +127,7 @@ def _unpack(I, F):
             armature, f_R, f_p)
 
 
-@njit(cache=_CACHE, inline="always")
+@jit.helper(cache=jit.CACHE, inline="always")
 def _contiguous(t):
     """C-contiguous copies of a tuple of arrays: for the batch kernels, whose loop over thousands of
     configurations runs ~20% faster on contiguous tables than on the strided views of a slot array."""
@@ -144,7 +139,7 @@ def _contiguous(t):
             np.ascontiguousarray(t[15]), np.ascontiguousarray(t[16]))
 
 
-@njit(cache=_CACHE, inline="always")
+@jit.helper(cache=jit.CACHE, inline="always")
 def _quat_to_R(w, x, y, z, R):
     n = np.sqrt(w * w + x * x + y * y + z * z)
     w /= n
@@ -162,7 +157,7 @@ def _quat_to_R(w, x, y, z, R):
     R[2, 2] = 1.0 - 2.0 * (x * x + y * y)
 
 
-@njit(cache=_CACHE, inline="always")  # inlined: ~8% off every single call
+@jit.helper(cache=jit.CACHE, inline="always")  # inlined: ~8% off every single call
 def body_poses(q, parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp, Rj, pj):
     """World pose (bR (n,3,3), bp (n,3)) of every body frame at configuration q.
 
@@ -277,7 +272,7 @@ def body_poses(q, parent, kind, qi, place_R, place_p, axis, scale, base_R, base_
         bp[i, 2] = b2 + a20 * lt0 + a21 * lt1 + a22 * lt2
 
 
-@njit(cache=_CACHE, inline="always")
+@jit.helper(cache=jit.CACHE, inline="always")
 def _frames_from_bodies(bR, bp, base_R, base_p, f_body, f_R, f_p, out):
     """out[f] = pose(body f) @ offset(f) as 4x4 homogeneous matrices (scalar code, as body_poses)."""
     m = f_body.shape[0]
@@ -339,7 +334,7 @@ def _frames_from_bodies(bR, bp, base_R, base_p, f_body, f_R, f_p, out):
         out[f, 3, 3] = 1.0
 
 
-@njit(cache=_CACHE, inline="always")
+@jit.helper(cache=jit.CACHE, inline="always")
 def _scratch(n, extra):
     """Scratch of body_poses (body rotations and positions, one joint rotation and translation)
     and ``extra`` more 3x3 slots for the caller, in one allocation cut into views like
@@ -348,13 +343,13 @@ def _scratch(n, extra):
     return (s[:n], s[n:2 * n, 0], s[2 * n], s[2 * n + 1, 0]), s[2 * n + 2:]
 
 
-@njit(cache=_CACHE, inline="always")
+@jit.helper(cache=jit.CACHE, inline="always")
 def _pose_scratch(n):
     """Scratch of body_poses alone."""
     return _scratch(n, 0)[0]
 
 
-@njit(cache=_CACHE, inline="always")  # inlined: called with the unpacked tables, a call took 2x as long
+@jit.helper(cache=jit.CACHE, inline="always")  # inlined: called with the unpacked tables, a call took 2x as long
 def _frame_poses_one(q, t, scr, out):
     """out (m, 4, 4): world pose of each frame of unpacked model ``t`` at configuration q."""
     parent, kind, qi, _, f_body, base_R, base_p, place_R, place_p, axis, scale, _, _, _, _, f_R, f_p = t
@@ -363,13 +358,14 @@ def _frame_poses_one(q, t, scr, out):
     _frames_from_bodies(bR, bp, base_R, base_p, f_body, f_R, f_p, out)
 
 
-@njit(cache=_CACHE)  # keeps the GIL: releasing it costs more than the call
+# keeps the GIL: releasing it costs more than the call
+@jit.kernel(f"{_VEC}, {_MODEL}, f8[:, :, ::1]", cache=jit.CACHE)
 def frame_poses(q, I, F, out):
     """out (m, 4, 4): world pose of each frame of packed model (I, F) at configuration q (nq,)."""
     _frame_poses_one(q, _unpack(I, F), _pose_scratch(I[0]), out)
 
 
-@njit(cache=_CACHE, nogil=True)
+@jit.kernel(f"{_MAT}, {_MODEL}, f8[:, :, :, ::1]", batch=0, cache=jit.CACHE, nogil=True)
 def frame_poses_batch(Q, I, F, out):
     """out (B, m, 4, 4): :func:`frame_poses` for each configuration in Q (B, nq)."""
     t = _contiguous(_unpack(I, F))
@@ -378,7 +374,7 @@ def frame_poses_batch(Q, I, F, out):
         _frame_poses_one(Q[k], t, scr, out[k])
 
 
-@njit(cache=_CACHE, inline="always")  # inlined: ~8% off a gravity or RNEA call (no view per call)
+@jit.helper(cache=jit.CACHE, inline="always")  # inlined: ~8% off a gravity or RNEA call (no view per call)
 def _motion_columns(kind, axis, scale, bR, i, col):
     """World-frame motion subspace of body ``i``'s joint at the child body (bR[i] = its world rotation).
 
@@ -416,7 +412,7 @@ def _motion_columns(kind, axis, scale, bR, i, col):
     return 0
 
 
-@njit(cache=_CACHE, inline="always")  # inlined: called with the unpacked tables, a call took 2x as long
+@jit.helper(cache=jit.CACHE, inline="always")  # inlined: called with the unpacked tables, a call took 2x as long
 def _jacobians_one(q, t, scr, col, fp, J):
     """J (m, 6, nv): world-frame [linear; angular] Jacobian of each frame's origin at q."""
     parent, kind, qi, vi, f_body, base_R, base_p, place_R, place_p, axis, scale, _, _, _, _, _, f_p = t
@@ -463,14 +459,15 @@ def _jacobians_one(q, t, scr, col, fp, J):
             j = parent[j]
 
 
-@njit(cache=_CACHE)  # keeps the GIL: releasing it costs more than the call
+# keeps the GIL: releasing it costs more than the call
+@jit.kernel(f"{_VEC}, {_MODEL}, f8[:, :, ::1]", cache=jit.CACHE)
 def jacobians(q, I, F, out):
     """out (m, 6, nv): world-frame [linear; angular] Jacobian of each frame's origin at q (nq,)."""
     scr, s = _scratch(I[0], 1)
     _jacobians_one(q, _unpack(I, F), scr, np.empty((6, 6)), s[0, 0], out)
 
 
-@njit(cache=_CACHE, nogil=True)
+@jit.kernel(f"{_MAT}, {_MODEL}, f8[:, :, :, ::1]", batch=0, cache=jit.CACHE, nogil=True)
 def jacobians_batch(Q, I, F, out):
     """out (B, m, 6, nv): :func:`jacobians` for each configuration in Q (B, nq)."""
     t = _contiguous(_unpack(I, F))
@@ -481,14 +478,14 @@ def jacobians_batch(Q, I, F, out):
         _jacobians_one(Q[k], t, scr, col, fp, out[k])
 
 
-@njit(cache=_CACHE, inline="always")
+@jit.helper(cache=jit.CACHE, inline="always")
 def _gravity_scratch(n):
     """Scratch of _gravity_one: body_poses', then subtree forces, moments about the world origin, a motion subspace."""
     scr, s = _scratch(n, 2 * n)
     return scr, (s[:n, 0], s[n:, 0], np.empty((6, 6)))
 
 
-@njit(cache=_CACHE, inline="always")  # inlined: called with the unpacked tables, a call took 2x as long
+@jit.helper(cache=jit.CACHE, inline="always")  # inlined: called with the unpacked tables, a call took 2x as long
 def _gravity_one(q, g, t, scr, gscr, tau):
     """tau (nv,): efforts that hold the tree still against ``g`` (world, m/s²).
 
@@ -532,14 +529,15 @@ def _gravity_one(q, g, t, scr, gscr, tau):
                               + col[3, c] * F[i, 0] + col[4, c] * F[i, 1] + col[5, c] * F[i, 2])
 
 
-@njit(cache=_CACHE)  # keeps the GIL: releasing it costs more than the call
+# keeps the GIL: releasing it costs more than the call
+@jit.kernel(f"{_VEC}, {_VEC}, {_MODEL}, {_VEC}", cache=jit.CACHE)
 def gravity(q, g, I, F, out):
     """out (nv,): efforts that hold packed model (I, F) still at q (nq,) against g (world, m/s²)."""
     scr, gscr = _gravity_scratch(I[0])
     _gravity_one(q, g, _unpack(I, F), scr, gscr, out)
 
 
-@njit(cache=_CACHE, nogil=True)
+@jit.kernel(f"{_MAT}, {_VEC}, {_MODEL}, {_MAT}", batch=0, cache=jit.CACHE, nogil=True)
 def gravity_batch(Q, g, I, F, out):
     """out (B, nv): :func:`gravity` for each configuration in Q (B, nq)."""
     t = _contiguous(_unpack(I, F))
@@ -548,7 +546,7 @@ def gravity_batch(Q, g, I, F, out):
         _gravity_one(Q[k], g, t, scr, gscr, out[k])
 
 
-@njit(cache=_CACHE, inline="always")
+@jit.helper(cache=jit.CACHE, inline="always")
 def _rnea_scratch(n):
     """Scratch of _rnea_one: body_poses', then per-body w, v, dw, dv, force, moment; a motion subspace; two 3x3."""
     scr, s = _scratch(n, 6 * n + 2)
@@ -556,7 +554,7 @@ def _rnea_scratch(n):
                  np.empty((6, 6)), s[6 * n], s[6 * n + 1])
 
 
-@njit(cache=_CACHE, inline="always")  # inlined: called with the unpacked tables, a call took 2x as long
+@jit.helper(cache=jit.CACHE, inline="always")  # inlined: called with the unpacked tables, a call took 2x as long
 def _rnea_one(q, qd, qdd, g, t, scr, rscr, tau):
     """tau (nv,): inverse dynamics tau = M(q) qdd + C(q, qd) qd + g(q) (recursive Newton-Euler).
 
@@ -701,14 +699,15 @@ def _rnea_one(q, qd, qdd, g, t, scr, rscr, tau):
         tau[c] += armature[c] * qdd[c]
 
 
-@njit(cache=_CACHE)  # keeps the GIL: releasing it costs more than the call
+# keeps the GIL: releasing it costs more than the call
+@jit.kernel(f"{_VEC}, {_VEC}, {_VEC}, {_VEC}, {_MODEL}, {_VEC}", cache=jit.CACHE)
 def rnea(q, qd, qdd, g, I, F, out):
     """out (nv,): inverse dynamics of packed model (I, F) at one configuration (q, qd, qdd) under g."""
     scr, rscr = _rnea_scratch(I[0])
     _rnea_one(q, qd, qdd, g, _unpack(I, F), scr, rscr, out)
 
 
-@njit(cache=_CACHE, nogil=True)
+@jit.kernel(f"{_MAT}, {_MAT}, {_MAT}, {_VEC}, {_MODEL}, {_MAT}", batch=0, cache=jit.CACHE, nogil=True)
 def rnea_batch(Q, V, A, g, I, F, out):
     """out (B, nv): :func:`rnea` for each configuration in Q, V, A (B, nq), (B, nv), (B, nv)."""
     t = _contiguous(_unpack(I, F))
@@ -717,5 +716,5 @@ def rnea_batch(Q, V, A, g, I, F, out):
         _rnea_one(Q[k], V[k], A[k], g, t, scr, rscr, out[k])
 
 
-# entry kernels: compiled from numba's cache, or interpreted while it is cold (hebictl.model.warmup)
-_warmup.install(sys.modules[__name__])
+#: the entry kernels, in declaration order (what hebictl.jit compiles and loads)
+ENTRY_KERNELS = jit.entry_kernels(__name__)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from hebictl import jit
 from hebictl._typing import FloatArray
 from hebictl.errors import ModelError
 from hebictl.model import kernels
@@ -62,6 +63,10 @@ _VEC3 = (3,)
 _contiguous = np.ascontiguousarray
 _empty = np.empty
 _F64 = np.float64
+#: the kernels' compiled entry points without numba's type dispatch (a fifth of a single call): only
+#: for arguments validated here as exactly the declared types (C-contiguous float64 inputs of the
+#: model's sizes, outputs allocated or checked here); the unchecked ``*_into`` paths use ``kernels``
+_direct = jit.direct(kernels.__name__)
 
 #: batches at least this large are split across threads (the kernels release the GIL)
 PARALLEL_MIN_BATCH = 2048
@@ -259,6 +264,15 @@ class RobotModel:
             return arr.reshape(1, 1), False
         raise ModelError(f"{what} must have shape ({width},) or (B, {width}); got {arr.shape}")
 
+    @property
+    def gravity(self) -> FloatArray:
+        """World gravity [m/s²] the dynamics use when a call names none (a C-contiguous float64 (3,))."""
+        return self._g
+
+    @gravity.setter
+    def gravity(self, value: ArrayLike) -> None:
+        self._g = np.array(self._gravity(value), dtype=np.float64)  # own copy: the fast paths pass it unchecked
+
     def _gravity(self, gravity: ArrayLike | None) -> FloatArray:
         if gravity is None:
             return self.gravity
@@ -282,7 +296,7 @@ class RobotModel:
         x = _contiguous(q, _F64)
         if x.shape == self._q_shape:  # one configuration: straight to its kernel (the control loop's case)
             buf = _empty(fs.pose_shape) if out is None else self._output(out, (1, *fs.pose_shape), False)[0]
-            kernels.frame_poses(x, fs.ints, fs.floats, buf)
+            _direct.frame_poses(x, fs.ints, fs.floats, buf)
             return buf
         Q, batched = self._batch(x, self.nq, "q")
         buf = self._output(out, (Q.shape[0], *fs.pose_shape), batched)
@@ -295,8 +309,10 @@ class RobotModel:
         if out is None:
             return np.empty(shape)
         want = shape if batched else shape[1:]
-        if out.shape != want or out.dtype != np.float64 or not out.flags.c_contiguous:
-            raise ModelError(f"out must be a C-contiguous float64 array of shape {want}, got {out.shape} {out.dtype}")
+        if (not isinstance(out, np.ndarray) or out.shape != want or out.dtype != np.float64
+                or not out.flags.c_contiguous or not out.flags.writeable):
+            raise ModelError(f"out must be a writeable C-contiguous float64 array of shape {want}, "
+                             f"got {getattr(out, 'shape', out)!r} {getattr(out, 'dtype', '')}")
         return out if batched else out.reshape(shape)
 
     def link_poses(self, q: ArrayLike) -> FloatArray:
@@ -317,7 +333,7 @@ class RobotModel:
         x = _contiguous(q, _F64)
         if x.shape == self._q_shape:
             buf = _empty(fs.jac_shape) if out is None else self._output(out, (1, *fs.jac_shape), False)[0]
-            kernels.jacobians(x, fs.ints, fs.floats, buf)
+            _direct.jacobians(x, fs.ints, fs.floats, buf)
             return buf
         Q, batched = self._batch(x, self.nq, "q")
         buf = self._output(out, (Q.shape[0], *fs.jac_shape), batched)
@@ -330,7 +346,7 @@ class RobotModel:
         if x.shape == self._q_shape:  # one configuration: the kernel directly (a control-loop call)
             fs = self._frame_sets["end_effector"]
             J = _empty(fs.jac_shape)
-            kernels.jacobians(x, fs.ints, fs.floats, J)
+            _direct.jacobians(x, fs.ints, fs.floats, J)
             return J[index]
         return self.jacobians(x, "end_effector")[..., index, :, :]
 
@@ -339,11 +355,11 @@ class RobotModel:
 
         Same sign convention as hebi-py's ``get_grav_comp_efforts``: ``-sum J_com^T m g``.
         """
-        g = self.gravity if gravity is None else self._gravity(gravity)
+        g = self._g if gravity is None else self._gravity(gravity)
         x = _contiguous(q, _F64)
         if x.shape == self._q_shape:  # one configuration: straight to its kernel
             tau = _empty(self.nv)
-            kernels.gravity(x, g, self._ints, self._floats, tau)
+            _direct.gravity(x, g, self._ints, self._floats, tau)
             return tau
         Q, batched = self._batch(x, self.nq, "q")
         out = np.empty((Q.shape[0], self.nv))
@@ -357,13 +373,13 @@ class RobotModel:
         ``qd``/``qdd`` are velocity coordinates (local angular/linear velocities for ball and
         free joints, as in pinocchio).
         """
-        g = self.gravity if gravity is None else self._gravity(gravity)
+        g = self._g if gravity is None else self._gravity(gravity)
         x = _contiguous(q, _F64)
         v = _contiguous(qd, _F64)
         a = _contiguous(qdd, _F64)
         if x.shape == self._q_shape and v.shape == a.shape == self._v_shape:
             tau = _empty(self.nv)
-            kernels.rnea(x, v, a, g, self._ints, self._floats, tau)
+            _direct.rnea(x, v, a, g, self._ints, self._floats, tau)
             return tau
         Q, batched = self._batch(x, self.nq, "q")
         V, _ = self._batch(v, self.nv, "qd")

@@ -15,11 +15,11 @@ import math
 import numpy as np
 import pytest
 
+from hebictl import jit
 from hebictl.control import cycle_kernels
 from hebictl.control.braking import firmware_limit_acting
 from hebictl.control.motion import APPROACH_FRACTION, RateLimiter
 from hebictl.control.safety import Limits
-from hebictl.model import warmup
 
 _FMAX = np.fmax.reduce
 
@@ -108,12 +108,12 @@ def _assert_same(a: np.ndarray, b: np.ndarray) -> None:
 def kernels(request, monkeypatch):
     """The kernels as numba compiles them, and their own Python source (the cold-cache path)."""
     if request.param == "interpreted":
-        namespace = warmup.interpreted_namespace(cycle_kernels)
+        namespace = jit.interpreted_namespace(cycle_kernels.__name__)
         for name in cycle_kernels.ENTRY_KERNELS:
             monkeypatch.setattr(cycle_kernels, name, namespace[name])
     else:
         for name in cycle_kernels.ENTRY_KERNELS:
-            monkeypatch.setattr(cycle_kernels, name, warmup.dispatcher_of(cycle_kernels, name))
+            monkeypatch.setattr(cycle_kernels, name, jit.dispatcher_of(cycle_kernels.__name__, name))
     return request.param
 
 
@@ -186,10 +186,9 @@ def test_limit_and_firmware_checks_agree_with_numpy(kernels, seed):
         state = _sprinkle(rng, rng.choice([0.0, 1.0, 2.0, 2.0, 2.0, 3.0, 4.0, 5.0], n).astype(float), p_nan=0.1)
         assert firmware_limit_acting(state, n) == _reference_firmware(state)
         mstop = _sprinkle(rng, (rng.random(n) < 0.1).astype(float), p_nan=0.1)
-        pressed, acting, outside = cycle_kernels.feedback_faults(q, lim.position_min, lim.position_max,
-                                                                 lim.position_tolerance, lim.bounded, mstop, state)
+        pressed, limit_joint, limit_upper, outside = cycle_kernels.feedback_faults(
+            q, lim.position_min, lim.position_max, lim.position_tolerance, lim.bounded, mstop, state)
         assert pressed == bool(np.any(mstop == 1.0))
-        ref = _reference_firmware(state)
-        assert acting == (-1 if ref is None else 2 * ref[0] + (ref[1] == "upper"))
+        assert cycle_kernels.firmware_limit_side(limit_joint, limit_upper) == _reference_firmware(state)
         assert outside == _reference_outside(lim, q)
 

@@ -2,27 +2,18 @@
 
 Why compiled: the observer, the tracking bound and the echo comparison run every cycle on a
 handful of joints, where each numpy call costs about a microsecond whatever the array size; as
-one pass over the joints each takes about one. The kernels use the model kernels' start-up machinery
-(:mod:`hebictl.model.warmup`: loaded from numba's cache, interpreted while that is cold).
+one pass over the joints each takes about one. The kernels are registered with :mod:`hebictl.jit`
+(loaded from numba's cache, interpreted while that is cold).
 """
 
 from __future__ import annotations
 
-import os
-import sys
+from hebictl import jit
 
-import numpy as np
-
-from hebictl.model import warmup as _warmup
-
-njit = _warmup.lazy_njit
-_CACHE = os.environ.get("HEBICTL_NUMBA_CACHE", "1") != "0"
-
-#: what :func:`hebictl.model.warmup.install` wraps (compiled from the cache or interpreted while cold)
-ENTRY_KERNELS = ("observer_step", "worst_excess", "all_below", "echo_status", "mark_repeat", "store")
+_VEC = "f8[::1]"
 
 
-@njit(cache=_CACHE)
+@jit.kernel(f"{_VEC}, {_VEC}, {_VEC}, {_VEC}, {_VEC}, {_VEC}, f8, f8, {_VEC}, {_VEC}, {_VEC}, b1", cache=jit.CACHE)
 def observer_step(n_row, Mqd, Mqd_prev, rotor, qd, tau, dt, gain, p0, integral, r, start):
     """One step of the momentum observer (De Luca's residual) at feedback rate.
 
@@ -47,7 +38,7 @@ def observer_step(n_row, Mqd, Mqd_prev, rotor, qd, tau, dt, gain, p0, integral, 
         r[i] = gain * (p - p0[i] - integral[i])
 
 
-@njit(cache=_CACHE)
+@jit.kernel(f"{_VEC}, {_VEC}, {_VEC}, f8, f8", cache=jit.CACHE)
 def worst_excess(x, ref, rate, base, per_rate):
     """Index of the joint whose |x - ref| most exceeds ``base`` + ``per_rate`` x |rate| (NaN
     entries skipped; -1 if none is finite), its error and its bound: the tracking check."""
@@ -67,7 +58,7 @@ def worst_excess(x, ref, rate, base, per_rate):
     return best, err_b, bound_b
 
 
-@njit(cache=_CACHE)
+@jit.kernel(f"{_VEC}, f8", cache=jit.CACHE)
 def all_below(x, limit):
     """True when every |x| < ``limit`` (a NaN entry counts as below: not measured or not commanded)."""
     for i in range(x.shape[0]):  # noqa: SIM110  (a loop numba compiles; all() of a generator it does not)
@@ -76,7 +67,7 @@ def all_below(x, limit):
     return True
 
 
-@njit(cache=_CACHE)
+@jit.kernel(f"{_VEC}, {_VEC}, {_VEC}, f8[:, :, ::1], i8, i8, {_VEC}, {_VEC}", cache=jit.CACHE)
 def echo_status(pos, vel, eff, ring, count, head, tol_abs, tol_rel):
     """Which of the last ``count`` commands sent (``ring`` (K, 3, n), newest at ``head``) the
     modules' echo (``pos``/``vel``/``eff``) shows: its age in commands (0 = the newest) if one
@@ -110,7 +101,7 @@ def echo_status(pos, vel, eff, ring, count, head, tol_abs, tol_rel):
     return -2 if nan_echo else -1
 
 
-@njit(cache=_CACHE)
+@jit.kernel(f"{_VEC}, {_VEC}, {_VEC}, f8[:, ::1], i8, f8, i8, {_VEC}, {_VEC}", cache=jit.CACHE)
 def mark_repeat(pos, vel, eff, prev, k, step, marks, tol_abs, tol_rel):
     """If the command (``pos``/``vel``/``eff``) repeats the previous one (``prev`` (3, n), its
     unmarked copy) within the echo tolerances (as :func:`echo_status`; NaN equal to NaN), add
@@ -146,7 +137,7 @@ def mark_repeat(pos, vel, eff, prev, k, step, marks, tol_abs, tol_rel):
     return k
 
 
-@njit(cache=_CACHE)
+@jit.kernel(f"f8[:, ::1], {_VEC}, {_VEC}, {_VEC}", cache=jit.CACHE)
 def store(row, pos, vel, eff):
     """Copy a command into ``row`` (3, n): one call instead of three numpy assignments."""
     for i in range(pos.shape[0]):
@@ -156,14 +147,10 @@ def store(row, pos, vel, eff):
 
 
 def load(dof: int) -> None:
-    """Call every kernel once on scratch arrays (numba loads them now, not in a control cycle)."""
-    x = np.zeros(dof)
-    observer_step(x, x, x, x, x, x, 0.005, 1.0, x.copy(), x.copy(), x.copy(), True)
-    worst_excess(x, x, x, 0.1, 0.1)
-    all_below(x, 1.0)
-    store(np.zeros((3, dof)), x, x, x)
-    echo_status(x, x, x, np.zeros((2, 3, dof)), 1, 0, np.zeros(3), np.zeros(3))
-    mark_repeat(x.copy(), x.copy(), x.copy(), np.zeros((3, dof)), 0, 1e-3, 8, np.zeros(3), np.zeros(3))
+    """Load every kernel from numba's cache now (or start the background compile on a cold cache),
+    not in a control cycle. ``dof`` is unused (the signatures say what to load); kept for callers."""
+    jit.preload(__name__)
 
 
-_warmup.install(sys.modules[__name__])
+#: the entry kernels, in declaration order (what hebictl.jit compiles and loads)
+ENTRY_KERNELS = jit.entry_kernels(__name__)

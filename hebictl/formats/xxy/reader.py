@@ -357,12 +357,6 @@ class _Reader:
             raise self.fail(str(exc), el) from None
 
 
-def ring_quaternion(q_wxyz: Sequence[float]) -> np.ndarray:
-    """hebictl's (active) quaternion ``w x y z`` for a ring (passive) one, and vice versa."""
-    w, x, y, z = q_wxyz
-    return np.array([w, -x, -y, -z], dtype=np.float64)
-
-
 def load_xxy(path: str | Path, *, joint_axes: Mapping[str, Any] | None = None) -> RobotModel:
     """Read an x_xy file; ``joint_axes`` fixes the axes of rr/rr_imp/rsaddle joints by body name."""
     p = Path(path)

@@ -1,4 +1,5 @@
-"""Start-up of the model kernels: numba imported on first use, interpreted kernels on a cold cache.
+"""Start-up of the registered kernels (hebictl.jit.cache): numba imported on first use, interpreted
+kernels on a cold cache, the background compile generated from the declared signatures.
 
 The interpreted kernels are the numba kernels' own Python source, so they must give the compiled
 kernels' results (which test_kernels.py checks against pinocchio and test_robot.py against finite
@@ -14,8 +15,10 @@ import sys
 import numpy as np
 import pytest
 
+from hebictl import jit
 from hebictl.formats import load_model
-from hebictl.model import kernels, warmup
+from hebictl.jit import cache, registry
+from hebictl.model import kernels
 from hebictl.model.tree import JointKind
 from tests._support.paths import REPO_ROOT
 from tests.model.random_trees import random_configuration, random_tree
@@ -44,17 +47,17 @@ def _args(model, name, q, qd, qdd, gravity):
 def test_interpreted_kernels_equal_the_compiled_ones(seed):
     """FK, Jacobians, gravity and inverse dynamics of every joint kind: interpreted == compiled to 1e-12."""
     rng = np.random.default_rng(seed)
-    interpreted = warmup.interpreted_namespace(kernels)
+    interpreted = jit.interpreted_namespace(kernels.__name__)
     models = [random_tree(seed, n=9, kinds=ALL_KINDS, root=JointKind.FREE if seed == 2 else None)]
     if seed == 0:
         models.append(load_model(REPO_ROOT / "hrdf_kits" / "x-series-6dof.hrdf"))
     for model in models:
         q, qd, qdd = random_configuration(model, rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
         g = np.array([0.3, -0.2, -9.81])
-        for name in warmup.entry_kernels(kernels):
+        for name in jit.entry_kernels(kernels.__name__):
             slow, fast = _args(model, name, q, qd, qdd, g), _args(model, name, q, qd, qdd, g)
             interpreted[name](*slow)
-            warmup.dispatcher_of(kernels, name)(*fast)
+            jit.dispatcher_of(kernels.__name__, name)(*fast)
             assert np.abs(slow[-1]).max() > 0.0
             np.testing.assert_allclose(slow[-1], fast[-1], rtol=0, atol=1e-12, err_msg=name)
 
@@ -75,72 +78,82 @@ def test_cold_cache_interprets_small_batches_and_compiles_large_ones(monkeypatch
     """On a cold cache a single configuration and a small batch run interpreted; a batch over
     INTERPRETED_MAX_BATCH is compiled in-process and the dispatcher replaces the wrapper."""
     model = load_model(REPO_ROOT / "hrdf_kits" / "x-series-6dof.hrdf")
-    warm = warmup.WarmUp(kernels)
-    warm.decided, warm.warm = True, False  # cold, and no background process from a test
-    monkeypatch.setattr(warmup, "_LAST_ARGS", {})
+    km = registry.module_of(kernels.__name__)
+    km.materialize()
+    warm = cache.warm_up_of(km)
+    monkeypatch.setattr(warm, "decided", True)  # cold, and no background process from a test
+    monkeypatch.setattr(warm, "warm", False)
+    monkeypatch.setenv("HEBICTL_JIT", "auto")
     calls: dict[str, list] = {"gravity": [], "gravity_batch": []}
-    wrappers = {}
-    for name, options in (("gravity", {"cache": True}), ("gravity_batch", {"cache": True, "nogil": True})):
-        lazy = warmup.LazyJit(getattr(kernels, name).py_func, options)
-        kernel = warmup.Kernel(kernels, name, lazy, warmup.interpreted_namespace(kernels)[name], warm)
-        kernel.dispatcher = warmup.dispatcher_of(kernels, name)
-        monkeypatch.setattr(kernels, name, kernel)
-        monkeypatch.setattr(kernel, "interpreted", lambda *a, k=kernel, c=calls[name]: c.append(a) or k.py_func(*a))
-        wrappers[name] = kernel
+    namespace = dict(km.interpreted())
+    for name in calls:
+        entry = km.entries[name]
+        monkeypatch.setattr(kernels, name, entry)  # the wrapper, as before the first call
+        monkeypatch.setattr(jit.direct(kernels.__name__), name, entry)
+        namespace[name] = lambda *a, f=namespace[name], c=calls[name]: c.append(a) or f(*a)
+    monkeypatch.setattr(km, "interpreted", lambda: namespace)
     single = model.gravity_compensation(model.neutral_configuration())
     small = model.gravity_compensation(np.zeros((2, model.nq)))
-    assert len(calls["gravity"]) == 1 and kernels.gravity is wrappers["gravity"]
-    assert len(calls["gravity_batch"]) == 1 and kernels.gravity_batch is wrappers["gravity_batch"]
+    assert len(calls["gravity"]) == 1 and kernels.gravity is km.entries["gravity"]
+    assert len(calls["gravity_batch"]) == 1 and kernels.gravity_batch is km.entries["gravity_batch"]
     assert single.shape == (model.nv,) and small.shape == (2, model.nv) and np.abs(single).max() > 0.1
-    model.gravity_compensation(np.zeros((warmup.INTERPRETED_MAX_BATCH + 1, model.nq)))
-    assert len(calls["gravity_batch"]) == 1 and kernels.gravity_batch is wrappers["gravity_batch"].dispatcher
+    model.gravity_compensation(np.zeros((jit.INTERPRETED_MAX_BATCH + 1, model.nq)))
+    assert len(calls["gravity_batch"]) == 1 and kernels.gravity_batch is km.entries["gravity_batch"].dispatcher
 
 
-def test_warm_process_fills_the_cache_and_writes_the_stamp(tmp_path):
-    """``python -m hebictl.model._warm`` compiles everything (eagerly) and leaves the stamp, no lock."""
-    stamp = tmp_path / "k.warm"
-    stamp.with_suffix(".lock").write_text("1")
-    env = {**os.environ, "HEBICTL_JIT": "eager", "HEBICTL_WARM_STAMP": str(stamp)}
-    r = subprocess.run([sys.executable, "-m", "hebictl.model._warm"], env=env, capture_output=True, text=True,
-                       timeout=600)
+def test_compile_process_fills_the_cache_and_writes_the_stamps(tmp_path):
+    """``python -m hebictl.jit.compile MODULE...`` compiles every declared signature (nothing else:
+    it knows no caller) and leaves each module's stamp, no lock; without a module it says how to call it."""
+    env = {**os.environ, "HEBICTL_JIT": "eager", "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    names = ["hebictl.control.cycle_kernels", "hebictl.control.monitors.kernels"]
+    r = subprocess.run([sys.executable, "-m", "hebictl.jit.compile", *names], env=env, capture_output=True,
+                       text=True, timeout=600, cwd=REPO_ROOT)
     assert r.returncode == 0, r.stderr
-    assert stamp.read_text() == "compiled\n" and not stamp.with_suffix(".lock").exists()
+    stamps = sorted(p.name for p in (tmp_path / "numba").rglob("*.warm"))
+    assert len(stamps) == 2 and all(s.startswith("hebictl-kernels-") for s in stamps), stamps
+    assert not list((tmp_path / "numba").rglob("*.lock"))
+    r = subprocess.run([sys.executable, "-m", "hebictl.jit.compile"], env=env, capture_output=True, text=True,
+                       timeout=300, cwd=REPO_ROOT)
+    assert r.returncode == 2 and "usage" in r.stderr
 
 
 def test_stamp_names_the_kernel_source():
     """The stamp lives beside numba's cache and changes with the kernels' source (hash in its name)."""
-    stamp = warmup.stamp_path(kernels)
+    stamp = jit.stamp_path(kernels.__name__)
     assert stamp is not None and stamp.name.startswith("hebictl-kernels-") and stamp.suffix == ".warm"
 
 
 def test_cold_start_compiles_every_kernel_module_in_one_background_process(tmp_path):
-    """A fresh install's first arm loop: the model and control kernels run interpreted, one
-    background process compiles both modules and stamps each, and the loop ends up on the
-    compiled kernels of both without restarting."""
+    """A fresh install's first arm loop: the model, control and monitor kernels run interpreted,
+    one background process compiles every registered module and stamps each, and the loop ends
+    up on the compiled kernels of all of them without restarting."""
     code = f"""
 import time
 from hebictl.control import cycle_kernels
 from hebictl.control.arm import Arm
 from hebictl.hardware.clock import SimClock
-from hebictl.model import kernels, warmup
+from hebictl.control.monitors import kernels as monitor_kernels
+from hebictl.jit import cache, entry_kernels, Kernel, stamp_path
+from hebictl.model import kernels
+
+MODULES = (kernels, cycle_kernels, monitor_kernels)
 
 def entries(m):
-    return [getattr(m, k) for k in warmup.entry_kernels(m)]
+    return [getattr(m, k) for k in entry_kernels(m.__name__)]
 
 arm = Arm.from_config({str(REPO_ROOT / 'configs' / 'x-series-6dof.cfg.yaml')!r}, backend="mock", clock=SimClock())
 arm.update()
 arm.send()
-assert any(isinstance(k, warmup.Kernel) for k in entries(cycle_kernels)), "cold cache: interpreted first"
+assert any(isinstance(k, Kernel) for k in entries(cycle_kernels)), "cold cache: interpreted first"
 deadline = time.monotonic() + 400
-while time.monotonic() < deadline and any(isinstance(k, warmup.Kernel) for m in (kernels, cycle_kernels)
-                                          for k in entries(m)):
+while time.monotonic() < deadline and any(isinstance(k, Kernel) for m in MODULES for k in entries(m)):
     arm.update()
     arm.send()
     time.sleep(0.001)
-assert not any(isinstance(k, warmup.Kernel) for m in (kernels, cycle_kernels) for k in entries(m)), "never swapped in"
-assert len(warmup._COMPILERS) == 1, warmup._COMPILERS
-for m in (kernels, cycle_kernels):
-    assert warmup.stamp_path(m).exists(), m.__name__
+assert not any(isinstance(k, Kernel) for m in MODULES for k in entries(m)), "never swapped in"
+assert len(cache.compile_processes()) == 1, cache.compile_processes()
+for m in MODULES:
+    assert stamp_path(m.__name__).exists(), m.__name__
 print("ok", arm.state)
 """
     env = {**os.environ, "HEBICTL_JIT": "auto", "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
