@@ -1,6 +1,7 @@
 """Compiled per-cycle helpers of the collision world: link poses to MuJoCo ``qpos``, the two
 nearest distances from MuJoCo's contact list, per-pair gaps and the conservative-advancement step
-of a path check (plain ``numba.njit(cache=True)``, like the rest of the package).
+of a path check, registered with :mod:`hebictl.jit` (compiled in the caller on a cold cache, like the
+simulator's: interpreted, a path check's pair loops would take seconds), loaded while the world is built.
 
 Why compiled: the jog checks distances every control cycle (budget 100 µs with a table and two
 boxes). Written in numpy, the quaternion conversion and the per-pair clearance bookkeeping took
@@ -11,15 +12,16 @@ is computed here: the distances are MuJoCo's.
 from __future__ import annotations
 
 import math
-import os
 
-import numba
 import numpy as np
 
-_CACHE = os.environ.get("HEBICTL_NUMBA_CACHE", "1") != "0"
+from hebictl import jit
+
+#: MuJoCo's contact arrays arrive as views (any layout): ``A``, which C-contiguous arrays also match
+_GEOM_ANY, _DIST_ANY = "i4[:, :]", "f8[:]"
 
 
-@numba.njit(cache=_CACHE)
+@jit.kernel("f8[:, :, ::1], i8[::1], f8[::1]", cold="compile", cache=jit.CACHE)
 def poses_to_qpos(poses, roots, out):  # pragma: no cover - compiled
     """``out`` (7 * len(roots),) = position and unit quaternion (w x y z) of ``poses[roots]``."""
     for k in range(roots.shape[0]):
@@ -35,7 +37,7 @@ def poses_to_qpos(poses, roots, out):  # pragma: no cover - compiled
         out[b + 3], out[b + 4], out[b + 5], out[b + 6] = w / n, x / n, y / n, z / n
 
 
-@numba.njit(cache=_CACHE)
+@jit.kernel(f"{_GEOM_ANY}, {_DIST_ANY}, b1[::1], f8[::1], f8", cold="compile", cache=jit.CACHE)
 def nearest_margins(geom, dist, is_ws, clearance, self_clearance):  # pragma: no cover - compiled
     """(self, workspace) smallest distance beyond the pair's clearance, and the contact index of each (-1: none)."""
     best_self, best_ws = np.inf, np.inf
@@ -53,7 +55,7 @@ def nearest_margins(geom, dist, is_ws, clearance, self_clearance):  # pragma: no
     return best_self, best_ws, k_self, k_ws
 
 
-@numba.njit(cache=_CACHE)
+@jit.kernel("f8[::1], f8[::1], f8[::1], f8[::1], f8[::1], f8[::1], f8, f8", cold="compile", cache=jit.CACHE)
 def approach_scale(gap_now, gap_next, far, clearance, threshold, horizon, lookahead,
                    deceleration):  # pragma: no cover - compiled
     """Speed scale (0..1) of a motion from the ``now`` pair gaps to the ``next`` ones ``lookahead``
@@ -76,7 +78,8 @@ def approach_scale(gap_now, gap_next, far, clearance, threshold, horizon, lookah
     return scale
 
 
-@numba.njit(cache=_CACHE)
+@jit.kernel(f"{_GEOM_ANY}, {_DIST_ANY}, i4[:, ::1], f8[::1], i8, i8[:, ::1], f8[::1], f8[::1], f8[::1]",
+            cold="compile", cache=jit.CACHE)
 def pair_gaps(geom, dist, box_geom, box_dist, boxes, pair_id, far, clearance, out):  # pragma: no cover
     """``out[p]`` = the closest distance of checked pair ``p`` among MuJoCo's contacts (``geom``,
     ``dist``) and the first ``boxes`` box-pair distances, else ``far[p]``; returns whether any pair
@@ -96,7 +99,7 @@ def pair_gaps(geom, dist, box_geom, box_dist, boxes, pair_id, far, clearance, ou
     return close
 
 
-@numba.njit(cache=_CACHE)
+@jit.kernel("f8[::1], f8[::1], f8[::1], f8[::1], f8, f8", cold="compile", cache=jit.CACHE)
 def advance_time(gaps, speed, slope, curve, min_motion, tolerance):  # pragma: no cover - compiled
     """The time [s] no pair can close its gap in (conservative advancement), the smallest over the
     pairs. A pair may move ``max(gap - tolerance, min_motion)``; its surfaces approach by at most
@@ -117,7 +120,7 @@ def advance_time(gaps, speed, slope, curve, min_motion, tolerance):  # pragma: n
     return dt
 
 
-@numba.njit(cache=_CACHE)
+@jit.kernel("f8[:, ::1], f8[::1], i8[:, ::1], f8[::1], i8[::1]", cold="compile", cache=jit.CACHE)
 def sphere_candidates(center, radius, pairs, far, out):  # pragma: no cover - compiled
     """Write into ``out`` the indices of ``pairs`` whose bounding spheres (``center``, ``radius`` per
     geom) come closer than ``far``; return how many. A prefilter: the distance itself is MuJoCo's."""
@@ -131,3 +134,7 @@ def sphere_candidates(center, radius, pairs, far, out):  # pragma: no cover - co
             out[n] = k
             n += 1
     return n
+
+
+# the world calls these by name: dispatchers, not wrappers (compiled on first call or the world's preload)
+jit.materialize(__name__)

@@ -35,11 +35,11 @@ import mujoco
 import numpy as np
 from numpy.typing import ArrayLike
 
+from hebictl import jit
 from hebictl._typing import FloatArray
 from hebictl.collision.files import file_shapes
 from hebictl.collision.hrdf import hrdf_shapes
 from hebictl.collision.kernels import (
-    advance_time,
     approach_scale,
     nearest_margins,
     pair_gaps,
@@ -209,12 +209,11 @@ class CollisionWorld:
         self.data = mujoco.MjData(self.mj)
         self._box_tables()
         self._pair_tables(roots)
-        # compile (or load from numba's cache) the per-cycle kernels now, not in a jog's first cycle
-        # or while the first goal's path is checked
+        # compile (or load from numba's cache) the per-cycle kernels' declared signatures now, not in a
+        # jog's first cycle or while the first goal's path is checked; one query warms MuJoCo's side
+        jit.preload("hebictl.collision.kernels")
         q0 = np.zeros(model.nq)
         self.approach_scale(q0, q0, 0.02, 0.5)
-        self.collision(q0)
-        advance_time(self._gaps, self.pair_far, self.pair_far, self.pair_far, 0.002, 0.001)
 
     # ------------------------------------------------------------------ building
     @staticmethod
