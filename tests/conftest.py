@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests._support import cost
 from tests._support.corpus import CORPUS_AVAILABLE, CORPUS_SKIP_REASON, corpus_path
 from tests._support.hebi_py import import_hebi
 from tests._support.paths import TESTS_DIR
@@ -62,7 +63,9 @@ def scratch_registry() -> Iterator[None]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """MuJoCo writes MUJOCO_LOG.TXT into the working directory: send it to a temp folder instead."""
+    """``--cost-report``: register the recorder. MuJoCo writes MUJOCO_LOG.TXT into the working
+    directory: send it to a temp folder instead."""
+    cost.configure(config)
     log_dir = Path(tempfile.mkdtemp(prefix="hebictl-test-mujoco-log-"))
     config._hebictl_mujoco_log = log_dir  # type: ignore[attr-defined]
     try:
@@ -141,6 +144,8 @@ def hebi():
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """``--fuzz-long``: run the opt-in long fuzz campaign of tests/fuzz (100,000 inputs)."""
+    """``--fuzz-long``: run the opt-in long fuzz campaign of tests/fuzz (100,000 inputs);
+    ``--cost-report FILE``: each test's wall, CPU and wait seconds (tests/_support/cost.py)."""
+    cost.add_option(parser)
     parser.addoption("--fuzz-long", action="store_true", default=False,
                      help="run the long reader fuzz campaign (tests/fuzz; HEBICTL_FUZZ=N sets the input count)")
