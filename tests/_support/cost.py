@@ -57,7 +57,7 @@ class Cost:
         return max(0.0, self.wall - self.total_cpu)
 
 
-@dataclass
+@dataclass(eq=False)  # hashable by identity: pluggy keeps its plugins in sets
 class CostRecorder:
     """The pytest plugin: measures each phase in the process that runs it and collects the
     figures from every report (its own, or those xdist workers send) into one table."""
