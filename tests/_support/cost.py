@@ -13,7 +13,8 @@ time), so each test's cost is split into what it *computes* and what it *waits f
 
 Under pytest-xdist each worker measures its own tests and ships the figures in the test report
 (``user_properties``), so the controller writes one file for the whole run: a tab-separated table
-sorted by CPU, with the tier marker of each test, and prints the top ten by CPU and by wait.
+sorted by CPU, with the tier marker of each test, and prints the top ten by CPU and by wait. While
+the run goes, ``FILE.partial`` gets one line per finished test (a run stopped half-way still tells).
 """
 
 from __future__ import annotations
@@ -102,16 +103,28 @@ class CostRecorder:
             cost.child_cpu += float(figures["child_cpu"])
             cost.tier = str(figures["tier"]) or cost.tier
             cost.worker = str(figures["worker"])
+            if report.when == "teardown" and self.path is not None:
+                # one line per finished test as it ends, so a run stopped half-way still tells
+                with self._partial_path().open("a", encoding="utf-8") as partial:
+                    partial.write(self._row(report.nodeid, cost) + "\n")
+
+    def _partial_path(self) -> Path:
+        assert self.path is not None
+        return self.path.with_name(self.path.name + ".partial")
+
+    @staticmethod
+    def _row(nodeid: str, c: Cost) -> str:
+        return f"{nodeid}\t{c.tier}\t{c.worker}\t{c.wall:.3f}\t{c.cpu:.3f}\t{c.child_cpu:.3f}\t{c.wait:.3f}"
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.path is None or not self.costs:  # an xdist worker: its controller writes the table
             return
         rows = sorted(self.costs.items(), key=lambda kv: kv[1].total_cpu, reverse=True)
         lines = ["test\ttier\tworker\twall_s\tcpu_s\tchild_cpu_s\twait_s"]
-        lines += [f"{nodeid}\t{c.tier}\t{c.worker}\t{c.wall:.3f}\t{c.cpu:.3f}\t{c.child_cpu:.3f}\t{c.wait:.3f}"
-                  for nodeid, c in rows]
+        lines += [self._row(nodeid, c) for nodeid, c in rows]
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        self._partial_path().unlink(missing_ok=True)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.path is None or not self.costs:
