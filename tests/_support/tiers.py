@@ -44,7 +44,12 @@ REALTIME_TESTS = frozenset({
     "sim_backend/test_safety_matrix.py::test_teleop_through_a_broker",
     "sim_backend/test_safety_matrix.py::test_signal_to_hebictl_run_holds_the_arm",
     "sim_backend/test_safety_matrix.py::test_signal_to_hebictl_teleop_holds_the_arm",
-    # signals to a running `hebictl run`, and run statistics that count real-time cycles
+    # signals to a running `hebictl run`, run statistics that count real-time cycles, and runs paced by
+    # the wall clock that must reach their goal (a late loop stops the arm: control_gap); the
+    # module's check-config runs and refusals before anything moves run in parallel
+    "cli/test_run_cmd.py::test_run_homes_follows_a_goal_and_records",
+    "cli/test_run_cmd.py::test_run_goal_at_the_rated_limit_is_accepted_and_followed",
+    "cli/test_run_cmd.py::test_an_error_during_the_run_brakes_holds_and_writes_everything",
     "cli/test_run_cmd.py::test_signal_stops_with_hold_until_a_second_signal",
     "cli/test_run_cmd.py::test_signal_with_stop_hold_exits_after_holding",
     "cli/test_run_cmd.py::test_run_summary_covers_the_whole_run",
