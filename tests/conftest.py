@@ -25,9 +25,10 @@ from typing import Any
 
 import pytest
 
+from tests._support import cost
 from tests._support.corpus import CORPUS_AVAILABLE, CORPUS_SKIP_REASON, corpus_path
 from tests._support.hebi_py import import_hebi
-from tests._support.paths import TESTS_DIR
+from tests._support.tiers import tier_of
 
 # tests use the compiled kernels (numba compiles on first call, or loads its cache), never the
 # interpreted ones a cold cache gets in a user's first run, and start no background compile;
@@ -62,7 +63,9 @@ def scratch_registry() -> Iterator[None]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """MuJoCo writes MUJOCO_LOG.TXT into the working directory: send it to a temp folder instead."""
+    """``--cost-report``: register the recorder. MuJoCo writes MUJOCO_LOG.TXT into the working
+    directory: send it to a temp folder instead."""
+    cost.configure(config)
     log_dir = Path(tempfile.mkdtemp(prefix="hebictl-test-mujoco-log-"))
     config._hebictl_mujoco_log = log_dir  # type: ignore[attr-defined]
     try:
@@ -74,41 +77,6 @@ def pytest_configure(config: pytest.Config) -> None:
         cfg = log_config.get()
         cfg.logfile = str(log_dir / "MUJOCO_LOG.TXT")
         cfg.set()
-
-
-#: fixtures that start a real broker, browser or timed process: their tests are ``realtime``
-REALTIME_FIXTURES = frozenset({"broker", "secure_broker", "make_server", "panel", "page", "browser"})
-#: test modules (relative to tests/) that assert wall-clock timing or drive processes with signals
-REALTIME_MODULES = frozenset({
-    "cli/test_run_cmd.py", "hardware/test_clock.py", "sim_backend/test_backend.py", "panel/test_panel_e2e.py",
-    "teleop/test_clock.py", "teleop/test_teleop_cli.py", "teleop/test_broker_plugin.py",
-    "jit/test_cache.py", "sim_backend/test_safety_matrix.py", "hardware/test_hebi_backend.py",
-    "test_yaml_load.py", "cli/test_log_cmd.py", "recording/test_crash.py",
-})
-#: single tests with a wall-clock bound in modules that are otherwise unit tests
-REALTIME_TESTS = frozenset({"hardware/test_base.py::test_read_write_fit_a_1khz_loop",
-                            "sim_backend/test_modules.py::test_bundled_double_shoulder_runs_on_the_sim",
-                            "cli/test_main.py::test_run_summary_lines_do_not_wrap",
-                            "test_limits.py::test_dev_zero_refused_without_reading"})
-#: test modules that compare against a reference library on files written by others
-REFERENCE_PREFIXES = ("formats/",)
-
-
-def tier_of(item: pytest.Item) -> str:
-    """The tier of a test: ``realtime`` (wall clock, real broker/browser/processes: run serially),
-    ``reference`` (a reference library or the corpus) or ``unit``; an explicit marker wins."""
-    for tier in ("realtime", "reference", "unit"):
-        if item.get_closest_marker(tier) is not None:
-            return tier
-    rel = Path(str(item.path)).resolve().relative_to(TESTS_DIR).as_posix() if item.path else ""
-    names = set(getattr(item, "fixturenames", ()))
-    test = f"{rel}::{getattr(item, 'originalname', item.name)}"
-    if (item.get_closest_marker("broker") is not None or names & REALTIME_FIXTURES or rel in REALTIME_MODULES
-            or test in REALTIME_TESTS):
-        return "realtime"
-    if item.get_closest_marker("corpus") is not None or "corpus_dir" in names or rel.startswith(REFERENCE_PREFIXES):
-        return "reference"
-    return "unit"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -141,6 +109,8 @@ def hebi():
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """``--fuzz-long``: run the opt-in long fuzz campaign of tests/fuzz (100,000 inputs)."""
+    """``--fuzz-long``: run the opt-in long fuzz campaign of tests/fuzz (100,000 inputs);
+    ``--cost-report FILE``: each test's wall, CPU and wait seconds (tests/_support/cost.py)."""
+    cost.add_option(parser)
     parser.addoption("--fuzz-long", action="store_true", default=False,
                      help="run the long reader fuzz campaign (tests/fuzz; HEBICTL_FUZZ=N sets the input count)")

@@ -1,0 +1,92 @@
+"""The suite's three tiers and the rule that puts each test in one (tests/conftest.py marks them).
+
+``unit`` and ``reference`` tests run under pytest-xdist on every core; ``realtime`` ones run
+afterwards, alone, because a second worker on the same core would change what they measure. So a
+test is ``realtime`` only if it asserts a wall-clock bound or drives a real broker, browser or
+process whose outcome depends on the wall clock (signals, a real-time loop, timeouts): that tier's
+wall time is paid in full, the others' CPU time is shared by the workers. Modules are listed whole
+only where every test in them is like that; otherwise the single tests are named, so a module's
+simulated-clock and in-process tests still run in parallel.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests._support.paths import TESTS_DIR
+
+#: fixtures that start a real broker, browser or timed process: their tests are ``realtime``
+REALTIME_FIXTURES = frozenset({"broker", "secure_broker", "make_server", "panel", "page", "browser"})
+#: test modules (relative to tests/) whose every test asserts wall-clock timing or drives processes,
+#: brokers or browsers with signals and timeouts a second worker would disturb
+REALTIME_MODULES = frozenset({
+    "hardware/test_clock.py", "panel/test_panel_e2e.py", "teleop/test_clock.py", "teleop/test_teleop_cli.py",
+    "teleop/test_broker_plugin.py", "recording/test_crash.py",
+    # signals to real-time `hebictl run` processes after fixed sleeps: in the parallel tier a loaded
+    # core made their control loop miss its 250 ms command lifetime (control_gap stop) or time out
+    "cli/test_signals.py",
+})
+#: single tests with a wall-clock bound, or a real-time process run whose outcome a second worker
+#: could change, in modules that are otherwise unit tests (simulated clocks, in-process checks, or
+#: subprocesses that only check their output: those run in parallel); ``module::function`` covers
+#: every parameter of the function
+REALTIME_TESTS = frozenset({
+    "hardware/test_base.py::test_read_write_fit_a_1khz_loop",
+    "sim_backend/test_modules.py::test_bundled_double_shoulder_runs_on_the_sim",
+    "cli/test_main.py::test_run_summary_lines_do_not_wrap",
+    "test_limits.py::test_dev_zero_refused_without_reading",
+    # `0.18 <= wall < 0.5` on the monotonic clock; the other tests of the module run on a SimClock
+    "sim_backend/test_backend.py::test_real_time_with_the_monotonic_clock",
+    # the safety matrix's in-process scenarios run on the simulated clock (parallel); these drive
+    # `hebictl run` / `hebictl teleop` processes and a broker on the wall clock
+    "sim_backend/test_safety_matrix.py::test_teleop_through_a_broker",
+    "sim_backend/test_safety_matrix.py::test_signal_to_hebictl_run_holds_the_arm",
+    "sim_backend/test_safety_matrix.py::test_signal_to_hebictl_teleop_holds_the_arm",
+    # signals to a running `hebictl run`, run statistics that count real-time cycles, and runs paced by
+    # the wall clock that must reach their goal (a late loop stops the arm: control_gap); the
+    # module's check-config runs and refusals before anything moves run in parallel
+    "cli/test_run_cmd.py::test_run_homes_follows_a_goal_and_records",
+    "cli/test_run_cmd.py::test_run_goal_at_the_rated_limit_is_accepted_and_followed",
+    "cli/test_run_cmd.py::test_an_error_during_the_run_brakes_holds_and_writes_everything",
+    "cli/test_run_cmd.py::test_signal_stops_with_hold_until_a_second_signal",
+    "cli/test_run_cmd.py::test_signal_with_stop_hold_exits_after_holding",
+    "cli/test_run_cmd.py::test_run_summary_covers_the_whole_run",
+    "cli/test_run_cmd.py::test_run_loop_statistics_separate_waiting_work_and_misses",
+    # one real-time sim run recorded with no dropped cycle and ended by any safety stop (a late loop
+    # on a shared core would be one), shared by the module's readers
+    "cli/test_log_cmd.py::test_recorded_sim_run_reads_back",
+    "cli/test_log_cmd.py::test_log_info_lists_topics_counts_and_events",
+    "cli/test_log_cmd.py::test_plot_of_an_mcap_recording_writes_a_png",
+    # hebi-py's imitation group runs on the wall clock: a lookup timeout, a goal reached within 5 s,
+    # a `hebictl run` on it
+    "hardware/test_hebi_backend.py::test_lookup_without_modules_fails_within_timeout",
+    "hardware/test_hebi_backend.py::test_hebi_py_pattern_update_then_set_goal_on_imitation",
+    "hardware/test_hebi_backend.py::test_hebictl_run_on_hebi_imitation_exits_0",
+    # hostile YAML refused within a wall-clock bound (the other tests of the module check errors only)
+    "test_yaml_load.py::test_hostile_yaml_is_a_config_error_with_file_and_line",
+    "test_yaml_load.py::test_alias_bomb_refused_quickly_even_alone",
+    "test_yaml_load.py::test_describe_is_bounded",
+    "test_yaml_load.py::test_a_1_mib_config_is_refused_at_once_by_its_size",
+    "test_yaml_load.py::test_a_config_at_the_size_limit_parses_once_with_libyaml",
+})
+#: test modules that compare against a reference library on files written by others
+REFERENCE_PREFIXES = ("formats/",)
+
+
+def tier_of(item: pytest.Item) -> str:
+    """The tier of a test: ``realtime`` (wall clock, real broker/browser/processes: run serially),
+    ``reference`` (a reference library or the corpus) or ``unit``; an explicit marker wins."""
+    for tier in ("realtime", "reference", "unit"):
+        if item.get_closest_marker(tier) is not None:
+            return tier
+    rel = Path(str(item.path)).resolve().relative_to(TESTS_DIR).as_posix() if item.path else ""
+    names = set(getattr(item, "fixturenames", ()))
+    test = f"{rel}::{getattr(item, 'originalname', item.name)}"
+    if (item.get_closest_marker("broker") is not None or names & REALTIME_FIXTURES or rel in REALTIME_MODULES
+            or test in REALTIME_TESTS):
+        return "realtime"
+    if item.get_closest_marker("corpus") is not None or "corpus_dir" in names or rel.startswith(REFERENCE_PREFIXES):
+        return "reference"
+    return "unit"

@@ -1,0 +1,30 @@
+"""The realtime tier's tables name tests that exist: a misspelt or renamed entry would silently move a
+wall-clock test into the parallel tier, where a second worker disturbs its timing."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from tests._support.paths import TESTS_DIR
+from tests._support.tiers import REALTIME_MODULES, REALTIME_TESTS
+
+
+def _test_functions(rel: str) -> set[str]:
+    tree = ast.parse((TESTS_DIR / rel).read_text(encoding="utf-8"))
+    return {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+@pytest.mark.parametrize("entry", sorted(REALTIME_TESTS))
+def test_every_listed_realtime_test_exists(entry: str) -> None:
+    rel, name = entry.split("::")
+    assert (TESTS_DIR / rel).is_file(), f"{entry}: no module tests/{rel}"
+    assert name in _test_functions(rel), f"{entry}: no function {name} in tests/{rel}"
+    assert rel not in REALTIME_MODULES, f"{entry}: its whole module is realtime already"
+
+
+@pytest.mark.parametrize("rel", sorted(REALTIME_MODULES))
+def test_every_listed_realtime_module_exists(rel: str) -> None:
+    assert (TESTS_DIR / rel).is_file(), f"no module tests/{rel}"
+    assert any(name.startswith("test") for name in _test_functions(rel)), f"tests/{rel} holds no test"
