@@ -133,11 +133,15 @@ def vs_pinocchio(ours: RobotModel, q: np.ndarray, g: np.ndarray) -> None:
     # the same numbers first: the two libraries agree on the kit's dynamics
     d_grav = np.abs(ours.gravity_compensation(q, g) - pin.computeGeneralizedGravity(pm, pd, qp)).max()
     d_rnea = np.abs(ours.inverse_dynamics(q, q, q, g) - pin.rnea(pm, pd, qp, q, q)).max()
+    fk_into = np.empty((ours.frame_count("output"), 4, 4))
     cases = [
         ("gravity", lambda: ours.gravity_compensation(q, g), lambda: pin.computeGeneralizedGravity(pm, pd, qp)),
         ("RNEA", lambda: ours.inverse_dynamics(q, q, q, g), lambda: pin.rnea(pm, pd, qp, q, q)),
         (f"FK of all frames ({ours.frame_count('output')} / {pm.nframes})",
          lambda: ours.forward_kinematics(q, "output"), lambda: pin.framesForwardKinematics(pm, pd, qp)),
+        # the same work as pinocchio's: frames written into storage that exists (pinocchio's Data, our out=)
+        ("FK of all frames, into an array (out=)",
+         lambda: ours.forward_kinematics(q, "output", out=fk_into), lambda: pin.framesForwardKinematics(pm, pd, qp)),
         ("end-effector Jacobian", lambda: ours.jacobian_end_effector(q),
          lambda: pin.computeFrameJacobian(pm, pd, qp, fid, pin.LOCAL_WORLD_ALIGNED)),
     ]

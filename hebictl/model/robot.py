@@ -42,7 +42,7 @@ class _FrameSet:
     the two arrays the FK and Jacobian kernels take.
     """
 
-    __slots__ = ("R", "body", "floats", "frames", "ints", "jac_shape", "kind", "p", "pose_shape")
+    __slots__ = ("R", "body", "floats", "frames", "ints", "jac_shape", "kind", "p", "pose_shape", "pose_strides")
 
     def __init__(self, kind: str, frames: Sequence[Frame], fused: FusedTree, armature: FloatArray | None,
                  nv: int) -> None:
@@ -54,6 +54,7 @@ class _FrameSet:
         self.p = np.ascontiguousarray(np.array([T[:3, 3] for _, T in mapped]).reshape(-1, 3))
         self.ints, self.floats = kernels.pack(fused.tables, self.body, self.R, self.p, armature, nv)
         self.pose_shape = (len(self.frames), 4, 4)
+        self.pose_strides = (128, 32, 8)  # a C-contiguous float64 array of pose_shape (out='s quick check)
         self.jac_shape = (len(self.frames), 6, nv)
 
 
@@ -63,6 +64,8 @@ _VEC3 = (3,)
 _contiguous = np.ascontiguousarray
 _empty = np.empty
 _F64 = np.float64
+_F64_DTYPE = np.dtype(np.float64)
+_ndarray = np.ndarray
 #: the kernels' compiled entry points without numba's type dispatch (a fifth of a single call): only
 #: for arguments validated here as exactly the declared types (C-contiguous float64 inputs of the
 #: model's sizes, outputs allocated or checked here); the unchecked ``*_into`` paths use ``kernels``
@@ -295,7 +298,13 @@ class RobotModel:
             fs = self._frame_set(frame)
         x = _contiguous(q, _F64)
         if x.shape == self._q_shape:  # one configuration: straight to its kernel (the control loop's case)
-            buf = _empty(fs.pose_shape) if out is None else self._output(out, (1, *fs.pose_shape), False)[0]
+            if out is None:
+                buf = _empty(fs.pose_shape)
+            elif (out.__class__ is _ndarray and out.dtype is _F64_DTYPE and out.shape == fs.pose_shape
+                  and out.strides == fs.pose_strides and out.flags.writeable):
+                buf = out  # the checks _output makes, in the few attribute reads a control cycle can afford
+            else:
+                buf = self._output(out, (1, *fs.pose_shape), False)[0]  # raises with what is wrong
             _direct.frame_poses(x, fs.ints, fs.floats, buf)
             return buf
         Q, batched = self._batch(x, self.nq, "q")
