@@ -1,0 +1,121 @@
+"""The feed-forward of an end-effector load the model does not know, in every position mode.
+
+Why one owner: the model-mismatch monitor (:mod:`hebictl.control.monitors.payload`) estimates, at
+rest, the end-effector mass the model lacks. Without its weight fed forward the position loop
+alone carries it and the arm sags by load / stiffness (30-80 mm with 1 kg); fed forward by one mode
+only (the brake, the jog) the sag came back in the cycle another mode took over (a goal after a
+payload hold sagged as it started). So the arm asks this object, every cycle of every mode that
+commands positions (follow, jog, brake, hold), for the load's effort, and this object alone decides
+how much load that is:
+
+- its mass follows the estimate (refreshed by the monitor only at rest), ramped at
+  :data:`MASS_RATE` so a refined estimate never steps the commanded effort;
+- it is dropped (ramped out) only when the estimate is;
+- :meth:`PayloadFeedForward.model_took` moves mass into the model (``Arm.set_payload``) without a
+  step: what the model now includes leaves the feed-forward in the same cycle, so it is never
+  counted twice; the monitor's next estimate is of the remaining mismatch.
+
+The effort is the point mass's weight and inertia, ``m J_v^T (J_v a + dJ_v v - g)`` (hebi-py's
+gravity sign: efforts that hold the load against ``g``), with ``dJ_v v`` from a central difference
+along ``v``. Modes without an acceleration (hold) pass zeros: weight only.
+
+State table (``mass`` the fed-forward mass, ``target`` the estimate's):
+
+==================  ===========================  ==========================================
+state               condition                    per cycle
+==================  ===========================  ==========================================
+off                 mass == 0 and target == 0    nothing (no Jacobian, no Python work)
+ramping             mass != target               mass moves toward target at MASS_RATE
+carrying            mass == target != 0          weight (+ inertia) of ``mass`` fed forward
+==================  ===========================  ==========================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hebictl._typing import FloatArray
+
+__all__ = ["MASS_RATE", "MIN_MASS_KG", "PayloadFeedForward", "point_mass_effort"]
+
+#: [kg] an estimated unknown load below this is not fed forward (estimate noise)
+MIN_MASS_KG = 0.05
+#: [kg/s] how fast the fed-forward mass follows a new estimate (1 kg in 0.25 s: far slower than
+#: the position loop, so the arm is carried up or down smoothly instead of jolted)
+MASS_RATE = 1.0
+#: [rad, along v per (rad/s)] step of the central difference that gives dJ_v v
+_JDOT_STEP = 1e-4
+
+
+def point_mass_effort(model: Any, mass: float, q: FloatArray, v: FloatArray | None,
+                      a: FloatArray | None, gravity: FloatArray) -> FloatArray:
+    """Effort [N·m] that holds and moves a point ``mass`` [kg] at the end effector along (q, v, a):
+    ``m J_v^T (J_v a + dJ_v v - g)``; ``v``/``a`` None: at rest (weight only)."""
+    jv = model.jacobian_end_effector(q)[:3]
+    acc = -np.asarray(gravity, dtype=np.float64)
+    if a is not None:
+        acc = acc + jv @ a
+    if v is not None and np.any(v):
+        h = _JDOT_STEP
+        ahead = model.jacobian_end_effector(q + h * v)[:3]
+        behind = model.jacobian_end_effector(q - h * v)[:3]
+        acc = acc + (ahead - behind) @ v / (2.0 * h)
+    return mass * (jv.T @ acc)
+
+
+class PayloadFeedForward:
+    """The unknown end-effector load's feed-forward for one arm (see the module docstring)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self._has_ee = model.frame_count("end_effector") > 0
+        #: [kg] the mass fed forward this cycle (ramps toward :attr:`target`)
+        self.mass = 0.0
+        #: [kg] the estimate's unmodelled mass (0: none, or too small to feed forward)
+        self.target = 0.0
+        self._estimate: Any = None  # the estimate dict last taken (the monitor replaces it when it refines)
+        #: acceleration [rad/s²] a mode that is not a trajectory (the jog) commands this cycle
+        self._accel: FloatArray | None = None
+
+    @property
+    def active(self) -> bool:
+        """Anything to feed forward (or to ramp out) this cycle."""
+        return self.mass != 0.0 or self.target != 0.0
+
+    def follow(self, estimate: dict[str, Any] | None, dt: float) -> None:
+        """Take the monitor's estimate (``Arm.payload_estimate``; refreshed at rest only) as the target
+        and ramp :attr:`mass` toward it over ``dt`` [s]. Cheap when nothing changed."""
+        if estimate is not self._estimate:
+            self._estimate = estimate
+            m = float(estimate.get("extra_mass_kg", 0.0)) if estimate is not None else 0.0
+            self.target = m if self._has_ee and np.isfinite(m) and abs(m) >= MIN_MASS_KG else 0.0
+        if self.mass != self.target:
+            step = MASS_RATE * max(dt, 0.0)
+            d = self.target - self.mass
+            self.mass = self.target if abs(d) <= step else self.mass + (step if d > 0 else -step)
+
+    def model_took(self, mass: float) -> None:
+        """``mass`` [kg] was just added to the model (``Arm.set_payload``; negative: removed): it leaves
+        the feed-forward at once (the model's gravity now carries it: no step, no double count), and the
+        estimate it came from is void until the monitor's next rest (target 0)."""
+        if self.mass != 0.0 or self.target != 0.0:
+            self.mass -= mass
+            if abs(self.mass) < MIN_MASS_KG:
+                self.mass = 0.0
+        self.target = 0.0
+
+    def accelerate(self, acceleration: FloatArray) -> None:
+        """The jog's commanded acceleration this cycle (its inertia is fed forward with the weight);
+        used by the next :meth:`effort` only."""
+        self._accel = acceleration
+
+    def effort(self, q: FloatArray, v: FloatArray | None, a: FloatArray | None,
+               gravity: FloatArray) -> FloatArray:
+        """The load's effort [N·m] at ``q`` moving with (``v``, ``a``), or with the acceleration the
+        jog gave (:meth:`accelerate`) when ``a`` is None."""
+        if a is None:
+            a = self._accel
+        self._accel = None
+        return point_mass_effort(self.model, self.mass, q, v, a, gravity)
