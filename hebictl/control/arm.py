@@ -965,6 +965,10 @@ class Arm:
             self.react(f.kind, f.detail, f.reaction)
         if self.payload_feedforward.active or self.monitors.payload_estimate is not None:
             self.payload_feedforward.follow(self.monitors.payload_estimate, self._dt)
+            if self.supervisor.mode is _MHOLD and self._hold is not None:
+                # a hold takes the load over where the arm is: its command follows the feed-forward's
+                # ramp to the measured position, so nothing moves (a latched hold least of all)
+                self.payload_feedforward.carry_over(self._hold, fb.position)
         if self._recovery is not None:
             brake = self._brake if self.supervisor.mode is _BRAKE else None  # a ramp's way out is kept
             self._recovery = shrink_recovery(self._recovery, self.limits, fb.position,
@@ -991,9 +995,8 @@ class Arm:
         carrying = self.payload_feedforward.mass != 0.0 and np.all(np.isfinite(cmd.position))
         if carrying:
             self._feed_payload(fb.position, cmd)  # the unknown load, in every position mode
-        if self._brake is not None:  # braking, or a hold that braked: as the hold stop
-            if self.trajectory_state is not None:  # feed the ramp forward (what plugins did not)
-                cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, self.plugins)
+        if self._brake is not None and self.trajectory_state is not None:  # braking: feed the ramp forward
+            cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, self.plugins)  # (not plugins')
         if self._brake is not None or carrying:  # damp the ringing (of the stop, of the carried load)
             cmd.effort -= self._damping * np.nan_to_num(fb.velocity - cmd.velocity)
         self._finish(fb.position)

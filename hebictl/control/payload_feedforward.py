@@ -38,13 +38,15 @@ import numpy as np
 
 from hebictl._typing import FloatArray
 
-__all__ = ["MASS_RATE", "MIN_MASS_KG", "PayloadFeedForward", "point_mass_effort"]
+__all__ = ["MASS_RATE", "MIN_MASS_KG", "REFINE_DEADBAND", "PayloadFeedForward", "point_mass_effort"]
 
 #: [kg] an estimated unknown load below this is not fed forward (estimate noise)
 MIN_MASS_KG = 0.05
 #: [kg/s] how fast the fed-forward mass follows a new estimate (1 kg in 0.25 s: far slower than
 #: the position loop, so the arm is carried up or down smoothly instead of jolted)
 MASS_RATE = 1.0
+#: [kg] a refined estimate this close to the one fed forward is not taken (estimate noise)
+REFINE_DEADBAND = 0.1
 #: [rad, along v per (rad/s)] step of the central difference that gives dJ_v v
 _JDOT_STEP = 1e-4
 
@@ -78,6 +80,8 @@ class PayloadFeedForward:
         self._estimate: Any = None  # the estimate dict last taken (the monitor replaces it when it refines)
         #: acceleration [rad/s²] a mode that is not a trajectory (the jog) commands this cycle
         self._accel: FloatArray | None = None
+        #: the fraction of the way to the target the last :meth:`follow` went (see :meth:`carry_over`)
+        self.taken = 0.0
 
     @property
     def active(self) -> bool:
@@ -86,15 +90,34 @@ class PayloadFeedForward:
 
     def follow(self, estimate: dict[str, Any] | None, dt: float) -> None:
         """Take the monitor's estimate (``Arm.payload_estimate``; refreshed at rest only) as the target
-        and ramp :attr:`mass` toward it over ``dt`` [s]. Cheap when nothing changed."""
+        and ramp :attr:`mass` toward it over ``dt`` [s]. Cheap when nothing changed. A refinement
+        within :data:`REFINE_DEADBAND` of the target is not taken (each such change moves the arm: the
+        r-series arm sags ~55 mm per kg on its position loop, and a stopped jog drifted 1 mm)."""
         if estimate is not self._estimate:
             self._estimate = estimate
             m = float(estimate.get("extra_mass_kg", 0.0)) if estimate is not None else 0.0
-            self.target = m if self._has_ee and np.isfinite(m) and abs(m) >= MIN_MASS_KG else 0.0
-        if self.mass != self.target:
-            step = MASS_RATE * max(dt, 0.0)
-            d = self.target - self.mass
-            self.mass = self.target if abs(d) <= step else self.mass + (step if d > 0 else -step)
+            m = m if self._has_ee and np.isfinite(m) and abs(m) >= MIN_MASS_KG else 0.0
+            if m == 0.0 or self.target == 0.0 or abs(m - self.target) >= REFINE_DEADBAND:
+                self.target = m
+        d = self.target - self.mass
+        step = MASS_RATE * max(dt, 0.0)
+        if d == 0.0:
+            self.taken = 0.0
+        elif abs(d) <= step:
+            self.mass = self.target
+            self.taken = 1.0
+        else:
+            self.mass += step if d > 0 else -step
+            self.taken = step / abs(d)
+
+    def carry_over(self, command: FloatArray, measured: FloatArray) -> None:
+        """Move a hold's ``command`` the fraction of the way to ``measured`` that this cycle's ramp step
+        took (:meth:`follow`), in place. The arm's offset from its hold is the unfed load over the
+        position loop's stiffness; with a linear loop the load its error carries shrinks exactly as the
+        feed-forward takes it over, so the arm stays where it is (a latched hold moves nothing) instead
+        of being lifted back (or, for an estimate that went down, dropped)."""
+        if self.taken > 0.0:
+            command += self.taken * (measured - command)
 
     def model_took(self, mass: float) -> None:
         """``mass`` [kg] was just added to the model (``Arm.set_payload``; negative: removed): it leaves
