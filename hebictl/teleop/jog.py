@@ -317,9 +317,6 @@ class JogPlugin(ArmPlugin):
             sample = None
         target = self._target
         pos = self.position
-        if not np.any(self.velocity) and np.all(np.isfinite(arm.last_feedback.position)):
-            # stopped: a refined payload estimate is taken over where the arm is, as the hold does
-            arm.payload_feedforward.carry_over(pos, arm.last_feedback.position)
         cartesian = sample is not None and sample.space != "joint"
         direction = 1.0
         if sample is None:
