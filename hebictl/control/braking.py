@@ -22,12 +22,12 @@ The ramp's feed-forward (:func:`brake_effort`) is the model's inverse dynamics a
 plus the rotor inertia times the deceleration, clamped to the effort limit: the modules get the
 torque the ramp needs instead of finding it through their position error.
 
-An end-effector load the model does not know (the model-mismatch monitor's estimate at rest,
-:mod:`hebictl.control.monitors.payload`) is taken into the brake as a point mass ``m`` at the end
-effector (:attr:`BrakePlanner.payload_mass`, fixed when the brake starts so the hold after it does
-not jump when the estimate is refined): its weight and inertia ``m J_v^T (J_v a + dJ_v v - g)``
-are fed forward along the ramp and in the hold after it, and ``m |J_v,i|^2`` is added to each
-joint's inertia when the deceleration is planned. Without it the joints hold the load through
+An end-effector load the model does not know (the model-mismatch monitor's estimate at rest, fed
+forward in every position mode by :mod:`hebictl.control.payload_feedforward`) is taken into the
+brake's plan as a point mass ``m`` at the end effector (:attr:`BrakePlanner.payload_mass`, the fed
+mass when the brake starts): its weight counts against the spare effort and ``m |J_v,i|^2`` is added
+to each joint's inertia when the deceleration is planned; the arm feeds its weight and inertia
+``m J_v^T (J_v a + dJ_v v - g)`` forward along the ramp. Without it the joints hold the load through
 their position error only (a sag of 40-60 mrad with 1 kg on the r-series arm): a brake that lands
 the command on the measured position drops that error and the load swings, and the ramp's
 feed-forward misses the load's inertia, so the arm overruns the ramp and rings for ~1 s.
