@@ -343,10 +343,12 @@ class Arm:
         if ff.mass == 0.0:
             return
         state = self.trajectory_state
+        v: FloatArray | None = None
+        a: FloatArray | None = None
         if state is not None:
             v, a = state[1], state[2]
-        else:
-            v, a = (cmd.velocity if math.isfinite(float(cmd.velocity.sum())) else None), None
+        elif math.isfinite(float(cmd.velocity.sum())):
+            v = cmd.velocity
         cmd.effort += ff.effort(q, v, a, self._gravity_vector())
 
     def _live(self) -> bool:
