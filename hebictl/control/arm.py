@@ -149,7 +149,8 @@ class Arm:
         self._rate = RateLimiter(self.limits.velocity_max, self.limits)
         self.brake_planner = BrakePlanner(model, self.limits)
         #: the feed-forward of the end-effector load the model does not know (every position mode)
-        self.payload_feedforward = PayloadFeedForward(model)
+        self.payload_feedforward = PayloadFeedForward(
+            model, measured=bool(getattr(backend, "measures_effort", True)))
         self._firmware_limit = False  # a module's firmware limit was acting at the last feedback
         # range a joint switched on outside its limits may move in, shrinking to them (None: all inside)
         self._recovery: tuple[FloatArray, FloatArray] | None = None
@@ -346,9 +347,11 @@ class Arm:
         v: FloatArray | None = None
         a: FloatArray | None = None
         if state is not None:
-            v, a = state[1], state[2]
+            # a trajectory's velocity-product term (two more Jacobians) only where it matters: a brake
+            # from full speed (a goal's speeds are planned within the ratings; its weight and J_v a stay)
+            v, a = (state[1] if self.supervisor.mode is _BRAKE else None), state[2]
         elif math.isfinite(float(cmd.velocity.sum())):
-            v = cmd.velocity
+            v = cmd.velocity  # a jog (the hold's command is still): its direction depends on it
         cmd.effort += ff.effort(q, v, a, self._gravity_vector())
 
     def _live(self) -> bool:
@@ -965,12 +968,13 @@ class Arm:
                 self._stale = _ALL
         for f in self.monitors.after_read(self, fb, now):  # execution monitors, every fresh sample
             self.react(f.kind, f.detail, f.reaction)
-        if self.payload_feedforward.active or self.monitors.payload_estimate is not None:
-            self.payload_feedforward.follow(self.monitors.payload_estimate, self._dt)
+        ff = self.payload_feedforward
+        if ff.measured and (ff.active or self.monitors.payload_estimate is not None):
+            ff.follow(self.monitors.payload_estimate, self._dt)
             if self.supervisor.mode is _MHOLD and self._hold is not None:
                 # a hold takes the load over where the arm is: its command follows the feed-forward's
                 # ramp to the measured position, so nothing moves (a latched hold least of all)
-                self.payload_feedforward.carry_over(self._hold, fb.position)
+                ff.carry_over(self._hold, fb.position)
         if self._recovery is not None:
             brake = self._brake if self.supervisor.mode is _BRAKE else None  # a ramp's way out is kept
             self._recovery = shrink_recovery(self._recovery, self.limits, fb.position,
@@ -999,7 +1003,8 @@ class Arm:
             self._feed_payload(fb.position, cmd)  # the unknown load, in every position mode
         if self._brake is not None and self.trajectory_state is not None:  # braking: feed the ramp forward
             cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, self.plugins)  # (not plugins')
-        if self._brake is not None or carrying:  # damp the ringing (of the stop, of the carried load)
+        if self._brake is not None or (carrying and self.supervisor.mode is _MHOLD):
+            # damp the ringing (of the stop; of a load carried in a hold, or a jog on it, as it is taken over)
             cmd.effort -= self._damping * np.nan_to_num(fb.velocity - cmd.velocity)
         self._finish(fb.position)
         return ok
