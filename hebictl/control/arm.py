@@ -998,7 +998,7 @@ class Arm:
             ok = plugin.update(self, self._dt) and ok
         if self.payload is not None and np.all(np.isfinite(cmd.position)):  # the declared payload's gravity
             cmd.effort += payload_efforts(self.model, fb.position, self.payload, self._gravity_vector())
-        carrying = self.payload_feedforward.mass != 0.0 and np.all(np.isfinite(cmd.position))
+        carrying = self.payload_feedforward.mass != 0.0 and math.isfinite(float(cmd.position.sum()))
         if carrying:
             self._feed_payload(fb.position, cmd)  # the unknown load, in every position mode
         if self._brake is not None and self.trajectory_state is not None:  # braking: feed the ramp forward

@@ -144,3 +144,20 @@ def test_goal_after_a_payload_hold_does_not_sag(config, after):
         assert arm.payload_feedforward.mass > 0.5  # still carried by the goal
         assert against < SAG_TOL
         assert step < 0.05
+
+
+def test_an_effort_echo_is_not_fed_forward():
+    """The mock (like hebi's imitation group) echoes the commanded effort: an estimate from it measures
+    the command, so the Arm does not feed it forward (the sim measures what the joints exert)."""
+    from hebictl.config import load_config
+    from hebictl.control.arm import Arm
+    from tests._support.paths import REPO_ROOT
+
+    cfg = load_config(REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml")
+    with Arm.from_config(cfg, backend="mock") as arm:
+        assert arm.payload_feedforward.measured is False
+        arm.monitors.mismatch.estimate = {"extra_mass_kg": 1.0}
+        for _ in range(50):
+            arm.update()
+            arm.send()
+        assert arm.payload_feedforward.mass == 0.0
