@@ -306,7 +306,10 @@ class Arm:
         self._brake_chase = chase
         self._rebrakes = self._rebrakes + 1 if again else 0
         lim = self.limits
-        self.brake_planner.set_payload_mass(self.payload_feedforward.mass)
+        ff = self.payload_feedforward
+        if ff.measured:
+            ff.retarget(self.monitors.payload_estimate)
+        self.brake_planner.set_payload_mass(ff.mass)
         effort = self.last_feedback.effort if self._have_feedback else None
         v = self._measured_velocity(now)
         vcap = lim.velocity_max
@@ -346,10 +349,9 @@ class Arm:
         state = self.trajectory_state
         v: FloatArray | None = None
         a: FloatArray | None = None
-        if state is not None:
-            # a trajectory's velocity-product term (two more Jacobians) only where it matters: a brake
-            # from full speed (a goal's speeds are planned within the ratings; its weight and J_v a stay)
-            v, a = (state[1] if self.supervisor.mode is _BRAKE else None), state[2]
+        if state is not None:  # a goal or a brake ramp (at full speed the velocity-product term matters:
+            # without it in a goal, r6 with 1 kg stopped from 0.95x rated in 0.485 s instead of 0.39 s)
+            v, a = state[1], state[2]
         elif math.isfinite(float(cmd.velocity.sum())):
             v = cmd.velocity  # a jog (the hold's command is still): its direction depends on it
         cmd.effort += ff.effort(q, v, a, self._gravity_vector())
