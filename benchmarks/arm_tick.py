@@ -33,6 +33,8 @@ class _NoMonitors:
     """Stands in for an Arm's MonitorSuite: the same arm without execution monitoring, so the
     monitors' cost is measured in the same run (issue 18: the target is the total)."""
 
+    payload_estimate = None  # no model-mismatch estimate: no payload feed-forward either
+
     def after_read(self, arm, fb, now):
         return ()
 

@@ -22,12 +22,12 @@ The ramp's feed-forward (:func:`brake_effort`) is the model's inverse dynamics a
 plus the rotor inertia times the deceleration, clamped to the effort limit: the modules get the
 torque the ramp needs instead of finding it through their position error.
 
-An end-effector load the model does not know (the model-mismatch monitor's estimate at rest,
-:mod:`hebictl.control.monitors.payload`) is taken into the brake as a point mass ``m`` at the end
-effector (:attr:`BrakePlanner.payload_mass`, fixed when the brake starts so the hold after it does
-not jump when the estimate is refined): its weight and inertia ``m J_v^T (J_v a + dJ_v v - g)``
-are fed forward along the ramp and in the hold after it, and ``m |J_v,i|^2`` is added to each
-joint's inertia when the deceleration is planned. Without it the joints hold the load through
+An end-effector load the model does not know (the model-mismatch monitor's estimate at rest, fed
+forward in every position mode by :mod:`hebictl.control.payload_feedforward`) is taken into the
+brake's plan as a point mass ``m`` at the end effector (:attr:`BrakePlanner.payload_mass`, the fed
+mass when the brake starts): its weight counts against the spare effort and ``m |J_v,i|^2`` is added
+to each joint's inertia when the deceleration is planned; the arm feeds its weight and inertia
+``m J_v^T (J_v a + dJ_v v - g)`` forward along the ramp. Without it the joints hold the load through
 their position error only (a sag of 40-60 mrad with 1 kg on the r-series arm): a brake that lands
 the command on the measured position drops that error and the load swings, and the ramp's
 feed-forward misses the load's inertia, so the arm overruns the ramp and rings for ~1 s.
@@ -42,6 +42,7 @@ import numpy as np
 
 from hebictl._typing import FloatArray
 from hebictl.control import cycle_kernels
+from hebictl.control.payload_feedforward import MIN_MASS_KG, point_mass_effort
 from hebictl.control.safety import Limits
 
 if TYPE_CHECKING:
@@ -55,9 +56,7 @@ MARGIN = 0.65
 #: the measured effort may shrink the spare effort to this fraction of the model's, not below
 MEASURED_FLOOR = 0.25
 #: [kg] an estimated unknown load below this is not taken into the brake (estimate noise)
-PAYLOAD_MIN_KG = 0.05
-#: [s] step of the central difference that gives the end effector's velocity-product acceleration
-_JDOT_STEP = 1e-4
+PAYLOAD_MIN_KG = MIN_MASS_KG
 _NO_GRAVITY = np.zeros(3)
 
 
@@ -107,19 +106,11 @@ class BrakePlanner:
         return abs(self.payload_mass) * (jv * jv).sum(axis=0)
 
     def payload_effort(self, q: FloatArray, v: FloatArray, a: FloatArray, gravity: FloatArray) -> FloatArray:
-        """Effort [N·m] that holds and moves the unknown load (a point mass at the end effector) along
-        (q, v, a): ``m J_v^T (J_v a + dJ_v v - g)``; dJ_v v from a central difference along ``v``."""
-        m = self.payload_mass
-        if m == 0.0:
+        """Effort [N·m] that holds and moves the unknown load the brake plans with (a point mass at
+        the end effector) along (q, v, a): :func:`~hebictl.control.payload_feedforward.point_mass_effort`."""
+        if self.payload_mass == 0.0:
             return np.zeros(self.model.dof)
-        jv = self.model.jacobian_end_effector(q)[:3]
-        acc = jv @ a - np.asarray(gravity, dtype=np.float64)
-        if np.any(v):
-            h = _JDOT_STEP
-            ahead = self.model.jacobian_end_effector(q + h * v)[:3]
-            behind = self.model.jacobian_end_effector(q - h * v)[:3]
-            acc += (ahead - behind) @ v / (2.0 * h)
-        return m * (jv.T @ acc)
+        return point_mass_effort(self.model, self.payload_mass, q, v, a, gravity)
 
     def effort_deceleration(self, q: FloatArray, gravity: FloatArray | None = None,
                             effort: FloatArray | None = None) -> FloatArray:

@@ -51,7 +51,6 @@ from numpy.typing import ArrayLike
 
 from hebictl._typing import FloatArray
 from hebictl.collision.attach import world_of
-from hebictl.control.monitors.payload import Payload, payload_efforts
 from hebictl.control.plugins import ArmPlugin
 from hebictl.control.safety import ArmState
 from hebictl.errors import CommandRejected
@@ -91,10 +90,6 @@ STOP_DECELERATION = 0.5
 CREEP_FRACTION = 0.03
 #: ... and moves again once it would run at this fraction (or the jog restarts)
 CREEP_RESUME = 0.25
-#: [kg] an end-effector mass the model-mismatch monitor measured is fed forward by the jog between
-#: these bounds (below: noise; above: more likely a contact than a load, not pushed against)
-MIN_ESTIMATED_PAYLOAD = 0.05
-MAX_ESTIMATED_PAYLOAD = 2.0
 #: [rad] an arm this far from its command on any joint is also collision-checked where it is
 SAG_CHECK = 0.005
 #: [s] the collision check looks this far ahead along the commanded velocity to tell approach from retreat
@@ -219,7 +214,6 @@ class JogPlugin(ArmPlugin):
         self._arm: Arm | None = None
         self._offset = np.zeros(0)
         self._crept = False
-        self._payload = 0.0  # [kg] the estimated end-effector mass this jog holds (taken at its start)
 
     # narrower than ArmView on purpose: the jog reads the Arm's limits, state and trajectory, which
     # ArmView does not expose; the plugin table attaches it to an Arm only
@@ -241,25 +235,17 @@ class JogPlugin(ArmPlugin):
     def start(self, position: ArrayLike, sample: JogSample) -> None:
         """Begin jogging from ``position`` [rad] (the last commanded position) at rest.
 
-        With an estimated payload to hold (:meth:`_hold_estimated_payload`) the jog starts from
-        the measured position instead: the arm sags there under that load, and once its gravity is
-        fed forward, a command left at the unsagged hold would lift it by the whole sag at once
-        (measured on the sim: the r6 with 1 kg jumped 85 mm up). The estimate is taken once, here:
-        a new one in mid-jog would step the effort and jolt the arm."""
+        An end-effector load the model does not know is fed forward by the arm in every mode
+        (:mod:`hebictl.control.payload_feedforward`), the hold before the jog included, so the arm
+        is not sagged away from that command and the jog carries on from it without a step."""
         self.position[:] = position
         self.velocity.fill(0.0)
         self.sample = sample
         self.active = True
         self._crept = False
         self._offset = np.zeros_like(self.position)
-        self._payload = 0.0
         arm = self._arm
         if arm is not None and np.all(np.isfinite(arm.last_feedback.position)):
-            est = arm.payload_estimate
-            extra = float(est.get("extra_mass_kg", 0.0)) if est is not None else 0.0
-            if MIN_ESTIMATED_PAYLOAD <= extra <= MAX_ESTIMATED_PAYLOAD:
-                self._payload = extra
-                self.position[:] = arm.last_feedback.position
             self._offset = self.position - arm.last_feedback.position
 
     def halt(self) -> tuple[FloatArray, FloatArray]:
@@ -301,19 +287,6 @@ class JogPlugin(ArmPlugin):
         if still.any():
             k = min(1.0, dt / SAG_TIME_CONSTANT)
             self._offset[still] += k * (error[still] - self._offset[still])
-
-    def _hold_estimated_payload(self, arm: Arm, pos: FloatArray, effort: FloatArray) -> None:
-        """Add the gravity effort of the end-effector mass the arm's model-mismatch monitor measured
-        at rest and the model does not know (``arm.payload_estimate``, up to :data:`MAX_ESTIMATED_PAYLOAD`).
-
-        Without it the position loop carries that load alone, so the arm sags by load / stiffness,
-        and the sag changes as the jog moves the pose: on the sim, the r6 elbow with an unknown 1 kg
-        ran up to 150 mrad ahead of its command toward its lower limit."""
-        if self._payload <= 0.0:
-            return
-        grav = arm.plugin("GravityCompensationEffort")
-        gravity = getattr(grav, "gravity", arm.model.gravity)
-        effort += payload_efforts(arm.model, pos, Payload(self._payload), gravity)
 
     def _collision_scale(self, pos: FloatArray, target: FloatArray, measured: FloatArray) -> float:
         """MoveIt Servo's scale (1 at the threshold, 0 at contact) for every pair closing in, and never
@@ -406,7 +379,7 @@ class JogPlugin(ArmPlugin):
         # up and overshoot while stopping, each joint by its own inertia, and the end effector
         # leaves the commanded direction
         cmd.effort += arm.brake_planner.missing_effort((pos, self.velocity, accel), arm.plugins)
-        self._hold_estimated_payload(arm, pos, cmd.effort)
+        arm.payload_feedforward.accelerate(accel)  # the unknown load's inertia too, fed forward by the arm
         if not math.isfinite(float(pos.sum())):  # never command garbage: fall back to holding
             self.active = False
             cmd.position[:] = arm.last_feedback.position

@@ -171,14 +171,14 @@ def test_cartesian_jog_down_into_the_table_stops_above_it(name, mass):
     _report(name, f"down ({mass:g} kg unknown payload)", figures, ee, cmd, gap)
     print(f"  commanded path beyond the clearances by {figures['commanded clearance'] * 1000:.1f} mm")
     if mass:
-        # the jog checks the measured (sagging) arm too, so it stops above the table and no faster
-        # than commanded; the direction is not yet held: the arm, carrying a load the model does not
-        # know, bounces 3-15 mm back up after the stop (measured 79-159 deg off, issue 19 item 4)
-        (ca, _, cs), (ma, mw, ms) = figures["commanded"], figures["measured"]
-        assert cs <= 1.05 and ca <= 10.0 and mw <= 1.05 and ms <= 1.05
-        assert ee[:, 2].min() > 0.0 and cmd[:, 2].min() > 0.0
-        if ma > 10.0:
-            pytest.xfail(f"unknown 1 kg payload: the end effector bounces back after the stop, {ma:.0f} deg off")
+        # the arm carries the unknown load's estimate as feed-forward (weight and the jog's inertia,
+        # hebictl.control.payload_feedforward): no bounce back after the stop. Measured from the cycle
+        # the command came to rest: how far the end effector still moves (its overshoot and settling)
+        moving = np.flatnonzero(np.linalg.norm(cmd - cmd[-1], axis=1) > 1e-6)
+        rest = int(moving[-1]) + 1 if moving.size else 0
+        after = float(np.max(np.linalg.norm(ee[rest:] - ee[-1], axis=1))) if rest < len(ee) else 0.0
+        print(f"  after the command stopped the end effector moved {after * 1000:.2f} mm")
+        assert after <= 2e-3, "the end effector bounced back after the stop"
     _assert_measured(figures, ee, cmd)
     assert figures["commanded clearance"] > -1e-3
     assert ee[:, 2].min() > 0.0 and cmd[:, 2].min() > 0.0 and gap > -1e-3
