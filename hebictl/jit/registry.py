@@ -238,6 +238,8 @@ def kernel(*signatures: str, cold: str = "interpret", batch: int | None = None,
         entry = Kernel(LazyJit(func, options), tuple(f"({s},)" if "," not in s else f"({s})" for s in signatures),
                        cold, batch)
         km = module_of(func.__module__)
+        if km.materialized:  # the module runs again (importlib.reload): its new kernels need dispatchers too
+            km.materialized = False
         km.entries[entry.name] = entry
         setattr(km.direct, entry.name, entry)
         return entry

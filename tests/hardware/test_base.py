@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
 import sys
 import time
 
 import numpy as np
 import pytest
 
-from hebictl.errors import CommandRejected, ConfigError, HardwareError, HebictlError, InstallationError
+from hebictl.errors import CommandRejected, ConfigError, HardwareError, HebictlError
 from hebictl.hardware import (
     Backend,
     Command,
@@ -237,13 +239,23 @@ def test_sim_backend_missing_is_clear(monkeypatch):
         open_backend("sim", dof=6)
 
 
-def test_sim_backend_without_mujoco_names_the_extra(monkeypatch):
-    """Without MuJoCo, 'sim' is an InstallationError that says which extra installs it."""
-    for key in [k for k in sys.modules if k == "sim_backend" or k.startswith("sim_backend.")]:
-        monkeypatch.delitem(sys.modules, key)  # re-imported below, restored after the test
-    monkeypatch.setitem(sys.modules, "mujoco", None)  # ``import mujoco`` fails as if not installed
-    with pytest.raises(InstallationError, match=r"backend 'sim' needs 'mujoco'.*pip install 'hebictl\[sim\]'"):
-        open_backend("sim", dof=6)
+def test_sim_backend_without_mujoco_names_the_extra():
+    """Without MuJoCo, 'sim' is an InstallationError that says which extra installs it.
+
+    In a fresh interpreter: importing sim_backend again in this one would run its kernel modules a
+    second time and leave hebictl.jit's registry holding kernels of module objects that are gone
+    (every later sim arm of this pytest worker then failed to load its kernels)."""
+    code = ("import re, sys\n"
+            "sys.modules['mujoco'] = None  # ``import mujoco`` fails as if not installed\n"
+            "from hebictl.errors import InstallationError\n"
+            "from hebictl.hardware import open_backend\n"
+            "try:\n"
+            "    open_backend('sim', dof=6)\n"
+            "except InstallationError as exc:\n"
+            "    print(exc)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert re.search(r"backend 'sim' needs 'mujoco'.*pip install 'hebictl\[sim\]'", r.stdout, re.S), r.stdout
 
 
 def test_unimportable_backend_is_hardware_error(scratch_registry):

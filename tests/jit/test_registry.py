@@ -93,3 +93,17 @@ def test_kernel_declaration_is_checked():
         jit.kernel()(lambda x: x)
     with pytest.raises(ValueError, match="cold"):
         jit.kernel("f8", cold="sometimes")(lambda x: x)
+
+
+def test_a_reloaded_kernel_module_loads_its_kernels_again():
+    """importlib.reload runs a kernel module again: its new kernels get dispatchers and load (they
+    had none, because the module was marked materialized: preload raised AttributeError)."""
+    import importlib
+
+    import sim_backend.firmware as firmware
+
+    jit.preload(firmware.__name__)
+    importlib.reload(firmware)
+    jit.preload(firmware.__name__)
+    km = next(m for m in jit.registered() if m.name == firmware.__name__)
+    assert km.entries and all(e.dispatcher is not None and e.dispatcher.signatures for e in km.entries.values())
