@@ -384,7 +384,7 @@ def _disconnect_row(backend: str, joint: int, name: str) -> Row:
     q_lost = np.array(full.q)[:, joint]
     after = np.array(full.t) >= full.t_stop
     fall = float(np.ptp(q_lost[after])) if after.any() else math.nan
-    mask = np.arange(6) != joint  # the lost joint's physical motion is reported, not judged
+    mask = np.arange(len(full.q[0])) != joint  # the lost joint's physical motion is reported, not judged
     rig.trace = Trace([*full.t], [np.where(mask, q, q_lost[0]) for q in full.q], [v * mask for v in full.v],
                       full.cmd_t, full.cmd_q, full.cmd_v, full.t_stop)
     row = rig.row(f"module {name} disappears mid-move", backend)
