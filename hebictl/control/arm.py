@@ -134,6 +134,7 @@ class Arm:
         self._brake: Brake | None = None             # BRAKE (and, once ended, the hold's damping)
         self._brake_chase = False  # the brake started from the measured state: its end rejoins the arm rate-limited
         self._rebrakes = 0  # how often a brake from the measured state was started again (the arm still moved)
+        self._ramp_clock: tuple[Brake, float, float] | None = None  # (brake, ramp time commanded, clock time)
         self._brake_overrun = False  # that brake started below the arm's speed (capped at the rated one)
         self._hold: FloatArray | None = None         # HOLD: the held position (None: not anchored yet)
         self._stale = _FRESH  # how the next fresh sample re-anchors a hold/brake (modules not following)
@@ -738,11 +739,24 @@ class Arm:
 
     def _brake_step(self, now: float, lead: float = 0.0) -> FloatArray | None:
         """The brake ramp at ``now + lead``; once it has ended, hold where the arm stopped (then a
-        pending damp or release, or the idle hand-guiding). Returns the ramp's position, None once ended."""
+        pending damp or release, or the idle hand-guiding). Returns the ramp's position, None once ended.
+
+        The lead is taken up as the ramp slows: each cycle the ramp's time advances by at most the
+        cycle's length x (start speed / commanded speed), so the command never moves faster than the
+        ramp's start (an advance of half a period in one cycle stepped 1.5x the start speed; on the
+        mock, which follows each command exactly, with the ramp's landing on the arm 1.33x the rated
+        speed x period). On x6 at 3.7 rad/s the lead is in after about a quarter of the ramp."""
         brake = self._brake
         assert brake is not None
-        if now + lead < brake.end_time:
-            p, v, a = brake.state(now + lead)
+        t = now
+        last = self._ramp_clock
+        if lead > 0.0 and last is not None and last[0] is brake and now > last[2]:
+            g = brake.speed_fraction(last[1])
+            t = min(now + lead, last[1] + (now - last[2]) / g) if g > 0.0 else now + lead
+            t = max(t, now)
+        self._ramp_clock = (brake, t, now)
+        if t < brake.end_time:
+            p, v, a = brake.state(t)
             self.trajectory_state = (p, v, a)
             return p
         if self._brake_chase and self._brake_overrun and self._rebrakes < REBRAKES and self._fresh() \
