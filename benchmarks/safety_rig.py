@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from hebictl.config import load_config  # noqa: E402
 from hebictl.control.arm import Arm  # noqa: E402
 from hebictl.control.goal import Goal  # noqa: E402
 from hebictl.errors import CommandRejected  # noqa: E402
@@ -127,9 +128,11 @@ def judge(row: Row, *, speed: bool = True, still: bool = True, ee: bool = True, 
 class Rig:
     """The bundled 6-DoF arm on ``backend`` at home on a SimClock, its physical state traced."""
 
-    def __init__(self, backend: str, *, clock: Any = None, **options: Any) -> None:
+    def __init__(self, backend: str, *, clock: Any = None, config: Path = CONFIG, home: np.ndarray = HOME,
+                 **options: Any) -> None:
         self.clock = clock or SimClock()
-        self.arm = Arm.from_config(CONFIG, backend=backend, clock=self.clock, initial_position=HOME, **options)
+        self.home = np.asarray(home, dtype=float)
+        self.arm = Arm.from_config(config, backend=backend, clock=self.clock, initial_position=self.home, **options)
         self.lo = np.asarray(self.arm.limits.position_min, dtype=float)  # the config's joint limits
         self.hi = np.asarray(self.arm.limits.position_max, dtype=float)
         self.be = self.arm.backend
@@ -191,11 +194,14 @@ MOVE = np.array([2.0, -0.3, -0.3, 0.0, 0.0, 0.0])  # -0.5, -0.5 ran the tool int
 
 def _moving_goal(rig: Rig, fraction: float = 0.95) -> None:
     """A goal whose fastest joint peaks near ``fraction`` x its rated speed (the shortest duration
-    the arm accepts, from 1.875 D / v: the peak speed of a minimum-jerk move)."""
-    t = float(np.max(1.875 * np.abs(MOVE) / (fraction * rig.vmax)))
+    the arm accepts, from 1.875 D / v: the peak speed of a minimum-jerk move); ``MOVE`` from the
+    rig's home, cut to its joints."""
+    move = np.zeros(rig.arm.dof)
+    move[:min(move.size, MOVE.size)] = MOVE[:move.size]
+    t = float(np.max(1.875 * np.abs(move) / (fraction * rig.vmax)))
     for _ in range(30):
         try:
-            rig.arm.set_goal(Goal(6).add_waypoint(t=t, position=HOME + MOVE))
+            rig.arm.set_goal(Goal(rig.arm.dof).add_waypoint(t=t, position=rig.home + move))
             return
         except CommandRejected:
             t *= 1.05
@@ -345,8 +351,8 @@ def sc_firmware_limit(backend: str) -> Row:
 
 
 def _fault_row(backend: str, name: str, inject: Callable[[Any], None], *, ee: bool = True,
-               target: str = STD) -> Row:
-    rig = Rig(backend)
+               target: str = STD, **kit: Any) -> Row:
+    rig = Rig(backend, **kit)
     _moving_goal(rig)
     rig.settle(0.4)
     inject(rig.be.faults)
@@ -358,23 +364,37 @@ def _fault_row(backend: str, name: str, inject: Callable[[Any], None], *, ee: bo
     return judge(row, ee=ee)
 
 
-def sc_faults(backend: str) -> list[Row]:
+def sc_faults(backend: str, **kit: Any) -> list[Row]:
+    """The fault rows on the x6 kit, or (``config=``, ``home=``) another one."""
     return [
-        _fault_row(backend, "feedback dropped mid-move", lambda f: f.drop_feedback()),
-        _fault_row(backend, "feedback frozen mid-move", lambda f: f.freeze_feedback()),
-        _fault_row(backend, "feedback NaN (elbow) mid-move", lambda f: f.nan_feedback(2, ("position",))),
-        _disconnect_row(backend, 0, "J1_base"),
-        _disconnect_row(backend, 2, "J3_elbow"),
+        _fault_row(backend, "feedback dropped mid-move", lambda f: f.drop_feedback(), **kit),
+        _fault_row(backend, "feedback frozen mid-move", lambda f: f.freeze_feedback(), **kit),
+        _fault_row(backend, "feedback NaN (elbow) mid-move", lambda f: f.nan_feedback(2, ("position",)), **kit),
+        _disconnect_row(backend, 0, "J1_base", **kit),
+        _disconnect_row(backend, 2, "J3_elbow", **kit),
     ]
 
 
-def _disconnect_row(backend: str, joint: int, name: str) -> Row:
+def sc_faults_per_kit(backend: str = "sim") -> list[Row]:
+    """The fault rows on every bundled config (``python benchmarks/safety_rig.py``; not in the
+    matrix: r6's blind hold rings past its targets, see the printout), each from its own home with
+    ``MOVE``; the row's name carries the config."""
+    rows: list[Row] = []
+    for path in sorted((REPO / "configs").glob("*.cfg.yaml")):
+        home = np.array(load_config(path).user_data["home_position"], dtype=float)
+        for row in sc_faults(backend, config=path, home=home):
+            row.scenario = f"{row.scenario} [{path.name.removesuffix('.cfg.yaml')}]"
+            rows.append(row)
+    return rows
+
+
+def _disconnect_row(backend: str, joint: int, name: str, **kit: Any) -> Row:
     """A module disappears mid-move. The controller's part is checked: the stop is latched
     (hardware_error) and every OTHER joint brakes to rest within 0.5 s and holds; commanded speeds
     stay <= 1.05x. The lost module is on its own: after its command lifetime it goes limp (HEBI:
     no command = no torque) and its fall is reported as measured (set ``command_lifetime`` and the
     modules' own limits/strategies, see docs/sim.md)."""
-    rig = Rig(backend)
+    rig = Rig(backend, **kit)
     _moving_goal(rig)
     rig.settle(0.4)
     rig.be.faults.disconnect(joint)
@@ -384,7 +404,7 @@ def _disconnect_row(backend: str, joint: int, name: str) -> Row:
     q_lost = np.array(full.q)[:, joint]
     after = np.array(full.t) >= full.t_stop
     fall = float(np.ptp(q_lost[after])) if after.any() else math.nan
-    mask = np.arange(6) != joint  # the lost joint's physical motion is reported, not judged
+    mask = np.arange(len(full.q[0])) != joint  # the lost joint's physical motion is reported, not judged
     rig.trace = Trace([*full.t], [np.where(mask, q, q_lost[0]) for q in full.q], [v * mask for v in full.v],
                       full.cmd_t, full.cmd_q, full.cmd_v, full.t_stop)
     row = rig.row(f"module {name} disappears mid-move", backend)
@@ -404,3 +424,8 @@ def _disconnect_row(backend: str, joint: int, name: str) -> Row:
     rig.close()
     return judge(row, still=False, ee=False, extra=ok)
 
+
+if __name__ == "__main__":
+    for r in sc_faults_per_kit("sim"):
+        print(f"{r.scenario:58s} peak {r.peak:.3f}x rated  still {r.still:.3f} s  EE {r.ee_mm:6.2f} mm  "
+              f"{r.state:13s} {r.event:28s} {'PASS' if r.ok else 'FAIL'}")

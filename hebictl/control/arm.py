@@ -76,6 +76,9 @@ LAG_MIN_RAD = 1e-3
 #: tolerance brakes again from the measured state, at most ``REBRAKES`` times
 REBRAKE_SPEED = 2.0
 REBRAKES = 3
+#: [periods] a blind brake ramp is commanded this far ahead of the cycle's time: the middle of the
+#: period the modules hold each command for (see :meth:`Arm._position_command`)
+BLIND_LEAD = 0.5
 #: what :meth:`Arm.react` accepts (the monitors' reactions)
 REACTIONS = ("event", "hold", "stop", "damp")
 # _stale: how the next fresh sample re-anchors a hold or brake
@@ -131,6 +134,7 @@ class Arm:
         self._brake: Brake | None = None             # BRAKE (and, once ended, the hold's damping)
         self._brake_chase = False  # the brake started from the measured state: its end rejoins the arm rate-limited
         self._rebrakes = 0  # how often a brake from the measured state was started again (the arm still moved)
+        self._ramp_clock: tuple[Brake, float, float] | None = None  # (brake, ramp time commanded, clock time)
         self._brake_overrun = False  # that brake started below the arm's speed (capped at the rated one)
         self._hold: FloatArray | None = None         # HOLD: the held position (None: not anchored yet)
         self._stale = _FRESH  # how the next fresh sample re-anchors a hold/brake (modules not following)
@@ -733,13 +737,26 @@ class Arm:
                 self.nominal_period, self._long_cycles = dt, 0
         self._rate_dt = min(dt, self.nominal_period)  # the rate limiter's period
 
-    def _brake_step(self, now: float) -> FloatArray | None:
-        """The brake ramp at ``now``; once it has ended, hold where the arm stopped (then a pending
-        damp or release, or the idle hand-guiding). Returns the ramp's position, None once ended."""
+    def _brake_step(self, now: float, lead: float = 0.0) -> FloatArray | None:
+        """The brake ramp at ``now + lead``; once it has ended, hold where the arm stopped (then a
+        pending damp or release, or the idle hand-guiding). Returns the ramp's position, None once ended.
+
+        The lead is taken up as the ramp slows: each cycle the ramp's time advances by at most the
+        cycle's length x (start speed / commanded speed), so the command never moves faster than the
+        ramp's start (an advance of half a period in one cycle stepped 1.5x the start speed; on the
+        mock, which follows each command exactly, with the ramp's landing on the arm 1.33x the rated
+        speed x period). On x6 at 3.7 rad/s the lead is in after about a quarter of the ramp."""
         brake = self._brake
         assert brake is not None
-        if now < brake.end_time:
-            p, v, a = brake.state(now)
+        t = now
+        last = self._ramp_clock
+        if lead > 0.0 and last is not None and last[0] is brake and now > last[2]:
+            g = brake.speed_fraction(last[1])
+            t = min(now + lead, last[1] + (now - last[2]) / g) if g > 0.0 else now + lead
+            t = max(t, now)
+        self._ramp_clock = (brake, t, now)
+        if t < brake.end_time:
+            p, v, a = brake.state(t)
             self.trajectory_state = (p, v, a)
             return p
         if self._brake_chase and self._brake_overrun and self._rebrakes < REBRAKES and self._fresh() \
@@ -817,8 +834,17 @@ class Arm:
                         self._fire(pending)
         self._stale = _FRESH
 
-    def _position_command(self, now: float, cmd: Command) -> None:
-        """Position and velocity of the mode's command (FOLLOW, BRAKE, HOLD); NaN otherwise."""
+    def _position_command(self, now: float, cmd: Command, *, blind: bool = False) -> None:
+        """Position and velocity of the mode's command (FOLLOW, BRAKE, HOLD); NaN otherwise.
+
+        ``blind`` (no fresh feedback this cycle): a brake ramp is commanded at the middle of the
+        period the modules will hold the command for (:data:`BLIND_LEAD` of a period ahead). A HEBI
+        module holds the last position and velocity it was sent until the next command (no
+        interpolation), so a ramp sampled at the cycle's start is on average half a period behind
+        the ramp: the position loop pulls back by about kp x v x period / 2 (x6's base at 3.7 rad/s,
+        200 Hz: 9 mrad, 0.46 N·m). With feedback the controller's damping term takes that up and
+        the hold re-anchors to the measured stop; blind, the arm over-braked and ended 8 mrad short
+        of the ramp, a lag the module then closed at up to 0.07 rad/s after the arm had stopped."""
         mode = self.supervisor.mode
         if self._stale == _ALL and (mode is _BRAKE or mode is _MHOLD) and np.all(np.isfinite(self._rate.last)):
             # M-stop pressed: the modules run their own strategy; the command stays where the arm was
@@ -828,7 +854,7 @@ class Arm:
             cmd.velocity.fill(0.0)
             return
         if mode is _BRAKE:
-            if self._brake_step(now) is not None:
+            if self._brake_step(now, BLIND_LEAD * self.nominal_period if blind else 0.0) is not None:
                 p, v, _ = self.trajectory_state  # type: ignore[misc]  # _brake_step set it (it returned the ramp)
                 cmd.position[:] = p
                 cmd.velocity[:] = v
@@ -873,7 +899,7 @@ class Arm:
         mode = self.supervisor.mode
         fb = self.last_feedback
         if mode is _BRAKE or mode is _MHOLD:
-            self._position_command(now, cmd)
+            self._position_command(now, cmd, blind=not feedback_ok)
             mode = self.supervisor.mode
         if mode is _RELEASE:
             cmd.clear()
@@ -904,11 +930,11 @@ class Arm:
     def _blind_command(self, now: float) -> None:
         """A hold or brake command valid without feedback: position, velocity, model gravity there."""
         cmd = self.pending_command
-        self._position_command(now, cmd)
+        self._position_command(now, cmd, blind=True)
         if self.supervisor.mode is _GRAVCOMP:  # hand-guiding without feedback: the hold is safer
             self._hold = self._anchor()
             self._fire(Trigger.HOLD_AT)
-            self._position_command(now, cmd)
+            self._position_command(now, cmd, blind=True)
         cmd.effort[:] = self._gravity_efforts(cmd.position)
         if self.trajectory_state is not None and self.supervisor.mode is _BRAKE:
             cmd.effort += self.brake_planner.brake_effort(*self.trajectory_state)

@@ -124,6 +124,14 @@ class Brake:
     def end_time(self) -> float:
         return self.t0 + self.duration
 
+    def speed_fraction(self, t: float) -> float:
+        """Every joint's commanded speed at ``t`` [s] over its speed at the start (the joints are
+        synchronised: one profile), 1 before the ramp, 0 after it."""
+        if self.duration <= 0.0 or not math.isfinite(t):
+            return 0.0
+        s = min(max((t - self.t0) / self.duration, 0.0), 1.0)
+        return 1.0 - 3.0 * s * s + 2.0 * s ** 3
+
     def state(self, t: float) -> tuple[FloatArray, FloatArray, FloatArray]:
         """Commanded (position, velocity, acceleration) at time ``t`` [s]."""
         tau = t - self.t0

@@ -46,6 +46,15 @@ def test_brake_is_smooth_synchronised_and_within_rated_deceleration():
     assert np.all(np.sign(v[:-1]) == np.sign(v0))  # never reverses
 
 
+def test_brake_speed_fraction_is_every_joints_speed_over_its_start_speed():
+    p0, v0 = np.array([0.0, 1.0]), np.array([2.0, -0.5])
+    b = Brake(1.0, p0, v0, np.array([10.0, 10.0]), np.full(2, 4.0), np.full(2, -np.inf), np.full(2, np.inf))
+    for t in np.linspace(1.0, b.end_time, 101):
+        np.testing.assert_allclose(b.state(t)[1] / v0, b.speed_fraction(t), atol=1e-12)  # synchronised
+    assert b.speed_fraction(0.0) == 1.0 and b.speed_fraction(b.end_time + 1.0) == 0.0
+    assert Brake(0.0, p0, np.zeros(2), np.ones(2), np.ones(2), -np.ones(2), np.ones(2)).speed_fraction(0.0) == 0.0
+
+
 def test_brake_from_rest_and_stop_point_clamped_to_limits():
     b = Brake(0.0, np.zeros(2), np.zeros(2), np.ones(2), np.ones(2), -np.ones(2), np.ones(2))
     assert b.duration == 0.0 and np.all(b.state(0.0)[0] == 0.0)
