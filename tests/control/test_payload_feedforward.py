@@ -77,6 +77,17 @@ def test_estimate_ramps_in_refines_and_drops_without_a_step(x6):
     assert ff.mass == 0.0 and not ff.active
 
 
+def test_a_negative_estimate_is_never_fed_forward(x6):
+    """A residual that reads as a negative end-effector mass is not a load (a gas spring, an effort
+    offset): nothing is fed forward. Fed, it unloaded the elbow and wrist and the hold followed the sag
+    (rosie-t with its shoulder spring drove itself 0.7 rad; tests/sim_backend/test_modules.py)."""
+    arm, _ = x6
+    ff = PayloadFeedForward(arm.model)
+    for _ in range(200):
+        ff.follow({"extra_mass_kg": -1.5}, 0.005)
+    assert ff.mass == 0.0 and ff.target == 0.0 and not ff.active
+
+
 def test_hold_takes_the_load_over_where_the_arm_is(x6):
     """carry_over moves a hold's command the ramp step's fraction of the way to the measured position:
     after the whole ramp the command is where the arm sagged, so the feed-forward replaces the
