@@ -382,8 +382,14 @@ class Arm:
         if self.brake_planner.payload_mass != 0.0:  # the load is fed forward: no joint needs its sag
             moving = np.abs(est - p) > LAG_MIN_RAD
         np.copyto(p, est, where=moving)
-        if age <= 1.5 * self.nominal_period:  # a sample from this cycle: the command lands on the arm
-            np.copyto(last, est, where=moving)
+        if age <= 1.5 * self.nominal_period:  # a sample from this cycle: the command lands on the arm, at
+            # most one rated step (rated speed x dt) from the last command: a laggier arm (r6's base trails
+            # its command by 41 mrad at 0.8x rated, twice a step) is caught up to within the step, the rest
+            # of its lag stays in the ramp (a jump onto it was a 1.2x rated step back, the first stop cycle)
+            step = self._rate.velocity_max * self._rate_dt
+            land = np.where(np.isfinite(last), np.clip(est, last - step, last + step), est)
+            np.copyto(p, land, where=moving)
+            np.copyto(last, land, where=moving)
         return p  # (else extrapolated from an older one: the rate limiter moves the command there)
 
     def _to_brake(self, now: float, measured: bool = False) -> None:
