@@ -291,14 +291,17 @@ class Arm:
         return self._have_feedback and 0.0 <= self._last_time - self._last_fresh_time <= 0.05
 
     def _measured_velocity(self, now: float, cap: float = 1.0) -> FloatArray:
-        """The measured velocity (a NaN reading, or no fresh sample this cycle: the last commanded
-        velocity, which the modules are following), within ``cap`` x the rated speed."""
+        """The measured velocity (a NaN reading, or no sample within the last 50 ms: the last commanded
+        velocity, which the modules are following), within ``cap`` x the rated speed. A sample a few
+        cycles old is a better guess than the command: near its rated speed an arm does not reach the
+        commanded speed (its motors run out of voltage; r6's base moved 3.37 rad/s under a 3.70 rad/s
+        command), and a brake ramp from the command's speed left it 30-45 mrad behind, ringing."""
         fb = self.last_feedback
         if self.supervisor.mode is _FOLLOW and self._trajectory is not None:  # the command now
             cmd_v = self._trajectory.get_state(now)[1].copy()
         else:
             cmd_v = np.nan_to_num(self.pending_command.velocity)
-        fresh = self._have_feedback and 0.0 <= now - self._last_fresh_time <= 1.5 * self.nominal_period
+        fresh = self._have_feedback and 0.0 <= now - self._last_fresh_time <= 0.05
         v = np.where(np.isfinite(fb.velocity), fb.velocity, cmd_v) if fresh else cmd_v
         vmax = self.limits.velocity_max if cap == 1.0 else cap * self.limits.velocity_max
         return np.clip(v, -vmax, vmax)
