@@ -847,7 +847,9 @@ class Arm:
         """Position and velocity of the mode's command (FOLLOW, BRAKE, HOLD); NaN otherwise.
 
         ``blind`` (no fresh feedback this cycle): a brake ramp is commanded at the middle of the
-        period the modules will hold the command for (:data:`BLIND_LEAD` of a period ahead). A HEBI
+        period the modules will hold the command for (:data:`BLIND_LEAD` of the cycle ahead: a blind
+        cycle waits ``feedback_timeout`` for feedback, so it lasts longer than the nominal period;
+        half a nominal period left r6's base ringing at 0.057 rad/s, 9 mm at the end effector). A HEBI
         module holds the last position and velocity it was sent until the next command (no
         interpolation), so a ramp sampled at the cycle's start is on average half a period behind
         the ramp: the position loop pulls back by about kp x v x period / 2 (x6's base at 3.7 rad/s,
@@ -863,7 +865,7 @@ class Arm:
             cmd.velocity.fill(0.0)
             return
         if mode is _BRAKE:
-            if self._brake_step(now, BLIND_LEAD * self.nominal_period if blind else 0.0) is not None:
+            if self._brake_step(now, BLIND_LEAD * max(self._dt, self.nominal_period) if blind else 0.0) is not None:
                 p, v, _ = self.trajectory_state  # type: ignore[misc]  # _brake_step set it (it returned the ramp)
                 cmd.position[:] = p
                 cmd.velocity[:] = v
