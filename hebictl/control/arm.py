@@ -371,9 +371,12 @@ class Arm:
 
     def _brake_start(self, now: float) -> FloatArray:
         """Where a brake from a live command starts: a moving joint from its measured position (the
-        position loop's tracking lag would otherwise keep pushing it on and the hold would ring; the
-        command lands on the arm, a step toward it, and the rate limiter starts there, so the velocity
-        command stays the measured one), a still joint from its last command (its sag under load)."""
+        position loop's tracking lag would otherwise keep pushing it on and the hold would ring), a
+        still joint from its last command (its sag under load). The rate limiter carries the command
+        onto the ramp, at most rated speed x dt per cycle, the velocity command staying the ramp's (the
+        measured one: :meth:`_finish`). Landing the command on the arm in one cycle stepped 1.21x rated
+        on r6 (its base trails its command by 41 mrad at 0.8x rated, two rated steps) when the brake
+        started inside a cycle (a NaN reading, a module gone)."""
         last = self._rate.last
         p = np.where(np.isfinite(last), last, self.last_feedback.position)
         age = now - self._last_fresh_time
@@ -385,15 +388,7 @@ class Arm:
         if self.brake_planner.payload_mass != 0.0:  # the load is fed forward: no joint needs its sag
             moving = np.abs(est - p) > LAG_MIN_RAD
         np.copyto(p, est, where=moving)
-        if age <= 1.5 * self.nominal_period:  # a sample from this cycle: the command lands on the arm, at
-            # most one rated step (rated speed x dt) from the last command: a laggier arm (r6's base trails
-            # its command by 41 mrad at 0.8x rated, twice a step) is caught up to within the step, the rest
-            # of its lag stays in the ramp (a jump onto it was a 1.2x rated step back, the first stop cycle)
-            step = self._rate.velocity_max * self._rate_dt
-            land = np.where(np.isfinite(last), np.clip(est, last - step, last + step), est)
-            np.copyto(p, land, where=moving)
-            np.copyto(last, land, where=moving)
-        return p  # (else extrapolated from an older one: the rate limiter moves the command there)
+        return p  # the rate limiter carries the command there
 
     def _to_brake(self, now: float, measured: bool = False) -> None:
         """Brake from the measured velocity (a running brake is kept: never restarted or dropped)."""
