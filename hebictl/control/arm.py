@@ -76,8 +76,9 @@ LAG_MIN_RAD = 1e-3
 #: tolerance brakes again from the measured state, at most ``REBRAKES`` times
 REBRAKE_SPEED = 2.0
 REBRAKES = 3
-#: [periods] a blind brake ramp is commanded this far ahead of the cycle's time: the middle of the
-#: period the modules hold each command for (see :meth:`Arm._position_command`)
+#: [cycles] a blind brake ramp is commanded this far ahead of the cycle's time (x the blind cycle's
+#: length, at least the nominal period): the middle of the time the modules hold each command for
+#: (see :meth:`Arm._position_command`)
 BLIND_LEAD = 0.5
 #: what :meth:`Arm.react` accepts (the monitors' reactions)
 REACTIONS = ("event", "hold", "stop", "damp")
