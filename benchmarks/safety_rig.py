@@ -376,9 +376,9 @@ def sc_faults(backend: str, **kit: Any) -> list[Row]:
 
 
 def sc_faults_per_kit(backend: str = "sim") -> list[Row]:
-    """The fault rows on every bundled config (``python benchmarks/safety_rig.py``; not in the
-    matrix: r6's blind hold rings past its targets, see the printout), each from its own home with
-    ``MOVE``; the row's name carries the config."""
+    """The fault rows on every bundled config (``python benchmarks/safety_rig.py``; tested in
+    tests/sim_backend/test_safety_matrix.py), each from its own home with ``MOVE``; the row's name
+    carries the config."""
     rows: list[Row] = []
     for path in sorted((REPO / "configs").glob("*.cfg.yaml")):
         home = np.array(load_config(path).user_data["home_position"], dtype=float)

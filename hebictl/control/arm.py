@@ -76,8 +76,9 @@ LAG_MIN_RAD = 1e-3
 #: tolerance brakes again from the measured state, at most ``REBRAKES`` times
 REBRAKE_SPEED = 2.0
 REBRAKES = 3
-#: [periods] a blind brake ramp is commanded this far ahead of the cycle's time: the middle of the
-#: period the modules hold each command for (see :meth:`Arm._position_command`)
+#: [cycles] a blind brake ramp is commanded this far ahead of the cycle's time (x the blind cycle's
+#: length, at least the nominal period): the middle of the time the modules hold each command for
+#: (see :meth:`Arm._position_command`)
 BLIND_LEAD = 0.5
 #: what :meth:`Arm.react` accepts (the monitors' reactions)
 REACTIONS = ("event", "hold", "stop", "damp")
@@ -291,14 +292,17 @@ class Arm:
         return self._have_feedback and 0.0 <= self._last_time - self._last_fresh_time <= 0.05
 
     def _measured_velocity(self, now: float, cap: float = 1.0) -> FloatArray:
-        """The measured velocity (a NaN reading, or no fresh sample this cycle: the last commanded
-        velocity, which the modules are following), within ``cap`` x the rated speed."""
+        """The measured velocity (a NaN reading, or no sample within the last 50 ms: the last commanded
+        velocity, which the modules are following), within ``cap`` x the rated speed. A sample a few
+        cycles old is a better guess than the command: near its rated speed an arm does not reach the
+        commanded speed (its motors run out of voltage; r6's base moved 3.37 rad/s under a 3.70 rad/s
+        command), and a brake ramp from the command's speed left it 30-45 mrad behind, ringing."""
         fb = self.last_feedback
         if self.supervisor.mode is _FOLLOW and self._trajectory is not None:  # the command now
             cmd_v = self._trajectory.get_state(now)[1].copy()
         else:
             cmd_v = np.nan_to_num(self.pending_command.velocity)
-        fresh = self._have_feedback and 0.0 <= now - self._last_fresh_time <= 1.5 * self.nominal_period
+        fresh = self._have_feedback and 0.0 <= now - self._last_fresh_time <= 0.05
         v = np.where(np.isfinite(fb.velocity), fb.velocity, cmd_v) if fresh else cmd_v
         vmax = self.limits.velocity_max if cap == 1.0 else cap * self.limits.velocity_max
         return np.clip(v, -vmax, vmax)
@@ -368,9 +372,12 @@ class Arm:
 
     def _brake_start(self, now: float) -> FloatArray:
         """Where a brake from a live command starts: a moving joint from its measured position (the
-        position loop's tracking lag would otherwise keep pushing it on and the hold would ring; the
-        command lands on the arm, a step toward it, and the rate limiter starts there, so the velocity
-        command stays the measured one), a still joint from its last command (its sag under load)."""
+        position loop's tracking lag would otherwise keep pushing it on and the hold would ring), a
+        still joint from its last command (its sag under load). The rate limiter carries the command
+        onto the ramp, at most rated speed x dt per cycle, the velocity command staying the ramp's (the
+        measured one: :meth:`_finish`). Landing the command on the arm in one cycle stepped 1.21x rated
+        on r6 (its base trails its command by 41 mrad at 0.8x rated, two rated steps) when the brake
+        started inside a cycle (a NaN reading, a module gone)."""
         last = self._rate.last
         p = np.where(np.isfinite(last), last, self.last_feedback.position)
         age = now - self._last_fresh_time
@@ -382,9 +389,7 @@ class Arm:
         if self.brake_planner.payload_mass != 0.0:  # the load is fed forward: no joint needs its sag
             moving = np.abs(est - p) > LAG_MIN_RAD
         np.copyto(p, est, where=moving)
-        if age <= 1.5 * self.nominal_period:  # a sample from this cycle: the command lands on the arm
-            np.copyto(last, est, where=moving)
-        return p  # (else extrapolated from an older one: the rate limiter moves the command there)
+        return p  # the rate limiter carries the command there
 
     def _to_brake(self, now: float, measured: bool = False) -> None:
         """Brake from the measured velocity (a running brake is kept: never restarted or dropped)."""
@@ -838,7 +843,9 @@ class Arm:
         """Position and velocity of the mode's command (FOLLOW, BRAKE, HOLD); NaN otherwise.
 
         ``blind`` (no fresh feedback this cycle): a brake ramp is commanded at the middle of the
-        period the modules will hold the command for (:data:`BLIND_LEAD` of a period ahead). A HEBI
+        period the modules will hold the command for (:data:`BLIND_LEAD` of the cycle ahead: a blind
+        cycle waits ``feedback_timeout`` for feedback, so it lasts longer than the nominal period;
+        half a nominal period left r6's base ringing at 0.057 rad/s, 9 mm at the end effector). A HEBI
         module holds the last position and velocity it was sent until the next command (no
         interpolation), so a ramp sampled at the cycle's start is on average half a period behind
         the ramp: the position loop pulls back by about kp x v x period / 2 (x6's base at 3.7 rad/s,
@@ -854,7 +861,7 @@ class Arm:
             cmd.velocity.fill(0.0)
             return
         if mode is _BRAKE:
-            if self._brake_step(now, BLIND_LEAD * self.nominal_period if blind else 0.0) is not None:
+            if self._brake_step(now, BLIND_LEAD * max(self._dt, self.nominal_period) if blind else 0.0) is not None:
                 p, v, _ = self.trajectory_state  # type: ignore[misc]  # _brake_step set it (it returned the ramp)
                 cmd.position[:] = p
                 cmd.velocity[:] = v

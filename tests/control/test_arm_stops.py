@@ -76,8 +76,9 @@ def test_hold_stop_keeps_commanding_when_feedback_is_lost():
 
 def test_blind_brake_leads_by_half_a_period_without_outrunning_its_start_speed():
     """Feedback lost mid-move: the brake is commanded at the middle of the period the modules hold
-    each command for (half a period ahead), the lead taken up as the ramp slows (never a written step
-    above the rated speed x period); the hold is the ramp's stopping point."""
+    each command for (half a blind cycle ahead: it waits for feedback, so it is longer than the nominal
+    period), the lead taken up as the ramp slows (never a written step above the rated speed x
+    period); the hold is the ramp's stopping point."""
     arm, clock = running()
     with arm:
         moving(arm)
@@ -85,19 +86,23 @@ def test_blind_brake_leads_by_half_a_period_without_outrunning_its_start_speed()
         while not arm.braking:
             cycle(arm)
         brake, period = arm._brake, arm.nominal_period  # the ramp itself, to compare the command with
-        prev, leads = arm.pending_command.position.copy(), []
+        prev, leads, cycles = arm.pending_command.position.copy(), [], []
         while arm.braking:
+            t0 = clock.now()
             cycle(arm)
+            blind = max(clock.now() - t0, period)  # the blind cycle: the modules hold each command this long
+            cycles.append(blind / period)
             p = arm.pending_command.position.copy()
             step = np.abs(p - prev) / period
             assert np.all(step <= arm.limits.velocity_max * (1 + 1e-9)), step
             if arm.braking:
                 ramp_now = brake.state(clock.now())[0]
-                ramp_lead = brake.state(clock.now() + 0.5 * period)[0]
+                ramp_lead = brake.state(clock.now() + 0.5 * blind)[0]
                 j = int(np.argmax(np.abs(brake.v0)))  # the lead as a fraction of half a period, fastest joint
                 leads.append(float((p[j] - ramp_now[j]) / (ramp_lead[j] - ramp_now[j])))
             prev = p
-        print(f"lead [x half a period] over the ramp: {np.round(leads, 2).tolist()}")
+        print(f"lead [x half a blind cycle] over the ramp: {np.round(leads, 2).tolist()}; "
+              f"blind cycle [x nominal period]: {np.round(cycles, 2).tolist()}")
         assert leads[0] < 0.5 and max(leads) == pytest.approx(1.0, abs=1e-6)  # taken up, then all of it
         assert all(b >= a - 1e-9 for a, b in itertools.pairwise(leads))  # never given back
         np.testing.assert_allclose(arm.pending_command.position, brake.target, atol=1e-9)
