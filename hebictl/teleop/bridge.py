@@ -371,6 +371,10 @@ class MqttBridge:
         topic = self.topics.state("ack")
         while True:
             ack = await self.acks.get()
+            if ack.accepted and ack.topic != "jog":
+                # the retained status first (the runner hands an ack on after the snapshot that includes
+                # its effect): a client that reads the status once it has the ack sees the new mode
+                await self._publish_status(client)
             await client.publish(topic, ack.to_payload(self.clock.wall()), qos=1, timeout=5.0)
 
     async def _publish_status(self, client: aiomqtt.Client) -> None:

@@ -145,6 +145,7 @@ class ArmRunner:
         self._queue: queue.SimpleQueue[tuple[str, TeleopCommand, int]] = queue.SimpleQueue()
         # e-stop engage, link loss and shutdown: handled before anything queued
         self._priority: deque[Callable[[], Event]] = deque()
+        self._held_acks: deque[Ack] = deque()  # this cycle's answers, handed on after its snapshot
         # arrival order: an e-stop or link loss jumps the queue, and what arrived before it must not undo it
         self._arrivals = itertools.count()
         #: the teleop state, replaced (never mutated) by :func:`hebictl.teleop.events.decide`
@@ -270,11 +271,28 @@ class ArmRunner:
         may call it directly on a SimClock arm."""
         recorder = self.recorder
         if recorder is None:
-            return self._cycle_step()
-        recorder.cycle_start()
-        go_on = self._cycle_step()
-        recorder.sample(self.mode)
+            go_on = self._cycle_step()
+        else:
+            recorder.cycle_start()
+            go_on = self._cycle_step()
+            recorder.sample(self.mode)
+        self._flush_acks()
         return go_on
+
+    def _flush_acks(self) -> None:
+        """Hand this cycle's answers to ``on_result``, after the snapshot that includes what they
+        answer: a client that reads the arm's status after an accepted ack sees its effect (the
+        mode it set, the e-stop it engaged), not the status of the cycle before."""
+        held = self._held_acks
+        cb = self.on_result
+        while held:
+            ack = held.popleft()
+            if cb is None:
+                continue
+            try:
+                cb(ack)
+            except Exception:
+                log.exception("ack callback failed")
 
     def _cycle_step(self) -> bool:
         arm = self.arm
@@ -425,13 +443,7 @@ class ArmRunner:
                   detail)
         if self.recorder is not None:
             self.recorder.ack(ack)
-        cb = self.on_result
-        if cb is None:
-            return
-        try:
-            cb(ack)
-        except Exception:
-            log.exception("ack callback failed")
+        self._held_acks.append(ack)  # handed on at the end of the cycle (:meth:`_flush_acks`)
 
     # ------------------------------------------------------------------ motion helpers
     def _brake(self, kind: str, detail: str) -> None:

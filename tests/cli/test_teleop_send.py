@@ -40,7 +40,7 @@ def test_options_after_the_action_and_one_json_line_per_answer(arm_url, capsys):
     assert main(["teleop-send", "--broker", arm_url, "--arm-id", "nobody", "--timeout", "9", "status",
                  "--arm-id", "c1", "--timeout", "3"]) == 0
     (status,) = _lines(capsys)
-    assert status["status"] == "online" and status["mode"] == "position"
+    assert status["status"] == "online" and status["mode"] == "position", status
 
 
 def test_jog_in_the_wrong_mode_counts_every_sample_rejected(arm_url, capsys):
