@@ -102,19 +102,22 @@ def test_adjacent_groups_are_allowed_and_computed():
     assert len(world.pair_names()) > 10
 
 
+#: a box base and a 0.5 m cylinder arm on one revolute joint, each with its own <collision> shape
+TWO_LINKS_URDF = textwrap.dedent("""\
+    <robot name="two">
+      <link name="base"><collision><geometry><box size="0.1 0.1 0.1"/></geometry></collision></link>
+      <link name="arm">
+        <inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
+        <collision><origin xyz="0 0 0.25"/><geometry><cylinder radius="0.03" length="0.5"/></geometry></collision>
+      </link>
+      <joint name="j" type="revolute"><parent link="base"/><child link="arm"/><origin xyz="0 0 0.1"/>
+        <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="1"/></joint>
+    </robot>""")
+
+
 def test_urdf_collision_geometry_is_used():
     """A URDF's own <collision> shapes (box, cylinder) become the arm's shapes, with half sizes."""
-    urdf = textwrap.dedent("""\
-        <robot name="two">
-          <link name="base"><collision><geometry><box size="0.1 0.1 0.1"/></geometry></collision></link>
-          <link name="arm">
-            <inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
-            <collision><origin xyz="0 0 0.25"/><geometry><cylinder radius="0.03" length="0.5"/></geometry></collision>
-          </link>
-          <joint name="j" type="revolute"><parent link="base"/><child link="arm"/><origin xyz="0 0 0.1"/>
-            <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="1"/></joint>
-        </robot>""")
-    model = load_model_string(urdf, format="urdf")
+    model = load_model_string(TWO_LINKS_URDF, format="urdf")
     shapes = arm_shapes(model)
     assert [(s.kind, s.size) for s in shapes] == [("box", (0.05, 0.05, 0.05)), ("cylinder", (0.03, 0.25))]
     world = CollisionWorld(model, workspace_from(None))
@@ -192,17 +195,7 @@ def test_approach_scale_is_moveit_servo_s_on_a_tipping_cylinder(theta):
     0 at contact) capped by stopping within the distance left at 0.5 m/s², with the distance from
     the cylinder's geometry (its lowest rim point; hpp-fcl 2.4's cylinder-halfspace distance is off
     by 12 mm here); tipping back up is never slowed."""
-    urdf = textwrap.dedent("""\
-        <robot name="two">
-          <link name="base"><collision><geometry><box size="0.1 0.1 0.1"/></geometry></collision></link>
-          <link name="arm">
-            <inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
-            <collision><origin xyz="0 0 0.25"/><geometry><cylinder radius="0.03" length="0.5"/></geometry></collision>
-          </link>
-          <joint name="j" type="revolute"><parent link="base"/><child link="arm"/><origin xyz="0 0 0.1"/>
-            <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="1"/></joint>
-        </robot>""")
-    model = load_model_string(urdf, format="urdf")
+    model = load_model_string(TWO_LINKS_URDF, format="urdf")
     world = CollisionWorld(model, workspace_from(None))
     table, arm = world.workspace.shapes[0], world.shapes[1]
 
