@@ -273,6 +273,11 @@ class PanelLink:
         else:
             self._watch.pop(arm_id, None)
         client = self._client
+        if self._stop.is_set():
+            # stopping: the link's connection is going away with its subscriptions, and an
+            # (un)subscribe now would wait out the client's 5 s timeout for an answer that never
+            # comes; every closing tab waited it, which held up the panel's exit by 5 s
+            return
         if client is not None and ((on and n == 1) or (not on and n <= 0)):
             with contextlib.suppress(Exception):
                 await self._subscribe_fast(client, arm_id, subscribe=on)

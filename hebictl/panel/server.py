@@ -194,8 +194,11 @@ class PanelServer:
 
         from websockets.asyncio.server import serve, unix_serve
 
+        # close_timeout: a tab that does not answer the closing handshake (frozen, or gone without a
+        # FIN) is dropped after 1 s, not websockets' default 10 s, which held up the panel's exit
         options = {"process_request": self._process_request, "ping_interval": 2.0, "ping_timeout": 4.0,
-                   "max_size": commands.MAX_MESSAGE, "max_queue": 16, "compression": None, "ssl": self.ssl}
+                   "close_timeout": 1.0, "max_size": commands.MAX_MESSAGE, "max_queue": 16, "compression": None,
+                   "ssl": self.ssl}
         try:
             if self.unix_path is not None:
                 old = os.umask(0o177)  # the socket is created 0600: only this user may connect

@@ -402,6 +402,23 @@ def _mode(page: Any, tap: Tap, arm: str, mode: str) -> None:
     page.wait_for_timeout(100)
 
 
+def _accepted(page: Any, tap: Tap, arm: str, topic: str, since: float) -> None:
+    """Wait for the arm's ack of ``topic`` (on the tap) and then the panel's toast for it; a refusal
+    or a silence fails with what the arm said and its last status, not a bare selector timeout."""
+    def ack() -> dict[str, Any] | None:
+        return next((b for _, b in tap.get(arm, "state/ack", since) if b.get("topic") == topic), None)
+
+    try:
+        got = tap.wait(ack, 15.0, f"{arm}'s ack of {topic}")
+    except AssertionError:
+        st = tap.status(arm)
+        raise AssertionError(f"no ack of {topic} from {arm} in 15 s; status mode={st.get('mode')!r} "
+                             f"stopped={st.get('stopped')!r} last_event={st.get('last_event')!r}; toasts: "
+                             f"{page.inner_text('#toasts')!r}") from None
+    assert got.get("accepted") is True, f"{arm} refused {topic}: {got}; status {tap.status(arm)}"
+    page.wait_for_selector(f"#toasts .toast:has-text('{topic} accepted')")
+
+
 def _joint(tap: Tap, arm: str, since: float, j: int = 0) -> tuple[np.ndarray, np.ndarray]:
     msgs = tap.get(arm, "state/joints", since)
     return (np.array([b["ts"] for _, b in msgs]), np.array([b["position"][j] for _, b in msgs], dtype=float))
@@ -630,7 +647,7 @@ def test_joint_sliders_go_and_the_dragged_end_effector_target(rig: Rig, browser:
     page.fill("#duration", "2")
     t0 = time.time()
     page.click("#go")
-    page.wait_for_selector("#toasts .toast:has-text('joint_goal accepted')")
+    _accepted(page, tap, "armA", "joint_goal", t0)
     tap.wait_status("armA", lambda s: s.get("at_goal") is True, 15, since=t0 + 1.0)
     ts, q = _joint(tap, "armA", t0)
     assert abs(q[-1] - target) < 0.01
@@ -650,7 +667,7 @@ def test_joint_sliders_go_and_the_dragged_end_effector_target(rig: Rig, browser:
     assert 0.005 < moved < 0.2, (before, after)
     t1 = time.time()
     page.click("#tgo")
-    page.wait_for_selector("#toasts .toast:has-text('cartesian_goal accepted')")
+    _accepted(page, tap, "armA", "cartesian_goal", t1)
     tap.wait_status("armA", lambda s: s.get("at_goal") is True, 15, since=t1 + 0.5)
     page.wait_for_timeout(200)
     pose = tap.get("armA", "state/ee_pose", t1)[-1][1]

@@ -91,11 +91,10 @@ async def panel(broker: LocalBroker, *, estop: bool = False, hosts: set[str] | N
     tasks = [asyncio.create_task(arm.run()), asyncio.create_task(link.run()),
              asyncio.create_task(server.serve(started))]
     await started.wait()
-    for _ in range(500):
-        view = link.arms.get("arm1")
-        if view is not None and view.description is not None and view.writable is not None and view.joints:
-            break
-        await asyncio.sleep(0.01)
+    # the arm's description and the write probe; not its joints: the link subscribes to an arm's
+    # 50 Hz topics only once a session watches it (waiting for them here cost every test 5 s)
+    await until(lambda: (view := link.arms.get("arm1")) is not None and view.description is not None
+                and view.writable is not None)
     try:
         yield server, arm
     finally:

@@ -199,7 +199,9 @@ function onDescription(d) {
     const tr = t.insertRow();
     tr.insertCell().textContent = name;
     const r = document.createElement("input");
-    r.type = "range"; r.step = "0.001"; r.id = `slider${i}`;
+    // step "any": a range input snaps its value to its step, so a synced slider would hold the joint
+    // rounded to 1 mrad and "Go" after moving one slider would nudge every other joint too
+    r.type = "range"; r.step = "any"; r.id = `slider${i}`;
     r.min = d.joints.position_min[i] ?? -Math.PI; r.max = d.joints.position_max[i] ?? Math.PI;
     r.addEventListener("input", () => { S.slidersDirty = true; updateGhost(); });
     tr.insertCell().appendChild(r);
