@@ -18,6 +18,9 @@ from tests._support.paths import REPO_ROOT
 pytest.importorskip("mujoco")
 
 CONFIGS = ("x-series-6dof", "x-series-5dof", "x-series-7dof-double-shoulder", "r-series-6dof")
+#: a jog into a limit ends once the joint moved slower than STILL_SPEED [rad/s] for SETTLED [s] with
+#: the jog no longer commanding motion (the rest of the time budget only watched a still arm)
+STILL_SPEED, SETTLED = 1e-3, 0.5
 
 
 def jog_arm(name, mass=0.0):
@@ -69,11 +72,20 @@ def test_joint_jog_into_every_limit_stops_there(name, mass):
                 seconds = min(abs(limit - home[j]) / speed + 2 * speed / MAX_ACCEL + 1.0, 6.0)
                 end = clock.now() + seconds
                 q, qd = [], []
+                still_since = None
                 while clock.now() < end:
                     arm.update()
                     arm.send()
                     q.append(arm.last_feedback.position[j])
                     qd.append(arm.last_feedback.velocity[j])
+                    # done once the jog has stopped commanding motion (at the limit, or held short of
+                    # contact) and the joint has stayed still for SETTLED s: nothing moves it after that
+                    if not np.any(jog.velocity) and abs(qd[-1]) < STILL_SPEED:
+                        still_since = clock.now() if still_since is None else still_since
+                        if clock.now() - still_since >= SETTLED:
+                            break
+                    else:
+                        still_since = None
                 q, qd = np.array(q), np.array(qd)
                 over = (q.max() - limit) if sign > 0 else (limit - q.min())
                 # what held the jog at the end: "limits" 0 at a joint limit (or waiting for a lagging

@@ -31,6 +31,7 @@ from hebictl.formats.rotations import quat_matrix
 from hebictl.formats.xxy import load_xxy
 from hebictl.model.robot import RobotModel
 from tests._support.corpus import CORPUS_DIR, corpus_params
+from tests._support.refcache import cached_answer
 
 REPO = Path(__file__).resolve().parents[3]
 RING_PYTHON = REPO / ".venv-ref" / "ring" / "bin" / "python"
@@ -45,14 +46,24 @@ LOADABLE = [f for f in FILES if f not in REJECTED]
 
 @functools.cache
 def run_ring_all() -> dict[str, Any]:
-    """ring's answers for every loadable corpus file, from one subprocess (JAX starts once)."""
+    """ring's answers for every loadable corpus file, from one subprocess (JAX starts once), kept
+    in the reference store until the script, ring's or JAX's version, the request or a file changes
+    (:mod:`tests._support.refcache`: the run costs about a minute of CPU)."""
     if not RING_PYTHON.exists():
         pytest.skip(f"imt-ring reference env missing ({RING_PYTHON}); run tools/ref_envs.sh ring")
-    proc = subprocess.run([str(RING_PYTHON), str(REF_SCRIPT), *(str(XXY_DIR / f) for f in LOADABLE)],
-                          input=json.dumps({"random": 4, "seed": 11}), capture_output=True, text=True, timeout=900)
-    if proc.returncode != 0:
-        raise AssertionError(f"ref_xxy.py failed: {proc.stderr[-500:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    request = json.dumps({"random": 4, "seed": 11})
+    files = [XXY_DIR / f for f in LOADABLE]
+
+    def ask_ring() -> dict[str, Any]:
+        proc = subprocess.run([str(RING_PYTHON), str(REF_SCRIPT), *map(str, files)], input=request,
+                              capture_output=True, text=True, timeout=900)
+        if proc.returncode != 0:
+            raise AssertionError(f"ref_xxy.py failed: {proc.stderr[-500:]}")
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    versions = sorted(p.name for p in RING_PYTHON.parents[1].glob("lib/python*/site-packages/*.dist-info")
+                      if p.name.lower().startswith(("imt_ring", "jax")))
+    return cached_answer("ring-xxy", [REF_SCRIPT, request, *versions, *files], ask_ring)
 
 
 def run_ring(rel: str) -> dict[str, Any]:
