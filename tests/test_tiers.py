@@ -8,7 +8,7 @@ import ast
 import pytest
 
 from tests._support.paths import TESTS_DIR
-from tests._support.tiers import REALTIME_MODULES, REALTIME_TESTS
+from tests._support.tiers import EXCLUSIVE_MODULES, REALTIME_MODULES, REALTIME_TESTS
 
 
 def _test_functions(rel: str) -> set[str]:
@@ -28,3 +28,11 @@ def test_every_listed_realtime_test_exists(entry: str) -> None:
 def test_every_listed_realtime_module_exists(rel: str) -> None:
     assert (TESTS_DIR / rel).is_file(), f"no module tests/{rel}"
     assert any(name.startswith("test") for name in _test_functions(rel)), f"tests/{rel} holds no test"
+
+
+@pytest.mark.parametrize("rel", sorted(EXCLUSIVE_MODULES))
+def test_every_exclusive_module_exists_and_is_realtime(rel: str) -> None:
+    """An exclusive module runs alone only if it is in the realtime tier (tools/dev selects
+    ``realtime and exclusive``): one whose tests fell into the parallel tier would lose it."""
+    assert (TESTS_DIR / rel).is_file(), f"no module tests/{rel}"
+    assert rel in REALTIME_MODULES, f"tests/{rel} is not listed whole in the realtime tier (REALTIME_MODULES)"

@@ -1,7 +1,9 @@
 """The suite's three tiers and the rule that puts each test in one (tests/conftest.py marks them).
 
-``unit`` and ``reference`` tests run under pytest-xdist on every core; ``realtime`` ones run
-afterwards, alone, because a second worker on the same core would change what they measure. So a
+``unit`` and ``reference`` tests run under pytest-xdist on every core, at idle CPU priority;
+``realtime`` ones run serially beside them, because a second worker at their own priority would
+change what they measure (an idle-priority one only takes the CPU they leave), and the
+``exclusive`` few (:data:`EXCLUSIVE_MODULES`) alone, after everything else. So a
 test is ``realtime`` only if it asserts a wall-clock bound or drives a real broker, browser or
 process whose outcome depends on the wall clock (signals, a real-time loop, timeouts): that tier's
 wall time is paid in full, the others' CPU time is shared by the workers. Modules are listed whole
@@ -73,6 +75,19 @@ REALTIME_TESTS = frozenset({
 })
 #: test modules that compare against a reference library on files written by others
 REFERENCE_PREFIXES = ("formats/",)
+#: realtime modules that need the machine to themselves: ``tools/dev test`` runs the rest of the
+#: realtime tier beside the idle-priority parallel tiers, and these afterwards, alone. The panel's
+#: end-to-end rig (Chromium with up to 300 sessions, a broker, two arms) bounds the e-stop at 200 ms
+#: from press to status: with the parallel tiers beside it, 2 of 20 presses took 191 and 674 ms
+EXCLUSIVE_MODULES = frozenset({"panel/test_panel_e2e.py"})
+
+
+def is_exclusive(item: pytest.Item) -> bool:
+    """Whether ``item`` runs alone, after everything else (:data:`EXCLUSIVE_MODULES`, or marked ``exclusive``)."""
+    if item.get_closest_marker("exclusive") is not None:
+        return True
+    rel = Path(str(item.path)).resolve().relative_to(TESTS_DIR).as_posix() if item.path else ""
+    return rel in EXCLUSIVE_MODULES
 
 
 def tier_of(item: pytest.Item) -> str:
