@@ -27,6 +27,8 @@ from numpy.typing import NDArray
 from hebictl import jit
 
 FIXED, REVOLUTE, PRISMATIC, BALL, FREE = 0, 1, 2, 3, 4
+#: position coordinates of each joint kind (in :func:`pack`'s header: the single calls check q's length)
+_NQ = {FIXED: 0, REVOLUTE: 1, PRISMATIC: 1, BALL: 4, FREE: 7}
 
 # numba types of the entry kernels' arguments (hebictl.jit compiles and loads these signatures)
 _VEC = "f8[::1]"  # q, qd, qdd, gravity, tau
@@ -57,7 +59,7 @@ class Tables(NamedTuple):
 class Packed(NamedTuple):
     """A model (and one set of frames) as the two arrays every entry kernel takes.
 
-    ``ints`` (int64): ``[n, m, nv, has_armature, parent(n), kind(n), qi(n), vi(n), f_body(m)]``.
+    ``ints`` (int64): ``[n, m, nv, has_armature, nq, parent(n), kind(n), qi(n), vi(n), f_body(m)]``.
     ``floats`` (float64, shape (k, 3, 3)): one 3x3 slot per matrix, vector (its first row) or
     scalars (first row's elements), in the order ``base_R, base_p, place_R(n), place_p(n),
     axis(n), com(n), inertia(n), [scale, mass](n), armature(nv or 0), f_R(m), f_p(m)``.
@@ -73,7 +75,8 @@ def pack(t: Tables, f_body: NDArray[np.int64], f_R: NDArray[np.float64], f_p: ND
          armature: NDArray[np.float64] | None, nv: int) -> Packed:
     """The :class:`Packed` form of tables ``t``, frames (body, offset R, offset p) and per-coordinate armature."""
     n, m = t.parent.shape[0], f_body.shape[0]
-    ints = np.concatenate([[n, m, nv, 0 if armature is None else 1], t.parent, t.kind, t.qi, t.vi, f_body])
+    nq = sum(_NQ[k] for k in t.kind.tolist())
+    ints = np.concatenate([[n, m, nv, 0 if armature is None else 1, nq], t.parent, t.kind, t.qi, t.vi, f_body])
 
     def rows(x: NDArray[np.float64], k: int) -> NDArray[np.float64]:
         slots = np.zeros((k, 3, 3))
@@ -97,11 +100,11 @@ def _unpack(I, F):
     n = I[0]
     m = I[1]
     na = I[2] if I[3] else 0
-    parent = I[4:4 + n]
-    kind = I[4 + n:4 + 2 * n]
-    qi = I[4 + 2 * n:4 + 3 * n]
-    vi = I[4 + 3 * n:4 + 4 * n]
-    f_body = I[4 + 4 * n:4 + 4 * n + m]
+    parent = I[5:5 + n]
+    kind = I[5 + n:5 + 2 * n]
+    qi = I[5 + 2 * n:5 + 3 * n]
+    vi = I[5 + 3 * n:5 + 4 * n]
+    f_body = I[5 + 4 * n:5 + 4 * n + m]
     base_R = F[0]
     base_p = F[1, 0]
     o = 2
@@ -358,11 +361,31 @@ def _frame_poses_one(q, t, scr, out):
     _frames_from_bodies(bR, bp, base_R, base_p, f_body, f_R, f_p, out)
 
 
+@jit.helper(cache=jit.CACHE, inline="always")
+def _fits(q, I, out, rows, cols):
+    """True if q is (nq,) at unit stride and out is a C-contiguous (m, rows, cols) array of this packed model.
+
+    Why in the kernel: the single-configuration paths check only an argument's class, dtype and
+    number of dimensions in Python (what unboxing cannot) and leave its sizes and strides, which
+    the unboxed array carries, to this test: a Python shape check and ``np.ascontiguousarray`` took
+    a tenth of an FK call. A kernel that does not fit computes nothing and returns False.
+    """
+    return (q.shape[0] == I[4] and q.strides[0] == 8 and out.shape[0] == I[1] and out.shape[1] == rows
+            and out.shape[2] == cols and out.strides[2] == 8 and out.strides[1] == 8 * cols
+            and out.strides[0] == 8 * rows * cols)
+
+
 # keeps the GIL: releasing it costs more than the call
 @jit.kernel(f"{_VEC}, {_MODEL}, f8[:, :, ::1]", cache=jit.CACHE)
 def frame_poses(q, I, F, out):
-    """out (m, 4, 4): world pose of each frame of packed model (I, F) at configuration q (nq,)."""
+    """out (m, 4, 4): world pose of each frame of packed model (I, F) at configuration q (nq,).
+
+    Returns False, computing nothing, if q or out do not have the model's sizes at unit strides (:func:`_fits`).
+    """
+    if not _fits(q, I, out, 4, 4):
+        return False
     _frame_poses_one(q, _unpack(I, F), _pose_scratch(I[0]), out)
+    return True
 
 
 @jit.kernel(f"{_MAT}, {_MODEL}, f8[:, :, :, ::1]", batch=0, cache=jit.CACHE, nogil=True)

@@ -42,7 +42,7 @@ class _FrameSet:
     the two arrays the FK and Jacobian kernels take.
     """
 
-    __slots__ = ("R", "body", "floats", "frames", "ints", "jac_shape", "kind", "p", "pose_shape", "pose_strides")
+    __slots__ = ("R", "body", "floats", "frames", "ints", "jac_shape", "kind", "p", "pose_shape")
 
     def __init__(self, kind: str, frames: Sequence[Frame], fused: FusedTree, armature: FloatArray | None,
                  nv: int) -> None:
@@ -54,7 +54,6 @@ class _FrameSet:
         self.p = np.ascontiguousarray(np.array([T[:3, 3] for _, T in mapped]).reshape(-1, 3))
         self.ints, self.floats = kernels.pack(fused.tables, self.body, self.R, self.p, armature, nv)
         self.pose_shape = (len(self.frames), 4, 4)
-        self.pose_strides = (128, 32, 8)  # a C-contiguous float64 array of pose_shape (out='s quick check)
         self.jac_shape = (len(self.frames), 6, nv)
 
 
@@ -293,18 +292,24 @@ class RobotModel:
         ``out``: an array of the result's shape to fill instead of allocating one (large batches
         spend much of their time faulting in fresh pages otherwise).
         """
-        fs = self._frame_sets.get(frame) if frame.__class__ is str else None  # an exact kind: no method call
-        if fs is None:
+        try:  # an exact kind (every control-loop call): no method call
+            fs = self._frame_sets[frame]
+        except (KeyError, TypeError):
             fs = self._frame_set(frame)
-        x = _contiguous(q, _F64)
-        if x.shape == self._q_shape:  # one configuration: straight to its kernel (the control loop's case)
+        if q.__class__ is _ndarray and q.dtype is _F64_DTYPE and q.ndim == 1:
+            # one configuration as a float64 vector (the control loop's case): the kernel checks the
+            # sizes and strides of q and out itself and computes nothing when they do not fit; what
+            # it cannot see (class, dtype, dimensions, a read-only out) is checked here
             if out is None:
                 buf = _empty(fs.pose_shape)
-            elif (out.__class__ is _ndarray and out.dtype is _F64_DTYPE and out.shape == fs.pose_shape
-                  and out.strides == fs.pose_strides and out.flags.writeable):
-                buf = out  # the checks _output makes, in the few attribute reads a control cycle can afford
-            else:
-                buf = self._output(out, (1, *fs.pose_shape), False)[0]  # raises with what is wrong
+                if _direct.frame_poses(q, fs.ints, fs.floats, buf):
+                    return buf
+            elif (out.__class__ is _ndarray and out.dtype is _F64_DTYPE and out.ndim == 3 and out.flags.writeable
+                  and _direct.frame_poses(q, fs.ints, fs.floats, out)):
+                return out
+        x = _contiguous(q, _F64)
+        if x.shape == self._q_shape:  # one configuration in another form (a list, a strided view ...)
+            buf = _empty(fs.pose_shape) if out is None else self._output(out, (1, *fs.pose_shape), False)[0]
             _direct.frame_poses(x, fs.ints, fs.floats, buf)
             return buf
         Q, batched = self._batch(x, self.nq, "q")
@@ -409,9 +414,11 @@ class RobotModel:
         kernels.gravity(q, gravity, self._ints, self._floats, out)
 
     def forward_kinematics_into(self, q: FloatArray, frame: str, out: FloatArray) -> None:
-        """:meth:`forward_kinematics` for one configuration into ``out`` (n, 4, 4), unchecked (see above)."""
+        """:meth:`forward_kinematics` for one configuration into ``out`` (n, 4, 4), unchecked (see above)
+        but for the sizes and strides the kernel checks (it declines to compute; then the checked call runs)."""
         fs = self._frame_set(frame)
-        kernels.frame_poses(q, fs.ints, fs.floats, out)
+        if not kernels.frame_poses(q, fs.ints, fs.floats, out):
+            self.forward_kinematics(q, frame, out=out)
 
     def inverse_dynamics_into(self, q: FloatArray, qd: FloatArray, qdd: FloatArray, gravity: FloatArray,
                               out: FloatArray) -> None:
