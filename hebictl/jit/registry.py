@@ -39,6 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hebictl.jit.borrow import install as install_borrowed
+
 #: cold-cache policies of an entry kernel: run its Python source until the background compile is
 #: done ("interpret"; the model and control kernels: one call per cycle, ~1 ms interpreted), or
 #: compile in the caller as numba does ("compile"; the simulator's per-step kernels, which would
@@ -152,6 +154,7 @@ class KernelModule:
                 return
             from numba import njit
 
+            install_borrowed()  # kernels may call jit.borrowed: its compiled form must be known first
             module = self.module
             for name, value in list(vars(module).items()):
                 if isinstance(value, LazyJit) and value.py_func.__module__ == self.name:

@@ -384,7 +384,7 @@ def frame_poses(q, I, F, out):
     """
     if not _fits(q, I, out, 4, 4):
         return False
-    _frame_poses_one(q, _unpack(I, F), _pose_scratch(I[0]), out)
+    _frame_poses_one(q, _unpack(jit.borrowed(I), jit.borrowed(F)), _pose_scratch(I[0]), out)
     return True
 
 
@@ -487,7 +487,7 @@ def _jacobians_one(q, t, scr, col, fp, J):
 def jacobians(q, I, F, out):
     """out (m, 6, nv): world-frame [linear; angular] Jacobian of each frame's origin at q (nq,)."""
     scr, s = _scratch(I[0], 1)
-    _jacobians_one(q, _unpack(I, F), scr, np.empty((6, 6)), s[0, 0], out)
+    _jacobians_one(q, _unpack(jit.borrowed(I), jit.borrowed(F)), scr, np.empty((6, 6)), s[0, 0], out)
 
 
 @jit.kernel(f"{_MAT}, {_MODEL}, f8[:, :, :, ::1]", batch=0, cache=jit.CACHE, nogil=True)
@@ -557,7 +557,7 @@ def _gravity_one(q, g, t, scr, gscr, tau):
 def gravity(q, g, I, F, out):
     """out (nv,): efforts that hold packed model (I, F) still at q (nq,) against g (world, m/s²)."""
     scr, gscr = _gravity_scratch(I[0])
-    _gravity_one(q, g, _unpack(I, F), scr, gscr, out)
+    _gravity_one(q, g, _unpack(jit.borrowed(I), jit.borrowed(F)), scr, gscr, out)
 
 
 @jit.kernel(f"{_MAT}, {_VEC}, {_MODEL}, {_MAT}", batch=0, cache=jit.CACHE, nogil=True)
@@ -727,7 +727,7 @@ def _rnea_one(q, qd, qdd, g, t, scr, rscr, tau):
 def rnea(q, qd, qdd, g, I, F, out):
     """out (nv,): inverse dynamics of packed model (I, F) at one configuration (q, qd, qdd) under g."""
     scr, rscr = _rnea_scratch(I[0])
-    _rnea_one(q, qd, qdd, g, _unpack(I, F), scr, rscr, out)
+    _rnea_one(q, qd, qdd, g, _unpack(jit.borrowed(I), jit.borrowed(F)), scr, rscr, out)
 
 
 @jit.kernel(f"{_MAT}, {_MAT}, {_MAT}, {_VEC}, {_MODEL}, {_MAT}", batch=0, cache=jit.CACHE, nogil=True)
