@@ -29,6 +29,9 @@ from hebictl import jit
 FIXED, REVOLUTE, PRISMATIC, BALL, FREE = 0, 1, 2, 3, 4
 #: position coordinates of each joint kind (in :func:`pack`'s header: the single calls check q's length)
 _NQ = {FIXED: 0, REVOLUTE: 1, PRISMATIC: 1, BALL: 4, FREE: 7}
+#: 3x3 scratch slots at the end of every packed model, per body and fixed: the most a single-call
+#: kernel cuts (:func:`_held_scratch`; rnea: body poses 2n + 2, per-body vectors 6n, two 3x3)
+HELD_PER_BODY, HELD_FIXED = 8, 8
 
 # numba types of the entry kernels' arguments (hebictl.jit compiles and loads these signatures)
 _VEC = "f8[::1]"  # q, qd, qdd, gravity, tau
@@ -62,7 +65,8 @@ class Packed(NamedTuple):
     ``ints`` (int64): ``[n, m, nv, has_armature, nq, parent(n), kind(n), qi(n), vi(n), f_body(m)]``.
     ``floats`` (float64, shape (k, 3, 3)): one 3x3 slot per matrix, vector (its first row) or
     scalars (first row's elements), in the order ``base_R, base_p, place_R(n), place_p(n),
-    axis(n), com(n), inertia(n), [scale, mass](n), armature(nv or 0), f_R(m), f_p(m)``.
+    axis(n), com(n), inertia(n), [scale, mass](n), armature(nv or 0), f_R(m), f_p(m)``, then
+    scratch slots the single-call kernels reuse (:func:`_held_scratch`).
     Why 3x3 slots: :func:`_unpack` then takes every table as a plain slice, which numba makes
     for free; reshaping a flat array instead cost 0.24 µs a call (a quarter of a gravity call).
     """
@@ -90,7 +94,8 @@ def pack(t: Tables, f_body: NDArray[np.int64], f_R: NDArray[np.float64], f_p: ND
         arm[:, 0, 0] = armature
     floats = np.concatenate([np.reshape(t.base_R, (1, 3, 3)), rows(t.base_p, 1), np.reshape(t.place_R, (n, 3, 3)),
                              rows(t.place_p, n), rows(t.axis, n), rows(t.com, n), np.reshape(t.inertia, (n, 3, 3)),
-                             scalars, arm, np.reshape(f_R, (m, 3, 3)), rows(f_p, m)])
+                             scalars, arm, np.reshape(f_R, (m, 3, 3)), rows(f_p, m),
+                             np.zeros((HELD_PER_BODY * n + HELD_FIXED, 3, 3))])
     return Packed(np.ascontiguousarray(ints, dtype=np.int64), np.ascontiguousarray(floats, dtype=np.float64))
 
 
@@ -338,12 +343,28 @@ def _frames_from_bodies(bR, bp, base_R, base_p, f_body, f_R, f_p, out):
 
 
 @jit.helper(cache=jit.CACHE, inline="always")
-def _scratch(n, extra):
+def _cut(s, n):
     """Scratch of body_poses (body rotations and positions, one joint rotation and translation)
-    and ``extra`` more 3x3 slots for the caller, in one allocation cut into views like
-    :func:`_unpack` (an allocation per array cost a gravity call ~0.2 µs)."""
-    s = np.empty((2 * n + 2 + extra, 3, 3))
+    cut from 3x3 slots ``s`` like :func:`_unpack`, and the slots after it for the caller."""
     return (s[:n], s[n:2 * n, 0], s[2 * n], s[2 * n + 1, 0]), s[2 * n + 2:]
+
+
+@jit.helper(cache=jit.CACHE, inline="always")
+def _scratch(n, extra):
+    """:func:`_cut` of one allocation with ``extra`` slots for the caller (the batch kernels, once
+    per batch; an allocation per array cost a gravity call ~0.2 µs)."""
+    return _cut(np.empty((2 * n + 2 + extra, 3, 3)), n)
+
+
+@jit.helper(cache=jit.CACHE, inline="always")
+def _held_scratch(F, n):
+    """:func:`_cut` of the scratch slots at the end of packed model ``F`` (:data:`HELD_PER_BODY`),
+    for the single-call kernels: no allocation per call (~0.04 µs of a 0.6 µs FK call).
+
+    Only kernels that keep the GIL may use it (:func:`hebictl.jit.exclusive`): no two of them run
+    at once, in any thread. The batch kernels release the GIL and allocate their own.
+    """
+    return _cut(jit.exclusive(F[F.shape[0] - (HELD_PER_BODY * n + HELD_FIXED):]), n)
 
 
 @jit.helper(cache=jit.CACHE, inline="always")
@@ -384,7 +405,8 @@ def frame_poses(q, I, F, out):
     """
     if not _fits(q, I, out, 4, 4):
         return False
-    _frame_poses_one(q, _unpack(jit.borrowed(I), jit.borrowed(F)), _pose_scratch(I[0]), out)
+    F = jit.borrowed(F)
+    _frame_poses_one(q, _unpack(jit.borrowed(I), F), _held_scratch(F, I[0])[0], out)
     return True
 
 
@@ -486,8 +508,9 @@ def _jacobians_one(q, t, scr, col, fp, J):
 @jit.kernel(f"{_VEC}, {_MODEL}, f8[:, :, ::1]", cache=jit.CACHE)
 def jacobians(q, I, F, out):
     """out (m, 6, nv): world-frame [linear; angular] Jacobian of each frame's origin at q (nq,)."""
-    scr, s = _scratch(I[0], 1)
-    _jacobians_one(q, _unpack(jit.borrowed(I), jit.borrowed(F)), scr, np.empty((6, 6)), s[0, 0], out)
+    F = jit.borrowed(F)
+    scr, s = _held_scratch(F, I[0])
+    _jacobians_one(q, _unpack(jit.borrowed(I), F), scr, np.empty((6, 6)), s[0, 0], out)
 
 
 @jit.kernel(f"{_MAT}, {_MODEL}, f8[:, :, :, ::1]", batch=0, cache=jit.CACHE, nogil=True)
@@ -502,10 +525,11 @@ def jacobians_batch(Q, I, F, out):
 
 
 @jit.helper(cache=jit.CACHE, inline="always")
-def _gravity_scratch(n):
-    """Scratch of _gravity_one: body_poses', then subtree forces, moments about the world origin, a motion subspace."""
-    scr, s = _scratch(n, 2 * n)
-    return scr, (s[:n, 0], s[n:, 0], np.empty((6, 6)))
+def _gravity_scratch(cut, n):
+    """Scratch of _gravity_one from :func:`_cut` slots: body_poses', then subtree forces, moments
+    about the world origin, a motion subspace."""
+    scr, s = cut
+    return scr, (s[:n, 0], s[n:2 * n, 0], np.empty((6, 6)))
 
 
 @jit.helper(cache=jit.CACHE, inline="always")  # inlined: called with the unpacked tables, a call took 2x as long
@@ -556,23 +580,25 @@ def _gravity_one(q, g, t, scr, gscr, tau):
 @jit.kernel(f"{_VEC}, {_VEC}, {_MODEL}, {_VEC}", cache=jit.CACHE)
 def gravity(q, g, I, F, out):
     """out (nv,): efforts that hold packed model (I, F) still at q (nq,) against g (world, m/s²)."""
-    scr, gscr = _gravity_scratch(I[0])
-    _gravity_one(q, g, _unpack(jit.borrowed(I), jit.borrowed(F)), scr, gscr, out)
+    F = jit.borrowed(F)
+    scr, gscr = _gravity_scratch(_held_scratch(F, I[0]), I[0])
+    _gravity_one(q, g, _unpack(jit.borrowed(I), F), scr, gscr, out)
 
 
 @jit.kernel(f"{_MAT}, {_VEC}, {_MODEL}, {_MAT}", batch=0, cache=jit.CACHE, nogil=True)
 def gravity_batch(Q, g, I, F, out):
     """out (B, nv): :func:`gravity` for each configuration in Q (B, nq)."""
     t = _contiguous(_unpack(I, F))
-    scr, gscr = _gravity_scratch(I[0])
+    scr, gscr = _gravity_scratch(_scratch(I[0], 2 * I[0]), I[0])
     for k in range(Q.shape[0]):
         _gravity_one(Q[k], g, t, scr, gscr, out[k])
 
 
 @jit.helper(cache=jit.CACHE, inline="always")
-def _rnea_scratch(n):
-    """Scratch of _rnea_one: body_poses', then per-body w, v, dw, dv, force, moment; a motion subspace; two 3x3."""
-    scr, s = _scratch(n, 6 * n + 2)
+def _rnea_scratch(cut, n):
+    """Scratch of _rnea_one from :func:`_cut` slots: body_poses', then per-body w, v, dw, dv,
+    force, moment; a motion subspace; two 3x3."""
+    scr, s = cut
     return scr, (s[:n, 0], s[n:2 * n, 0], s[2 * n:3 * n, 0], s[3 * n:4 * n, 0], s[4 * n:5 * n, 0], s[5 * n:6 * n, 0],
                  np.empty((6, 6)), s[6 * n], s[6 * n + 1])
 
@@ -726,7 +752,9 @@ def _rnea_one(q, qd, qdd, g, t, scr, rscr, tau):
 @jit.kernel(f"{_VEC}, {_VEC}, {_VEC}, {_VEC}, {_MODEL}, {_VEC}", cache=jit.CACHE)
 def rnea(q, qd, qdd, g, I, F, out):
     """out (nv,): inverse dynamics of packed model (I, F) at one configuration (q, qd, qdd) under g."""
-    scr, rscr = _rnea_scratch(I[0])
+    # allocated, not held: on the packed model's slots (one base pointer with the tables it reads)
+    # a call took ~0.05 µs longer than with the allocation (measured), unlike the other three kernels
+    scr, rscr = _rnea_scratch(_scratch(I[0], 6 * I[0] + 2), I[0])
     _rnea_one(q, qd, qdd, g, _unpack(jit.borrowed(I), jit.borrowed(F)), scr, rscr, out)
 
 
@@ -734,7 +762,7 @@ def rnea(q, qd, qdd, g, I, F, out):
 def rnea_batch(Q, V, A, g, I, F, out):
     """out (B, nv): :func:`rnea` for each configuration in Q, V, A (B, nq), (B, nv), (B, nv)."""
     t = _contiguous(_unpack(I, F))
-    scr, rscr = _rnea_scratch(I[0])
+    scr, rscr = _rnea_scratch(_scratch(I[0], 6 * I[0] + 2), I[0])
     for k in range(Q.shape[0]):
         _rnea_one(Q[k], V[k], A[k], g, t, scr, rscr, out[k])
 
