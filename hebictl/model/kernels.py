@@ -415,6 +415,7 @@ def frame_poses_batch(Q, I, F, out):
     """out (B, m, 4, 4): :func:`frame_poses` for each configuration in Q (B, nq)."""
     t = _contiguous(_unpack(I, F))
     scr = _pose_scratch(I[0])
+    Q, out = jit.borrowed(Q), jit.borrowed(out)  # rows cut per configuration: no counting (~4%)
     for k in range(Q.shape[0]):
         _frame_poses_one(Q[k], t, scr, out[k])
 
@@ -520,6 +521,7 @@ def jacobians_batch(Q, I, F, out):
     scr = _pose_scratch(I[0])
     col = np.empty((6, 6))
     fp = np.empty(3)
+    Q, out = jit.borrowed(Q), jit.borrowed(out)  # rows cut per configuration: no counting
     for k in range(Q.shape[0]):
         _jacobians_one(Q[k], t, scr, col, fp, out[k])
 
@@ -590,6 +592,7 @@ def gravity_batch(Q, g, I, F, out):
     """out (B, nv): :func:`gravity` for each configuration in Q (B, nq)."""
     t = _contiguous(_unpack(I, F))
     scr, gscr = _gravity_scratch(_scratch(I[0], 2 * I[0]), I[0])
+    Q, out = jit.borrowed(Q), jit.borrowed(out)  # rows cut per configuration: no counting
     for k in range(Q.shape[0]):
         _gravity_one(Q[k], g, t, scr, gscr, out[k])
 
@@ -763,6 +766,7 @@ def rnea_batch(Q, V, A, g, I, F, out):
     """out (B, nv): :func:`rnea` for each configuration in Q, V, A (B, nq), (B, nv), (B, nv)."""
     t = _contiguous(_unpack(I, F))
     scr, rscr = _rnea_scratch(_scratch(I[0], 6 * I[0] + 2), I[0])
+    Q, V, A, out = jit.borrowed(Q), jit.borrowed(V), jit.borrowed(A), jit.borrowed(out)  # rows: no counting
     for k in range(Q.shape[0]):
         _rnea_one(Q[k], V[k], A[k], g, t, scr, rscr, out[k])
 
