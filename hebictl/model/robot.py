@@ -310,7 +310,8 @@ class RobotModel:
         x = _contiguous(q, _F64)
         if x.shape == self._q_shape:  # one configuration in another form (a list, a strided view ...)
             buf = _empty(fs.pose_shape) if out is None else self._output(out, (1, *fs.pose_shape), False)[0]
-            _direct.frame_poses(x, fs.ints, fs.floats, buf)
+            if not _direct.frame_poses(x, fs.ints, fs.floats, buf):  # C-contiguous, checked: cannot happen
+                raise ModelError(f"FK kernel declined q {x.shape} {x.strides}, out {buf.shape} {buf.strides}")
             return buf
         Q, batched = self._batch(x, self.nq, "q")
         buf = self._output(out, (Q.shape[0], *fs.pose_shape), batched)

@@ -137,3 +137,25 @@ def test_interpreted_kernels_do_not_share_the_held_scratch():
     print(f"interpreted FK, 4 threads x 40 calls on one model, switch every 10 µs: {wrong} differ")
     assert kind == "Kernel"  # still the interpreted wrapper: numba never compiled it
     assert wrong == "0"
+
+
+def test_the_fk_kernel_checks_sizes_and_strides(model):
+    """forward_kinematics hands a float64 vector and out straight to the kernel, which checks
+    their sizes and strides itself: a strided out or q, or a wrong length, never reaches the
+    arithmetic (a ModelError, or the checked path's copy), and an out of the right layout is filled."""
+    q = np.array([0.0, 1.0, 2.0, -1.0, 1.0, 0.0])
+    want = model.forward_kinematics(q.tolist())
+    n = model.frame_count("output")
+    strided_out = np.zeros((n, 4, 8))[:, :, ::2]
+    with pytest.raises(ModelError, match="C-contiguous"):
+        model.forward_kinematics(q, out=strided_out)
+    assert not strided_out.any()
+    with pytest.raises(ModelError, match="shape"):
+        model.forward_kinematics(q, out=np.empty((n + 1, 4, 4)))
+    with pytest.raises(ModelError, match="shape"):
+        model.forward_kinematics(q[:5])
+    assert np.array_equal(model.forward_kinematics(np.repeat(q, 3)[::3]), want)
+    out = np.full((n, 4, 4), np.nan)
+    assert model.forward_kinematics(q, out=out) is out and np.array_equal(out, want)
+    with pytest.raises(ModelError, match="shape"):  # the unchecked path: the kernel declines, the checked call says why
+        model.forward_kinematics_into(q, "output", np.empty((n - 1, 4, 4)))
