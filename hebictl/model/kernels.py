@@ -402,7 +402,7 @@ def _fits(q, I, out, rows, cols):
             and (out.shape[0] <= 1 or out.strides[0] == 8 * rows * cols))
 
 
-# keeps the GIL: releasing it costs more than the call
+# keeps the GIL (releasing it costs more than the call), which its held scratch relies on
 @jit.kernel(f"{_VEC}, {_MODEL}, f8[:, :, ::1]", cache=jit.CACHE)
 def frame_poses(q, I, F, out):
     """out (m, 4, 4): world pose of each frame of packed model (I, F) at configuration q (nq,).
@@ -511,7 +511,7 @@ def _jacobians_one(q, t, scr, col, fp, J):
             j = parent[j]
 
 
-# keeps the GIL: releasing it costs more than the call
+# keeps the GIL (releasing it costs more than the call), which its held scratch relies on
 @jit.kernel(f"{_VEC}, {_MODEL}, f8[:, :, ::1]", cache=jit.CACHE)
 def jacobians(q, I, F, out):
     """out (m, 6, nv): world-frame [linear; angular] Jacobian of each frame's origin at q (nq,)."""
@@ -584,7 +584,7 @@ def _gravity_one(q, g, t, scr, gscr, tau):
                               + col[3, c] * F[i, 0] + col[4, c] * F[i, 1] + col[5, c] * F[i, 2])
 
 
-# keeps the GIL: releasing it costs more than the call
+# keeps the GIL (releasing it costs more than the call), which its held scratch relies on
 @jit.kernel(f"{_VEC}, {_VEC}, {_MODEL}, {_VEC}", cache=jit.CACHE)
 def gravity(q, g, I, F, out):
     """out (nv,): efforts that hold packed model (I, F) still at q (nq,) against g (world, m/s²)."""
