@@ -383,6 +383,12 @@ def _frame_poses_one(q, t, scr, out):
 
 
 @jit.helper(cache=jit.CACHE, inline="always")
+def _vec_fits(x, n):
+    """True if vector x has n elements at unit stride (numpy's contiguity: a stride of a length 0 or 1 is unused)."""
+    return x.shape[0] == n and (n <= 1 or x.strides[0] == 8)
+
+
+@jit.helper(cache=jit.CACHE, inline="always")
 def _fits(q, I, out, rows, cols):
     """True if q is (nq,) at unit stride and out is a C-contiguous (m, rows, cols) array of this packed model.
 
@@ -392,7 +398,7 @@ def _fits(q, I, out, rows, cols):
     a tenth of an FK call. A kernel that does not fit computes nothing and returns False.
     Contiguity as numpy defines it: the stride of a dimension of length 0 or 1 is never used.
     """
-    if q.shape[0] != I[4] or (q.shape[0] > 1 and q.strides[0] != 8):
+    if not _vec_fits(q, I[4]):
         return False
     if out.shape[0] != I[1] or out.shape[1] != rows or out.shape[2] != cols:
         return False
@@ -514,10 +520,16 @@ def _jacobians_one(q, t, scr, col, fp, J):
 # keeps the GIL (releasing it costs more than the call), which its held scratch relies on
 @jit.kernel(f"{_VEC}, {_MODEL}, f8[:, :, ::1]", cache=jit.CACHE)
 def jacobians(q, I, F, out):
-    """out (m, 6, nv): world-frame [linear; angular] Jacobian of each frame's origin at q (nq,)."""
+    """out (m, 6, nv): world-frame [linear; angular] Jacobian of each frame's origin at q (nq,).
+
+    Returns False, computing nothing, if q or out do not have the model's sizes at unit strides (:func:`_fits`).
+    """
+    if not _fits(q, I, out, 6, I[2]):
+        return False
     F = jit.borrowed(F)
     scr, s = _held_scratch(F, I[0])
     _jacobians_one(q, _unpack(jit.borrowed(I), F), scr, np.empty((6, 6)), s[0, 0], out)
+    return True
 
 
 @jit.kernel(f"{_MAT}, {_MODEL}, f8[:, :, :, ::1]", batch=0, cache=jit.CACHE, nogil=True)
@@ -587,10 +599,16 @@ def _gravity_one(q, g, t, scr, gscr, tau):
 # keeps the GIL (releasing it costs more than the call), which its held scratch relies on
 @jit.kernel(f"{_VEC}, {_VEC}, {_MODEL}, {_VEC}", cache=jit.CACHE)
 def gravity(q, g, I, F, out):
-    """out (nv,): efforts that hold packed model (I, F) still at q (nq,) against g (world, m/s²)."""
+    """out (nv,): efforts that hold packed model (I, F) still at q (nq,) against g (world, m/s²).
+
+    Returns False, computing nothing, unless q, g and out have their sizes at unit strides (:func:`_vec_fits`).
+    """
+    if not (_vec_fits(q, I[4]) and _vec_fits(g, 3) and _vec_fits(out, I[2])):
+        return False
     F = jit.borrowed(F)
     scr, gscr = _gravity_scratch(_held_scratch(F, I[0]), I[0])
     _gravity_one(q, g, _unpack(jit.borrowed(I), F), scr, gscr, out)
+    return True
 
 
 @jit.kernel(f"{_MAT}, {_VEC}, {_MODEL}, {_MAT}", batch=0, cache=jit.CACHE, nogil=True)
@@ -760,11 +778,19 @@ def _rnea_one(q, qd, qdd, g, t, scr, rscr, tau):
 # keeps the GIL: releasing it costs more than the call
 @jit.kernel(f"{_VEC}, {_VEC}, {_VEC}, {_VEC}, {_MODEL}, {_VEC}", cache=jit.CACHE)
 def rnea(q, qd, qdd, g, I, F, out):
-    """out (nv,): inverse dynamics of packed model (I, F) at one configuration (q, qd, qdd) under g."""
+    """out (nv,): inverse dynamics of packed model (I, F) at one configuration (q, qd, qdd) under g.
+
+    Returns False, computing nothing, unless every vector has its size at unit stride (:func:`_vec_fits`).
+    """
+    nv = I[2]
+    if not (_vec_fits(q, I[4]) and _vec_fits(qd, nv) and _vec_fits(qdd, nv) and _vec_fits(g, 3)
+            and _vec_fits(out, nv)):
+        return False
     # allocated, not held: on the packed model's slots (one base pointer with the tables it reads)
     # a call took ~0.05 µs longer than with the allocation (measured), unlike the other three kernels
     scr, rscr = _rnea_scratch(_scratch(I[0], 6 * I[0] + 2), I[0])
     _rnea_one(q, qd, qdd, g, _unpack(jit.borrowed(I), jit.borrowed(F)), scr, rscr, out)
+    return True
 
 
 @jit.kernel(f"{_MAT}, {_MAT}, {_MAT}, {_VEC}, {_MODEL}, {_MAT}", batch=0, cache=jit.CACHE, nogil=True)

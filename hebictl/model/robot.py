@@ -311,7 +311,7 @@ class RobotModel:
         if x.shape == self._q_shape:  # one configuration in another form (a list, a strided view ...)
             buf = _empty(fs.pose_shape) if out is None else self._output(out, (1, *fs.pose_shape), False)[0]
             if not _direct.frame_poses(x, fs.ints, fs.floats, buf):  # C-contiguous, checked: cannot happen
-                raise ModelError(f"FK kernel declined q {x.shape} {x.strides}, out {buf.shape} {buf.strides}")
+                raise _declined("frame_poses", x, buf)
             return buf
         Q, batched = self._batch(x, self.nq, "q")
         buf = self._output(out, (Q.shape[0], *fs.pose_shape), batched)
@@ -344,11 +344,23 @@ class RobotModel:
 
         ``out``: optional buffer of the result's shape, as for :meth:`forward_kinematics`.
         """
-        fs = self._frame_set(frame)
+        try:
+            fs = self._frame_sets[frame]
+        except (KeyError, TypeError):
+            fs = self._frame_set(frame)
+        if q.__class__ is _ndarray and q.dtype is _F64_DTYPE and q.ndim == 1:  # as forward_kinematics
+            if out is None:
+                buf = _empty(fs.jac_shape)
+                if _direct.jacobians(q, fs.ints, fs.floats, buf):
+                    return buf
+            elif (out.__class__ is _ndarray and out.dtype is _F64_DTYPE and out.ndim == 3 and out.flags.writeable
+                  and _direct.jacobians(q, fs.ints, fs.floats, out)):
+                return out
         x = _contiguous(q, _F64)
         if x.shape == self._q_shape:
             buf = _empty(fs.jac_shape) if out is None else self._output(out, (1, *fs.jac_shape), False)[0]
-            _direct.jacobians(x, fs.ints, fs.floats, buf)
+            if not _direct.jacobians(x, fs.ints, fs.floats, buf):
+                raise _declined("jacobians", x, buf)
             return buf
         Q, batched = self._batch(x, self.nq, "q")
         buf = self._output(out, (Q.shape[0], *fs.jac_shape), batched)
@@ -357,24 +369,30 @@ class RobotModel:
 
     def jacobian_end_effector(self, q: ArrayLike, index: int = 0) -> FloatArray:
         """Jacobian of end effector ``index``: (6, nv) or (B, 6, nv)."""
-        x = _contiguous(q, _F64)
-        if x.shape == self._q_shape:  # one configuration: the kernel directly (a control-loop call)
+        if q.__class__ is _ndarray and q.dtype is _F64_DTYPE and q.ndim == 1:  # a control-loop call
             fs = self._frame_sets["end_effector"]
             J = _empty(fs.jac_shape)
-            _direct.jacobians(x, fs.ints, fs.floats, J)
-            return J[index]
-        return self.jacobians(x, "end_effector")[..., index, :, :]
+            if _direct.jacobians(q, fs.ints, fs.floats, J):  # the kernel checks q's length and stride
+                return J[index]
+        return self.jacobians(q, "end_effector")[..., index, :, :]
 
     def gravity_compensation(self, q: ArrayLike, gravity: ArrayLike | None = None) -> FloatArray:
         """Efforts [N·m or N] that hold the robot still at ``q`` against ``gravity`` [m/s², world].
 
         Same sign convention as hebi-py's ``get_grav_comp_efforts``: ``-sum J_com^T m g``.
         """
-        g = self._g if gravity is None else self._gravity(gravity)
-        x = _contiguous(q, _F64)
-        if x.shape == self._q_shape:  # one configuration: straight to its kernel
+        g = self._g if gravity is None else gravity
+        if (q.__class__ is _ndarray and q.dtype is _F64_DTYPE and q.ndim == 1 and g.__class__ is _ndarray
+                and g.dtype is _F64_DTYPE and g.ndim == 1):  # as forward_kinematics: the kernel checks sizes
             tau = _empty(self.nv)
-            _direct.gravity(x, g, self._ints, self._floats, tau)
+            if _direct.gravity(q, g, self._ints, self._floats, tau):
+                return tau
+        g = self._gravity(g)
+        x = _contiguous(q, _F64)
+        if x.shape == self._q_shape:  # one configuration in another form
+            tau = _empty(self.nv)
+            if not _direct.gravity(x, g, self._ints, self._floats, tau):
+                raise _declined("gravity", x, tau)
             return tau
         Q, batched = self._batch(x, self.nq, "q")
         out = np.empty((Q.shape[0], self.nv))
@@ -388,13 +406,21 @@ class RobotModel:
         ``qd``/``qdd`` are velocity coordinates (local angular/linear velocities for ball and
         free joints, as in pinocchio).
         """
-        g = self._g if gravity is None else self._gravity(gravity)
+        g = self._g if gravity is None else gravity
+        if (q.__class__ is _ndarray and q.dtype is _F64_DTYPE and q.ndim == 1 and qd.__class__ is _ndarray
+                and qd.dtype is _F64_DTYPE and qd.ndim == 1 and qdd.__class__ is _ndarray and qdd.dtype is _F64_DTYPE
+                and qdd.ndim == 1 and g.__class__ is _ndarray and g.dtype is _F64_DTYPE and g.ndim == 1):
+            tau = _empty(self.nv)  # as forward_kinematics: the kernel checks every size and stride
+            if _direct.rnea(q, qd, qdd, g, self._ints, self._floats, tau):
+                return tau
+        g = self._gravity(g)
         x = _contiguous(q, _F64)
         v = _contiguous(qd, _F64)
         a = _contiguous(qdd, _F64)
         if x.shape == self._q_shape and v.shape == a.shape == self._v_shape:
             tau = _empty(self.nv)
-            _direct.rnea(x, v, a, g, self._ints, self._floats, tau)
+            if not _direct.rnea(x, v, a, g, self._ints, self._floats, tau):
+                raise _declined("rnea", x, tau)
             return tau
         Q, batched = self._batch(x, self.nq, "q")
         V, _ = self._batch(v, self.nv, "qd")
@@ -410,13 +436,15 @@ class RobotModel:
         """:meth:`gravity_compensation` for one configuration into ``out`` (nv,), unchecked.
 
         For the 1 kHz loop: ``q`` (nq,) and ``gravity`` (3,) must already be C-contiguous float64;
-        skipping validation and allocation saves more time than the kernel itself takes.
+        skipping validation and allocation saves more time than the kernel itself takes. The kernel
+        still checks sizes and strides and declines what does not fit; then the checked call runs
+        (and raises if the inputs are wrong).
         """
-        kernels.gravity(q, gravity, self._ints, self._floats, out)
+        if not kernels.gravity(q, gravity, self._ints, self._floats, out):
+            self._output(out, (1, self.nv), False)[0] = self.gravity_compensation(q, gravity)
 
     def forward_kinematics_into(self, q: FloatArray, frame: str, out: FloatArray) -> None:
-        """:meth:`forward_kinematics` for one configuration into ``out`` (n, 4, 4), unchecked (see above)
-        but for the sizes and strides the kernel checks (it declines to compute; then the checked call runs)."""
+        """:meth:`forward_kinematics` for one configuration into ``out`` (n, 4, 4), unchecked (see above)."""
         fs = self._frame_set(frame)
         if not kernels.frame_poses(q, fs.ints, fs.floats, out):
             self.forward_kinematics(q, frame, out=out)
@@ -424,7 +452,8 @@ class RobotModel:
     def inverse_dynamics_into(self, q: FloatArray, qd: FloatArray, qdd: FloatArray, gravity: FloatArray,
                               out: FloatArray) -> None:
         """:meth:`inverse_dynamics` for one configuration into ``out`` (nv,), unchecked (see above)."""
-        kernels.rnea(q, qd, qdd, gravity, self._ints, self._floats, out)
+        if not kernels.rnea(q, qd, qdd, gravity, self._ints, self._floats, out):
+            self._output(out, (1, self.nv), False)[0] = self.inverse_dynamics(q, qd, qdd, gravity)
 
     def inverse_dynamics_batch_into(self, Q: FloatArray, V: FloatArray, A: FloatArray, gravity: FloatArray,
                                     out: FloatArray) -> None:
@@ -453,3 +482,8 @@ def _names(joint: str, kind: JointKind, which: str) -> tuple[str, ...]:
             return tuple(f"{joint}_{c}" for c in ("x", "y", "z", "qw", "qx", "qy", "qz"))
         return tuple(f"{joint}_{c}" for c in ("vx", "vy", "vz", "wx", "wy", "wz"))
     return ()
+
+
+def _declined(kernel: str, x: FloatArray, out: FloatArray) -> ModelError:
+    """The error for a kernel that declined inputs its checked path made C-contiguous (cannot happen)."""
+    return ModelError(f"{kernel} kernel declined q {x.shape} {x.strides}, out {out.shape} {out.strides}")

@@ -159,3 +159,33 @@ def test_the_fk_kernel_checks_sizes_and_strides(model):
     assert model.forward_kinematics(q, out=out) is out and np.array_equal(out, want)
     with pytest.raises(ModelError, match="shape"):  # the unchecked path: the kernel declines, the checked call says why
         model.forward_kinematics_into(q, "output", np.empty((n - 1, 4, 4)))
+
+
+def test_the_dynamics_kernels_check_sizes_and_strides(model):
+    """gravity, RNEA and the Jacobians take float64 vectors straight to their kernels, which check
+    every size and stride: a strided gravity or qd gives the contiguous result, a wrong length is a
+    ModelError (also through the unchecked ``*_into`` paths, whose kernels decline and hand over to
+    the checked calls)."""
+    q = np.array([0.0, 1.0, 2.0, -1.0, 1.0, 0.0])
+    g = np.array([0.0, 0.0, -9.81])
+    # contiguous calls first: they install the kernels' compiled entry points, which take a strided
+    # view as it is (the kernel declines it); numba's dispatcher would compile a strided signature
+    tau = model.gravity_compensation(q, g)
+    rnea = model.inverse_dynamics(q, q, q, g)
+    jac = model.jacobians(q, "end_effector")
+    assert np.array_equal(model.gravity_compensation(q, np.repeat(g, 2)[::2]), tau)
+    assert np.array_equal(model.inverse_dynamics(q, np.repeat(q, 2)[::2], q, g), rnea)
+    assert np.array_equal(model.jacobians(np.repeat(q, 2)[::2], "end_effector"), jac)
+    with pytest.raises(ModelError, match="gravity"):
+        model.gravity_compensation(q, np.zeros(2))
+    with pytest.raises(ModelError, match="qd"):
+        model.inverse_dynamics(q, q[:5], q, g)
+    with pytest.raises(ModelError, match="shape"):
+        model.jacobians(q, "end_effector", out=np.empty((2, 6, 5)))
+    out = np.full(model.nv, np.nan)
+    model.gravity_compensation_into(q, g, out)
+    assert np.array_equal(out, tau)
+    with pytest.raises(ModelError, match="gravity"):
+        model.gravity_compensation_into(q, np.zeros(4), out)
+    with pytest.raises(ModelError):
+        model.inverse_dynamics_into(q, q, q, g, np.empty(model.nv + 1))
