@@ -96,19 +96,20 @@ def breakdown(ours: RobotModel, q: np.ndarray, g: np.ndarray) -> None:
     tau = np.empty(ours.nv)
 
     @numba.njit
-    def nothing5(a, b, c, d, e):  # five arrays like gravity(q, g, ints, floats, out), no arithmetic
+    def nothing4(a, b, c, d):  # four arrays like gravity(q, g, packed model, out), no arithmetic
         return None
 
-    args = (q, g, np.zeros(8, dtype=np.int64), np.zeros((8, 3, 3)), tau)
-    nothing5(*args)
-    entry = nothing5.get_overload(nothing5.signatures[0])
+    args = (q, g, np.zeros((8, 3, 3)), tau)
+    nothing4(*args)
+    entry = nothing4.get_overload(nothing4.signatures[0])
     rows = [[name, f"{median_us(fn):.3f}"] for name, fn in (
         ("gravity_compensation(q, g): public, checked, allocates", lambda: ours.gravity_compensation(q, g)),
         ("gravity_compensation_into(q, g, out): numba's dispatcher", lambda: ours.gravity_compensation_into(q, g, tau)),
-        ("empty kernel, 5 arrays, numba's dispatcher", lambda: nothing5(*args)),
-        ("empty kernel, 5 arrays, compiled entry point", lambda: entry(*args)),
+        ("empty kernel, 4 arrays, numba's dispatcher", lambda: nothing4(*args)),
+        ("empty kernel, 4 arrays, compiled entry point", lambda: entry(*args)),
         ("np.empty(nv): the output", lambda: np.empty(ours.nv)),
-        ("np.ascontiguousarray(q, float64): the input check", lambda: np.ascontiguousarray(q, np.float64)),
+        ("np.ascontiguousarray(q, float64): the check a list or strided q still gets",
+         lambda: np.ascontiguousarray(q, np.float64)),
     )]
     table("where a single gravity call's time goes: median µs", ["step", "µs"], rows)
 

@@ -8,6 +8,7 @@ their numba signatures) and :func:`helper` (compiled with them); this package im
 standard library (numba once a kernel is needed) and knows no kernel module.
 
 * :mod:`hebictl.jit.registry`: the decorators and what they record;
+* :mod:`hebictl.jit.borrow`: arrays a kernel uses but does not own (uncounted arguments, held scratch);
 * :mod:`hebictl.jit.stamps`: the file that says a module's signatures are in numba's cache;
 * :mod:`hebictl.jit.cache`: cold and warm cache, background compile, :func:`preload`;
 * :mod:`hebictl.jit.compile`: ``python -m hebictl.jit.compile`` compiles the declared signatures.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import os
 
+from hebictl.jit.borrow import borrowed, exclusive
 from hebictl.jit.cache import INTERPRETED_MAX_BATCH, mode, preload
 from hebictl.jit.registry import (
     Kernel,
@@ -37,5 +39,6 @@ from hebictl.jit.stamps import stamp_path
 #: numba's ``cache=`` for every kernel (``HEBICTL_NUMBA_CACHE=0``: compile in memory only)
 CACHE = os.environ.get("HEBICTL_NUMBA_CACHE", "1") != "0"
 
-__all__ = ["CACHE", "INTERPRETED_MAX_BATCH", "Kernel", "direct", "dispatcher_of", "entry_kernels", "helper",
-           "interpreted_namespace", "kernel", "materialize", "mode", "preload", "registered", "stamp_path"]
+__all__ = ["CACHE", "INTERPRETED_MAX_BATCH", "Kernel", "borrowed", "direct", "dispatcher_of", "entry_kernels",
+           "exclusive", "helper", "interpreted_namespace", "kernel", "materialize", "mode", "preload", "registered",
+           "stamp_path"]

@@ -39,6 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hebictl.jit.borrow import install as install_borrowed
+
 #: cold-cache policies of an entry kernel: run its Python source until the background compile is
 #: done ("interpret"; the model and control kernels: one call per cycle, ~1 ms interpreted), or
 #: compile in the caller as numba does ("compile"; the simulator's per-step kernels, which would
@@ -102,7 +104,10 @@ class Kernel:
 
     def _direct_call(self) -> Callable[..., Any]:
         """The compiled entry point of the one declared signature, once numba has it (loaded or
-        compiled); until then a call through the dispatcher that looks again afterwards."""
+        compiled); until then a call that loads or compiles that signature, puts its entry point in
+        the namespace and calls it. Not numba's dispatcher: for arguments of the declared dtypes and
+        dimensions but other strides (which a kernel may check itself) it would compile another
+        signature in the caller, seconds on a control thread."""
         if len(self.signatures) != 1:
             return self.dispatcher
         try:
@@ -111,12 +116,10 @@ class Kernel:
             pass
 
         def first_call(*args: Any) -> Any:
-            result = self.dispatcher(*args)
-            try:
-                setattr(module_of(self.module_name).direct, self.name, self.dispatcher.get_overload(self.signatures[0]))
-            except KeyError:  # called with other types: stay on the type-checking dispatcher
-                setattr(module_of(self.module_name).direct, self.name, self.dispatcher)
-            return result
+            self.compile_signatures()
+            entry = self.dispatcher.get_overload(self.signatures[0])
+            setattr(module_of(self.module_name).direct, self.name, entry)
+            return entry(*args)
 
         return first_call
 
@@ -152,6 +155,7 @@ class KernelModule:
                 return
             from numba import njit
 
+            install_borrowed()  # kernels may call jit.borrowed: its compiled form must be known first
             module = self.module
             for name, value in list(vars(module).items()):
                 if isinstance(value, LazyJit) and value.py_func.__module__ == self.name:
@@ -262,10 +266,12 @@ def direct(module_name: str) -> types.SimpleNamespace:
     Why: numba's dispatcher types every argument and looks the signature up on each call, about a
     fifth of a single model call (FK, gravity). Once a kernel's one declared signature is compiled
     or loaded, its attribute here is numba's compiled entry point for that signature, which unboxes
-    the arguments as the declared types without checking them: callers MUST pass exactly those
-    types (a C-contiguous float64 array where ``f8[::1]`` is declared ...), as validated public
-    paths do (``RobotModel``'s single-configuration calls). Before that, the attribute is the
-    kernel's wrapper or dispatcher, which checks.
+    the arguments as the declared types without checking them: callers MUST pass arrays of the
+    declared dtypes and numbers of dimensions (unboxing a 2-D array as a 1-D one writes past its
+    struct), and either the declared layout or one the kernel checks itself before indexing
+    (``RobotModel``'s single-configuration calls: the model kernels check sizes and strides).
+    Before the module's first call, the attribute is the kernel's wrapper (interpreted while the
+    cache is cold); after it, a first call that loads the declared signature.
     """
     return module_of(module_name).direct
 

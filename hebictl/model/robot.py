@@ -38,11 +38,11 @@ STANDARD_KINDS = ("output", "com", "input", "end_effector", "link")
 class _FrameSet:
     """Kernel tables for the frames of one kind, re-expressed on the fused (moving) bodies.
 
-    ``ints``/``floats`` are the model packed with these frames (:func:`hebictl.model.kernels.pack`),
-    the two arrays the FK and Jacobian kernels take.
+    ``packed`` is the model packed with these frames (:func:`hebictl.model.kernels.pack`), the
+    array the FK and Jacobian kernels take.
     """
 
-    __slots__ = ("R", "body", "floats", "frames", "ints", "jac_shape", "kind", "p", "pose_shape", "pose_strides")
+    __slots__ = ("R", "body", "frames", "jac_shape", "kind", "p", "packed", "pose_shape")
 
     def __init__(self, kind: str, frames: Sequence[Frame], fused: FusedTree, armature: FloatArray | None,
                  nv: int) -> None:
@@ -52,9 +52,8 @@ class _FrameSet:
         self.body = np.array([b for b, _ in mapped], dtype=np.int64).reshape(-1)
         self.R = np.ascontiguousarray(np.array([T[:3, :3] for _, T in mapped]).reshape(-1, 3, 3))
         self.p = np.ascontiguousarray(np.array([T[:3, 3] for _, T in mapped]).reshape(-1, 3))
-        self.ints, self.floats = kernels.pack(fused.tables, self.body, self.R, self.p, armature, nv)
+        self.packed = kernels.pack(fused.tables, self.body, self.R, self.p, armature, nv)
         self.pose_shape = (len(self.frames), 4, 4)
-        self.pose_strides = (128, 32, 8)  # a C-contiguous float64 array of pose_shape (out='s quick check)
         self.jac_shape = (len(self.frames), 6, nv)
 
 
@@ -133,9 +132,9 @@ class RobotModel:
             kinds.setdefault(kind, [])
         self._frame_sets = {k: _FrameSet(k, v, self._fused, self._armature, self.nv) for k, v in kinds.items()}
         # the model as the dynamics kernels take it, packed once: they run every control cycle, and
-        # two array arguments unbox in a fraction of the time of the thirteen tables
-        self._ints, self._floats = kernels.pack(self._t, np.zeros(0, dtype=np.int64), np.zeros((0, 3, 3)),
-                                                np.zeros((0, 3)), self._armature, self.nv)
+        # one array argument unboxes in a fraction of the time of the thirteen tables
+        self._packed = kernels.pack(self._t, np.zeros(0, dtype=np.int64), np.zeros((0, 3, 3)), np.zeros((0, 3)),
+                                    self._armature, self.nv)
         self._q_shape = (self.nq,)
         self._v_shape = (self.nv,)
 
@@ -293,23 +292,30 @@ class RobotModel:
         ``out``: an array of the result's shape to fill instead of allocating one (large batches
         spend much of their time faulting in fresh pages otherwise).
         """
-        fs = self._frame_sets.get(frame) if frame.__class__ is str else None  # an exact kind: no method call
-        if fs is None:
+        try:  # an exact kind (every control-loop call): no method call
+            fs = self._frame_sets[frame]
+        except (KeyError, TypeError):
             fs = self._frame_set(frame)
-        x = _contiguous(q, _F64)
-        if x.shape == self._q_shape:  # one configuration: straight to its kernel (the control loop's case)
+        if q.__class__ is _ndarray and q.dtype is _F64_DTYPE and q.ndim == 1:
+            # one configuration as a float64 vector (the control loop's case): the kernel checks the
+            # sizes and strides of q and out itself and computes nothing when they do not fit; what
+            # it cannot see (class, dtype, dimensions, a read-only out) is checked here
             if out is None:
                 buf = _empty(fs.pose_shape)
-            elif (out.__class__ is _ndarray and out.dtype is _F64_DTYPE and out.shape == fs.pose_shape
-                  and out.strides == fs.pose_strides and out.flags.writeable):
-                buf = out  # the checks _output makes, in the few attribute reads a control cycle can afford
-            else:
-                buf = self._output(out, (1, *fs.pose_shape), False)[0]  # raises with what is wrong
-            _direct.frame_poses(x, fs.ints, fs.floats, buf)
+                if _direct.frame_poses(q, fs.packed, buf):
+                    return buf
+            elif (out.__class__ is _ndarray and out.dtype is _F64_DTYPE and out.ndim == 3 and out.flags.writeable
+                  and _direct.frame_poses(q, fs.packed, out)):
+                return out
+        x = _contiguous(q, _F64)
+        if x.shape == self._q_shape:  # one configuration in another form (a list, a strided view ...)
+            buf = _empty(fs.pose_shape) if out is None else self._output(out, (1, *fs.pose_shape), False)[0]
+            if not _direct.frame_poses(x, fs.packed, buf):  # C-contiguous, checked: cannot happen
+                raise _declined("frame_poses", x, buf)
             return buf
         Q, batched = self._batch(x, self.nq, "q")
         buf = self._output(out, (Q.shape[0], *fs.pose_shape), batched)
-        _run(kernels.frame_poses_batch, (Q,), (fs.ints, fs.floats), buf)
+        _run(kernels.frame_poses_batch, (Q,), (fs.packed,), buf)
         return buf if batched else buf[0]
 
     @staticmethod
@@ -338,41 +344,59 @@ class RobotModel:
 
         ``out``: optional buffer of the result's shape, as for :meth:`forward_kinematics`.
         """
-        fs = self._frame_set(frame)
+        try:
+            fs = self._frame_sets[frame]
+        except (KeyError, TypeError):
+            fs = self._frame_set(frame)
+        if q.__class__ is _ndarray and q.dtype is _F64_DTYPE and q.ndim == 1:  # as forward_kinematics
+            if out is None:
+                buf = _empty(fs.jac_shape)
+                if _direct.jacobians(q, fs.packed, buf):
+                    return buf
+            elif (out.__class__ is _ndarray and out.dtype is _F64_DTYPE and out.ndim == 3 and out.flags.writeable
+                  and _direct.jacobians(q, fs.packed, out)):
+                return out
         x = _contiguous(q, _F64)
         if x.shape == self._q_shape:
             buf = _empty(fs.jac_shape) if out is None else self._output(out, (1, *fs.jac_shape), False)[0]
-            _direct.jacobians(x, fs.ints, fs.floats, buf)
+            if not _direct.jacobians(x, fs.packed, buf):
+                raise _declined("jacobians", x, buf)
             return buf
         Q, batched = self._batch(x, self.nq, "q")
         buf = self._output(out, (Q.shape[0], *fs.jac_shape), batched)
-        _run(kernels.jacobians_batch, (Q,), (fs.ints, fs.floats), buf)
+        _run(kernels.jacobians_batch, (Q,), (fs.packed,), buf)
         return buf if batched else buf[0]
 
     def jacobian_end_effector(self, q: ArrayLike, index: int = 0) -> FloatArray:
         """Jacobian of end effector ``index``: (6, nv) or (B, 6, nv)."""
-        x = _contiguous(q, _F64)
-        if x.shape == self._q_shape:  # one configuration: the kernel directly (a control-loop call)
+        if q.__class__ is _ndarray and q.dtype is _F64_DTYPE and q.ndim == 1:  # a control-loop call
             fs = self._frame_sets["end_effector"]
             J = _empty(fs.jac_shape)
-            _direct.jacobians(x, fs.ints, fs.floats, J)
-            return J[index]
-        return self.jacobians(x, "end_effector")[..., index, :, :]
+            if _direct.jacobians(q, fs.packed, J):  # the kernel checks q's length and stride
+                return J[index]
+        return self.jacobians(q, "end_effector")[..., index, :, :]
 
     def gravity_compensation(self, q: ArrayLike, gravity: ArrayLike | None = None) -> FloatArray:
         """Efforts [N·m or N] that hold the robot still at ``q`` against ``gravity`` [m/s², world].
 
         Same sign convention as hebi-py's ``get_grav_comp_efforts``: ``-sum J_com^T m g``.
         """
-        g = self._g if gravity is None else self._gravity(gravity)
-        x = _contiguous(q, _F64)
-        if x.shape == self._q_shape:  # one configuration: straight to its kernel
+        g = self._g if gravity is None else gravity
+        if (q.__class__ is _ndarray and q.dtype is _F64_DTYPE and q.ndim == 1 and g.__class__ is _ndarray
+                and g.dtype is _F64_DTYPE and g.ndim == 1):  # as forward_kinematics: the kernel checks sizes
             tau = _empty(self.nv)
-            _direct.gravity(x, g, self._ints, self._floats, tau)
+            if _direct.gravity(q, g, self._packed, tau):
+                return tau
+        g = self._gravity(g)
+        x = _contiguous(q, _F64)
+        if x.shape == self._q_shape:  # one configuration in another form
+            tau = _empty(self.nv)
+            if not _direct.gravity(x, g, self._packed, tau):
+                raise _declined("gravity", x, tau)
             return tau
         Q, batched = self._batch(x, self.nq, "q")
         out = np.empty((Q.shape[0], self.nv))
-        _run(kernels.gravity_batch, (Q,), (g, self._ints, self._floats), out)
+        _run(kernels.gravity_batch, (Q,), (g, self._packed), out)
         return out if batched else out[0]
 
     def inverse_dynamics(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
@@ -382,13 +406,21 @@ class RobotModel:
         ``qd``/``qdd`` are velocity coordinates (local angular/linear velocities for ball and
         free joints, as in pinocchio).
         """
-        g = self._g if gravity is None else self._gravity(gravity)
+        g = self._g if gravity is None else gravity
+        if (q.__class__ is _ndarray and q.dtype is _F64_DTYPE and q.ndim == 1 and qd.__class__ is _ndarray
+                and qd.dtype is _F64_DTYPE and qd.ndim == 1 and qdd.__class__ is _ndarray and qdd.dtype is _F64_DTYPE
+                and qdd.ndim == 1 and g.__class__ is _ndarray and g.dtype is _F64_DTYPE and g.ndim == 1):
+            tau = _empty(self.nv)  # as forward_kinematics: the kernel checks every size and stride
+            if _direct.rnea(q, qd, qdd, g, self._packed, tau):
+                return tau
+        g = self._gravity(g)
         x = _contiguous(q, _F64)
         v = _contiguous(qd, _F64)
         a = _contiguous(qdd, _F64)
         if x.shape == self._q_shape and v.shape == a.shape == self._v_shape:
             tau = _empty(self.nv)
-            _direct.rnea(x, v, a, g, self._ints, self._floats, tau)
+            if not _direct.rnea(x, v, a, g, self._packed, tau):
+                raise _declined("rnea", x, tau)
             return tau
         Q, batched = self._batch(x, self.nq, "q")
         V, _ = self._batch(v, self.nv, "qd")
@@ -396,7 +428,7 @@ class RobotModel:
         if not (V.shape[0] == A.shape[0] == Q.shape[0]):
             raise ModelError(f"q, qd and qdd batch sizes differ: {Q.shape[0]}, {V.shape[0]}, {A.shape[0]}")
         out = np.empty((Q.shape[0], self.nv))
-        _run(kernels.rnea_batch, (Q, V, A), (g, self._ints, self._floats), out)
+        _run(kernels.rnea_batch, (Q, V, A), (g, self._packed), out)
         return out if batched else out[0]
 
     # ------------------------------------------------------------------ control-loop fast paths
@@ -404,25 +436,30 @@ class RobotModel:
         """:meth:`gravity_compensation` for one configuration into ``out`` (nv,), unchecked.
 
         For the 1 kHz loop: ``q`` (nq,) and ``gravity`` (3,) must already be C-contiguous float64;
-        skipping validation and allocation saves more time than the kernel itself takes.
+        skipping validation and allocation saves more time than the kernel itself takes. The kernel
+        still checks sizes and strides and declines what does not fit; then the checked call runs
+        (and raises if the inputs are wrong).
         """
-        kernels.gravity(q, gravity, self._ints, self._floats, out)
+        if not kernels.gravity(q, gravity, self._packed, out):
+            self._output(out, (1, self.nv), False)[0] = self.gravity_compensation(q, gravity)
 
     def forward_kinematics_into(self, q: FloatArray, frame: str, out: FloatArray) -> None:
         """:meth:`forward_kinematics` for one configuration into ``out`` (n, 4, 4), unchecked (see above)."""
         fs = self._frame_set(frame)
-        kernels.frame_poses(q, fs.ints, fs.floats, out)
+        if not kernels.frame_poses(q, fs.packed, out):
+            self.forward_kinematics(q, frame, out=out)
 
     def inverse_dynamics_into(self, q: FloatArray, qd: FloatArray, qdd: FloatArray, gravity: FloatArray,
                               out: FloatArray) -> None:
         """:meth:`inverse_dynamics` for one configuration into ``out`` (nv,), unchecked (see above)."""
-        kernels.rnea(q, qd, qdd, gravity, self._ints, self._floats, out)
+        if not kernels.rnea(q, qd, qdd, gravity, self._packed, out):
+            self._output(out, (1, self.nv), False)[0] = self.inverse_dynamics(q, qd, qdd, gravity)
 
     def inverse_dynamics_batch_into(self, Q: FloatArray, V: FloatArray, A: FloatArray, gravity: FloatArray,
                                     out: FloatArray) -> None:
         """:meth:`inverse_dynamics` for a batch (B, nq)/(B, nv) into ``out`` (B, nv), unchecked (see
         above): the execution monitors form the mass matrix from n + 2 rows in one call."""
-        kernels.rnea_batch(Q, V, A, gravity, self._ints, self._floats, out)  # armature included by the kernel
+        kernels.rnea_batch(Q, V, A, gravity, self._packed, out)  # armature included by the kernel
 
     def inverse_kinematics(self, target: Any = None, seed: ArrayLike | None = None, **kwargs: Any) -> Any:
         """Solve for joint positions reaching ``target``; see :func:`hebictl.model.ik.solve`."""
@@ -445,3 +482,8 @@ def _names(joint: str, kind: JointKind, which: str) -> tuple[str, ...]:
             return tuple(f"{joint}_{c}" for c in ("x", "y", "z", "qw", "qx", "qy", "qz"))
         return tuple(f"{joint}_{c}" for c in ("vx", "vy", "vz", "wx", "wy", "wz"))
     return ()
+
+
+def _declined(kernel: str, x: FloatArray, out: FloatArray) -> ModelError:
+    """The error for a kernel that declined inputs its checked path made C-contiguous (cannot happen)."""
+    return ModelError(f"{kernel} kernel declined q {x.shape} {x.strides}, out {out.shape} {out.strides}")

@@ -34,13 +34,13 @@ def _args(model, name, q, qd, qdd, gravity):
     lead = (1,) if batch else ()
     if name.startswith("frame_poses"):
         fs = model._frame_sets["output"]
-        return (Q, fs.ints, fs.floats, np.zeros((*lead, len(fs.body), 4, 4)))
+        return (Q, fs.packed, np.zeros((*lead, len(fs.body), 4, 4)))
     if name.startswith("jacobians"):
         fs = model._frame_sets["com"]
-        return (Q, fs.ints, fs.floats, np.zeros((*lead, len(fs.body), 6, model.nv)))
+        return (Q, fs.packed, np.zeros((*lead, len(fs.body), 6, model.nv)))
     if name.startswith("gravity"):
-        return (Q, gravity, model._ints, model._floats, np.zeros((*lead, model.nv)))
-    return (Q, V, A, gravity, model._ints, model._floats, np.zeros((*lead, model.nv)))
+        return (Q, gravity, model._packed, np.zeros((*lead, model.nv)))
+    return (Q, V, A, gravity, model._packed, np.zeros((*lead, model.nv)))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
