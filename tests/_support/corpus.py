@@ -53,3 +53,22 @@ def corpus_params(values: Iterable[Any], ids: Callable[[Any], str] | None = None
     if not values and not CORPUS_AVAILABLE:
         return [pytest.param(None, id="no-corpus", marks=pytest.mark.skip(reason=CORPUS_SKIP_REASON))]
     return values if ids is None else [pytest.param(v, id=ids(v)) for v in values]
+
+
+def load_or_skip(path: Path | None) -> Any:
+    """The model of a corpus file, its warnings silenced; the calling test skips where the corpus is
+    absent (``path`` None, :func:`corpus_params`' placeholder) or hebictl rejects the file (the
+    reader's own tests cover rejections)."""
+    import warnings
+
+    from hebictl.errors import FormatError
+    from hebictl.formats import load_model
+
+    if path is None:
+        pytest.skip(f"corpus not found at {CORPUS_DIR}")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return load_model(path)
+    except FormatError:
+        pytest.skip("hebictl rejects this file (covered by the reader's own tests)")

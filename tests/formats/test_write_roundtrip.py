@@ -15,7 +15,7 @@ from hebictl.formats.urdf import load_urdf_string, write_urdf
 from hebictl.model.builder import ModelBuilder
 from hebictl.model.robot import RobotModel
 from hebictl.model.tree import JointKind
-from tests._support.corpus import CORPUS_DIR, corpus_path
+from tests._support.corpus import CORPUS_DIR, corpus_path, load_or_skip
 from tests.model.random_trees import random_tree
 
 from .model_compare import assert_same_model, with_armature
@@ -225,14 +225,7 @@ def _sdf_models_with_meshes() -> list:
 def test_sdf_mesh_shapes_export_to_urdf_with_their_files(path):
     """An SDF model's mesh visuals write to URDF as the files their URIs resolved to (the writer raised
     KeyError 'filename' on 41 corpus models) and read back naming the same files."""
-    if path is None:
-        pytest.skip(f"corpus not found at {CORPUS_DIR}")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model = load_model(path)
-    except FormatError:
-        pytest.skip("hebictl rejects this file (covered by the reader's own tests)")
+    model = load_or_skip(path)
     try:
         text = write_urdf(model)
     except FormatError as err:  # inexpressible in URDF (ball/free joints, scale...): refused with a reason
