@@ -28,7 +28,7 @@ import pytest
 from tests._support import cost
 from tests._support.corpus import CORPUS_AVAILABLE, CORPUS_SKIP_REASON, corpus_path
 from tests._support.hebi_py import import_hebi
-from tests._support.tiers import is_exclusive, tier_of
+from tests._support.tiers import is_broker_lane, is_exclusive, tier_of
 
 # tests use the compiled kernels (numba compiles on first call, or loads its cache), never the
 # interpreted ones a cold cache gets in a user's first run, and start no background compile;
@@ -93,6 +93,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(getattr(pytest.mark, tier))
         if tier == "realtime" and is_exclusive(item) and item.get_closest_marker("exclusive") is None:
             item.add_marker(pytest.mark.exclusive)
+        if tier == "realtime" and is_broker_lane(item):
+            item.add_marker(pytest.mark.broker_lane)
     if CORPUS_AVAILABLE:
         return
     skip = pytest.mark.skip(reason=CORPUS_SKIP_REASON)

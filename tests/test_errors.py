@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 from pathlib import Path
 
@@ -18,16 +19,23 @@ WARNINGS = [c for _, c in inspect.getmembers(errors, inspect.isclass)
             if issubclass(c, Warning) and c.__module__ == errors.__name__]
 
 
+@functools.cache
+def _sources() -> tuple[tuple[Path, ast.Module], ...]:
+    """Every module of hebictl/ and sim_backend/, parsed once for both checks below (about 2 s)."""
+    paths = [*(ROOT / "hebictl").rglob("*.py"), *(ROOT / "sim_backend").rglob("*.py")]
+    return tuple((path, ast.parse(path.read_text(encoding="utf-8"))) for path in paths)
+
+
 def _constructed_names() -> set[str]:
     """Names called anywhere in hebictl/ and sim_backend/ outside errors.py (``Foo(...)``, ``x.Foo(...)``).
 
     Construction rather than ``raise`` because some errors are built in one place and raised by the
     caller (control/admission.py returns a LimitViolation for the Arm to raise)."""
     names = set()
-    for path in [*(ROOT / "hebictl").rglob("*.py"), *(ROOT / "sim_backend").rglob("*.py")]:
+    for path, tree in _sources():
         if path == ROOT / "hebictl" / "errors.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 f = node.func
                 names.add(f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else "")
@@ -37,8 +45,8 @@ def _constructed_names() -> set[str]:
 def _warned_names() -> set[str]:
     """Warning classes passed to warnings.warn or to a helper (any Name argument ending in Warning)."""
     names = set()
-    for path in [*(ROOT / "hebictl").rglob("*.py"), *(ROOT / "sim_backend").rglob("*.py")]:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for _, tree in _sources():
+        for node in ast.walk(tree):
             if isinstance(node, ast.Name) and node.id.endswith("Warning") and isinstance(node.ctx, ast.Load):
                 names.add(node.id)
     return names

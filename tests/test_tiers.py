@@ -8,7 +8,7 @@ import ast
 import pytest
 
 from tests._support.paths import TESTS_DIR
-from tests._support.tiers import EXCLUSIVE_MODULES, REALTIME_MODULES, REALTIME_TESTS
+from tests._support.tiers import BROKER_LANE_MODULES, EXCLUSIVE_MODULES, REALTIME_MODULES, REALTIME_TESTS
 
 
 def _test_functions(rel: str) -> set[str]:
@@ -36,3 +36,12 @@ def test_every_exclusive_module_exists_and_is_realtime(rel: str) -> None:
     ``realtime and exclusive``): one whose tests fell into the parallel tier would lose it."""
     assert (TESTS_DIR / rel).is_file(), f"no module tests/{rel}"
     assert rel in REALTIME_MODULES, f"tests/{rel} is not listed whole in the realtime tier (REALTIME_MODULES)"
+
+
+@pytest.mark.parametrize("rel", sorted(BROKER_LANE_MODULES))
+def test_every_broker_lane_module_exists_and_is_not_exclusive(rel: str) -> None:
+    """A lane module that moved or was renamed would silently put its tests back in the first lane
+    (slower, not wrong); one that is also exclusive would run beside the first lane, not alone."""
+    assert (TESTS_DIR / rel).is_file(), f"no module tests/{rel}"
+    assert any(name.startswith("test") for name in _test_functions(rel)), f"tests/{rel} holds no test"
+    assert rel not in EXCLUSIVE_MODULES, f"tests/{rel} is exclusive: it must run alone, not in a lane"

@@ -2,8 +2,9 @@
 
 ``unit`` and ``reference`` tests run under pytest-xdist on every core, at idle CPU priority;
 ``realtime`` ones run serially beside them, because a second worker at their own priority would
-change what they measure (an idle-priority one only takes the CPU they leave), and the
-``exclusive`` few (:data:`EXCLUSIVE_MODULES`) alone, after everything else. So a
+change what they measure (an idle-priority one only takes the CPU they leave), in two lanes: the
+mostly-waiting broker tests (:data:`BROKER_LANE_MODULES`) beside the processes and wall-clock runs;
+and the ``exclusive`` few (:data:`EXCLUSIVE_MODULES`) alone, after everything else. So a
 test is ``realtime`` only if it asserts a wall-clock bound or drives a real broker, browser or
 process whose outcome depends on the wall clock (signals, a real-time loop, timeouts): that tier's
 wall time is paid in full, the others' CPU time is shared by the workers. Modules are listed whole
@@ -80,14 +81,34 @@ REFERENCE_PREFIXES = ("formats/",)
 #: end-to-end rig (Chromium with up to 300 sessions, a broker, two arms) bounds the e-stop at 200 ms
 #: from press to status: with the parallel tiers beside it, 2 of 20 presses took 191 and 674 ms
 EXCLUSIVE_MODULES = frozenset({"panel/test_panel_e2e.py"})
+#: realtime modules whose tests run as a second serial lane beside the first (``tools/dev test``):
+#: in-process teleop servers on mock or paced arms, panel servers and brokers, that mostly wait on the
+#: broker (42 s of wall time, 12 s of CPU). What they time (a jog's ttl, an ack, a reconnect) has tens
+#: of milliseconds of slack, which the first lane's processes leave them on two cores; the first lane
+#: keeps the CLI processes, the signals and the sim runs on the wall clock, which each want a core of
+#: their own for seconds. Only their realtime tests are in the lane (the modules' others run in parallel)
+BROKER_LANE_MODULES = frozenset({
+    "teleop/test_teleop_broker.py", "teleop/test_teleop_hostile.py", "teleop/test_teleop_gripper.py",
+    "teleop/test_teleop_resilience.py", "teleop/test_description.py", "teleop/test_broker_identity.py",
+    "teleop/test_state_schema.py", "teleop/test_broker_plugin.py", "teleop/test_connection.py",
+    "cli/test_teleop_send.py", "panel/test_server.py",
+})
+
+
+def _rel(item: pytest.Item) -> str:
+    return Path(str(item.path)).resolve().relative_to(TESTS_DIR).as_posix() if item.path else ""
 
 
 def is_exclusive(item: pytest.Item) -> bool:
     """Whether ``item`` runs alone, after everything else (:data:`EXCLUSIVE_MODULES`, or marked ``exclusive``)."""
     if item.get_closest_marker("exclusive") is not None:
         return True
-    rel = Path(str(item.path)).resolve().relative_to(TESTS_DIR).as_posix() if item.path else ""
-    return rel in EXCLUSIVE_MODULES
+    return _rel(item) in EXCLUSIVE_MODULES
+
+
+def is_broker_lane(item: pytest.Item) -> bool:
+    """Whether a realtime ``item`` runs in the second lane (:data:`BROKER_LANE_MODULES`)."""
+    return _rel(item) in BROKER_LANE_MODULES
 
 
 def tier_of(item: pytest.Item) -> str:
@@ -96,7 +117,7 @@ def tier_of(item: pytest.Item) -> str:
     for tier in ("realtime", "reference", "unit"):
         if item.get_closest_marker(tier) is not None:
             return tier
-    rel = Path(str(item.path)).resolve().relative_to(TESTS_DIR).as_posix() if item.path else ""
+    rel = _rel(item)
     names = set(getattr(item, "fixturenames", ()))
     test = f"{rel}::{getattr(item, 'originalname', item.name)}"
     if (item.get_closest_marker("broker") is not None or names & REALTIME_FIXTURES or rel in REALTIME_MODULES

@@ -30,6 +30,7 @@ import pytest
 
 from hebictl.teleop.broker import LocalBroker, free_port
 from tests._support.broker import need_mosquitto
+from tests._support.quiet import machine_to_ourselves
 
 REPO = Path(__file__).resolve().parents[2]
 #: Debian's chromium (HEBICTL_CHROMIUM overrides the path)
@@ -242,8 +243,16 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
             panels[user] = tap.wait(lambda u=user: token_url(tmp / f"panel-{u}.log"), 30, "the panel's link")
         yield Rig(broker, tap, panels, tmp, boost, procs)
     finally:
+        # an arm process holds its arm after the first SIGTERM until a second one (docs/teleop.md): the
+        # panels exit on the first; the arms get the second once the first had time to land
         for p in procs:
             if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        first = time.monotonic() + 1.5
+        for p in procs:
+            try:
+                p.wait(max(0.0, first - time.monotonic()))
+            except subprocess.TimeoutExpired:
                 p.send_signal(signal.SIGTERM)
         for p in procs:
             try:
@@ -260,6 +269,24 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
             text = log.read_text(errors="replace")
             if "Traceback" in text:
                 print(f"--- {log.name}\n{text[-3000:]}")
+
+
+#: tests that measure a latency bound: tools/dev runs them with the idle-priority tiers paused
+#: (tests/_support/quiet.py); the rig's other tests run beside them
+TIMED = frozenset({
+    "test_holding_a_jog_button_moves_and_releasing_stops_within_ttl", "test_closing_the_page_mid_jog_stops_the_arm",
+    "test_keyboard_jog_moves_only_while_the_key_is_held", "test_estop_button_and_space_bar_engage_within_200_ms",
+})
+# (test_estop_reaches_the_status_topic_within_200_ms_with_300_sessions_open pauses them only for its presses)
+
+
+@pytest.fixture(autouse=True)
+def _quiet_while_timed(request: pytest.FixtureRequest) -> Iterator[None]:
+    if request.node.originalname not in TIMED:
+        yield
+        return
+    with machine_to_ourselves():
+        yield
 
 
 def token_url(log: Path) -> str | None:
@@ -388,8 +415,9 @@ def _page(browser: Any, url: str, arm: str) -> Any:
     return page
 
 
-def _mode(page: Any, tap: Tap, arm: str, mode: str) -> None:
-    """Put ``arm`` in ``mode`` through the page (releasing an e-stop a failed test may have left)."""
+def _mode(page: Any, tap: Tap, arm: str, mode: str, settle_ms: int = 100) -> None:
+    """Put ``arm`` in ``mode`` through the page (releasing an e-stop a failed test may have left), then
+    let ``settle_ms`` of frames update the other controls (0 where only the e-stop is pressed next)."""
     st = tap.status(arm)
     if st.get("estop"):
         page.click("#estop_release")
@@ -399,7 +427,8 @@ def _mode(page: Any, tap: Tap, arm: str, mode: str) -> None:
         page.click(f"#modes button[data-mode={mode}]")
         tap.wait_status(arm, lambda s: s.get("mode") == mode, 30)
     page.wait_for_function(f"window.panelState.frame.status.mode === '{mode}'")
-    page.wait_for_timeout(100)
+    if settle_ms:
+        page.wait_for_timeout(settle_ms)
 
 
 def _accepted(page: Any, tap: Tap, arm: str, topic: str, since: float) -> None:
@@ -718,11 +747,11 @@ async def main():
     for i in range(n):
         tasks.append(asyncio.create_task(watcher(i)))
         await asyncio.sleep(0.005)
-    for _ in range(60):   # until every session is open, replaced or has given up (connecting: none)
-        await asyncio.sleep(1.0)
+    for _ in range(240):   # until every session is open, replaced or has given up (connecting: none)
+        await asyncio.sleep(0.25)
         if sum(not t.done() for t in tasks) == open_now:
             break
-    await asyncio.sleep(1.0)
+    await asyncio.sleep(0.5)
     alive = open_now
     f0, k0 = frames, dict(kinds); await asyncio.sleep(1.0)
     stop = asyncio.Event()
@@ -765,28 +794,31 @@ def test_estop_reaches_the_status_topic_within_200_ms_with_300_sessions_open(rig
         rows: list[tuple[float, float, float, float, float]] = []   # press -> panel, broker, arm cycle, status; total
         unacked: list[str] = []   # presses the panel had no PUBACK for (what the operator was told)
         labels = {load.pid: f"load ({SESSIONS} sessions)", rig.tap.proc.pid: "tap"}
-        cpu0, c0 = _cpu_ticks(_descendants(os.getpid()), labels), time.monotonic()
-        for _ in range(PRESSES):
-            t0 = time.time()
-            page.click("#estop")
-            t_rx, st = tap.wait_status("armA", lambda s: s.get("estop") is True, 5.0, since=t0)
-            t_press = page.evaluate("window.panelState.estopAt")
-            t_cmd = tap.wait(lambda t=t0: tap.get("armA", "cmd/estop", t), 5.0, "cmd/estop")[0][0]
-            try:   # the panel's arrival time, reported once the broker acknowledged the e-stop
-                sent = page.wait_for_function("window.panelState.sent.estop && window.panelState.sent.estop.rx >= "
-                                              f"{t_press} && window.panelState.sent.estop", timeout=4000).json_value()
-                rx = sent["rx"]
-            except Exception:   # no PUBACK within 3 s (seen once or twice per run on the loaded machine): the
-                unacked.append(page.inner_text("#toasts")[-200:])   # e-stop itself went out, as the tap shows
-                rx = math.nan
-            rows.append(tuple(1000 * x for x in (rx - t_press, t_cmd - rx, st["ts"] - t_cmd,
-                                                 t_rx - st["ts"], t_rx - t_press)))
-            page.wait_for_selector("#estop_release:not([disabled])")
-            t1 = time.time()
-            page.click("#estop_release")
-            tap.wait_status("armA", lambda s: s.get("estop") is False, 10.0, since=t1)
-            _mode(page, tap, "armA", "position")
-        cpu = _cpu_report(cpu0, _cpu_ticks(_descendants(os.getpid()), labels), time.monotonic() - c0)
+        # the presses with the idle-priority tiers stopped (the sessions' set-up above runs beside them)
+        with machine_to_ourselves():
+            cpu0, c0 = _cpu_ticks(_descendants(os.getpid()), labels), time.monotonic()
+            for _ in range(PRESSES):
+                t0 = time.time()
+                page.click("#estop")
+                t_rx, st = tap.wait_status("armA", lambda s: s.get("estop") is True, 5.0, since=t0)
+                t_press = page.evaluate("window.panelState.estopAt")
+                t_cmd = tap.wait(lambda t=t0: tap.get("armA", "cmd/estop", t), 5.0, "cmd/estop")[0][0]
+                try:   # the panel's arrival time, reported once the broker acknowledged the e-stop
+                    sent = page.wait_for_function(
+                        "window.panelState.sent.estop && window.panelState.sent.estop.rx >= "
+                        f"{t_press} && window.panelState.sent.estop", timeout=4000).json_value()
+                    rx = sent["rx"]
+                except Exception:   # no PUBACK within 3 s (seen once or twice per run on the loaded machine): the
+                    unacked.append(page.inner_text("#toasts")[-200:])   # e-stop itself went out, as the tap shows
+                    rx = math.nan
+                rows.append(tuple(1000 * x for x in (rx - t_press, t_cmd - rx, st["ts"] - t_cmd,
+                                                     t_rx - st["ts"], t_rx - t_press)))
+                page.wait_for_selector("#estop_release:not([disabled])")
+                t1 = time.time()
+                page.click("#estop_release")
+                tap.wait_status("armA", lambda s: s.get("estop") is False, 10.0, since=t1)
+                _mode(page, tap, "armA", "position", settle_ms=0)   # the e-stop button is always live
+            cpu = _cpu_report(cpu0, _cpu_ticks(_descendants(os.getpid()), labels), time.monotonic() - c0)
         n0 = page.evaluate("window.panelState.frames")   # the operator's view, the tab in use
         page.wait_for_timeout(1000)
         rate = page.evaluate("window.panelState.frames") - n0

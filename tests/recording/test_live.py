@@ -35,7 +35,9 @@ def test_non_loopback_needs_allow_remote():
 
 
 async def _watch(url: str, recorder: McapRecorder, arm: Arm) -> tuple[set[str], list[tuple[int, bytes]]]:
-    async with websockets.connect(url, subprotocols=["foxglove.sdk.v1"]) as ws:
+    # close_timeout: while the recorder runs, the foxglove SDK server did not answer this client's closing
+    # handshake within websockets' default 10 s (measured: every run of this test took 10 s longer)
+    async with websockets.connect(url, subprotocols=["foxglove.sdk.v1"], close_timeout=0.5) as ws:
         advertised: dict[str, int] = {}
         while schemas.JOINT_STATES.name not in advertised:
             msg = json.loads(await asyncio.wait_for(ws.recv(), 10))

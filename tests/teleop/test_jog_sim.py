@@ -48,8 +48,15 @@ def start(arm, jog, mailbox, space, velocity, settle=0.2):
     jog.start(arm.pending_command.position.copy(), sample)
 
 
-@pytest.mark.parametrize("mass", [0.0, 0.5, 1.0])
-@pytest.mark.parametrize("name", CONFIGS)
+#: every config without a payload and with 1 kg; the 0.5 kg middle only on the double-shoulder 7-DoF,
+#: the config with the least margin (its mirror module; the worst overshoot and peak speed). The other
+#: three configs' middle runs took 14 s of CPU, and each figure of theirs (overshoot at most 0.2 mrad
+#: against the 10 mrad bar, peak at most 0.740x rated against 1.05x) was within 0.1 mrad and 0.01x of
+#: the same config's 0 and 1 kg runs (measured 2026-11-26 before they were dropped)
+JOG_PAYLOADS = [(name, mass) for name in CONFIGS for mass in (0.0, 1.0)] + [("x-series-7dof-double-shoulder", 0.5)]
+
+
+@pytest.mark.parametrize(("name", "mass"), JOG_PAYLOADS)
 def test_joint_jog_into_every_limit_stops_there(name, mass):
     """Each joint jogged at 1.0x its rated speed toward each limit, with an unknown payload (held
     1.5 s first: the arm measures the load at rest): the measured position passes the limit by at

@@ -8,6 +8,7 @@ gravity forces as minus gravity compensation).
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -21,6 +22,7 @@ from scipy.spatial.transform import Rotation
 
 from hebictl.model.robot import RobotModel
 from tests._support.paths import REPO_ROOT
+from tests._support.refcache import cached_answer, tree_digest
 
 REF_DRAKE = REPO_ROOT / "tools" / "ref_drake.py"
 GRAVITY = np.array([0.0, 0.0, -9.81])
@@ -36,19 +38,34 @@ def drake_available() -> bool:
 
 
 def run_drake(files: list[Path], samples: int = 3, seed: int = 0, timeout: float = 900,
-              packages: dict[str, Path] | None = None) -> dict[str, Any]:
-    """tools/ref_drake.py on ``files`` in one subprocess; its JSON keyed by path string."""
+              packages: dict[str, Path] | None = None, inputs_under: Path | None = None) -> dict[str, Any]:
+    """tools/ref_drake.py on ``files`` in one subprocess; its JSON keyed by path string.
+
+    ``inputs_under``: the folder tree every input (the files and whatever they include) lies in;
+    given, Drake's answer is kept in the reference store (:mod:`tests._support.refcache`) until the
+    script, Drake's version, the arguments or any byte of that tree changes. The SDF corpus costs
+    Drake about 17 s of CPU per run; the small files the tests write themselves are not worth it."""
     if not drake_available():
         pytest.skip("Drake (pip package 'drake') is not installed in this interpreter's environment")
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     pkg_args = [a for name, folder in (packages or {}).items() for a in ("--package", f"{name}={folder}")]
-    proc = subprocess.run([sys.executable, str(REF_DRAKE), "--samples", str(samples), "--seed", str(seed),
-                           *pkg_args, "-"],
-                          input="\n".join(str(f) for f in files), capture_output=True, text=True, timeout=timeout,
-                          env=env)
-    if proc.returncode != 0:
-        raise RuntimeError(f"ref_drake.py failed: {proc.stderr[-2000:]}")
-    return json.loads(proc.stdout)
+    args = [str(REF_DRAKE), "--samples", str(samples), "--seed", str(seed), *pkg_args, "-"]
+    request = "\n".join(str(f) for f in files)
+
+    def ask_drake() -> dict[str, Any]:
+        proc = subprocess.run([sys.executable, *args], input=request, capture_output=True, text=True,
+                              timeout=timeout, env=env)
+        if proc.returncode != 0:
+            raise RuntimeError(f"ref_drake.py failed: {proc.stderr[-2000:]}")
+        answer: dict[str, Any] = json.loads(proc.stdout)
+        return answer
+
+    if inputs_under is None:
+        return ask_drake()
+    version = importlib.metadata.version("drake")
+    parts = [REF_DRAKE, f"drake {version}", *args, request, tree_digest(inputs_under)]
+    answer: dict[str, Any] = cached_answer("drake-sdf", parts, ask_drake)
+    return answer
 
 
 # ---------------------------------------------------------------------------- coordinate bridge

@@ -58,7 +58,7 @@ def drake_corpus(corpus_dir: Path) -> dict[str, Any]:
     files = _corpus_files(corpus_dir)
     if not files:
         pytest.skip("no SDF files in the corpus")
-    return run_drake(files)
+    return run_drake(files, inputs_under=corpus_dir / "sdf")
 
 
 def _load(path: Path) -> RobotModel:

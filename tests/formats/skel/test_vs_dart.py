@@ -31,6 +31,7 @@ from hebictl.formats.skel import load_skel
 from hebictl.model.robot import RobotModel
 from hebictl.model.tree import JointKind
 from tests._support.corpus import CORPUS_DIR, corpus_params
+from tests._support.refcache import cached_answer, tree_digest
 
 REPO = Path(__file__).resolve().parents[3]
 DART_PYTHON = REPO / ".venv-ref" / "dart" / "bin" / "python"
@@ -86,16 +87,28 @@ def load(rel: str) -> RobotModel:
 
 @functools.cache
 def run_dart(rel: str) -> dict[str, Any]:
-    """DART's answer for one file (cached), or {"crash": reason} when dartpy fails on it."""
+    """DART's answer for one file, or {"crash": reason} when dartpy fails on it: kept for the session,
+    and in the reference store (:mod:`tests._support.refcache`) until the script, dartpy's version,
+    the request or any file of DART's data tree changes (a world reaches into ``../obj``; one
+    dartpy process per file costs about 10 s of CPU over the corpus)."""
     if not DART_PYTHON.exists():
         pytest.skip(f"dartpy reference env missing ({DART_PYTHON}); run tools/ref_envs.sh dart")
-    proc = subprocess.run([str(DART_PYTHON), str(REF_SCRIPT), str(SKEL_DIR / rel)],
-                          input=json.dumps({"random": 4, "seed": 7}), capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:
-        last = [ln for ln in proc.stderr.splitlines() if ln.strip()][-1:] or [""]
-        return {"crash": f"dartpy exited with {proc.returncode}: {last[0][-200:]}"}
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {"crash": out["error"]} if "error" in out else out
+    request = json.dumps({"random": 4, "seed": 7})
+
+    def ask_dart() -> dict[str, Any]:
+        proc = subprocess.run([str(DART_PYTHON), str(REF_SCRIPT), str(SKEL_DIR / rel)],
+                              input=request, capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            last = [ln for ln in proc.stderr.splitlines() if ln.strip()][-1:] or [""]
+            return {"crash": f"dartpy exited with {proc.returncode}: {last[0][-200:]}"}
+        out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+        return {"crash": out["error"]} if "error" in out else out
+
+    versions = sorted(p.name for p in DART_PYTHON.parents[1].glob("lib/python*/site-packages/*.dist-info")
+                      if p.name.lower().startswith(("dartpy", "numpy")))
+    answer: dict[str, Any] = cached_answer("dart-skel", [REF_SCRIPT, request, rel, *versions,
+                                                         tree_digest(SKEL_DIR)], ask_dart)
+    return answer
 
 
 def _prefix(model: RobotModel, skeleton: str) -> str:
