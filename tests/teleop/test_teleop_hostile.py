@@ -64,7 +64,12 @@ def test_absurd_goals_rejected_then_a_normal_goal_moves_at_rated_speed(broker, m
             before = time.perf_counter()
             target = q + np.array([1.0, 0.5, 0.25, 0.6, 1.5, -1.5])   # inside the limits, clear of the table
             ok = await c.joint_goal(list(target), duration=1.5)
-            await c.wait_status(lambda s: s["at_goal"], timeout=6.0)
+            try:
+                await c.wait_status(lambda s: s["at_goal"], timeout=6.0)
+            except TimeoutError:
+                events = [(e.kind.value, e.detail[:120]) for e in server.arm.events.events][-6:]
+                raise AssertionError(f"not at the goal 6 s after it was accepted ({ok}); last status {c.status}; "
+                                     f"the arm's last events {events}") from None
             status = await c.wait_status(lambda s: True)
             return acks, ok, before, target, status
 
