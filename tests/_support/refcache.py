@@ -39,6 +39,15 @@ def key_of(parts: Iterable[str | bytes | Path]) -> str:
     return h.hexdigest()
 
 
+def installed_versions(python: Path, *packages: str) -> list[str]:
+    """The installed versions of ``packages`` in the venv of interpreter ``python`` (a reference venv
+    under .venv-ref/), as their ``*.dist-info`` folder names: part of an answer's key, read without
+    starting that interpreter."""
+    venv = python.parents[1]
+    return sorted(p.name for p in venv.glob("lib/python*/site-packages/*.dist-info")
+                  if p.name.lower().startswith(packages))
+
+
 #: a folder tree hashed as one input stays under these bounds (the corpus trees are 1-4 MB); a
 #: larger one is not a cache key but an error, so a mistaken root fails loudly instead of crawling /
 TREE_MAX_FILES, TREE_MAX_BYTES = 20_000, 256 * 1024 * 1024

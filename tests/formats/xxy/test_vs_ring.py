@@ -31,7 +31,7 @@ from hebictl.formats.rotations import quat_matrix
 from hebictl.formats.xxy import load_xxy
 from hebictl.model.robot import RobotModel
 from tests._support.corpus import CORPUS_DIR, corpus_params
-from tests._support.refcache import cached_answer
+from tests._support.refcache import cached_answer, installed_versions
 
 REPO = Path(__file__).resolve().parents[3]
 RING_PYTHON = REPO / ".venv-ref" / "ring" / "bin" / "python"
@@ -61,8 +61,7 @@ def run_ring_all() -> dict[str, Any]:
             raise AssertionError(f"ref_xxy.py failed: {proc.stderr[-500:]}")
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
-    versions = sorted(p.name for p in RING_PYTHON.parents[1].glob("lib/python*/site-packages/*.dist-info")
-                      if p.name.lower().startswith(("imt_ring", "jax")))
+    versions = installed_versions(RING_PYTHON, "imt_ring", "jax")
     return cached_answer("ring-xxy", [REF_SCRIPT, request, *versions, *files], ask_ring)
 
 
