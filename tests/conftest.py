@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests._support import cost
+from tests._support import cost, watch
 from tests._support.corpus import CORPUS_AVAILABLE, CORPUS_SKIP_REASON, corpus_path
 from tests._support.hebi_py import import_hebi
 from tests._support.tiers import is_broker_lane, is_exclusive, tier_of
@@ -66,6 +66,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """``--cost-report``: register the recorder. MuJoCo writes MUJOCO_LOG.TXT into the working
     directory: send it to a temp folder instead."""
     cost.configure(config)
+    watch.configure()   # tools/dev's watchdog: stacks on SIGUSR1 (tests/_support/watch.py)
     log_dir = Path(tempfile.mkdtemp(prefix="hebictl-test-mujoco-log-"))
     config._hebictl_mujoco_log = log_dir  # type: ignore[attr-defined]
     try:
@@ -104,6 +105,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if empty_set or item.get_closest_marker("corpus") is not None or "corpus_dir" in getattr(
                 item, "fixturenames", ()):
             item.add_marker(skip, append=False)  # first skip marker wins
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Each report touches tools/dev's heartbeat file (tests/_support/watch.py), if it set one."""
+    watch.beat(report)
 
 
 @pytest.fixture(scope="session")

@@ -30,6 +30,8 @@ REALTIME_MODULES = frozenset({
     # signals to real-time `hebictl run` processes after fixed sleeps: in the parallel tier a loaded
     # core made their control loop miss its 250 ms command lifetime (control_gap stop) or time out
     "cli/test_signals.py",
+    # tools/dev's watchdog against real process groups that beat, stall and stop on 1 s timescales
+    "test_watch_tier.py",
 })
 #: single tests with a wall-clock bound, or a real-time process run whose outcome a second worker
 #: could change, in modules that are otherwise unit tests (simulated clocks, in-process checks, or

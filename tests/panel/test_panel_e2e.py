@@ -434,14 +434,19 @@ def _mode(page: Any, tap: Tap, arm: str, mode: str, settle_ms: int = 100) -> Non
         page.wait_for_timeout(settle_ms)
 
 
-def _accepted(page: Any, tap: Tap, arm: str, topic: str, since: float) -> None:
+def _accepted(page: Any, tap: Tap, arm: str, topic: str, since: float) -> float:
     """Wait for the arm's ack of ``topic`` (on the tap) and then the panel's toast for it; a refusal
-    or a silence fails with what the arm said and its last status, not a bare selector timeout."""
-    def ack() -> dict[str, Any] | None:
-        return next((b for _, b in tap.get(arm, "state/ack", since) if b.get("topic") == topic), None)
+    or a silence fails with what the arm said and its last status, not a bare selector timeout.
+
+    Returns when the tap got the ack: the arm publishes the status that includes a command's effect
+    before its ack, so a status received after it is about the new goal (one received before it, even
+    after the click, may still say ``at_goal`` of the last one: a Cartesian goal's IK on a loaded
+    machine took longer than half a second)."""
+    def ack() -> tuple[float, dict[str, Any]] | None:
+        return next(((t, b) for t, b in tap.get(arm, "state/ack", since) if b.get("topic") == topic), None)
 
     try:
-        got = tap.wait(ack, 15.0, f"{arm}'s ack of {topic}")
+        received, got = tap.wait(ack, 15.0, f"{arm}'s ack of {topic}")
     except AssertionError:
         st = tap.status(arm)
         raise AssertionError(f"no ack of {topic} from {arm} in 15 s; status mode={st.get('mode')!r} "
@@ -449,6 +454,7 @@ def _accepted(page: Any, tap: Tap, arm: str, topic: str, since: float) -> None:
                              f"{page.inner_text('#toasts')!r}") from None
     assert got.get("accepted") is True, f"{arm} refused {topic}: {got}; status {tap.status(arm)}"
     page.wait_for_selector(f"#toasts .toast:has-text('{topic} accepted')")
+    return received
 
 
 def _joint(tap: Tap, arm: str, since: float, j: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -679,8 +685,8 @@ def test_joint_sliders_go_and_the_dragged_end_effector_target(rig: Rig, browser:
     page.fill("#duration", "2")
     t0 = time.time()
     page.click("#go")
-    _accepted(page, tap, "armA", "joint_goal", t0)
-    tap.wait_status("armA", lambda s: s.get("at_goal") is True, 15, since=t0 + 1.0)
+    acked = _accepted(page, tap, "armA", "joint_goal", t0)
+    tap.wait_status("armA", lambda s: s.get("at_goal") is True, 15, since=acked)
     ts, q = _joint(tap, "armA", t0)
     assert abs(q[-1] - target) < 0.01
 
@@ -699,11 +705,24 @@ def test_joint_sliders_go_and_the_dragged_end_effector_target(rig: Rig, browser:
     assert 0.005 < moved < 0.2, (before, after)
     t1 = time.time()
     page.click("#tgo")
-    _accepted(page, tap, "armA", "cartesian_goal", t1)
-    tap.wait_status("armA", lambda s: s.get("at_goal") is True, 15, since=t1 + 0.5)
-    page.wait_for_timeout(200)
-    pose = tap.get("armA", "state/ee_pose", t1)[-1][1]
-    assert np.linalg.norm(np.subtract(pose["position"], after)) < 0.005, (pose["position"], after)
+    acked = _accepted(page, tap, "armA", "cartesian_goal", t1)
+    _, done = tap.wait_status("armA", lambda s: s.get("at_goal") is True, 15, since=acked)
+    # the end effector where the arm stood once at its goal: the first pose the arm measured at or after
+    # the status that said so (both carry the arm's cycle time; the bridge publishes a state's pose
+    # before its status, but the tap may get them in another order)
+    try:
+        pose = tap.wait(lambda: next((b for _, b in tap.get("armA", "state/ee_pose", t1)
+                                      if b["ts"] >= done["ts"]), None), 5.0, "a pose at the goal")
+    except AssertionError:
+        pose = {"position": [math.nan] * 3}
+    if np.linalg.norm(np.subtract(pose["position"], after)) >= 0.005:   # what happened, for the failure
+        poses = [(round(b["ts"] - t1, 3), [round(x, 4) for x in b["position"]]) for _, b in
+                 tap.get("armA", "state/ee_pose", t1)][::10]
+        states = [(round(s["ts"] - t1, 3), s.get("mode"), s.get("at_goal"), s.get("last_event"))
+                  for _, s in tap.get("armA", "state/status", t1)]
+        raise AssertionError(f"the end effector at {pose['position']} once at the goal {after} (dragged from "
+                             f"{before}); at goal at {done['ts'] - t1:.3f} s; poses every 10th since the "
+                             f"goal (s, m): {poses}; statuses: {states}")
     page.close()
 
 
