@@ -72,6 +72,21 @@ def _frame_poses(model, q, kind: str) -> dict[str, np.ndarray]:
     return {f.name: (links[f.body] if f.body >= 0 else base) @ f.offset for f in model.frames if f.kind == kind}
 
 
+def _assert_close_by_name(ours: dict[str, np.ndarray], ref: dict[str, np.ndarray], atol: float, what: str) -> None:
+    """``np.testing.assert_allclose(ours[name], ref[name], atol=atol)`` for every name of ``ref``, decided
+    in one array comparison with the same rule (``|a - b| <= atol + 1e-7 |b|``, NaN only where NaN);
+    only if that fails are the names asserted one by one, for a message that names the first one off.
+    (One call per body and site was 51,000 calls and a seventh of this module's time.)"""
+    if not ref:
+        return
+    names = list(ref)
+    a, b = np.stack([ours[n] for n in names]), np.stack([ref[n] for n in names])
+    if a.shape == b.shape and bool(np.all(np.isclose(a, b, rtol=1e-7, atol=atol, equal_nan=True))):
+        return
+    for name in names:
+        np.testing.assert_allclose(ours[name], ref[name], atol=atol, err_msg=f"{what} {name}")
+
+
 def _check_inverse_dynamics(model, ref: Mujoco, q: np.ndarray, rng: np.random.Generator) -> None:
     """RNEA plus armature equals ``mj_inverse`` (passive and constraint forces off) at random qd, qdd.
 
@@ -150,9 +165,23 @@ def test_mjcf_matches_mujoco(rel):
     assert mj_bodies <= ours_real, f"bodies MuJoCo has and hebictl lacks: {sorted(mj_bodies - ours_real)[:5]}"
     if ref.m.nbody - 1 == len(ours_real):
         assert mj_bodies == ours_real
-    # mass properties body by body
-    for name, (mass, com, inertia) in ref.mass_properties().items():
-        b = model.bodies[model.link_names.index(name)]
+    # mass properties body by body: decided at once, and body by body (naming the first one off) if not
+    props = ref.mass_properties()
+    index = {name: i for i, name in enumerate(model.link_names)}
+    bodies = [model.bodies[index[name]].inertia for name in props]
+    mass_ref = np.array([m for m, _, _ in props.values()], dtype=float)
+    heavy = mass_ref > 0
+    com_ref = np.array([c for _, c, _ in props.values()], dtype=float).reshape(-1, 3)
+    rot_ref = np.array([r for _, _, r in props.values()], dtype=float).reshape(-1, 3, 3)
+    com_ours = np.array([b.com for b in bodies], dtype=float).reshape(-1, 3)
+    rot_ours = np.array([b.rotational for b in bodies], dtype=float).reshape(-1, 3, 3)
+    rot_tol = 1e-9 * np.abs(rot_ref).max(axis=(1, 2), initial=0.0)[:, None, None]
+    at_once = (bool(np.all(np.abs(np.array([b.mass for b in bodies]) - mass_ref)
+                           <= np.maximum(1e-9 * np.abs(mass_ref), 1e-12)))
+               and bool(np.all(np.isclose(com_ours[heavy], com_ref[heavy], rtol=1e-7, atol=1e-9)))
+               and bool(np.all(np.isclose(rot_ours[heavy], rot_ref[heavy], rtol=1e-7, atol=rot_tol[heavy]))))
+    for name, (mass, com, inertia) in ([] if at_once else props.items()):
+        b = model.bodies[index[name]]
         assert b.inertia.mass == pytest.approx(mass, rel=1e-9, abs=1e-12), name
         if mass > 0:
             np.testing.assert_allclose(b.inertia.com, com, atol=1e-9, err_msg=name)
@@ -167,13 +196,11 @@ def test_mjcf_matches_mujoco(rel):
     for _ in range(n_checks):
         q = random_q(model, rng)
         links = dict(zip(model.link_names, model.link_poses(q), strict=True))
-        for name, T in ref.link_poses(q).items():
-            np.testing.assert_allclose(links[name], T, atol=tol, err_msg=f"body {name}")
+        _assert_close_by_name(links, ref.link_poses(q), tol, "body")
         sites = _frame_poses(model, q, "site")
         ref_sites = ref.site_poses(q)
         assert set(ref_sites) == set(sites)
-        for name, T in ref_sites.items():
-            np.testing.assert_allclose(sites[name], T, atol=tol, err_msg=f"site {name}")
+        _assert_close_by_name(sites, ref_sites, tol, "site")
         np.testing.assert_allclose(model.gravity_compensation(q, gravity=ref.m.opt.gravity), ref.gravity(q),
                                    atol=1e-9, rtol=1e-11)
         if compare_dynamics:
