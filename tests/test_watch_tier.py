@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,14 +47,21 @@ a_test_that_never_returns()
 """
 
 
-def _start(tmp_path: Path, beat_for: float, exit_after: bool) -> tuple[subprocess.Popen[str], Path, Path]:
+@contextlib.contextmanager
+def _running(tmp_path: Path, beat_for: float, exit_after: bool) -> Iterator[tuple[subprocess.Popen[str], Path, Path]]:
+    """A stand-in run in a process group of its own, killed (and reaped) when the block ends."""
     beat, stacks = tmp_path / "beat", tmp_path / "stacks"
     stacks.mkdir()
     env = {**os.environ, "HEBICTL_TEST_HEARTBEAT": str(beat), "HEBICTL_TEST_STACKS": str(stacks),
            "BEAT_FOR": str(beat_for), "EXIT_AFTER": "1" if exit_after else "", "PYTHONPATH": str(REPO)}
     run = subprocess.Popen([sys.executable, "-c", RUN], cwd=REPO, env=env, stdout=subprocess.PIPE, text=True,
                            start_new_session=True)
-    return run, beat, stacks
+    try:
+        yield run, beat, stacks
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(run.pid, signal.SIGKILL)
+        run.wait(10)
 
 
 def _watch(run: subprocess.Popen[str], beat: Path, stacks: Path, stall: float) -> subprocess.CompletedProcess[str]:
@@ -62,59 +70,48 @@ def _watch(run: subprocess.Popen[str], beat: Path, stacks: Path, stall: float) -
                           capture_output=True, text=True, timeout=60)
 
 
-def _reap(run: subprocess.Popen[str]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(run.pid, signal.SIGKILL)
-    run.wait(10)
+def _state_in_report(report: str, pid: int) -> str:
+    """The state letter the report gives process ``pid`` (its row: PID PPID PGID ST ...)."""
+    row = next(line for line in report.splitlines() if line.split()[:1] == [str(pid)])
+    return row.split()[3]
 
 
 @pytest.mark.timeout(60)
 def test_a_run_that_keeps_reporting_is_left_alone(tmp_path: Path) -> None:
-    run, beat, stacks = _start(tmp_path, beat_for=3.0, exit_after=True)
-    try:
+    with _running(tmp_path, beat_for=3.0, exit_after=True) as (run, beat, stacks):
         done = _watch(run, beat, stacks, stall=1.0)   # 3 s of beats 50 ms apart against a 1 s stall
         assert done.returncode == 0, done.stderr
         assert done.stderr == ""
         assert run.wait(10) == 0
-    finally:
-        _reap(run)
 
 
 @pytest.mark.timeout(60)
 def test_a_stalled_run_is_reported_with_its_stacks_and_interrupted(tmp_path: Path) -> None:
-    run, beat, stacks = _start(tmp_path, beat_for=0.5, exit_after=False)
-    try:
+    with _running(tmp_path, beat_for=0.5, exit_after=False) as (run, beat, stacks):
         t0 = time.monotonic()
         done = _watch(run, beat, stacks, stall=1.5)
         took = time.monotonic() - t0
         assert done.returncode == 1, done.stderr
         report = done.stderr
         assert "no test reported for" in report and f"process group {run.pid}" in report
-        row = next(line for line in report.splitlines() if line.split()[:1] == [str(run.pid)])
-        assert row.split()[3] == "S", row   # sleeping, not stopped: nothing to resume
+        assert _state_in_report(report, run.pid) == "S", report   # sleeping, not stopped: nothing to resume
         assert "a_test_that_never_returns" in report, report   # its Python stack, from faulthandler
         assert "stopping the run" in report
         assert run.wait(10) == 3 and run.stdout is not None and "interrupted" in run.stdout.read()   # SIGINT first
         print(f"stall noticed and the run interrupted after {took:.1f} s (1.5 s stall + 2 s for the stacks)")
         assert took < 30
-    finally:
-        _reap(run)
 
 
 @pytest.mark.timeout(60)
 def test_a_stopped_run_is_resumed_once_and_then_finishes(tmp_path: Path) -> None:
-    run, beat, stacks = _start(tmp_path, beat_for=4.0, exit_after=True)
-    try:
+    with _running(tmp_path, beat_for=4.0, exit_after=True) as (run, beat, stacks):
         time.sleep(0.3)
         os.killpg(run.pid, signal.SIGSTOP)   # what a pause nobody lifted would leave
         done = _watch(run, beat, stacks, stall=1.0)
         assert done.returncode == 0, done.stderr
         assert "were stopped" in done.stderr and "SIGCONT" in done.stderr
-        row = next(line for line in done.stderr.splitlines() if line.split()[:1] == [str(run.pid)])
-        assert row.split()[3] == "T", row
+        assert _state_in_report(done.stderr, run.pid) == "T", done.stderr
         assert run.wait(10) == 0   # it went on beating, and ended by itself
-    finally:
-        _reap(run)
 
 
 def test_it_refuses_to_watch_its_own_process_group(tmp_path: Path) -> None:
