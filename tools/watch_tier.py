@@ -21,8 +21,10 @@ processes. Then:
 * otherwise the group gets SIGINT (pytest's KeyboardInterrupt runs the tests' finally blocks and
   writes its report), then SIGKILL after ``--grace`` seconds, and this exits 1.
 
-It exits 0 as soon as the watched process is gone. Only the standard library: it runs before and
-beside the test venv's packages, and reads Linux's /proc (elsewhere it only waits).
+The browser rig's deliberate pauses of the group (``tests/_support/quiet.py``: SIGSTOP while it
+measures a latency) last seconds, far below the stall. It exits 0 as soon as the watched process is
+gone. Only the standard library: it runs before and beside the test venv's packages, and reads
+Linux's /proc (elsewhere it only waits).
 """
 
 from __future__ import annotations
@@ -205,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stacks", type=Path, help="where its pytest processes write their stacks on SIGUSR1")
     parser.add_argument("--stall", type=float, default=720.0, help="seconds without a test report [720]")
     parser.add_argument("--grace", type=float, default=30.0, help="seconds between SIGINT and SIGKILL [30]")
-    parser.add_argument("--poll", type=float, default=5.0, help=argparse.SUPPRESS)
+    # how often it looks: reading one /proc file; tools/dev waits for it to see the run end
+    parser.add_argument("--poll", type=float, default=0.5, help=argparse.SUPPRESS)
     parser.add_argument("--group-wait", type=float, default=GROUP_WAIT, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not PROC.is_dir():

@@ -707,20 +707,21 @@ def test_joint_sliders_go_and_the_dragged_end_effector_target(rig: Rig, browser:
     page.click("#tgo")
     acked = _accepted(page, tap, "armA", "cartesian_goal", t1)
     _, done = tap.wait_status("armA", lambda s: s.get("at_goal") is True, 15, since=acked)
-    # the end effector where the arm stood once at its goal: the first pose the arm measured at or after
-    # the status that said so (both carry the arm's cycle time; the bridge publishes a state's pose
-    # before its status, but the tap may get them in another order)
+    # the end effector where the arm stood once at its goal: the first pose measured at or after the
+    # status that said so (a status is stamped when the bridge published it, a pose with the time of its
+    # arm cycle, so that pose is from a cycle after the arm was at its goal)
     try:
         pose = tap.wait(lambda: next((b for _, b in tap.get("armA", "state/ee_pose", t1)
                                       if b["ts"] >= done["ts"]), None), 5.0, "a pose at the goal")
     except AssertionError:
-        pose = {"position": [math.nan] * 3}
-    if np.linalg.norm(np.subtract(pose["position"], after)) >= 0.005:   # what happened, for the failure
-        poses = [(round(b["ts"] - t1, 3), [round(x, 4) for x in b["position"]]) for _, b in
-                 tap.get("armA", "state/ee_pose", t1)][::10]
+        pose = {}
+    position = pose.get("position") or [math.nan] * 3   # None: the arm had no finite pose
+    if not np.linalg.norm(np.subtract(position, after)) < 0.005:   # what happened, for the failure
+        poses = [(round(b["ts"] - t1, 3), b["position"] and [round(x, 4) for x in b["position"]])
+                 for _, b in tap.get("armA", "state/ee_pose", t1)][::10]
         states = [(round(s["ts"] - t1, 3), s.get("mode"), s.get("at_goal"), s.get("last_event"))
                   for _, s in tap.get("armA", "state/status", t1)]
-        raise AssertionError(f"the end effector at {pose['position']} once at the goal {after} (dragged from "
+        raise AssertionError(f"the end effector at {position} once at the goal {after} (dragged from "
                              f"{before}); at goal at {done['ts'] - t1:.3f} s; poses every 10th since the "
                              f"goal (s, m): {poses}; statuses: {states}")
     page.close()
