@@ -421,15 +421,36 @@ def _page(browser: Any, url: str, arm: str) -> Any:
 def _mode(page: Any, tap: Tap, arm: str, mode: str, settle_ms: int = 100) -> None:
     """Put ``arm`` in ``mode`` through the page (releasing an e-stop a failed test may have left), then
     let ``settle_ms`` of frames update the other controls (0 where only the e-stop is pressed next)."""
+    from playwright.sync_api import TimeoutError as PageTimeout
+
     st = tap.status(arm)
     if st.get("estop"):
         page.click("#estop_release")
         tap.wait_status(arm, lambda s: not s.get("estop"), 30)
-    if st.get("mode") != mode:
+    # done once the arm's last status and the page both show the mode; else click it (again). The last
+    # status can be out of date: an arm that leaves a mode (a hold after a fault goes to idle) says so a
+    # moment later, and trusting the old status left the page waiting 30 s for a mode nobody asked for
+    shown = f"window.panelState.frame.status.mode === '{mode}'"
+    clicks = 0
+    deadline = time.monotonic() + 30.0
+    while True:
+        if tap.status(arm).get("mode") == mode:
+            with contextlib.suppress(PageTimeout):
+                page.wait_for_function(shown, timeout=3000)
+                break
+        if time.monotonic() > deadline:
+            st = tap.status(arm)
+            raise AssertionError(
+                f"{arm} not in mode {mode!r} within 30 s ({clicks} clicks): its last status says mode="
+                f"{st.get('mode')!r}, last_event={st.get('last_event')!r}, stopped={st.get('stopped')!r}; the page "
+                f"shows {page.evaluate('window.panelState.frame && window.panelState.frame.status.mode')!r}; "
+                f"toasts {page.inner_text('#toasts')!r}")
         page.wait_for_selector(f"#modes button[data-mode={mode}]:not([disabled])")
+        t_click = time.time()
         page.click(f"#modes button[data-mode={mode}]")
-        tap.wait_status(arm, lambda s: s.get("mode") == mode, 30)
-    page.wait_for_function(f"window.panelState.frame.status.mode === '{mode}'")
+        clicks += 1
+        with contextlib.suppress(AssertionError):
+            tap.wait_status(arm, lambda s: s.get("mode") == mode, 10, since=t_click)
     if settle_ms:
         page.wait_for_timeout(settle_ms)
 
