@@ -81,6 +81,10 @@ class WriteRecorder:
 
         arm.backend.write = write  # type: ignore[method-assign]
 
+    def count(self, after: float, until: float) -> int:
+        """How many writes (arm cycles) came after ``after`` up to and including ``until``."""
+        return sum(1 for t in list(self.times) if after < t <= until)
+
     def first(self, after: float, predicate: Callable[[Any], bool]) -> float | None:
         """Time of the first write after ``after`` whose velocity satisfies ``predicate``."""
         for t, v in zip(list(self.times), list(self.velocities), strict=False):

@@ -137,7 +137,12 @@ def test_jog_stream_stop_holds_within_ttl_plus_one_cycle(broker, make_server):
     started = writes.first(0.0, lambda vel: vel[0] > 1e-6)  # not the rounding noise of the homing goal
     braking = writes.first(last.expiry - ttl, lambda vel: vel[0] < v - 1e-9)
     assert started is not None and braking is not None
-    assert last.expiry < braking <= last.expiry + PERIOD + slack, braking - last.expiry
+    # "within one cycle", counted in the arm's cycles (its writes to the modules), not in wall time: the
+    # brake is the first or, if the moment fell after that cycle had read its inputs, the second write
+    # after it. A wall-clock bound measured this machine's thread wake-ups instead (a 5.5 ms late wake
+    # failed a 4 + 5 ms bound once in the broker lane)
+    assert last.expiry < braking and writes.count(last.expiry, braking) <= 2, \
+        (braking - last.expiry, writes.count(last.expiry, braking))
     # the commanded velocity ramps to v (jog.MAX_ACCEL: the runner asks 8 rad/s², the jog caps its ramp
     # at 3 since issue 19) and stays there until braking; from the last
     # command before the brake the arm brakes on the Arm's smooth ramp (peak deceleration a, the
@@ -159,7 +164,10 @@ def test_jog_stream_stop_holds_within_ttl_plus_one_cycle(broker, make_server):
     before = np.array(writes.velocities)[np.searchsorted(np.array(writes.times), received) - 1]
     assert before[1] == pytest.approx(-v, abs=1e-12)  # still jogging at full speed when the release came
     released = writes.first(received, lambda vel: vel[1] > -v + 1e-9)
-    assert released is not None and released - received <= PERIOD + slack
+    assert released is not None and writes.count(received, released) <= 2, \
+        (released - received, writes.count(received, released))
+    print(f"dead-man release -> brake written {(released - received) * 1000:.1f} ms later "
+          f"({writes.count(received, released)} cycle(s)); expiry -> brake {(braking - last.expiry) * 1000:.1f} ms")
     assert _event(server, "teleop_jog_released") is not None
     assert server.arm.state is ArmState.HOLD
     cmd = server.arm.pending_command
