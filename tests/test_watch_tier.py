@@ -119,3 +119,31 @@ def test_it_refuses_to_watch_its_own_process_group(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(WATCH), "--pid", str(os.getpid()), "--beat", str(tmp_path / "b"),
                            "--group-wait", "0.5"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 2 and "own process group" in done.stderr
+
+
+def test_normal_priority_lifts_every_thread_of_an_idle_priority_run(tmp_path: Path) -> None:
+    """What tools/dev asks once the realtime lanes are done: SCHED_IDLE at nice 19 -> SCHED_OTHER at 0."""
+    if not hasattr(os, "SCHED_IDLE") or os.geteuid() != 0:
+        pytest.skip("needs SCHED_IDLE and root (lowering a nice value needs root, as in tools/dev's CI)")
+    code = ("import os, threading, time; os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0)); os.nice(19); "
+            "threading.Thread(target=time.sleep, args=(30,), daemon=True).start(); time.sleep(30)")
+    run = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    try:
+        def policies() -> set[tuple[int, int]]:   # (policy, nice) of every thread, from /proc stat
+            out = set()
+            for task in Path(f"/proc/{run.pid}/task").iterdir():
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+                out.add((int(fields[38]), int(fields[16])))
+            return out
+
+        deadline = time.monotonic() + 10
+        while policies() != {(os.SCHED_IDLE, 19)} or len(list(Path(f"/proc/{run.pid}/task").iterdir())) < 2:
+            assert time.monotonic() < deadline, policies()
+            time.sleep(0.02)
+        done = subprocess.run([sys.executable, str(WATCH), "--normal-priority", "--pid", str(run.pid)],
+                              capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        assert policies() == {(os.SCHED_OTHER, 0)}
+    finally:
+        run.kill()
+        run.wait(10)

@@ -21,6 +21,9 @@ processes. Then:
 * otherwise the group gets SIGINT (pytest's KeyboardInterrupt runs the tests' finally blocks and
   writes its report), then SIGKILL after ``--grace`` seconds, and this exits 1.
 
+``--normal-priority`` is the one other thing it does, for ``tools/dev`` once the realtime lanes are
+done: the run's threads back to normal priority (:func:`normal_priority`), then exit.
+
 The browser rig's deliberate pauses of the group (``tests/_support/quiet.py``: SIGSTOP while it
 measures a latency) last seconds, far below the stall. It exits 0 as soon as the watched process is
 gone. Only the standard library: it runs before and beside the test venv's packages, and reads
@@ -93,9 +96,34 @@ def processes() -> dict[int, Proc]:
 
 
 def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting for its parent's ``wait`` counts as gone)."""
-    proc = read_proc(pid, 100.0)
-    return proc is not None and proc.state != "Z"
+    """Whether ``pid`` runs (a zombie waiting for its parent's ``wait`` counts as gone); only its stat
+    line is read, as this is asked every ``--poll`` seconds."""
+    try:
+        stat = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2:].split()[0] != "Z"
+
+
+def normal_priority(pgid: int) -> None:
+    """Every thread of the group's processes back to SCHED_OTHER at nice 0 (``--normal-priority``).
+
+    The parallel tiers run at idle priority only to leave the CPU to the realtime lanes; once those
+    are done, ``tools/dev`` lifts them, as idle priority could then only let something else on the
+    machine starve them. Best effort: lowering a nice value needs root (or CAP_SYS_NICE), and a
+    process may end meanwhile."""
+    for proc in processes().values():
+        if proc.pgid != pgid:
+            continue
+        try:
+            tasks = [int(task.name) for task in (PROC / str(proc.pid) / "task").iterdir()]
+        except OSError:
+            continue   # ended meanwhile
+        for tid in tasks:
+            with contextlib.suppress(OSError):
+                os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, tid, 0)
 
 
 def report(pgid: int, stacks: Path | None, stalled_s: float) -> list[Proc]:
@@ -200,27 +228,6 @@ def watch(pid: int, pgid: int, beat: Path, stacks: Path | None, stall: float, gr
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pid", type=int, required=True, help="the pytest run to watch (its group's leader)")
-    parser.add_argument("--beat", type=Path, required=True, help="the heartbeat file its test reports touch")
-    parser.add_argument("--stacks", type=Path, help="where its pytest processes write their stacks on SIGUSR1")
-    parser.add_argument("--stall", type=float, default=720.0, help="seconds without a test report [720]")
-    parser.add_argument("--grace", type=float, default=30.0, help="seconds between SIGINT and SIGKILL [30]")
-    # how often it looks: reading one /proc file; tools/dev waits for it to see the run end
-    parser.add_argument("--poll", type=float, default=0.5, help=argparse.SUPPRESS)
-    parser.add_argument("--group-wait", type=float, default=GROUP_WAIT, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if not PROC.is_dir():
-        return 0
-    pgid = own_group(args.pid, wait=args.group_wait)
-    if pgid is None:
-        return 0   # it ended first
-    if pgid == os.getpgid(0):
-        parser.error(f"process {args.pid} is in this watchdog's own process group: it would stop itself")
-    return watch(args.pid, pgid, args.beat, args.stacks, args.stall, args.grace, args.poll)
-
-
 #: [s] how long a run started just before the watchdog may take to make its own process group
 GROUP_WAIT = 30.0
 
@@ -238,6 +245,35 @@ def own_group(pid: int, wait: float) -> int | None:
         if pgid == pid or time.monotonic() >= end:
             return pgid
         time.sleep(0.05)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pid", type=int, required=True, help="the pytest run to watch (its group's leader)")
+    parser.add_argument("--beat", type=Path, help="the heartbeat file its test reports touch (required to watch)")
+    parser.add_argument("--stacks", type=Path, help="where its pytest processes write their stacks on SIGUSR1")
+    parser.add_argument("--stall", type=float, default=720.0, help="seconds without a test report [720]")
+    parser.add_argument("--grace", type=float, default=30.0, help="seconds between SIGINT and SIGKILL [30]")
+    # how often it looks: reading one /proc file; tools/dev waits for it to see the run end
+    parser.add_argument("--poll", type=float, default=0.5, help=argparse.SUPPRESS)
+    parser.add_argument("--group-wait", type=float, default=GROUP_WAIT, help=argparse.SUPPRESS)
+    parser.add_argument("--normal-priority", action="store_true",
+                        help="instead of watching: lift the run's process group to normal priority, and exit")
+    args = parser.parse_args(argv)
+    if not args.normal_priority and args.beat is None:
+        parser.error("--beat is required to watch a run")
+    if not PROC.is_dir():
+        return 0
+    if args.normal_priority:
+        with contextlib.suppress(ProcessLookupError):
+            normal_priority(os.getpgid(args.pid))
+        return 0
+    pgid = own_group(args.pid, wait=args.group_wait)
+    if pgid is None:
+        return 0   # it ended first
+    if pgid == os.getpgid(0):
+        parser.error(f"process {args.pid} is in this watchdog's own process group: it would stop itself")
+    return watch(args.pid, pgid, args.beat, args.stacks, args.stall, args.grace, args.poll)
 
 
 if __name__ == "__main__":

@@ -141,8 +141,8 @@ def test_jog_stream_stop_holds_within_ttl_plus_one_cycle(broker, make_server):
     # brake is the first or, if the moment fell after that cycle had read its inputs, the second write
     # after it. A wall-clock bound measured this machine's thread wake-ups instead (a 5.5 ms late wake
     # failed a 4 + 5 ms bound once in the broker lane)
-    assert last.expiry < braking and writes.count(last.expiry, braking) <= 2, \
-        (braking - last.expiry, writes.count(last.expiry, braking))
+    expiry_cycles = writes.count(last.expiry, braking)
+    assert last.expiry < braking and expiry_cycles <= 2, (braking - last.expiry, expiry_cycles)
     # the commanded velocity ramps to v (jog.MAX_ACCEL: the runner asks 8 rad/s², the jog caps its ramp
     # at 3 since issue 19) and stays there until braking; from the last
     # command before the brake the arm brakes on the Arm's smooth ramp (peak deceleration a, the
@@ -164,10 +164,11 @@ def test_jog_stream_stop_holds_within_ttl_plus_one_cycle(broker, make_server):
     before = np.array(writes.velocities)[np.searchsorted(np.array(writes.times), received) - 1]
     assert before[1] == pytest.approx(-v, abs=1e-12)  # still jogging at full speed when the release came
     released = writes.first(received, lambda vel: vel[1] > -v + 1e-9)
-    assert released is not None and writes.count(received, released) <= 2, \
-        (released - received, writes.count(received, released))
-    print(f"dead-man release -> brake written {(released - received) * 1000:.1f} ms later "
-          f"({writes.count(received, released)} cycle(s)); expiry -> brake {(braking - last.expiry) * 1000:.1f} ms")
+    assert released is not None
+    release_cycles = writes.count(received, released)
+    assert release_cycles <= 2, (released - received, release_cycles)
+    print(f"dead-man release -> brake written {(released - received) * 1000:.1f} ms later ({release_cycles} "
+          f"cycle(s)); expiry -> brake {(braking - last.expiry) * 1000:.1f} ms ({expiry_cycles} cycle(s))")
     assert _event(server, "teleop_jog_released") is not None
     assert server.arm.state is ArmState.HOLD
     cmd = server.arm.pending_command
