@@ -32,12 +32,28 @@ def _until(pred, timeout: float = 5.0) -> bool:
     return False
 
 
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
 def test_the_group_is_stopped_inside_the_block_and_resumed_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    # a stand-in for the parallel tiers: a process group of its own (a parent and its child)
-    code = "import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n" \
-           "time.sleep(60)\n"
-    group = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    # a stand-in for the parallel tiers: a process group of its own (a parent and its child). On TERM
+    # the parent reaps its child before it exits, so the group is gone once the parent is: a child
+    # orphaned by SIGKILL would stay a zombie member of the group until PID 1 reaps it, which in a
+    # container may be never.
+    code = ("import signal, subprocess, sys, time\n"
+            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+            "signal.signal(signal.SIGTERM, lambda *_: (child.wait(), sys.exit(0)))\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(60)\n")
+    group = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, stdout=subprocess.PIPE,
+                             text=True)
+    assert group.stdout is not None and group.stdout.readline() == "ready\n"
     try:
         monkeypatch.setenv(quiet.PAUSE_ENV, str(group.pid))
         with pytest.raises(RuntimeError), quiet.machine_to_ourselves() as paused:
@@ -49,8 +65,14 @@ def test_the_group_is_stopped_inside_the_block_and_resumed_after_it(monkeypatch:
         with quiet.machine_to_ourselves() as paused:   # a plain pytest run: nothing to pause
             assert not paused and _state(group.pid) != "T"
     finally:
-        os.killpg(group.pid, signal.SIGKILL)
-        group.wait(10)
+        os.killpg(group.pid, signal.SIGCONT)
+        os.killpg(group.pid, signal.SIGTERM)
+        try:
+            group.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(group.pid, signal.SIGKILL)
+            group.wait(10)
+    assert _until(lambda: not _group_alive(group.pid)), "the stand-in group outlived its leader"
     monkeypatch.setenv(quiet.PAUSE_ENV, str(group.pid))   # the tiers are done: nothing to pause, no error
     with quiet.machine_to_ourselves() as paused:
         assert not paused
