@@ -52,9 +52,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                           "with hebictl plot) (default: not recorded)")
     run.add_argument("--no-home", action="store_true", help="skip the move to user_data.home_position")
     run.add_argument("--stop-hold", type=float, default=float("inf"), metavar="S",
-                     help="after Ctrl-C/SIGTERM, hold this many seconds before exiting (default: until a "
-                          "second Ctrl-C/SIGTERM)")
-    run.add_argument("--quiet", action="store_true", help="no live display, no stop notice")
+                     help="after Ctrl-C/SIGTERM, an error or a safety stop, hold this many seconds before "
+                          "exiting (default: until a second Ctrl-C/SIGTERM)")
+    run.add_argument("--quiet", action="store_true", help="no live display, no notice of a stop you asked for "
+                     "(errors and safety stops are still said)")
     run.set_defaults(func=cmd_run)
 
     chk = sub.add_parser("check-config", help="build what run builds from a robot config (no hardware); "
@@ -180,8 +181,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         # time waiting for feedback, apart from work: this one backend's read is wrapped on purpose
         arm.backend.read = meter.wrap(arm.backend.read)  # type: ignore[method-assign]  # instance-level wrap
         # a backend whose read blocks until the next sample paces the loop, as hebi.arm runs: sleeping
-        # to a deadline and then waiting for feedback would make cycles late by the clocks' phase
-        paced = rate >= arm.backend.feedback_frequency * (1 - 1e-9)
+        # to a deadline and then waiting for feedback would make cycles late by the clocks' phase.
+        # hebi's imitation group answers at once: paced by it, the loop would spin at ~16 kHz.
+        paced = arm.backend.read_waits_for_feedback and rate >= arm.backend.feedback_frequency * (1 - 1e-9)
         run = RunSteps(arm, phases, clock, rec, args)
         run.mcap = mcap
         run.t_start = t_start
@@ -394,7 +396,10 @@ class RunSteps:
         again = " again" if self.signal is not None else ""
         how = (f"Ctrl-C{again} to exit" if hold == math.inf else f"for {hold:g} s") + \
             " (the arm goes limp once the modules' command lifetime ends unless it is supported)"
-        shown = say(f"{notice}; {how}") if not self.args.quiet or self.error is not None else True
+        # --quiet silences the notice of a stop the user asked for; an error or a safety stop that
+        # holds the arm (possibly without end) is always said, or a quiet run would just hang
+        asked = self.error is None and not self.failed
+        shown = say(f"{notice}; {how}") if not (self.args.quiet and asked) else True
         if not shown:
             hold = min(hold, UNATTENDED_HOLD_S)
         return self.clock.now() + hold

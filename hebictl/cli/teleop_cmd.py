@@ -205,10 +205,9 @@ def cmd_teleop(args: argparse.Namespace) -> int:
 
             stopping: list[asyncio.Task[None]] = []
 
-            async def stop_once_braking(kind: EventKind) -> None:
+            async def stop_bridge_once_braking(kind: EventKind) -> None:
                 """The offline status shows the stop: the bridge is stopped once the arm thread has
                 applied it (at most 0.5 s later; it brakes in its next cycle either way)."""
-                server.runner.begin_shutdown(kind)
                 deadline = loop.time() + 0.5
                 while server.runner.snapshot.state != "stopped" and loop.time() < deadline:
                     await asyncio.sleep(0.005)
@@ -221,7 +220,8 @@ def cmd_teleop(args: argparse.Namespace) -> int:
                     server.runner.end_hold()
                     _tell(f"{name} again: exiting; the modules keep the hold for their command lifetime")
                     return
-                stopping.append(loop.create_task(stop_once_braking(kind)))
+                server.runner.begin_shutdown(kind)  # before any write or task: the arm brakes in its next cycle
+                stopping.append(loop.create_task(stop_bridge_once_braking(kind)))
                 endless = args.stop_hold == math.inf
                 shown = _tell(f"{name}: stopping teleop; the arm brakes and holds under gravity compensation ("
                               + ("Ctrl-C again to exit" if endless else f"for {args.stop_hold:g} s")

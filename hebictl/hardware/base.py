@@ -212,6 +212,13 @@ class Backend(Protocol):
     @command_lifetime.setter
     def command_lifetime(self, seconds: float) -> None: ...
 
+    @property
+    def read_waits_for_feedback(self) -> bool:
+        """Whether ``read`` blocks until the next sample at ``feedback_frequency``, so that a loop may
+        be paced by its reads (as ``hebi.arm`` runs). hebi-py's imitation group answers at once
+        with the same sample: a loop paced by it would spin."""
+        ...
+
     def read(self, into: Feedback, timeout_s: float = 0.1) -> bool:
         """Wait up to ``timeout_s`` [s] for the next feedback sample and copy it into ``into``.
 

@@ -55,6 +55,11 @@ class ModuleGroup(Backend):
         return self._n
 
     @property
+    def read_waits_for_feedback(self) -> bool:
+        """Real modules and the simulated groups deliver feedback on its grid: reads wait for it."""
+        return True
+
+    @property
     def command_lifetime(self) -> float:
         """How long a command stays in force [s]; 0 = forever. Simulated groups keep it here."""
         return self._lifetime

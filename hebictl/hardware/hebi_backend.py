@@ -113,6 +113,11 @@ class HebiBackend(ModuleGroup):
         self._live_group().feedback_frequency = hz
 
     @property
+    def read_waits_for_feedback(self) -> bool:
+        """Real modules: yes. The imitation group answers at once with the same sample."""
+        return not self._imitation
+
+    @property
     def command_lifetime(self) -> float:
         return self._live_group().command_lifetime * 1e-3  # hebi keeps milliseconds
 

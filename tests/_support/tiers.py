@@ -59,6 +59,7 @@ REALTIME_TESTS = frozenset({
     "cli/test_run_cmd.py::test_signal_with_stop_hold_exits_after_holding",
     "cli/test_run_cmd.py::test_run_summary_covers_the_whole_run",
     "cli/test_run_cmd.py::test_run_loop_statistics_separate_waiting_work_and_misses",
+    "cli/test_run_cmd.py::test_a_safety_stop_on_a_quiet_run_is_said_and_the_hold_ends_with_stop_hold",
     # one real-time sim run recorded with no dropped cycle and ended by any safety stop (a late loop
     # on a shared core would be one), shared by the module's readers
     "cli/test_log_cmd.py::test_recorded_sim_run_reads_back",

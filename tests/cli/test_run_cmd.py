@@ -418,3 +418,31 @@ def test_live_panel_title_is_one_readable_line():
     assert title == f"hebictl run: {arm.model.name} on mock", text
     assert "object at" not in text and "<" not in text
     assert re.search(r"position \[rad\]\s+│ (\+0\.000 ){5}\+0\.000", text), text
+
+
+def test_a_safety_stop_on_a_quiet_run_is_said_and_the_hold_ends_with_stop_hold(monkeypatch, capsys):
+    """A stalled loop (0.3 s without a cycle, beyond the 0.25 s command lifetime) is a control gap: the
+    arm stops and holds. --quiet silences only the notice of a stop the user asked for; this one is
+    said on stderr, with how the hold ends, and the run exits 1 after --stop-hold. (In CI a starved
+    `run --quiet` held without end and said nothing but the monitor's log line.)"""
+    import time
+
+    from hebictl.cli import main
+    from hebictl.control.arm import Arm
+
+    original = Arm.update
+    stalled = []
+
+    def update(self):
+        if not stalled and self.trajectory is not None and np.abs(self.last_feedback.position[5]) > 0.05:  # the goal
+            stalled.append(True)
+            time.sleep(0.3)
+        return original(self)
+
+    monkeypatch.setattr(Arm, "update", update)
+    code = main(["run", str(CONFIG), "--backend", "mock", "--goal", "0.5", "1.2", "1.8", "2.2", "-1.57", "0.6",
+                 "--goal-time", "2", "--stop-hold", "0.2", "--quiet"])
+    out, err = capsys.readouterr()
+    assert stalled and code == 1, err   # 1: the arm stopped itself (2 is an error)
+    assert "control_gap -> stopped" in out
+    assert "hebictl: the arm stopped (control_gap: control gap of" in err and "; for 0.2 s" in err, err

@@ -211,14 +211,24 @@ def test_hebi_py_pattern_update_then_set_goal_on_imitation():
 
 
 def test_hebictl_run_on_hebi_imitation_exits_0():
-    """`hebictl run CONFIG --backend hebi-imitation --hold 0.5` exits 0 (issue 13's check)."""
+    """`hebictl run CONFIG --backend hebi-imitation --hold 0.5` exits 0 (issue 13's check), with its loop
+    at the configured rate: the imitation group answers a read at once, so a loop paced by its reads
+    would spin (it ran ~57,000 cycles in 3 s). ``--stop-hold`` bounds the hold after a safety stop,
+    so a starved run fails in seconds and says why (in CI one held, silently, until the 300 s timeout)."""
     import subprocess
     import sys
 
     from tests._support.paths import REPO_ROOT
 
     res = subprocess.run([sys.executable, "-m", "hebictl", "run", str(REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml"),
-                          "--backend", "hebi-imitation", "--hold", "0.5", "--quiet"],
+                          "--backend", "hebi-imitation", "--hold", "0.5", "--stop-hold", "1", "--quiet"],
                          capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
     assert res.returncode == 0, res.stdout[-1000:] + res.stderr[-1000:]
     assert "state=running" in res.stdout
+    summary = next(line for line in res.stdout.splitlines() if line.startswith("loop at "))
+    print(summary)
+    assert "paced by its deadlines" in summary, summary
+    cycles = int(summary.split("whole run: ")[1].split(" cycles")[0])
+    done = next(line for line in res.stdout.splitlines() if line.startswith("done after "))
+    seconds = float(done.split()[2])
+    assert cycles <= 200 * seconds * 1.05 + 5, (cycles, seconds)
