@@ -16,6 +16,7 @@ from scipy.spatial.transform import Rotation
 
 from hebictl._typing import FloatArray
 from hebictl.errors import IKFailed, ModelError
+from hebictl.model import kernels
 
 if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel
@@ -31,6 +32,28 @@ class IKResult:
     iterations: int
     position_error: float      # m, norm
     orientation_error: float   # rad (orientation objective) or tip-axis angle; 0 when unused
+
+
+def damped_least_squares(jacobian: ArrayLike, residual: ArrayLike, damping_sq: float) -> FloatArray:
+    """``J^T (J J^T + damping_sq I)^-1 residual``: the damped least-squares step (IK's, the jog's).
+
+    Compiled (:func:`hebictl.model.kernels.damped_least_squares`): no LAPACK call, so no OpenBLAS
+    thread pool in the control loop. Where its Cholesky factorization fails (``damping_sq`` 0 at a
+    singularity, non-finite input) numpy's LU solve answers, as before."""
+    J = np.asarray(jacobian, dtype=np.float64)
+    w = np.asarray(residual, dtype=np.float64)
+    if J.ndim != 2 or w.shape != (J.shape[0],):
+        raise ModelError(f"damped least squares needs J (m, n) and a residual (m,), got {J.shape} and {w.shape}")
+    out = np.empty(J.shape[1])
+    if kernels.damped_least_squares(J, w, float(damping_sq), out):
+        return out
+    JJt = J @ J.T
+    JJt[np.diag_indices_from(JJt)] += damping_sq
+    try:
+        return J.T @ np.linalg.solve(JJt, w)
+    except np.linalg.LinAlgError as exc:
+        raise ModelError(f"damped least squares: J J^T + {damping_sq:g} I is singular (a damping > 0 "
+                         "keeps it solvable at a singularity)") from exc
 
 
 def _skew(v: FloatArray) -> FloatArray:
@@ -116,8 +139,7 @@ def solve(model: RobotModel, target: ArrayLike | None = None, seed: ArrayLike | 
     for it in range(1, max_iterations + 1):  # noqa: B007 - iteration count is reported
         if cost < tolerance**2:
             break
-        JJt = J @ J.T
-        step = J.T @ np.linalg.solve(JJt + lam * np.eye(JJt.shape[0]), e)
+        step = damped_least_squares(J, e, lam)
         q_new = q + step
         if respect_limits:
             q_new = np.clip(q_new, lo, hi)

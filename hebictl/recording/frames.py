@@ -30,6 +30,8 @@ class LinkFrames:
         self.model = model
         self.names = body_names(model)  # the link names write_urdf gives the same model
         self.parents = [b.parent for b in model.bodies]
+        self._child = np.array([i for i, p in enumerate(self.parents) if p >= 0], dtype=np.intp)
+        self._parent = np.array([p for p in self.parents if p >= 0], dtype=np.intp)
         self.urdf = write_urdf(model)
         # the link the exporter added above the bodies, if any ("world", or a unique variant of it)
         tree = etree.fromstring(self.urdf.encode())
@@ -46,9 +48,12 @@ class LinkFrames:
     def relative_poses(self, q: FloatArray) -> FloatArray:
         """(n_links, 4, 4): each link's pose in its parent link (top links: in the world)."""
         world = self.model.link_poses(q)
-        out = np.empty_like(world)
-        for i, p in enumerate(self.parents):
-            out[i] = world[i] if p < 0 else np.linalg.solve(world[p], world[i])
+        out = world.copy()
+        child, parent = self._child, self._parent
+        if child.size:  # the rigid inverse of the parent's pose: R^T, -R^T p (no general 4x4 solve per link)
+            Rp_t = world[parent, :3, :3].transpose(0, 2, 1)
+            out[child, :3, :3] = Rp_t @ world[child, :3, :3]
+            out[child, :3, 3] = (Rp_t @ (world[child, :3, 3] - world[parent, :3, 3])[:, :, None])[:, :, 0]
         return out
 
     def message(self, q: FloatArray, stamp_ns: int) -> FrameTransforms:

@@ -54,6 +54,7 @@ from hebictl.collision.attach import world_of
 from hebictl.control.plugins import ArmPlugin
 from hebictl.control.safety import ArmState
 from hebictl.errors import CommandRejected
+from hebictl.model.ik import damped_least_squares
 from hebictl.teleop.schema import MAX_JOG_TTL
 
 if TYPE_CHECKING:
@@ -136,11 +137,7 @@ def dls_joint_velocity(jacobian: ArrayLike, twist: ArrayLike, damping: float) ->
     ``jacobian`` (6, n) world-frame [linear; angular], ``twist`` [vx vy vz m/s, wx wy wz rad/s],
     ``damping`` λ [m]: near a singularity the solution trades accuracy for bounded joint speed
     instead of blowing up (λ = 0 gives the pseudo-inverse solution)."""
-    J = np.asarray(jacobian, dtype=np.float64)
-    w = np.asarray(twist, dtype=np.float64)
-    JJt = J @ J.T
-    JJt[np.diag_indices_from(JJt)] += damping * damping
-    return J.T @ np.linalg.solve(JJt, w)
+    return damped_least_squares(jacobian, twist, damping * damping)
 
 
 def direction_scale(commanded: FloatArray, achieved: FloatArray) -> float:
