@@ -40,8 +40,8 @@ def damped_least_squares(jacobian: ArrayLike, residual: ArrayLike, damping_sq: f
     Compiled (:func:`hebictl.model.kernels.damped_least_squares`): no LAPACK call, so no OpenBLAS
     thread pool in the control loop. Where its Cholesky factorization fails (``damping_sq`` 0 at a
     singularity, non-finite input) numpy's LU solve answers, as before."""
-    J = np.asarray(jacobian, dtype=np.float64)
-    w = np.asarray(residual, dtype=np.float64)
+    J = np.ascontiguousarray(jacobian, dtype=np.float64)  # the kernel's one declared layout (no compile
+    w = np.ascontiguousarray(residual, dtype=np.float64)  # of another in the control loop)
     if J.ndim != 2 or w.shape != (J.shape[0],):
         raise ModelError(f"damped least squares needs J (m, n) and a residual (m,), got {J.shape} and {w.shape}")
     out = np.empty(J.shape[1])

@@ -818,7 +818,7 @@ def rnea_batch(Q, V, A, g, F, out):
         _rnea_one(Q[k], V[k], A[k], g, t, scr, rscr, out[k])
 
 
-@jit.kernel("f8[:, :], f8[:], f8, f8[::1]", cache=jit.CACHE)
+@jit.kernel("f8[:, ::1], f8[::1], f8, f8[::1]", cache=jit.CACHE)
 def damped_least_squares(J, w, lam2, out):  # pragma: no cover - compiled
     """out (n,) = ``J^T (J J^T + lam2 I)^-1 w`` for J (m, n), w (m,), by a Cholesky factorization.
 

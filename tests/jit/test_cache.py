@@ -40,6 +40,9 @@ def _args(model, name, q, qd, qdd, gravity):
         return (Q, fs.packed, np.zeros((*lead, len(fs.body), 6, model.nv)))
     if name.startswith("gravity"):
         return (Q, gravity, model._packed, np.zeros((*lead, model.nv)))
+    if name == "damped_least_squares":  # not a model kernel: a (6, nv) system made of the state
+        J = np.cos(np.add.outer(np.arange(6.0), np.resize(np.asarray(qd, dtype=np.float64), model.nv)))
+        return (J, np.resize(np.asarray(qdd, dtype=np.float64), 6), 1e-2, np.zeros(model.nv))
     return (Q, V, A, gravity, model._packed, np.zeros((*lead, model.nv)))
 
 
