@@ -17,8 +17,11 @@ import numpy as np
 
 from hebictl import jit
 
-#: MuJoCo's contact arrays arrive as views (any layout): ``A``, which C-contiguous arrays also match
+#: MuJoCo's contact arrays arrive as strided views (layout ``A``), but as C-contiguous arrays when
+#: there is no contact (an empty array is contiguous): numba then compiled a second specialization in
+#: the control loop, the first time a query found nothing. Both layouts are declared (compiled once).
 _GEOM_ANY, _DIST_ANY = "i4[:, :]", "f8[:]"
+_GEOM_EMPTY, _DIST_EMPTY = "i4[:, ::1]", "f8[::1]"
 
 
 @jit.kernel("f8[:, :, ::1], i8[::1], f8[::1]", cold="compile", cache=jit.CACHE)
@@ -37,7 +40,8 @@ def poses_to_qpos(poses, roots, out):  # pragma: no cover - compiled
         out[b + 3], out[b + 4], out[b + 5], out[b + 6] = w / n, x / n, y / n, z / n
 
 
-@jit.kernel(f"{_GEOM_ANY}, {_DIST_ANY}, b1[::1], f8[::1], f8", cold="compile", cache=jit.CACHE)
+@jit.kernel(f"{_GEOM_ANY}, {_DIST_ANY}, b1[::1], f8[::1], f8", f"{_GEOM_EMPTY}, {_DIST_EMPTY}, b1[::1], f8[::1], f8",
+            cold="compile", cache=jit.CACHE)
 def nearest_margins(geom, dist, is_ws, clearance, self_clearance):  # pragma: no cover - compiled
     """(self, workspace) smallest distance beyond the pair's clearance, and the contact index of each (-1: none)."""
     best_self, best_ws = np.inf, np.inf
@@ -79,6 +83,7 @@ def approach_scale(gap_now, gap_next, far, clearance, threshold, horizon, lookah
 
 
 @jit.kernel(f"{_GEOM_ANY}, {_DIST_ANY}, i4[:, ::1], f8[::1], i8, i8[:, ::1], f8[::1], f8[::1], f8[::1]",
+            f"{_GEOM_EMPTY}, {_DIST_EMPTY}, i4[:, ::1], f8[::1], i8, i8[:, ::1], f8[::1], f8[::1], f8[::1]",
             cold="compile", cache=jit.CACHE)
 def pair_gaps(geom, dist, box_geom, box_dist, boxes, pair_id, far, clearance, out):  # pragma: no cover
     """``out[p]`` = the closest distance of checked pair ``p`` among MuJoCo's contacts (``geom``,

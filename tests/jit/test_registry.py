@@ -70,6 +70,32 @@ def test_an_arm_on_the_sim_compiles_only_the_declared_signatures(name):
             "sim_backend.actuator.actuator_step"} <= set(checked)
 
 
+def test_a_collision_query_that_finds_nothing_compiles_nothing():
+    """MuJoCo's contact arrays are strided views, except with no contact: an empty array is
+    C-contiguous, and numba compiled a second specialization of the collision kernels, in a jog
+    cycle, the first time a query found nothing (seen as an undeclared signature in CI). Both
+    layouts are declared: the empty contact list of a real MuJoCo model uses one of them."""
+    import mujoco
+
+    from hebictl.collision import kernels as ck
+
+    mj = mujoco.MjModel.from_xml_string("<mujoco><worldbody><geom size='.1'/></worldbody></mujoco>")
+    data = mujoco.MjData(mj)
+    mujoco.mj_forward(mj, data)
+    geom, dist = data.contact.geom, data.contact.dist
+    assert geom.shape == (0, 2) and geom.flags["C_CONTIGUOUS"]  # what the kernels get with nothing near
+    out = np.empty(1)
+    ck.pair_gaps(geom, dist, np.zeros((0, 2), np.int32), np.zeros(0), 0, np.full((2, 2), -1, np.int64),
+                 np.ones(1), np.zeros(1), out)
+    ck.nearest_margins(geom, dist, np.zeros(2, np.bool_), np.zeros(2), 0.0)
+    assert out[0] == 1.0  # no contact: the pair is at its margin
+    for name in ("pair_gaps", "nearest_margins"):
+        entry = next(e for km in jit.registered() for e in km.entries.values()
+                     if e.key == f"hebictl.collision.kernels.{name}")
+        extra = set(entry.dispatcher.signatures) - _declared(entry)
+        assert not extra, f"{entry.key} compiled undeclared signatures {extra}"
+
+
 def test_the_jit_package_imports_no_other_hebictl_package():
     """hebictl/jit sits below every package that has kernels: stdlib, numba and itself only."""
     allowed_roots = {"numba", "numpy", "__future__"}
