@@ -57,6 +57,25 @@ def test_backend_satisfies_protocol(backend):
     assert len(backend.families) == N
 
 
+def test_read_waits_for_the_next_sample_as_the_backend_says(backend):
+    """``read_waits_for_feedback``: the mock's reads are a feedback period apart on its clock (so a
+    loop may be paced by them); hebi's imitation group answers 100 reads at once (so a loop paced by
+    it would spin, and `hebictl run` runs on its own deadlines there)."""
+    fbk = Feedback.empty(N)
+    assert backend.read(fbk)
+    if backend.read_waits_for_feedback:
+        clock = backend.clock  # the mock's SimClock: its reads advance it to each sample
+        t0 = clock.now()
+        for _ in range(100):
+            assert backend.read(fbk)
+        assert clock.now() - t0 >= 100 / backend.feedback_frequency * (1 - 1e-9)
+    else:
+        t0 = time.perf_counter()
+        for _ in range(100):
+            assert backend.read(fbk)
+        assert time.perf_counter() - t0 < 100 / backend.feedback_frequency  # well under 100 periods
+
+
 def test_round_trip_write_then_read(backend):
     """What was written comes back: command echoes (NaN kept) and positions/velocities/efforts."""
     fbk = Feedback.empty(N)
