@@ -15,6 +15,10 @@ each query has a single-configuration entry kernel (``gravity``) and a batch one
 
 Kernels write into preallocated outputs. Spatial vectors are ordered ``[angular; linear]``
 internally; Jacobians returned to users are ``[linear; angular]`` like hebi-py.
+
+One kernel here is not over the packed tree: :func:`damped_least_squares`, the step of IK and of the
+Cartesian jog (``J^T (J J^T + λ² I)^-1 w`` by Cholesky), compiled so that no LAPACK call (and no
+OpenBLAS thread) runs in a control cycle.
 """
 
 from __future__ import annotations
