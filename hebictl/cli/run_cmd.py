@@ -182,8 +182,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         arm.backend.read = meter.wrap(arm.backend.read)  # type: ignore[method-assign]  # instance-level wrap
         # a backend whose read blocks until the next sample paces the loop, as hebi.arm runs: sleeping
         # to a deadline and then waiting for feedback would make cycles late by the clocks' phase.
-        # hebi's imitation group answers at once: paced by it, the loop would spin at ~16 kHz.
-        paced = arm.backend.read_waits_for_feedback and rate >= arm.backend.feedback_frequency * (1 - 1e-9)
+        # hebi's imitation group answers at once: paced by it, the loop would spin at ~16 kHz. A backend
+        # written before the property (a plug-in's) keeps the old rule: its read is taken to wait.
+        waits = getattr(arm.backend, "read_waits_for_feedback", True)
+        paced = waits and rate >= arm.backend.feedback_frequency * (1 - 1e-9)
         run = RunSteps(arm, phases, clock, rec, args)
         run.mcap = mcap
         run.t_start = t_start
