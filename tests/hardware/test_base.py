@@ -24,6 +24,7 @@ from hebictl.hardware import (
 )
 from hebictl.hardware.mock import MockBackend
 from hebictl.hardware.registry import resolve_modules
+from tests._support.sched import thread_times
 
 N = 4
 FLOAT32_RTOL = 2e-7  # hebi carries velocity and effort as float32
@@ -70,10 +71,20 @@ def test_read_waits_for_the_next_sample_as_the_backend_says(backend):
             assert backend.read(fbk)
         assert clock.now() - t0 >= 100 / backend.feedback_frequency * (1 - 1e-9)
     else:
+        # the claim is that no read waits for a sample: the time the thread spent blocked (wall time
+        # less its time on a CPU and its time kept waiting for one: the unit tier runs at idle
+        # priority beside the realtime lanes) stays under 25 of the 100 periods waiting reads take
+        before = thread_times()
         t0 = time.perf_counter()
         for _ in range(100):
             assert backend.read(fbk)
-        assert time.perf_counter() - t0 < 100 / backend.feedback_frequency  # well under 100 periods
+        wall = time.perf_counter() - t0
+        ran = thread_times()
+        busy = 0.0 if ran is None or before is None else (ran - before).on_cpu + (ran - before).waiting
+        period = 1.0 / backend.feedback_frequency
+        print(f"100 reads: {wall * 1000:.1f} ms of wall time, {(wall - busy) * 1000:.1f} ms blocked "
+              f"(a period is {period * 1000:.0f} ms)")
+        assert wall - busy < (25 if ran is not None else 100) * period
 
 
 def test_round_trip_write_then_read(backend):
@@ -387,7 +398,14 @@ def test_sim_clock_only_moves_forward():
 def test_monotonic_clock_sleeps_until_deadline():
     """MonotonicClock.sleep_until returns at or after the deadline, not much later."""
     clock = MonotonicClock()
+    before = thread_times()
     deadline = clock.now() + 0.005
     clock.sleep_until(deadline)
     late = clock.now() - deadline
-    assert 0.0 <= late < 0.05
+    after = thread_times()
+    # how late the clock itself woke: less the time the thread, ready, waited for a CPU (the unit tier
+    # runs at idle priority beside the realtime lanes: that wait measures the machine, not the clock)
+    kept = 0.0 if after is None or before is None else (after - before).waiting
+    print(f"woke {late * 1000:.2f} ms after the deadline, {kept * 1000:.2f} ms of it waiting for a CPU")
+    assert late >= 0.0
+    assert late - kept < (0.01 if after is not None else 0.05)
