@@ -21,7 +21,7 @@ import pytest
 from tests._support.paths import TESTS_DIR
 
 #: fixtures that start a real broker, browser or timed process: their tests are ``realtime``
-REALTIME_FIXTURES = frozenset({"broker", "secure_broker", "make_server", "panel", "page", "browser"})
+REALTIME_FIXTURES = frozenset({"broker", "secure_broker", "acl_broker", "make_server", "panel", "page", "browser"})
 #: test modules (relative to tests/) whose every test asserts wall-clock timing or drives processes,
 #: brokers or browsers with signals and timeouts a second worker would disturb
 REALTIME_MODULES = frozenset({
