@@ -14,6 +14,8 @@ from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hebictl.control.arm import Arm
 from hebictl.teleop.connection import parse_broker
 from hebictl.teleop.server import TeleopServer
@@ -62,24 +64,37 @@ def run(coro: Coroutine[Any, Any, Any], timeout: float = 20.0) -> Any:
 
 class WriteRecorder:
     """Records every command the arm writes to its backend: perf_counter time [s], position and
-    velocity copies.
+    velocity copies, and the arm's own ``dt`` [s] of the cycle that wrote it.
 
     What reaches the modules is the ground truth for reaction times, independent of the runner's
-    own bookkeeping (the arm's clock is MonotonicClock, i.e. perf_counter too)."""
+    own bookkeeping (the arm's clock is MonotonicClock, i.e. perf_counter too). ``dts`` is the
+    arm's clock between its last two feedback reads (``Arm.dt``): what the cycle integrated, rate
+    limited and sampled its trajectory over, where the write stamps also carry the thread's
+    compute and wake-up jitter. A write outside a cycle (the keep-alive of a long goal check)
+    repeats the dt of the cycle before it."""
 
     def __init__(self, arm: Arm) -> None:
         self.times: list[float] = []
         self.positions: list[Any] = []
         self.velocities: list[Any] = []
+        self.dts: list[float] = []
         inner = arm.backend.write
 
         def write(cmd: Any) -> bool:
             self.times.append(time.perf_counter())
             self.positions.append(cmd.position.copy())
             self.velocities.append(cmd.velocity.copy())
+            self.dts.append(arm.dt)  # appended last: arrays() cuts the others to its length
             return inner(cmd)
 
         arm.backend.write = write  # type: ignore[method-assign]
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(times, positions, velocities, dts)`` of the writes so far, all of the same length (the
+        arm thread may be writing meanwhile)."""
+        n = len(self.dts)
+        return (np.array(self.times[:n]), np.array(self.positions[:n]), np.array(self.velocities[:n]),
+                np.array(self.dts[:n]))
 
     def count(self, after: float, until: float) -> int:
         """How many writes (arm cycles) came after ``after`` up to and including ``until``."""

@@ -26,16 +26,23 @@ aiomqtt = pytest.importorskip("aiomqtt", reason=extra_missing("aiomqtt"))  # eve
 pytestmark = pytest.mark.broker
 
 
-def _speeds(writes: WriteRecorder, since: float, window: int = 10) -> np.ndarray:
-    """Per joint, the largest |Δ commanded position| / Δt over ``window`` consecutive writes after
-    ``since``; a window of several cycles keeps thread wake-up jitter out of Δt."""
-    idx = [i for i, t in enumerate(writes.times) if t > since]
-    t = np.array([writes.times[i] for i in idx])
-    p = np.array([writes.positions[i] for i in idx])
+def _speeds(writes: WriteRecorder, since: float, rated: np.ndarray) -> np.ndarray:
+    """Per joint, the largest |Δ commanded position| between consecutive writes after ``since``, as a
+    fraction of ``rated`` x the arm's own dt of that cycle.
+
+    The arm samples its trajectory and rate-limits its command on its clock (after a stall it catches
+    up at exactly the rated speed x its dt); the write stamps are taken a variable compute and
+    wake-up time later, so a Δt from them measures this machine's scheduling as well (over a window of
+    10 writes, a 300 ms stall and 2.5 ms of it between one cycle's clock read and its write read
+    1.07x rated where the arm's own figure is 1.000). A write outside a cycle (the keep-alive of a
+    long goal check) repeats the command: its Δp is 0."""
+    t, p, _, dt = writes.arrays()
     assert np.all(np.isfinite(p)), "a non-finite position command reached the modules"
-    dp = np.abs(p[window:] - p[:-window])
-    dt = (t[window:] - t[:-window])[:, None]
-    return np.max(dp / dt, axis=0)
+    k = int(np.searchsorted(t, since, side="right"))
+    dp = np.abs(np.diff(p[max(k - 1, 0):], axis=0))
+    step = rated * dt[max(k, 1):, None]
+    assert np.all(step > 0.0) or np.all(dp[step <= 0.0] == 0.0), "the command moved in a cycle of no time"
+    return np.max(np.divide(dp, step, out=np.zeros_like(dp), where=step > 0.0), axis=0)
 
 
 @pytest.mark.parametrize("limits", ["unlimited", "config"])
@@ -83,8 +90,9 @@ def test_absurd_goals_rejected_then_a_normal_goal_moves_at_rated_speed(broker, m
     assert "internal_error" not in server.arm.events.kinds()
     assert ok.accepted, ok
     np.testing.assert_allclose(server.runner.snapshot.position, target, atol=0.01)
-    peak = _speeds(writes, before)
-    assert np.all(peak <= 1.05 * rated), (peak, rated)
+    peak = _speeds(writes, before, rated)
+    print(f"peak commanded speed per cycle, x rated over the arm's own dt: {np.round(peak, 4)}")
+    assert np.all(peak <= 1.05), (peak, rated)
     assert status["state"] == "running" and status["last_error"]["reason"] in ("too_fast", "too_far",
                                                                               "out_of_limits", "out_of_range")
 

@@ -29,6 +29,16 @@ async def _wait(predicate, timeout: float = 5.0, period: float = 0.01) -> None:
         await asyncio.sleep(period)
 
 
+async def _snapshot(runner, predicate, timeout: float = 5.0, period: float = 0.002):
+    """The first of the arm thread's snapshots (one per cycle) seen to satisfy ``predicate``."""
+    end = time.monotonic() + timeout
+    while not predicate(snap := runner.snapshot):
+        if time.monotonic() > end:
+            raise TimeoutError(f"condition not met in time (last snapshot: cycle {snap.cycle})")
+        await asyncio.sleep(period)
+    return snap
+
+
 def test_broker_restart_mid_jog_holds_and_needs_new_command(broker, make_server):
     """Killing mosquitto mid-jog makes the arm brake and hold at once; after the broker is back on the
     same port the bridge reconnects (status online again) but the arm stays put until a new mode."""
@@ -46,17 +56,21 @@ def test_broker_restart_mid_jog_holds_and_needs_new_command(broker, make_server)
             broker.stop(kill=True)
             await _wait(lambda: runner.snapshot.state == "stopped", timeout=2.0)
             t_hold = time.perf_counter()
-            await _wait(lambda: runner.snapshot.state == "stopped" and not runner.snapshot.braking, timeout=1.0)
-            await asyncio.sleep(0.05)  # feedback settles one cycle after the brake's last command
-            return t_kill, t_hold
+            braked = await _snapshot(runner, lambda s: s.state == "stopped" and not s.braking, timeout=1.0)
+            # the hold starts in the cycle whose snapshot first says not braking; the feedback shows it one
+            # cycle later (the modules read back the command of the cycle before). Counted in the arm's
+            # cycles, not in wall time: 50 ms of a stalled arm thread were not always those cycles
+            held = await _snapshot(runner, lambda s: s.cycle >= braked.cycle + 2, timeout=1.0)
+            return t_kill, t_hold, held
 
-    t_kill, t_hold = run(jog_until_killed())
+    t_kill, t_hold, held_at = run(jog_until_killed())
     print(f"\nbroker killed -> arm stopped: {(t_hold - t_kill) * 1000:.0f} ms (jog ttl {MAX_TTL} s)")
     assert t_hold - t_kill < MAX_TTL / 2               # well before the ttl would have expired
     ev = next(e for e in server.arm.events.events if e.kind == "teleop_link_lost")
     assert ev.state is ArmState.STOPPED and runner.mode == "idle"
     assert runner.snapshot.stop_behaviour == "hold"     # latched stop that holds, not a release
-    held = runner.snapshot.position.copy()
+    assert held_at.state == "stopped" and not held_at.braking, held_at
+    held = held_at.position.copy()
 
     broker.start()
 
@@ -67,7 +81,7 @@ def test_broker_restart_mid_jog_holds_and_needs_new_command(broker, make_server)
             assert st["state"] == "stopped" and st["mode"] == "idle" and st["last_error"]["reason"] == "link_lost"
             refused = await c.jog([0.2, 0, 0, 0, 0, 0], ttl=MAX_TTL, wait=True)
             await asyncio.sleep(0.2)
-            still = runner.snapshot.position.copy()
+            still = runner.snapshot
             assert (await c.mode("jog")).accepted
             for _ in range(20):
                 await c.jog([0.2, 0, 0, 0, 0, 0], ttl=0.2)
@@ -77,7 +91,9 @@ def test_broker_restart_mid_jog_holds_and_needs_new_command(broker, make_server)
 
     refused, still, moved = run(after_restart())
     assert refused.reason == "wrong_mode"
-    np.testing.assert_array_equal(still, held)          # nothing resumed by itself
+    print(f"held at cycle {held_at.cycle}, still there at cycle {still.cycle}")
+    assert still.cycle > held_at.cycle + 10             # the arm ran all along (not a thread that stood still)
+    np.testing.assert_array_equal(still.position, held)  # nothing resumed by itself
     assert moved[0] - held[0] > 0.02                    # a new mode + jog moves it again
     assert server.bridge.stats["disconnects"] == 1 and server.bridge.stats["connects"] == 2
 
