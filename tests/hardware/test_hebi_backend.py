@@ -40,7 +40,9 @@ def test_feedback_equals_hebi_group_feedback(imitation, hebi):
     group = imitation.hebi_group
     ours = Feedback.empty(N)
     last = None
-    filled = 0
+    last_rx = np.nan
+    filled = moved = 0
+    dts = []
     for _ in range(20):
         imitation.write(random_command(rng))
         assert imitation.read(ours)
@@ -55,12 +57,23 @@ def test_feedback_equals_hebi_group_feedback(imitation, hebi):
                 assert np.all(got[~known] == 0.0), name
         missing = ~np.isfinite(theirs.position)
         assert np.all(np.isfinite(ours.position)), "a module always reports a position"
+        np.testing.assert_array_equal(ours.time, np.full(N, ours.rx_time))  # read time: its own sample time
         if last is not None and missing.any():
+            # moved by v * dt, dt between the backend's own read times of the two samples (the wall clock
+            # may pass any amount between them), v the velocity hebi-py reports (NaN: not commanded = 0)
             filled += 1
-            np.testing.assert_allclose(ours.position[missing], last[missing], atol=0.05)  # moved by v * dt only
-        last = ours.position.copy()
+            dt = ours.rx_time - last_rx
+            dts.append(dt)
+            v = np.where(np.isfinite(theirs.velocity), theirs.velocity.astype(np.float64), 0.0)
+            expected = last + v * dt
+            np.testing.assert_allclose(ours.position[missing], expected[missing], rtol=0, atol=1e-12,
+                                       err_msg=f"dt={dt * 1e3:.3f} ms")
+            moved += bool(np.any(expected[missing] != last[missing]))
+        last, last_rx = ours.position.copy(), ours.rx_time
         assert not ours.m_stopped
-    assert filled, "the random commands left some positions uncommanded"
+    span = f"{min(dts) * 1e3:.3f}..{max(dts) * 1e3:.3f} ms" if dts else "-"
+    print(f"filled {filled} samples, {moved} moved; dt between reads {span}")
+    assert filled and moved, f"uncommanded positions filled {filled} times, moved by v * dt {moved} times"
 
 
 def test_imitation_is_seeded_and_keeps_a_position_after_gains(hebi):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import struct
+import time
 
 import pytest
 
@@ -34,7 +36,13 @@ def test_non_loopback_needs_allow_remote():
         check_host("example.org", allow_remote=False)
 
 
-async def _watch(url: str, recorder: McapRecorder, arm: Arm) -> tuple[set[str], list[tuple[int, bytes]]]:
+async def _watch(url: str, recorder: McapRecorder, arm: Arm,
+                 timeout: float = 20.0) -> tuple[set[str], list[tuple[int, bytes]], int]:
+    """(advertised topics, the first 5 /joint_states frames as (log time [ns], payload), samples taken).
+
+    The server takes a subscription on its own thread and drops what was logged before it had; no
+    fixed sleep says when that is, so the arm keeps cycling (5 samples at a time, 20 at least) until
+    frames come."""
     # close_timeout: while the recorder runs, the foxglove SDK server did not answer this client's closing
     # handshake within websockets' default 10 s (measured: every run of this test took 10 s longer)
     async with websockets.connect(url, subprotocols=["foxglove.sdk.v1"], close_timeout=0.5) as ws:
@@ -45,20 +53,26 @@ async def _watch(url: str, recorder: McapRecorder, arm: Arm) -> tuple[set[str], 
                 advertised.update({c["topic"]: c["id"] for c in msg["channels"]})
         await ws.send(json.dumps({"op": "subscribe",
                                   "subscriptions": [{"id": 7, "channelId": advertised[schemas.JOINT_STATES.name]}]}))
-        await asyncio.sleep(0.2)
         got: list[tuple[int, bytes]] = []
-        for _ in range(20):
-            arm.update()
-            arm.send()
-            recorder.sample()
-            arm.clock.sleep_until(arm.clock.now() + 0.01)
-        while len(got) < 5:
-            frame = await asyncio.wait_for(ws.recv(), 10)
-            if isinstance(frame, bytes) and frame[0] == 1:
-                sub, t_ns = struct.unpack_from("<IQ", frame, 1)
-                assert sub == 7
-                got.append((t_ns, frame[13:]))
-        return set(advertised), got
+        sampled = 0
+        deadline = time.monotonic() + timeout
+        while len(got) < 5 or sampled < 20:
+            assert time.monotonic() < deadline, f"{len(got)} frames within {timeout} s, {sampled} samples taken"
+            for _ in range(5):
+                arm.update()
+                arm.send()
+                recorder.sample()
+                sampled += 1
+                arm.clock.sleep_until(arm.clock.now() + 0.01)
+            with contextlib.suppress(TimeoutError):  # none yet: cycle on (recv may be cancelled safely)
+                while len(got) < 5 and time.monotonic() < deadline:
+                    frame = await asyncio.wait_for(ws.recv(), 0.1)
+                    if isinstance(frame, bytes) and frame[0] == 1:
+                        sub, t_ns = struct.unpack_from("<IQ", frame, 1)
+                        assert sub == 7
+                        got.append((t_ns, frame[13:]))
+        print(f"{len(got)} frames after {sampled} samples, {time.monotonic() - deadline + timeout:.3f} s")
+        return set(advertised), got, sampled
 
 
 def test_live_view_serves_joint_states_on_loopback():
@@ -69,12 +83,12 @@ def test_live_view_serves_joint_states_on_loopback():
     assert live.url.startswith("ws://127.0.0.1:")
     recorder = McapRecorder(None, arm, teleop=True, live=live, flush_interval=0.05)
     try:
-        topics, got = asyncio.run(_watch(live.url, recorder, arm))
+        topics, got, sampled = asyncio.run(_watch(live.url, recorder, arm))
     finally:
         summary = recorder.close()
         arm.close()
     assert topics == {t.name for t in schemas.TOPICS}
-    assert summary.files == () and summary.written == 20
+    assert summary.files == () and summary.cycles == summary.written == sampled and summary.dropped == 0
     msg = JointStates.FromString(got[0][1])
     assert [j.name for j in msg.joints] == list(arm.model.joint_names)
     assert [t for t, _ in got] == sorted(t for t, _ in got)
