@@ -120,8 +120,13 @@ class Tap:
 
     def wait_status(self, arm: str, pred: Callable[[dict[str, Any]], bool], timeout: float = 10.0,
                     since: float = 0.0) -> tuple[float, dict[str, Any]]:
-        return self.wait(lambda: next((m for m in self.get(arm, "state/status", since) if pred(m[1])), None),
-                         timeout, f"status of {arm}")
+        try:
+            return self.wait(lambda: next((m for m in self.get(arm, "state/status", since) if pred(m[1])), None),
+                             timeout, f"status of {arm}")
+        except AssertionError as exc:  # say where the arm was instead (a stop's reason, its mode, at_goal)
+            last = self.status(arm)
+            shown = {k: last.get(k) for k in ("state", "mode", "at_goal", "braking", "last_error", "stop_behaviour")}
+            raise AssertionError(f"{exc}; its last status: {shown}") from None
 
     def close(self) -> None:
         self.proc.terminate()
