@@ -28,9 +28,12 @@ class ThreadTimes:
 
 def thread_times() -> ThreadTimes | None:
     """This thread's time on a CPU and time waiting for one so far; None where the kernel does not
-    say (no schedstat: the caller keeps its plain wall-clock bound)."""
+    say (no schedstat, or one that counts nothing: a thread that reads it has run, so zero time on a
+    CPU means the kernel keeps no such figures; the caller keeps its plain wall-clock bound)."""
     try:
-        on_cpu, waiting = SCHEDSTAT.read_text().split()[:2]
+        on_cpu, waiting = (int(field) for field in SCHEDSTAT.read_text().split()[:2])
     except (OSError, ValueError):
         return None
-    return ThreadTimes(int(on_cpu) * 1e-9, int(waiting) * 1e-9)
+    if on_cpu <= 0:
+        return None
+    return ThreadTimes(on_cpu * 1e-9, waiting * 1e-9)
