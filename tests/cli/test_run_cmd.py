@@ -20,6 +20,7 @@ import pytest
 
 from hebictl.config import load_config
 from hebictl.errors import ConfigWarning
+from tests._support.sched import thread_times
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "configs" / "x-series-6dof.cfg.yaml"
@@ -392,12 +393,12 @@ def test_check_config_checks_the_simulator_options(tmp_path):
 
 def _main_thread_sched(pid: int) -> tuple[float, int]:
     """(seconds spent runnable but waiting for a CPU, involuntary context switches) of process ``pid``'s
-    main thread so far (/proc/PID/schedstat field 2, /proc/PID/status). Linux keeps both for a process
-    that has exited and is not yet reaped."""
-    wait_ns = int(Path(f"/proc/{pid}/schedstat").read_text().split()[1])
+    main thread so far (:func:`tests._support.sched.thread_times`, /proc/PID/status). Linux keeps both for
+    a process that has exited and is not yet reaped."""
+    times = thread_times(pid)
     preempted = re.search(r"^nonvoluntary_ctxt_switches:\s+(\d+)", Path(f"/proc/{pid}/status").read_text(), re.M)
     assert preempted, f"/proc/{pid}/status has no nonvoluntary_ctxt_switches"
-    return wait_ns * 1e-9, int(preempted.group(1))
+    return (times.waiting if times is not None else 0.0), int(preempted.group(1))
 
 
 def _exited(pid: int) -> bool:

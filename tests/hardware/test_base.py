@@ -24,7 +24,7 @@ from hebictl.hardware import (
 )
 from hebictl.hardware.mock import MockBackend
 from hebictl.hardware.registry import resolve_modules
-from tests._support.sched import thread_times
+from tests._support.sched import scheduled
 
 N = 4
 FLOAT32_RTOL = 2e-7  # hebi carries velocity and effort as float32
@@ -74,17 +74,16 @@ def test_read_waits_for_the_next_sample_as_the_backend_says(backend):
         # the claim is that no read waits for a sample: the time the thread spent blocked (wall time
         # less its time on a CPU and its time kept waiting for one: the unit tier runs at idle
         # priority beside the realtime lanes) stays under 25 of the 100 periods waiting reads take
-        before = thread_times()
-        t0 = time.perf_counter()
-        for _ in range(100):
-            assert backend.read(fbk)
-        wall = time.perf_counter() - t0
-        ran = thread_times()
-        busy = 0.0 if ran is None or before is None else (ran - before).on_cpu + (ran - before).waiting
+        with scheduled() as spent:
+            t0 = time.perf_counter()
+            for _ in range(100):
+                assert backend.read(fbk)
+            wall = time.perf_counter() - t0
+        busy = spent.on_cpu + spent.waiting
         period = 1.0 / backend.feedback_frequency
         print(f"100 reads: {wall * 1000:.1f} ms of wall time, {(wall - busy) * 1000:.1f} ms blocked "
               f"(a period is {period * 1000:.0f} ms)")
-        assert wall - busy < (25 if ran is not None else 100) * period
+        assert wall - busy < (25 if spent.known else 100) * period
 
 
 def test_round_trip_write_then_read(backend):
@@ -398,14 +397,13 @@ def test_sim_clock_only_moves_forward():
 def test_monotonic_clock_sleeps_until_deadline():
     """MonotonicClock.sleep_until returns at or after the deadline, not much later."""
     clock = MonotonicClock()
-    before = thread_times()
-    deadline = clock.now() + 0.005
-    clock.sleep_until(deadline)
-    late = clock.now() - deadline
-    after = thread_times()
+    with scheduled() as spent:
+        deadline = clock.now() + 0.005
+        clock.sleep_until(deadline)
+        late = clock.now() - deadline
     # how late the clock itself woke: less the time the thread, ready, waited for a CPU (the unit tier
     # runs at idle priority beside the realtime lanes: that wait measures the machine, not the clock)
-    kept = 0.0 if after is None or before is None else (after - before).waiting
+    kept = spent.waiting
     print(f"woke {late * 1000:.2f} ms after the deadline, {kept * 1000:.2f} ms of it waiting for a CPU")
     assert late >= 0.0
-    assert late - kept < (0.01 if after is not None else 0.05)
+    assert late - kept < (0.01 if spent.known else 0.05)

@@ -17,7 +17,7 @@ from hebictl.hardware import Command, Feedback, MonotonicClock, SimClock, open_b
 from hebictl.model.builder import ModelBuilder
 from hebictl.model.tree import Inertia, Joint
 from tests._support.paths import REPO_ROOT
-from tests._support.sched import thread_times
+from tests._support.sched import scheduled
 
 pytest.importorskip("mujoco")
 
@@ -180,17 +180,16 @@ def test_real_time_with_the_monotonic_clock():
     fb = Feedback.empty(6)
     be.read(fb)
     be.write(hold_command(HOME, be.scene.robot))
-    before = thread_times()
-    t0 = time.perf_counter()
-    for _ in range(20):
-        assert be.read(fb, timeout_s=0.1)
-        be.write(hold_command(HOME, be.scene.robot))
-    end = clock.now()
+    with scheduled() as spent:
+        t0 = time.perf_counter()
+        for _ in range(20):
+            assert be.read(fb, timeout_s=0.1)
+            be.write(hold_command(HOME, be.scene.robot))
+        end = clock.now()
     wall = end - t0
-    after = thread_times()
     # the upper bounds take out the time this thread, ready to run, waited for a CPU (a loaded machine
     # stalls it; the physics then skips to the next sample after the wall time, never runs ahead of it)
-    kept = 0.0 if after is None or before is None else (after - before).waiting
+    kept = spent.waiting
     print(f"20 samples at 100 Hz: {wall * 1000:.0f} ms of wall time ({kept * 1000:.0f} ms waiting for a CPU); "
           f"physics {(end - be.sim_time) * 1000:.2f} ms behind the clock")
     assert wall >= 0.18 and wall - kept < 0.5

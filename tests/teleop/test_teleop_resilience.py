@@ -21,22 +21,19 @@ aiomqtt = pytest.importorskip("aiomqtt", reason=extra_missing("aiomqtt"))  # eve
 pytestmark = pytest.mark.broker
 
 
-async def _wait(predicate, timeout: float = 5.0, period: float = 0.01) -> None:
+async def _wait(predicate, timeout: float = 5.0, period: float = 0.01):
+    """The first truthy value of ``predicate()``, polled every ``period`` [s]."""
     end = time.monotonic() + timeout
-    while not predicate():
+    while not (value := predicate()):
         if time.monotonic() > end:
             raise TimeoutError("condition not met in time")
         await asyncio.sleep(period)
+    return value
 
 
-async def _snapshot(runner, predicate, timeout: float = 5.0, period: float = 0.002):
+async def _snapshot(runner, predicate, timeout: float = 5.0):
     """The first of the arm thread's snapshots (one per cycle) seen to satisfy ``predicate``."""
-    end = time.monotonic() + timeout
-    while not predicate(snap := runner.snapshot):
-        if time.monotonic() > end:
-            raise TimeoutError(f"condition not met in time (last snapshot: cycle {snap.cycle})")
-        await asyncio.sleep(period)
-    return snap
+    return await _wait(lambda: snap if predicate(snap := runner.snapshot) else None, timeout, period=0.002)
 
 
 def test_broker_restart_mid_jog_holds_and_needs_new_command(broker, make_server):
