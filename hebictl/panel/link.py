@@ -94,6 +94,7 @@ class ArmView:
     _candidates: collections.OrderedDict[str, dict[str, Any]] = field(default_factory=collections.OrderedDict)
     _latest_sha: str | None = None         # sha256 of the latest description payload received
     _parsed_at: float = -math.inf          # monotonic s of the last new description parsed
+    estop_seen_at: float = -math.inf       # monotonic s of the latest status with the e-stop engaged
 
     def held_description(self, sha256: str) -> dict[str, Any] | None:
         return self._candidates.get(sha256)
@@ -126,6 +127,8 @@ class ArmView:
             old = None
         for ev in status_events(old, body):
             self.events.appendleft(ev)
+        if body.get("estop"):
+            self.estop_seen_at = time.monotonic()   # whoever engaged it: nothing older is sent again
         self.status = body
         self._settle_description()
 
@@ -633,7 +636,8 @@ class PanelLink:
         An ack is believed only for a command this panel sent, recently, to *this* arm (the ack
         came on ``arm_id``'s own ``state/ack``, which only that arm's account may publish), with the
         same topic, seq and client name: another arm's account that copies our name and seqs into
-        its own acks changes nothing. Nothing is sent again once a newer e-stop went to the arm,
+        its own acks changes nothing. Nothing is sent again once a newer e-stop went to the arm
+        from this panel or the arm reported one engaged (whoever engaged it) since the command,
         and an e-stop release never is. Jog samples (QoS 0) are not kept: they just continue."""
         client, seq = ack.get("client"), ack.get("seq")
         if ack.get("accepted") or ack.get("reason") != "out_of_order" or not isinstance(seq, int):
@@ -651,8 +655,9 @@ class PanelLink:
                     "seq); continuing as %s", arm_id, sent.name, self.client_name(operator))
         if sent.resend is None:
             return
-        if self._estop_seq.get(arm_id, -1) > seq:
-            log.warning("panel: not sending %s to %s again: an e-stop went to the arm after it", sent.name, arm_id)
+        view = self.arms.get(arm_id)
+        if self._estop_seq.get(arm_id, -1) > seq or (view is not None and view.estop_seen_at >= sent.at):
+            log.warning("panel: not sending %s to %s again: an e-stop came after it", sent.name, arm_id)
             return
         self._spawn(self._resend(sent))
 
