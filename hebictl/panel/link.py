@@ -302,6 +302,7 @@ class PanelLink:
         self.connected = asyncio.Event()
         self.probe_timeout = probe_timeout
         self._client: Any = None
+        self._side_client: Any = None         # the connection that reads descriptions (see :meth:`run`)
         self._seqs: dict[str, int] = {}       # arm id -> the last seq sent to it
         self._stop = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()  # probes in flight (kept referenced until done)
@@ -317,26 +318,64 @@ class PanelLink:
         self._invalid_log: dict[str, tuple[float, int]] = {}
 
     # ------------------------------------------------------------------ connection
+    def _client_for(self, suffix: str) -> Any:
+        """A client of this panel's account (MQTT v5, bounded inbound queue, Maximum Packet Size)."""
+        import aiomqtt
+        from paho.mqtt.packettypes import PacketTypes
+        from paho.mqtt.properties import Properties
+
+        connect = Properties(PacketTypes.CONNECT)
+        connect.MaximumPacketSize = MAX_PACKET   # the broker drops larger messages for us unread
+        cls = _make_client_class()
+        return cls(**self.settings.client_options(), identifier=f"{self.name}-{suffix}{id(self):x}",
+                   protocol=aiomqtt.ProtocolVersion.V5, timeout=5.0, properties=connect,
+                   queue_type=_make_queue_class())
+
     async def run(self) -> None:
-        """Connect, subscribe, read; reconnect with back-off until :meth:`stop`."""
+        """Connect, subscribe, read; reconnect with back-off until :meth:`stop`.
+
+        Descriptions (up to 4 MiB each, and whoever holds an arm's account may publish them as
+        fast as the broker takes them) come on a connection of their own (:meth:`_run_descriptions`):
+        one TCP stream delivers in order, so on a shared one every status, ack and joint sample
+        waited behind a flood of descriptions (the panel's view of an arm lagged by seconds and an
+        e-stop release was refused as "not allowed now")."""
+        side = asyncio.create_task(self._run_descriptions())
+        try:
+            await self._run_main()
+        finally:
+            await cancel_and_wait({side})
+
+    async def _run_descriptions(self) -> None:
         import aiomqtt
 
         backoff = 0.2
         while not self._stop.is_set():
             try:
-                from paho.mqtt.packettypes import PacketTypes
-                from paho.mqtt.properties import Properties
+                async with self._client_for("d-") as client:
+                    self._side_client = client
+                    backoff = 0.2
+                    # QoS 0: what the broker cannot deliver at once it may drop (the arm republishes every 5 s)
+                    await client.subscribe(f"{PREFIX}/+/state/description", qos=0)
+                    await self._read(client)
+            except aiomqtt.MqttError as exc:
+                log.warning("panel: broker %s (descriptions): %s; retrying in %.1f s", self.settings.url, exc, backoff)
+            finally:
+                self._side_client = None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), backoff)
+            backoff = min(backoff * 2, 5.0)
 
-                connect = Properties(PacketTypes.CONNECT)
-                connect.MaximumPacketSize = MAX_PACKET   # the broker drops larger messages for us unread
-                cls = _make_client_class()
-                async with cls(**self.settings.client_options(), identifier=f"{self.name}-{id(self):x}",
-                               protocol=aiomqtt.ProtocolVersion.V5, timeout=5.0, properties=connect,
-                               queue_type=_make_queue_class()) as client:
+    async def _run_main(self) -> None:
+        import aiomqtt
+
+        backoff = 0.2
+        while not self._stop.is_set():
+            try:
+                async with self._client_for("") as client:
                     self._client = client
                     backoff = 0.2
                     # every arm's low-rate topics; the 50 Hz joints and pose only of arms someone looks at
-                    for name in ("status", "description", "ack"):
+                    for name in ("status", "ack"):
                         await client.subscribe(f"{PREFIX}/+/state/{name}", qos=1)
                     for arm_id in self._watch:
                         await self._subscribe_fast(client, arm_id)
@@ -399,11 +438,17 @@ class PanelLink:
     async def _read(self, client: Any) -> None:
         async for msg in client.messages:
             try:
-                self.receive(msg.topic.value, msg.payload)
+                payload, sha = msg.payload, None
+                if isinstance(payload, bytes | bytearray) and len(payload) > 65536 \
+                        and _kind(msg.topic.value) == "description":
+                    # hashing 4 MiB takes milliseconds: in a thread (hashlib lets go of the GIL), so a
+                    # flood of descriptions does not hold up an e-stop waiting in the event loop
+                    sha = await asyncio.to_thread(state_schema.payload_sha256, payload)
+                self.receive(msg.topic.value, payload, sha256=sha)
             except Exception:  # a bug here must not stop the panel reading (nor its e-stop button)
                 log.exception("panel: could not process a message on %s", msg.topic.value)
 
-    def receive(self, topic: str, payload: Any) -> None:
+    def receive(self, topic: str, payload: Any, *, sha256: str | None = None) -> None:
         """One message from the broker: validated, then kept in its arm's view and passed on.
 
         A message that fails :mod:`hebictl.teleop.state_schema` is dropped, counted (per arm and
@@ -426,7 +471,7 @@ class PanelLink:
         view = self.arms.get(arm_id)
         sha = None
         if kind == "description":
-            sha = state_schema.payload_sha256(data)
+            sha = sha256 or state_schema.payload_sha256(data)
             if view is not None and not view.description_wanted(sha, time.monotonic()):
                 self.dropped += 1
                 return
@@ -567,7 +612,7 @@ class PanelLink:
     @property
     def inbound_dropped(self) -> int:
         """Messages the bounded inbound queue refused on the current connection."""
-        return int(getattr(self._client, "inbound_dropped", 0))
+        return sum(int(getattr(c, "inbound_dropped", 0)) for c in (self._client, self._side_client))
 
     def command_schema(self, arm_id: str) -> CommandSchema:
         """The bridge's validators for ``arm_id``, with the limits of its description (unbounded
