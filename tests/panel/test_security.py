@@ -36,10 +36,12 @@ from tests._support.broker import need_mosquitto
 from tests._support.paths import REPO_ROOT
 from tests._support.teleop import serving, teleop_server
 
-pytestmark = [pytest.mark.broker, pytest.mark.timeout(180)]
+# the default timeout (600 s): the first test that builds an arm on a cold kernel cache compiles them (2 min here)
+pytestmark = pytest.mark.broker
 
 USERS = {"op": "op-pw", "arm1": "arm1-pw", "arm2": "arm2-pw", "spy": "spy-pw"}
 ROOT = "hebictl/v1"
+HANG = 540.0   # s: a hang guard for a whole scenario (a cold kernel cache compiles for minutes), never a bound
 EYE = [[1.0, 0, 0, 0], [0, 1.0, 0, 0], [0, 0, 1.0, 0], [0, 0, 0, 1.0]]
 
 
@@ -279,7 +281,7 @@ def test_acks_forged_by_another_arms_account_release_nothing_and_move_nothing(ac
                 assert len(releases) == 1 and spy.status().get("estop") is True, releases
                 await ws.close()
 
-    asyncio.run(asyncio.wait_for(scenario(), 150))
+    asyncio.run(asyncio.wait_for(scenario(), HANG))
 
 
 def test_nothing_is_sent_again_after_a_newer_estop(acl_broker: LocalBroker) -> None:
@@ -330,7 +332,7 @@ def test_nothing_is_sent_again_after_a_newer_estop(acl_broker: LocalBroker) -> N
                 await ws.close()
             pump.cancel()
 
-    asyncio.run(asyncio.wait_for(scenario(), 90))
+    asyncio.run(asyncio.wait_for(scenario(), HANG))
 
 
 # ---------------------------------------------------------------------- attack 2 and 4: pages, cookies, argv
@@ -408,7 +410,7 @@ def test_a_page_on_another_port_and_a_stolen_cookie_get_nothing(acl_broker: Loca
                 await tab.close()
                 assert "sent estop" in await told
 
-    asyncio.run(asyncio.wait_for(scenario(), 120))
+    asyncio.run(asyncio.wait_for(scenario(), HANG))
 
 
 def test_eviction_never_closes_the_tab_that_holds_the_estop(acl_broker: LocalBroker) -> None:
@@ -463,7 +465,7 @@ def test_eviction_never_closes_the_tab_that_holds_the_estop(acl_broker: LocalBro
                     with suppress(ConnectionClosed):
                         await ws.close()
 
-    asyncio.run(asyncio.wait_for(scenario(), 120))
+    asyncio.run(asyncio.wait_for(scenario(), HANG))
 
 
 BROWSER_STAND_IN = """
@@ -607,7 +609,7 @@ def test_a_description_flood_from_another_arm_keeps_the_panel_small(acl_broker: 
                 assert rss < 150
                 await ws.close()
 
-    asyncio.run(asyncio.wait_for(scenario(), 170))
+    asyncio.run(asyncio.wait_for(scenario(), HANG))
 
 
 def test_refused_handshakes_are_throttled_per_peer_and_the_operator_still_gets_in(
@@ -643,4 +645,4 @@ def test_refused_handshakes_are_throttled_per_peer_and_the_operator_still_gets_i
                 await cmd(tab, "estop", {"engaged": False})
                 await tab.close()
 
-    asyncio.run(asyncio.wait_for(scenario(), 120))
+    asyncio.run(asyncio.wait_for(scenario(), HANG))
