@@ -71,7 +71,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-sessions", type=int, default=50, help="open browser sockets at most (default 50)")
     p.add_argument("--shared-estop-release", action="store_true",
                    help="let any operator release an e-stop another operator engaged (default: only them)")
-    p.add_argument("--open", action="store_true", help="open the panel's link in the default browser")
+    p.add_argument("--open", action="store_true",
+                   help="open the panel in the default browser (through a private file and a one-time link: "
+                        "the launch secret never goes into the browser's process arguments)")
     p.add_argument("--name", help="client name in the commands' envelope (default panel-<host>-<pid>)")
     p.set_defaults(func=cmd_panel)
 
