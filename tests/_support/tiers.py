@@ -99,7 +99,7 @@ BROKER_LANE_MODULES = frozenset({
     "teleop/test_teleop_broker.py", "teleop/test_teleop_hostile.py", "teleop/test_teleop_gripper.py",
     "teleop/test_teleop_resilience.py", "teleop/test_description.py", "teleop/test_broker_identity.py",
     "teleop/test_state_schema.py", "teleop/test_broker_plugin.py", "teleop/test_connection.py",
-    "cli/test_teleop_send.py", "panel/test_server.py",
+    "cli/test_teleop_send.py", "panel/test_server.py", "panel/test_security.py",
 })
 
 
