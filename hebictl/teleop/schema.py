@@ -108,6 +108,8 @@ class EstopCommand:
 
     envelope: Envelope
     engaged: bool
+    #: a release by a supervisor account of an e-stop another account engaged (logged by the bridge)
+    override: bool = False
 
 
 @dataclass(frozen=True)
@@ -445,8 +447,8 @@ class CommandSchema:
         return StopCommand(env)
 
     def estop(self, obj: Mapping[str, Any], env: Envelope) -> EstopCommand:
-        _only(obj, ("engaged",))
-        return EstopCommand(env, _bool(obj, "engaged"))
+        _only(obj, ("engaged", "override"))
+        return EstopCommand(env, _bool(obj, "engaged"), _bool(obj, "override", required=False))
 
     def mode(self, obj: Mapping[str, Any], env: Envelope) -> ModeCommand:
         _only(obj, ("mode",))
