@@ -65,7 +65,7 @@ from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 from hebictl.teleop.connection import BrokerSettings
 from hebictl.teleop.description import description_payload
 from hebictl.teleop.feasibility import check_reach, solve_cartesian
-from hebictl.teleop.inbound import InboundGate, inbound_queue_type
+from hebictl.teleop.inbound import InboundGate, filter_paho, inbound_queue_type
 from hebictl.teleop.messages import Ack, ee_pose_payload, joints_payload, status_payload
 from hebictl.teleop.schema import (
     CartesianGoalCommand,
@@ -189,6 +189,11 @@ class MqttBridge:
         self._cleared: set[str] = set()   # command topics whose retained message we just cleared
 
     # ------------------------------------------------------------------ lifecycle
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop :meth:`run` serves in (None before it starts): :meth:`handle` belongs there."""
+        return self._loop
+
     def stop(self) -> None:
         """End :meth:`run` (thread-safe): publish ``offline``, disconnect, return."""
         self._stop_requested = True
@@ -221,10 +226,11 @@ class MqttBridge:
                         estop_client = await stack.enter_async_context(aiomqtt.Client(
                             **self.settings.client_options(), identifier=self.estop_identifier,
                             clean_session=False, timeout=5.0))
-                        client = await stack.enter_async_context(aiomqtt.Client(
-                            **self.settings.client_options(), identifier=self.identifier, will=will,
-                            clean_session=True, timeout=5.0,
-                            queue_type=inbound_queue_type(self.gate, self.inbound_size)))
+                        client = aiomqtt.Client(**self.settings.client_options(), identifier=self.identifier,
+                                                will=will, clean_session=True, timeout=5.0,
+                                                queue_type=inbound_queue_type(self.gate, self.inbound_size))
+                        filter_paho(client, self.gate)
+                        await stack.enter_async_context(client)
                         was_connected = True
                         if self.account_tags is None:
                             self.account_tags = await self._probe_plugin()

@@ -57,6 +57,8 @@ class InboundGate:
         self._buckets: OrderedDict[tuple[str | None, str], TokenBucket] = OrderedDict()
         #: messages dropped undecoded: over an account's rate, queue full (jog / other), e-stop copies
         self.stats: dict[str, int] = {"flood_dropped": 0, "queue_dropped_jog": 0, "queue_dropped": 0}
+        #: True once :func:`filter_paho` checks messages ahead of the queue
+        self.upstream = False
 
     def admit(self, topic: str) -> str | None:
         """The command name of a message to queue, or None to drop it (not this arm's command, an
@@ -96,8 +98,9 @@ class InboundLanes:
         return len(self.items)
 
     def push(self, item: Any) -> None:
-        name = self.gate.admit(item.topic.value)
-        if name is None:
+        topic = item.topic.value
+        name = self.gate.topics.command_name(topic) if self.gate.upstream else self.gate.admit(topic)
+        if name is None or name == "estop":
             return
         if len(self.items) >= self.maxlen and not self._drop_oldest_jog():
             self.gate.stats["queue_dropped"] += 1
@@ -143,3 +146,21 @@ class InboundQueue(asyncio.Queue):
 def inbound_queue_type(gate: InboundGate, lane_size: int) -> type[InboundQueue]:
     """An :class:`InboundQueue` class whose instances use ``gate`` and hold ``lane_size`` messages."""
     return type("BoundInboundQueue", (InboundQueue,), {"gate": gate, "lane_size": lane_size})
+
+
+def filter_paho(client: Any, gate: InboundGate) -> bool:
+    """Check each message in paho's own callback, before aiomqtt builds its message object: under
+    a flood most messages then cost paho's packet parsing and one topic check. aiomqtt keeps its
+    paho client in ``_client`` (aiomqtt 2.x); where it does not, the queue checks instead (False)."""
+    paho = getattr(client, "_client", None)
+    deliver = getattr(paho, "on_message", None)
+    if paho is None or deliver is None:
+        return False
+
+    def on_message(mqttc: Any, userdata: Any, message: Any) -> None:
+        if gate.admit(message.topic) is not None:
+            deliver(mqttc, userdata, message)
+
+    paho.on_message = on_message
+    gate.upstream = True
+    return True
