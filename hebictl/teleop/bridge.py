@@ -71,6 +71,7 @@ from hebictl.teleop.schema import (
     CartesianGoalCommand,
     CommandSchema,
     EstopCommand,
+    EstopOverride,
     JogCommand,
     JointGoalCommand,
     decode,
@@ -421,7 +422,7 @@ class MqttBridge:
     def _check_release(self, cmd: EstopCommand, account: str | None) -> None:
         """Only the accounts that engaged the e-stop release it; a supervisor may override, logged."""
         others = sorted(a for a in self.estop_owners if a != account)
-        if others and account is not None and account in self.supervisors and cmd.override:
+        if others and account is not None and account in self.supervisors and isinstance(cmd, EstopOverride):
             log.warning("e-stop release OVERRIDE by supervisor account %r (client %r): the e-stop was engaged by %s",
                         account, cmd.envelope.client, ", ".join(repr(a) for a in others))
             self.stats["estop_overrides"] += 1

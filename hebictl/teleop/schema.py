@@ -108,8 +108,14 @@ class EstopCommand:
 
     envelope: Envelope
     engaged: bool
-    #: a release by a supervisor account of an e-stop another account engaged (logged by the bridge)
-    override: bool = False
+
+
+@dataclass(frozen=True)
+class EstopOverride(EstopCommand):
+    """A release with ``"override": true``: a supervisor account releasing an e-stop another
+    account engaged (the bridge allows it only for its supervisor accounts, and logs it)."""
+
+    override: bool = True
 
 
 @dataclass(frozen=True)
@@ -448,7 +454,12 @@ class CommandSchema:
 
     def estop(self, obj: Mapping[str, Any], env: Envelope) -> EstopCommand:
         _only(obj, ("engaged", "override"))
-        return EstopCommand(env, _bool(obj, "engaged"), _bool(obj, "override", required=False))
+        engaged = _bool(obj, "engaged")
+        if _bool(obj, "override", required=False):
+            if engaged:
+                raise CommandRejected("out_of_range", "'override' is for a release (engaged false)")
+            return EstopOverride(env, engaged)
+        return EstopCommand(env, engaged)
 
     def mode(self, obj: Mapping[str, Any], env: Envelope) -> ModeCommand:
         _only(obj, ("mode",))

@@ -36,9 +36,9 @@ import pytest
 
 from hebictl.teleop.client import TeleopClient
 from hebictl.teleop.topics import Topics
+from tests._support.accounts import OPERATOR2, VIEWER, accounts_broker, arm_server, compile_doc_plugin
 from tests._support.sched import thread_times
 from tests._support.teleop import ARM_ID, ARM_USER, OPERATOR, run
-from tests.teleop.test_broker_identity import OPERATOR2, VIEWER, accounts_broker, arm_server, compile_doc_plugin
 
 aiomqtt = pytest.importorskip("aiomqtt")
 
