@@ -309,6 +309,8 @@ class MqttBridge:
             await cancel_and_wait(tasks)
             self._ik_jobs = None
         if self._stopping.is_set():
+            with contextlib.suppress(Exception):  # the persistent session then collects nothing once we are gone
+                await estop_client.unsubscribe(f"{self.topics.cmd('estop')}/#", timeout=2.0)
             with contextlib.suppress(Exception):
                 await client.publish(self.topics.state("status"),
                                      self._status(self.runner.snapshot, online=False, bridge=self._bridge_stats()),
