@@ -267,7 +267,7 @@ class MqttBridge:
         finally:
             self.runner.on_result = None
 
-    async def _probe_plugin(self) -> bool:
+    async def _probe_plugin(self) -> bool | None:
         """Does the broker run the plugin of docs/teleop.md? Only the plugin refuses a client id
         outside the account's own (``<account>:...``; for an anonymous client, any id with ``:``),
         and the same credentials just connected, so a refusal of such an id says the plugin is there."""
@@ -279,7 +279,14 @@ class MqttBridge:
         try:
             async with aiomqtt.Client(**self.settings.client_options(), identifier=probe, timeout=5.0):
                 found = False
-        except aiomqtt.MqttCodeError:
+        except aiomqtt.MqttCodeError as exc:
+            # "not authorized" (MQTT 3.1.1 code 5, paho's v5 reason 135) is the plugin's answer; any
+            # other refusal says nothing about it: decide at the next connection, meanwhile without
+            code = getattr(exc.rc, "value", exc.rc)
+            if code not in (5, 135):
+                log.warning("could not tell whether the broker runs the hebictl plugin (%s); asking again at the "
+                            "next connection", exc)
+                return None
             found = True
         log.info("the broker at %s %s", self.settings.url,
                  "runs the hebictl plugin: commands without an account tag are refused" if found else
