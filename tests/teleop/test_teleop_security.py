@@ -156,6 +156,7 @@ def test_a_jog_flood_from_another_account_loses_no_estop_and_no_control_cycle(tm
         sent = int(flood.stdout.read().strip() or 0)
         stats = dict(server.bridge.stats)
         gaps = _gaps(server)
+        broker_log = b.log_tail(200_000)
     flooded = stats["flood_dropped"] + stats["queue_dropped_jog"] + stats["received"]
     print(f"\njog flood: {sent} stale samples in 12 s ({sent / 12:.0f}/s) from {OPERATOR2[0]}; the bridge dropped "
           f"{stats['flood_dropped']} undecoded (account rate) and {stats['queue_dropped_jog']} from its queue, "
@@ -164,6 +165,9 @@ def test_a_jog_flood_from_another_account_loses_no_estop_and_no_control_cycle(tm
           f"a CPU by the machine for {waited * 1000:.0f} ms meanwhile")
     # the flood was real, and what the plugin's per-connection limit let through (1,200/s) reached the bridge
     assert sent > 10_000 and flooded > 5_000
+    # the plugin's per-connection bucket (1,200/s, burst 300) held the flood back at the broker, and said so
+    assert f"dropping commands of {OPERATOR2[0]}:flood beyond its rate" in broker_log
+    assert flooded <= 1200 * 14 + 300 + 100, flooded   # 12 s of flood (+2 s margin), the burst, our commands
     assert results == [(True, "idle")] * presses         # every press engaged (judged by the status)
     assert stats["disconnects"] == 0
     # no control gap the flood caused: on a loaded machine a gap may come from the scheduler (the arm's
