@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from hebictl.errors import CommandRejected, RecordingError
+from hebictl.errors import CommandRejected, FormatError, RecordingError
 from hebictl.inputs.schema import parse_input
 from hebictl.inputs.state import CHANNELS, InputState
 from hebictl.limits import read_regular_file
@@ -141,7 +141,10 @@ def script_samples(path: str | Path) -> list[InputState]:
     whose samples are the MQTT input topic's (:mod:`hebictl.inputs.schema`) without the envelope plus
     ``t`` [s after the start, increasing]; every sample is checked by that schema. Errors name the
     file and the sample."""
-    data = read_regular_file(path, what="input script", max_bytes=MAX_SCRIPT_BYTES, error=RecordingError)
+    try:
+        data = read_regular_file(path, what="input script", max_bytes=MAX_SCRIPT_BYTES)
+    except FormatError as exc:
+        raise RecordingError(str(exc)) from None
     try:
         obj = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:

@@ -20,13 +20,12 @@ DISCONNECTED (hold); a stale link (no sample within the command lifetime) holds 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from hebictl._typing import FloatArray
-from hebictl.errors import ConfigError
-from hebictl.inputs.apps.base import App, Transition
+from hebictl.inputs.apps.base import App, Transition, config_number, config_vector
 from hebictl.inputs.guard import Frame
 
 SOFTSTART, WAITING, AR, GRAVCOMP, DISCONNECTED, EXIT = "softstart", "waiting", "ar", "gravcomp", "disconnected", "exit"
@@ -55,19 +54,19 @@ class ArApp(App):
     ENABLE = 3
     QUIT = 8
     BUTTONS = ((8, 1, "quit"), (1, 1, "home"), (3, 1, "ar"), (6, 1, "gravcomp"))
-    TABLE = TABLE
+    TABLE: ClassVar[dict[tuple[str, str], Transition]] = TABLE
     INITIAL = SOFTSTART
-    LED = {SOFTSTART: "yellow", WAITING: "yellow", AR: "green", GRAVCOMP: "blue", DISCONNECTED: "red",
-           EXIT: "transparent"}
+    LED: ClassVar[dict[str, str]] = {SOFTSTART: "yellow", WAITING: "yellow", AR: "green", GRAVCOMP: "blue",
+                                     DISCONNECTED: "red", EXIT: "transparent"}
     TEXT = "AR KIT EXAMPLE\n\n🏠 - Home\n📲 - AR Control\n🌍 - Grav Comp\n❌ - Quit"
 
     def __init__(self, arm: Any, gate: Any, user_data: dict[str, Any] | None = None) -> None:
         super().__init__(arm, gate, user_data)
         ud = self.user_data
-        self.home = _vector(ud, "home_position", arm.dof)
-        self.delay = _number(ud, "delay_time", 0.5)
-        self.xyz_scale = _vector(ud, "xyz_scale", 3) if "xyz_scale" in ud else np.ones(3)
-        self.homing = _number(ud, "homing_duration", 0.0) or None
+        self.home = config_vector(ud, "home_position", arm.dof)
+        self.delay = config_number(ud, "delay_time", 0.5)
+        self.xyz_scale = config_vector(ud, "xyz_scale", 3) if "xyz_scale" in ud else np.ones(3)
+        self.homing = config_number(ud, "homing_duration", 0.0) or None
         pose = arm.model.end_effector(self.home)
         self.xyz_home: FloatArray = pose[:3, 3].copy()
         self.rot_home: FloatArray = pose[:3, :3].copy()
@@ -113,20 +112,3 @@ class ArApp(App):
         xyz = self.xyz_home + self.r0.T @ (self.xyz_scale * (p - self.p0))
         return xyz, self.r0.T @ rot_phone @ self.rot_home
 
-
-def _vector(ud: dict[str, Any], key: str, n: int) -> FloatArray:
-    v = ud.get(key)
-    try:
-        arr = np.asarray(v, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        arr = np.empty(0)
-    if arr.shape != (n,) or not np.all(np.isfinite(arr)):
-        raise ConfigError(f"this app needs {n} finite numbers, got {v!r}"[:200], key=f"user_data.{key}")
-    return arr
-
-
-def _number(ud: dict[str, Any], key: str, default: float) -> float:
-    v = ud.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, int | float) or not np.isfinite(v) or v < 0:
-        raise ConfigError(f"must be a number >= 0, got {v!r}"[:200], key=f"user_data.{key}")
-    return float(v)

@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from hebictl._typing import FloatArray
 from hebictl.control.goal import Goal
 from hebictl.control.safety import ArmState
-from hebictl.errors import CommandRejected
+from hebictl.errors import CommandRejected, ConfigError
 from hebictl.inputs.guard import Frame, PoseGate
 
 if TYPE_CHECKING:
@@ -153,3 +154,23 @@ class App:
             self.note(f"goal refused: {exc}")
             return False
         return True
+
+
+def config_vector(ud: dict[str, Any], key: str, n: int) -> FloatArray:
+    """``user_data[key]`` as ``n`` finite numbers (a ConfigError naming the key otherwise)."""
+    v = ud.get(key)
+    try:
+        arr = np.asarray(v, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        arr = np.empty(0)
+    if arr.shape != (n,) or not np.all(np.isfinite(arr)):
+        raise ConfigError(f"this app needs {n} finite numbers, got {v!r}"[:200], key=f"user_data.{key}")
+    return arr
+
+
+def config_number(ud: dict[str, Any], key: str, default: float) -> float:
+    """``user_data[key]`` as a number >= 0, ``default`` when absent."""
+    v = ud.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int | float) or not np.isfinite(v) or v < 0:
+        raise ConfigError(f"must be a number >= 0, got {v!r}"[:200], key=f"user_data.{key}")
+    return float(v)

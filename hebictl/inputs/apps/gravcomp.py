@@ -12,7 +12,7 @@ press after the reconnect resumes hand-guiding with gravity compensation on.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from hebictl.errors import ConfigError
 from hebictl.inputs.apps.base import App, Transition
@@ -34,11 +34,12 @@ class GravcompApp(App):
     ENABLE = 2
     QUIT = 1
     BUTTONS = ((1, 1, "quit"), (2, 1, "on"), (2, -1, "off"))
-    TABLE = TABLE
+    TABLE: ClassVar[dict[tuple[str, str], Transition]] = TABLE
     INITIAL = OFF
-    LED = {ON: "blue", OFF: "green", PAUSED: "yellow", EXIT: "red"}
+    LED: ClassVar[dict[str, str]] = {ON: "blue", OFF: "green", PAUSED: "yellow", EXIT: "red"}
     TEXT = ("GRAVITY COMPENSATION EXAMPLE\n\n(On/Off) - Toggles gravity compensation on/off:\n"
-            "        ON  - Enable gravity compensation\n        OFF - Disable gravity compensation\n\n(Quit) - Exits the demo")
+            "        ON  - Enable gravity compensation\n        OFF - Disable gravity compensation\n\n"
+            "(Quit) - Exits the demo")
 
     def __init__(self, arm: Any, gate: Any, user_data: dict[str, Any] | None = None) -> None:
         super().__init__(arm, gate, user_data)

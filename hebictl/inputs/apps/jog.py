@@ -15,13 +15,12 @@ reconnect B1 (home) re-arms and homes first, so jogging resumes from a known pos
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from hebictl._typing import FloatArray
-from hebictl.inputs.apps.ar import _number, _vector
-from hebictl.inputs.apps.base import App, Transition
+from hebictl.inputs.apps.base import App, Transition, config_number, config_vector
 from hebictl.inputs.guard import Frame
 
 HOMING, TELEOP, PAUSED, DISCONNECTED, EXIT = "homing", "teleop", "paused", "disconnected", "exit"
@@ -49,16 +48,17 @@ class JogApp(App):
     ENABLE = 1
     QUIT = 4
     BUTTONS = ((4, 1, "quit"), (1, 1, "home"))
-    TABLE = TABLE
+    TABLE: ClassVar[dict[tuple[str, str], Transition]] = TABLE
     INITIAL = HOMING
-    LED = {HOMING: "yellow", TELEOP: "green", PAUSED: "yellow", DISCONNECTED: "red", EXIT: "transparent"}
+    LED: ClassVar[dict[str, str]] = {HOMING: "yellow", TELEOP: "green", PAUSED: "yellow", DISCONNECTED: "red",
+                                     EXIT: "transparent"}
     TEXT = "Home - B1\nQuit - B4\nTranslate - right joystick\nUp/Down - B6/B8"
 
     def __init__(self, arm: Any, gate: Any, user_data: dict[str, Any] | None = None, *,
                  lifetime: float = 0.25) -> None:
         super().__init__(arm, gate, user_data)
-        self.home = _vector(self.user_data, "home_position", arm.dof)
-        self.delay = _number(self.user_data, "delay_time", DELAY)
+        self.home = config_vector(self.user_data, "home_position", arm.dof)
+        self.delay = config_number(self.user_data, "delay_time", DELAY)
         self.lifetime = lifetime
         self.xyz: FloatArray = np.zeros(3)
         self.rot: FloatArray = np.eye(3)

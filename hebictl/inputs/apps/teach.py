@@ -17,13 +17,12 @@ A stale link pauses (hold); B3 then resumes training. LED: blue training, green 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from hebictl.errors import CommandRejected
-from hebictl.inputs.apps.ar import _number
-from hebictl.inputs.apps.base import App, Transition
+from hebictl.inputs.apps.base import App, Transition, config_number
 from hebictl.inputs.guard import Frame
 from hebictl.inputs.path_file import TaughtPath, Waypoint, goal_of, save_path
 
@@ -48,17 +47,17 @@ class TeachApp(App):
     QUIT = 8
     BUTTONS = ((8, 1, "quit"), (1, 1, "stop_waypoint"), (2, 1, "flow_waypoint"), (3, 1, "toggle"), (4, 1, "clear"))
     ONE_BUTTON = False  # the example checks every button each sample
-    TABLE = TABLE
+    TABLE: ClassVar[dict[tuple[str, str], Transition]] = TABLE
     INITIAL = TRAINING
-    LED = {TRAINING: "blue", PLAYBACK: "green", PAUSED: "yellow", EXIT: "transparent"}
+    LED: ClassVar[dict[str, str]] = {TRAINING: "blue", PLAYBACK: "green", PAUSED: "yellow", EXIT: "transparent"}
     TEXT = ("📌 - Add waypoint (stop)\n🚏 - Add waypoint (flow)\n🔄 - Toggle training/playback\n"
             "🗑️ - Clear waypoints\n⏱️ - Up/down for longer/shorter time to waypoint\n❌ - Quit")
 
     def __init__(self, arm: Any, gate: Any, user_data: dict[str, Any] | None = None, *,
                  path_file: str | Path | None = None) -> None:
         super().__init__(arm, gate, user_data)
-        self.base_time = _number(self.user_data, "base_travel_time", 3.0)
-        self.min_time = _number(self.user_data, "min_travel_time", 0.5)
+        self.base_time = config_number(self.user_data, "base_travel_time", 3.0)
+        self.min_time = config_number(self.user_data, "min_travel_time", 0.5)
         self.path_file = Path(path_file) if path_file is not None else None
         self.waypoints: list[Waypoint] = []
         self.plays = 0
@@ -145,9 +144,9 @@ class RepeatApp(App):
     ENABLE = 3
     QUIT = 8
     BUTTONS = ((8, 1, "quit"), (3, 1, "toggle"))
-    TABLE = REPEAT_TABLE
+    TABLE: ClassVar[dict[tuple[str, str], Transition]] = REPEAT_TABLE
     INITIAL = PLAYBACK
-    LED = {PLAYBACK: "green", PAUSED: "yellow", EXIT: "transparent"}
+    LED: ClassVar[dict[str, str]] = {PLAYBACK: "green", PAUSED: "yellow", EXIT: "transparent"}
     TEXT = "🔄 - Resume after a pause\n❌ - Quit"
 
     def __init__(self, arm: Any, gate: Any, user_data: dict[str, Any] | None = None, *,
