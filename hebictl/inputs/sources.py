@@ -54,7 +54,8 @@ class TimedSource:
         self.name = name
         self.samples = list(samples)
         self._next = 0
-        self._start: float | None = None
+        #: [s, arm clock] the first poll (the script's time 0), None before it
+        self.started_at: float | None = None
         self.indications: list[tuple[str | None, str | None]] = []
 
     @property
@@ -62,10 +63,10 @@ class TimedSource:
         return self._next >= len(self.samples)
 
     def poll(self, now: float) -> InputState | None:
-        if self._start is None:
-            self._start = now
+        if self.started_at is None:
+            self.started_at = now
         due: InputState | None = None
-        while self._next < len(self.samples) and self.samples[self._next].t <= now - self._start + 1e-9:
+        while self._next < len(self.samples) and self.samples[self._next].t <= now - self.started_at + 1e-9:
             due = self.samples[self._next]
             self._next += 1
         if due is None:

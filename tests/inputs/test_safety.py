@@ -1,0 +1,114 @@
+"""The input layer's safety on the sim, on every bundled config (simulated time, exact):
+
+* the end effector tracks a streamed AR pose within a stated bound (an expected failure for now: see
+  the test's reason);
+* a 300 ms gap in the stream holds within the command lifetime plus one cycle;
+* a pose target through the table, or into the arm itself, is refused with a reason;
+* after the reconnect nothing moves before the enable edge (B3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hebictl.control.arm import Mode
+from hebictl.inputs.runner import lifetime_of, make_app, run_app
+from hebictl.inputs.sources import TimedSource
+from tests.inputs.rig import AR_KEYS, CONFIGS, figure_eight, home_arm, script
+
+#: [m] end effector vs the target set ``delay_time`` earlier, along a 2 cm figure eight at 0.25 Hz
+TRACKING_BOUND = 0.01
+GAP = (3.0, 3.3)  # [s] of the script: no sample for 300 ms
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_stream_tracks_gap_holds_and_reconnect_waits_for_the_enable_edge(config):
+    arm = home_arm(config, **AR_KEYS)
+    app = make_app("ar", arm)
+    amp = 0.02
+    # B3 at 0.3 s starts AR control; the stream stops for 300 ms; B1 (home) after the reconnect must do
+    # nothing before B3 is pressed again at 4.0 s
+    source = TimedSource(script(5.0, {0.3: 3, 3.6: 1, 4.0: 3}, lambda t: figure_eight(t, amp), gaps=[GAP]))
+    rows = []
+
+    def on_cycle(a, frame):
+        ee = a.model.end_effector(a.backend.true_state()[0])[:3, 3].copy()
+        rows.append((frame.now, frame.fresh, a.mode, app.gate.accepted, a.pending_command.position.copy(), ee))
+
+    run_app(arm, app, source, on_cycle=on_cycle, duration=5.0)
+    times = np.array([r[0] for r in rows])
+    ee = np.array([r[5] for r in rows])
+    track, lag = tracking_error(app, times, ee)
+    # the gap: the hold starts within the lifetime plus one cycle of the last sample
+    last = max(r[0] for r in rows if r[1] and r[0] < GAP[0] + 0.2 + (source.started_at or 0.0))
+    stale = next(t for t, e, _, _ in app.history if e == "stale")
+    hold_mode = next(r[2] for r in rows if r[0] == stale)
+    lifetime = lifetime_of(arm)
+    # after the reconnect, before B3: no goal admitted, the arm brakes or holds
+    back = next(r[0] for r in rows if r[1] and r[0] > stale)
+    b3 = next(t for t, e, _, _ in app.history if e == "ar" and t > back)
+    window = [r for r in rows if back <= r[0] < b3]
+    moved = {r[3] for r in window}
+    print(f"{config}: tracking {track * 1000:.2f} mm at a lag of {lag:.2f} s; gap: hold "
+          f"{(stale - last) * 1000:.1f} ms after the last sample (lifetime {lifetime * 1000:.0f} ms + one cycle "
+          f"{arm.nominal_period * 1000:.1f} ms); reconnect at {back:.3f} s, enable edge at {b3:.3f} s: "
+          f"{len(window)} cycles without an admitted target; refused {dict(app.gate.refused)}")
+    assert stale - last <= lifetime + arm.nominal_period + 1e-9
+    assert hold_mode in (Mode.BRAKE, Mode.HOLD)
+    assert len(moved) == 1 and all(r[2] in (Mode.BRAKE, Mode.HOLD) for r in window)
+    assert not any(e == "home" for _, e, _, _ in app.history)  # B1 before the enable edge did nothing
+    assert app.gate.accepted > max(moved)  # and after B3 targets are admitted again
+
+
+def tracking_error(app, times, ee, until=GAP[0]):
+    """[m] the end effector against the streamed targets, at the lag (0..delay_time, 10 ms steps) that
+    fits best, after a settling second and before ``until``; and that lag [s]."""
+    delay = AR_KEYS["delay_time"]
+    best = (np.inf, 0.0)
+    for lag in np.arange(0.0, delay + 1e-9, 0.01):
+        errors = [np.linalg.norm(ee[int(np.argmin(np.abs(times - (t + lag))))] - xyz)
+                  for t, xyz, _, ok in app.targets if ok and 1.5 <= t + lag <= until]
+        best = min(best, (max(errors), float(lag)))
+    return best
+
+
+@pytest.mark.xfail(strict=True, reason="Arm.current_state zeroes a start velocity below at_goal_velocity_tolerance "
+                   "(0.05 rad/s), so a goal set again every sample (HEBI's AR pattern) restarts from rest and the "
+                   "command barely moves: 29-73 mm measured against 2.5 mm (x-series-6dof) with that threshold "
+                   "off; the arm's start state must keep the commanded velocity (control/arm.py, not this layer)")
+@pytest.mark.parametrize("config", CONFIGS)
+def test_end_effector_tracks_a_streamed_pose(config):
+    arm = home_arm(config, **AR_KEYS)
+    app = make_app("ar", arm)
+    source = TimedSource(script(4.0, {0.3: 3}, lambda t: figure_eight(t, 0.02)))
+    rows = []
+    run_app(arm, app, source, duration=4.0, on_cycle=lambda a, f: rows.append(
+        (f.now, a.model.end_effector(a.backend.true_state()[0])[:3, 3].copy())))
+    times = np.array([r[0] for r in rows])
+    track, lag = tracking_error(app, times, np.array([r[1] for r in rows]), until=4.0)
+    print(f"{config}: end effector within {track * 1000:.2f} mm of the streamed targets at a lag of {lag:.2f} s "
+          f"(bound {TRACKING_BOUND * 1000:.0f} mm)")
+    assert track <= TRACKING_BOUND
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_pose_through_the_table_or_into_the_arm_is_refused_with_a_reason(config):
+    arm = home_arm(config)
+    app = make_app("ar", arm)
+    arm.update()
+    arm.send()
+    gate = app.gate
+    home = np.asarray(arm.user_data["home_position"], dtype=float)
+    pose = arm.model.end_effector(home)
+    seed = arm.last_feedback.position
+    below = pose[:3, 3] * np.array([1.0, 1.0, 0.0]) + np.array([0.0, 0.0, -0.05])
+    assert not gate.goal(below, pose[:3, :3], seed, 0.5)
+    table = gate.last_refusal
+    base = np.array(gate.limits.origin) + np.array([0.0, 0.0, 0.03])
+    assert not gate.goal(base, pose[:3, :3], seed, 0.5)
+    itself = gate.last_refusal
+    print(f"{config}: through the table -> {table[0]}: {table[1]}; into the arm -> {itself[0]}: {itself[1]}")
+    assert table[0] == "outside_workspace" and "z" in table[1]
+    assert itself[0] in ("collision", "ik_failed")
+    assert gate.accepted == 0 and arm.mode is not Mode.FOLLOW
