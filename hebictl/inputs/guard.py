@@ -210,13 +210,16 @@ class PoseGate:
 
     def solve(self, xyz: FloatArray, rotation: FloatArray, seed: FloatArray) -> FloatArray:
         """Joint positions for the pose (position and, on arms with 6 or more joints, orientation; on
-        fewer, the tool's z axis), inside the joint limits and clear of the arm and its workspace."""
+        fewer, the tool's z axis where the arm can point it there, else the position alone), inside the
+        joint limits and clear of the arm and its workspace."""
         self.limits.check(xyz)
         arm = self.arm
         lo, hi = arm.limits.position_min, arm.limits.position_max
         start = np.clip(np.where(np.isfinite(seed), seed, 0.0), lo, hi)
         kwargs: dict[str, Any] = ({"orientation": rotation} if arm.dof >= 6 else {"tip_axis": rotation[:, 2]})
         result = arm.inverse_kinematics(xyz, start, **kwargs)
+        if not result.converged and arm.dof < 6:  # the axis is out of reach there: the position alone
+            result = arm.inverse_kinematics(xyz, start)
         if not result.converged:
             raise CommandRejected("ik_failed", f"no joint solution within the joint limits: position error "
                                                f"{result.position_error:.3g} m, orientation error "

@@ -109,14 +109,21 @@ class MailboxSource:
         client = json.loads(payload).get("client", "")
         with self._lock:
             last = self._seq.get(client)
-            if last is not None and state.seq <= last:
-                return self._drop("stale_seq", f"seq {state.seq} of {client!r} is not above {last}")
-            self._seq[client] = state.seq
-            if len(self._seq) > 64:  # bounded: the least recent senders are forgotten
-                self._seq.pop(next(iter(self._seq)))
-            self._latest = state
-            self.accepted += 1
+            stale = last is not None and state.seq <= last
+            if not stale:
+                self._accept(client, state)
+        if stale:
+            return self._drop("stale_seq", f"seq {state.seq} of {client!r} is not above {last}")
         return True
+
+    def _accept(self, client: str, state: InputState) -> None:
+        """Keep ``state`` as the newest sample (the lock held)."""
+        self._seq.pop(client, None)
+        self._seq[client] = state.seq
+        if len(self._seq) > 64:  # bounded: the least recently heard senders are forgotten
+            self._seq.pop(next(iter(self._seq)))
+        self._latest = state
+        self.accepted += 1
 
     def _drop(self, reason: str, detail: str) -> bool:
         with self._lock:

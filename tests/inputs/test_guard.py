@@ -51,7 +51,7 @@ def test_lifetime_must_be_positive():
 def test_cartesian_limits_name_the_bound():
     lim = CartesianLimits((-1.0, -1.0, 0.0), (1.0, 1.0, 1.0), reach=0.8)
     lim.check(np.array([0.3, 0.2, 0.1]))
-    with pytest.raises(CommandRejected, match="target z = -0.0100 m is outside") as info:
+    with pytest.raises(CommandRejected, match=r"target z = -0\.0100 m is outside") as info:
         lim.check(np.array([0.3, 0.2, -0.01]))
     assert info.value.reason == "outside_workspace"
     with pytest.raises(CommandRejected, match="beyond the arm's reach"):

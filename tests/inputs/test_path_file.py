@@ -55,7 +55,7 @@ def test_bad_files_name_the_file_and_key(tmp_path, edit, key):
 def test_not_json_names_the_line_and_oversize_is_refused_unread(tmp_path):
     f = tmp_path / "p.json"
     f.write_text('{"format": "hebictl-path",\n "version": NaN}')
-    with pytest.raises(ConfigError, match="p.json"):
+    with pytest.raises(ConfigError, match=r"p\.json"):
         load_path(f)
     f.write_text('{"format":\n\n ]')
     with pytest.raises(ConfigError) as info:
@@ -63,5 +63,5 @@ def test_not_json_names_the_line_and_oversize_is_refused_unread(tmp_path):
     assert info.value.line == 3
     big = tmp_path / "big.json"
     big.write_bytes(b" " * (MAX_PATH_BYTES + 1))
-    with pytest.raises(ConfigError, match="big.json"):
+    with pytest.raises(ConfigError, match=r"big\.json"):
         load_path(big)

@@ -68,5 +68,6 @@ def test_taught_path_is_saved_loaded_and_replayed_twice(tmp_path):
                 window = (times > t - w.time) & (times < t + path.waypoints[-1].time)
                 worst_flow = max(worst_flow, float(np.min(np.max(np.abs(q[window] - w.position), axis=1))))
     print(f"replayed twice: stop waypoints passed within {worst_stop * 1000:.2f} mrad (bound "
-          f"{STOP_BOUND * 1000:.0f}), flow waypoints within {worst_flow * 1000:.2f} mrad (bound {FLOW_BOUND * 1000:.0f})")
+          f"{STOP_BOUND * 1000:.0f}), flow waypoints within {worst_flow * 1000:.2f} mrad "
+          f"(bound {FLOW_BOUND * 1000:.0f})")
     assert worst_stop <= STOP_BOUND and worst_flow <= FLOW_BOUND
