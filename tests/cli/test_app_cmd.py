@@ -62,7 +62,7 @@ def test_ex_teach_repeat_runs_unchanged_and_its_path_replays(tmp_path, sim):
     assert r.returncode == 0, r.stderr
     data = json.loads(saved.read_text())
     assert [w["kind"] for w in data["waypoints"]] == ["stop", "flow", "stop"]
-    assert data["joint_names"][0] == "J1_base" and data["waypoints"][0]["time"] == 3  # base_travel_time
+    assert len(data["joint_names"]) == 6 and data["waypoints"][0]["time"] == 3  # base_travel_time
     r = _hebictl("app", "repeat", "--config", str(cfg), "--backend", "sim", "--input", f"script:{script}",
                  "--path", str(saved), "--duration", "3")
     assert r.returncode == 0, r.stderr

@@ -18,8 +18,8 @@ def test_b2_toggles_the_gravity_compensation_plugin_and_b1_quits():
     plugin = arm.plugin("GravityCompensationEffort")
     assert app.state == "gravcomp_on" and plugin.enabled  # the bundled config has it on
     seen = []
-    # B2 is a toggle on the phone: on from the start, off at 0.5 s, on again at 1.0 s; B1 quits at 1.5 s
-    samples = [InputState(k / 60, (1 if 1.5 <= k / 60 < 1.6 else 0, 1 if (k / 60 < 0.5 or 1.0 <= k / 60 < 1.5) else 0,
+    # B2 is a toggle on the phone: on from the start, off at 0.5 s, on again at 0.6 s; B1 quits at 1.5 s
+    samples = [InputState(k / 60, (1 if 1.5 <= k / 60 < 1.6 else 0, 1 if (k / 60 < 0.5 or 0.6 <= k / 60 < 1.5) else 0,
                                    0, 0, 0, 0, 0, 0), (0.0,) * 8) for k in range(120)]
     run_app(arm, app, TimedSource(samples), duration=3.0,
             on_cycle=lambda a, f: seen.append((f.now, app.state, plugin.enabled, a.mode)))
@@ -27,7 +27,11 @@ def test_b2_toggles_the_gravity_compensation_plugin_and_b1_quits():
     print(events)
     assert events == [("off", "gravcomp_off"), ("on", "gravcomp_on"), ("quit", "exit")]
     assert any(not enabled for _, state, enabled, _ in seen if state == "gravcomp_off")
-    assert all(mode is Mode.GRAVCOMP for _, state, _, mode in seen if state in ("gravcomp_on", "gravcomp_off"))
+    # hand-guiding (no position command) from the start; with the plugin off the arm sags (the sim has no
+    # brakes), and where it reaches a joint limit the arm's own limit check holds it (an event, not a fall)
+    first_off = next(t for t, state, _, _ in seen if state == "gravcomp_off")
+    assert all(mode is Mode.GRAVCOMP for t, _, _, mode in seen if t < first_off)
+    print("arm events:", [(round(e.time, 3), e.kind.value) for e in arm.events.events])
     assert app.done and arm.mode in (Mode.BRAKE, Mode.HOLD)
 
 
