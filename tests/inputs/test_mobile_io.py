@@ -83,3 +83,23 @@ def test_spec_and_config_names():
     assert parse_spec("mobileio:Fam/Dev", {"mobile_io_family": "Arm"}) == ("Fam", "Dev")
     with pytest.raises(HardwareError):
         parse_spec("mobileio:nofamily")
+
+
+def test_feedback_of_the_imitation_group_converts_without_a_pose():
+    """What a .hebilog replay and the live source share: one hebi-py feedback -> InputState (the
+    imitation group echoes io integers; its axes and AR pose are NaN: no pose, NaN axes)."""
+    import math
+
+    from hebictl.inputs.sources import state_of_feedback
+
+    group = hebi.util.create_imitation_group(1)
+    _press(group, {2, 7})
+    fbk = None
+    end = time.monotonic() + 5.0  # hang guard only
+    while fbk is None and time.monotonic() < end:
+        fbk = group.get_next_feedback(timeout_ms=100)
+    assert fbk is not None
+    s = state_of_feedback(fbk[0], 1.5, seq=3)
+    assert s.buttons == (0, 1, 0, 0, 0, 0, 1, 0) and s.t == 1.5 and s.seq == 3
+    assert s.position is None and s.orientation is None and all(math.isnan(a) for a in s.axes)
+
