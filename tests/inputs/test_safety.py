@@ -109,7 +109,13 @@ def test_pose_through_the_table_or_into_the_arm_is_refused_with_a_reason(config)
     base = np.array(gate.limits.origin) + np.array([0.0, 0.0, 0.03])
     assert not gate.goal(base, pose[:3, :3], seed, 0.5)
     itself = gate.last_refusal
-    print(f"{config}: through the table -> {table[0]}: {table[1]}; into the arm -> {itself[0]}: {itself[1]}")
+    # 1 cm above the table (inside the Cartesian limits): the tool would sink into it at that pose
+    touching = pose[:3, 3] * np.array([1.0, 1.0, 0.0]) + np.array([0.0, 0.0, 0.01])
+    assert not gate.goal(touching, pose[:3, :3], seed, 2.0)
+    contact = gate.last_refusal
+    print(f"{config}: through the table -> {table[0]}: {table[1]}; onto the table -> {contact[0]}: {contact[1]}; "
+          f"into the arm -> {itself[0]}: {itself[1]}")
     assert table[0] == "outside_workspace" and "z" in table[1]
+    assert contact[0] == "collision" and "table" in contact[1]
     assert itself[0] in ("collision", "ik_failed")
     assert gate.accepted == 0 and arm.mode is not Mode.FOLLOW
