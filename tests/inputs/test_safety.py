@@ -119,3 +119,45 @@ def test_pose_through_the_table_or_into_the_arm_is_refused_with_a_reason(config)
     assert contact[0] == "collision" and "table" in contact[1]
     assert itself[0] in ("collision", "ik_failed")
     assert gate.accepted == 0 and arm.mode is not Mode.FOLLOW
+
+
+@pytest.mark.parametrize("name", ["teach", "gravcomp", "jog", "repeat"])
+def test_every_app_holds_on_a_gap_and_waits_for_its_enable_edge(name, tmp_path):
+    """The same rules in the other apps (x-series-6dof, sim): a 300 ms gap holds within the lifetime plus
+    one cycle; after the reconnect nothing is admitted (the jog's joystick stays deflected through it)
+    until the app's enable button."""
+    from hebictl.inputs.path_file import TaughtPath, Waypoint, save_path
+
+    arm = home_arm("x-series-6dof")
+    home = np.asarray(arm.user_data["home_position"], dtype=float)
+    path_file = None
+    if name == "repeat":
+        path_file = save_path(TaughtPath(tuple(arm.model.joint_names), (
+            Waypoint("stop", 2.0, home + np.array([0.3, 0, 0, 0, 0, 0]), np.zeros(6)),
+            Waypoint("stop", 2.0, home, np.zeros(6)))), tmp_path / "p.json")
+    app = make_app(name, arm, path_file=path_file, loops=5)
+    enable = app.ENABLE
+    toggle = name == "gravcomp"  # B2 is a toggle button: held down means on
+    presses = {} if toggle else {4.0: enable}
+    axes = (lambda t: (0.0,) * 7 + (0.5,)) if name == "jog" else None
+    samples = script(5.0, presses, None, gaps=[GAP], axes=axes)
+    if toggle:  # on from the start, released in the gap, pressed (the enable edge) at 4.0 s
+        samples = [s.__class__(s.t, (0, 1 if (s.t < GAP[0] or s.t >= 4.0) else 0, 0, 0, 0, 0, 0, 0), s.axes)
+                   for s in samples]
+    rows = []
+    source = TimedSource(samples)
+    run_app(arm, app, source, duration=5.0,
+            on_cycle=lambda a, f: rows.append((f.now, f.fresh, a.mode, app.gate.accepted)))
+    stale = next(t for t, e, _, _ in app.history if e == "stale")
+    last = max(r[0] for r in rows if r[1] and r[0] < stale)
+    back = next(r[0] for r in rows if r[1] and r[0] > stale)
+    enabled = next((t for t, e, _, _ in app.history if t > back), None)
+    window = [r for r in rows if back <= r[0] < (enabled if enabled is not None else np.inf)]
+    print(f"{name}: hold {(stale - last) * 1000:.1f} ms after the last sample; {len(window)} cycles from the "
+          f"reconnect to the enable edge ({[h[1:] for h in app.history if h[0] >= stale]}), modes "
+          f"{sorted({r[2].value for r in window})}")
+    assert stale - last <= lifetime_of(arm) + arm.nominal_period + 1e-9
+    assert next(r[2] for r in rows if r[0] == stale) in (Mode.BRAKE, Mode.HOLD)
+    assert len(window) > 50 and len({r[3] for r in window}) == 1
+    assert all(r[2] in (Mode.BRAKE, Mode.HOLD) for r in window)
+    assert enabled is not None
