@@ -50,6 +50,16 @@ class StopBehaviour(StrEnum):
     RELEASE = "release"  # command nothing: a brakeless arm falls once the command lifetime ends
 
 
+class Reaction(StrEnum):
+    """What a monitor's finding does (:meth:`Arm.react <hebictl.control.arm.Arm.react>`); the strings
+    are the config's ``user_data.safety.monitors.*.reaction``."""
+
+    EVENT = "event"  # record only
+    HOLD = "hold"    # brake from the measured state, then hold (not latched: a goal leaves it)
+    STOP = "stop"    # a latched stop that brakes and holds at the measured standstill
+    DAMP = "damp"    # a latched damp stop (braking first if moving)
+
+
 class EventKind(StrEnum):
     """Every safety-event kind; the values appear in logs and on MQTT, so they never change."""
 
