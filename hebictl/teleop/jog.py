@@ -19,8 +19,9 @@ Each cycle it
    from the command or the feedback, whichever is nearer the limit) and so that the command never
    runs more than :data:`MAX_LEAD` ahead of the measured position (joint jog per joint, Cartesian
    jog uniformly; a joint at rest takes its position error as sag, not lead);
-4. scales by the distance to the arm's own body and its workspace as MoveIt Servo does (1 at or
-   beyond the threshold, 0 at contact; only while the motion closes that distance), checked every
+4. scales linearly by the distance to the arm's own body and its workspace (``distance /
+   threshold``: 1 at or beyond the threshold, 0 at contact; only while the motion closes that
+   distance; MoveIt Servo's own scale is exponential, this one is not), checked every
    cycle on :mod:`hebictl.collision` (thresholds ``user_data.workspace.slowdown``, default 2 cm self,
    3 cm workspace) from the command and, where the arm sags away from it, from the measured arm;
    a Cartesian jog slowed below :data:`CREEP_FRACTION` stops instead of creeping;
@@ -160,13 +161,6 @@ def direction_scale(commanded: FloatArray, achieved: FloatArray) -> float:
     return scale
 
 
-def servo_scale(distance: float, threshold: float) -> float:
-    """MoveIt Servo's collision velocity scale: 1 at or beyond ``threshold`` [m], 0 at contact (distance 0)."""
-    if threshold <= 0.0:
-        return 1.0 if distance > 0.0 else 0.0
-    return min(1.0, max(0.0, distance / threshold))
-
-
 #: plugin types that pass the arm's finished command on to other modules (a double shoulder's
 #: second module): the jog must write its command before they run, or they forward the hold the
 #: jog replaced (measured on the sim's x7: the mirrored shoulder module held the jog's start while
@@ -288,7 +282,7 @@ class JogPlugin(ArmPlugin):
             self._offset[still] += k * (error[still] - self._offset[still])
 
     def _collision_scale(self, pos: FloatArray, target: FloatArray, measured: FloatArray) -> float:
-        """MoveIt Servo's scale (1 at the threshold, 0 at contact) for every pair closing in, and never
+        """The linear slow-down (1 at the threshold, 0 at contact) for every pair closing in, and never
         faster than the arm can stop within the distance left at :data:`STOP_DECELERATION`.
 
         From the command and, where the arm is more than :data:`SAG_CHECK` away from it, also from
@@ -355,7 +349,7 @@ class JogPlugin(ArmPlugin):
         overall = direction * limits * collision
         self._crept = cartesian and overall < (CREEP_RESUME if self._crept else CREEP_FRACTION)
         if self._crept:
-            # the last of a Servo-style approach (speed proportional to the distance left) is an
+            # the last of a linear approach (speed proportional to the distance left) is an
             # endless creep, in which the joints' own settling, not the jog, sets the direction:
             # stop instead (at the slew's braking rate, from a speed this small), and stay stopped
             # until the way is clearly open (the arm settling back from its stop is not)
