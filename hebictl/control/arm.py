@@ -45,6 +45,7 @@ from hebictl.control.monitors import MonitorSuite, Payload, goal_status
 from hebictl.control.monitors.payload import payload_efforts
 from hebictl.control.motion import Brake, RateLimiter, shrink_recovery
 from hebictl.control.payload_feedforward import PayloadFeedForward
+from hebictl.control.plausible import Plausible, VelocityHistory
 from hebictl.control.plugins import ArmPlugin
 from hebictl.control.safety import ArmState, EventKind, EventLog, Limits, Reaction, StopBehaviour
 from hebictl.control.settings import SafetySettings, default_damping, limits_from
@@ -138,10 +139,20 @@ class Arm:
         self._long_cycles = 0  # consecutive cycles longer than 1.5 x the nominal period
         #: a payload the gravity model includes (:meth:`set_payload`), else None
         self.payload: Payload | None = None
-        #: [s, arm clock] when a command last went to the modules (send, or the keep-alive of a long goal
-        #: check); None until the first: modules never commanded have no command lifetime to run out, so
+        #: [s, arm clock] when the last command the modules got was computed (the read of the cycle whose
+        #: send delivered it: a stall between update() and send() counts, a keep-alive of a long goal check
+        #: does not); None until the first: modules never commanded have no command lifetime to run out, so
         #: the checks before a run's first cycle (feedback, goal admission) are not a control gap
         self.last_command_time: float | None = None
+        self._computed_at: float | None = None  # when update() computed the pending command
+        self._keepalive_at = -math.inf
+        lifetime = float(getattr(backend, "command_lifetime", 0.0) or 0.0)
+        #: [s] the modules' command lifetime: no command older than this is sent (inf: none)
+        self.command_lifetime = lifetime if lifetime > 0.0 else math.inf
+        # the last samples' velocities: a brake starts only from a plausible one (hebictl.control.plausible)
+        self._velocities = VelocityHistory(self.dof, self.limits.velocity_max)
+        self._plausible: tuple[int, Plausible] | None = None
+        self._amax: tuple[FloatArray, FloatArray] | None = None  # (pose, max_acceleration there)
         self._rate = RateLimiter(self.limits.velocity_max, self.limits)
         self.brake_planner = BrakePlanner(model, self.limits)
         #: the feed-forward of the end-effector load the model does not know (every position mode)
@@ -297,16 +308,45 @@ class Arm:
         cycles old is a better guess than the command: near its rated speed an arm does not reach the
         commanded speed (its motors run out of voltage; r6's base moved 3.37 rad/s under a 3.70 rad/s
         command), and a brake ramp from the command's speed left it 30-45 mrad behind, ringing."""
-        fb = self.last_feedback
         m = self.supervisor.motion
         if isinstance(m, Follow):  # the command now
             cmd_v = m.trajectory.get_state(now)[1].copy()
         else:
             cmd_v = np.nan_to_num(self.pending_command.velocity)
         fresh = self._have_feedback and 0.0 <= now - self._last_fresh_time <= 0.05
-        v = np.where(np.isfinite(fb.velocity), fb.velocity, cmd_v) if fresh else cmd_v
+        if fresh:
+            reading = self._plausible_velocity()
+            v = np.where(np.isfinite(reading), reading, cmd_v)
+        else:
+            v = cmd_v
         vmax = self.limits.velocity_max if cap == 1.0 else cap * self.limits.velocity_max
         return np.clip(v, -vmax, vmax)
+
+    def _plausible_velocity(self) -> FloatArray:
+        """The last sample's velocity where the actuators can have reached it, else the earlier
+        samples' (:mod:`hebictl.control.plausible`); an implausible reading is a
+        ``feedback_implausible`` event, once per sample."""
+        cached = self._plausible
+        if cached is not None and cached[0] == self._last_seq:
+            return cached[1].velocity
+        fb = self.last_feedback
+        amax = self._max_acceleration(fb.position)
+        judged = self._velocities.judge(fb.velocity, self._last_fresh_time, amax, self.pending_command.velocity,
+                                        self.nominal_period)
+        self._plausible = (self._last_seq, judged)
+        if bool(judged.implausible.any()):
+            self._record(EventKind.FEEDBACK_IMPLAUSIBLE, judged.describe(self.model.joint_names))
+        return judged.velocity
+
+    def _max_acceleration(self, q: FloatArray) -> FloatArray:
+        """:meth:`BrakePlanner.max_acceleration` at ``q``, computed again only once a joint moved
+        ``STALE_RAD`` (it changes slowly with the pose; the damping asks every cycle of a stop)."""
+        cached = self._amax
+        if cached is not None and float(np.max(np.abs(q - cached[0]))) <= STALE_RAD:
+            return cached[1]
+        amax = self.brake_planner.max_acceleration(q, self._gravity_vector())
+        self._amax = (q.copy(), amax)
+        return amax
 
     def _new_brake(self, now: float, p: FloatArray, chase: bool = False, again: Braking | None = None) -> Braking:
         """The brake ramp from ``p`` and the measured velocity, at the deceleration the actuators
@@ -899,8 +939,8 @@ class Arm:
         if self.trajectory_state is not None:  # braking: feed the deceleration forward (no plugins run)
             cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, ())
         self._feed_payload(q, cmd)  # the unknown load
-        if feedback_ok:  # damp the joints' ringing after the brake (same damping as 'damp')
-            cmd.effort -= self._damping * np.nan_to_num(fb.velocity - cmd.velocity)
+        if feedback_ok:  # damp the joints' ringing after the brake (same damping as 'damp'; a plausible speed)
+            cmd.effort -= self._damping * np.nan_to_num(self._plausible_velocity() - cmd.velocity)
 
     def _blind_command(self, now: float) -> None:
         """A hold or brake command valid without feedback: position, velocity, model gravity there."""
@@ -925,6 +965,7 @@ class Arm:
         fb = self._fbk
         fresh = self._read(fb)
         now = self.clock.now()
+        self._computed_at = now  # the command this cycle computes is as old as this
         if fresh and fb.sequence == self._last_seq:
             fresh = False
         if not fresh:
@@ -941,16 +982,32 @@ class Arm:
         self._last_fresh_time = now
         self._input_frames_valid = False
         self._tick(max(now - self._last_time, 0.0), now)
+        self._velocities.push(now, fb.velocity)
         joint = self._check_sample(fb, now)
         if self.supervisor.level is _STOPPED:
             self._latched_command(now, feedback_ok=True)
             return True
         if joint >= 0 and self.supervisor.level is _RUNNING:
-            clamped = np.clip(fb.position, self.limits.position_min, self.limits.position_max)
-            self.hold(clamped, reason=EventKind.POSITION_LIMIT,
-                      detail=f"joint {joint} ({self.model.joint_names[joint]}) at {fb.position[joint]:.4f} "
-                             f"beyond [{self.limits.position_min[joint]:.4f}, {self.limits.position_max[joint]:.4f}]")
+            self._position_limit(fb, joint, now)
         return self._command(fb, now)
+
+    def _position_limit(self, fb: Feedback, joint: int, now: float) -> None:
+        """A joint beyond its limit: hold at the position clamped into the limits (reached at the rated
+        speed). A joint that was already outside them without a command (it fell or swung there: the
+        recovery range holds it) and goes on beyond that range is held where it is instead, braking first
+        if it moves: clamped, the hold pulled the fallen arm back to its limit (r6, clear_fault() right
+        after a MotorOff M-stop release: 651-671 mm)."""
+        lim = self.limits
+        detail = (f"joint {joint} ({self.model.joint_names[joint]}) at {fb.position[joint]:.4f} "
+                  f"beyond [{lim.position_min[joint]:.4f}, {lim.position_max[joint]:.4f}]")
+        if self.supervisor.recovery is None:
+            self.hold(np.clip(fb.position, lim.position_min, lim.position_max), reason=EventKind.POSITION_LIMIT,
+                      detail=detail)
+            return
+        self.supervisor.set_level(Level.HOLD)
+        self._stop_or_hold(now, measured=True)
+        self.supervisor.check()
+        self._record(EventKind.POSITION_LIMIT, f"{detail}, outside its limits without a command: held where it is")
 
     def _read(self, fb: Feedback) -> bool:
         """Read the backend into ``fb``; a hardware error stops the arm (braking from the commanded state)."""
@@ -1036,8 +1093,9 @@ class Arm:
         if braking and self.trajectory_state is not None:  # braking: feed the ramp forward
             cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, self.plugins)  # (not plugins')
         if braking or (isinstance(m, Holding) and (m.damps or carrying)):
-            # damp the ringing (of the stop; of a load carried in a hold, or a jog on it, as it is taken over)
-            cmd.effort -= self._damping * np.nan_to_num(fb.velocity - cmd.velocity)
+            # damp the ringing (of the stop; of a load carried in a hold, or a jog on it, as it is taken over),
+            # at a speed the arm can have (a transient reading kicked the still arm)
+            cmd.effort -= self._damping * np.nan_to_num(self._plausible_velocity() - cmd.velocity)
         self._finish(fb.position)
         return ok
 
@@ -1095,15 +1153,19 @@ class Arm:
 
     def _keepalive(self) -> None:
         """Re-send the pending command while a goal's path is being checked (:meth:`set_goal`): a
-        long check must not outlast the modules' command lifetime, or they stop driving and a
-        brakeless arm sags (the control_gap monitor would then latch a stop). The same command is
-        sent again, so nothing steps; a write error is left for the next :meth:`send` to report."""
+        check must not let the modules' command run out while it is younger than their lifetime. The
+        same command is sent again, so nothing steps; a write error is left for the next :meth:`send`
+        to report. Never a command older than the command lifetime (computed before the arm may have
+        fallen: re-sent, it drove r6 237 mm back at 4.8x rated), and it does not count as a cycle: a
+        check longer than the lifetime is a control gap like any other stall (the next read names it)."""
         now = self.clock.now()
-        if self.last_command_time is None or now - self.last_command_time < KEEPALIVE_PERIOD:
-            return  # nothing commanded yet (no lifetime to keep), or recently enough
+        computed = self._computed_at
+        if (self.last_command_time is None or computed is None or now - computed > self.command_lifetime
+                or now - max(self.last_command_time, self._keepalive_at) < KEEPALIVE_PERIOD):
+            return  # nothing commanded yet (no lifetime to keep), too old to send, or recently enough
         try:
             self.backend.write(self.pending_command)
-            self.last_command_time = now
+            self._keepalive_at = now
             for plugin in self.plugins:  # e.g. a double shoulder's mirror module
                 plugin.send(self)
         except HardwareError:
@@ -1111,11 +1173,20 @@ class Arm:
 
     def send(self) -> bool:
         """Write the pending command to the modules (and plugins' extra modules), then check that it
-        was delivered (:mod:`hebictl.control.monitors`: a failed write or a wrong echo is ``command_lost``)."""
+        was delivered (:mod:`hebictl.control.monitors`: a failed write or a wrong echo is ``command_lost``).
+
+        A command computed longer than the command lifetime ago (a stall between :meth:`update` and
+        here) is not sent: it was computed where the arm was before the modules went limp, and would
+        drive the fallen arm back; the next :meth:`update` names the gap (``control_gap``) and anchors
+        where the arm is then. Returns False then."""
+        now = self.clock.now()
+        computed = self._computed_at if self._computed_at is not None else now
+        if now - computed > self.command_lifetime:
+            return False
         self.monitors.before_send(self.pending_command)  # marks it for the echo check
         try:
             ok = self.backend.write(self.pending_command)
-            self.last_command_time = self.clock.now()  # the answering modules got a command this cycle
+            self.last_command_time = computed  # the answering modules got this cycle's command
         except HardwareError as exc:
             self.supervisor.resync = max(self.supervisor.resync, Resync.JOINTS)
             if self.supervisor.level is not _STOPPED:

@@ -92,6 +92,8 @@ class EventKind(StrEnum):
     CONTROL_GAP = "control_gap"            # a control cycle later than the command lifetime
     IMU_IMPLAUSIBLE = "imu_implausible"    # base IMU disagrees with the configured mounting
     FEEDBACK_LATE = "feedback_late"        # feedback older than its bound when it arrives
+    FEEDBACK_IMPLAUSIBLE = "feedback_implausible"  # a velocity reading beyond what the actuators can do:
+    #                                                not a brake ramp's input (hebictl.control.plausible)
     DAMP_SINKING = "damp_sinking"          # a 'damp' stop sinking faster than its bound: switched to hold
     MIRROR_LOST = "mirror_lost"            # a double shoulder's mirror module does not take its commands
 
