@@ -297,3 +297,43 @@ def test_no_catch_up_after_a_stall(name, stall, where):
         assert jog.active
         assert joint_speed.max() <= 1.05
         assert ee_speed.max() <= 1.05 * max(SPEED, start_peak * SPEED)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_a_transient_sample_before_a_deadman_release_moves_no_joint_that_was_not_jogged(name):
+    """The base jogged at 0.3 rad/s; the sample read in the cycle of the dead-man release (the runner's
+    brake: ``jog.halt()`` then ``arm.hold()``) reads 0.9x rated on the shoulder and the elbow, which the
+    jog does not move: they move < 1 mrad over the next second (a brake from that reading drove them
+    220-502 mrad), the base stops within its own ramp, and the reading is a ``feedback_implausible`` event."""
+    arm, clock, jog, mailbox, _ = jog_arm(name)
+    with arm:
+        v = np.zeros(arm.dof)
+        v[0] = 0.3
+        start(arm, jog, mailbox, "joint", v)
+        run(arm, clock, 0.5, [])
+        be = arm.backend
+        real = be.read
+
+        def read(into, timeout_s=0.1):
+            ok = real(into, timeout_s)
+            into.velocity[1:3] = 0.9 * arm.limits.velocity_max[1:3]
+            be.read = real
+            return ok
+
+        be.read = read
+        q0 = be.true_state()[0][:arm.dof].copy()
+        arm.update()
+        jog.halt()
+        arm.hold(reason="teleop_jog_released", detail="dead-man released")
+        arm.send()
+        trace: list = []
+        run(arm, clock, 1.0, trace)
+        q = np.array([a[1] for a in trace])
+        others = float(np.max(np.abs(q[:, 1:3] - q0[1:3])))
+        base = float(np.max(np.abs(q[:, 0] - q0[0])))
+        print(f"\n{name}: dead-man release after a 0.9x rated transient on shoulder and elbow: they moved "
+              f"{others * 1e3:.2f} mrad, the base braked over {base * 1e3:.1f} mrad; "
+              f"events {[e.kind.value for e in arm.events.events]}")
+        assert "feedback_implausible" in [e.kind.value for e in arm.events.events]
+        assert others < 1e-3
+        assert base < 0.3 * 0.3 / MAX_ACCEL + 0.01  # within the jog's own slew-rate stop (0.015 rad) + 10 mrad
