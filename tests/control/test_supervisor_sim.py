@@ -122,6 +122,33 @@ def test_stop_with_unknown_payload(key, mass):
     assert row.ok and row.still <= STILL_T and math.isfinite(row.ee_mm) and row.ee_mm < EE_TOL, row
 
 
+#: the stated degradation above 1 kg (docs/supervisor.md, "Stopping with an unknown payload"): standstill
+#: [s] after stop() at 0.95x rated, measured 2026-12-02 on the sim, bounded here with 10 % on top; None:
+#: not still (>= 0.05 rad/s) within the 2 s the scenario waits. Every row: no step above 1.05x rated x
+#: period; once still, EE < 5 mm.
+HEAVY_STILL = {("x6", 1.5): 0.44, ("x5", 1.5): 0.255, ("x7", 1.5): 0.825, ("r6", 1.5): 0.54,
+               ("x6", 2.0): 1.02, ("x5", 2.0): 0.47, ("x7", 2.0): 1.095, ("r6", 2.0): 1.005,
+               ("x6", 3.0): None, ("x5", 3.0): None, ("x7", 3.0): 1.855, ("r6", 3.0): 1.95}
+
+
+@pytest.mark.parametrize(("key", "mass"), list(HEAVY_STILL))
+def test_stop_with_a_heavier_unknown_payload_degrades_as_stated(key, mass):
+    """stop() at 0.95x rated with 1.5-3 kg the model does not know: issue 29 6b asks the stop target
+    (still within 0.5 s, EE < 5 mm) up to 1.5 kg on every config; x6 and x5 meet it, x7 and r6 do not
+    yet (their wrists settle late: a stated degradation, not the target). Above, the degradation
+    docs/supervisor.md states, measured here."""
+    row = sc_stop_payload(key, mass)
+    show(row)
+    stated = HEAVY_STILL[(key, mass)]
+    assert row.peak <= STEP_TOL, row
+    if stated is None:  # not still within the scenario's 2 s: measured and printed, stated as such
+        assert row.still >= 1.9, row
+        return
+    assert row.still <= 1.1 * stated and math.isfinite(row.ee_mm) and row.ee_mm < EE_TOL, row
+    if stated <= STILL_T:
+        assert row.ok, row
+
+
 # ---------------------------------------------------------------------- random sequences
 ACTIONS = ("goal", "goal", "goal", "stop", "damp", "hold", "cancel", "clear", "mstop", "disconnect", "nan")
 
