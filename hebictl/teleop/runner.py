@@ -10,7 +10,7 @@ through lock-free hand-overs:
 * **e-stop engage and link loss** go through a separate priority deque, handled before anything
   queued, so a backlog of goals can never delay a stop;
 * **jog** samples go through a :class:`~hebictl.teleop.jog.JogMailbox` (latest wins) that the
-  jog plugin reads inside the cycle, right after the feedback read;
+  arm's ``jog`` mode reads inside the cycle, right after the feedback read;
 * **state** comes back as an immutable :class:`ArmSnapshot` rebuilt every cycle and published
   by plain attribute assignment; **acks** through the ``on_result`` callback.
 
@@ -19,6 +19,10 @@ fault and jog transition becomes a typed event for :func:`hebictl.teleop.events.
 function of the runner's one state value (:class:`~hebictl.teleop.events.RunnerState`) with an
 explicit transition table; this class drains the queues (priority first), calls it and applies
 the returned actions to the Arm (:meth:`ArmRunner.dispatch`).
+
+The runner does not work out the arm's mode from other fields of the arm: it reads ``arm.mode`` (follow,
+jog, brake, hold, damp, gravcomp, release) and ``arm.state`` (the supervisor's latch level), and the
+status publishes the arm's mode as ``arm_mode`` beside the operator's mode.
 
 Modes: ``idle`` (hold, no motion accepted: the start-up mode and where every fault lands),
 ``position`` (joint/Cartesian goals), ``jog`` (velocity streaming) and ``gravcomp``
