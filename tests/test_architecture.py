@@ -379,7 +379,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("backends", ("sim_backend",)),
     ("control", ("control",)),
     ("wiring", ("wiring",)),
-    ("services", ("recording", "teleop", "panel", "plot")),
+    ("services", ("recording", "teleop", "panel", "plot", "datasets")),
     ("command line", ("cli", "__main__", "hebictl")),
 )
 _BASE = {"errors", "_typing", "version"}
@@ -410,6 +410,7 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
     "teleop": _BASE | {"control", "collision", "formats", "hardware", "model", "trajectory", "tasks"},
     "panel": _BASE | {"control", "teleop", "tasks"},  # teleop's protocol: topics, schemas, connection
     "plot": _BASE | {"control"},
+    "datasets": _BASE,   # LeRobot v3.0 files from plain arrays: knows no arm
     "cli": _BASE | {"config", "control", "formats", "gains", "hardware", "panel", "plot", "recording",
                     "resources", "teleop", "wiring", "hebictl"},  # "hebictl": the package's name, for importlib
     "__main__": {"cli"},
