@@ -411,7 +411,7 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
     "panel": _BASE | {"control", "teleop", "tasks"},  # teleop's protocol: topics, schemas, connection
     "plot": _BASE | {"control"},
     "datasets": _BASE,   # LeRobot v3.0 files from plain arrays: knows no arm
-    "cli": _BASE | {"config", "control", "formats", "gains", "hardware", "panel", "plot", "recording",
+    "cli": _BASE | {"config", "control", "datasets", "formats", "gains", "hardware", "panel", "plot", "recording",
                     "resources", "teleop", "wiring", "hebictl"},  # "hebictl": the package's name, for importlib
     "__main__": {"cli"},
     "hebictl": _BASE | {"config", "control", "formats", "gains", "hardware", "model", "trajectory"},
