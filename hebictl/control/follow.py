@@ -51,9 +51,12 @@ MAX_RELATIVE_TARGET = 0.02
 #: [s] the alignment goal's duration per radian of the largest joint error (at least MIN_ALIGN_TIME)
 ALIGN_TIME_PER_RAD = 2.0
 MIN_ALIGN_TIME = 0.5
-#: haptic feedback: leader effort = HAPTIC_GAIN x the follower's external torque, clipped
+#: haptic feedback: leader effort = HAPTIC_GAIN x the follower's external torque, clipped per joint to
+#: MAX_HAPTIC_EFFORT [N·m] and to MAX_HAPTIC_FRACTION of the leader joint's rated effort (a wrist module
+#: pushed with 10 N·m left its scripted path by 0.22 rad on the sim: the leader must stay movable)
 HAPTIC_GAIN = 1.0
 MAX_HAPTIC_EFFORT = 10.0
+MAX_HAPTIC_FRACTION = 0.25
 #: [m/s²] a follow step closing in on a body or the workspace can still stop at this deceleration
 STOP_DECELERATION = 0.5
 
@@ -314,7 +317,8 @@ class LeaderFollower:
         if self.state is not S.FOLLOW or not self.follow.active:
             return np.zeros(self.leader.dof)
         tau = self.map.torque_to_leader(self.follower.monitors.residual, self.leader.dof)
-        lim = self.settings.max_haptic_effort
+        rated = np.where(np.isfinite(self.leader.limits.effort_max), self.leader.limits.effort_max, np.inf)
+        lim = np.minimum(self.settings.max_haptic_effort, MAX_HAPTIC_FRACTION * rated)
         return np.clip(self.settings.haptic_gain * tau, -lim, lim)
 
     def _supervise(self) -> None:

@@ -190,7 +190,10 @@ class LeRobotWriter:
         ep = self.episode
         if ep is None or not ep.sampler.offer(t):
             return False
-        ep.rows.append(frame)
+        # copies: a caller's arrays are often buffers it refills every cycle (an Arm's feedback)
+        ep.rows.append(Frame(np.array(frame.position, dtype=np.float64), np.array(frame.velocity, dtype=np.float64),
+                             np.array(frame.effort, dtype=np.float64), np.array(frame.action, dtype=np.float64),
+                             bool(frame.contact), bool(frame.hold), float(frame.tracking_error)))
         return True
 
     def discard_episode(self) -> int:

@@ -227,3 +227,46 @@ def test_contact_on_the_follower_pushes_the_leader_back(config):
           f"effort < -0.5 N·m at {t[k_push]:.3f} s ({k_push - k_event:+d} cycles from the event); "
           f"peak {effort.min():.2f} N·m, peak contact force {force.max():.1f} N")
     assert effort[k_push] < -0.5 and k_push - k_event <= 2
+
+
+def test_a_demonstration_on_the_sim_is_recorded_at_50_hz_from_the_200_hz_loop(tmp_path):
+    """The leader-follower at 200 Hz, recorded at 50 Hz in simulated time, with a contact on the way."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    from hebictl.cli.follow_cmd import DemoRecorder
+    from hebictl.datasets import LeRobotWriter
+
+    leader, follower, clock, home = pair("x-series-6dof", scene=box_ahead(0.35))
+    follower.monitors.contact.reaction = "event"
+    lf = LeaderFollower(leader, follower)
+    writer = LeRobotWriter(tmp_path / "demo", fps=50, joint_names=follower.model.joint_names, task="push")
+    rec = DemoRecorder(writer, lf)
+    until(lf, clock, FollowState.IDLE)
+    lf.request_follow()
+    while lf.state is not FollowState.FOLLOW:
+        lf.step()
+        rec.tick(clock.now())
+    delta = np.zeros(leader.dof)
+    delta[0] = 0.5    # out to the box and back: a brief touch
+    leader.set_goal(Goal(leader.dof).add_waypoint(t=1.0, position=home + delta).add_waypoint(t=2.0, position=home))
+    end = clock.now() + 2.5
+    while clock.now() < end - 1e-9:
+        lf.step()
+        rec.tick(clock.now())
+    lf.request_stop()
+    lf.step()
+    rec.tick(clock.now())
+    writer.close()
+    assert len(rec.saved) == 1
+    health = rec.saved[0].health
+    table = pq.read_table(tmp_path / "demo/data/chunk-000/file-000.parquet").to_pydict()
+    n = len(table["index"])
+    state = np.array(table["observation.state"])
+    action = np.array(table["action"])
+    print(f"recorded {n} frames in 2.5 s at {health.mean_rate_hz:.2f} Hz, {health.deadline_misses} misses, "
+          f"{sum(table['safety.contact'])} frames in contact, {health.safety_events} safety events; "
+          f"|action - follower position| max {np.abs(action - state[:, :6]).max():.4f} rad")
+    assert abs(n - 125) <= 1 and health.healthy and health.deadline_misses == 0
+    assert health.mean_rate_hz == pytest.approx(50.0, abs=1e-6)
+    assert any(table["safety.contact"]) and health.safety_events >= 1
+    assert state[:, 0].max() - state[0, 0] > 0.2          # the base moved (until the box)
+    assert lf.state is FollowState.IDLE and follower.state is not ArmState.STOPPED

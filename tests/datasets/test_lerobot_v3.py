@@ -171,6 +171,19 @@ def test_health_verdict_per_episode_and_a_starved_run_is_unhealthy(tmp_path):
     assert eps["health/healthy"] == [True, False]
 
 
+def test_frames_are_copied_when_offered(tmp_path):
+    """A caller refilling one buffer every cycle (an Arm's feedback) still gets every frame's values."""
+    w = LeRobotWriter(tmp_path / "ds", fps=FPS, joint_names=JOINTS, task="t")
+    buf = np.zeros(len(JOINTS))
+    w.start_episode(0.0)
+    for k in range(3):
+        buf[:] = k
+        w.offer(k / FPS, Frame(buf, buf, buf, buf))
+    w.stop_episode()
+    table = pq.read_table(tmp_path / "ds/data/chunk-000/file-000.parquet")
+    assert [row[0] for row in table.column("action").to_pylist()] == [0.0, 1.0, 2.0]
+
+
 def test_bad_use_is_a_clear_error(tmp_path):
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("x")
