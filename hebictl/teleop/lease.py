@@ -23,14 +23,18 @@ thread, ``poll``/``command`` from the arm's thread, under one lock.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import enum
 import json
 import math
 import re
+import secrets
 import threading
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from hebictl.errors import CommandRejected, ConfigError
 
@@ -289,3 +293,42 @@ def lease_message(station: str, epoch: str, seq: int, arms: Iterable[str] | None
 
 def estop_message(station: str, *, clear: bool = False, reason: str = "") -> bytes:
     return json.dumps({"station": station, "clear": clear, "reason": reason}).encode()
+
+
+class Heartbeat:
+    """A station's side: one lease message per call, a new ``epoch`` per instance (per station start).
+
+    ``paused`` while the station shows an e-stop: it must not lease anything then (docs/fleet.md), so
+    an arm that missed the e-stop message still holds when its lease runs out."""
+
+    def __init__(self, station: str, arms: Iterable[str] | None = None) -> None:
+        self.station = _ident({"station": station}, "station")
+        self.arms = tuple(arms) if arms is not None else None
+        self.epoch = secrets.token_hex(6)
+        self.seq = 0
+        self.paused = False
+
+    def message(self) -> bytes:
+        self.seq += 1
+        return lease_message(self.station, self.epoch, self.seq, self.arms)
+
+
+async def publish_heartbeats(client: Any, heartbeat: Heartbeat, stop: asyncio.Event,
+                             rate_hz: float = HEARTBEAT_HZ) -> int:
+    """Publish ``heartbeat`` on :data:`LEASE_TOPIC` at ``rate_hz`` through an aiomqtt-style ``client``
+    (QoS 0, not retained) until ``stop`` is set; skipped while paused. Returns the count published.
+
+    On absolute deadlines, so a slow publish does not stretch the period; a station that falls more
+    than one period behind publishes at once instead of bursting."""
+    loop = asyncio.get_running_loop()
+    period = 1.0 / rate_hz
+    due = loop.time()
+    sent = 0
+    while not stop.is_set():
+        if not heartbeat.paused:
+            await client.publish(LEASE_TOPIC, heartbeat.message(), qos=0, retain=False)
+            sent += 1
+        due = max(due + period, loop.time())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=max(0.0, due - loop.time()))
+    return sent

@@ -19,6 +19,7 @@ from hebictl.teleop.lease import (
     TRANSITIONS,
     FleetEstop,
     FleetLease,
+    Heartbeat,
     Lease,
     LeaseEvent,
     LeaseGate,
@@ -26,6 +27,7 @@ from hebictl.teleop.lease import (
     estop_message,
     lease_message,
     parse_lease,
+    publish_heartbeats,
 )
 
 CYCLE = 0.005       # the arm's 200 Hz loop
@@ -201,13 +203,11 @@ def test_lease_and_fleet_estop_through_a_real_broker(broker):
                 async for m in arm.messages:
                     gate.on_message(str(m.topic), bytes(m.payload), time.monotonic())
 
-            async def beat(seconds: float, epoch: str) -> None:
-                end = time.monotonic() + seconds
-                seq = 0
-                while time.monotonic() < end:
-                    seq += 1
-                    await station.publish(LEASE_TOPIC, lease_message("panel-1", epoch, seq), qos=0)
-                    await asyncio.sleep(BEAT)
+            async def beat(seconds: float) -> None:
+                stop = asyncio.Event()
+                asyncio.get_running_loop().call_later(seconds, stop.set)
+                sent = await publish_heartbeats(station, Heartbeat("panel-1"), stop)
+                log.append(f"{sent} heartbeats")
 
             async def wait_for(pred, what: str, timeout: float = 10.0) -> None:
                 end = time.monotonic() + timeout
@@ -217,14 +217,14 @@ def test_lease_and_fleet_estop_through_a_real_broker(broker):
                 log.append(what)
 
             rx = asyncio.create_task(receive())
-            beating = asyncio.create_task(beat(1.0, "a"))
+            beating = asyncio.create_task(beat(1.0))
             await wait_for(lambda: gate.state is LeaseState.READY, "leased")
             gate.command(time.monotonic())
             log.append("commanded")
             await beating                                       # the station stops
             await wait_for(lambda: gate.poll(time.monotonic()) is not None, "held: lease expired")
             await station.publish(ESTOP_TOPIC, estop_message("panel-1", reason="test"), qos=1)
-            beating = asyncio.create_task(beat(1.0, "b"))      # the station is back, heartbeating
+            beating = asyncio.create_task(beat(1.0))      # the station is back, heartbeating
             await wait_for(lambda: gate.state is LeaseState.ESTOPPED, "fleet e-stop latched")
             await asyncio.sleep(0.3)
             with pytest.raises(CommandRejected):
@@ -241,4 +241,5 @@ def test_lease_and_fleet_estop_through_a_real_broker(broker):
 
     log = asyncio.run(scenario())
     print(" -> ".join(log), "| dropped:", dict(gate.lease.dropped))
-    assert log[-1] == "commanded again"
+    assert log[-2:] == ["commanded again", log[-1]] and log[-1].endswith("heartbeats")
+    assert 10 <= int(log[-1].split()[0]) <= 21      # 20 Hz for 1 s (fewer if the loop was starved)
