@@ -31,6 +31,7 @@ import math
 import re
 import secrets
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -47,6 +48,8 @@ HEARTBEAT_HZ = 20.0
 MAX_MESSAGE_BYTES = 1024
 _ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MAX_SEQ = 2**53
+#: the station's and the arm's clocks may run at rates this far apart (200 ppm; quartz: tens of ppm)
+DRIFT = 200e-6
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,8 @@ class Lease:
     epoch: str
     seq: int
     arms: tuple[str, ...] | None
+    #: [s] the station's own monotonic clock when it sent the lease (None: not given)
+    sent: float | None = None
 
 
 @dataclass(frozen=True)
@@ -102,7 +107,11 @@ def _only(obj: dict[str, object], allowed: set[str]) -> None:
 def parse_lease(payload: bytes | str) -> Lease:
     """The one schema of a lease: ``{"station", "epoch", "seq"[, "arms"]}``; CommandRejected otherwise."""
     obj = _object(payload)
-    _only(obj, {"station", "epoch", "seq", "arms"})
+    _only(obj, {"station", "epoch", "seq", "arms", "t"})
+    sent = obj.get("t")
+    if sent is not None and (isinstance(sent, bool) or not isinstance(sent, int | float)
+                             or not math.isfinite(sent) or not 0 <= sent < 1e12):
+        raise CommandRejected("malformed", "t: the station's clock [s], a finite number >= 0")
     seq = obj.get("seq")
     if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq < MAX_SEQ:
         raise CommandRejected("malformed", "seq: an integer 0 <= seq < 2^53")
@@ -111,7 +120,8 @@ def parse_lease(payload: bytes | str) -> Lease:
         if not isinstance(arms, list) or not 1 <= len(arms) <= 256:
             raise CommandRejected("malformed", "arms: a list of 1-256 arm ids")
         arms = tuple(_ident({"arm": a}, "arm") for a in arms)
-    return Lease(_ident(obj, "station"), _ident(obj, "epoch"), int(seq), arms)
+    return Lease(_ident(obj, "station"), _ident(obj, "epoch"), int(seq), arms,
+                 None if sent is None else float(sent))
 
 
 def parse_estop(payload: bytes | str) -> FleetEstop:
@@ -164,7 +174,10 @@ class FleetLease:
             raise ConfigError(f"lease_timeout must be > 0 s, got {lease_timeout}", key="lease_timeout")
         self.lease_timeout = float(lease_timeout)
         self.state = LeaseState.NO_LEASE
-        self.last_lease: float | None = None        # receipt time of the last accepted lease
+        #: [s, arm clock] when the last accepted lease was sent (estimated from its ``t``), else received
+        self.last_lease: float | None = None
+        #: per (station, epoch): (smallest receipt - sent seen, arm time of that) - the delivery baseline
+        self._baseline: dict[tuple[str, str], tuple[float, float]] = {}
         self.holder: str | None = None
         self._last_seq: dict[str, tuple[str, int]] = {}
         self.dropped: Counter[str] = Counter()
@@ -178,8 +191,12 @@ class FleetLease:
         if reason is not None:
             self.dropped[reason] += 1
             return False
+        origin = self._origin(lease, now)
+        if now - origin > self.lease_timeout:
+            self.dropped["late"] += 1       # delivered, but sent longer ago than the timeout
+            return False
         self._last_seq[lease.station] = (lease.epoch, lease.seq)
-        self.last_lease, self.holder = now, lease.station
+        self.last_lease, self.holder = max(origin, self.last_lease or origin), lease.station
         self._fire(LeaseEvent.LEASE)
         return True
 
@@ -192,6 +209,21 @@ class FleetLease:
         if prev is not None and prev[0] == lease.epoch and lease.seq <= prev[1]:
             return "old_seq"
         return None
+
+    def _origin(self, lease: Lease, now: float) -> float:
+        """When the lease was sent, on the arm's clock: its ``t`` plus the fastest delivery seen from
+        this station (allowed to rise by :data:`DRIFT` per second: the two clocks' rates differ), so a
+        broker that starts delaying messages does not make old heartbeats look fresh."""
+        if lease.sent is None:
+            return now
+        key = (lease.station, lease.epoch)
+        offset = now - lease.sent
+        best = self._baseline.get(key)
+        if best is not None:
+            offset_then, at = best
+            offset = min(offset, offset_then + DRIFT * max(now - at, 0.0))
+        self._baseline[key] = (offset, now)
+        return min(lease.sent + offset, now)   # (sent + (now - sent) can round past now)
 
     def on_estop(self, estop: FleetEstop, now: float) -> bool:
         """A fleet e-stop from anyone latches; its clear counts only from an authorised station."""
@@ -283,9 +315,13 @@ class LeaseGate:
         return self.lease.state
 
 
-def lease_message(station: str, epoch: str, seq: int, arms: Iterable[str] | None = None) -> bytes:
-    """A station's heartbeat payload (the panel and ``teleop-send`` publish this at HEARTBEAT_HZ)."""
+def lease_message(station: str, epoch: str, seq: int, arms: Iterable[str] | None = None,
+                  sent: float | None = None) -> bytes:
+    """A station's heartbeat payload (the panel and ``teleop-send`` publish this at HEARTBEAT_HZ);
+    ``sent`` [s] is the station's monotonic clock."""
     obj: dict[str, object] = {"station": station, "epoch": epoch, "seq": int(seq)}
+    if sent is not None:
+        obj["t"] = float(sent)
     if arms is not None:
         obj["arms"] = list(arms)
     return json.dumps(obj).encode()
@@ -310,7 +346,7 @@ class Heartbeat:
 
     def message(self) -> bytes:
         self.seq += 1
-        return lease_message(self.station, self.epoch, self.seq, self.arms)
+        return lease_message(self.station, self.epoch, self.seq, self.arms, sent=time.monotonic())
 
 
 async def publish_heartbeats(client: Any, heartbeat: Heartbeat, stop: asyncio.Event,

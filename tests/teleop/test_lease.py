@@ -137,7 +137,9 @@ def test_leases_that_do_not_count_are_dropped_and_counted():
     gate = LeaseGate(FleetLease("arm1", {"panel-1"}))
     bad = [b"{", b"[]", b'{"station": "panel-1", "epoch": "e", "seq": NaN}', b'{"station": "p", "epoch": "e"}',
            b'{"station": "panel-1", "epoch": "e", "seq": true}', b'{"station": "a/b", "epoch": "e", "seq": 1}',
-           b'{"station": "panel-1", "epoch": "e", "seq": 1, "x": 1}', b"x" * 5000]
+           b'{"station": "panel-1", "epoch": "e", "seq": 1, "x": 1}', b"x" * 5000,
+           b'{"station": "panel-1", "epoch": "e", "seq": 1, "t": -1}',
+           b'{"station": "panel-1", "epoch": "e", "seq": 1, "t": "now"}']
     assert not any(gate.on_message(LEASE_TOPIC, b, 0.0) for b in bad)
     assert sum(gate.lease.dropped.values()) == len(bad) and gate.state is LeaseState.NO_LEASE
     assert gate.on_message(LEASE_TOPIC, lease_message("panel-1", "e", 1), 0.0)
@@ -243,3 +245,45 @@ def test_lease_and_fleet_estop_through_a_real_broker(broker):
     print(" -> ".join(log), "| dropped:", dict(gate.lease.dropped))
     assert log[-2:] == ["commanded again", log[-1]] and log[-1].endswith("heartbeats")
     assert 10 <= int(log[-1].split()[0]) <= 21      # 20 Hz for 1 s (fewer if the loop was starved)
+
+
+def run_delayed(lease: FleetLease, seconds: float, delay, offset: float = 1000.0, rate: float = 1.0,
+                poll_every: float = CYCLE) -> tuple[list[float], float]:
+    """Heartbeats stamped with the station's clock (``offset`` + ``rate`` x arm time) and delivered
+    ``delay(sent)`` later; the arm polls every ``poll_every``. Returns (hold times, last on-time send)."""
+    heartbeat_at, seq, inbox, holds = 0.0, 0, [], []
+    t = 0.0
+    while t < seconds - 1e-12:
+        t = round(t + poll_every, 9)
+        while heartbeat_at <= t:
+            seq += 1
+            inbox.append((heartbeat_at + delay(heartbeat_at), Lease("panel-1", "e", seq, None,
+                                                                     offset + rate * heartbeat_at)))
+            heartbeat_at = round(heartbeat_at + BEAT, 9)
+        for msg in [m for m in inbox if m[0] <= t]:
+            lease.on_lease(msg[1], t)
+            inbox.remove(msg)
+        if lease.state is LeaseState.READY:
+            lease.command(t)
+        if lease.poll(t) is not None:
+            holds.append(t)
+    return holds, heartbeat_at
+
+
+def test_heartbeats_a_broker_delivers_late_do_not_keep_an_arm_moving():
+    """From t = 1 s the broker delivers every heartbeat 1 s late (congested, or a node that froze and
+    flushed): they keep arriving every 50 ms, but were sent too long ago to count."""
+    lease = FleetLease("arm1", {"panel-1"})
+    holds, _ = run_delayed(lease, 3.0, lambda sent: 0.005 if sent < 1.0 else 1.0)
+    last_on_time = max(k * BEAT for k in range(40) if k * BEAT < 1.0)
+    print(f"late delivery from 1 s: held at {holds[0]:.3f} s, {holds[0] - last_on_time:.3f} s after the last "
+          f"heartbeat delivered on time; dropped {dict(lease.dropped)}")
+    assert len(holds) == 1 and holds[0] - last_on_time <= LEASE_TIMEOUT + 0.005 + CYCLE + 1e-9
+    assert lease.dropped["late"] > 0 and lease.state is LeaseState.NO_LEASE
+
+
+def test_clock_rates_that_differ_by_150_ppm_do_not_expire_a_lease_in_an_hour():
+    lease = FleetLease("arm1", {"panel-1"})
+    holds, _ = run_delayed(lease, 3600.0, lambda sent: 0.005 + 0.02 * ((sent * 7.3) % 1.0), rate=1.0 - 150e-6,
+                           poll_every=BEAT)
+    assert holds == [] and lease.dropped["late"] == 0 and lease.state is LeaseState.ACTIVE
