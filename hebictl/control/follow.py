@@ -36,8 +36,9 @@ from numpy.typing import ArrayLike
 from hebictl._typing import FloatArray
 from hebictl.collision.attach import world_of
 from hebictl.control.goal import Goal
+from hebictl.control.group import ArmGroup, GroupEvent
 from hebictl.control.plugins import ArmPlugin
-from hebictl.control.safety import ArmState, EventKind
+from hebictl.control.safety import ArmState
 from hebictl.control.supervisor import Mode
 from hebictl.errors import CommandRejected, ConfigError
 
@@ -215,16 +216,6 @@ TRANSITIONS: dict[tuple[FollowState, FollowEvent], FollowState] = {
 }
 
 
-@dataclass(frozen=True)
-class GroupEvent:
-    """One thing the leader-follower did or refused: ``time`` [s, clock], ``kind``, ``arm`` (or "")."""
-
-    time: float
-    kind: str
-    arm: str
-    detail: str
-
-
 @dataclass
 class FollowSettings:
     align_threshold: float = ALIGN_THRESHOLD
@@ -256,9 +247,8 @@ class LeaderFollower:
         self.haptics = HapticPlugin()
         _insert_before_forwarders(follower, self.follow)
         _insert_before_forwarders(leader, self.haptics)
-        #: arms this object put in HOLD itself (a hold it did not ask for is a fault)
-        self._own_holds: set[int] = set()
-        self._have_feedback = [False, False]
+        #: the supervisor across both arms (a fault of either stops both, one event)
+        self.group = ArmGroup({names[0]: leader, names[1]: follower})
         self._want_follow = False
         self.cycles = 0
 
@@ -278,20 +268,15 @@ class LeaderFollower:
         """Clear every arm's fault (an operator's act); IDLE if both arms then run with feedback."""
         if self.state is not S.DISCONNECTED:
             return False
-        if any(a.m_stopped for a in self.arms):
+        if not self.group.clear("leader-follower: cleared by the operator; holding where the arm is"):
             self._note("clear_refused", "", "an M-stop is still pressed")
             return False
-        for a in self.arms:
-            a.clear_fault("leader-follower: cleared by the operator; holding where the arm is")
-        self._own_holds.clear()
         self._fire(E.CLEARED, "", "faults cleared: holding; follow again to re-align")
         return True
 
     def request_exit(self) -> None:
-        for i, a in enumerate(self.arms):
-            if a.state is ArmState.RUNNING:
-                self._own_holds.add(i)
-                a.hold(detail="leader-follower exits")
+        for name in self.names:
+            self.group.hold(name, "leader-follower exits")
         self.follow.active = False
         self._fire(E.EXIT, "", "exit")
 
@@ -304,14 +289,12 @@ class LeaderFollower:
         """One cycle: read both arms, supervise, advance the state machine, command, send both."""
         self.cycles += 1
         self.haptics.effort[:] = self._haptic_effort()
-        for i, a in enumerate(self.arms):
-            self._have_feedback[i] = a.update() or self._have_feedback[i]
+        self.group.update()
         self._supervise()
         handler = _HANDLERS.get(self.state)
         if handler is not None:
             handler(self)
-        for a in self.arms:
-            a.send()
+        self.group.send()
 
     def _haptic_effort(self) -> FloatArray:
         if self.state is not S.FOLLOW or not self.follow.active:
@@ -322,36 +305,18 @@ class LeaderFollower:
         return np.clip(self.settings.haptic_gain * tau, -lim, lim)
 
     def _supervise(self) -> None:
+        """The group's rule (every other arm stopped, one event naming the arm and the cause)."""
         if self.state in (S.DISCONNECTED, S.EXIT):
             return
-        for i, a in enumerate(self.arms):
-            cause = self._fault_of(i, a)
-            if cause is not None:
-                self._group_hold(i, cause)
-                return
-
-    def _fault_of(self, i: int, arm: Arm) -> str | None:
-        if arm.state is ArmState.STOPPED:
-            latch = arm.latch
-            return f"{latch.cause}: {latch.detail}" if latch is not None else "stopped"
-        if arm.state is ArmState.HOLD and i not in self._own_holds:
-            last = arm.events.events[-1] if arm.events.events else None
-            return f"{last.kind.value}: {last.detail}" if last is not None else "hold"
-        return None
-
-    def _group_hold(self, culprit: int, cause: str) -> None:
-        """Stop every other arm (latched, holding), and record one event naming the cause."""
-        name = self.names[culprit]
-        self.follow.active = False
-        self._want_follow = False
-        for i, a in enumerate(self.arms):
-            if i != culprit and a.state is not ArmState.STOPPED:
-                a.stop(EventKind.ESTOP, f"leader-follower: {name} faulted ({cause}); holding every arm")
-        self._fire(E.FAULT, name, cause)
+        tripped = self.group.supervise()
+        if tripped is not None:
+            self.follow.active = False
+            self._want_follow = False
+            self._fire(E.FAULT, tripped.arm, tripped.detail)
 
     # ---------------------------------------------------------------- per state
     def _startup(self) -> None:
-        if all(self._have_feedback):
+        if all(self.group.fresh.values()):
             self._fire(E.FEEDBACK, "", "both arms have feedback")
             if self.settings.home is not None:
                 self._goal(self.settings.home, "homing")
@@ -376,7 +341,6 @@ class LeaderFollower:
                        f"{err[j]:.3f} rad from the leader (gate {self.settings.align_threshold:g} rad): "
                        "bring the leader closer")
             return
-        self._own_holds.discard(1)
         if self._goal(target, "aligning"):
             self._fire(E.FOLLOW, "follower", f"aligning: largest error {err[j]:.3f} rad (joint {j})")
 
@@ -402,7 +366,7 @@ class LeaderFollower:
     def _goal(self, position: FloatArray, why: str) -> bool:
         err = float(np.max(np.abs(position - self.follower.last_feedback.position)))
         duration = max(MIN_ALIGN_TIME, ALIGN_TIME_PER_RAD * err)
-        self._own_holds.discard(1)
+        self.group.running(self.names[1])
         try:
             self.follower.set_goal(Goal(self.follower.dof).add_waypoint(t=duration, position=position))
         except CommandRejected as exc:
@@ -412,9 +376,7 @@ class LeaderFollower:
         return True
 
     def _hold_follower(self, why: str) -> None:
-        if self.follower.state is ArmState.RUNNING:
-            self._own_holds.add(1)
-            self.follower.hold(detail=f"leader-follower: {why}")
+        self.group.hold(self.names[1], f"leader-follower: {why}")
 
     def _fire(self, event: FollowEvent, arm: str, detail: str) -> None:
         nxt = TRANSITIONS.get((self.state, event))
