@@ -121,6 +121,7 @@ class FollowPlugin(ArmPlugin):
         self.target = np.zeros(0)
         self.target_velocity = np.zeros(0)
         self.position = np.zeros(0)
+        self.velocity = np.zeros(0)
         #: per cycle: how far the clip held the command back from the target [rad, max over joints]
         self.clipped = 0.0
         self._arm: Arm | None = None
@@ -128,6 +129,7 @@ class FollowPlugin(ArmPlugin):
     def on_associated(self, arm: Arm) -> None:  # type: ignore[override]  # reads the Arm's limits and model
         n = arm.dof
         self.target, self.target_velocity, self.position = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.velocity = np.zeros(n)
         self._arm = arm
 
     def start(self, position: ArrayLike) -> None:
@@ -135,6 +137,7 @@ class FollowPlugin(ArmPlugin):
         self.position[:] = np.asarray(position, dtype=np.float64)
         self.target[:] = self.position
         self.target_velocity.fill(0.0)
+        self.velocity.fill(0.0)
         self.active = True
 
     def update(self, arm: Arm, dt: float) -> bool:  # type: ignore[override]  # an Arm, as on_associated
@@ -143,18 +146,28 @@ class FollowPlugin(ArmPlugin):
         if arm.state is not ArmState.RUNNING or arm.mode is Mode.BRAKE:
             self.active = False  # a fault or a stop owns the arm now
             return True
-        step = np.clip(self.target - self.position, -self.max_step, self.max_step)
+        # aim one cycle ahead along the leader's velocity: the command takes effect for the next period,
+        # and the leader's sample is already a cycle old (without it the follower lagged 69 mrad at 1.2 rad/s)
+        aim = self.target + self.target_velocity * dt
+        step = np.clip(aim - self.position, -self.max_step, self.max_step)
         nxt = np.clip(self.position + step, arm.limits.position_min, arm.limits.position_max)
         world = world_of(arm.model)
         if world is not None and dt > 0.0:
             scale = world.approach_scale(self.position, nxt, dt, STOP_DECELERATION)
             nxt = self.position + (nxt - self.position) * scale
         self.clipped = float(np.max(np.abs(self.target - nxt)))
-        velocity = (nxt - self.position) / dt if dt > 0.0 else np.zeros_like(nxt)
+        # the leader's velocity as the feed-forward, within what this cycle's (clipped) step allows
+        velocity = np.clip(self.target_velocity, -np.abs(nxt - self.position) / dt, np.abs(nxt - self.position) / dt) \
+            if dt > 0.0 else np.zeros_like(nxt)
+        accel = (velocity - self.velocity) / dt if dt > 0.0 else np.zeros_like(nxt)
         self.position[:] = nxt
+        self.velocity[:] = velocity
         cmd = arm.pending_command
         cmd.position[:] = nxt
         cmd.velocity[:] = velocity
+        # the rigid-body torque of the commanded acceleration, fed forward as the jog does (less what the
+        # arm's dynamics plugin already added): without it each joint finds it through its position error
+        cmd.effort += arm.brake_planner.missing_effort((nxt, velocity, accel), arm.plugins)
         return True
 
 
@@ -247,6 +260,9 @@ class LeaderFollower:
         self.haptics = HapticPlugin()
         _insert_before_forwarders(follower, self.follow)
         _insert_before_forwarders(leader, self.haptics)
+        # a hand moves the leader: its contact observer sees that hand as an external torque by design,
+        # so on the leader a contact is recorded, never a reason to stop both arms
+        leader.monitors.contact.reaction = "event"
         #: the supervisor across both arms (a fault of either stops both, one event)
         self.group = ArmGroup({names[0]: leader, names[1]: follower})
         self._want_follow = False
