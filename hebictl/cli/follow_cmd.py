@@ -75,7 +75,7 @@ class DemoRecorder:
 
     def tick(self, now: float) -> None:
         from hebictl.control.follow import FollowState
-        from hebictl.control.safety import ArmState, EventKind
+        from hebictl.control.safety import ArmState
         from hebictl.datasets import Frame
 
         following = self.lf.state is FollowState.FOLLOW
@@ -88,8 +88,7 @@ class DemoRecorder:
             return
         f = self.lf.follower
         fb = f.last_feedback
-        contact = bool(f.events.events) and f.events.events[-1].kind is EventKind.CONTACT \
-            and now - f.events.events[-1].time < 0.1
+        contact = bool(f.monitors.contact.latched)   # from the contact event until the push is gone
         self.writer.offer(now, Frame(
             position=fb.position, velocity=np.nan_to_num(fb.velocity), effort=np.nan_to_num(fb.effort),
             action=self.lf.map.to_follower(self.lf.leader.last_feedback.position), contact=contact,
