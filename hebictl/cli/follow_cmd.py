@@ -11,7 +11,10 @@ ALOHA's rule); a fault of either arm holds both, ends the episode and exits 1.
 from __future__ import annotations
 
 import argparse
+import queue
 import signal
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="record each period of following as an episode of a LeRobot v3.0 dataset in DIR (new)")
     p.add_argument("--task", type=str, default=None, help="the demonstrated task (required with --record-dataset)")
     p.add_argument("--fps", type=int, default=50, help="dataset frames per second")
+    p.add_argument("--keys", action="store_true",
+                   help="read one-letter commands from stdin, one per line: "
+                        + "; ".join(f"{k} {v}" for k, v in KEYS.items()))
     p.set_defaults(func=cmd_follow)
 
 
@@ -95,6 +101,22 @@ class DemoRecorder:
             hold=f.state is not ArmState.RUNNING,
             tracking_error=float(np.max(np.abs(f.pending_command.position - fb.position)))))
 
+    def discard(self, now: float) -> None:
+        """Drop the open episode; while following, a new one starts at once."""
+        if self.recording:
+            self.writer.discard_episode()
+            self.writer.start_episode(now)
+
+    def rerecord(self, now: float) -> None:
+        """Drop the open episode, or else the last saved one, and record again (from now, if following)."""
+        dropped = self.writer.rerecord(now)
+        if dropped is not None:
+            self.saved = [s for s in self.saved if s.episode_index != dropped]
+        self.recording = True
+        if self.lf.state.value != "follow":
+            self.writer.discard_episode()
+            self.recording = False
+
     def stop(self) -> None:
         if self.recording:
             saved = self.writer.stop_episode()
@@ -132,7 +154,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
         lf = LeaderFollower(leader, follower, joint_map=jmap, settings=FollowSettings(
             align_threshold=args.align_threshold, max_relative_target=args.max_step, haptic_gain=args.haptic_gain))
         recorder = DemoRecorder(writer, lf) if writer is not None else None
-        _loop(lf, clock, recorder, args.seconds)
+        _loop(lf, clock, recorder, args.seconds, start_key_reader() if args.keys else None)
     finally:
         if recorder is not None:
             recorder.stop()
@@ -149,11 +171,49 @@ def cmd_follow(args: argparse.Namespace) -> int:
     return 1 if lf.state is FollowState.DISCONNECTED or any(e.kind == "fault" for e in lf.events) else 0
 
 
+#: one-letter commands read from stdin (one per line) while running
+KEYS = {"f": "follow / stop following", "d": "discard the episode", "r": "re-record (drop the open or last episode)",
+        "c": "clear a fault (then follow again: it re-aligns)", "q": "quit"}
+
+
+def start_key_reader() -> queue.Queue[str]:
+    """Lines of stdin as commands, read on a daemon thread (nothing is read when stdin is closed)."""
+    keys: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        for line in sys.stdin:
+            key = line.strip().lower()[:1]
+            if key in KEYS:
+                keys.put(key)
+
+    threading.Thread(target=read, name="follow-keys", daemon=True).start()
+    return keys
+
+
+def apply_key(key: str, lf: Any, recorder: DemoRecorder | None, now: float) -> bool:
+    """Do what ``key`` asks; False for quit."""
+    if key == "q":
+        return False
+    if key == "f":
+        if lf.state.value in ("follow", "aligning"):
+            lf.request_stop()
+        else:
+            lf.request_follow()
+    elif key == "c":
+        lf.clear()
+    elif recorder is not None and key == "d":
+        recorder.discard(now)
+    elif recorder is not None and key == "r":
+        recorder.rerecord(now)
+    return True
+
+
 #: [s] how often IDLE asks to follow again (the gate refuses while the leader is too far)
 RETRY_S = 1.0
 
 
-def _loop(lf: Any, clock: Any, recorder: DemoRecorder | None, seconds: float | None) -> None:
+def _loop(lf: Any, clock: Any, recorder: DemoRecorder | None, seconds: float | None,
+          keys: queue.Queue[str] | None = None) -> None:
     """Step until ``seconds`` pass or a signal; then hold both arms for a moment and return."""
     from hebictl.control.follow import FollowState
 
@@ -166,9 +226,16 @@ def _loop(lf: Any, clock: Any, recorder: DemoRecorder | None, seconds: float | N
     try:
         end = None if seconds is None else clock.now() + seconds
         asked = -RETRY_S
-        while not stop["now"] and (end is None or clock.now() < end) and lf.state is not FollowState.DISCONNECTED:
+        auto = keys is None   # without keys: follow whenever idle; with them, the operator says when
+        if not auto:
+            lf.request_follow()
+        while not stop["now"] and (end is None or clock.now() < end) and (keys is not None or
+                                                                          lf.state is not FollowState.DISCONNECTED):
             lf.step()
-            if lf.state is FollowState.IDLE and clock.now() - asked >= RETRY_S:
+            while keys is not None and not keys.empty():
+                if not apply_key(keys.get_nowait(), lf, recorder, clock.now()):
+                    stop["now"] = True
+            if auto and lf.state is FollowState.IDLE and clock.now() - asked >= RETRY_S:
                 lf.request_follow()   # the gate may refuse: asked again while the operator brings the leader closer
                 asked = clock.now()
             if recorder is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -51,3 +52,14 @@ def test_follow_on_the_mock_records_a_dataset(tmp_path):
     table = pq.read_table(root / "data/chunk-000/file-000.parquet")
     assert info["total_episodes"] == 1 and info["total_frames"] == table.num_rows > 10
     assert table.column("action").type.list_size == 6
+
+
+@pytest.mark.realtime
+def test_keys_quit_the_run_early():
+    start = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "hebictl", "follow", CONFIG, "--seconds", "60", "--keys"],
+                         input="f\nq\n", capture_output=True, text=True, timeout=120, cwd=REPO_ROOT, check=False)
+    took = time.monotonic() - start
+    print(f"quit by key after {took:.1f} s (of --seconds 60)")
+    assert out.returncode == 0, out.stderr
+    assert took < 40 and "exit" in out.stdout

@@ -299,3 +299,39 @@ def test_a_demonstration_on_the_sim_is_recorded_at_50_hz_from_the_200_hz_loop(tm
     assert any(table["safety.contact"]) and health.safety_events >= 1
     assert state[:, 0].max() - state[0, 0] > 0.2          # the base moved (until the box)
     assert lf.state is FollowState.IDLE and follower.state is not ArmState.STOPPED
+
+
+def test_episodes_discarded_and_re_recorded_while_following(tmp_path):
+    """The recorder's discard and re-record (the keys `d` and `r` of `hebictl follow --keys`)."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    from hebictl.cli.follow_cmd import DemoRecorder
+    from hebictl.datasets import LeRobotWriter
+
+    leader, follower, clock, home = pair("x-series-6dof")
+    lf = LeaderFollower(leader, follower)
+    writer = LeRobotWriter(tmp_path / "demo", fps=50, joint_names=follower.model.joint_names, task="t")
+    rec = DemoRecorder(writer, lf)
+
+    def run_for(seconds: float) -> None:
+        end = clock.now() + seconds
+        while clock.now() < end - 1e-9:
+            lf.step()
+            rec.tick(clock.now())
+
+    until(lf, clock, FollowState.IDLE)
+    lf.request_follow()
+    run_for(1.0)                      # aligning, then following: episode 0 open
+    rec.discard(clock.now())          # dropped; a new one starts at once
+    run_for(0.5)
+    lf.request_stop()
+    run_for(0.1)                      # saved: 0.5 s
+    rec.rerecord(clock.now())         # not following: the last saved episode is dropped
+    lf.request_follow()
+    run_for(2.0)
+    lf.request_stop()
+    run_for(0.1)
+    writer.close()
+    eps = pq.read_table(tmp_path / "demo/meta/episodes/chunk-000/file-000.parquet").to_pydict()
+    print(f"episodes after discard and re-record: lengths {eps['length']}")
+    assert eps["episode_index"] == [0] and [s.episode_index for s in rec.saved] == [0]
+    assert 70 <= eps["length"][0] <= 76       # the second follow: 2 s less the 0.5 s alignment, at 50 fps
