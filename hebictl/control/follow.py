@@ -305,7 +305,10 @@ class LeaderFollower:
         """One cycle: read both arms, supervise, advance the state machine, command, send both."""
         self.cycles += 1
         self.haptics.effort[:] = self._haptic_effort()
-        self.group.update()
+        self.group.update_one(self.names[0])
+        if self.state is S.FOLLOW:
+            self._following()   # the follower takes the leader's sample of this same cycle
+        self.group.update_one(self.names[1])
         self._supervise()
         handler = _HANDLERS.get(self.state)
         if handler is not None:
@@ -410,7 +413,6 @@ _HANDLERS = {
     S.HOMING: LeaderFollower._homing,
     S.IDLE: LeaderFollower._idle,
     S.ALIGNING: LeaderFollower._aligning,
-    S.FOLLOW: LeaderFollower._following,
 }
 
 #: plugin types that forward the finished command to other modules: follow and haptics go before them

@@ -51,8 +51,12 @@ class ArmGroup:
 
     def update(self) -> None:
         """Every arm's ``update()``; :attr:`fresh` says which has had feedback at least once."""
-        for name, arm in self.arms.items():
-            self.fresh[name] = arm.update() or self.fresh[name]
+        for name in self.arms:
+            self.update_one(name)
+
+    def update_one(self, name: str) -> None:
+        """One arm's ``update()`` (an owner that feeds one arm from another's feedback of the same cycle)."""
+        self.fresh[name] = self.arms[name].update() or self.fresh[name]
 
     def send(self) -> None:
         for arm in self.arms.values():
