@@ -335,3 +335,30 @@ def test_episodes_discarded_and_re_recorded_while_following(tmp_path):
     print(f"episodes after discard and re-record: lengths {eps['length']}")
     assert eps["episode_index"] == [0] and [s.episode_index for s in rec.saved] == [0]
     assert 70 <= eps["length"][0] <= 76       # the second follow: 2 s less the 0.5 s alignment, at 50 fps
+
+
+@pytest.mark.parametrize(("config", "torque"), [("x-series-6dof", -4.0), ("x-series-5dof", 4.0),
+                                                ("r-series-6dof", -4.0)])
+def test_a_leader_pushed_through_the_table_leaves_the_follower_above_it(config, torque):
+    """The follower's steps go through its collision world (the config's table at z = 0): a leader pushed
+    down through it (the table is no sim geom, the hand's torque on the shoulder) is not followed there.
+    (The double shoulder's arm is left out: its shoulder pair needs another push to reach the table.)"""
+    leader, follower, clock, home = pair(config)
+    leader.set_idle("gravcomp")
+    lf = LeaderFollower(leader, follower)
+    until(lf, clock, FollowState.IDLE)
+    lf.request_follow()
+    until(lf, clock, FollowState.FOLLOW)
+    sim = leader.backend
+    t0 = clock.now()
+    zl, zf, held_back = [], [], 0.0
+    while clock.now() < t0 + 2.0 and lf.state is FollowState.FOLLOW:
+        sim.mj_data.qfrc_applied[sim.scene.dadr[1]] = torque
+        lf.step()
+        zl.append(leader.model.end_effector(true_q(leader))[2, 3])
+        zf.append(follower.model.end_effector(true_q(follower))[2, 3])
+        held_back = max(held_back, lf.follow.clipped)
+    print(f"{config}: leader's end effector down to z = {min(zl):+.3f} m, the follower's stopped at "
+          f"z = {min(zf):+.3f} m (table at 0); follower held back up to {held_back:.3f} rad from the leader")
+    assert min(zl) < -0.1
+    assert min(zf) > 0.0 and held_back > 0.3
