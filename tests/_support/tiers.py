@@ -27,6 +27,7 @@ REALTIME_FIXTURES = frozenset({"broker", "secure_broker", "acl_broker", "make_se
 REALTIME_MODULES = frozenset({
     "hardware/test_clock.py", "panel/test_panel_e2e.py", "teleop/test_clock.py", "teleop/test_teleop_cli.py",
     "teleop/test_broker_plugin.py", "recording/test_crash.py", "teleop/test_teleop_security.py",
+    "teleop/test_lease_rabbitmq.py",
     # signals to real-time `hebictl run` processes after fixed sleeps: in the parallel tier a loaded
     # core made their control loop miss its 250 ms command lifetime (control_gap stop) or time out
     "cli/test_signals.py",
@@ -90,6 +91,8 @@ EXCLUSIVE_MODULES = frozenset({
     "recording/test_crash.py",
     # a jog flood from a second account (a process that takes a core) while the arm's control gaps are counted
     "teleop/test_teleop_security.py",
+    # a 3-node RabbitMQ cluster (three Erlang VMs) started and frozen on loopback: ~75 s of both cores
+    "teleop/test_lease_rabbitmq.py",
 })
 #: realtime modules whose tests run as a second serial lane beside the first (``tools/dev test``):
 #: in-process teleop servers on mock or paced arms, panel servers and brokers, that mostly wait on the
