@@ -120,7 +120,9 @@ def folder_mode(mode: int) -> int:
     return mode | 0o100 | ((mode & 0o044) >> 2)
 
 
-def _pwrite(fd: int, data: bytes, offset: int) -> None:
+def pwrite_all(fd: int, data: bytes, offset: int) -> None:
+    """Write all of ``data`` at ``offset``. Every write to a recording goes through here (the one
+    place to look at them: tests/recording/test_mcapfile.py rebuilds each file a kill can leave)."""
     view = memoryview(data)
     while view:
         n = os.pwrite(fd, view, offset)
@@ -240,17 +242,17 @@ class McapFile:
         """Replace the tail at ``_tail_at`` by ``unit`` (which ends in a footer and magic), in the
         order of the module docstring."""
         fd, at, n = self._fd, self._tail_at, len(unit)
-        _pwrite(fd, OPEN_FOOTER, at + n - FOOTER_BYTES)                    # 1. the new end
+        pwrite_all(fd, OPEN_FOOTER, at + n - FOOTER_BYTES)                    # 1. the new end
         if n - FOOTER_BYTES > len(TAIL):
-            _pwrite(fd, unit[len(TAIL):n - FOOTER_BYTES], at + len(TAIL))  # 2. the records, unseen
+            pwrite_all(fd, unit[len(TAIL):n - FOOTER_BYTES], at + len(TAIL))  # 2. the records, unseen
         if unit[-FOOTER_BYTES:] != OPEN_FOOTER:
-            _pwrite(fd, unit[-FOOTER_BYTES:], at + n - FOOTER_BYTES)       # 3. the summary's footer
-        _pwrite(fd, unit[:len(TAIL)], at)                                  # 4. the commit
+            pwrite_all(fd, unit[-FOOTER_BYTES:], at + n - FOOTER_BYTES)       # 3. the summary's footer
+        pwrite_all(fd, unit[:len(TAIL)], at)                                  # 4. the commit
 
     def _publish(self, first: bytes) -> None:
         """Write the file's start under its hidden name, then give it its name (never replacing one)."""
         assert self._tmp is not None
-        _pwrite(self._fd, first, 0)
+        pwrite_all(self._fd, first, 0)
         try:
             os.link(self._tmp, self.path.name, src_dir_fd=self._dir, dst_dir_fd=self._dir, follow_symlinks=False)
         except FileExistsError:
@@ -270,7 +272,7 @@ class McapFile:
         fd = os.open(self.path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                      self.mode, dir_fd=self._dir)
         os.fchmod(fd, self.mode)
-        _pwrite(fd, first, 0)
+        pwrite_all(fd, first, 0)
         os.close(self._fd)
         self._fd = fd
 

@@ -46,13 +46,13 @@ CUT = 512  # bytes: every sector boundary (a SIGKILL cuts at page boundaries, mu
 def _record(tmp_path: Path, monkeypatch, cycles: int = 240, **options) -> tuple[McapRecorder, dict]:
     """A mock-arm recording with a flush every few cycles; every write of it logged per file."""
     writes: dict[int, list[tuple[bytes, int]]] = defaultdict(list)
-    real = mcapfile._pwrite
+    real = mcapfile.pwrite_all
 
     def logged(fd: int, data: bytes, offset: int) -> None:
         writes[os.fstat(fd).st_ino].append((bytes(data), offset))
         real(fd, data, offset)
 
-    monkeypatch.setattr(mcapfile, "_pwrite", logged)
+    monkeypatch.setattr(mcapfile, "pwrite_all", logged)
     clock = SimClock()
     arm = Arm.from_config(load_config(CONFIG), backend="mock", clock=clock)
     rec = McapRecorder(tmp_path / "run.mcap", arm, config_path=CONFIG, flush_interval=0.005, **options)
