@@ -61,8 +61,11 @@ def _record(tmp_path: Path, monkeypatch, cycles: int = 240, **options) -> tuple[
         arm.send()
         rec.sample()
         clock.sleep_until(clock.now() + 0.005)
-        if i % 20 == 0:
-            time.sleep(0.03)  # the writer thread commits what it has
+        if i % 20 == 0:  # the writer thread commits what it has (a hang guard, not a timing claim)
+            before, deadline = sum(map(len, writes.values())), time.monotonic() + 60
+            while (rec.written < rec.cycles or sum(map(len, writes.values())) == before) \
+                    and time.monotonic() < deadline:
+                time.sleep(0.005)
     arm.close()
     rec.close()
     return rec, writes
