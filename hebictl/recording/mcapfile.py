@@ -17,7 +17,8 @@ every write (a SIGKILL can end a ``write`` between two pages, never inside one):
    page, so all or nothing). The file is then: old records, old tail, a hole, a footer. Readers
    stop at the old tail, as before.
 2. the new records are written into the hole. Readers still stop at the old tail.
-3. (closing only) the real footer, pointing to the summary just written, replaces that footer.
+3. (closing only) the real footer, pointing to the summary just written, replaces that footer
+   (padding before the Data End puts the whole summary past the old tail, so it is all there).
 4. the first 50 bytes of the new records overwrite the old tail (inside one block, so atomic):
    now readers read the new records, up to the new tail.
 
@@ -225,8 +226,10 @@ class McapFile:
         trial = copy.deepcopy(writer, memo)  # the summary's length, to pad before it so its footer sits in a block
         trial.finish()
         end = len(memo[id(self.stream)].data)
+        # at least len(TAIL) - 13 bytes of padding before the Data End (13 bytes): the summary then
+        # starts beyond the old tail, so it is whole (step 2) before its footer points to it (step 3)
         pad = padding_for(self._tail_at + end - FOOTER_BYTES, FOOTER_BYTES,
-                          least=max(0, len(TAIL) + FOOTER_BYTES - end))
+                          least=max(len(TAIL) - 13, len(TAIL) + FOOTER_BYTES - end))
         if pad:
             self.stream.write(padding_record(pad))
         writer.finish()

@@ -8,12 +8,14 @@ forward kinematics, compresses and writes. When the writer falls behind and the 
 the sample is dropped, counted (``dropped``), logged once a second and written to ``/events``, so
 a gap in the file is never silent.
 
-Crash safety: every ``flush_interval`` seconds (default 0.5 s) the writer closes the chunk it is
-filling and commits it to the file (:mod:`hebictl.recording.mcapfile`), which is a valid MCAP
-after every commit and at every moment in between: a process killed with ``kill -9`` leaves a
-file that the ``mcap`` package's readers and Foxglove open, missing at most that interval plus
-what was still in the buffer. ``hebictl log recover`` gives it a summary. Files are created
-exclusively (never through a symlink, never over a file) with ``mode`` (0600 by default).
+Crash safety: every ``flush_interval`` seconds (default 0.5 s) of the wall clock, and whenever the
+items written since the last commit span that much of the recording's own clock (a simulated clock
+may run faster), the writer closes the chunk it is filling and commits it to the file
+(:mod:`hebictl.recording.mcapfile`), which is a valid MCAP after every commit and at every moment
+in between: a process killed with ``kill -9`` leaves a file that the ``mcap`` package's readers and
+Foxglove open, missing at most that interval plus what was still in the buffer. ``hebictl log
+recover`` gives it a summary. Files are created exclusively (never through a symlink, never over a
+file) with ``mode`` (0600 by default).
 
 State table of the writer thread (``state``):
 
@@ -157,6 +159,7 @@ class McapRecorder:
         self._last_tf = -math.inf
         self._last_mode_item: tuple[Any, ...] | None = None
         self._file: McapFile | None = None
+        self._span_start = math.nan  # recording-clock time of the first item written since the last commit
         self._writer: Writer | None = None
         self._channels: dict[str, int] = {}
         self._file_started = 0.0
@@ -321,9 +324,19 @@ class McapRecorder:
 
     def _commit(self) -> None:
         """The chunk being filled, closed and made part of the file (what a SIGKILL keeps)."""
+        self._span_start = math.nan
         if self._writer is not None and self._file is not None:
             self._writer.flush()
             self._file.commit()
+
+    def _due(self, t: float) -> bool:
+        """Whether the items written since the last commit span ``flush_interval`` of the recording's
+        own clock (a simulated clock may run faster than the wall clock the other commits follow)."""
+        if self._writer is None:
+            return False
+        if math.isnan(self._span_start):
+            self._span_start = t
+        return t - self._span_start >= self.flush_interval - 1e-9  # times 0.5 s apart may differ by 0.4999999
 
     def _run(self) -> None:
         last_flush = time.monotonic()
@@ -331,7 +344,11 @@ class McapRecorder:
             while True:
                 stopping = self._stop.is_set()
                 while self._buffer:
-                    self._write(self._buffer.popleft())
+                    item = self._buffer.popleft()
+                    self._write(item)
+                    if self._due(item[1]):
+                        self._commit()
+                        self._maybe_rotate(time.monotonic())
                     time.sleep(0)  # release the GIL after each item: the control thread must not wait on us
                 now = time.monotonic()
                 if self.dropped != self._dropped_reported and now - last_flush >= self.flush_interval:

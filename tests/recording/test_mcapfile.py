@@ -17,6 +17,7 @@ import os
 import stat
 import time
 from collections import defaultdict
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -71,7 +72,7 @@ def _record(tmp_path: Path, monkeypatch, cycles: int = 240, **options) -> tuple[
     return rec, writes
 
 
-def _states(log: list[tuple[bytes, int]]):
+def _states(log: list[tuple[bytes, int]], cuts: bool = True):
     """Every file a kill can leave: after each write, and inside each at every CUT boundary. The
     first write goes to the hidden name, linked once written: it is seen whole or not at all."""
     disk = bytearray()
@@ -85,7 +86,7 @@ def _states(log: list[tuple[bytes, int]]):
 
     for i, (data, offset) in enumerate(log):
         first = (offset // CUT + 1) * CUT
-        for cut in range(first, offset + len(data), CUT) if i else ():
+        for cut in range(first, offset + len(data), CUT) if i and cuts else ():
             yield apply(data[:cut - offset], offset)
         disk[:] = apply(data, offset)
         yield bytes(disk)
@@ -144,6 +145,45 @@ def test_a_kill_at_any_write_or_page_leaves_a_file_the_mcap_readers_read(tmp_pat
     assert clean >= 5
 
 
+def test_commits_follow_the_recordings_own_clock(tmp_path, monkeypatch):
+    """The loss bound in simulated time: a SimClock arm run as fast as the machine goes (simulated
+    time far ahead of the wall clock the writer also commits on), flush_interval 0.5 s. Each commit
+    may add at most 0.5 s of the recording's clock plus one period, so a kill at any moment loses
+    at most that of what the writer had written (plus what it had not yet taken from its buffer)."""
+    writes: dict[int, list[tuple[bytes, int]]] = defaultdict(list)
+    real = mcapfile.pwrite_all
+
+    def logged(fd: int, data: bytes, offset: int) -> None:
+        writes[os.fstat(fd).st_ino].append((bytes(data), offset))
+        real(fd, data, offset)
+
+    monkeypatch.setattr(mcapfile, "pwrite_all", logged)
+    clock, period = SimClock(), 0.005
+    arm = Arm.from_config(load_config(CONFIG), backend="mock", clock=clock)
+    rec = McapRecorder(tmp_path / "run.mcap", arm, capacity=1 << 16)
+    for _ in range(1200):  # 6 s of simulated time, no pause
+        arm.update()
+        arm.send()
+        rec.sample()
+        clock.sleep_until(clock.now() + period)
+    arm.close()
+    summary = rec.close()
+    assert summary.dropped == 0
+    (path,) = rec.files
+    committed = []  # latest log time in the file after each complete commit
+    for blob in _states(writes[path.stat().st_ino], cuts=False):
+        with io.BytesIO(blob) as f:
+            list(StreamReader(f).records)
+            whole = f.tell() == len(blob)
+        times = [m.log_time for _, _, m in make_reader(io.BytesIO(blob)).iter_messages(log_time_order=False)]
+        if whole and times:
+            committed.append(max(times) * 1e-9)
+    steps = [b - a for a, b in pairwise(committed)]
+    print(f"{len(committed)} commits over {committed[-1] - committed[0]:.2f} s of simulated time; the largest "
+          f"step {max(steps):.4f} s (bound 0.5 + {period} s)")
+    assert committed[-1] - committed[0] > 5.0 and max(steps) <= 0.5 + period + 1e-9
+
+
 def test_a_kill_during_rotation_leaves_both_files_readable(tmp_path, monkeypatch):
     """rotate_seconds: the old file is finished (summary) and the next one started; every moment
     of both is a readable file."""
@@ -154,6 +194,41 @@ def test_a_kill_during_rotation_leaves_both_files_readable(tmp_path, monkeypatch
         with path.open("rb") as f:
             assert make_reader(f).get_summary() is not None  # each closed file has its summary
         print(f"{path.name}: {states} kill points checked")
+
+
+def test_every_padding_case_of_a_commit_and_a_finish(tmp_path, monkeypatch):
+    """The tail's place in its 512-byte block decides the padding: commits and finishes of files
+    whose tails land at 74 different offsets in a block, every kill point of each read back."""
+    from typing import IO, cast
+
+    from mcap.writer import Writer
+
+    real = mcapfile.pwrite_all
+    checked = 0
+    for extra in range(0, 512, 7):
+        log: list[tuple[bytes, int]] = []
+
+        def logged(fd: int, data: bytes, offset: int, log=log) -> None:
+            log.append((bytes(data), offset))
+            real(fd, data, offset)
+
+        monkeypatch.setattr(mcapfile, "pwrite_all", logged)
+        path = tmp_path / f"f{extra}.mcap"
+        f = McapFile(path)
+        w = Writer(cast(IO[bytes], f.stream))
+        w.start()
+        channel = w.register_channel("/t", "json", w.register_schema("t", "jsonschema", b"{}"))
+        for k in range(3):
+            w.add_message(channel, log_time=k, data=b"x" * (extra + 13 * k), publish_time=k)
+            w.flush()
+            f.commit()
+        w.flush()
+        f.finish(w)
+        checked += _check_every_kill(path, log)[0]
+        with path.open("rb") as g:
+            summary = make_reader(g).get_summary()
+        assert summary is not None and summary.statistics is not None and summary.statistics.message_count == 3
+    print(f"{checked} kill points of 74 files, each tail at another place in its block")
 
 
 def test_a_file_appears_whole_under_its_name(tmp_path, monkeypatch):
