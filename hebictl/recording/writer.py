@@ -160,6 +160,7 @@ class McapRecorder:
         self._last_mode_item: tuple[Any, ...] | None = None
         self._file: McapFile | None = None
         self._span_start = math.nan  # recording-clock time of the first item written since the last commit
+        self._fresh = False          # a file without a cycle committed yet
         self._writer: Writer | None = None
         self._channels: dict[str, int] = {}
         self._file_started = 0.0
@@ -299,6 +300,7 @@ class McapRecorder:
         except OSError as exc:
             raise RecordingError(f"cannot record to {file.path}: {exc.strerror or exc}") from exc
         self._file, self._writer = file, writer
+        self._fresh = True
         self._file_started = time.monotonic()
         self._last_tf = -math.inf
         self.files.append(file.path)
@@ -325,15 +327,20 @@ class McapRecorder:
     def _commit(self) -> None:
         """The chunk being filled, closed and made part of the file (what a SIGKILL keeps)."""
         self._span_start = math.nan
+        self._fresh = False
         if self._writer is not None and self._file is not None:
             self._writer.flush()
             self._file.commit()
 
-    def _due(self, t: float) -> bool:
+    def _due(self, item: tuple[Any, ...]) -> bool:
         """Whether the items written since the last commit span ``flush_interval`` of the recording's
-        own clock (a simulated clock may run faster than the wall clock the other commits follow)."""
+        own clock (a simulated clock may run faster than the wall clock the other commits follow),
+        or this is a new file's first cycle (a file killed early still shows the arm)."""
         if self._writer is None:
             return False
+        if self._fresh and item[0] == _CYCLE:
+            return True
+        t = item[1]
         if math.isnan(self._span_start):
             self._span_start = t
         return t - self._span_start >= self.flush_interval - 1e-9  # times 0.5 s apart may differ by 0.4999999
@@ -346,7 +353,7 @@ class McapRecorder:
                 while self._buffer:
                     item = self._buffer.popleft()
                     self._write(item)
-                    if self._due(item[1]):
+                    if self._due(item):
                         self._commit()
                         self._maybe_rotate(time.monotonic())
                     time.sleep(0)  # release the GIL after each item: the control thread must not wait on us
