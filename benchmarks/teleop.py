@@ -23,6 +23,16 @@ child process (paho-mqtt, QoS 0, as fast as the rate allows) for ``--seconds`` a
 the bridge received, how many rejections the acks answered (an ack answers ``1 + coalesced``),
 how many were coalesced and dropped, and whether the arm moved. Target: every received command
 answered, no ack dropped, the arm still.
+
+``--estop-load jog|cartesian|none`` (issue 33) measures the e-stop under load on the documented
+secured set-up (password file, ACL and, where gcc and mosquitto's headers are installed, the
+broker plugin compiled from docs/teleop.md): a second operator account floods stale jog samples
+as fast as a child process can (``jog``), or sends reachable Cartesian goals at the allowed 20/s
+(``cartesian``: IK 60-100 ms each); the operator presses the e-stop ``--presses`` times (mode
+``position`` and 1 s of load before each press, release after). Latency = from just before the
+press is published to the first command the arm writes to its modules with the e-stop latched
+(a probe on the backend's ``write``, read in the arm thread). Prints median / p95 / max and how
+many presses did not engage within 10 s. Target (issue 33): p95 <= 200 ms, none lost.
 """
 
 from __future__ import annotations
@@ -175,6 +185,160 @@ def flood(args: argparse.Namespace) -> int:
     return 1 if args.strict and not ok else 0
 
 
+def jog_flooder(port: int, arm_id: str, user: str, password: str, seconds: float, conn: Connection) -> None:
+    """Child process: stale jog samples as fast as paho publishes them (QoS 0); sends back the count."""
+    import json
+
+    import paho.mqtt.client as mqtt
+
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"{user}:flood")
+    c.username_pw_set(user, password)
+    c.max_queued_messages_set(0)
+    c.connect("127.0.0.1", port)
+    c.loop_start()
+    seq, n, end = int(time.time() * 1e6) - 10_000_000, 0, time.monotonic() + seconds
+    while time.monotonic() < end:
+        for _ in range(200):
+            seq += 1
+            c.publish(f"hebictl/v1/{arm_id}/cmd/jog", json.dumps(
+                {"seq": seq, "ts": time.time() - 30.0, "client": f"{user}:flood", "velocity": [0.3, 0, 0, 0, 0, 0],
+                 "space": "joint"}), qos=0)
+            n += 1
+        time.sleep(0.001)
+    c.loop_stop()
+    conn.send(n)
+
+
+def goal_sender(port: int, arm_id: str, user: str, password: str, seconds: float, targets: list[list[float]],
+                conn: Connection) -> None:
+    """Child process: reachable Cartesian goals at 20/s (the per-topic limit) for ``seconds``."""
+    async def go() -> int:
+        n = 0
+        async with TeleopClient(f"mqtt://127.0.0.1:{port}", arm_id, name=f"{user}:goals", username=user,
+                                password=password, subscribe_state=False) as c:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                await c.send("cartesian_goal", {"position": targets[n % len(targets)], "duration": 2.0}, wait=False)
+                n += 1
+                await asyncio.sleep(0.05)
+        return n
+    conn.send(asyncio.run(go()))
+
+
+def doc_plugin(folder: str) -> str | None:
+    """The broker plugin of docs/teleop.md compiled into ``folder``, or None without gcc/headers."""
+    import re
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        return None
+    m = re.search(r"<!-- no_retained_cmd\.c -->\n```c\n(.*?)```", (REPO / "docs" / "teleop.md").read_text(), re.S)
+    if m is None:
+        return None
+    src, lib = Path(folder) / "plugin.c", Path(folder) / "plugin.so"
+    src.write_text(m.group(1))
+    done = subprocess.run([gcc, "-shared", "-fPIC", "-o", str(lib), str(src)], capture_output=True, timeout=60)
+    return str(lib) if done.returncode == 0 else None
+
+
+class EstopProbe:
+    """Wraps the backend's ``write``: the first write with the runner's e-stop latched after a time."""
+
+    def __init__(self, arm: Arm, latched: object) -> None:
+        self.latched = latched
+        self.times: list[float] = []
+        self._write = arm.backend.write  # type: ignore[attr-defined]
+        arm.backend.write = self.write  # type: ignore[method-assign]
+
+    def write(self, cmd: Command) -> bool:
+        if self.latched():  # type: ignore[operator]
+            self.times.append(time.perf_counter())
+        return self._write(cmd)
+
+    def first_after(self, t: float) -> float | None:
+        return next((x for x in list(self.times) if x > t), None)
+
+
+def estop_under_load(args: argparse.Namespace) -> int:
+    """The e-stop latency run (``--estop-load``)."""
+    users = {"operator": "op-secret", "operator2": "op2-secret", "arm-bench": "arm-secret"}
+    with tempfile.TemporaryDirectory() as tmp:
+        plugin = doc_plugin(tmp)
+        broker = LocalBroker(f"{tmp}/b", users=users, arms={"arm-bench": "bench"}, operators=["operator", "operator2"],
+                             plugins=[plugin] if plugin else [])
+        with broker:
+            arm = Arm.from_config(REPO / "configs" / "x-series-6dof.cfg.yaml", backend="mock", clock=MonotonicClock(),
+                                  initial_position=[0.0, 1.2, 1.8, 2.2, -1.57, 0.0])  # kit home, off the table
+            settings = parse_broker(broker.url, username="arm-bench", password="arm-secret")
+            server = TeleopServer(arm, settings, "bench")
+            probe = EstopProbe(arm, lambda: server.runner.estop_latched)
+            server.start_background()
+            home = server.runner.snapshot.position.copy()
+            p0 = arm.model.end_effector(home)[:3, 3]
+            targets = [list(p0 + d) for d in ([0.03, 0, 0], [0, 0.03, 0], [-0.03, 0, 0], [0, -0.03, 0])]
+            seconds = args.presses * 2.5 + 5.0
+            ctx = multiprocessing.get_context("spawn")
+            parent, child = ctx.Pipe(duplex=False)
+            proc = None
+            if args.estop_load == "jog":
+                proc = ctx.Process(target=jog_flooder, args=(broker.port, "bench", "operator2", users["operator2"],
+                                                             seconds, child))
+            elif args.estop_load == "cartesian":
+                proc = ctx.Process(target=goal_sender, args=(broker.port, "bench", "operator2", users["operator2"],
+                                                             seconds, targets, child))
+            latencies: list[float] = []
+            lost = 0
+
+            async def go() -> None:
+                nonlocal lost
+                async with TeleopClient(broker.url, "bench", name="operator:console", username="operator",
+                                        password=users["operator"]) as op:
+                    await op.wait_status(lambda s: s["status"] == "online", timeout=10.0)
+                    for _ in range(args.presses):
+                        await op.mode("position", timeout=10.0)
+                        await asyncio.sleep(1.0)
+                        t = time.perf_counter()
+                        await op.estop(True, wait=False)
+                        deadline = time.monotonic() + 10.0
+                        hit = None
+                        while hit is None and time.monotonic() < deadline:
+                            await asyncio.sleep(0.002)
+                            hit = probe.first_after(t)
+                        if hit is None:
+                            lost += 1
+                        else:
+                            latencies.append((hit - t) * 1e3)
+                        await op.estop(False, timeout=10.0)
+                        await asyncio.sleep(0.2)
+
+            try:
+                if proc is not None:
+                    proc.start()
+                    time.sleep(1.0)
+                asyncio.run(go())
+                sent = parent.recv() if proc is not None else 0
+                if proc is not None:
+                    proc.join(30)
+            finally:
+                server.stop_background()
+                arm.close()
+            st = server.bridge.stats
+    ms = np.array(latencies)
+    med, p95, mx = (float(np.percentile(ms, q)) if ms.size else float("nan") for q in (50, 95, 100))
+    ok = lost == 0 and p95 <= 200.0
+    with_plugin = "yes" if plugin else "NO: gcc or mosquitto's headers missing"
+    print(f"teleop e-stop under load '{args.estop_load}' (broker plugin: {with_plugin}): {args.presses} presses, "
+          f"{lost} not engaged within 10 s; load sent {sent} messages")
+    print(f"  press -> first command written with the e-stop latched: median {med:.1f} ms, p95 {p95:.1f} ms, "
+          f"max {mx:.1f} ms; bridge decoded {st['received']}, dropped undecoded {st['flood_dropped']} (account "
+          f"rate) + {st['queue_dropped_jog']} (queue, jog); accepted {st['accepted']}, rejected {st['rejected']}; "
+          f"disconnects {st['disconnects']} -> {'PASS' if ok else 'FAIL'}")
+    return 1 if args.strict and not ok else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rate-hz", type=float, default=500.0, help="jog stream rate")
@@ -183,6 +347,9 @@ def main() -> int:
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--flood", type=float, default=None, metavar="RATE",
                     help="instead: flood the arm with stale goals at RATE msg/s and check every one is answered")
+    ap.add_argument("--estop-load", choices=("none", "jog", "cartesian"), default=None,
+                    help="instead: e-stop latency under a jog flood or 20 Cartesian goals/s from another account")
+    ap.add_argument("--presses", type=int, default=20, help="e-stop presses of --estop-load")
     args = ap.parse_args()
     logging.getLogger("hebictl.safety").setLevel(logging.ERROR)  # jog release/hold events are expected
     if find_mosquitto() is None:
@@ -190,6 +357,8 @@ def main() -> int:
         return 2
     if args.flood is not None:
         return flood(args)
+    if args.estop_load is not None:
+        return estop_under_load(args)
     with tempfile.TemporaryDirectory() as tmp, LocalBroker(tmp) as broker:
         arm = Arm.from_config(REPO / "configs" / "x-series-6dof.cfg.yaml", backend="mock", clock=MonotonicClock())
         arm.backend.feedback_frequency = args.loop_hz

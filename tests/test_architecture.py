@@ -379,7 +379,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("backends", ("sim_backend",)),
     ("control", ("control",)),
     ("wiring", ("wiring",)),
-    ("services", ("recording", "teleop", "panel", "plot")),
+    ("services", ("recording", "teleop", "panel", "plot", "inputs")),
     ("command line", ("cli", "__main__", "hebictl")),
 )
 _BASE = {"errors", "_typing", "version"}
@@ -410,7 +410,8 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
     "teleop": _BASE | {"control", "collision", "formats", "hardware", "model", "trajectory", "tasks"},
     "panel": _BASE | {"control", "teleop", "tasks"},  # teleop's protocol: topics, schemas, connection
     "plot": _BASE | {"control"},
-    "cli": _BASE | {"config", "control", "formats", "gains", "hardware", "panel", "plot", "recording",
+    "inputs": _BASE | {"control", "collision", "limits", "teleop", "recording"},  # teleop: the envelope's checks
+    "cli": _BASE | {"config", "control", "formats", "gains", "hardware", "inputs", "panel", "plot", "recording",
                     "resources", "teleop", "wiring", "hebictl"},  # "hebictl": the package's name, for importlib
     "__main__": {"cli"},
     "hebictl": _BASE | {"config", "control", "formats", "gains", "hardware", "model", "trajectory"},

@@ -28,7 +28,7 @@ EXTRAS: dict[str, str] = {"mujoco": "sim", "aiomqtt": "teleop", "paho": "teleop"
 
 #: modules that each define ``register(subparsers)``; missing ones (features not built yet) are skipped
 COMMAND_MODULES = ("hebictl.cli.model_cmd", "hebictl.cli.run_cmd", "hebictl.cli.teleop_cmd",
-                   "hebictl.cli.panel_cmd", "hebictl.cli.log_cmd")
+                   "hebictl.cli.panel_cmd", "hebictl.cli.log_cmd", "hebictl.cli.app_cmd")
 
 
 class DefaultsFormatter(argparse.HelpFormatter):

@@ -3,7 +3,10 @@
 It is one more MQTT client under its own broker account: it can do exactly what that account's
 ACL allows and nothing more. Each launch makes a secret and prints the link that carries it (as
 Jupyter does); only a browser that opened that link, or a script that presents the secret, gets a
-WebSocket. The page binds to 127.0.0.1 unless told otherwise; any other address needs
+WebSocket. ``--open`` never puts that secret in the browser's arguments (every local user can
+read ``/proc/<pid>/cmdline``): the browser is given a file (mode 0600, in a private directory) that
+forwards it to a one-time nonce link (:func:`open_browser`). The page binds to 127.0.0.1 unless
+told otherwise; any other address needs
 ``--allow-remote`` and an explicit ``--allowed-host`` list (the only ``Host``/``Origin`` names
 accepted), and TLS (``--web-cert``/``--web-key``) or a loud warning.
 """
@@ -15,10 +18,14 @@ import asyncio
 import contextlib
 import gc
 import ipaddress
+import os
+import shutil
 import signal
 import socket
 import ssl
 import sys
+import tempfile
+import threading
 import webbrowser
 from pathlib import Path
 
@@ -64,7 +71,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-sessions", type=int, default=50, help="open browser sockets at most (default 50)")
     p.add_argument("--shared-estop-release", action="store_true",
                    help="let any operator release an e-stop another operator engaged (default: only them)")
-    p.add_argument("--open", action="store_true", help="open the panel's link in the default browser")
+    p.add_argument("--open", action="store_true",
+                   help="open the panel in the default browser (through a private file and a one-time link: "
+                        "the launch secret never goes into the browser's process arguments)")
     p.add_argument("--name", help="client name in the commands' envelope (default panel-<host>-<pid>)")
     p.set_defaults(func=cmd_panel)
 
@@ -119,6 +128,27 @@ def _resolve(host: str, port: int) -> None:
         raise ConfigError(f"cannot serve the panel on --host {host!r}: {exc.strerror or exc}", key="host") from None
 
 
+def open_browser(url: str) -> Path:
+    """Open ``url`` (which carries a one-time nonce) in the default browser without putting it in
+    the browser's process arguments: they get the path of an HTML file that forwards to ``url``,
+    in a fresh directory only this user may enter (0700), the file 0600, as Jupyter does. Started
+    from a thread of its own: ``webbrowser`` waits for some browsers (``$BROWSER``) to exit.
+    Returns the directory, which the caller removes when the panel stops."""
+    folder = Path(tempfile.mkdtemp(prefix="hebictl-panel-", dir=os.environ.get("XDG_RUNTIME_DIR") or None))
+    page = folder / "open.html"
+    fd = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(f'<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={url}">'
+                f'<title>hebictl panel</title><p><a href="{url}">Open the hebictl panel</a></p>\n')
+
+    def start() -> None:
+        with contextlib.suppress(Exception):
+            webbrowser.open(page.as_uri())
+
+    threading.Thread(target=start, name="hebictl-panel-open", daemon=True).start()
+    return folder
+
+
 def cmd_panel(args: argparse.Namespace) -> int:
     from hebictl.panel.auth import Gate
     from hebictl.panel.link import PanelLink
@@ -150,6 +180,7 @@ def cmd_panel(args: argparse.Namespace) -> int:
                 loop.add_signal_handler(sig, stop.set)
         waiter = asyncio.create_task(stop.wait())
         first = asyncio.create_task(started.wait())
+        opened: Path | None = None
         await asyncio.wait({first, *tasks}, return_when=asyncio.FIRST_COMPLETED)
         if started.is_set():
             # everything loaded so far lives as long as the process: out of the collector's sight, so a
@@ -164,10 +195,13 @@ def cmd_panel(args: argparse.Namespace) -> int:
             print(f"hebictl panel: open {url}\n  (broker {settings.url}"
                   f"{', account ' + settings.username if settings.username else ''}; the link holds this launch's "
                   "secret: do not share it; Ctrl-C to stop)", file=sys.stderr, flush=True)
-            if args.open:
-                with contextlib.suppress(Exception):
-                    webbrowser.open(url)
-        done, _ = await asyncio.wait({waiter, *tasks}, return_when=asyncio.FIRST_COMPLETED)
+            if args.open and args.unix is None:
+                opened = open_browser(url.replace(f"?token={gate.token}", f"?nonce={gate.nonce()}"))
+        try:
+            done, _ = await asyncio.wait({waiter, *tasks}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if opened is not None:
+                shutil.rmtree(opened, ignore_errors=True)
         link.stop()
         for t in tasks:
             t.cancel()

@@ -21,6 +21,7 @@ import json
 import logging
 import math
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,10 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
+#: --account-tags: None lets the bridge find the broker plugin at its first connection
+_ACCOUNT_TAGS: dict[str, bool | None] = {"auto": None, "on": True, "off": False}
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("teleop", help="serve an arm over MQTT (goals, jog, e-stop; state at a fixed rate)")
     p.add_argument("config", type=Path, nargs="?", help="robot config YAML (default: the bundled 6-DoF kit)")
@@ -129,6 +134,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--foxglove-port", type=int, default=8765, help="live view port (0: any free port)")
     p.add_argument("--foxglove-allow-remote", action="store_true",
                    help="let the live view bind a non-loopback address (it has no login: use a TLS proxy)")
+    p.add_argument("--account-tags", choices=("auto", "on", "off"), default="auto",
+                   help="on: the broker runs the plugin of docs/teleop.md, refuse commands without its account tag; "
+                        "auto (default): find out at the first connection")
+    p.add_argument("--estop-supervisor", action="append", default=[], metavar="ACCOUNT",
+                   help="a broker account whose e-stop release with \"override\": true releases an e-stop another "
+                        "account engaged (logged; repeatable)")
+    p.add_argument("--foxglove-origin", action="append", default=[], metavar="ORIGIN",
+                   help="a browser origin allowed to open the live view besides https://app.foxglove.dev "
+                        "(scheme://host[:port]; repeatable)")
+    p.add_argument("--foxglove-max-clients", type=int, default=4, metavar="N",
+                   help="live view connections at once (more are refused)")
     p.set_defaults(func=cmd_teleop)
 
     s = sub.add_parser("teleop-send", help="send one teleop command over MQTT and print its ack")
@@ -198,7 +214,9 @@ def cmd_teleop(args: argparse.Namespace) -> int:
         server = TeleopServer(arm, settings, args.arm_id, rate_hz=args.rate or cfg.feedback_frequency,
                               state_rate_hz=args.state_rate, max_age=args.max_age, clock=SYSTEM_CLOCK,
                               gripper=gripper, runner_options={"shutdown_hold": args.stop_hold},
-                              bridge_options={"description": {"config_name": cfg.path.name, "backend": args.backend}})
+                              bridge_options={"description": {"config_name": cfg.path.name, "backend": args.backend},
+                                              "account_tags": _ACCOUNT_TAGS[args.account_tags],
+                                              "supervisors": frozenset(args.estop_supervisor)})
         recorder = _session_recorder(args, arm, cfg)
         server.runner.recorder = recorder
 
@@ -266,8 +284,10 @@ def _session_recorder(args: argparse.Namespace, arm: Any, cfg: Any) -> Any:
         from hebictl.recording.schemas import TOPICS
 
         live = LiveView(TOPICS, host=args.foxglove_host, port=args.foxglove_port,
-                        allow_remote=args.foxglove_allow_remote, name=f"hebictl teleop {args.arm_id}")
-        _tell(f"Foxglove live view on {live.url} (read-only)")
+                        allow_remote=args.foxglove_allow_remote, name=f"hebictl teleop {args.arm_id}",
+                        origins=args.foxglove_origin, max_clients=args.foxglove_max_clients)
+        _tell(f"Foxglove live view on {live.url} (read-only; its token is printed below, never logged)")
+        print(f"Foxglove: open {live.secret_url}", file=sys.stderr, flush=True)  # the token: terminal only
     mode = parse_mode(args.record_mode)
     path = session_path(args.record, arm_id=args.arm_id) if args.record is not None else None
     return McapRecorder(path, arm, config_path=cfg.path, teleop=True, live=live, mode=mode,

@@ -6,9 +6,11 @@ it the arm owns its safety state (:mod:`hebictl.control.safety`): faults in the 
 hold or a stop within the same cycle instead of an exception, and no stop drops a brakeless arm
 unless ``release`` is asked for explicitly.
 
-The arm's mode (follow, brake, hold, damp, gravcomp, release) and latch level (running, hold,
-stopped) live in one :class:`~hebictl.control.supervisor.Supervisor`, changed only through its
-transition table. What this module adds is where each mode starts: from the MEASURED state.
+The arm's motion state lives in one :class:`~hebictl.control.supervisor.Supervisor`: the mode as a
+value that owns its data (:mod:`hebictl.control.modes`: follow, brake, hold, damp, gravcomp,
+release), the latch level (running, hold, stopped), the latched stop and the stop pending after a
+brake, changed only through its transition table. What this module adds is where each mode starts:
+from the MEASURED state.
 The last command is kept (no step) only for a joint whose modules were executing it and which is
 within ``STALE_RAD`` of it; otherwise (the M-stop was pressed, a module was gone, the arm was
 released or damped, an obstacle held it) the joint starts where it is. A new trajectory and every
@@ -38,14 +40,16 @@ from hebictl.control.admission import plan
 from hebictl.control.braking import BrakePlanner
 from hebictl.control.extra_modules import ExtraModules
 from hebictl.control.goal import Goal
+from hebictl.control.modes import LAG_MIN_RAD, Braking, Damp, Follow, Holding, MotionMode, Release
 from hebictl.control.monitors import MonitorSuite, Payload, goal_status
 from hebictl.control.monitors.payload import payload_efforts
 from hebictl.control.motion import Brake, RateLimiter, shrink_recovery
 from hebictl.control.payload_feedforward import PayloadFeedForward
+from hebictl.control.plausible import Plausible, VelocityHistory
 from hebictl.control.plugins import ArmPlugin
-from hebictl.control.safety import ArmState, EventKind, EventLog, Limits, StopBehaviour
+from hebictl.control.safety import ArmState, EventKind, EventLog, Limits, Reaction, StopBehaviour
 from hebictl.control.settings import SafetySettings, default_damping, limits_from
-from hebictl.control.supervisor import Latch, Level, Mode, Supervisor, Trigger
+from hebictl.control.supervisor import IdleBehaviour, Latch, Level, Mode, Resync, Supervisor, Trigger
 from hebictl.errors import CommandRejected, ConfigError, HardwareError
 from hebictl.hardware.base import Backend, Command, Feedback
 
@@ -55,7 +59,7 @@ if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel
     from hebictl.trajectory import Trajectory
 
-__all__ = ["REACTIONS", "STALE_RAD", "Arm", "EventKind", "Mode", "StopBehaviour"]
+__all__ = ["REACTIONS", "STALE_RAD", "Arm", "EventKind", "IdleBehaviour", "Mode", "Reaction", "StopBehaviour"]
 
 log = logging.getLogger(__name__)
 #: [s] a goal check longer than this re-sends the pending command (see Arm._keepalive); well inside
@@ -63,34 +67,29 @@ log = logging.getLogger(__name__)
 KEEPALIVE_PERIOD = 0.05
 # Enum member lookups go through a descriptor on every access; the hot path compares against these.
 _RUNNING, _HOLD, _STOPPED = ArmState.RUNNING, ArmState.HOLD, ArmState.STOPPED
-_FOLLOW, _BRAKE, _MHOLD, _DAMP, _GRAVCOMP, _RELEASE = (Mode.FOLLOW, Mode.BRAKE, Mode.HOLD, Mode.DAMP, Mode.GRAVCOMP,
-                                                       Mode.RELEASE)
+_FOLLOW, _BRAKE, _HOLDING, _DAMP, _GRAVCOMP, _RELEASE = (Mode.FOLLOW, Mode.BRAKE, Mode.HOLD, Mode.DAMP,
+                                                         Mode.GRAVCOMP, Mode.RELEASE)
 #: [rad or m] a joint whose last command is further than this from its measured position was not
 #: following it (a stale command): a new mode starts that joint from the measured position. Above
 #: the tracking lag at rated speed (~20 mrad on the bundled kits) and a hold's sag under 1 kg.
 STALE_RAD = 0.1
-#: [rad or m] a moving joint's brake starts from its measured position only if its command lags or leads
-#: it by more than this (below, the step is not worth it: the ramp starts from the command exactly)
-LAG_MIN_RAD = 1e-3
-#: a brake from the measured state that ends with a joint faster than this x the at-goal velocity
-#: tolerance brakes again from the measured state, at most ``REBRAKES`` times
-REBRAKE_SPEED = 2.0
-REBRAKES = 3
 #: [cycles] a blind brake ramp is commanded this far ahead of the cycle's time (x the blind cycle's
 #: length, at least the nominal period): the middle of the time the modules hold each command for
 #: (see :meth:`Arm._position_command`)
 BLIND_LEAD = 0.5
-#: what :meth:`Arm.react` accepts (the monitors' reactions)
-REACTIONS = ("event", "hold", "stop", "damp")
-# _stale: how the next fresh sample re-anchors a hold or brake
-_FRESH, _JOINTS, _ALL = 0, 1, 2
+State = tuple[FloatArray, FloatArray, FloatArray]
+#: what :meth:`Arm.react` accepts (the monitors' reactions: :class:`Reaction`'s values)
+REACTIONS = tuple(r.value for r in Reaction)
+
+
 class Arm:
     """A controlled arm. Build with :meth:`from_config` or directly from a model and a backend."""
 
     def __init__(self, model: RobotModel, backend: Backend, *, clock: Clock,
                  plugins: Sequence[ArmPlugin] = (), limits: Limits | None = None,
                  watchdog_timeout: float = 0.25, feedback_timeout: float | None = None,
-                 missed_feedback_limit: int = 2, idle: str = "hold", safety: SafetySettings | None = None,
+                 missed_feedback_limit: int = 2, idle: IdleBehaviour | str = "hold",
+                 safety: SafetySettings | None = None,
                  extra_modules: ExtraModules | None = None, backend_name: str = "mock",
                  backend_options: dict[str, Any] | None = None, user_data: dict[str, Any] | None = None) -> None:
         """``watchdog_timeout`` [s]: no fresh feedback for this long stops the arm (default: hold).
@@ -121,7 +120,8 @@ class Arm:
         self.feedback_timeout = float(feedback_timeout if feedback_timeout is not None
                                       else (2.0 / hz if hz > 0 else 0.1))
         self.events = EventLog(start=clock.now())  # log lines count from the arm's start
-        self.supervisor = Supervisor(Mode.HOLD)  # the mode and latch level (see supervisor.py)
+        #: the whole motion state: mode value, latch level and latch, pending stop (see supervisor.py)
+        self.supervisor = Supervisor(Mode.HOLD)
         self.pending_command = Command.empty(self.dof)
         self.last_feedback = Feedback.empty(self.dof)
         self._fbk = Feedback.empty(self.dof)
@@ -130,15 +130,7 @@ class Arm:
         self._last_fresh_time = clock.now()
         self._last_time = clock.now()
         self._dt = 0.0
-        # the data of the current mode (which of them counts is the supervisor's mode, nothing else)
-        self._trajectory: Trajectory | None = None  # FOLLOW
-        self._brake: Brake | None = None             # BRAKE (and, once ended, the hold's damping)
-        self._brake_chase = False  # the brake started from the measured state: its end rejoins the arm rate-limited
-        self._rebrakes = 0  # how often a brake from the measured state was started again (the arm still moved)
-        self._ramp_clock: tuple[Brake, float, float] | None = None  # (brake, ramp time commanded, clock time)
-        self._brake_overrun = False  # that brake started below the arm's speed (capped at the rated one)
-        self._hold: FloatArray | None = None         # HOLD: the held position (None: not anchored yet)
-        self._stale = _FRESH  # how the next fresh sample re-anchors a hold/brake (modules not following)
+        #: this cycle's reference state (position, velocity, acceleration) of a trajectory or brake ramp
         self.trajectory_state: tuple[FloatArray, FloatArray, FloatArray] | None = None
         hz0 = backend.feedback_frequency
         #: [s] the loop's usual period (an average that ignores gaps): the rate limiter's step bound
@@ -147,22 +139,29 @@ class Arm:
         self._long_cycles = 0  # consecutive cycles longer than 1.5 x the nominal period
         #: a payload the gravity model includes (:meth:`set_payload`), else None
         self.payload: Payload | None = None
-        #: [s, arm clock] when a command last went to the modules (send, or the keep-alive of a long goal
-        #: check); None until the first: modules never commanded have no command lifetime to run out, so
+        #: [s, arm clock] when the last command the modules got was computed (the read of the cycle whose
+        #: send delivered it: a stall between update() and send() counts, a keep-alive of a long goal check
+        #: does not); None until the first: modules never commanded have no command lifetime to run out, so
         #: the checks before a run's first cycle (feedback, goal admission) are not a control gap
         self.last_command_time: float | None = None
+        self._computed_at: float | None = None  # when update() computed the pending command
+        self._keepalive_at = -math.inf
+        lifetime = float(getattr(backend, "command_lifetime", 0.0) or 0.0)
+        #: [s] the modules' command lifetime: no command older than this is sent (inf: none)
+        self.command_lifetime = lifetime if lifetime > 0.0 else math.inf
+        # the last samples' velocities: a brake starts only from a plausible one (hebictl.control.plausible)
+        self._velocities = VelocityHistory(self.dof, self.limits.velocity_max)
+        self._plausible: tuple[int, Plausible] | None = None
+        self._amax: tuple[FloatArray, FloatArray] | None = None  # (pose, max_acceleration there)
         self._rate = RateLimiter(self.limits.velocity_max, self.limits)
         self.brake_planner = BrakePlanner(model, self.limits)
         #: the feed-forward of the end-effector load the model does not know (every position mode)
         self.payload_feedforward = PayloadFeedForward(
             model, measured=bool(getattr(backend, "measures_effort", True)))
         self._firmware_limit = False  # a module's firmware limit was acting at the last feedback
-        # range a joint switched on outside its limits may move in, shrinking to them (None: all inside)
-        self._recovery: tuple[FloatArray, FloatArray] | None = None
         self.module_safety: Any = None  # the modules' own safety settings, when the config gives them
         self._input_frames = np.empty((model.frame_count("input"), 4, 4))
         self._input_frames_valid = False
-        self.idle = "hold"
         self.set_idle(idle)
         self.plugins: list[ArmPlugin] = []
         for p in plugins:
@@ -234,12 +233,22 @@ class Arm:
         """The latched stop (cause, detail, requested behaviour) while STOPPED, else None."""
         return self.supervisor.latch
 
-    def _fire(self, trigger: Trigger) -> None:
-        self.supervisor.fire(trigger)
-        if trigger is not Trigger.BRAKE and trigger is not Trigger.STILL:
-            self._brake = None  # the hold's after-brake damping ends with any other change
-        if trigger is not Trigger.GOAL:
-            self._trajectory = None
+    @property
+    def idle(self) -> IdleBehaviour:
+        """What the arm commands with no goal (:meth:`set_idle`); compares equal to ``"hold"`` or ``"gravcomp"``."""
+        return self.supervisor.idle
+
+    def _fire(self, trigger: Trigger, value: MotionMode | None = None) -> None:
+        self.supervisor.fire(trigger, value)
+
+    def _braking(self) -> Braking | None:
+        m = self.supervisor.motion
+        return m if isinstance(m, Braking) else None
+
+    def _hold_target(self) -> FloatArray | None:
+        """The current hold's target (None: not holding, or not anchored yet)."""
+        m = self.supervisor.motion
+        return m.target if isinstance(m, Holding) else None
 
     def _speed(self) -> float:
         """The fastest joint's measured speed / its at-goal tolerance (>1: moving); 0 without feedback."""
@@ -260,7 +269,8 @@ class Arm:
         last = self._rate.last
         cand = last if command is None else command
         if not self._have_feedback:
-            return np.where(np.isfinite(last), last, self._hold if self._hold is not None else 0.0)
+            target = self._hold_target()
+            return np.where(np.isfinite(last), last, target if target is not None else 0.0)
         if not self._fresh():  # old feedback is not where the arm is: keep the command (re-anchored
             return np.where(np.isfinite(cand), cand, self.last_feedback.position)  # on the next fresh sample)
         meas = self.last_feedback.position
@@ -283,9 +293,10 @@ class Arm:
         if not bool(np.any((p < lim.position_min) | (p > lim.position_max))):
             return
         lo, hi = np.minimum(lim.position_min, p), np.maximum(lim.position_max, p)
-        if self._recovery is not None:
-            lo, hi = np.minimum(lo, self._recovery[0]), np.maximum(hi, self._recovery[1])
-        self._recovery = (lo, hi)
+        recovery = self.supervisor.recovery
+        if recovery is not None:
+            lo, hi = np.minimum(lo, recovery[0]), np.maximum(hi, recovery[1])
+        self.supervisor.recovery = (lo, hi)
 
     def _fresh(self) -> bool:
         """The last feedback is from this cycle or the one before (within 50 ms)."""
@@ -297,55 +308,93 @@ class Arm:
         cycles old is a better guess than the command: near its rated speed an arm does not reach the
         commanded speed (its motors run out of voltage; r6's base moved 3.37 rad/s under a 3.70 rad/s
         command), and a brake ramp from the command's speed left it 30-45 mrad behind, ringing."""
-        fb = self.last_feedback
-        if self.supervisor.mode is _FOLLOW and self._trajectory is not None:  # the command now
-            cmd_v = self._trajectory.get_state(now)[1].copy()
+        m = self.supervisor.motion
+        if isinstance(m, Follow):  # the command now
+            cmd_v = m.trajectory.get_state(now)[1].copy()
         else:
             cmd_v = np.nan_to_num(self.pending_command.velocity)
         fresh = self._have_feedback and 0.0 <= now - self._last_fresh_time <= 0.05
-        v = np.where(np.isfinite(fb.velocity), fb.velocity, cmd_v) if fresh else cmd_v
+        if fresh:
+            reading = self._plausible_velocity()
+            v = np.where(np.isfinite(reading), reading, cmd_v)
+        else:
+            v = cmd_v
         vmax = self.limits.velocity_max if cap == 1.0 else cap * self.limits.velocity_max
         return np.clip(v, -vmax, vmax)
 
-    def _make_brake(self, now: float, p: FloatArray, chase: bool = False, *, again: bool = False) -> Brake:
+    def _plausible_velocity(self) -> FloatArray:
+        """The last sample's velocity where the actuators can have reached it, else the earlier
+        samples' (:mod:`hebictl.control.plausible`); an implausible reading is a
+        ``feedback_implausible`` event, once per sample."""
+        cached = self._plausible
+        if cached is not None and cached[0] == self._last_seq:
+            return cached[1].velocity
+        fb = self.last_feedback
+        amax = self._max_acceleration(fb.position)
+        judged = self._velocities.judge(fb.velocity, self._last_fresh_time, amax, self.pending_command.velocity,
+                                        self.nominal_period)
+        self._plausible = (self._last_seq, judged)
+        if bool(judged.implausible.any()):
+            self._record(EventKind.FEEDBACK_IMPLAUSIBLE, judged.describe(self.model.joint_names))
+        return judged.velocity
+
+    def _max_acceleration(self, q: FloatArray) -> FloatArray:
+        """:meth:`BrakePlanner.max_acceleration` at ``q``, computed again only once a joint moved
+        ``STALE_RAD`` (it changes slowly with the pose; the damping asks every cycle of a stop)."""
+        cached = self._amax
+        if cached is not None and float(np.max(np.abs(q - cached[0]))) <= STALE_RAD:
+            return cached[1]
+        amax = self.brake_planner.max_acceleration(q, self._gravity_vector())
+        self._amax = (q.copy(), amax)
+        return amax
+
+    def _new_brake(self, now: float, p: FloatArray, chase: bool = False, again: Braking | None = None) -> Braking:
         """The brake ramp from ``p`` and the measured velocity, at the deceleration the actuators
         can deliver with the effort the modules measure (:mod:`hebictl.control.braking`).
-        ``chase``: started from the measured state by a monitor (see :meth:`_stopping_point`)."""
-        self._brake_chase = chase
-        self._rebrakes = self._rebrakes + 1 if again else 0
-        lim = self.limits
+        ``chase``: started from the measured state by a monitor (see :meth:`Braking.stopping_point`);
+        ``again``: the brake from the measured state that ended with the arm still moving."""
         ff = self.payload_feedforward
         if ff.measured:
             ff.retarget(self.monitors.payload_estimate)
         self.brake_planner.set_payload_mass(ff.mass)
-        effort = self.last_feedback.effort if self._have_feedback else None
         v = self._measured_velocity(now)
-        vcap = lim.velocity_max
+        overrun = again.overrun if again is not None else False
         if chase:  # started from the measured state: the modules were not following the command (a module came
             # back, an M-stop was released, the loop stalled, a monitor reacted); the effort they measure as
             # they take it up again is a transient (saturated at an M-stop release), not a load: the model's
             # gravity and the estimated unknown load count instead
-            if not again:  # the arm runs faster than the ramp may start from (the rated speed): it fell or was
-                # flung without a command; it is stopped with the effort it has, not the rated deceleration that
-                # shapes commanded motion, and may brake again at the ramp's end
+            if again is None:  # the arm runs faster than the ramp may start from (the rated speed): it fell or
+                # was flung without a command; it is stopped with the effort it has, not the rated deceleration
+                # that shapes commanded motion, and may brake again at the ramp's end
                 fast = self._measured_velocity(now, math.inf)
-                self._brake_overrun = bool(np.any(np.abs(fast) > np.abs(v) + 1e-9))
-            amax = self.brake_planner.deceleration(p, self._gravity_vector(), None, rated=not self._brake_overrun)
+                overrun = bool(np.any(np.abs(fast) > np.abs(v) + 1e-9))
+            amax = self.brake_planner.deceleration(p, self._gravity_vector(), None, rated=not overrun)
         else:
-            amax = self.brake_planner.deceleration(p, self._gravity_vector(), effort)
+            amax = self.brake_planner.deceleration(p, self._gravity_vector(),
+                                                   self.last_feedback.effort if self._have_feedback else None)
+        lo, hi = self._ramp_bounds(now, p, v, amax, chase)
+        ramp = Brake(now, p, v, amax, self.limits.velocity_max, lo, hi)
+        return Braking(ramp, chase=chase, overrun=overrun, rebrakes=again.rebrakes + 1 if again is not None else 0)
+
+    def _ramp_bounds(self, now: float, p: FloatArray, v: FloatArray, amax: FloatArray,
+                     chase: bool) -> tuple[FloatArray, FloatArray]:
+        """The positions a brake ramp from ``p`` may end in: the limits, or the recovery range of a
+        brake from the measured state that takes in the ramp's stopping point of a joint outside them.
+
+        A joint outside its limits (it fell or swung there while nothing commanded it, e.g. an M-stop
+        with MotorOff) still moving outward is braked along its way, not pulled back to the limit by a
+        ramp clipped there (x6's base, 6 rad past its limit at 1.5 rad/s: 124 mrad of position error
+        and a 1.1 rad/s swing back)."""
+        lim = self.limits
         lo, hi = lim.position_min, lim.position_max
-        if chase and self._recovery is not None:
-            # a joint outside its limits (it fell or swung there while nothing commanded it, e.g. an M-stop
-            # with MotorOff) still moving outward is braked along its way, not pulled back to the limit by
-            # a ramp clipped there (x6's base, 6 rad past its limit at 1.5 rad/s: 124 mrad of position
-            # error and a 1.1 rad/s swing back); the recovery range takes in the ramp's stopping point
-            free = Brake(now, p, v, amax, vcap, np.full(self.dof, -np.inf), np.full(self.dof, np.inf))
-            outside = (p < lo) | (p > hi)
-            if bool(np.any(outside)):
-                self._allow_outside(np.where(outside, free.target, p))
-                lo, hi = self._recovery
-        self._brake = Brake(now, p, v, amax, vcap, lo, hi)
-        return self._brake
+        if not chase or self.supervisor.recovery is None:
+            return lo, hi
+        outside = (p < lo) | (p > hi)
+        if bool(np.any(outside)):
+            free = Brake(now, p, v, amax, lim.velocity_max, np.full(self.dof, -np.inf), np.full(self.dof, np.inf))
+            self._allow_outside(np.where(outside, free.target, p))
+        recovery = self.supervisor.recovery
+        return recovery if recovery is not None else (lo, hi)
 
     def _feed_payload(self, q: FloatArray, cmd: Command) -> None:
         """Add the unknown load's feed-forward (:mod:`hebictl.control.payload_feedforward`) at ``q``
@@ -368,7 +417,7 @@ class Arm:
         """The modules are executing the position command (following, braking or holding; no M-stop
         since): a brake may start from it, however far the arm lags, without a step."""
         mode = self.supervisor.mode
-        return self._stale != _ALL and (mode is _FOLLOW or mode is _BRAKE or mode is _MHOLD)
+        return self.supervisor.resync is not Resync.ALL and (mode is _FOLLOW or mode is _BRAKE or mode is _HOLDING)
 
     def _brake_start(self, now: float) -> FloatArray:
         """Where a brake from a live command starts: a moving joint from its measured position (the
@@ -392,27 +441,27 @@ class Arm:
         return p  # the rate limiter carries the command there
 
     def _to_brake(self, now: float, measured: bool = False) -> None:
-        """Brake from the measured velocity (a running brake is kept: never restarted or dropped)."""
+        """Brake from the measured velocity (a running brake is kept: never restarted or dropped, only
+        started again from the measured state when ``measured``)."""
         if self.supervisor.mode is _BRAKE:
             if measured:
-                self._make_brake(now, self._anchor(True), chase=True)
+                self.supervisor.restart_brake(self._new_brake(now, self._anchor(True), chase=True))
             return
         self.brake_planner.set_payload_mass(self.payload_feedforward.mass)  # the ramp plans with the load
-        self._make_brake(now, self._brake_start(now) if self._live() and not measured else self._anchor(measured),
-                         chase=measured)
-        self._fire(Trigger.BRAKE)
+        start = self._brake_start(now) if self._live() and not measured else self._anchor(measured)
+        self._fire(Trigger.BRAKE, self._new_brake(now, start, chase=measured))
 
-    def _to_hold(self, position: FloatArray | None = None, measured: bool = False) -> None:
+    def _hold_at(self, position: FloatArray | None = None, measured: bool = False) -> None:
         """Hold ``position``, else where the arm is (:meth:`_anchor`)."""
-        self._hold = np.array(position, dtype=np.float64) if position is not None else self._anchor(measured)
-        self._fire(Trigger.HOLD_AT)
+        target = np.array(position, dtype=np.float64) if position is not None else self._anchor(measured)
+        self._fire(Trigger.HOLD_AT, Holding(target))
 
     def _stop_or_hold(self, now: float, measured: bool = False) -> None:
         """Brake if the arm moves, else hold where it is."""
         if self._moving():
             self._to_brake(now, measured)
         else:
-            self._to_hold(measured=measured)
+            self._hold_at(measured=measured)
 
     def _record(self, kind: EventKind | str, detail: str) -> None:
         self.events.record(self.clock.now(), kind, self.supervisor.level, detail)
@@ -420,7 +469,9 @@ class Arm:
     # ------------------------------------------------------------------ goals
     @property
     def trajectory(self) -> Trajectory | None:
-        return self._trajectory
+        """The goal's trajectory while the arm follows it, else None."""
+        m = self.supervisor.motion
+        return m.trajectory if isinstance(m, Follow) else None
 
     def current_state(self) -> tuple[FloatArray, FloatArray, FloatArray]:
         """Where a new goal starts: the last command where the modules follow it, else the measured
@@ -428,11 +479,12 @@ class Arm:
         p = self._anchor(apply=False)
         v = self._measured_velocity(self._last_time)
         v = np.where(np.abs(v) > self.safety.at_goal_velocity_tolerance, v, 0.0)
-        if self.supervisor.mode is _MHOLD:  # a hold asks for standstill: the goal starts from it
+        if self.supervisor.mode is _HOLDING:  # a hold asks for standstill: the goal starts from it
             v = np.zeros(self.dof)
         a = np.zeros(self.dof)
-        if self._trajectory is not None and self.supervisor.mode is _FOLLOW:
-            a = self._trajectory.get_state(self._last_time)[2]
+        traj = self.trajectory
+        if traj is not None:
+            a = traj.get_state(self._last_time)[2]
         return p.copy(), v, a
 
     def set_goal(self, goal: Goal) -> None:
@@ -454,13 +506,11 @@ class Arm:
         fb = self.last_feedback.position
         lo, hi = np.minimum(start[0], fb), np.maximum(start[0], fb)
         outside = (lo < lim.position_min) | (hi > lim.position_max)
-        self._recovery = ((np.minimum(lim.position_min, lo), np.maximum(lim.position_max, hi))
-                          if outside.any() else None)
+        self.supervisor.recovery = ((np.minimum(lim.position_min, lo), np.maximum(lim.position_max, hi))
+                                    if outside.any() else None)
         was_hold = self.supervisor.level is ArmState.HOLD
         self.supervisor.set_level(Level.GOAL)
-        self._fire(Trigger.GOAL)
-        self._brake = None
-        self._trajectory = trajectory
+        self._fire(Trigger.GOAL, Follow(trajectory))
         if was_hold:
             self._record(EventKind.GOAL, "new goal accepted; leaving hold")
 
@@ -469,7 +519,7 @@ class Arm:
         default for a controller that may be carrying a load); with idle ``gravcomp``, hand-guiding."""
         if self.supervisor.mode is not _FOLLOW:
             return
-        if self.idle == "hold":
+        if self.supervisor.idle is IdleBehaviour.HOLD:
             self._to_brake(self._last_time)
         else:
             self._fire(Trigger.GRAVCOMP)
@@ -477,7 +527,7 @@ class Arm:
     @property
     def goal_progress(self) -> float:
         """The trajectory's time fraction, 0..1 (1 once its time is up, reached or not)."""
-        traj = self._trajectory
+        traj = self.trajectory
         if traj is None:
             return 0.0
         if traj.duration <= 0.0:
@@ -489,7 +539,7 @@ class Arm:
         """True once the trajectory has ended AND every measured position is within
         ``safety.at_goal_position_tolerance`` of the goal AND every joint is slower than
         ``safety.at_goal_velocity_tolerance`` (a NaN velocity reading is not checked)."""
-        traj = self._trajectory
+        traj = self.trajectory
         if traj is None or self.supervisor.level is not _RUNNING or self._last_time < traj.end_time:
             return False
         fb = self.last_feedback
@@ -515,7 +565,7 @@ class Arm:
         if position is None:  # (a hold re-anchors too: a jog plugin may have moved the idle hold's command)
             self._stop_or_hold(self.clock.now(), measured=self.supervisor.mode is _GRAVCOMP)
         else:
-            self._to_hold(np.asarray(position, dtype=np.float64))
+            self._hold_at(np.asarray(position, dtype=np.float64))
         self.supervisor.check()
         self._record(reason, detail)
 
@@ -553,17 +603,17 @@ class Arm:
         if b is StopBehaviour.HOLD:
             if sup.mode is _BRAKE:
                 self._to_brake(now, measured)
-                sup.pending = None  # the stricter stop: the brake ends in a hold
+                sup.brake_then(None)  # the stricter stop: the brake ends in a hold
             elif sup.mode is _DAMP or sup.mode is _RELEASE or sup.mode is _GRAVCOMP or sup.mode is _FOLLOW \
                     or self._moving():
-                self._stop_or_hold(now, measured or (sup.mode is not _MHOLD and sup.mode is not _FOLLOW))
+                self._stop_or_hold(now, measured or (sup.mode is not _HOLDING and sup.mode is not _FOLLOW))
             else:  # a still hold: where its command is now (a jog plugin may have moved it)
-                self._to_hold(measured=measured)
+                self._hold_at(measured=measured)
         else:
             trigger = Trigger.DAMP if b is StopBehaviour.DAMP else Trigger.RELEASE
             if sup.mode is _BRAKE or (self._moving() and sup.mode is not _DAMP and sup.mode is not _RELEASE):
                 self._to_brake(now, measured)
-                sup.pending = trigger  # after the brake, once the arm is still
+                sup.brake_then(trigger)  # after the brake, once the arm is still
             else:
                 self._fire(trigger)
             if b is StopBehaviour.RELEASE:
@@ -572,7 +622,7 @@ class Arm:
         sup.check()
         self._record(reason, f"{detail} [{b.value}]")
 
-    def react(self, kind: EventKind | str, detail: str, reaction: str) -> None:
+    def react(self, kind: EventKind | str, detail: str, reaction: Reaction | str) -> None:
         """What an execution monitor's finding does (:mod:`hebictl.control.monitors`).
 
         ``event``: record only. ``hold``: brake from the measured state, then hold at the measured
@@ -583,21 +633,20 @@ class Arm:
         "Measured" means a sample from this cycle: a finding after a cycle without fresh feedback
         (``command_lost`` while a module is gone) keeps the command the stop it follows anchored; an
         older sample is behind a moving arm, and re-anchoring to it would step the command back."""
+        try:
+            r = Reaction(reaction)
+        except ValueError:
+            raise ConfigError(f"unknown reaction {reaction!r}; choose from {', '.join(REACTIONS)}",
+                              key="reaction") from None
         measured = self._have_feedback and 0.0 <= self._last_time - self._last_fresh_time <= 1.5 * self.nominal_period
-        if reaction == "event":
-            self._record(kind, detail)
-        elif reaction == "hold":
-            if self.supervisor.level is ArmState.STOPPED:
-                self._record(kind, detail)
-                return
+        if r is Reaction.STOP or r is Reaction.DAMP:
+            self._stop(kind, detail, StopBehaviour.HOLD if r is Reaction.STOP else StopBehaviour.DAMP,
+                       measured=measured)
+            return
+        if r is Reaction.HOLD and self.supervisor.level is not ArmState.STOPPED:
             self.supervisor.set_level(Level.HOLD)
             self._stop_or_hold(self.clock.now(), measured=measured)
-            self._record(kind, detail)
-        elif reaction in ("stop", "damp"):
-            self._stop(kind, detail, StopBehaviour.HOLD if reaction == "stop" else StopBehaviour.DAMP,
-                       measured=measured)
-        else:
-            raise ConfigError(f"unknown reaction {reaction!r}; choose from {', '.join(REACTIONS)}", key="reaction")
+        self._record(kind, detail)
 
     def set_payload(self, mass: float, com: ArrayLike = (0.0, 0.0, 0.0)) -> None:
         """Include an end-effector payload of ``mass`` [kg] at ``com`` [m, end-effector frame] in the
@@ -644,23 +693,20 @@ class Arm:
         self.limits.position_min, self.limits.position_max = lo, hi
         self.limits.refresh()
 
-    def set_idle(self, idle: str) -> None:
+    def set_idle(self, idle: IdleBehaviour | str) -> None:
         """Choose what to command without a goal: ``"hold"`` or ``"gravcomp"`` (hand-guiding).
         Takes effect at once when the arm is idle (holding, running); a goal or a brake finishes first."""
-        if idle not in ("hold", "gravcomp"):
-            raise ConfigError(f"idle must be 'hold' or 'gravcomp', got {idle!r}", key="idle")
-        self.idle = idle
         sup = self.supervisor
+        sup.idle = IdleBehaviour.parse(idle)
         if sup.level is not _RUNNING:
             return
-        if idle == "gravcomp" and sup.mode is _MHOLD:
+        if sup.idle is IdleBehaviour.GRAVCOMP and sup.mode is _HOLDING:
             self._fire(Trigger.GRAVCOMP)
-        elif idle == "hold" and sup.mode is _GRAVCOMP:
+        elif sup.idle is IdleBehaviour.HOLD and sup.mode is _GRAVCOMP:
             if self._have_feedback:
                 self._stop_or_hold(self.clock.now(), measured=True)
             else:
-                self._hold = None
-                self._fire(Trigger.HOLD_AT)
+                self._fire(Trigger.HOLD_AT, Holding())
 
     def clear_fault(self, detail: str | None = None) -> None:
         """Leave HOLD/STOPPED for RUNNING without moving: a still arm holds where it is; a moving
@@ -669,19 +715,18 @@ class Arm:
         sup = self.supervisor
         if sup.level is ArmState.RUNNING:
             return
-        stale = sup.mode is _DAMP or sup.mode is _RELEASE or self._stale != _FRESH
+        stale = sup.mode is _DAMP or sup.mode is _RELEASE or sup.resync is not Resync.NONE
         sup.set_level(Level.CLEAR)
         if sup.mode is _BRAKE:
-            sup.pending = None
+            sup.brake_then(None)
             if stale:
                 self._to_brake(self.clock.now(), measured=True)
         elif self._have_feedback:
             self._stop_or_hold(self.clock.now(), measured=stale)
         else:
-            self._hold = None
-            self._fire(Trigger.HOLD_AT)
+            self._fire(Trigger.HOLD_AT, Holding())
         if self._fresh():
-            self._stale = _FRESH
+            sup.resync = Resync.NONE
         sup.check()
         what = "braking, then holding where the arm stops" if sup.mode is _BRAKE else "holding where the arm is"
         self._record(EventKind.CLEARED, detail if detail is not None else f"fault cleared; {what}")
@@ -742,79 +787,45 @@ class Arm:
                 self.nominal_period, self._long_cycles = dt, 0
         self._rate_dt = min(dt, self.nominal_period)  # the rate limiter's period
 
-    def _brake_step(self, now: float, lead: float = 0.0) -> FloatArray | None:
-        """The brake ramp at ``now + lead``; once it has ended, hold where the arm stopped (then a
-        pending damp or release, or the idle hand-guiding). Returns the ramp's position, None once ended.
-
-        The lead is taken up as the ramp slows: each cycle the ramp's time advances by at most the
-        cycle's length x (start speed / commanded speed), so the command never moves faster than the
-        ramp's start (an advance of half a period in one cycle stepped 1.5x the start speed; on the
-        mock, which follows each command exactly, with the ramp's landing on the arm 1.33x the rated
-        speed x period). On x6 at 3.7 rad/s the lead is in after about a quarter of the ramp."""
-        brake = self._brake
-        assert brake is not None
-        t = now
-        last = self._ramp_clock
-        if lead > 0.0 and last is not None and last[0] is brake and now > last[2]:
-            g = brake.speed_fraction(last[1])
-            t = min(now + lead, last[1] + (now - last[2]) / g) if g > 0.0 else now + lead
-            t = max(t, now)
-        self._ramp_clock = (brake, t, now)
-        if t < brake.end_time:
-            p, v, a = brake.state(t)
-            self.trajectory_state = (p, v, a)
-            return p
-        if self._brake_chase and self._brake_overrun and self._rebrakes < REBRAKES and self._fresh() \
-                and self._speed() > REBRAKE_SPEED:
-            # a brake from the measured state ended with the arm still moving because it came back faster than
-            # the rated speed the ramp may start from (e.g. a link that fell during an M-stop with MotorOff;
-            # not an arm that moves because a load the model does not know pulls it: that one is held):
-            # brake again from where it is rather than hold a point it runs past and is pulled back to
+    def _brake_step(self, braking: Braking, now: float, lead: float = 0.0) -> State | None:
+        """The brake ramp at ``now + lead`` (:meth:`Braking.sample`); once it has ended, brake again
+        (:meth:`Braking.may_rebrake`) or hold where the arm stopped (then a pending damp or release, or
+        the idle hand-guiding). Returns the ramp's state, None once it has ended."""
+        state = braking.sample(now, lead)
+        if state is None and braking.may_rebrake(self._speed(), self._fresh()):
+            # brake again from where the arm is rather than hold a point it runs past and is pulled back to
             # (from the measured position; the command lands there, a step onto the arm, except after a control
             # gap: then the rate limiter carries it on at most at the rated speed, no step follows a gap)
             latch = self.supervisor.latch
             gap = latch is not None and latch.cause == EventKind.CONTROL_GAP.value
-            p, v, a = self._make_brake(now, self._anchor(True, apply=not gap), chase=True, again=True).state(now)
-            self.trajectory_state = (p, v, a)
-            return p
-        self.trajectory_state = None
+            again = self._new_brake(now, self._anchor(True, apply=not gap), chase=True, again=braking)
+            self.supervisor.restart_brake(again)
+            state = again.ramp.state(now)
+        self.trajectory_state = state
+        if state is None:
+            self._end_brake(braking)
+        return state
+
+    def _end_brake(self, braking: Braking) -> None:
+        """The ramp has ended: hold at its stopping point (:meth:`Braking.stopping_point`), then do what
+        was pending (a damp or release stop), or the idle hand-guiding."""
+        fresh = self._have_feedback and self._last_time - self._last_fresh_time <= 0.05
+        measured = self.last_feedback.position if fresh else None
+        target, over = braking.stopping_point(self._rate.last, measured, self.safety.at_goal_velocity_tolerance,
+                                              self.brake_planner.payload_mass != 0.0)
+        # a joint that lagged the ramp (a payload the model does not know) lands the command on it; after a
+        # brake a monitor started from the measured state (a control gap: the limp arm fell, maybe faster than
+        # the rated speed the ramp could start from) the rate limiter carries the command on to the arm at
+        # most at the rated speed instead (no step above it after a gap)
+        if over is not None and measured is not None and not braking.chase:
+            np.copyto(self._rate.last, measured, where=over)
         sup = self.supervisor
         pending = sup.pending
-        self._hold = self._anchor(command=self._stopping_point(brake))
-        sup.fire(Trigger.STILL)
+        sup.fire(Trigger.STILL, Holding(self._anchor(command=target), after=braking.ramp))
         if pending is not None:
             self._fire(pending)
-        elif self.idle == "gravcomp" and sup.level is _RUNNING:
+        elif sup.idle is IdleBehaviour.GRAVCOMP and sup.level is _RUNNING:
             self._fire(Trigger.GRAVCOMP)
-        return None
-
-    def _stopping_point(self, brake: Brake) -> FloatArray:
-        """Where a hold after ``brake`` holds: the ramp's stopping point, except for a joint that
-        went further along its braking direction (it lagged the ramp: a payload the model does not
-        know, or an arm that fell faster than the rated speed during a control gap), which holds where
-        it is instead of being driven back."""
-        last = self._rate.last  # the ramp's last command: its stopping point, unless it was cut short
-        target = np.where(np.isfinite(last) & (np.abs(last - brake.target) > LAG_MIN_RAD), last, brake.target)
-        if not self._have_feedback or self._last_time - self._last_fresh_time > 0.05:
-            return target
-        meas = self.last_feedback.position
-        off = np.abs(meas - target) > LAG_MIN_RAD
-        if self._brake_chase or self.brake_planner.payload_mass != 0.0:
-            # a brake from the measured state only stops uncommanded motion, and a carried load is fed
-            # forward: every joint holds where it stopped (a joint another one dragged off the ramp, e.g.
-            # r6's elbow behind a returning shoulder or a wrist under the load, is not swung back to it)
-            over = off
-        else:
-            moving = np.abs(brake.v0) > self.safety.at_goal_velocity_tolerance
-            over = moving & ((meas - target) * brake.v0 > 0.0) & off
-        np.copyto(target, meas, where=over)
-        # a joint that lagged the ramp (a payload the model does not know) lands the command on it;
-        # after a brake a monitor started from the measured state (a control gap: the limp arm fell,
-        # maybe faster than the rated speed the ramp could start from) the rate limiter carries the
-        # command on to the arm at most at the rated speed instead (no step above it after a gap)
-        if not self._brake_chase:
-            np.copyto(self._rate.last, meas, where=over)
-        return target
 
     def _reanchor(self, now: float) -> None:
         """A fresh sample after the modules were not following the command (M-stop, a module gone,
@@ -822,22 +833,23 @@ class Arm:
         ``STALE_RAD``, or every joint after an M-stop), braking first if it moves: that brake starts
         every joint from the measured state (the joints that kept following went on with the stale
         ramp; keeping their command drove the arm tens of mm once the returned joint had stopped)."""
-        every = self._stale == _ALL
-        mode = self.supervisor.mode
-        if mode is _MHOLD or mode is _BRAKE:
-            last = self._rate.last
-            meas = self.last_feedback.position
-            if every or not bool(np.all(np.abs(last - meas) <= STALE_RAD)):
-                if self._speed() > 1.0:
-                    self._make_brake(now, self._anchor(True), chase=True)
-                    if mode is _MHOLD:
-                        self._fire(Trigger.BRAKE)
+        sup = self.supervisor
+        every = sup.resync is Resync.ALL
+        mode = sup.mode
+        if (mode is _HOLDING or mode is _BRAKE) and (
+                every or not bool(np.all(np.abs(self._rate.last - self.last_feedback.position) <= STALE_RAD))):
+            if self._speed() > 1.0:
+                braking = self._new_brake(now, self._anchor(True), chase=True)
+                if mode is _HOLDING:
+                    self._fire(Trigger.BRAKE, braking)
                 else:
-                    pending = self.supervisor.pending
-                    self._to_hold(measured=every)
-                    if pending is not None and not self.m_stopped:
-                        self._fire(pending)
-        self._stale = _FRESH
+                    sup.restart_brake(braking)
+            else:
+                pending = sup.pending
+                self._hold_at(measured=every)
+                if pending is not None and not self.m_stopped:
+                    self._fire(pending)
+        sup.resync = Resync.NONE
 
     def _position_command(self, now: float, cmd: Command, *, blind: bool = False) -> None:
         """Position and velocity of the mode's command (FOLLOW, BRAKE, HOLD); NaN otherwise.
@@ -852,34 +864,29 @@ class Arm:
         200 Hz: 9 mrad, 0.46 N·m). With feedback the controller's damping term takes that up and
         the hold re-anchors to the measured stop; blind, the arm over-braked and ended 8 mrad short
         of the ramp, a lag the module then closed at up to 0.07 rad/s after the arm had stopped."""
-        mode = self.supervisor.mode
-        if self._stale == _ALL and (mode is _BRAKE or mode is _MHOLD) and np.all(np.isfinite(self._rate.last)):
+        m = self.supervisor.motion
+        if (self.supervisor.resync is Resync.ALL and isinstance(m, Braking | Holding)
+                and np.all(np.isfinite(self._rate.last))):
             # M-stop pressed: the modules run their own strategy; the command stays where the arm was
             # last measured (no ramp advances while nothing executes it), so the release moves nothing
             self.trajectory_state = None
             cmd.position[:] = self._rate.last
             cmd.velocity.fill(0.0)
             return
-        if mode is _BRAKE:
-            if self._brake_step(now, BLIND_LEAD * max(self._dt, self.nominal_period) if blind else 0.0) is not None:
-                p, v, _ = self.trajectory_state  # type: ignore[misc]  # _brake_step set it (it returned the ramp)
-                cmd.position[:] = p
-                cmd.velocity[:] = v
+        if isinstance(m, Braking):
+            state = self._brake_step(m, now, BLIND_LEAD * max(self._dt, self.nominal_period) if blind else 0.0)
+            if state is not None:
+                cmd.position[:] = state[0]
+                cmd.velocity[:] = state[1]
                 return
-            mode = self.supervisor.mode
-        if mode is _FOLLOW:
-            p, v, a = self._trajectory.get_state(now)  # type: ignore[union-attr]  # FOLLOW always has a trajectory
-            self.trajectory_state = (p, v, a)
-            cmd.position[:] = p
-            cmd.velocity[:] = v
-        elif mode is _MHOLD:
-            self.trajectory_state = None
-            if self._hold is None:
-                self._hold = self.last_feedback.position.copy()
-            cmd.position[:] = self._hold
-            cmd.velocity.fill(0.0)
+            m = self.supervisor.motion
+        if isinstance(m, Follow):
+            self.trajectory_state = m.command(now, cmd)
+            return
+        self.trajectory_state = None
+        if isinstance(m, Holding):
+            m.command(self.last_feedback.position, cmd)
         else:
-            self.trajectory_state = None
             cmd.position.fill(math.nan)
             cmd.velocity.fill(math.nan)
 
@@ -889,9 +896,9 @@ class Arm:
         position limit (it reaches the limit at rest, within the rated deceleration)."""
         cmd = self.pending_command
         mode = self.supervisor.mode
-        recovering = self._recovery if mode is _FOLLOW or mode is _MHOLD or mode is _BRAKE else None
+        recovering = self.supervisor.recovery if mode is _FOLLOW or mode is _HOLDING or mode is _BRAKE else None
         if self._rate.clamp_and_apply(cmd.position, cmd.velocity, cmd.effort, self._rate_dt, fb_position,
-                                      recovering) and (mode is _MHOLD or mode is _BRAKE):
+                                      recovering) and (mode is _HOLDING or mode is _BRAKE):
             # a hold or ramp the command is carried on to (after a brake from the measured state): the
             # position moves at most at the rated speed, the velocity command stays the mode's own (zero,
             # or the ramp's), not the rated speed the limiter moves at (fed forward, that kicked a
@@ -903,44 +910,44 @@ class Arm:
     def _latched_command(self, now: float, feedback_ok: bool) -> None:
         """What the latched stop commands this cycle (see :meth:`stop`): no plugins but the mirror."""
         cmd = self.pending_command
-        mode = self.supervisor.mode
-        fb = self.last_feedback
-        if mode is _BRAKE or mode is _MHOLD:
+        if self.supervisor.mode is _BRAKE or self.supervisor.mode is _HOLDING:
             self._position_command(now, cmd, blind=not feedback_ok)
-            mode = self.supervisor.mode
-        if mode is _RELEASE:
-            cmd.clear()
+        m = self.supervisor.motion
+        if isinstance(m, Release):
+            m.command(cmd)
             self._rate.reset()
             self.trajectory_state = None
             return
-        if mode is _DAMP:  # gravity + damping at the feedback; without feedback the modules' velocity loop damps
+        fb = self.last_feedback
+        if isinstance(m, Damp):  # gravity + damping at the feedback; without feedback the modules' velocity loop damps
             self.trajectory_state = None
-            cmd.position.fill(math.nan)
-            if feedback_ok:
-                cmd.velocity.fill(math.nan)
-                cmd.effort[:] = self._gravity_efforts(fb.position) - self._damping * np.nan_to_num(fb.velocity)
-            else:
-                cmd.velocity.fill(0.0)
-                cmd.effort[:] = self._gravity_efforts(self._last_good_position())
+            m.command(cmd, self._gravity_efforts(fb.position if feedback_ok else self._last_good_position()),
+                      self._damping, fb.velocity if feedback_ok else None)
         else:
-            cmd.effort[:] = self._gravity_efforts(fb.position if feedback_ok else cmd.position)
-            if self.trajectory_state is not None:  # braking: feed the deceleration forward (no plugins run)
-                cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, ())
-            self._feed_payload(fb.position if feedback_ok else cmd.position, cmd)  # the unknown load
-            if feedback_ok:  # damp the joints' ringing after the brake (same damping as 'damp')
-                cmd.effort -= self._damping * np.nan_to_num(fb.velocity - cmd.velocity)
+            self._latched_position_efforts(cmd, feedback_ok)
         for plugin in self.plugins:
             if plugin.runs_while_stopped:
                 plugin.update(self, self._dt)
         self._finish(fb.position)
+
+    def _latched_position_efforts(self, cmd: Command, feedback_ok: bool) -> None:
+        """A latched brake's or hold's efforts: gravity, the ramp's deceleration and the unknown load
+        fed forward, the joints' ringing after the brake damped (no plugins run)."""
+        fb = self.last_feedback
+        q = fb.position if feedback_ok else cmd.position
+        cmd.effort[:] = self._gravity_efforts(q)
+        if self.trajectory_state is not None:  # braking: feed the deceleration forward (no plugins run)
+            cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, ())
+        self._feed_payload(q, cmd)  # the unknown load
+        if feedback_ok:  # damp the joints' ringing after the brake (same damping as 'damp'; a plausible speed)
+            cmd.effort -= self._damping * np.nan_to_num(self._plausible_velocity() - cmd.velocity)
 
     def _blind_command(self, now: float) -> None:
         """A hold or brake command valid without feedback: position, velocity, model gravity there."""
         cmd = self.pending_command
         self._position_command(now, cmd, blind=True)
         if self.supervisor.mode is _GRAVCOMP:  # hand-guiding without feedback: the hold is safer
-            self._hold = self._anchor()
-            self._fire(Trigger.HOLD_AT)
+            self._fire(Trigger.HOLD_AT, Holding(self._anchor()))
             self._position_command(now, cmd, blind=True)
         cmd.effort[:] = self._gravity_efforts(cmd.position)
         if self.trajectory_state is not None and self.supervisor.mode is _BRAKE:
@@ -949,17 +956,16 @@ class Arm:
             self._feed_payload(cmd.position, cmd)  # the unknown load
         self._finish(self.last_feedback.position)
 
-    def update(self) -> bool:  # noqa: C901 (the cycle's checks in their safety order, in one place)
-        """Read feedback and compute the pending command. False when no usable feedback came."""
+    def update(self) -> bool:
+        """Read feedback and compute the pending command. False when no usable feedback came.
+
+        The cycle's checks in their safety order: the read, a fresh and finite sample, the M-stop and
+        the limits (:meth:`_check_sample`, with the monitors), then the mode's command
+        (:meth:`_command`, or the latched stop's)."""
         fb = self._fbk
-        try:
-            fresh = self.backend.read(fb, self.feedback_timeout)
-        except HardwareError as exc:
-            fresh = False
-            self._stale = max(self._stale, _JOINTS)
-            if self.supervisor.level is not _STOPPED:  # brakes from the commanded state now (dt stays a period)
-                self.stop(EventKind.HARDWARE_ERROR, str(exc))
+        fresh = self._read(fb)
         now = self.clock.now()
+        self._computed_at = now  # the command this cycle computes is as old as this
         if fresh and fb.sequence == self._last_seq:
             fresh = False
         if not fresh:
@@ -969,62 +975,108 @@ class Arm:
         # position is what every plugin and the hold need; velocity may legitimately be NaN
         # (hebi's imitation group echoes an uncommanded velocity as NaN)
         if not math.isfinite(fb.position.sum()):
-            self._tick(max(now - self._last_time, 0.0), now)
-            bad = int(np.argmax(~np.isfinite(fb.position)))
-            self._stale = max(self._stale, _JOINTS)
-            if self.supervisor.level is _RUNNING:
-                self.hold(reason=EventKind.FEEDBACK_NAN,  # brake from the commanded state
-                          detail=f"NaN/inf feedback from module {bad} ({self.backend.names[bad]})")
-            if self.supervisor.level is _HOLD:
-                self._blind_command(now)
-            else:
-                self._latched_command(now, feedback_ok=False)
-            return False
+            return self._on_nonfinite_position(fb, now)
         # swap buffers instead of copying: the next read refills the older one
         self._fbk, self.last_feedback = self.last_feedback, fb
         self._have_feedback = True
         self._last_fresh_time = now
         self._input_frames_valid = False
         self._tick(max(now - self._last_time, 0.0), now)
-
-        lim = self.limits  # M-stop, firmware limit and position limit in one compiled call
-        pressed, limit_joint, limit_upper, joint = cycle_kernels.feedback_faults(
-            fb.position, lim.position_min, lim.position_max, lim.position_tolerance, lim.bounded, fb.mstop,
-            fb.position_limit_state)
-        if pressed:
-            if self.supervisor.level is not _STOPPED:
-                self.stop(EventKind.MSTOP, "a module's M-stop is pressed")
-            self._stale = _ALL  # the modules run their M-stop strategy: the command follows the arm
-        if limit_joint >= 0 or self._firmware_limit:
-            self._check_firmware_limit(fb, limit_joint, limit_upper)
-        if self._stale:
-            self._reanchor(now)
-            if pressed:
-                self._stale = _ALL
-        for f in self.monitors.after_read(self, fb, now):  # execution monitors, every fresh sample
-            self.react(f.kind, f.detail, f.reaction)
-        ff = self.payload_feedforward
-        if ff.measured and (ff.active or self.monitors.payload_estimate is not None):
-            ff.follow(self.monitors.payload_estimate, self._dt)
-            if self.supervisor.mode is _MHOLD and self._hold is not None:
-                # a hold takes the load over where the arm is: its command follows the feed-forward's
-                # ramp to the measured position, so nothing moves (a latched hold least of all)
-                ff.carry_over(self._hold, fb.position)
-        if self._recovery is not None:
-            brake = self._brake if self.supervisor.mode is _BRAKE else None  # a ramp's way out is kept
-            self._recovery = shrink_recovery(self._recovery, self.limits, fb.position,
-                                             brake.target if brake is not None else self._rate.last)
-            if self._recovery is not None:
-                joint = self.limits.position_violation(fb.position, self._recovery)
+        self._velocities.push(now, fb.velocity)
+        joint = self._check_sample(fb, now)
         if self.supervisor.level is _STOPPED:
             self._latched_command(now, feedback_ok=True)
             return True
         if joint >= 0 and self.supervisor.level is _RUNNING:
-            clamped = np.clip(fb.position, self.limits.position_min, self.limits.position_max)
-            self.hold(clamped, reason=EventKind.POSITION_LIMIT,
-                      detail=f"joint {joint} ({self.model.joint_names[joint]}) at {fb.position[joint]:.4f} "
-                             f"beyond [{self.limits.position_min[joint]:.4f}, {self.limits.position_max[joint]:.4f}]")
+            self._position_limit(fb, joint, now)
+        return self._command(fb, now)
 
+    def _position_limit(self, fb: Feedback, joint: int, now: float) -> None:
+        """A joint beyond its limit: hold at the position clamped into the limits (reached at the rated
+        speed). A joint that was already outside them without a command (it fell or swung there: the
+        recovery range holds it) and goes on beyond that range is held where it is instead, braking first
+        if it moves: clamped, the hold pulled the fallen arm back to its limit (r6, clear_fault() right
+        after a MotorOff M-stop release: 651-671 mm)."""
+        lim = self.limits
+        detail = (f"joint {joint} ({self.model.joint_names[joint]}) at {fb.position[joint]:.4f} "
+                  f"beyond [{lim.position_min[joint]:.4f}, {lim.position_max[joint]:.4f}]")
+        if self.supervisor.recovery is None:
+            self.hold(np.clip(fb.position, lim.position_min, lim.position_max), reason=EventKind.POSITION_LIMIT,
+                      detail=detail)
+            return
+        self.supervisor.set_level(Level.HOLD)
+        self._stop_or_hold(now, measured=True)
+        self.supervisor.check()
+        self._record(EventKind.POSITION_LIMIT, f"{detail}, outside its limits without a command: held where it is")
+
+    def _read(self, fb: Feedback) -> bool:
+        """Read the backend into ``fb``; a hardware error stops the arm (braking from the commanded state)."""
+        try:
+            return bool(self.backend.read(fb, self.feedback_timeout))
+        except HardwareError as exc:
+            self.supervisor.resync = max(self.supervisor.resync, Resync.JOINTS)
+            if self.supervisor.level is not _STOPPED:  # brakes from the commanded state now (dt stays a period)
+                self.stop(EventKind.HARDWARE_ERROR, str(exc))
+            return False
+
+    def _on_nonfinite_position(self, fb: Feedback, now: float) -> bool:
+        """A NaN/inf position reading: hold (braking from the commanded state), commanded blind."""
+        self._tick(max(now - self._last_time, 0.0), now)
+        bad = int(np.argmax(~np.isfinite(fb.position)))
+        self.supervisor.resync = max(self.supervisor.resync, Resync.JOINTS)
+        if self.supervisor.level is _RUNNING:
+            self.hold(reason=EventKind.FEEDBACK_NAN,  # brake from the commanded state
+                      detail=f"NaN/inf feedback from module {bad} ({self.backend.names[bad]})")
+        if self.supervisor.level is _HOLD:
+            self._blind_command(now)
+        else:
+            self._latched_command(now, feedback_ok=False)
+        return False
+
+    def _check_sample(self, fb: Feedback, now: float) -> int:
+        """The fresh sample's checks: M-stop, firmware and position limits (one compiled call), the
+        re-anchoring after the modules were not following, the execution monitors, the unknown load's
+        feed-forward and the recovery range. Returns the joint beyond its limits (or range), else -1."""
+        sup = self.supervisor
+        lim = self.limits
+        pressed, limit_joint, limit_upper, joint = cycle_kernels.feedback_faults(
+            fb.position, lim.position_min, lim.position_max, lim.position_tolerance, lim.bounded, fb.mstop,
+            fb.position_limit_state)
+        if pressed:
+            if sup.level is not _STOPPED:
+                self.stop(EventKind.MSTOP, "a module's M-stop is pressed")
+            sup.resync = Resync.ALL  # the modules run their M-stop strategy: the command follows the arm
+        if limit_joint >= 0 or self._firmware_limit:
+            self._check_firmware_limit(fb, limit_joint, limit_upper)
+        if sup.resync is not Resync.NONE:
+            self._reanchor(now)
+            if pressed:
+                sup.resync = Resync.ALL
+        for f in self.monitors.after_read(self, fb, now):  # execution monitors, every fresh sample
+            self.react(f.kind, f.detail, f.reaction)
+        self._follow_payload(fb)
+        if sup.recovery is not None:
+            m = sup.motion  # a ramp's way out is kept
+            sup.recovery = shrink_recovery(sup.recovery, lim, fb.position,
+                                           m.ramp.target if isinstance(m, Braking) else self._rate.last)
+            if sup.recovery is not None:
+                joint = lim.position_violation(fb.position, sup.recovery)
+        return joint
+
+    def _follow_payload(self, fb: Feedback) -> None:
+        """Move the unknown load's feed-forward toward the monitor's estimate; a hold takes the load
+        over where the arm is: its target follows the feed-forward's ramp to the measured position, so
+        nothing moves (a latched hold least of all)."""
+        ff = self.payload_feedforward
+        if ff.measured and (ff.active or self.monitors.payload_estimate is not None):
+            ff.follow(self.monitors.payload_estimate, self._dt)
+            target = self._hold_target()
+            if target is not None:
+                ff.carry_over(target, fb.position)
+
+    def _command(self, fb: Feedback, now: float) -> bool:
+        """The running arm's command: the mode's position and velocity, the plugins' efforts, the
+        declared and the unknown payload, the brake ramp's feed-forward and the damping of a stop."""
         cmd = self.pending_command
         self._position_command(now, cmd)
         cmd.effort.fill(0.0)
@@ -1036,11 +1088,14 @@ class Arm:
         carrying = self.payload_feedforward.mass != 0.0 and math.isfinite(float(cmd.position.sum()))
         if carrying:
             self._feed_payload(fb.position, cmd)  # the unknown load, in every position mode
-        if self._brake is not None and self.trajectory_state is not None:  # braking: feed the ramp forward
+        m = self.supervisor.motion
+        braking = isinstance(m, Braking)
+        if braking and self.trajectory_state is not None:  # braking: feed the ramp forward
             cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, self.plugins)  # (not plugins')
-        if self._brake is not None or (carrying and self.supervisor.mode is _MHOLD):
-            # damp the ringing (of the stop; of a load carried in a hold, or a jog on it, as it is taken over)
-            cmd.effort -= self._damping * np.nan_to_num(fb.velocity - cmd.velocity)
+        if braking or (isinstance(m, Holding) and (m.damps or carrying)):
+            # damp the ringing (of the stop; of a load carried in a hold, or a jog on it, as it is taken over),
+            # at a speed the arm can have (a transient reading kicked the still arm)
+            cmd.effort -= self._damping * np.nan_to_num(self._plausible_velocity() - cmd.velocity)
         self._finish(fb.position)
         return ok
 
@@ -1063,13 +1118,15 @@ class Arm:
         last = self._rate.last
         if np.all(np.isfinite(last)):
             return last.copy()
-        if self._hold is not None:
-            return self._hold
+        target = self._hold_target()
+        if target is not None:
+            return target
         return self.last_feedback.position.copy() if self._have_feedback else np.zeros(self.dof)
 
     def _on_missing_feedback(self, now: float) -> bool:
         self._tick(max(now - self._last_time, 0.0), now, timed_out=True)
-        if self.supervisor.level is _STOPPED:
+        sup = self.supervisor
+        if sup.level is _STOPPED:
             self._latched_command(now, feedback_ok=False)
             return False
         if now - self._last_fresh_time > self.watchdog_timeout:
@@ -1078,33 +1135,37 @@ class Arm:
             self._latched_command(now, feedback_ok=False)
             return False
         self._missed += 1
-        if self._missed <= self.missed_feedback_limit and self.supervisor.level is _RUNNING:
+        if self._missed <= self.missed_feedback_limit and sup.level is _RUNNING:
             # one late sample is not a fault: keep the command moving along the trajectory (a
             # position frozen while the arm moves would brake it through its position loop)
-            if self.supervisor.mode is _FOLLOW:
-                cmd = self.pending_command
-                cmd.position[:], cmd.velocity[:], _ = self._trajectory.get_state(now)  # type: ignore[union-attr]  # FOLLOW
+            m = sup.motion
+            if isinstance(m, Follow):
+                m.command(now, self.pending_command)
                 self._finish(self.last_feedback.position)
             return False
-        self._stale = max(self._stale, _JOINTS)
-        if self.supervisor.level is _RUNNING and self._have_feedback:
+        sup.resync = max(sup.resync, Resync.JOINTS)
+        if sup.level is _RUNNING and self._have_feedback:
             self.hold(reason=EventKind.FEEDBACK_LOST,  # brake from the commanded state
                       detail=f"no fresh feedback for {self._missed} cycles")
-        if self._have_feedback or self._hold is not None:
+        if self._have_feedback or self._hold_target() is not None:
             self._blind_command(now)
         return False
 
     def _keepalive(self) -> None:
         """Re-send the pending command while a goal's path is being checked (:meth:`set_goal`): a
-        long check must not outlast the modules' command lifetime, or they stop driving and a
-        brakeless arm sags (the control_gap monitor would then latch a stop). The same command is
-        sent again, so nothing steps; a write error is left for the next :meth:`send` to report."""
+        check must not let the modules' command run out while it is younger than their lifetime. The
+        same command is sent again, so nothing steps; a write error is left for the next :meth:`send`
+        to report. Never a command older than the command lifetime (computed before the arm may have
+        fallen: re-sent, it drove r6 237 mm back at 4.8x rated), and it does not count as a cycle: a
+        check longer than the lifetime is a control gap like any other stall (the next read names it)."""
         now = self.clock.now()
-        if self.last_command_time is None or now - self.last_command_time < KEEPALIVE_PERIOD:
-            return  # nothing commanded yet (no lifetime to keep), or recently enough
+        computed = self._computed_at
+        if (self.last_command_time is None or computed is None or now - computed > self.command_lifetime
+                or now - max(self.last_command_time, self._keepalive_at) < KEEPALIVE_PERIOD):
+            return  # nothing commanded yet (no lifetime to keep), too old to send, or recently enough
         try:
             self.backend.write(self.pending_command)
-            self.last_command_time = now
+            self._keepalive_at = now
             for plugin in self.plugins:  # e.g. a double shoulder's mirror module
                 plugin.send(self)
         except HardwareError:
@@ -1112,13 +1173,22 @@ class Arm:
 
     def send(self) -> bool:
         """Write the pending command to the modules (and plugins' extra modules), then check that it
-        was delivered (:mod:`hebictl.control.monitors`: a failed write or a wrong echo is ``command_lost``)."""
+        was delivered (:mod:`hebictl.control.monitors`: a failed write or a wrong echo is ``command_lost``).
+
+        A command computed longer than the command lifetime ago (a stall between :meth:`update` and
+        here) is not sent: it was computed where the arm was before the modules went limp, and would
+        drive the fallen arm back; the next :meth:`update` names the gap (``control_gap``) and anchors
+        where the arm is then. Returns False then."""
+        now = self.clock.now()
+        computed = self._computed_at if self._computed_at is not None else now
+        if now - computed > self.command_lifetime:
+            return False
         self.monitors.before_send(self.pending_command)  # marks it for the echo check
         try:
             ok = self.backend.write(self.pending_command)
-            self.last_command_time = self.clock.now()  # the answering modules got a command this cycle
+            self.last_command_time = computed  # the answering modules got this cycle's command
         except HardwareError as exc:
-            self._stale = max(self._stale, _JOINTS)
+            self.supervisor.resync = max(self.supervisor.resync, Resync.JOINTS)
             if self.supervisor.level is not _STOPPED:
                 self.stop(EventKind.HARDWARE_ERROR, str(exc))
             ok = False

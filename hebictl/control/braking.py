@@ -55,6 +55,9 @@ ROTOR_TIME_CONSTANT_S = 0.01
 MARGIN = 0.65
 #: the measured effort may shrink the spare effort to this fraction of the model's, not below
 MEASURED_FLOOR = 0.25
+#: a joint's acceleration may reach this many times what its own effort and gravity give it alone (the
+#: other joints push it through the mass matrix's off-diagonal terms): see :meth:`BrakePlanner.max_acceleration`
+COUPLING = 2.0
 #: [kg] an estimated unknown load below this is not taken into the brake (estimate noise)
 PAYLOAD_MIN_KG = MIN_MASS_KG
 _NO_GRAVITY = np.zeros(3)
@@ -149,6 +152,20 @@ class BrakePlanner:
         a = np.minimum(rated_a, a) if rated else np.where(np.isfinite(a), a, rated_a)
         # a joint with no effort to spare still gets a (slow) finite ramp rather than none
         return np.where(a > 0, a, np.minimum(rated_a, 1e-3))
+
+    def max_acceleration(self, q: FloatArray, gravity: FloatArray | None = None) -> FloatArray:
+        """The largest acceleration [rad/s²] each joint can physically reach at ``q``: its whole effort
+        limit plus gravity's pull over its own inertia (and the rotor's), x ``COUPLING`` for the push of
+        the other joints through the mass matrix. Inf where a joint has no effort limit: a measured
+        velocity that changes faster than this is not a motion of the arm (:mod:`hebictl.control.plausible`)."""
+        q = np.asarray(q, dtype=np.float64)
+        if not np.all(np.isfinite(q)):
+            return np.full(self.model.dof, np.inf)
+        pull = np.abs(self.model.gravity_compensation(q, gravity))
+        inertia = mass_diagonal(self.model, q) + self.rotor
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a = np.where(inertia > 0, COUPLING * (self.limits.effort_max + pull) / inertia, np.inf)
+        return np.where(np.isfinite(self.limits.effort_max), a, np.inf)
 
     def minimal_stop_time(self, q: FloatArray, v: FloatArray, gravity: FloatArray | None = None) -> float:
         """Shortest possible stop [s] from ``v`` at ``q``: every joint braked with all its spare effort."""

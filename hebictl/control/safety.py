@@ -50,6 +50,16 @@ class StopBehaviour(StrEnum):
     RELEASE = "release"  # command nothing: a brakeless arm falls once the command lifetime ends
 
 
+class Reaction(StrEnum):
+    """What a monitor's finding does (:meth:`Arm.react <hebictl.control.arm.Arm.react>`); the strings
+    are the config's ``user_data.safety.monitors.*.reaction``."""
+
+    EVENT = "event"  # record only
+    HOLD = "hold"    # brake from the measured state, then hold (not latched: a goal leaves it)
+    STOP = "stop"    # a latched stop that brakes and holds at the measured standstill
+    DAMP = "damp"    # a latched damp stop (braking first if moving)
+
+
 class EventKind(StrEnum):
     """Every safety-event kind; the values appear in logs and on MQTT, so they never change."""
 
@@ -82,6 +92,8 @@ class EventKind(StrEnum):
     CONTROL_GAP = "control_gap"            # a control cycle later than the command lifetime
     IMU_IMPLAUSIBLE = "imu_implausible"    # base IMU disagrees with the configured mounting
     FEEDBACK_LATE = "feedback_late"        # feedback older than its bound when it arrives
+    FEEDBACK_IMPLAUSIBLE = "feedback_implausible"  # a velocity reading beyond what the actuators can do:
+    #                                                not a brake ramp's input (hebictl.control.plausible)
     DAMP_SINKING = "damp_sinking"          # a 'damp' stop sinking faster than its bound: switched to hold
     MIRROR_LOST = "mirror_lost"            # a double shoulder's mirror module does not take its commands
 

@@ -1,4 +1,5 @@
-"""The arm's mode and the one table that says which mode may follow which.
+"""The arm's motion state (mode value, latch level, latch, pending stop) and the one table that says
+which mode may follow which.
 
 Why a table: the Arm used to keep its mode in nine fields (trajectory, hold position, brake, stop
 behaviour, state, ...) whose combinations were the mode; every fix in that area was about two of
@@ -18,6 +19,13 @@ Two values describe the arm:
   (latched until ``clear_fault()``, with its cause and requested :class:`StopBehaviour` in
   :class:`Latch`).
 
+The mode is held as a value (:mod:`hebictl.control.modes`) that carries its own data: firing a
+trigger replaces it, so no data of an earlier mode survives. Besides it the supervisor keeps the rest
+of the arm's motion state: the stop waiting for a brake to end (:attr:`Supervisor.pending`, set only
+through :meth:`Supervisor.brake_then`), how the next fresh sample re-anchors a hold or brake
+(:class:`Resync`), the recovery range of joints outside their limits and the idle behaviour
+(:class:`IdleBehaviour`).
+
 The rules the Arm applies on top of the table (where the *positions* come from) are in the Arm:
 every entry into a mode starts from the measured state; see ``docs/supervisor.md``.
 """
@@ -25,28 +33,43 @@ every entry into a mode starts from the measured state; see ``docs/supervisor.md
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 
+from hebictl._typing import FloatArray
+from hebictl.control.modes import Mode, MotionMode, at_rest
 from hebictl.control.safety import ArmState, StopBehaviour
-from hebictl.errors import HebictlError
+from hebictl.errors import ConfigError, HebictlError
 
-__all__ = ["ALLOWED_MODES", "LEVEL_TABLE", "MODE_TABLE", "IllegalTransition", "Latch", "Level", "Mode",
-           "Supervisor", "Trigger", "markdown"]
+__all__ = ["ALLOWED_MODES", "LEVEL_TABLE", "MODE_TABLE", "IdleBehaviour", "IllegalTransition", "Latch", "Level",
+           "Mode", "Resync", "Supervisor", "Trigger", "markdown"]
 
 
 class IllegalTransition(HebictlError):
     """The Arm asked for a mode change the supervisor's table does not allow (a bug, not a fault)."""
 
 
-class Mode(StrEnum):
-    """What the arm commands this cycle."""
+class IdleBehaviour(StrEnum):
+    """What the arm commands with no goal (the Arm's ``idle``; the strings are what configs and the
+    public API always took)."""
 
-    FOLLOW = "follow"      # the goal's trajectory
-    BRAKE = "brake"        # the brake ramp from the measured velocity to standstill
-    HOLD = "hold"          # a position at standstill, zero velocity, gravity compensation
-    DAMP = "damp"          # gravity compensation + joint damping, no position target
-    GRAVCOMP = "gravcomp"  # idle hand-guiding: no position or velocity, plugin efforts only
-    RELEASE = "release"    # nothing commanded
+    HOLD = "hold"          # hold the last position
+    GRAVCOMP = "gravcomp"  # hand-guiding: no position or velocity, plugin efforts only
+
+    @classmethod
+    def parse(cls, value: IdleBehaviour | str) -> IdleBehaviour:
+        try:
+            return cls(value)
+        except ValueError:
+            raise ConfigError(f"idle must be 'hold' or 'gravcomp', got {value!r}", key="idle") from None
+
+
+class Resync(IntEnum):
+    """How the next fresh sample re-anchors a hold or a brake (the modules were not following the
+    command): ordered, the stronger one wins."""
+
+    NONE = 0    # the modules follow the command
+    JOINTS = 1  # a sample or a write was lost: joints off their command by more than STALE_RAD start there
+    ALL = 2     # an M-stop: the modules ran their own strategy; every joint starts where it is
 
 
 class Trigger(StrEnum):
@@ -116,30 +139,69 @@ class Latch:
 
 
 class Supervisor:
-    """The arm's mode and latch level; changed only through the tables above."""
+    """The arm's motion state; the mode changed only through the tables above."""
 
-    __slots__ = ("latch", "level", "mode", "pending")
+    __slots__ = ("_pending", "idle", "latch", "level", "motion", "recovery", "resync")
 
-    def __init__(self, mode: Mode = Mode.HOLD) -> None:
-        self.mode = mode
+    def __init__(self, mode: Mode | MotionMode = Mode.HOLD, idle: IdleBehaviour = IdleBehaviour.HOLD) -> None:
+        value = at_rest(mode) if isinstance(mode, Mode) else mode
+        if value is None:
+            raise IllegalTransition(f"mode {mode} cannot start without its data")
+        #: the current mode's value (its data and sub-state: :mod:`hebictl.control.modes`)
+        self.motion: MotionMode = value
         self.level = ArmState.RUNNING
         self.latch: Latch | None = None
-        #: what the brake becomes once the arm is still (a damp or release stop asked for while braking)
-        self.pending: Trigger | None = None
+        self._pending: Trigger | None = None
+        #: how the next fresh sample re-anchors a hold or brake
+        self.resync = Resync.NONE
+        #: (low, high) range joints switched on (or fallen) outside their limits may move in, shrinking
+        #: to the limits as they come back; None: every joint inside
+        self.recovery: tuple[FloatArray, FloatArray] | None = None
+        self.idle = idle
+
+    @property
+    def mode(self) -> Mode:
+        """The current mode's name."""
+        return self.motion.kind
+
+    @property
+    def pending(self) -> Trigger | None:
+        """What the brake becomes once the arm is still (a damp or release stop asked for while braking)."""
+        return self._pending
 
     def can(self, trigger: Trigger) -> bool:
         nxt = MODE_TABLE[self.mode].get(trigger)
         return nxt is not None and nxt in ALLOWED_MODES[self.level]
 
-    def fire(self, trigger: Trigger) -> Mode:
-        """Change the mode by ``trigger``; raises IllegalTransition when the table does not allow it."""
+    def fire(self, trigger: Trigger, value: MotionMode | None = None) -> Mode:
+        """Change the mode by ``trigger`` to ``value`` (default: the next mode without data, for the
+        modes that need none); raises IllegalTransition when the table does not allow it or the
+        value is not the table's next mode."""
         nxt = MODE_TABLE[self.mode].get(trigger)
         if nxt is None or nxt not in ALLOWED_MODES[self.level]:
             raise IllegalTransition(f"mode {self.mode.value} ({self.level.value}) does not take {trigger.value}")
-        self.mode = nxt
+        if value is None:
+            value = at_rest(nxt)
+        if value is None or value.kind is not nxt:
+            raise IllegalTransition(f"{trigger.value} leads to {nxt.value}, which needs its own value")
+        self.motion = value
         if nxt is not Mode.BRAKE:
-            self.pending = None
+            self._pending = None
         return nxt
+
+    def restart_brake(self, value: MotionMode) -> None:
+        """Replace a running brake's ramp (braking again from the measured state): its sub-state, not
+        a change of mode (the table has no brake -> brake)."""
+        if self.mode is not Mode.BRAKE or value.kind is not Mode.BRAKE:
+            raise IllegalTransition(f"mode {self.mode.value} has no brake to restart")
+        self.motion = value
+
+    def brake_then(self, trigger: Trigger | None) -> None:
+        """What the running brake becomes once the arm is still: ``damp`` or ``release`` (a weaker stop
+        asked for while braking), or None (it ends in a hold)."""
+        if trigger is not None and (self.mode is not Mode.BRAKE or trigger not in (Trigger.DAMP, Trigger.RELEASE)):
+            raise IllegalTransition(f"mode {self.mode.value} cannot keep {trigger.value} for after a brake")
+        self._pending = trigger
 
     def set_level(self, action: Level, latch: Latch | None = None) -> ArmState:
         """Change the latch level by ``action`` (``stop`` with its :class:`Latch`)."""

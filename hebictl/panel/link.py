@@ -2,8 +2,11 @@
 operator's commands, under the panel's own broker account and ACL.
 
 It subscribes to ``hebictl/v1/+/state/#`` and keeps, per arm, the retained status and description
-and the latest joints and pose (:class:`ArmView`). Commands get the protocol's envelope (``seq``
-increasing per client, ``ts``, ``client``). Write access is *detected*, never assumed: MQTT 3.1.1
+and the latest joints and pose (:class:`ArmView`). Commands get the protocol's envelope (``seq``,
+``ts``, ``client``); ``seq`` counts per arm from a start no one can guess (the time in µs less
+32 random bits from :mod:`secrets`: never ahead of the arm's clock, which the arm refuses), so a
+broker account that reads the acks of one arm learns nothing about the next command to another.
+Write access is *detected*, never assumed: MQTT 3.1.1
 brokers drop a publish the ACL denies without a word, but MQTT v5 answers a QoS-1 publish with a
 PUBACK reason code, and mosquitto answers ``Not authorized`` (0x87). The probe publishes an empty
 QoS-1 message on ``hebictl/v1/<arm>/cmd`` itself: covered by the ``cmd/#`` grant of the ACL, yet
@@ -16,13 +19,13 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import itertools
 import json
 import logging
 import math
 import os
+import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
@@ -42,6 +45,16 @@ log = logging.getLogger(__name__)
 
 #: (arm_id, kind, body) - kind is a state topic name; body the validated JSON object
 Listener = Callable[[str, str, dict[str, Any]], None]
+#: what sends a refused command again, through the checks of the session that sent it first
+#: (:meth:`hebictl.panel.session.Session.resend`)
+Resend = Callable[[str, str, dict[str, Any]], Awaitable[None]]
+
+INBOUND_BYTES = 32 * 1024 * 1024      # payload bytes waiting to be handled, all topics together
+INBOUND_DESCRIPTION_BYTES = 12 * 1024 * 1024   # ... of which descriptions (the first dropped in a flood)
+INBOUND_MESSAGES = 2000               # messages waiting to be handled
+MAX_PACKET = state_schema.MAX_BYTES["description"] + 4096   # MQTT v5 Maximum Packet Size: the broker sends no larger
+RESEND_WITHIN = 5.0                   # s: a command refused as out of order later than this is not sent again
+DESCRIPTION_PARSE_EVERY = 2.0         # s: at most one new (never seen) description parsed per arm in this time
 
 def _arm_id_ok(arm_id: str) -> bool:
     try:
@@ -80,6 +93,30 @@ class ArmView:
     description_refused: str | None = None        # why the latest description was not used
     _candidates: collections.OrderedDict[str, dict[str, Any]] = field(default_factory=collections.OrderedDict)
     _latest_sha: str | None = None         # sha256 of the latest description payload received
+    _parsed_at: float = -math.inf          # monotonic s of the last new description parsed
+    estop_seen_at: float = -math.inf       # monotonic s of the latest status with the e-stop engaged
+
+    def held_description(self, sha256: str) -> dict[str, Any] | None:
+        return self._candidates.get(sha256)
+
+    def description_wanted(self, sha256: str, now: float) -> bool:
+        """Whether a description payload with this hash is worth parsing, decided *before* it is
+        parsed (a 4 MiB description costs tens of ms and a hundred MB to parse): one already held
+        is only noted again; one that is not the hash the arm's status announces is refused
+        unparsed; a new one at most once every :data:`DESCRIPTION_PARSE_EVERY` s (the arm
+        republishes its own every 5 s, so a flood only delays it)."""
+        if sha256 in self._candidates:
+            return True
+        want = (self.status or {}).get("description_sha256")
+        if want is not None and sha256 != want:
+            self._latest_sha = sha256
+            self.description_refused = (f"the description on the broker (sha256 {sha256[:12]}...) is not "
+                                        f"the one the arm announces ({want[:12]}...): ignored")
+            return False
+        if now - self._parsed_at < DESCRIPTION_PARSE_EVERY:
+            return False
+        self._parsed_at = now
+        return True
 
     def note_status(self, body: dict[str, Any]) -> None:
         """Keep a short history of what changed, in plain words (:mod:`hebictl.panel.events`);
@@ -90,6 +127,8 @@ class ArmView:
             old = None
         for ev in status_events(old, body):
             self.events.appendleft(ev)
+        if body.get("estop"):
+            self.estop_seen_at = time.monotonic()   # whoever engaged it: nothing older is sent again
         self.status = body
         self._settle_description()
 
@@ -146,6 +185,53 @@ class ArmView:
                 "description_refused": self.description_refused}
 
 
+def _kind(topic: str) -> str:
+    parts = topic.split("/")
+    return parts[4] if len(parts) == 5 else ""
+
+
+def _make_queue_class() -> type:
+    """An inbound queue bounded in messages *and* payload bytes (aiomqtt's is unbounded by
+    default, and bounded only in messages otherwise: 4 MiB descriptions at 31/s grew the panel to
+    2 GB). Descriptions may hold at most :data:`INBOUND_DESCRIPTION_BYTES` of it, so a flood of
+    them is dropped first and statuses and acks still get in; a payload larger than its topic's
+    schema allows is never queued. ``put_nowait`` raises QueueFull to refuse, which the client
+    below counts."""
+
+    class _Inbound(asyncio.Queue[Any]):
+        def __init__(self, maxsize: int = 0) -> None:
+            super().__init__(maxsize=INBOUND_MESSAGES)
+            self.bytes = 0
+            self.description_bytes = 0
+
+        def put_nowait(self, item: Any) -> None:
+            size = len(item.payload) if isinstance(item.payload, bytes | bytearray) else 0
+            kind = _kind(item.topic.value)
+            if size > state_schema.MAX_BYTES.get(kind, state_schema.MAX_BYTES_DEFAULT) + 1:
+                raise asyncio.QueueFull
+            if self.bytes + size > INBOUND_BYTES or (kind == "description" and
+                                                     self.description_bytes + size > INBOUND_DESCRIPTION_BYTES):
+                raise asyncio.QueueFull
+            super().put_nowait(item)
+
+        def _put(self, item: Any) -> None:
+            super()._put(item)
+            self._count(item, 1)
+
+        def _get(self) -> Any:
+            item = super()._get()
+            self._count(item, -1)
+            return item
+
+        def _count(self, item: Any, sign: int) -> None:
+            size = len(item.payload) if isinstance(item.payload, bytes | bytearray) else 0
+            self.bytes += sign * size
+            if _kind(item.topic.value) == "description":
+                self.description_bytes += sign * size
+
+    return _Inbound
+
+
 def _make_client_class() -> type:
     import aiomqtt
 
@@ -157,6 +243,14 @@ def _make_client_class() -> type:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self._puback: dict[int, asyncio.Future[Any]] = {}
+            self.inbound_dropped = 0   # messages refused by the bounded inbound queue
+
+        def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
+            # aiomqtt's own logs a warning per dropped message: a flood would flood the log too
+            try:
+                self._queue.put_nowait(aiomqtt.Message._from_paho_message(message))
+            except asyncio.QueueFull:
+                self.inbound_dropped += 1
 
         def _on_publish(self, client: Any, userdata: Any, mid: int, reason_code: Any, properties: Any) -> None:
             fut = self._puback.pop(mid, None)
@@ -181,6 +275,19 @@ def _make_client_class() -> type:
     return _Client
 
 
+@dataclass(frozen=True)
+class Sent:
+    """A QoS-1 command this panel published, kept briefly so a refusal of it can be answered."""
+
+    arm_id: str
+    name: str
+    body: dict[str, Any]
+    seq: int
+    client: str
+    at: float                 # monotonic s
+    resend: Resend | None     # through the checks of the session that sent it; None: never sent again
+
+
 class PanelLink:
     """The MQTT client of one panel. ``on_message`` listeners run in the event loop."""
 
@@ -195,7 +302,8 @@ class PanelLink:
         self.connected = asyncio.Event()
         self.probe_timeout = probe_timeout
         self._client: Any = None
-        self._seq = itertools.count(time.time_ns() // 1000)
+        self._side_client: Any = None         # the connection that reads descriptions (see :meth:`run`)
+        self._seqs: dict[str, int] = {}       # arm id -> the last seq sent to it
         self._stop = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()  # probes in flight (kept referenced until done)
         self._watch: dict[str, int] = {}      # arm id -> browser tabs showing it (joints/ee_pose subscribed)
@@ -203,26 +311,71 @@ class PanelLink:
         self.warnings: list[str] = []         # security warnings shown on the page (anonymous broker ...)
         self._checked_anonymous = False
         self.epoch = 0                        # bumped to leave a client name someone else poisoned
-        self._recent: collections.OrderedDict[int, tuple[str, str, dict[str, Any], str | None]] = \
-            collections.OrderedDict()         # seq -> (arm, name, body, operator) of recent QoS-1 commands
+        self._recent: collections.OrderedDict[tuple[str, int], Sent] = \
+            collections.OrderedDict()         # (arm, seq) -> recent QoS-1 commands, for :meth:`_recover`
+        self._estop_seq: dict[str, int] = {}  # arm id -> seq of the last e-stop (engage or release) sent to it
         self._schemas: dict[str, tuple[int, CommandSchema]] = {}
         self._invalid_log: dict[str, tuple[float, int]] = {}
 
     # ------------------------------------------------------------------ connection
+    def _client_for(self, suffix: str) -> Any:
+        """A client of this panel's account (MQTT v5, bounded inbound queue, Maximum Packet Size)."""
+        import aiomqtt
+        from paho.mqtt.packettypes import PacketTypes
+        from paho.mqtt.properties import Properties
+
+        connect = Properties(PacketTypes.CONNECT)
+        connect.MaximumPacketSize = MAX_PACKET   # the broker drops larger messages for us unread
+        cls = _make_client_class()
+        return cls(**self.settings.client_options(), identifier=f"{self.name}-{suffix}{id(self):x}",
+                   protocol=aiomqtt.ProtocolVersion.V5, timeout=5.0, properties=connect,
+                   queue_type=_make_queue_class())
+
     async def run(self) -> None:
-        """Connect, subscribe, read; reconnect with back-off until :meth:`stop`."""
+        """Connect, subscribe, read; reconnect with back-off until :meth:`stop`.
+
+        Descriptions (up to 4 MiB each, and whoever holds an arm's account may publish them as
+        fast as the broker takes them) come on a connection of their own (:meth:`_run_descriptions`):
+        one TCP stream delivers in order, so on a shared one every status, ack and joint sample
+        waited behind a flood of descriptions (the panel's view of an arm lagged by seconds and an
+        e-stop release was refused as "not allowed now")."""
+        side = asyncio.create_task(self._run_descriptions())
+        try:
+            await self._run_main()
+        finally:
+            await cancel_and_wait({side})
+
+    async def _run_descriptions(self) -> None:
         import aiomqtt
 
         backoff = 0.2
         while not self._stop.is_set():
             try:
-                cls = _make_client_class()
-                async with cls(**self.settings.client_options(), identifier=f"{self.name}-{id(self):x}",
-                               protocol=aiomqtt.ProtocolVersion.V5, timeout=5.0) as client:
+                async with self._client_for("d-") as client:
+                    self._side_client = client
+                    backoff = 0.2
+                    # QoS 0: what the broker cannot deliver at once it may drop (the arm republishes every 5 s)
+                    await client.subscribe(f"{PREFIX}/+/state/description", qos=0)
+                    await self._read(client)
+            except aiomqtt.MqttError as exc:
+                log.warning("panel: broker %s (descriptions): %s; retrying in %.1f s", self.settings.url, exc, backoff)
+            finally:
+                self._side_client = None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), backoff)
+            backoff = min(backoff * 2, 5.0)
+
+    async def _run_main(self) -> None:
+        import aiomqtt
+
+        backoff = 0.2
+        while not self._stop.is_set():
+            try:
+                async with self._client_for("") as client:
                     self._client = client
                     backoff = 0.2
                     # every arm's low-rate topics; the 50 Hz joints and pose only of arms someone looks at
-                    for name in ("status", "description", "ack"):
+                    for name in ("status", "ack"):
                         await client.subscribe(f"{PREFIX}/+/state/{name}", qos=1)
                     for arm_id in self._watch:
                         await self._subscribe_fast(client, arm_id)
@@ -285,11 +438,17 @@ class PanelLink:
     async def _read(self, client: Any) -> None:
         async for msg in client.messages:
             try:
-                self.receive(msg.topic.value, msg.payload)
+                payload, sha = msg.payload, None
+                if isinstance(payload, bytes | bytearray) and len(payload) > 65536 \
+                        and _kind(msg.topic.value) == "description":
+                    # hashing 4 MiB takes milliseconds: in a thread (hashlib lets go of the GIL), so a
+                    # flood of descriptions does not hold up an e-stop waiting in the event loop
+                    sha = await asyncio.to_thread(state_schema.payload_sha256, payload)
+                self.receive(msg.topic.value, payload, sha256=sha)
             except Exception:  # a bug here must not stop the panel reading (nor its e-stop button)
                 log.exception("panel: could not process a message on %s", msg.topic.value)
 
-    def receive(self, topic: str, payload: Any) -> None:
+    def receive(self, topic: str, payload: Any, *, sha256: str | None = None) -> None:
         """One message from the broker: validated, then kept in its arm's view and passed on.
 
         A message that fails :mod:`hebictl.teleop.state_schema` is dropped, counted (per arm and
@@ -306,7 +465,20 @@ class PanelLink:
             if kind in ("status", "description") and arm_id in self.arms:
                 self.arms.pop(arm_id)  # retained message cleared: the arm is gone
             return
+        if len(data) > state_schema.MAX_BYTES.get(kind, state_schema.MAX_BYTES_DEFAULT):
+            self.dropped += 1   # before any parsing (the schema would refuse it too, after copying it)
+            return
         view = self.arms.get(arm_id)
+        sha = None
+        if kind == "description":
+            sha = sha256 or state_schema.payload_sha256(data)
+            if view is not None and not view.description_wanted(sha, time.monotonic()):
+                self.dropped += 1
+                return
+            held = view.held_description(sha) if view is not None else None
+            if view is not None and held is not None:
+                view.note_description(held, sha)
+                return
         try:
             body = state_schema.validate(kind, data)
         except StateRejected as exc:
@@ -324,14 +496,14 @@ class PanelLink:
             view.note_status(body)
             view.last_fresh = now
         elif kind == "description":
-            view.note_description(body, state_schema.payload_sha256(data))
+            view.note_description(body, sha or state_schema.payload_sha256(data))
         elif kind == "joints":
             view.joints = body
             view.last_fresh = now
         elif kind == "ee_pose":
             view.ee_pose = body
         elif kind == "ack":
-            self._recover(body)
+            self._recover(arm_id, body)
         for listener in list(self.listeners):
             try:
                 listener(arm_id, kind, body)
@@ -424,9 +596,23 @@ class PanelLink:
         return isinstance(client, str) and (client == self.name or client.startswith((self.name + "/",
                                                                                        self.name + "~")))
 
-    def envelope(self, body: dict[str, Any], ts: float | None = None, operator: str | None = None) -> dict[str, Any]:
-        return {**body, "seq": next(self._seq), "ts": time.time() if ts is None else ts,
+    def next_seq(self, arm_id: str) -> int:
+        """The next ``seq`` for ``arm_id``: per arm, from an unguessable start, then +1."""
+        last = self._seqs.get(arm_id)
+        # below the clock in µs (an arm refuses a seq ahead of its clock: seq_ahead), by 32 random bits (~72 min)
+        seq = time.time_ns() // 1000 - secrets.randbelow(2**32) if last is None else last + 1
+        self._seqs[arm_id] = seq
+        return seq
+
+    def envelope(self, arm_id: str, body: dict[str, Any], ts: float | None = None,
+                 operator: str | None = None) -> dict[str, Any]:
+        return {**body, "seq": self.next_seq(arm_id), "ts": time.time() if ts is None else ts,
                 "client": self.client_name(operator)}
+
+    @property
+    def inbound_dropped(self) -> int:
+        """Messages the bounded inbound queue refused on the current connection."""
+        return sum(int(getattr(c, "inbound_dropped", 0)) for c in (self._client, self._side_client))
 
     def command_schema(self, arm_id: str) -> CommandSchema:
         """The bridge's validators for ``arm_id``, with the limits of its description (unbounded
@@ -451,24 +637,32 @@ class PanelLink:
         return schema
 
     async def send(self, arm_id: str, name: str, body: dict[str, Any], *, ts: float | None = None,
-                   operator: str | None = None) -> dict[str, Any]:
+                   operator: str | None = None, resend: Resend | None = None) -> dict[str, Any]:
         """Validate (:mod:`hebictl.teleop.schema`, the bridge's own rules) and publish ``cmd/<name>``
         for ``arm_id`` as strict JSON; returns the payload sent (with its ``seq``).
+
+        ``resend`` is how the command may be sent again if the arm refuses it as out of order
+        (:meth:`_recover`): the caller's own checks run again; without it, it never is.
 
         Raises CommandRejected for a command the arm would refuse anyway, PermissionError when
         the broker refuses the publish (PUBACK reason code), ConnectionError without a broker."""
         client = self._client
         if client is None:
             raise ConnectionError(f"not connected to the broker {self.settings.url}")
-        payload = self.envelope(body, ts, operator)
+        payload = self.envelope(arm_id, body, ts, operator)
         self.command_schema(arm_id).validate(name, payload, command_envelope(payload))
         data = json.dumps(payload, allow_nan=False).encode()
         topic = Topics(arm_id).cmd(name)
         qos = COMMAND_QOS.get(name, 1)
+        if name == "estop":
+            self._estop_seq[arm_id] = payload["seq"]
         if qos == 0:
             await client.publish(topic, data, qos=0)
             return payload
-        self._recent[payload["seq"]] = (arm_id, name, body, operator)
+        # an e-stop release is never sent again on its own: the operator presses it again if it is still wanted
+        again = None if name == "estop" and body.get("engaged") is False else resend
+        self._recent[(arm_id, payload["seq"])] = Sent(arm_id, name, body, payload["seq"], payload["client"],
+                                                      time.monotonic(), again)
         while len(self._recent) > 64:
             self._recent.popitem(last=False)
         code = await client.publish_checked(topic, data, qos, 3.0)
@@ -479,26 +673,42 @@ class PanelLink:
             raise PermissionError(f"the broker refused cmd/{name} for {arm_id}: {code}")
         return payload
 
-    def _recover(self, ack: dict[str, Any]) -> None:
-        """An arm refused one of our commands as out of order under the name we use now: move to
-        a new client name, and send that command again, once, if it was a recent QoS-1 command
-        (see :meth:`client_name`). Jog samples just continue under the new name."""
-        client = ack.get("client")
-        if ack.get("accepted") or ack.get("reason") != "out_of_order" or not self.is_ours(client):
+    def _recover(self, arm_id: str, ack: dict[str, Any]) -> None:
+        """An arm refused one of our commands as out of order (someone published a larger ``seq``
+        under the name we use now): move to a new client name and, once, send that command again
+        through the checks of the session that sent it (:attr:`Sent.resend`).
+
+        An ack is believed only for a command this panel sent, recently, to *this* arm (the ack
+        came on ``arm_id``'s own ``state/ack``, which only that arm's account may publish), with the
+        same topic, seq and client name: another arm's account that copies our name and seqs into
+        its own acks changes nothing. Nothing is sent again once a newer e-stop went to the arm
+        from this panel or the arm reported one engaged (whoever engaged it) since the command,
+        and an e-stop release never is. Jog samples (QoS 0) are not kept: they just continue."""
+        client, seq = ack.get("client"), ack.get("seq")
+        if ack.get("accepted") or ack.get("reason") != "out_of_order" or not isinstance(seq, int):
+            return
+        sent = self._recent.get((arm_id, seq))
+        if sent is None or sent.name != ack.get("topic") or sent.client != client \
+                or time.monotonic() - sent.at > RESEND_WITHIN:
             return
         operator = client.split("/", 1)[1] if "/" in client else None
         if client != self.client_name(operator):
             return  # a name we already left
+        del self._recent[(arm_id, seq)]
         self.epoch += 1
-        seq = ack.get("seq")  # an integer or null (the state schema)
-        sent = self._recent.pop(seq, None) if seq is not None else None
-        log.warning("panel: an arm refused our %s as out of order (someone used our client name with a larger "
-                    "seq); continuing as %s", ack.get("topic"), self.client_name(operator))
-        if sent is not None:
-            self._spawn(self._resend(*sent))
+        log.warning("panel: arm %s refused our %s as out of order (someone used our client name with a larger "
+                    "seq); continuing as %s", arm_id, sent.name, self.client_name(operator))
+        if sent.resend is None:
+            return
+        view = self.arms.get(arm_id)
+        if self._estop_seq.get(arm_id, -1) > seq or (view is not None and view.estop_seen_at >= sent.at):
+            log.warning("panel: not sending %s to %s again: an e-stop came after it", sent.name, arm_id)
+            return
+        self._spawn(self._resend(sent))
 
-    async def _resend(self, arm_id: str, name: str, body: dict[str, Any], operator: str | None) -> None:
+    async def _resend(self, sent: Sent) -> None:
+        assert sent.resend is not None
         try:
-            await self.send(arm_id, name, body, operator=operator)
+            await sent.resend(sent.arm_id, sent.name, sent.body)
         except Exception as exc:
-            log.warning("panel: resending cmd/%s to %s failed: %s", name, arm_id, exc)
+            log.warning("panel: resending cmd/%s to %s failed: %s", sent.name, sent.arm_id, exc)

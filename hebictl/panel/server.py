@@ -5,9 +5,13 @@ Why a small page of our own and not viser: see docs/panel.md ("Why not viser"). 
 operator station needs hold-to-move on keys as well as buttons and an e-stop on the space bar;
 viser's client has no keyboard events and cannot be extended without rebuilding its bundle.
 
-**Who gets in** is decided by :mod:`hebictl.panel.auth` before a WebSocket is accepted (the
-launch secret, the Host and Origin checks); at most ``max_sessions`` sockets are open at once (a
-newcomer replaces the session used least recently).
+**Who gets in** is decided by :mod:`hebictl.panel.auth`: the Host and Origin checks and the
+launch secret (or a browser's cookie) before a WebSocket is accepted, then a browser's key as its
+first message (:data:`AUTH_TIMEOUT`) before a session exists. Refusals are counted per peer
+address and, beyond :data:`REFUSALS`, answered at once without the gate's work. At most
+``max_sessions`` sessions are open at once: a newcomer that has shown its key replaces the
+session used least recently, never one whose operator holds an engaged e-stop (a handshake alone
+never replaces anyone).
 
 **The e-stop comes first.** Every tab's socket is read by its own task, and an e-stop (engage or
 release) is published from that task the moment it is parsed: no queue, no rate limit, no
@@ -49,6 +53,7 @@ from hebictl.panel.auth import Gate, Operator
 from hebictl.panel.kinematics import DescribedArm
 from hebictl.panel.link import PanelLink
 from hebictl.panel.session import JOG_PERIOD_MS, JOG_TTL, Session, json_safe
+from hebictl.teleop.admission import TokenBucket
 
 __all__ = ["JOG_PERIOD_MS", "JOG_TTL", "PanelServer"]
 
@@ -58,6 +63,9 @@ FRAME_HZ = 30.0          # scene and status updates to each browser
 FRAME_BUDGET = 400.0     # frames per second to all browsers together (each gets min(FRAME_HZ, share))
 ACTIVE = 60.0            # s after its last input a tab counts as an operator's (full frame rate) ...
 MAX_ACTIVE = 8           # ... for at most this many tabs, the most recently used
+AUTH_TIMEOUT = 3.0       # s for a browser's socket to send its key (its first message)
+REFUSALS = (5.0, 30.0)   # refused requests per second from one peer address, burst; beyond: 429 at once
+PEERS = 1024             # peer addresses whose refusals are counted (the least recent is forgotten)
 
 _STATIC = {"/": ("index.html", "text/html; charset=utf-8"), "/panel.js": ("panel.js", "text/javascript"),
            "/panel.css": ("panel.css", "text/css")}
@@ -67,6 +75,14 @@ LOGIN_PAGE = """<!doctype html><meta charset="utf-8"><title>hebictl panel</title
 <p>This panel needs the link with its launch token, which <code>hebictl panel</code> printed when it started
 (<code>http://HOST:PORT/?token=...</code>). Open that link once; this browser is then remembered until the panel
 restarts.</p>"""
+_FILES: dict[str, bytes] = {}   # the static files, read once (a request must not cost a disk read)
+
+
+def _static(name: str) -> bytes:
+    data = _FILES.get(name)
+    if data is None:
+        data = _FILES[name] = resources.files("hebictl.panel").joinpath("static", name).read_bytes()
+    return data
 
 
 class PanelServer:
@@ -92,6 +108,8 @@ class PanelServer:
         self.refused = collections.Counter[str]()      # why connections were refused (or evicted)
         self._closing: set[asyncio.Task[Any]] = set()
         self._pending: dict[int, tuple[Operator, float]] = {}  # connection id -> operator, from handshake to handler
+        self._peers: collections.OrderedDict[str, TokenBucket] = collections.OrderedDict()  # refusals per peer
+        self._waiting: collections.OrderedDict[int, Any] = collections.OrderedDict()  # sockets waiting for a key
         link.listeners.append(self._on_message)
 
     def kinematics(self, arm_id: str) -> DescribedArm | None:
@@ -113,7 +131,7 @@ class PanelServer:
             self.estop_owners.pop(arm_id, None)  # released (by anyone) or a restarted arm
         if kind == "ack" and self.link.is_ours(body.get("client")):
             for s in list(self.sessions):
-                if body.get("client") == self.link.client_name(s.operator.id):
+                if s.arm == arm_id and body.get("client") == self.link.client_name(s.operator.id):
                     s.on_ack(arm_id, body)
 
     # ------------------------------------------------------------------ e-stop ownership
@@ -121,23 +139,57 @@ class PanelServer:
         owners = self.estop_owners.get(arm_id)
         return self.shared_estop_release or not owners or operator in owners
 
+    def holds_estop(self, operator: str) -> bool:
+        """Whether ``operator`` engaged an e-stop that is still engaged on some arm."""
+        return any(operator in owners for owners in self.estop_owners.values())
+
+    @staticmethod
+    def _peer(connection: Any) -> str:
+        try:
+            return str(connection.remote_address[0])
+        except (TypeError, IndexError, AttributeError):
+            return "unix"
+
+    def _throttled(self, connection: Any) -> bool:
+        """Whether this peer address has used up its refusals (:data:`REFUSALS`); spends one."""
+        peer = self._peer(connection)
+        now = time.monotonic()
+        bucket = self._peers.get(peer)
+        if bucket is None:
+            bucket = self._peers[peer] = TokenBucket(*REFUSALS, now)
+            while len(self._peers) > PEERS:
+                self._peers.popitem(last=False)
+        self._peers.move_to_end(peer)
+        return not bucket.take(now)
+
     # ------------------------------------------------------------------ HTTP
     def _process_request(self, connection: Any, request: Any) -> Any:
         from websockets.datastructures import Headers
         from websockets.http11 import Response
 
         def refuse(status: HTTPStatus, text: str, why: str) -> Any:
+            # each refusal spends one of the peer's; beyond them, the answer is 429 (see above)
+            if self._throttled(connection):
+                why, status, text = "throttled", HTTPStatus.TOO_MANY_REQUESTS, "too many refused requests\n"
             self.refused[why] += 1
             return connection.respond(status, text)
 
         headers = request.headers
+        bucket = self._peers.get(self._peer(connection))
+        if bucket is not None and bucket.tokens + (time.monotonic() - bucket.last) * bucket.rate < 1.0 \
+                and not self._credentials(headers, request.path):
+            # this peer's refusals are used up and the request carries nothing that could let it in: answered
+            # before any of the gate's work (a peer address is shared by every local user, so a request that
+            # shows a credential is still checked: a flood must not lock out the operator's own browser)
+            self.refused["throttled"] += 1
+            return connection.respond(HTTPStatus.TOO_MANY_REQUESTS, "too many refused requests\n")
         if any(len(headers.get_all(h)) > 1 for h in ("Host", "Origin", "Cookie", "Authorization")):
             return refuse(HTTPStatus.BAD_REQUEST, "repeated header\n", "header")
         if not self.gate.host_ok(headers.get("Host")):
             return refuse(HTTPStatus.FORBIDDEN, "unexpected Host header\n", "host")
         path = request.path.split("?", 1)[0]
         if path == "/ws":
-            if not self.gate.origin_ok(headers.get("Origin")):
+            if not self.gate.origin_ok(headers.get("Origin"), headers.get("Host")):
                 return refuse(HTTPStatus.FORBIDDEN, "cross-origin WebSocket refused\n", "origin")
             op = self.gate.operator(request.headers, request.path)
             if op is None:
@@ -145,48 +197,62 @@ class PanelServer:
             now = time.monotonic()
             for key in [k for k, (_, at) in self._pending.items() if now - at > 10.0]:
                 del self._pending[key]  # handshakes that never completed
-            if len(self._pending) >= self.max_sessions:
-                return refuse(HTTPStatus.SERVICE_UNAVAILABLE, "too many panel sessions\n", "cap")
-            if sum(not s.closing for s in self.sessions) + len(self._pending) >= self.max_sessions \
-                    and not self._evict(op.browser):
-                return refuse(HTTPStatus.SERVICE_UNAVAILABLE, "too many panel sessions\n", "cap")
+            if len(self._pending) + len(self._waiting) >= self.max_sessions:
+                if not self._waiting:
+                    return refuse(HTTPStatus.SERVICE_UNAVAILABLE, "too many panel sessions\n", "cap")
+                # the socket that has waited longest without showing its key goes (a browser shows it at
+                # once): sockets on a stolen cookie cannot hold the door shut
+                _, stale = self._waiting.popitem(last=False)
+                self.refused["key_wait"] += 1
+                self._spawn_close(stale, 1008, "not authenticated")
             self._pending[id(connection)] = (op, now)
-            return None
+            return None   # a session only once the handler has its key (a browser) and a place (the cap)
         token = self.gate.query_token(request.path)
-        if path == "/" and token is not None:
-            if not self.gate.token_ok(token):
-                return refuse(HTTPStatus.UNAUTHORIZED, "wrong token\n", "token")
-            _, cookie = self.gate.admit()
-            return Response(303, "See Other", Headers([("Location", "/"), ("Set-Cookie", cookie),
+        nonce = self.gate.query(request.path, "nonce")
+        if path == "/" and (token is not None or nonce is not None):
+            if not (self.gate.token_ok(token) if token is not None else self.gate.redeem(nonce)):
+                return refuse(HTTPStatus.UNAUTHORIZED, "wrong or used link\n", "token")
+            _, cookie, page_key = self.gate.admit()
+            # the key goes in the fragment: the browser keeps it (per origin) and never sends it in a request
+            return Response(303, "See Other", Headers([("Location", f"/#k={page_key}"), ("Set-Cookie", cookie),
                                                        ("Content-Length", "0"), *_HEADERS]), b"")
         entry = _STATIC.get(path)
         if entry is None:
             return connection.respond(HTTPStatus.NOT_FOUND, "not found\n")
         name, ctype = entry
-        body = resources.files("hebictl.panel").joinpath("static", name).read_bytes()
+        body = _static(name)
         status = (200, "OK")
         if path == "/" and self.gate.operator(request.headers, "/") is None:
             body, ctype, status = LOGIN_PAGE.encode(), "text/html; charset=utf-8", (401, "Unauthorized")
         headers = Headers([("Content-Type", ctype), ("Content-Length", str(len(body))), *_HEADERS])
         return Response(*status, headers, body)
 
+    def _credentials(self, headers: Any, path: str) -> bool:
+        """Cheap look: does the request carry anything that could authenticate it?"""
+        return (self.gate.cookie_name in (headers.get("Cookie") or "") or "Authorization" in headers
+                or "token=" in path or "nonce=" in path)
+
     def _evict(self, for_browser: bool) -> bool:
         """Make room at the cap: a script's session (token only) used least recently goes first;
         a browser that opened the launch link may also replace the browser tab used least
-        recently, a script never replaces a browser tab. The closed tab's jog is released. So
-        sessions opened with the token cannot lock out the operator's browser, and the number of
-        sockets stays bounded. False when nothing may be replaced (the newcomer is refused)."""
-        live = [s for s in self.sessions if not s.closing]
+        recently, a script never replaces a browser tab, and no one replaces a tab whose operator
+        holds an engaged e-stop. The closed tab's jog is released. So sessions opened with the
+        token cannot lock out the operator's browser, and the number of sockets stays bounded.
+        False when nothing may be replaced (the newcomer is refused)."""
+        live = [s for s in self.sessions if not s.closing and not self.holds_estop(s.operator.id)]
         pool = [s for s in live if not s.operator.browser] or (live if for_browser else [])
         if not pool:
             return False
         victim = min(pool, key=lambda s: max(s.last_input, s.connected_at))
         victim.closing = True
         self.refused["evicted"] += 1
-        task = asyncio.get_running_loop().create_task(victim.ws.close(1013, "replaced by a newer panel session"))
+        self._spawn_close(victim.ws, 1013, "replaced by a newer panel session")
+        return True
+
+    def _spawn_close(self, ws: Any, code: int, reason: str) -> None:
+        task = asyncio.get_running_loop().create_task(ws.close(code, reason))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
-        return True
 
     async def serve(self, started: asyncio.Event | None = None) -> None:
         """Serve until cancelled. A port in use or a host that does not resolve is a ConfigError."""
@@ -237,12 +303,38 @@ class PanelServer:
         if entry is None:  # a handshake older than 10 s: authenticate again
             await ws.close(1008, "not authenticated")
             return
-        session = Session(self, ws, entry[0])
+        op = entry[0]
+        if op.browser and not await self._key(ws, op):
+            return
+        if sum(not s.closing for s in self.sessions) >= self.max_sessions and not self._evict(op.browser):
+            self.refused["cap"] += 1
+            await ws.close(1013, "too many panel sessions")
+            return
+        session = Session(self, ws, op)
         self.sessions.add(session)
         try:
             await session.run()
         finally:
             self.sessions.discard(session)
+
+    async def _key(self, ws: Any, op: Operator) -> bool:
+        """A browser's first message must be ``{"t": "auth", "k": <its key>}`` within
+        :data:`AUTH_TIMEOUT` s: the cookie alone (which every server on this host can receive) gets
+        nothing. Closed with 1008 otherwise, counted as refused."""
+        self._waiting[id(ws)] = ws
+        try:
+            raw = await asyncio.wait_for(ws.recv(), AUTH_TIMEOUT)
+            msg = json.loads(raw) if isinstance(raw, str) and len(raw) < 1024 else None
+            ok = isinstance(msg, dict) and msg.get("t") == "auth" and self.gate.key_ok(op, msg.get("k"))
+        except Exception:   # timeout, a closed socket (e.g. displaced by a newer one), not JSON
+            ok = False
+        finally:
+            self._waiting.pop(id(ws), None)
+        if not ok:
+            self.refused["key"] += 1
+            self._throttled(ws)   # spends one of the peer's refusals
+            await ws.close(1008, "not authenticated: open the link hebictl panel printed")
+        return ok
 
     # ------------------------------------------------------------------ frames, once per arm and tick
     async def _tick(self) -> None:
@@ -276,7 +368,9 @@ class PanelServer:
         if not watching:
             return
         # the MAX_ACTIVE tabs used most recently (within ACTIVE s) get every frame; the others share the rest
-        ranked = sorted(watching, key=lambda s: s.last_input, reverse=True)[:MAX_ACTIVE]
+        # ... the tabs of an operator holding an e-stop and browsers before scripts (whatever those send)
+        ranked = sorted(watching, key=lambda s: (self.holds_estop(s.operator.id), s.operator.browser, s.last_input),
+                        reverse=True)[:MAX_ACTIVE]
         active = {id(s) for s in ranked if now - s.last_input < ACTIVE}
         idle_share = max(1.0 / FRAME_HZ, (len(watching) - len(active)) / (FRAME_BUDGET - FRAME_HZ * MAX_ACTIVE))
         shared: dict[tuple[str, bool], str | None] = {}

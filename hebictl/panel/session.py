@@ -66,6 +66,7 @@ class Session:
         self.last_input = -math.inf          # monotonic s of the last message other than a pong
         self.connected_at = time.monotonic()
         self.closing = False                 # replaced by a newer session (the server's cap)
+        self.ended = False                   # the socket is gone: nothing is sent for this tab any more
         self.bucket = TokenBucket(*RATE, time.monotonic())
         self.dropped = 0                      # messages over the rate limit
         self.notices: collections.deque[str] = collections.deque(maxlen=NOTICES)
@@ -147,6 +148,7 @@ class Session:
             for t in tasks:
                 t.cancel()
             await self.release_jog()
+            self.ended = True
             if self.arm is not None:
                 await self.link.watch(self.arm, on=False)
 
@@ -336,6 +338,15 @@ class Session:
             return
         await self._send(name, body)
 
+    async def resend(self, arm: str, name: str, body: dict[str, Any]) -> None:
+        """Send a command the arm refused as out of order again (:meth:`PanelLink._recover
+        <hebictl.panel.link.PanelLink._recover>`), through every check a new one meets: this tab
+        still open and on that arm, the e-stop's ownership, what the arm's state allows now. An
+        e-stop release is never sent again."""
+        if self.ended or self.closing or self.arm != arm or (name == "estop" and body.get("engaged") is False):
+            return
+        await self.command(name, body)
+
     def _shortest(self, arm: str, q: list[float]) -> float | None:
         view = self.link.arms.get(arm)
         if view is None:
@@ -393,7 +404,7 @@ class Session:
             self.post({"t": "notice", "level": "error", "text": "read-only: this account may not command the arm"})
             return
         try:
-            payload = await self.link.send(arm, name, body, ts=ts, operator=self.operator.id)
+            payload = await self.link.send(arm, name, body, ts=ts, operator=self.operator.id, resend=self.resend)
         except CommandRejected as exc:
             self.post({"t": "notice", "level": "error", "text": f"cmd/{name} not sent: {exc}"})
             return

@@ -40,7 +40,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import IO, Any, cast
@@ -59,7 +59,7 @@ from hebictl.version import __version__
 
 log = logging.getLogger(__name__)
 
-_CYCLE, _EVENT, _MODE, _STATS, _COMMAND, _ACK, _NOTE = range(7)
+_CYCLE, _EVENT, _MODE, _STATS, _COMMAND, _ACK, _NOTE, _EXTRA = range(8)
 
 
 @dataclass(frozen=True)
@@ -97,8 +97,9 @@ class McapRecorder:
     ``<stem>-001.mcap``, ``-002`` ... (teleop sessions). ``config_path``: the robot config, attached
     with the URDF hebictl exports of ``arm.model``. ``transform_rate`` [Hz of the arm's clock]: how
     often ``/tf`` is written (the 3D view needs tens of Hz, not the control rate). ``capacity``:
-    items the buffer holds before it drops (4 s at 1 kHz by default). ``mode``: the files' mode
-    (folders the recorder creates get the matching search bits: 0600 -> 0700).
+    items the buffer holds before it drops (4 s at 1 kHz by default). ``extra_topics``: more JSON channels
+    a caller writes with :meth:`publish` (their schema is the caller's: the input state of the apps).
+    ``mode``: the files' mode (folders the recorder creates get the matching search bits: 0600 -> 0700).
     """
 
     def __init__(self, path: str | Path | None, arm: Any, *, config_path: str | Path | None = None,
@@ -106,7 +107,7 @@ class McapRecorder:
                  transform_rate: float = 50.0, rotate_bytes: int | None = None,
                  rotate_seconds: float | None = None, teleop: bool = False,
                  compression: CompressionType = CompressionType.ZSTD, live: Any = None,
-                 mode: int = 0o600) -> None:
+                 extra_topics: Sequence[schemas.Topic] = (), mode: int = 0o600) -> None:
         self.path = Path(path) if path is not None else None
         #: a :class:`hebictl.recording.live.LiveView` that also gets every message, or None
         self.live = live
@@ -129,7 +130,7 @@ class McapRecorder:
             no_frames = f"no URDF, so no /tf and no 3D view: {exc}"
         spatial = {schemas.TF.name, schemas.ROBOT_DESCRIPTION.name}
         self.topics = tuple(t for t in schemas.TOPICS if (teleop or not t.teleop_only)
-                            and (self.frames is not None or t.name not in spatial))
+                            and (self.frames is not None or t.name not in spatial)) + tuple(extra_topics)
         self.config_text = Path(config_path).read_bytes() if config_path is not None else None
         self.metadata = {"hebictl_version": __version__,
                          "model": arm.model.name or "", "dof": str(arm.dof),
@@ -236,6 +237,11 @@ class McapRecorder:
         """An ack the arm thread sent (:class:`hebictl.teleop.messages.Ack`)."""
         self._put((_ACK, self.clock.now(), ack.topic, ack.client, ack.seq, bool(ack.accepted), ack.reason or "",
                    ack.detail or ""))
+
+    def publish(self, topic: str, payload: Mapping[str, Any]) -> None:
+        """A JSON message on one of the ``extra_topics`` given at construction (e.g. the input state of
+        :mod:`hebictl.inputs.recording`), stamped with the arm's clock now."""
+        self._put((_EXTRA, self.clock.now(), topic, dict(payload)))
 
     def note(self, text: str, level: int = Log.INFO) -> None:
         """A line of the recorder's own on ``/events`` (start, stop, drops)."""
@@ -452,6 +458,8 @@ class McapRecorder:
             _, _, topic, client, seq, body = item
             self._emit(schemas.COMMANDS.name, t_ns, json.dumps(
                 {"topic": topic, "client": client, "seq": seq, "body": body}, default=_jsonable).encode())
+        elif kind == _EXTRA:
+            self._emit(item[2], t_ns, json.dumps(item[3], default=_jsonable).encode())
         elif kind == _ACK:
             _, _, topic, client, seq, accepted, reason, detail = item
             self._emit(schemas.ACKS.name, t_ns, json.dumps(

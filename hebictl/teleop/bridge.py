@@ -24,6 +24,22 @@ back on the next connection. A retained e-stop engage still engages (and is clea
 Acks go through an :class:`~hebictl.teleop.acks.AckQueue`: under a flood, rejections coalesce
 per client and reason instead of being dropped; the counts are in ``state/status``.
 
+The e-stop goes first under any load (issue 33). ``cmd/estop`` has a connection of its own: a
+second MQTT client that subscribes to ``cmd/estop/#`` only, with a persistent session
+(``clean_session=False``, QoS 1), so an e-stop published while the bridge reconnects is queued by
+the broker and delivered when it is back; it is decoded and handled on its own task, never behind
+other commands. The command connection's messages pass :mod:`~hebictl.teleop.inbound` before
+anything is decoded (per-account rate limits, a bounded queue that drops jog samples first), and
+Cartesian goals are solved (IK) by a worker task with a short bounded queue of its own (full:
+``busy``), so the receive loop only validates and hands over.
+
+Accounts (with the broker plugin of docs/teleop.md, detected at the first connection or set with
+``account_tags``): a command without the plugin's ``/@<account>`` tag is refused ``untagged``
+(only an e-stop engage is taken from anyone), and the e-stop belongs to the accounts that engaged
+it: another account's release is refused ``estop_owner``, except a release with ``"override":
+true`` from a ``supervisors`` account, which is logged as an override. The arm's MQTT client id
+carries a random part of its own, not the ``session`` published in the status.
+
 To extend the bridge (another retained topic on connect, another inbound topic), add a step to
 :meth:`MqttBridge._session` or a branch to :meth:`MqttBridge.handle`; the clocks it reads are
 injected (:class:`~hebictl.teleop.clock.TeleopClock`).
@@ -49,11 +65,13 @@ from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 from hebictl.teleop.connection import BrokerSettings
 from hebictl.teleop.description import description_payload
 from hebictl.teleop.feasibility import check_reach, solve_cartesian
+from hebictl.teleop.inbound import InboundGate, filter_paho, inbound_queue_type
 from hebictl.teleop.messages import Ack, ee_pose_payload, joints_payload, status_payload
 from hebictl.teleop.schema import (
     CartesianGoalCommand,
     CommandSchema,
     EstopCommand,
+    EstopOverride,
     JogCommand,
     JointGoalCommand,
     decode,
@@ -110,7 +128,13 @@ class MqttBridge:
     ``description_period`` [s] between republishing the retained ``state/description`` (also
     published on every connect), so a spoofed copy does not stay for the whole connection;
     ``session``: the id published in every status (default: random per bridge, i.e. per teleop
-    process); ``clock``: wall and monotonic time (injected for tests)."""
+    process); ``clock``: wall and monotonic time (injected for tests); ``inbound_size``:
+    command messages waiting to be decoded (:mod:`~hebictl.teleop.inbound`; jog samples dropped
+    first); ``ik_queue_size``: Cartesian goals waiting for IK (more are refused ``busy``);
+    ``account_tags``: True when the broker runs the plugin of docs/teleop.md (untagged commands
+    refused), False when it does not, None to find out at the first connection (a client id of
+    another account is refused only by the plugin); ``supervisors``: accounts whose release with
+    ``"override": true`` releases an e-stop another account engaged (logged)."""
 
     def __init__(self, runner: ArmRunner, settings: BrokerSettings, arm_id: str, *,
                  schema: CommandSchema | None = None, admission: Admission | None = None,
@@ -118,7 +142,8 @@ class MqttBridge:
                  backoff_max: float = 5.0, reject_ack_period: float = 0.2, identifier: str | None = None,
                  description: dict[str, Any] | None = None, ack_queue_size: int = 1000,
                  description_period: float = 5.0, session: str | None = None,
-                 clock: TeleopClock = SYSTEM_CLOCK) -> None:
+                 clock: TeleopClock = SYSTEM_CLOCK, inbound_size: int = 256, ik_queue_size: int = 4,
+                 account_tags: bool | None = None, supervisors: frozenset[str] | set[str] = frozenset()) -> None:
         if not state_rate_hz > 0:
             raise ValueError(f"state rate must be > 0 Hz, got {state_rate_hz}")
         self.runner = runner
@@ -140,11 +165,23 @@ class MqttBridge:
         self.description_period = description_period
         #: random per teleop process: viewers clear the events of an earlier process when it changes
         self.session = session or secrets.token_hex(8)
-        self.identifier = identifier or arm_client_id(arm_id, settings.username, self.session)
+        # the client id has a random part of its own: the session is published, the id must not be
+        self.identifier = identifier or arm_client_id(arm_id, settings.username, secrets.token_hex(16))
+        self.estop_identifier = f"{self.identifier}-estop"
+        self.account_tags = account_tags
+        self.supervisors = frozenset(supervisors)
+        self.gate = InboundGate(self.topics, clock.monotonic)
+        self.inbound_size = inbound_size
+        self.ik_queue_size = ik_queue_size
+        self._ik_jobs: asyncio.Queue[CartesianGoalCommand] | None = None
+        #: accounts that engaged the latched e-stop -> engage generation; releases waiting for their ack
+        self.estop_owners: dict[str, int] = {}
+        self._estop_generation = 0
+        self._releases: dict[tuple[str | None, int | None], int] = {}
         self._description: tuple[bytes, str] | None = None  # payload and its hex sha256, built once
         self.stats: dict[str, int] = {"received": 0, "accepted": 0, "rejected": 0, "connects": 0,
                                       "disconnects": 0, "acks_coalesced": 0, "acks_dropped": 0,
-                                      "retained_cleared": 0, "malformed": 0}
+                                      "retained_cleared": 0, "malformed": 0, "estop_overrides": 0}
         self.acks = AckQueue(clock.monotonic, ack_queue_size)
         self.connected = asyncio.Event()
         self._stopping: asyncio.Event | None = None
@@ -153,6 +190,11 @@ class MqttBridge:
         self._cleared: set[str] = set()   # command topics whose retained message we just cleared
 
     # ------------------------------------------------------------------ lifecycle
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop :meth:`run` serves in (None before it starts): :meth:`handle` belongs there."""
+        return self._loop
+
     def stop(self) -> None:
         """End :meth:`run` (thread-safe): publish ``offline``, disconnect, return."""
         self._stop_requested = True
@@ -179,16 +221,27 @@ class MqttBridge:
                 try:
                     will = aiomqtt.Will(self.topics.state("status"), self._status(None, online=False),
                                         qos=1, retain=True)
-                    async with aiomqtt.Client(**self.settings.client_options(), identifier=self.identifier,
-                                              will=will, clean_session=True, timeout=5.0) as client:
+                    async with contextlib.AsyncExitStack() as stack:
+                        # the e-stop connection first: its persistent session then holds any e-stop
+                        # published while the command connection comes up
+                        estop_client = await stack.enter_async_context(aiomqtt.Client(
+                            **self.settings.client_options(), identifier=self.estop_identifier,
+                            clean_session=False, timeout=5.0))
+                        client = aiomqtt.Client(**self.settings.client_options(), identifier=self.identifier,
+                                                will=will, clean_session=True, timeout=5.0,
+                                                queue_type=inbound_queue_type(self.gate, self.inbound_size))
+                        filter_paho(client, self.gate)
+                        await stack.enter_async_context(client)
                         was_connected = True
+                        if self.account_tags is None:
+                            self.account_tags = await self._probe_plugin()
                         backoff = self.backoff_initial
                         if failures:
                             log.warning("connected to the broker at %s after %d failed attempt(s)",
                                         self.settings.url, failures)
                         failures = 0
                         self.stats["connects"] += 1
-                        await self._session(client)
+                        await self._session(client, estop_client)
                 except aiomqtt.MqttError as exc:
                     reason = str(exc) or type(exc).__name__
                 finally:
@@ -214,15 +267,45 @@ class MqttBridge:
         finally:
             self.runner.on_result = None
 
-    async def _session(self, client: aiomqtt.Client) -> None:
+    async def _probe_plugin(self) -> bool | None:
+        """Does the broker run the plugin of docs/teleop.md? Only the plugin refuses a client id
+        outside the account's own (``<account>:...``; for an anonymous client, any id with ``:``),
+        and the same credentials just connected, so a refusal of such an id says the plugin is there."""
+        import aiomqtt
+
+        probe = f"hebictl-plugin-probe-{secrets.token_hex(8)}"
+        if self.settings.username is None:
+            probe = f"x:{probe}"
+        try:
+            async with aiomqtt.Client(**self.settings.client_options(), identifier=probe, timeout=5.0):
+                found = False
+        except aiomqtt.MqttCodeError as exc:
+            # "not authorized" (MQTT 3.1.1 code 5, paho's v5 reason 135) is the plugin's answer; any
+            # other refusal says nothing about it: decide at the next connection, meanwhile without
+            code = getattr(exc.rc, "value", exc.rc)
+            if code not in (5, 135):
+                log.warning("could not tell whether the broker runs the hebictl plugin (%s); asking again at the "
+                            "next connection", exc)
+                return None
+            found = True
+        log.info("the broker at %s %s", self.settings.url,
+                 "runs the hebictl plugin: commands without an account tag are refused" if found else
+                 "does not run the hebictl plugin: commands are not bound to accounts (docs/teleop.md)")
+        return found
+
+    async def _session(self, client: aiomqtt.Client, estop_client: aiomqtt.Client) -> None:
         assert self._stopping is not None
         self.acks.clear()  # acks for commands of a previous connection are stale
         self._cleared.clear()
+        self._ik_jobs = asyncio.Queue(self.ik_queue_size)
+        await estop_client.subscribe(f"{self.topics.cmd('estop')}/#", qos=1)
         await client.subscribe(self.topics.all_commands, qos=1)
         await self._publish_status(client)
         await self._publish_description(client)
         self.connected.set()
-        tasks = [asyncio.create_task(self._receive(client), name="teleop-receive"),
+        tasks = [asyncio.create_task(self._receive(estop_client), name="teleop-estop"),
+                 asyncio.create_task(self._receive(client), name="teleop-receive"),
+                 asyncio.create_task(self._solve_goals(), name="teleop-ik"),
                  asyncio.create_task(self._publish_acks(client), name="teleop-acks"),
                  asyncio.create_task(self._publish_states(client), name="teleop-states"),
                  asyncio.create_task(self._republish_description(client), name="teleop-description"),
@@ -231,7 +314,10 @@ class MqttBridge:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
             await cancel_and_wait(tasks)
+            self._ik_jobs = None
         if self._stopping.is_set():
+            with contextlib.suppress(Exception):  # the persistent session then collects nothing once we are gone
+                await estop_client.unsubscribe(f"{self.topics.cmd('estop')}/#", timeout=2.0)
             with contextlib.suppress(Exception):
                 await client.publish(self.topics.state("status"),
                                      self._status(self.runner.snapshot, online=False, bridge=self._bridge_stats()),
@@ -299,8 +385,12 @@ class MqttBridge:
                     check_client_account(env.client, account)
                     self.admission.check_order(env)
                 self.stats["accepted"] += 1
+                self._own_estop(account)
                 self.runner.engage_estop(cmd)
                 return
+            if account is None and self.account_tags:
+                raise CommandRejected("untagged", "the broker runs the account plugin, and this command carries "
+                                                  "no account tag (a last will, or a broker bridge): refused")
             check_client_account(env.client, account)
             self.admission.admit(name, env)
             if isinstance(cmd, JogCommand):
@@ -308,11 +398,20 @@ class MqttBridge:
                     raise CommandRejected("wrong_mode", f"jog needs mode 'jog' (mode is {self.runner.mode!r})")
                 self.runner.offer_jog(cmd, received)
             elif isinstance(cmd, CartesianGoalCommand):
-                goal = await self._solve(cmd)
-                self._check_reach(goal)
-                self.runner.submit(name, goal)
+                if self._ik_jobs is None:  # called outside a session (tests): solve here
+                    await self._goal_from_cartesian(cmd)
+                    return
+                try:
+                    self._ik_jobs.put_nowait(cmd)
+                except asyncio.QueueFull:
+                    raise CommandRejected("busy", f"{self._ik_jobs.maxsize} Cartesian goals are already waiting "
+                                                  "for IK") from None
+                return  # counted and acked by the IK worker
             elif isinstance(cmd, JointGoalCommand):
                 self._check_reach(cmd)
+                self.runner.submit(name, cmd)
+            elif isinstance(cmd, EstopCommand):
+                self._check_release(cmd, account)
                 self.runner.submit(name, cmd)
             else:
                 self.runner.submit(name, cmd)
@@ -321,6 +420,58 @@ class MqttBridge:
             if seq is None and exc.reason == "not_finite":
                 seq, client = salvage_ids(payload)
             self._reject(name, seq, client, exc)
+
+    # ------------------------------------------------------------------ e-stop ownership
+    def _own_estop(self, account: str | None) -> None:
+        """Record who engaged the e-stop (an untagged engage names no account: it binds nobody)."""
+        self._estop_generation += 1
+        if account is not None:
+            self.estop_owners.setdefault(account, self._estop_generation)
+
+    def _check_release(self, cmd: EstopCommand, account: str | None) -> None:
+        """Only the accounts that engaged the e-stop release it; a supervisor may override, logged."""
+        others = sorted(a for a in self.estop_owners if a != account)
+        if others and account is not None and account in self.supervisors and isinstance(cmd, EstopOverride):
+            log.warning("e-stop release OVERRIDE by supervisor account %r (client %r): the e-stop was engaged by %s",
+                        account, cmd.envelope.client, ", ".join(repr(a) for a in others))
+            self.stats["estop_overrides"] += 1
+            self.runner.note_error("estop_override", f"supervisor {account!r} released the e-stop of "
+                                                     f"{', '.join(others)}")
+        elif others:
+            hint = " (a supervisor account may release it with \"override\": true)" if self.supervisors else ""
+            raise CommandRejected("estop_owner", f"the e-stop was engaged by account(s) {', '.join(others)[:120]}: "
+                                                 f"only they release it{hint}")
+        if len(self._releases) > 64:
+            self._releases.clear()
+        self._releases[(cmd.envelope.client, cmd.envelope.seq)] = self._estop_generation
+
+    def _release_answered(self, ack: Ack) -> None:
+        """A release the arm accepted frees the owners recorded up to its submission (an engage
+        recorded after it keeps its owner: the arm refuses a release sent before a newer e-stop)."""
+        generation = self._releases.pop((ack.client, ack.seq), None)
+        if generation is not None and ack.accepted:
+            self.estop_owners = {a: g for a, g in self.estop_owners.items() if g > generation}
+
+    # ------------------------------------------------------------------ goals
+    async def _solve_goals(self) -> None:
+        """The IK worker: Cartesian goals are solved here, one at a time, off the receive loop."""
+        jobs = self._ik_jobs
+        assert jobs is not None
+        while True:
+            cmd = await jobs.get()
+            try:
+                await self._goal_from_cartesian(cmd)
+            except Exception:  # the worker never dies of a goal
+                log.exception("failed to handle a Cartesian goal")
+
+    async def _goal_from_cartesian(self, cmd: CartesianGoalCommand) -> None:
+        try:
+            goal = await self._solve(cmd)
+            self._check_reach(goal)
+            self.runner.submit("cartesian_goal", goal)
+            self.stats["accepted"] += 1
+        except CommandRejected as exc:
+            self._reject("cartesian_goal", cmd.envelope.seq, cmd.envelope.client, exc)
 
     def _check_reach(self, cmd: JointGoalCommand) -> None:
         """Rated-speed reach check from the arm's last commanded position, before queueing."""
@@ -357,9 +508,12 @@ class MqttBridge:
         """The counters published in ``state/status`` (``bridge``)."""
         self.stats["acks_coalesced"] = self.acks.coalesced
         self.stats["acks_dropped"] = self.acks.dropped
+        self.stats.update(self.gate.stats)
         return dict(self.stats)
 
     def _post_ack(self, ack: Ack) -> None:
+        if ack.topic == "estop":
+            self._release_answered(ack)
         self.acks.put(ack)
 
     def _post_ack_threadsafe(self, ack: Ack) -> None:

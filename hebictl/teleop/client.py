@@ -221,8 +221,13 @@ class TeleopClient:
     async def stop(self, **kw: Any) -> Ack | None:
         return await self.send("stop", {}, **kw)
 
-    async def estop(self, engaged: bool = True, **kw: Any) -> Ack | None:
-        return await self.send("estop", {"engaged": bool(engaged)}, **kw)
+    async def estop(self, engaged: bool = True, *, override: bool = False, **kw: Any) -> Ack | None:
+        """Engage or release the e-stop; ``override`` (a release from a supervisor account): release
+        an e-stop another account engaged (the arm logs it)."""
+        body: dict[str, Any] = {"engaged": bool(engaged)}
+        if override:
+            body["override"] = True
+        return await self.send("estop", body, **kw)
 
     async def mode(self, mode: str, **kw: Any) -> Ack | None:
         return await self.send("mode", {"mode": mode}, **kw)

@@ -37,13 +37,18 @@ from hebictl.teleop.schema import (
 )
 
 
-class Mode(StrEnum):
-    """What motion the operator has asked for (``cmd/mode``)."""
+class OperatorMode(StrEnum):
+    """What motion the operator has asked for (``cmd/mode``; the values are the wire's). Not the
+    arm's mode (:class:`hebictl.control.supervisor.Mode`: what the arm commands this cycle)."""
 
     IDLE = "idle"
     GRAVCOMP = "gravcomp"
     POSITION = "position"
     JOG = "jog"
+
+
+#: the old name of :class:`OperatorMode`, kept for existing callers
+Mode = OperatorMode
 
 
 class Phase(StrEnum):
@@ -62,7 +67,7 @@ class RunnerState:
     shutdown stop."""
 
     phase: Phase = Phase.SERVING
-    mode: Mode = Mode.IDLE
+    mode: OperatorMode = OperatorMode.IDLE
     estop_arrival: int = -1
     link_lost_arrival: int = -1
     jog_floor: int = 0
@@ -195,8 +200,8 @@ class EnterIdle:
 class SetArmMode:
     """Arm side of a mode change from ``previous`` to ``target``; ``who`` words the events."""
 
-    target: Mode
-    previous: Mode
+    target: OperatorMode
+    previous: OperatorMode
     who: str
 
 
@@ -249,8 +254,8 @@ def _who(command: TeleopCommand | None) -> str:
 def _engage(state: RunnerState, ev: EstopEngaged) -> Decision:
     """Latch the e-stop: latched hold stop, mode idle, ack."""
     detail = ev.detail or f"e-stop engaged by {_who(ev.command)}"
-    new = replace(state, phase=Phase.ESTOPPED, mode=Mode.IDLE, estop_arrival=max(state.estop_arrival, ev.arrival),
-                  jog_floor=max(state.jog_floor, ev.jog_index))
+    new = replace(state, phase=Phase.ESTOPPED, mode=OperatorMode.IDLE,
+                  estop_arrival=max(state.estop_arrival, ev.arrival), jog_floor=max(state.jog_floor, ev.jog_index))
     actions: list[Action] = [SafetyStop(EventKind.ESTOP.value, detail), EnterIdle(), RecordError("estop", detail)]
     if ev.command is not None:
         actions.append(Answer("estop", ev.command, True, "", "e-stop engaged (latched): braking, then holding"))
@@ -263,19 +268,20 @@ def _engage_while_closing(state: RunnerState, ev: EstopEngaged) -> Decision:
     actions: list[Action] = [SafetyStop(EventKind.ESTOP.value, detail), RecordError("estop", detail)]
     if ev.command is not None:
         actions.append(Answer("estop", ev.command, True, "", "e-stop engaged (latched): braking, then holding"))
-    return replace(state, mode=Mode.IDLE, estop_arrival=max(state.estop_arrival, ev.arrival)), tuple(actions)
+    return replace(state, mode=OperatorMode.IDLE, estop_arrival=max(state.estop_arrival, ev.arrival)), tuple(actions)
 
 
 def _link_lost(state: RunnerState, ev: LinkLost) -> Decision:
     """Latched hold stop, mode idle; commands queued before the loss are refused `stopped`."""
-    new = replace(state, mode=Mode.IDLE, link_lost_arrival=ev.arrival, jog_floor=max(state.jog_floor, ev.jog_index))
+    new = replace(state, mode=OperatorMode.IDLE, link_lost_arrival=ev.arrival,
+                  jog_floor=max(state.jog_floor, ev.jog_index))
     return new, (SafetyStop(EventKind.TELEOP_LINK_LOST.value, ev.detail), EnterIdle(),
                  RecordError("link_lost", ev.detail))
 
 
 def _link_lost_closing(state: RunnerState, ev: LinkLost) -> Decision:
     """Shutting down: already stopped; only reported."""
-    return replace(state, mode=Mode.IDLE, link_lost_arrival=ev.arrival), (RecordError("link_lost", ev.detail),)
+    return replace(state, mode=OperatorMode.IDLE, link_lost_arrival=ev.arrival), (RecordError("link_lost", ev.detail),)
 
 
 def _shutdown(state: RunnerState, ev: ShutdownBegun) -> Decision:
@@ -307,15 +313,15 @@ def _command(state: RunnerState, ev: CommandArrived) -> Decision:
 def _serve(state: RunnerState, ev: CommandArrived) -> Decision:
     cmd, topic = ev.command, ev.topic
     if isinstance(cmd, ModeCommand):
-        target = Mode(cmd.mode)
-        if target is Mode.GRAVCOMP and (ev.arm.moving or ev.arm.braking):
+        target = OperatorMode(cmd.mode)
+        if target is OperatorMode.GRAVCOMP and (ev.arm.moving or ev.arm.braking):
             return state, (Answer(topic, cmd, False, "moving",
                                "the arm is moving: send cmd/stop and wait for the hold before gravcomp"),)
         new = replace(state, mode=target, jog_floor=max(state.jog_floor, ev.arm.jog_index))
         return new, (SetArmMode(target, state.mode, f"mode {target.value} from {cmd.envelope.client}"),
                      Answer(topic, cmd, True))
     if isinstance(cmd, JointGoalCommand):
-        if state.mode is not Mode.POSITION:
+        if state.mode is not OperatorMode.POSITION:
             return state, (Answer(topic, cmd, False, "wrong_mode",
                                f"goals need mode 'position' (mode is {state.mode.value!r})"),)
         return state, (StartGoal(topic, cmd),)
@@ -339,7 +345,7 @@ def _command_estopped(state: RunnerState, ev: CommandArrived) -> Decision:
     if ev.arrival < state.estop_arrival:  # an e-stop pressed after this release was sent
         return state, (Answer(ev.topic, cmd, False, "estop_engaged",
                            "an e-stop engaged after this release was sent stays engaged; release again"),)
-    return replace(state, phase=Phase.SERVING, mode=Mode.IDLE), (
+    return replace(state, phase=Phase.SERVING, mode=OperatorMode.IDLE), (
         Answer(ev.topic, cmd, True, "", "e-stop released; send cmd/mode to resume"),)
 
 
@@ -350,7 +356,7 @@ def _command_closing(state: RunnerState, ev: CommandArrived) -> Decision:
 
 def _fault(state: RunnerState, ev: ArmFault) -> Decision:
     """The arm holds by itself; mode idle, reported."""
-    return replace(state, mode=Mode.IDLE), (EnterIdle(), RecordError(ev.kind, ev.detail))
+    return replace(state, mode=OperatorMode.IDLE), (EnterIdle(), RecordError(ev.kind, ev.detail))
 
 
 def _let_go(state: RunnerState, ev: JogLetGo) -> Decision:
@@ -360,14 +366,14 @@ def _let_go(state: RunnerState, ev: JogLetGo) -> Decision:
 
 def _jog_ready(state: RunnerState, ev: JogSampleReady) -> Decision:
     """Start a jog in mode `jog` from a sample newer than the last stop."""
-    if state.mode is not Mode.JOG or ev.index <= state.jog_floor:
+    if state.mode is not OperatorMode.JOG or ev.index <= state.jog_floor:
         return state, ()
     return state, (StartJog(ev.detail),)
 
 
 def _internal_error(state: RunnerState, ev: InternalError) -> Decision:
     """Hold a finite position, mode idle, reported."""
-    return replace(state, mode=Mode.IDLE), (RecordError("internal_error", ev.detail), Recover(ev.detail))
+    return replace(state, mode=OperatorMode.IDLE), (RecordError("internal_error", ev.detail), Recover(ev.detail))
 
 
 #: a handler takes the one event type its table rows name (Any: Callable is contravariant in it)

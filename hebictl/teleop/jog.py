@@ -19,8 +19,9 @@ Each cycle it
    from the command or the feedback, whichever is nearer the limit) and so that the command never
    runs more than :data:`MAX_LEAD` ahead of the measured position (joint jog per joint, Cartesian
    jog uniformly; a joint at rest takes its position error as sag, not lead);
-4. scales by the distance to the arm's own body and its workspace as MoveIt Servo does (1 at or
-   beyond the threshold, 0 at contact; only while the motion closes that distance), checked every
+4. scales linearly by the distance to the arm's own body and its workspace (``distance /
+   threshold``: 1 at or beyond the threshold, 0 at contact; only while the motion closes that
+   distance; MoveIt Servo's own scale is exponential, this one is not), checked every
    cycle on :mod:`hebictl.collision` (thresholds ``user_data.workspace.slowdown``, default 2 cm self,
    3 cm workspace) from the command and, where the arm sags away from it, from the measured arm;
    a Cartesian jog slowed below :data:`CREEP_FRACTION` stops instead of creeping;
@@ -30,6 +31,13 @@ Each cycle it
    effort of its acceleration fed forward (without it the joints lag by their own inertia while
    speeding up and overshoot after stopping, and the end effector leaves its direction), and the
    gravity of an end-effector mass the arm measured and its model does not know.
+
+After a late cycle (longer than :data:`CATCH_UP` x the loop's nominal period: a stall shorter than the
+command lifetime, during which the modules held the last command) the jog goes on from the measured
+state, not from its old command: its position restarts where the arm is (plus the sag it learned) and
+its speed from the arm's (never above the jog's own), and no cycle integrates more than
+:data:`CATCH_UP` periods. Integrating the gap from the old command, the arm caught up at 1.07-1.56x the
+commanded end-effector speed after 100-200 ms (sim, every bundled config; tests/teleop/test_jog_stall_sim.py).
 
 :func:`attach` adds the plugin ahead of the plugins that forward the finished command to other
 modules (a double shoulder's mirror).
@@ -91,6 +99,9 @@ STOP_DECELERATION = 0.5
 CREEP_FRACTION = 0.03
 #: ... and moves again once it would run at this fraction (or the jog restarts)
 CREEP_RESUME = 0.25
+#: a jog cycle integrates at most this many nominal periods (its jitter; after a stall the jog goes on at
+#: its speed instead of catching up: issue 29's bound is 1.05x the commanded end-effector speed)
+CATCH_UP = 1.05
 #: [rad] an arm this far from its command on any joint is also collision-checked where it is
 SAG_CHECK = 0.005
 #: [s] the collision check looks this far ahead along the commanded velocity to tell approach from retreat
@@ -158,13 +169,6 @@ def direction_scale(commanded: FloatArray, achieved: FloatArray) -> float:
             fade = (MAX_DIRECTION_ERROR - angle) / (MAX_DIRECTION_ERROR - FULL_SPEED_DIRECTION_ERROR)
             scale = min(scale, max(0.0, fade))
     return scale
-
-
-def servo_scale(distance: float, threshold: float) -> float:
-    """MoveIt Servo's collision velocity scale: 1 at or beyond ``threshold`` [m], 0 at contact (distance 0)."""
-    if threshold <= 0.0:
-        return 1.0 if distance > 0.0 else 0.0
-    return min(1.0, max(0.0, distance / threshold))
 
 
 #: plugin types that pass the arm's finished command on to other modules (a double shoulder's
@@ -256,8 +260,27 @@ class JogPlugin(ArmPlugin):
             if arm.state is not ArmState.RUNNING or arm.trajectory is not None:
                 self.active = False  # something else owns the arm now
                 return True
-            self._jog(arm, min(dt, self.max_dt))
+            # no catch-up after a late cycle: the jog goes on from where the arm is now (with its learned sag)
+            # and at most a (nominal) period's travel per cycle, whatever the gap (integrating the gap's
+            # length, up to max_dt, from the command before it, the arm caught up at up to 1.5x the jog's speed)
+            period = arm.nominal_period
+            if dt > CATCH_UP * period:
+                self._rejoin(arm)
+            self._jog(arm, min(dt, self.max_dt, CATCH_UP * period))
         return True
+
+    def _rejoin(self, arm: Arm) -> None:
+        """After a late cycle: the jog's position restarts where the arm is measured (plus the sag it
+        learned), so the next command is computed from the measured state, not from the command the
+        arm could not follow while the loop was away."""
+        measured = arm.last_feedback.position
+        if np.all(np.isfinite(measured)):
+            np.copyto(self.position, np.clip(measured + self._offset, self._lo, self._hi))
+        # and from the speed the arm has now (the modules held their last command meanwhile: it slowed),
+        # never faster than the jog's own: the slew speeds it up again at ``accel``, no lag to catch up
+        v = np.nan_to_num(arm.last_feedback.velocity)
+        same_way = v * self.velocity > 0.0
+        np.copyto(self.velocity, np.where(same_way, np.sign(v) * np.minimum(np.abs(v), np.abs(self.velocity)), 0.0))
 
     def _limit_speeds(self, pos: FloatArray, measured: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Per joint: the speed it may still have toward its lower and its upper limit and stop there.
@@ -288,7 +311,7 @@ class JogPlugin(ArmPlugin):
             self._offset[still] += k * (error[still] - self._offset[still])
 
     def _collision_scale(self, pos: FloatArray, target: FloatArray, measured: FloatArray) -> float:
-        """MoveIt Servo's scale (1 at the threshold, 0 at contact) for every pair closing in, and never
+        """The linear slow-down (1 at the threshold, 0 at contact) for every pair closing in, and never
         faster than the arm can stop within the distance left at :data:`STOP_DECELERATION`.
 
         From the command and, where the arm is more than :data:`SAG_CHECK` away from it, also from
@@ -355,7 +378,7 @@ class JogPlugin(ArmPlugin):
         overall = direction * limits * collision
         self._crept = cartesian and overall < (CREEP_RESUME if self._crept else CREEP_FRACTION)
         if self._crept:
-            # the last of a Servo-style approach (speed proportional to the distance left) is an
+            # the last of a linear approach (speed proportional to the distance left) is an
             # endless creep, in which the joints' own settling, not the jog, sets the direction:
             # stop instead (at the slew's braking rate, from a speed this small), and stay stopped
             # until the way is clearly open (the arm settling back from its stop is not)

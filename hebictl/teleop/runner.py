@@ -70,7 +70,7 @@ from hebictl.teleop.events import (
     JogLetGo,
     JogSampleReady,
     LinkLost,
-    Mode,
+    OperatorMode,
     Phase,
     RecordError,
     Recover,
@@ -98,7 +98,10 @@ from hebictl.teleop.snapshot import ArmSnapshot, ErrorRecord, GripperLike, Gripp
 log = logging.getLogger(__name__)
 
 
-__all__ = ["OWN_EVENT_KINDS", "ArmRunner", "Mode"]
+__all__ = ["OWN_EVENT_KINDS", "ArmRunner", "Mode", "OperatorMode"]
+
+#: the old name of :class:`~hebictl.teleop.events.OperatorMode`, kept for existing callers
+Mode = OperatorMode
 
 #: safety-event kinds the runner itself causes; any other kind is a fault of the arm
 OWN_EVENT_KINDS = frozenset({"goal", "cleared", "estop", "release", "teleop_stop", "teleop_jog_released",
@@ -307,7 +310,7 @@ class ArmRunner:
                 self.dispatch(CommandArrived(topic, cmd, arrival, self._facts()))
             if self._closing is not None:
                 return self._shutdown_step()
-            if self.state.mode is Mode.JOG and self.state.phase is Phase.SERVING:
+            if self.state.mode is OperatorMode.JOG and self.state.phase is Phase.SERVING:
                 self._supervise_jog()
             arm.update()
             self._check_command()
@@ -573,12 +576,12 @@ class ArmRunner:
         self.gripper.set_opening(cmd.position)
         self._ack(topic, cmd, True, "", f"gripper to {cmd.position:g} (0 closed, 1 open)")
 
-    def _set_arm_mode(self, target: Mode, previous: Mode, who: str) -> None:
+    def _set_arm_mode(self, target: OperatorMode, previous: OperatorMode, who: str) -> None:
         """The arm side of a mode change (the runner's mode is already ``target``)."""
         arm = self.arm
         if arm.state is ArmState.STOPPED:
             arm.clear_fault(f"latched stop cleared by {who}; holding the current position")
-        if target is Mode.GRAVCOMP:
+        if target is OperatorMode.GRAVCOMP:
             self.jog.halt()
             arm.cancel_goal()
             if arm.state is ArmState.HOLD:

@@ -111,6 +111,14 @@ class EstopCommand:
 
 
 @dataclass(frozen=True)
+class EstopOverride(EstopCommand):
+    """A release with ``"override": true``: a supervisor account releasing an e-stop another
+    account engaged (the bridge allows it only for its supervisor accounts, and logs it)."""
+
+    override: bool = True
+
+
+@dataclass(frozen=True)
 class ModeCommand:
     """Switch mode: idle, gravcomp (hand-guiding), position (goals) or jog."""
 
@@ -445,8 +453,13 @@ class CommandSchema:
         return StopCommand(env)
 
     def estop(self, obj: Mapping[str, Any], env: Envelope) -> EstopCommand:
-        _only(obj, ("engaged",))
-        return EstopCommand(env, _bool(obj, "engaged"))
+        _only(obj, ("engaged", "override"))
+        engaged = _bool(obj, "engaged")
+        if _bool(obj, "override", required=False):
+            if engaged:
+                raise CommandRejected("out_of_range", "'override' is for a release (engaged false)")
+            return EstopOverride(env, engaged)
+        return EstopCommand(env, engaged)
 
     def mode(self, obj: Mapping[str, Any], env: Envelope) -> ModeCommand:
         _only(obj, ("mode",))

@@ -26,7 +26,7 @@ REALTIME_FIXTURES = frozenset({"broker", "secure_broker", "acl_broker", "make_se
 #: brokers or browsers with signals and timeouts a second worker would disturb
 REALTIME_MODULES = frozenset({
     "hardware/test_clock.py", "panel/test_panel_e2e.py", "teleop/test_clock.py", "teleop/test_teleop_cli.py",
-    "teleop/test_broker_plugin.py", "recording/test_crash.py",
+    "teleop/test_broker_plugin.py", "recording/test_crash.py", "teleop/test_teleop_security.py",
     # signals to real-time `hebictl run` processes after fixed sleeps: in the parallel tier a loaded
     # core made their control loop miss its 250 ms command lifetime (control_gap stop) or time out
     "cli/test_signals.py",
@@ -88,6 +88,8 @@ EXCLUSIVE_MODULES = frozenset({
     # a SIGKILL's loss of recording (0.5 s flush interval, 1 s bar): beside the first lane's processes a
     # CI run measured 1.79 s, a starved recorder rather than a lost flush
     "recording/test_crash.py",
+    # a jog flood from a second account (a process that takes a core) while the arm's control gaps are counted
+    "teleop/test_teleop_security.py",
 })
 #: realtime modules whose tests run as a second serial lane beside the first (``tools/dev test``):
 #: in-process teleop servers on mock or paced arms, panel servers and brokers, that mostly wait on the
@@ -99,7 +101,7 @@ BROKER_LANE_MODULES = frozenset({
     "teleop/test_teleop_broker.py", "teleop/test_teleop_hostile.py", "teleop/test_teleop_gripper.py",
     "teleop/test_teleop_resilience.py", "teleop/test_description.py", "teleop/test_broker_identity.py",
     "teleop/test_state_schema.py", "teleop/test_broker_plugin.py", "teleop/test_connection.py",
-    "cli/test_teleop_send.py", "panel/test_server.py",
+    "cli/test_teleop_send.py", "panel/test_server.py", "panel/test_security.py",
 })
 
 

@@ -85,7 +85,7 @@ def test_blind_brake_leads_by_half_a_period_without_outrunning_its_start_speed()
         arm.backend.faults.drop_feedback()
         while not arm.braking:
             cycle(arm)
-        brake, period = arm._brake, arm.nominal_period  # the ramp itself, to compare the command with
+        brake, period = arm.supervisor.motion.ramp, arm.nominal_period  # the ramp itself, to compare with
         prev, leads, cycles = arm.pending_command.position.copy(), [], []
         while arm.braking:
             t0 = clock.now()

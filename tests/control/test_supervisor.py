@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
+from hebictl.control.modes import Braking, Follow, Holding
+from hebictl.control.motion import Brake
 from hebictl.control.safety import ArmState, StopBehaviour
 from hebictl.control.supervisor import (
     ALLOWED_MODES,
@@ -20,6 +23,7 @@ from hebictl.control.supervisor import (
     markdown,
 )
 from hebictl.errors import HebictlError
+from hebictl.trajectory import create_trajectory
 from tests._support.paths import REPO_ROOT
 
 #: the table written out by hand (an independent copy: a change to the code must be made here too)
@@ -42,8 +46,18 @@ EXPECTED = {
 }
 
 
+def value(mode: Mode):
+    """A value of ``mode`` with its data (follow and brake cannot exist without theirs)."""
+    if mode is Mode.FOLLOW:
+        return Follow(create_trajectory([0.0, 1.0], np.array([[0.0, 1.0]])))
+    if mode is Mode.BRAKE:
+        one = np.ones(1)
+        return Braking(Brake(0.0, np.zeros(1), one, one, one, -10 * one, 10 * one))
+    return None  # the supervisor makes the others
+
+
 def at(mode: Mode, level: ArmState = ArmState.RUNNING) -> Supervisor:
-    sup = Supervisor(mode)
+    sup = Supervisor(value(mode) or mode)
     sup.level = level
     return sup
 
@@ -57,16 +71,41 @@ def test_every_mode_trigger_pair(mode, trigger):
     if expected is None:
         for level in ArmState:
             with pytest.raises(IllegalTransition, match=trigger.value):
-                at(mode, level).fire(trigger)
+                at(mode, level).fire(trigger, value(mode))
         return
     for level in ArmState:
         sup = at(mode, level)
         if expected in ALLOWED_MODES[level]:
-            assert sup.fire(trigger) is expected and sup.mode is expected
+            new = value(expected)
+            assert sup.fire(trigger, new) is expected and sup.mode is expected
+            assert sup.motion is new or new is None
         else:  # e.g. no goal while stopped
             with pytest.raises(IllegalTransition):
-                sup.fire(trigger)
+                sup.fire(trigger, value(expected))
             assert sup.mode is mode
+
+
+def test_a_mode_value_carries_its_data_and_follow_and_brake_need_theirs():
+    """A mode is a value: firing replaces it (no data of the old mode survives); follow and brake
+    cannot be entered without their trajectory or ramp, and a value of another mode is refused."""
+    sup = at(Mode.HOLD)
+    with pytest.raises(IllegalTransition, match="needs its own value"):
+        sup.fire(Trigger.GOAL)
+    with pytest.raises(IllegalTransition, match="needs its own value"):
+        sup.fire(Trigger.BRAKE, value(Mode.FOLLOW))
+    braking = value(Mode.BRAKE)
+    sup.fire(Trigger.BRAKE, braking)
+    assert sup.motion is braking and sup.mode is Mode.BRAKE
+    again = value(Mode.BRAKE)
+    sup.restart_brake(again)  # a brake's sub-state, not a transition
+    assert sup.motion is again
+    hold = Holding(np.ones(1), after=again.ramp)
+    sup.fire(Trigger.STILL, hold)
+    assert sup.motion is hold and hold.damps and sup.mode is Mode.HOLD
+    with pytest.raises(IllegalTransition):
+        sup.restart_brake(value(Mode.BRAKE))
+    sup.fire(Trigger.HOLD_AT)
+    assert isinstance(sup.motion, Holding) and sup.motion.target is None and not sup.motion.damps
 
 
 def test_a_running_brake_takes_no_weaker_stop_and_is_not_restarted():
@@ -75,9 +114,14 @@ def test_a_running_brake_takes_no_weaker_stop_and_is_not_restarted():
     for trigger in (Trigger.DAMP, Trigger.RELEASE, Trigger.GRAVCOMP, Trigger.BRAKE):
         assert trigger not in MODE_TABLE[Mode.BRAKE]
     sup = at(Mode.BRAKE, ArmState.STOPPED)
-    sup.pending = Trigger.DAMP
+    sup.brake_then(Trigger.DAMP)
+    assert sup.pending is Trigger.DAMP
     sup.fire(Trigger.STILL)
     assert sup.mode is Mode.HOLD and sup.pending is None
+    with pytest.raises(IllegalTransition):  # pending is kept only by a running brake, and only damp/release
+        sup.brake_then(Trigger.DAMP)
+    with pytest.raises(IllegalTransition):
+        at(Mode.BRAKE).brake_then(Trigger.GOAL)
 
 
 @pytest.mark.parametrize(("level", "action"), list(itertools.product(ArmState, Level)), ids=lambda x: x.value)

@@ -225,3 +225,37 @@ def test_random_sequences_never_step_exceed_or_move_while_latched(key):
     assert worst_step <= STEP_TOL, worst_at
     assert over <= 1e-3, over_at  # (x5 holds 0.24 mrad past a limit the arm was recovering from)
     assert worst_ee < EE_TOL
+
+
+@pytest.mark.parametrize("wait", [0.0, 0.05])
+@pytest.mark.parametrize("key", KEYS)
+def test_clear_fault_right_after_a_motoroff_release_never_pulls_a_fallen_joint_back_to_its_limit(key, wait):
+    """MotorOff M-stop mid-move: the limp arm falls far outside its limits; released 1.5 s later and
+    clear_fault() ``wait`` s after, while it still swings back: a joint that leaves the recovery range
+    is held where it is (braking first), never at its limit. Every joint outside its limits at the
+    clear ends at least half as far outside (the clamped hold pulled r6's back: 9.18 -> 6.56 rad past its
+    limit, 671 mm at the end effector)."""
+    rig = SupRig(key)
+    try:
+        n = rig.be.size
+        rig.be.set_safety(ModuleSafety.create(np.full(n, -np.inf), np.full(n, np.inf), mstop_strategy="MotorOff"))
+        rig.move()
+        rig.be.press_mstop()
+        rig.settle(1.5)
+        rig.be.release_mstop()
+        rig.settle(wait)
+        lim = rig.arm.limits
+
+        def outside(q):
+            return np.maximum(np.maximum(lim.position_min - q, q - lim.position_max), 0.0)
+
+        at_clear = outside(rig.be.true_state()[0][:rig.arm.dof])
+        rig.arm.clear_fault()
+        rig.settle(2.0)
+        at_end = outside(rig.q[-1])
+        print(f"\n{key} clear_fault {wait:g} s after a MotorOff release: outside its limits at the clear "
+              f"{np.round(at_clear, 2)} rad, 2 s later {np.round(at_end, 2)} rad; events {rig.events_since(0.0)}")
+        was = at_clear > 0.05
+        assert np.all(at_end[was] >= 0.5 * at_clear[was])
+    finally:
+        rig.close()

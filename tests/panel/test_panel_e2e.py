@@ -906,20 +906,106 @@ def test_estop_reaches_the_status_topic_within_200_ms_with_300_sessions_open(rig
 
 
 def test_a_huge_seq_under_the_panels_name_does_not_lock_it_out(rig: Rig, browser: Any) -> None:
-    """Attack 6: a command under the panel's client name (visible in every ack) with seq 2^63-1."""
+    """Attack 6 of issue 20: a command under the panel's client name (visible in every ack) with a seq
+    above the panel's. Once 2^63-1, which the arm now refuses as ahead of its clock; here the current
+    time in µs, which the arm accepts (the panel's seqs start below it by up to 2^32 µs, issue 33):
+    the arm then refuses the panel's next mode as out of order, on its own ack topic, and the panel
+    sends it again under a new name, through the tab's checks."""
     tap = rig.tap
     page = _page(browser, rig.panels["op"], "armA")
     _mode(page, tap, "armA", "position")
     client = page.evaluate("window.panelState.hello.client")
     rig.publish("op", [("hebictl/v1/armA/cmd/mode", json.dumps(
-        {"mode": "position", "seq": 2**63 - 1, "ts": time.time(), "client": client}).encode(), False)])
+        {"mode": "position", "seq": time.time_ns() // 1000, "ts": time.time(), "client": client}).encode(), False)])
     time.sleep(0.3)
     t0 = time.time()
     page.click("#modes button[data-mode=jog]")
     tap.wait_status("armA", lambda s: s.get("mode") == "jog", 10, since=t0)
-    print(f"\nmode change after the attack took {(time.time() - t0) * 1000:.0f} ms "
-          f"(the panel now signs as {page.evaluate('window.panelState.frame.operator')!r} under a new epoch)")
+    sent = [b["client"] for _, b in tap.get("armA", "cmd/mode", t0)]
+    print(f"\nmode change after the attack took {(time.time() - t0) * 1000:.0f} ms; cmd/mode went out as {sent}")
+    # refused once under the old name, sent again under the new one (the arm's own ack, the tab's checks)
+    assert len(sent) == 2 and sent[0] == client and "~" in sent[1].split("/")[0], sent
     page.close()
+
+
+OTHER_PORT_PAGE = """<!doctype html><meta charset="utf-8"><title>another user's page</title><script>
+const out = [];
+const ws = new WebSocket("ws://127.0.0.1:PANEL_PORT/ws");
+ws.onopen = () => {
+  out.push("open");
+  ws.send(JSON.stringify({ t: "auth", k: localStorage.getItem("hebictl-panel-key") || "" }));
+  ws.send(JSON.stringify({ t: "select", arm: "armA" }));
+  ws.send(JSON.stringify({ t: "cmd", name: "estop", body: { engaged: false } }));
+};
+ws.onmessage = () => out.push("message");
+ws.onclose = (e) => { out.push("close " + e.code); window.done = out; };
+</script>"""
+
+
+def _serve_other_port(page_text: str) -> tuple[Any, int, list[str]]:
+    """A web server of another local user on a free loopback port: serves ``page_text`` and keeps
+    the Cookie header of every request it gets (what the operator's browser hands it)."""
+    import http.server
+
+    cookies: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:   # http.server's name for it
+            cookies.append(self.headers.get("Cookie") or "")
+            body = page_text.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, server.server_address[1], cookies
+
+
+def test_a_page_on_another_loopback_port_gets_nothing_from_the_operators_browser(rig: Rig, browser: Any) -> None:
+    """Issue 33, attack 2, in the operator's own chromium: a page another user serves on another
+    loopback port opens the panel's WebSocket (the browser sends the panel's cookie with it) and
+    tries the operator's key from its own localStorage: the handshake is refused (its Origin names
+    another port), so the socket never opens. The browser also handed that server the panel's
+    cookie (cookies ignore ports); with it alone, a process's socket is closed (1008) before any
+    message. The independent tap sees no command from either."""
+    from urllib.parse import urlsplit
+
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    tap = rig.tap
+    page = _page(browser, rig.panels["op"], "armA")   # the operator, signed in (cookie and key)
+    panel_port = urlsplit(rig.panels["op"]).port
+    server, port, cookies = _serve_other_port(OTHER_PORT_PAGE.replace("PANEL_PORT", str(panel_port)))
+    t0 = time.time()
+    try:
+        page.goto(f"http://127.0.0.1:{port}/")   # the same browser profile: the panel's cookie is in it
+        events = page.wait_for_function("window.done", timeout=15000).json_value()
+        stolen = next((c for c in cookies if "hebictl-panel-" in c), None)
+        assert stolen is not None, cookies          # the threat is real: the cookie went to the other port
+        got: list[str] = []
+        with connect(f"ws://127.0.0.1:{panel_port}/ws", additional_headers={"Cookie": stolen},
+                     open_timeout=10) as ws:
+            ws.send(json.dumps({"t": "select", "arm": "armA"}))
+            ws.send(json.dumps({"t": "cmd", "name": "estop", "body": {"engaged": True}}))
+            with pytest.raises(ConnectionClosed) as closed:
+                while True:
+                    got.append(ws.recv(timeout=10))
+        time.sleep(0.5)
+        print(f"\nthe other port's page: {events}; the stolen cookie's socket: closed "
+              f"{closed.value.rcvd.code if closed.value.rcvd else None} after {len(got)} messages")
+        assert events == ["close 1006"], events      # refused in the handshake: never opened
+        assert got == [] and closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+        assert tap.get("armA", "cmd/estop", t0) == [] and tap.get("armA", "cmd/mode", t0) == []
+    finally:
+        server.shutdown()
+        page.close()
 
 
 JUNK_FOR_THE_PAGE = [

@@ -115,6 +115,22 @@ async def connect(server: PanelServer, *, token: str | None = None, headers: dic
                             host="127.0.0.1", port=server.port)
 
 
+def login(server: PanelServer, path: str | None = None) -> tuple[str, str]:
+    """What a browser gets from the launch link: its cookie (``name=value``) and, from the
+    redirect's fragment, its key."""
+    status, headers = _http(server, path or f"/?token={server.gate.token}")
+    assert status == 303 and headers["Location"].startswith("/#k="), (status, headers["Location"])
+    return headers["Set-Cookie"].split(";")[0], headers["Location"][len("/#k="):]
+
+
+async def browser(server: PanelServer, cookie: str, key: str | None, **kw: Any) -> Any:
+    """A browser's socket: its cookie in the upgrade, its key as the first message."""
+    ws = await connect(server, headers={"Cookie": cookie}, origin=f"http://127.0.0.1:{server.port}", **kw)
+    if key is not None:
+        await ws.send(json.dumps({"t": "auth", "k": key}))
+    return ws
+
+
 async def session(server: PanelServer) -> Any:
     ws = await connect(server, token=server.gate.token)
     await ws.send(json.dumps({"t": "select", "arm": "arm1"}))
@@ -170,16 +186,17 @@ def test_without_the_launch_token_no_socket_and_no_command(broker: LocalBroker) 
                 assert exc.value.response.status_code == 401
             await asyncio.sleep(0.3)
             assert arm.commands == [] and server.refused["token"] == 3
-            # the browser's way in: the token link sets a cookie and redirects to a URL without it
-            await asyncio.to_thread(lambda: None)
+            # the browser's way in: the token link sets a cookie and redirects to a URL without it, the key in
+            # the fragment (which no browser sends to a server)
             status, headers = await asyncio.to_thread(_http, server, f"/?token={server.gate.token}")
-            assert status == 303 and headers["Location"] == "/"
+            assert status == 303 and headers["Location"].startswith("/#k=")
             cookie = headers["Set-Cookie"]
             assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+            assert cookie.startswith(f"hebictl-panel-0-{server.gate.launch_id}=")   # a name of this launch only
             value = cookie.split(";")[0]
             assert (await asyncio.to_thread(_http, server, "/"))[0] == 401
             assert (await asyncio.to_thread(_http, server, "/", {"Cookie": value}))[0] == 200
-            ws = await connect(server, headers={"Cookie": value}, origin=f"http://127.0.0.1:{server.port}")
+            ws = await browser(server, value, headers["Location"][len("/#k="):])
             await ws.send(json.dumps({"t": "select", "arm": "arm1"}))
             await ws.send(json.dumps({"t": "cmd", "name": "estop", "body": {"engaged": True}}))
             await until(lambda: arm.commands)
@@ -198,11 +215,13 @@ def test_foreign_host_and_origin_are_refused_also_with_allow_remote(broker: Loca
             for host in ("evil.example", "evil.example:8080", "127.0.0.1"):  # attack 8: DNS rebinding
                 assert (await asyncio.to_thread(_http, server, "/panel.js", {"Host": host}))[0] == 403, host
             token = server.gate.token
-            for origin in ("http://evil.example", "http://panel.lab.evil.example", "null"):
+            # another port of the right host is another origin (issue 33, attack 2), as is another scheme
+            for origin in ("http://evil.example", "http://panel.lab.evil.example", "null", "http://panel.lab:8080",
+                           f"https://panel.lab:{server.port}", "http://panel.lab"):
                 with pytest.raises(InvalidStatus) as exc:
                     await connect(server, token=token, host="panel.lab", origin=origin)
-                assert exc.value.response.status_code == 403
-            ws = await connect(server, token=token, host="panel.lab", origin="http://panel.lab:8080")
+                assert exc.value.response.status_code == 403, origin
+            ws = await connect(server, token=token, host="panel.lab", origin=f"http://panel.lab:{server.port}")
             await ws.close()
 
     run(scenario, broker)
@@ -259,16 +278,15 @@ def test_sessions_are_capped(broker: LocalBroker) -> None:
                 unauthenticated += 1
             assert len(server.sessions) == 5 and unauthenticated == 20
             # a browser that opened the launch link is never replaced by a script's session
-            _, headers = await asyncio.to_thread(_http, server, f"/?token={server.gate.token}")
-            browser = await connect(server, headers={"Cookie": headers["Set-Cookie"].split(";")[0]})
+            tab = await browser(server, *await asyncio.to_thread(login, server))
             await until(lambda: sum(s.operator.browser for s in server.sessions) == 1)
             for _ in range(10):
                 open_.append(await connect(server, token=server.gate.token))
             await asyncio.sleep(0.3)
             assert sum(s.operator.browser for s in server.sessions) == 1
-            await browser.send(json.dumps({"t": "select", "arm": "arm1"}))
-            assert (await frames(browser, 1))[0]["s"]["arm"] == "arm1"
-            for ws in [*open_, newcomer, browser]:
+            await tab.send(json.dumps({"t": "select", "arm": "arm1"}))
+            assert (await frames(tab, 1))[0]["s"]["arm"] == "arm1"
+            for ws in [*open_, newcomer, tab]:
                 await ws.close()
 
     run(scenario, broker)

@@ -1,4 +1,7 @@
-"""The live view: Foxglove's WebSocket protocol on loopback, spoken by a plain websockets client."""
+"""The live view: Foxglove's WebSocket protocol on loopback, spoken by a plain websockets client.
+
+Issue 33: a launch token in the URL, an Origin check (scheme, host and port), a connection cap,
+and readers that cannot make the recorder's writer wait."""
 
 from __future__ import annotations
 
@@ -21,7 +24,6 @@ from hebictl.recording import schemas
 from hebictl.recording.live import LiveView, check_host
 from hebictl.recording.writer import McapRecorder
 
-pytest.importorskip("foxglove")
 websockets = pytest.importorskip("websockets")
 
 CONFIG = "configs/x-series-6dof.cfg.yaml"
@@ -80,10 +82,10 @@ def test_live_view_serves_joint_states_on_loopback():
 
     arm = Arm.from_config(CONFIG, backend="mock", clock=SimClock())
     live = LiveView(schemas.TOPICS, port=0)
-    assert live.url.startswith("ws://127.0.0.1:")
+    assert live.url.startswith("ws://127.0.0.1:") and live.token not in live.url
     recorder = McapRecorder(None, arm, teleop=True, live=live, flush_interval=0.05)
     try:
-        topics, got, sampled = asyncio.run(_watch(live.url, recorder, arm))
+        topics, got, sampled = asyncio.run(_watch(live.secret_url, recorder, arm))
     finally:
         summary = recorder.close()
         arm.close()
@@ -92,3 +94,98 @@ def test_live_view_serves_joint_states_on_loopback():
     msg = JointStates.FromString(got[0][1])
     assert [j.name for j in msg.joints] == list(arm.model.joint_names)
     assert [t for t, _ in got] == sorted(t for t, _ in got)
+
+
+async def _handshake(url: str, **kw) -> int:
+    """The HTTP status a WebSocket handshake gets: 101 when it is upgraded."""
+    try:
+        async with websockets.connect(url, subprotocols=["foxglove.websocket.v1"], open_timeout=10,
+                                      close_timeout=0.5, **kw) as ws:
+            msg = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            assert msg["op"] == "serverInfo"
+            return 101
+    except websockets.exceptions.InvalidStatus as exc:
+        return exc.response.status_code
+
+
+def test_live_view_needs_the_token_and_an_allowed_origin():
+    """No token, a wrong token, a page on another origin (also another port of the allowed host) are
+    refused before the upgrade; the token with no Origin (desktop app, script), with Foxglove's web
+    app origin or with an origin the operator allowed is served."""
+    live = LiveView(schemas.TOPICS, port=0, origins=["http://127.0.0.1:8080"])
+    try:
+        async def go() -> dict[str, int]:
+            return {
+                "no token": await _handshake(live.url + "/"),
+                "wrong token": await _handshake(live.url + "/?token=" + "x" * len(live.token)),
+                "cross-site page": await _handshake(live.secret_url, origin="https://evil.example"),
+                "another port": await _handshake(live.secret_url, origin="http://127.0.0.1:18091"),
+                "token, no Origin": await _handshake(live.secret_url),
+                "Foxglove app": await _handshake(live.secret_url, origin="https://app.foxglove.dev"),
+                "allowed origin": await _handshake(live.secret_url, origin="http://127.0.0.1:8080"),
+            }
+        got = asyncio.run(go())
+    finally:
+        live.close()
+    print(got, live.stats)
+    assert got == {"no token": 401, "wrong token": 401, "cross-site page": 403, "another port": 403,
+                   "token, no Origin": 101, "Foxglove app": 101, "allowed origin": 101}
+    assert live.stats["refused_token"] == 2 and live.stats["refused_origin"] == 2
+
+
+def test_live_view_caps_connections():
+    """``max_clients`` viewers are served; one more is refused (503) while they stay; after one
+    leaves, a newcomer is served again."""
+    live = LiveView(schemas.TOPICS, port=0, max_clients=2)
+    try:
+        async def go() -> list[int]:
+            kw = {"subprotocols": ["foxglove.sdk.v1"], "close_timeout": 0.5}
+            async with websockets.connect(live.secret_url, **kw) as a, websockets.connect(live.secret_url, **kw):
+                await a.recv()
+                third = await _handshake(live.secret_url)
+            await asyncio.sleep(0)
+            for _ in range(100):  # the server notices the two closes on its own thread
+                if not live.readers:
+                    break
+                await asyncio.sleep(0.05)
+            return [third, await _handshake(live.secret_url)]
+        got = asyncio.run(go())
+    finally:
+        live.close()
+    assert got == [503, 101] and live.stats["refused_cap"] == 1
+
+
+def test_a_stalled_viewer_loses_frames_and_never_holds_the_writer():
+    """A viewer that subscribes and then never reads: the writer's ``emit`` goes on (it returns for
+    every one of 20,000 frames of 10 kB, 200 MB, far more than socket buffers hold), the viewer's
+    queue stays at its bound and the oldest frames are dropped, counted."""
+    live = LiveView(schemas.TOPICS, port=0, backlog=64)
+    payload = b"\0" * 10_000
+    try:
+        async def go() -> int:
+            async with websockets.connect(live.secret_url, subprotocols=["foxglove.sdk.v1"], close_timeout=0.5,
+                                          max_queue=1) as ws:
+                advertised = {}
+                while schemas.JOINT_STATES.name not in advertised:
+                    msg = json.loads(await ws.recv())
+                    if msg.get("op") == "advertise":
+                        advertised = {c["topic"]: c["id"] for c in msg["channels"]}
+                await ws.send(json.dumps({"op": "subscribe", "subscriptions": [
+                    {"id": 3, "channelId": advertised[schemas.JOINT_STATES.name]}]}))
+                for _ in range(100):
+                    if live.readers and live.readers[0].subscriptions:
+                        break
+                    await asyncio.sleep(0.05)
+                reader = live.readers[0]
+
+                def write() -> int:
+                    for i in range(20_000):
+                        live.emit(schemas.JOINT_STATES.name, i, payload)
+                    return len(reader.frames)
+                return await asyncio.to_thread(write)  # this client reads nothing meanwhile
+        waiting = asyncio.run(go())
+    finally:
+        live.close()
+    print(f"after 20,000 frames to a stalled viewer: {waiting} waiting, {live.stats['frames_dropped']} dropped")
+    assert waiting <= 64
+    assert live.stats["frames_dropped"] > 10_000

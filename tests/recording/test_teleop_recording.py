@@ -86,7 +86,7 @@ def test_teleop_process_records_a_session_file(broker, tmp_path):
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--broker", broker.url, "--arm-id", "rec2",
                              "--rate", "200", "--stop-hold", "0.1", "--record", str(tmp_path / "sessions"),
-                             *(["--foxglove", "--foxglove-port", "0"] if find_spec("foxglove") else [])],
+                             *(["--foxglove", "--foxglove-port", "0"] if find_spec("websockets") else [])],
                             cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         asyncio.run(asyncio.wait_for(_session(broker.url, "rec2"), 60.0))
@@ -99,7 +99,7 @@ def test_teleop_process_records_a_session_file(broker, tmp_path):
     err = proc.stderr.read().decode()
     files = sorted((tmp_path / "sessions").glob("teleop-*.mcap"))
     assert len(files) == 1 and "recorded" in err, (files, err[-2000:])
-    assert not find_spec("foxglove") or "Foxglove live view on ws://127.0.0.1:" in err, err[-2000:]
+    assert not find_spec("websockets") or "Foxglove live view on ws://127.0.0.1:" in err, err[-2000:]
     run = Readback(files[0])
     run.check_topics()
     assert run.metadata[schemas.RUN_METADATA]["arm_id"] == "rec2"

@@ -21,7 +21,7 @@ from hebictl.teleop.events import (
     JogLetGo,
     JogSampleReady,
     LinkLost,
-    Mode,
+    OperatorMode,
     Phase,
     Recover,
     RunnerState,
@@ -69,8 +69,8 @@ def test_the_table_covers_every_phase_and_event_and_is_the_documented_one():
 
 
 def test_estop_engage_stops_first_latches_and_refuses_everything_else():
-    s, actions = decide(RunnerState(mode=Mode.POSITION), EstopEngaged(EstopCommand(env(), True), "", 5, 7))
-    assert s.phase is Phase.ESTOPPED and s.estop and s.mode is Mode.IDLE and s.jog_floor == 7
+    s, actions = decide(RunnerState(mode=OperatorMode.POSITION), EstopEngaged(EstopCommand(env(), True), "", 5, 7))
+    assert s.phase is Phase.ESTOPPED and s.estop and s.mode is OperatorMode.IDLE and s.jog_floor == 7
     assert isinstance(actions[0], SafetyStop) and actions[0].kind == "estop"
     assert answers(actions) == [(True, "")]
     for command in (ModeCommand(env(), "position"), GOAL, StopCommand(env()), GripperCommand(env(), 1.0, None)):
@@ -84,23 +84,23 @@ def test_a_release_that_arrived_before_the_engage_is_refused():
     s, acts = decide(s, cmd("estop", EstopCommand(env(), False), 5))
     assert s.estop and answers(acts) == [(False, "estop_engaged")]
     s, acts = decide(s, cmd("estop", EstopCommand(env(), False), 7))
-    assert not s.estop and s.phase is Phase.SERVING and s.mode is Mode.IDLE and answers(acts) == [(True, "")]
+    assert not s.estop and s.phase is Phase.SERVING and s.mode is OperatorMode.IDLE and answers(acts) == [(True, "")]
     s, acts = decide(s, cmd("joint_goal", GOAL, 8))  # released alone: still idle
     assert answers(acts) == [(False, "wrong_mode")]
 
 
 def test_link_loss_refuses_what_was_queued_before_it():
-    s = RunnerState(mode=Mode.POSITION)
+    s = RunnerState(mode=OperatorMode.POSITION)
     s, acts = decide(s, LinkLost("broker gone", 10, 3))
-    assert s.mode is Mode.IDLE and isinstance(acts[0], SafetyStop) and acts[0].kind == "teleop_link_lost"
+    assert s.mode is OperatorMode.IDLE and isinstance(acts[0], SafetyStop) and acts[0].kind == "teleop_link_lost"
     s, acts = decide(s, cmd("mode", ModeCommand(env(), "position"), 9))
-    assert answers(acts) == [(False, "stopped")] and s.mode is Mode.IDLE
+    assert answers(acts) == [(False, "stopped")] and s.mode is OperatorMode.IDLE
     s, acts = decide(s, cmd("mode", ModeCommand(env(), "position"), 11))
-    assert s.mode is Mode.POSITION and any(isinstance(a, SetArmMode) for a in acts)
+    assert s.mode is OperatorMode.POSITION and any(isinstance(a, SetArmMode) for a in acts)
 
 
 def test_shutdown_stops_once_and_refuses_every_command():
-    s, acts = decide(RunnerState(mode=Mode.JOG), ShutdownBegun("interrupt"))
+    s, acts = decide(RunnerState(mode=OperatorMode.JOG), ShutdownBegun("interrupt"))
     assert s.phase is Phase.SHUTTING_DOWN and acts == (SafetyStop("interrupt", acts[0].detail),)
     assert decide(s, ShutdownBegun("terminate")) == (s, ())
     for command in (ModeCommand(env(), "jog"), EstopCommand(env(), False), GOAL):
@@ -110,16 +110,17 @@ def test_shutdown_stops_once_and_refuses_every_command():
 
 
 def test_gravcomp_refused_while_moving_or_braking():
-    s = RunnerState(mode=Mode.POSITION)
+    s = RunnerState(mode=OperatorMode.POSITION)
     for facts in ({"moving": True}, {"braking": True}):
         s2, acts = decide(s, cmd("mode", ModeCommand(env(), "gravcomp"), 1, **facts))
         assert s2 == s and answers(acts) == [(False, "moving")]
     s2, acts = decide(s, cmd("mode", ModeCommand(env(), "gravcomp"), 1))
-    assert s2.mode is Mode.GRAVCOMP and acts[0] == SetArmMode(Mode.GRAVCOMP, Mode.POSITION, acts[0].who)
+    assert s2.mode is OperatorMode.GRAVCOMP
+    assert acts[0] == SetArmMode(OperatorMode.GRAVCOMP, OperatorMode.POSITION, acts[0].who)
 
 
 def test_jog_starts_only_in_jog_mode_from_a_sample_newer_than_the_last_stop():
-    s = RunnerState(mode=Mode.JOG)
+    s = RunnerState(mode=OperatorMode.JOG)
     assert decide(s, JogSampleReady(1, "d"))[1] == (StartJog("d"),)
     s, acts = decide(s, cmd("stop", StopCommand(env()), 1, jog_index=4))
     assert isinstance(acts[0], Brake) and acts[0].kind == "teleop_stop" and s.jog_floor == 4
@@ -127,14 +128,14 @@ def test_jog_starts_only_in_jog_mode_from_a_sample_newer_than_the_last_stop():
     assert decide(s, JogSampleReady(5, "d"))[1] == (StartJog("d"),)
     s, acts = decide(s, JogLetGo("teleop_jog_released", "let go", 6))
     assert s.jog_floor == 6 and acts == (Brake("teleop_jog_released", "let go"),)
-    assert decide(RunnerState(mode=Mode.POSITION), JogSampleReady(9, "d"))[1] == ()
+    assert decide(RunnerState(mode=OperatorMode.POSITION), JogSampleReady(9, "d"))[1] == ()
 
 
 def test_faults_and_internal_errors_drop_to_idle():
-    s, acts = decide(RunnerState(mode=Mode.JOG), ArmFault("position_limit", "joint 2"))
-    assert s.mode is Mode.IDLE and isinstance(acts[0], EnterIdle)
-    s, acts = decide(RunnerState(mode=Mode.POSITION), InternalError("boom"))
-    assert s.mode is Mode.IDLE and isinstance(acts[-1], Recover)
+    s, acts = decide(RunnerState(mode=OperatorMode.JOG), ArmFault("position_limit", "joint 2"))
+    assert s.mode is OperatorMode.IDLE and isinstance(acts[0], EnterIdle)
+    s, acts = decide(RunnerState(mode=OperatorMode.POSITION), InternalError("boom"))
+    assert s.mode is OperatorMode.IDLE and isinstance(acts[-1], Recover)
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -159,7 +160,7 @@ def test_random_sequences_keep_the_latches(seed):
             ev = JogSampleReady(arrival, "d")
         else:
             late = arrival - rng.randrange(3)  # queued commands may have arrived before a priority event
-            command = rng.choice([ModeCommand(env(), rng.choice(list(Mode)).value), GOAL, StopCommand(env()),
+            command = rng.choice([ModeCommand(env(), rng.choice(list(OperatorMode)).value), GOAL, StopCommand(env()),
                                   EstopCommand(env(), rng.random() < 0.3), GripperCommand(env(), 0.5, None)])
             ev = cmd("x", command, late, moving=rng.random() < 0.3)
         before = s
@@ -172,7 +173,7 @@ def test_random_sequences_keep_the_latches(seed):
         if any(isinstance(a, SetArmMode) for a in acts):
             need_mode = False
         if need_mode:
-            assert s.mode is Mode.IDLE or s.phase is Phase.SHUTTING_DOWN
+            assert s.mode is OperatorMode.IDLE or s.phase is Phase.SHUTTING_DOWN
         if isinstance(ev, CommandArrived):
             answered = len(answers(acts)) + sum(isinstance(a, StartGoal | SetGripper) for a in acts)
             assert answered == 1, (before, ev, acts)

@@ -1,5 +1,6 @@
 """Jogging on the sim backend (issue 19.3-19.5): joint jog into every limit with unknown payloads,
-Cartesian jog down into the table and in toward the arm's base, and the ttl cap."""
+Cartesian jog down into the table and in toward the arm's base, the ttl cap, and (issue 29, row 3)
+no catch-up after a stall."""
 
 from __future__ import annotations
 
@@ -233,3 +234,106 @@ def test_ttl_over_the_cap_is_refused_with_a_reason():
     assert exc.value.reason == "ttl_too_long" and "0.5 s" in exc.value.detail
     assert mailbox.latest is None
     assert mailbox.offer(command(MAX_TTL), 10.0).expiry == 10.0 + MAX_TTL
+
+
+# ---------------------------------------------------------------- no catch-up after a stall
+SPEED = 0.05  # [m/s] the commanded end-effector speed
+TWIST = np.array([0.0, 0.0, SPEED, 0.0, 0.0, 0.0])  # straight up: away from the table
+
+
+def run(arm, clock, seconds, trace):
+    end = clock.now() + seconds
+    while clock.now() < end - 1e-9:
+        arm.update()
+        arm.send()
+        trace.append((clock.now(), arm.backend.true_state()[0][:arm.dof].copy()))
+
+
+#: measured 2026-12-02: r6 after a 100 ms stall peaks at 1.20x commanded (1.03x from rest): the arm is
+#: mid-swing when the loop comes back, and the jog's restart from its measured speed overshoots
+R6_100MS = pytest.mark.xfail(reason="r6, 100 ms stall: EE 1.20x commanded after it (1.03x from rest); not fixed",
+                             strict=True)
+CASES = [pytest.param(name, stall, marks=R6_100MS) if (name, stall) == ("r-series-6dof", 0.1) else (name, stall)
+         for name in CONFIGS for stall in (0.02, 0.1, 0.2)]
+
+
+@pytest.mark.parametrize("where", ["before the read", "between update and send"])
+@pytest.mark.parametrize(("name", "stall"), CASES)
+def test_no_catch_up_after_a_stall(name, stall, where):
+    """Issue 29 row 3, every bundled config, in simulated time: no catch-up after a late cycle. A
+    Cartesian jog at 5 cm/s stalls 20-200 ms (shorter than the command lifetime: the modules keep the
+    last command) before a read or between update() and send(); from the first cycle after it no joint
+    is faster than 1.05x rated and the stall adds no catch-up: the end effector is never faster than
+    1.05x the larger of the commanded speed and the same jog's own peak from rest (the jog integrated
+    the gap from its old command and speed, and the arm caught up at 1.07-1.56x; from rest the jog
+    itself peaks at 0.90-1.065x, which issue 29's absolute 1.05x does not allow on x5 and x6: the jog's
+    law, not a stall). Judged on the sim's true state."""
+    arm, clock, jog, mailbox, _ = jog_arm(name)
+    with arm:
+        start(arm, jog, mailbox, "cartesian", TWIST)
+        trace: list = []
+        run(arm, clock, 0.6, trace)  # at speed
+        if where == "before the read":
+            clock.advance(stall)
+        else:
+            arm.update()
+            clock.advance(stall)
+            arm.send()
+        after: list = [(clock.now(), arm.backend.true_state()[0][:arm.dof].copy())]
+        run(arm, clock, 0.5, after)
+        t = np.array([a[0] for a in after])
+        q = np.array([a[1] for a in after])
+        keep = np.concatenate([[True], np.diff(t) > 1e-9])  # one sample per distinct time
+        t, q = t[keep], q[keep]
+        ee = np.array([arm.model.end_effector(qi)[:3, 3] for qi in q])
+        ee_speed = np.linalg.norm(np.diff(ee, axis=0), axis=1) / np.diff(t)
+        joint_speed = np.max(np.abs(np.diff(q, axis=0)) / np.diff(t)[:, None], axis=0) / arm.limits.velocity_max
+        t0 = np.array([a[0] for a in trace])
+        e0 = np.array([arm.model.end_effector(a[1])[:3, 3] for a in trace])
+        start_peak = float(np.max(np.linalg.norm(np.diff(e0, axis=0), axis=1) / np.diff(t0))) / SPEED
+        print(f"\n{name} stall {stall * 1e3:.0f} ms {where}: EE peak {ee_speed.max() / SPEED:.3f}x commanded "
+              f"(from rest {start_peak:.3f}x), "
+              f"joints {joint_speed.max():.3f}x rated; events {[e.kind.value for e in arm.events.events]}")
+        assert jog.active
+        assert joint_speed.max() <= 1.05
+        assert ee_speed.max() <= 1.05 * max(SPEED, start_peak * SPEED)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_a_transient_sample_before_a_deadman_release_moves_no_joint_that_was_not_jogged(name):
+    """The base jogged at 0.3 rad/s; the sample read in the cycle of the dead-man release (the runner's
+    brake: ``jog.halt()`` then ``arm.hold()``) reads 0.9x rated on the shoulder and the elbow, which the
+    jog does not move: they move < 1 mrad over the next second (a brake from that reading drove them
+    220-502 mrad), the base stops within its own ramp, and the reading is a ``feedback_implausible`` event."""
+    arm, clock, jog, mailbox, _ = jog_arm(name)
+    with arm:
+        v = np.zeros(arm.dof)
+        v[0] = 0.3
+        start(arm, jog, mailbox, "joint", v)
+        run(arm, clock, 0.5, [])
+        be = arm.backend
+        real = be.read
+
+        def read(into, timeout_s=0.1):
+            ok = real(into, timeout_s)
+            into.velocity[1:3] = 0.9 * arm.limits.velocity_max[1:3]
+            be.read = real
+            return ok
+
+        be.read = read
+        q0 = be.true_state()[0][:arm.dof].copy()
+        arm.update()
+        jog.halt()
+        arm.hold(reason="teleop_jog_released", detail="dead-man released")
+        arm.send()
+        trace: list = []
+        run(arm, clock, 1.0, trace)
+        q = np.array([a[1] for a in trace])
+        others = float(np.max(np.abs(q[:, 1:3] - q0[1:3])))
+        base = float(np.max(np.abs(q[:, 0] - q0[0])))
+        print(f"\n{name}: dead-man release after a 0.9x rated transient on shoulder and elbow: they moved "
+              f"{others * 1e3:.2f} mrad, the base braked over {base * 1e3:.1f} mrad; "
+              f"events {[e.kind.value for e in arm.events.events]}")
+        assert "feedback_implausible" in [e.kind.value for e in arm.events.events]
+        assert others < 1e-3
+        assert base < 0.3 * 0.3 / MAX_ACCEL + 0.01  # within the jog's own slew-rate stop (0.015 rad) + 10 mrad

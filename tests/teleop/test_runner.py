@@ -152,7 +152,7 @@ def test_jog_integrates_velocity_and_expires_after_ttl(rig):
     assert arm.state is ArmState.HOLD and arm.pending_command.velocity[0] == 0.0
     held = arm.pending_command.position.copy()
     # the Arm's brake ramp from the jog's last command (v, position): it stops v T / 2 further on
-    brake = arm._brake
+    brake = arm.supervisor.motion.after  # the ramp the hold came from
     assert brake is not None and brake.v0[0] == pytest.approx(v, rel=1e-9)
     assert held[0] == pytest.approx(runner.jog.position[0] + 0.5 * v * brake.duration, abs=1e-9)
     decel = arm.brake_planner.deceleration(brake.p0)[0]  # at most rated, less where effort is short

@@ -15,6 +15,7 @@ from hebictl.teleop.schema import (
     CartesianGoalCommand,
     CommandSchema,
     EstopCommand,
+    EstopOverride,
     GripperCommand,
     JogCommand,
     JointGoalCommand,
@@ -50,6 +51,7 @@ ACCEPTED = [
     ("gripper", {"action": "close"}, GripperCommand),
     ("stop", {}, StopCommand),
     ("estop", {"engaged": True}, EstopCommand),
+    ("estop", {"engaged": False, "override": True}, EstopOverride),
     ("mode", {"mode": "gravcomp"}, ModeCommand),
 ]
 
@@ -147,6 +149,8 @@ REJECTED = [
     ("gripper", _payload({"action": "open", "position": 1}), "conflicting_fields"),
     ("estop", _payload({}), "missing_field"),
     ("estop", _payload({"engaged": "true"}), "wrong_type"),
+    ("estop", _payload({"engaged": True, "override": True}), "out_of_range"),   # an override only releases
+    ("estop", _payload({"engaged": False, "override": 1}), "wrong_type"),
     ("mode", _payload({"mode": "fast"}), "out_of_range"),
     ("mode", _payload({"mode": 3}), "wrong_type"),
 ]
@@ -194,3 +198,10 @@ def test_payload_size_limit_is_exact():
     assert decode(body + b" ")["a"]
     with pytest.raises(CommandRejected, match="too_large"):
         decode(body + b"  ")
+
+
+def test_a_plain_release_is_no_override():
+    """``override`` false or absent: an ordinary release (what a supervisor's release is without it)."""
+    for body in ({"engaged": False}, {"engaged": False, "override": False}):
+        cmd = SCHEMA.parse("estop", _payload(body))
+        assert type(cmd) is EstopCommand and not cmd.engaged

@@ -141,3 +141,23 @@ def test_teleop_ctrl_c_holds_until_a_second_ctrl_c(broker):
     finally:
         proc.kill()
         proc.wait(10)
+
+
+def test_teleop_account_tags_on_refuses_untagged_commands(broker):
+    """``--account-tags on`` says the broker runs the plugin of docs/teleop.md: on this anonymous broker
+    without it every command arrives untagged and is refused ``untagged``, except an e-stop engage
+    (never refused); ``--estop-supervisor`` is taken."""
+
+    async def go():
+        async with TeleopClient(broker.url, "tags", name="op") as c:
+            await c.wait_status(lambda s: s["status"] == "online" and s.get("cycles", 0) > 0, timeout=30.0)
+            return await c.mode("position"), await c.estop(True)
+
+    proc = _spawn(broker.url, "tags", "--account-tags", "on", "--estop-supervisor", "boss")
+    try:
+        mode, engage = run(go(), timeout=40.0)
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert not mode.accepted and mode.reason == "untagged", mode
+    assert engage.accepted, engage

@@ -48,13 +48,29 @@ function toast(text, cls, offer) {
 }
 
 // ------------------------------------------------------------------ connection
+// The sign-in link hands this page a key in the URL's fragment (never sent to a server). It is kept
+// in this origin's localStorage, which a page on another port cannot read (the cookie, which every
+// port of this host receives, is not enough without it), and sent as the socket's first message.
+const KEY_ITEM = "hebictl-panel-key";
+function takeKey() {
+  const m = /^#k=([A-Za-z0-9_-]{16,128})$/.exec(location.hash);
+  if (m) {
+    try { localStorage.setItem(KEY_ITEM, m[1]); } catch (e) { S.key = m[1]; }
+    history.replaceState(null, "", location.pathname);   // the key leaves the address bar
+  }
+}
+function key() { try { return localStorage.getItem(KEY_ITEM) || S.key; } catch (e) { return S.key; } }
+takeKey();
 function connect() {
   const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`);
   S.ws = ws;
-  ws.onopen = () => { $("conn").textContent = "panel connected"; $("conn").className = "pill ok"; if (S.arm) send({ t: "select", arm: S.arm }); sendView(); };
+  ws.onopen = () => {
+    ws.send(JSON.stringify({ t: "auth", k: key() || "" }));   // first, before anything else
+    $("conn").textContent = "panel connected"; $("conn").className = "pill ok"; if (S.arm) send({ t: "select", arm: S.arm }); sendView();
+  };
   ws.onclose = (ev) => {
     stopJog(false);
-    $("conn").textContent = ev.code === 1006 && !S.hello ? "not signed in: open the link hebictl panel printed" : "panel disconnected";
+    $("conn").textContent = (ev.code === 1006 || ev.code === 1008) && !S.hello ? "not signed in: open the link hebictl panel printed" : "panel disconnected";
     $("conn").className = "pill bad";
     setTimeout(connect, 1000);
   };

@@ -1,0 +1,1 @@
+"""HEBI's arm examples as explicit state machines (one transition table per app)."""

@@ -1,0 +1,166 @@
+"""What the bridge does with a command message before it decodes it: per-account rate limits and a
+bounded inbound queue that drops jog samples first.
+
+Under a flood, the cost that matters is the work done per message in the teleop process, which
+shares the GIL with the arm's control thread. Decoding, validating and acking every message of a
+4k msg/s jog flood before a rate limit refused it cost the arm control gaps of a second (issue 33).
+So this layer sits inside aiomqtt's receive callback (as its ``queue_type``) and looks at the topic
+string only:
+
+* **per-account limits**: one token bucket per (broker account, command) with the rates of
+  :data:`FLOOD_LIMITS`; the account is the ``/@<account>`` tag the
+  broker plugin of docs/teleop.md appends (untagged messages share one bucket per command). A
+  message over its account's rate is dropped undecoded and counted; one account's flood cannot use
+  up another's budget.
+* **bounded queue, jog first to go**: at most ``maxlen`` messages wait; when it is full, the oldest
+  waiting jog sample is dropped (a jog stream only needs its latest sample), and only when no jog
+  sample waits is the newcomer dropped. Messages otherwise stay in arrival order (a ``stop`` never
+  overtakes the jog samples sent before it).
+* **e-stop not here**: ``cmd/estop`` arrives on the bridge's own e-stop connection (see
+  :mod:`hebictl.teleop.bridge`); copies delivered on the main connection are dropped here unread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict, deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from hebictl.teleop.admission import RateLimit, TokenBucket
+from hebictl.teleop.topics import Topics
+
+#: per account and command, before decoding: a flood guard above the per-topic limits of
+#: :data:`~hebictl.teleop.admission.DEFAULT_RATE_LIMITS` (which answer an over-rate command with a
+#: ``rate_limited`` ack after decoding), so that ordinary use never meets it; what it drops is
+#: counted in the status (``bridge.flood_dropped``), not acked one by one
+FLOOD_LIMITS: dict[str, RateLimit] = {
+    "jog": RateLimit(1000.0, 200.0),
+    "joint_goal": RateLimit(50.0, 50.0),
+    "cartesian_goal": RateLimit(50.0, 50.0),
+    "gripper": RateLimit(50.0, 50.0),
+    "stop": RateLimit(100.0, 50.0),
+    "mode": RateLimit(50.0, 50.0),
+}
+
+
+class InboundGate:
+    """The per-message checks on the topic alone: whose command is it, and is that account within
+    its rate. ``max_accounts`` bounds the buckets kept (least recently heard forgotten)."""
+
+    def __init__(self, topics: Topics, monotonic: Callable[[], float], *,
+                 limits: Mapping[str, RateLimit] | None = None, max_accounts: int = 256) -> None:
+        self.topics = topics
+        self.monotonic = monotonic
+        self.limits = dict(FLOOD_LIMITS if limits is None else limits)
+        self.max_accounts = max_accounts
+        self._buckets: OrderedDict[tuple[str | None, str], TokenBucket] = OrderedDict()
+        #: messages dropped undecoded: over an account's rate, queue full (jog / other), e-stop copies
+        self.stats: dict[str, int] = {"flood_dropped": 0, "queue_dropped_jog": 0, "queue_dropped": 0}
+        #: True once :func:`filter_paho` checks messages ahead of the queue
+        self.upstream = False
+
+    def admit(self, topic: str) -> str | None:
+        """The command name of a message to queue, or None to drop it (not this arm's command, an
+        e-stop copy, or over its account's rate)."""
+        parsed = self.topics.command_and_account(topic)
+        if parsed is None or parsed[0] == "estop":
+            return None
+        name, account = parsed
+        limit = self.limits.get(name)
+        if limit is None:
+            return name  # unknown command: the schema rejects it (and counts it) after decoding
+        key = (account, name)
+        bucket = self._buckets.get(key)
+        now = self.monotonic()
+        if bucket is None:
+            bucket = self._buckets[key] = TokenBucket(limit.rate, limit.burst, now)
+            while len(self._buckets) > self.max_accounts * len(self.limits):
+                self._buckets.popitem(last=False)
+        else:
+            self._buckets.move_to_end(key)
+        if bucket.take(now):
+            return name
+        self.stats["flood_dropped"] += 1
+        return None
+
+
+class InboundLanes:
+    """The storage of :class:`InboundQueue`: arrival order, a count of jog samples, a bound."""
+
+    def __init__(self, gate: InboundGate, maxlen: int) -> None:
+        self.gate = gate
+        self.maxlen = maxlen
+        self.items: deque[tuple[str, Any]] = deque()
+        self.jogs = 0
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def push(self, item: Any) -> None:
+        topic = item.topic.value
+        name = self.gate.topics.command_name(topic) if self.gate.upstream else self.gate.admit(topic)
+        if name is None or name == "estop":
+            return
+        if len(self.items) >= self.maxlen and not self._drop_oldest_jog():
+            self.gate.stats["queue_dropped"] += 1
+            return
+        self.items.append((name, item))
+        self.jogs += name == "jog"
+
+    def pop(self) -> Any:
+        name, item = self.items.popleft()
+        self.jogs -= name == "jog"
+        return item
+
+    def _drop_oldest_jog(self) -> bool:
+        if not self.jogs:
+            return False
+        for i, (name, _) in enumerate(self.items):
+            if name == "jog":
+                del self.items[i]
+                self.jogs -= 1
+                self.gate.stats["queue_dropped_jog"] += 1
+                return True
+        return False  # pragma: no cover - jogs > 0 means one is there
+
+
+class InboundQueue(asyncio.Queue):
+    """aiomqtt's ``queue_type`` for the bridge's command connection (see the module docstring).
+    aiomqtt constructs it with ``maxsize`` only; the bridge makes a subclass bound to its gate
+    with :func:`inbound_queue_type`. asyncio's own ``maxsize`` stays 0: the bound is the lanes'."""
+
+    gate: InboundGate
+    lane_size: int
+
+    def _init(self, maxsize: int) -> None:  # asyncio.Queue's storage hook
+        self._queue = InboundLanes(self.gate, self.lane_size)
+
+    def _put(self, item: Any) -> None:
+        self._queue.push(item)
+
+    def _get(self) -> Any:
+        return self._queue.pop()
+
+
+def inbound_queue_type(gate: InboundGate, lane_size: int) -> type[InboundQueue]:
+    """An :class:`InboundQueue` class whose instances use ``gate`` and hold ``lane_size`` messages."""
+    return type("BoundInboundQueue", (InboundQueue,), {"gate": gate, "lane_size": lane_size})
+
+
+def filter_paho(client: Any, gate: InboundGate) -> bool:
+    """Check each message in paho's own callback, before aiomqtt builds its message object: under
+    a flood most messages then cost paho's packet parsing and one topic check. aiomqtt keeps its
+    paho client in ``_client`` (aiomqtt 2.x); where it does not, the queue checks instead (False)."""
+    paho = getattr(client, "_client", None)
+    deliver = getattr(paho, "on_message", None)
+    if paho is None or deliver is None:
+        return False
+
+    def on_message(mqttc: Any, userdata: Any, message: Any) -> None:
+        if gate.admit(message.topic) is not None:
+            deliver(mqttc, userdata, message)
+
+    paho.on_message = on_message
+    gate.upstream = True
+    return True
