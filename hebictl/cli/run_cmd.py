@@ -50,6 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--record", type=Path, metavar="RUN.mcap|RUN.npz",
                      help="save the run as .mcap (Foxglove; see docs/recording.md) or .npz (plot either later "
                           "with hebictl plot) (default: not recorded)")
+    run.add_argument("--record-mode", default="0600", metavar="MODE",
+                     help="file mode of an .mcap recording (default 0600: yours only; 0640 shares it with your "
+                          "group; docs/recording.md)")
     run.add_argument("--no-home", action="store_true", help="skip the move to user_data.home_position")
     run.add_argument("--stop-hold", type=float, default=float("inf"), metavar="S",
                      help="after Ctrl-C/SIGTERM, an error or a safety stop, hold this many seconds before "
@@ -498,9 +501,10 @@ def _mcap_recorder(args: argparse.Namespace, arm: Any, cfg: Any, rate: float) ->
     """``--record RUN.mcap``: the MCAP recorder (hebictl.recording), opened before the loop starts."""
     if args.record is None or args.record.suffix != ".mcap":
         return None
+    from hebictl.recording.mcapfile import parse_mode
     from hebictl.recording.writer import McapRecorder
 
-    return McapRecorder(args.record, arm, config_path=cfg.path,
+    return McapRecorder(args.record, arm, config_path=cfg.path, mode=parse_mode(args.record_mode),
                         metadata={"command": "run", "backend_name": args.backend, "rate_hz": f"{rate:g}",
                                   "config": str(cfg.path)})
 

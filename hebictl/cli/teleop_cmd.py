@@ -125,6 +125,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "rotated by size or time (docs/recording.md)")
     p.add_argument("--record-rotate-mb", type=float, default=512.0, help="start the next file at this size [MB]")
     p.add_argument("--record-rotate-min", type=float, default=60.0, help="start the next file after [minutes]")
+    p.add_argument("--record-mode", default="0600", metavar="MODE",
+                   help="file mode of the recordings (default 0600, folders made 0700: yours only; 0640 shares "
+                        "them with your group; docs/recording.md)")
     p.add_argument("--foxglove", action="store_true",
                    help="serve the same data live to Foxglove (ws://HOST:PORT, read-only; docs/recording.md)")
     p.add_argument("--foxglove-host", default="127.0.0.1", help="live view address (loopback unless allowed)")
@@ -272,6 +275,7 @@ def _session_recorder(args: argparse.Namespace, arm: Any, cfg: Any) -> Any:
         return None
     if not (args.record_rotate_mb > 0 and args.record_rotate_min > 0):
         raise ConfigError("--record-rotate-mb and --record-rotate-min must be > 0")
+    from hebictl.recording.mcapfile import parse_mode
     from hebictl.recording.writer import McapRecorder, session_path
 
     live = None
@@ -284,8 +288,9 @@ def _session_recorder(args: argparse.Namespace, arm: Any, cfg: Any) -> Any:
                         origins=args.foxglove_origin, max_clients=args.foxglove_max_clients)
         _tell(f"Foxglove live view on {live.url} (read-only; its token is printed below, never logged)")
         print(f"Foxglove: open {live.secret_url}", file=sys.stderr, flush=True)  # the token: terminal only
-    path = session_path(args.record) if args.record is not None else None
-    return McapRecorder(path, arm, config_path=cfg.path, teleop=True, live=live,
+    mode = parse_mode(args.record_mode)
+    path = session_path(args.record, arm_id=args.arm_id) if args.record is not None else None
+    return McapRecorder(path, arm, config_path=cfg.path, teleop=True, live=live, mode=mode,
                         rotate_bytes=int(args.record_rotate_mb * 1e6), rotate_seconds=args.record_rotate_min * 60.0,
                         metadata={"command": "teleop", "backend_name": args.backend, "arm_id": args.arm_id,
                                   "config": str(cfg.path)})
