@@ -127,7 +127,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             if role != "default" and g.width not in (1, model.dof):
                 raise ConfigError(f"gains file {g.path} has {g.width} values per gain, the model has "
                                   f"{model.dof} joints", file=cfg.path, key=f"gains.{role}")
-        home = _home(cfg, model.dof)
+        home = home_position(cfg, model.dof)
         if home is not None:
             lo, hi = parts.limits.position_min, parts.limits.position_max
             outside = [i for i in range(model.dof) if not lo[i] <= home[i] <= hi[i]]
@@ -173,7 +173,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _home(cfg: Any, dof: int) -> np.ndarray | None:
+def home_position(cfg: Any, dof: int) -> np.ndarray | None:
+    """The config's ``user_data.home_position`` (None: none given), one value per joint."""
     home = cfg.user_data.get("home_position")
     if home is None:
         return None
@@ -211,7 +212,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if hasattr(arm.events, "start"):
             arm.events.start = t_start
         rate = args.rate or cfg.feedback_frequency
-        phases = plan_phases(arm, None if args.no_home else _home(cfg, arm.dof), args)
+        phases = plan_phases(arm, None if args.no_home else home_position(cfg, arm.dof), args)
         npz = args.record is not None and args.record.suffix != ".mcap"
         rec = Recorder(arm.dof, arm.model.joint_names) if (args.plot or npz) else None
         mcap = _mcap_recorder(args, arm, cfg, rate)  # opened before the loop: a file that fails has moved nothing

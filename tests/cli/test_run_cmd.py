@@ -297,6 +297,11 @@ def test_check_config_accepts_the_bundled_configs(config):
     assert r.stdout.startswith(f"ok: {config}")
     assert "stop behaviour hold" in r.stdout and " inf" not in r.stdout
     assert r.stdout.count(" rad/s² ") == len(load_config(config).names)
+    # what run's and teleop's loop thread would be granted (asked of the OS; root here: all of it)
+    rt = r.stdout.strip().splitlines()[-1]
+    assert rt.startswith("real-time (run/teleop's loop thread would get): "), rt
+    if os.geteuid() == 0:
+        assert rt.endswith("SCHED_FIFO priority 80, memory locked"), rt
 
 
 def test_check_config_names_file_and_key(tmp_path):
@@ -552,7 +557,7 @@ def _sim_run(goal_time: float = 1.0, **flags):
     import math
 
     import hebictl.control.admission as admission
-    from hebictl.cli.run_cmd import RunSteps, _home, plan_phases
+    from hebictl.cli.run_cmd import RunSteps, home_position, plan_phases
     from hebictl.control.arm import Arm
     from hebictl.control.loop import FixedRateLoop
     from hebictl.hardware.clock import SimClock
@@ -573,7 +578,7 @@ def _sim_run(goal_time: float = 1.0, **flags):
 
     admission.check_trajectory = spy
     try:
-        phases = plan_phases(arm, _home(cfg, arm.dof), args)
+        phases = plan_phases(arm, home_position(cfg, arm.dof), args)
     except BaseException:
         admission.check_trajectory = original
         raise
