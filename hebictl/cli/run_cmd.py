@@ -208,14 +208,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     mcap: Any = None
     mcap_done: Any = None
     run: RunSteps | None = None
+    loop: Any = None
     try:
         if hasattr(arm.events, "start"):
             arm.events.start = t_start
         rate = args.rate or cfg.feedback_frequency
-        phases = plan_phases(arm, None if args.no_home else home_position(cfg, arm.dof), args)
-        npz = args.record is not None and args.record.suffix != ".mcap"
-        rec = Recorder(arm.dof, arm.model.joint_names) if (args.plot or npz) else None
-        mcap = _mcap_recorder(args, arm, cfg, rate)  # opened before the loop: a file that fails has moved nothing
+        windows: list[LoopStats] = []
+
+        def report(stats: LoopStats) -> None:
+            windows.append(stats)  # one per second: the summary covers the whole run
+            if mcap is not None:
+                mcap.loop_stats(stats)
+
+        def granted(grant: Any) -> None:  # on the loop thread, before its first cycle
+            if not args.quiet:
+                say(f"hebictl run: {grant.line()}")
+
         meter = WaitMeter(clock)
         # time waiting for feedback, apart from work: this one backend's read is wrapped on purpose
         arm.backend.read = meter.wrap(arm.backend.read)  # type: ignore[method-assign]  # instance-level wrap
@@ -225,25 +233,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         # written before the property (a plug-in's) keeps the old rule: its read is taken to wait.
         waits = getattr(arm.backend, "read_waits_for_feedback", True)
         paced = waits and rate >= arm.backend.feedback_frequency * (1 - 1e-9)
+        loop = FixedRateLoop(lambda: False, rate, clock, paced_by_step=paced, wait=meter, report=report,
+                             realtime=realtime_request(args), on_grant=granted)
+        # memory locked and the heap frozen now, before the moves are planned from the last feedback
+        # read: that read is not followed by this set-up's 0.4 s or more before the first cycle
+        # (the scheduling itself is granted when the loop starts, on its thread)
+        loop.prepare()
+        phases = plan_phases(arm, None if args.no_home else home_position(cfg, arm.dof), args)
+        npz = args.record is not None and args.record.suffix != ".mcap"
+        rec = Recorder(arm.dof, arm.model.joint_names) if (args.plot or npz) else None
+        mcap = _mcap_recorder(args, arm, cfg, rate)  # opened before the loop: a file that fails has moved nothing
         run = RunSteps(arm, phases, clock, rec, args)
+        loop.step = run.step
         run.mcap = mcap
         run.t_start = t_start
-        windows: list[LoopStats] = []
-
-        def report(stats: LoopStats) -> None:
-            windows.append(stats)  # one per second: the summary covers the whole run
-            if mcap is not None:
-                mcap.loop_stats(stats)
-
-        def granted(grant: Any) -> None:  # on the loop thread, before its first cycle
-            run.realtime = grant
-            if not args.quiet:
-                say(f"hebictl run: {grant.line()}")
-
-        loop = FixedRateLoop(run.step, rate, clock, paced_by_step=paced, wait=meter, report=report,
-                             realtime=realtime_request(args), on_grant=granted)
         _run_loop(loop, run, windows, rate, args)
+        run.realtime = loop.grant
     finally:
+        if loop is not None:
+            loop.release()
         arm.close()
         if mcap is not None:  # the writer thread drains and closes the file
             mcap_done = mcap.close()

@@ -207,6 +207,12 @@ def cmd_teleop(args: argparse.Namespace) -> int:
                               bridge_options={"description": {"config_name": cfg.path.name, "backend": args.backend}})
         recorder = _session_recorder(args, arm, cfg)
         server.runner.recorder = recorder
+        # the slow part of the arm thread's real-time set-up (locking memory, freezing the heap) now,
+        # not between the arm's last feedback read and its first cycle (the thread takes the rest)
+        from hebictl.control.realtime import CycleGc, lock_memory
+
+        lock_memory(realtime)
+        CycleGc.prefreeze()
 
         async def main() -> None:
             loop = asyncio.get_running_loop()

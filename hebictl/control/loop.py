@@ -32,6 +32,7 @@ tests read them), never per miss, so a struggling loop is not slowed further by 
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 from collections.abc import Callable
@@ -40,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from hebictl.control.realtime import CycleGc, RealtimeGrant, RealtimeRequest, grant, release
+from hebictl.control.realtime import CycleGc, RealtimeGrant, RealtimeRequest, grant, lock_memory, release
 from hebictl.hardware.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -158,6 +159,7 @@ class FixedRateLoop:
         #: what the loop thread was granted (None before :meth:`run`, or without ``realtime``)
         self.grant: RealtimeGrant | None = None
         self.gc: CycleGc | None = None
+        self._memory: tuple[bool, str | None] | None = None  # lock_memory()'s answer, once prepared
         self._running = False
         self._window = _Window(int(rate_hz * report_every * 2) + 16)
         self.total = _Window(0)  # counts only
@@ -167,14 +169,40 @@ class FixedRateLoop:
     def stop(self) -> None:
         self._running = False
 
+    def prepare(self) -> None:
+        """The slow part of the ``realtime`` set-up, ahead of the loop: lock the memory and freeze
+        the heap built so far (together 0.4 s or more for the sim). A caller whose backend must be
+        commanded soon after its last read calls this before that read (``hebictl run``: before
+        its moves are planned); :meth:`run` does it otherwise. Undone by :meth:`release`."""
+        if self.realtime is None or self._memory is not None:
+            return
+        self._memory = lock_memory(self.realtime)
+        CycleGc.prefreeze()
+
+    def release(self) -> None:
+        """Undo :meth:`prepare` and the grant (idempotent; :meth:`run` calls it when it ends);
+        :attr:`grant` stays, to be reported."""
+        if self.gc is not None:
+            self.gc.end()
+        memory, self._memory = self._memory, None
+        if memory is None:
+            return
+        if self.grant is not None:
+            release(self.grant)
+        elif memory[0]:
+            release(RealtimeGrant(self.realtime or RealtimeRequest(), memory_locked=True))
+        gc.unfreeze()
+
     def run(self, duration: float | None = None) -> LoopStats:
         """Run for ``duration`` seconds (None = until stopped); returns the last window's stats.
 
-        With ``realtime``, the calling thread is granted what it asks for first, and released to
-        normal scheduling when the loop ends."""
+        With ``realtime``, the calling thread is granted what it asks for first (SCHED_FIFO and
+        affinity are per thread: threads it starts later inherit them), and released to normal
+        scheduling when the loop ends."""
         if self.realtime is None:
             return self._cycles(duration)
-        self.grant = grant(self.realtime)
+        self.prepare()
+        self.grant = grant(self.realtime, self._memory)
         self.gc = CycleGc(self.period)
         if self.on_grant is not None:
             self.on_grant(self.grant)
@@ -182,8 +210,7 @@ class FixedRateLoop:
         try:
             return self._cycles(duration)
         finally:
-            self.gc.end()
-            release(self.grant)
+            self.release()
 
     def _cycles(self, duration: float | None) -> LoopStats:
         clock = self.clock

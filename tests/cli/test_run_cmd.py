@@ -148,11 +148,12 @@ def test_one_sigterm_brakes_holds_and_exits_with_the_summary():
     try:
         run.wait_for(lambda: _handles_sigterm(run.proc.pid), "signal handlers (run loop started)")
         run.proc.send_signal(signal.SIGTERM)
+        run.wait_for(lambda: any("stopping: holding the arm; for 5 s, then exiting" in ln for ln in run.err_lines),
+                     "the stop notice")
         out, err, _ = run.finish(timeout=120)  # a hang guard: the hold is 5 s
     finally:
         run.kill()
     assert run.proc.returncode == 0, err
-    assert "stopping: holding the arm; for 5 s, then exiting" in err, err
     assert "terminate -> stopped" in out and "[hold]" in out and "release" not in out
     assert out.index("done after") < out.index("terminate -> stopped")
     assert re.search(r"real-time: (SCHED_FIFO priority \d+|normal priority)", out), out
