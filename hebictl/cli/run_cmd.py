@@ -220,8 +220,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             if mcap is not None:
                 mcap.loop_stats(stats)
 
-        def granted(grant: Any) -> None:  # on the loop thread, before its first cycle
-            if not args.quiet:
+        def granted(grant: Any) -> None:  # on the loop thread, before its first cycle (the summary repeats it)
+            if not args.quiet and not grant.requested.off:
                 say(f"hebictl run: {grant.line()}")
 
         meter = WaitMeter(clock)
