@@ -15,6 +15,7 @@ from typing import Protocol
 
 from hebictl._typing import FloatArray
 from hebictl.control.loop import LoopStats
+from hebictl.control.realtime import RealtimeGrant
 from hebictl.control.safety import SafetyEvent
 
 
@@ -80,6 +81,7 @@ class ArmSnapshot:
     payload_mass_kg: float | None = None  # the model-mismatch monitor's end-effector payload estimate at rest
     payload_extra_kg: float | None = None  # the part of it the model does not know
     commands_delivered: bool = True  # False while the modules are not taking the commands (command_lost)
+    realtime: RealtimeGrant | None = None  # what the arm thread was granted (SCHED_FIFO, locked memory, CPU)
 
 
 class GripperStatus(Protocol):

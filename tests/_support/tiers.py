@@ -58,6 +58,7 @@ REALTIME_TESTS = frozenset({
     "cli/test_run_cmd.py::test_an_error_during_the_run_brakes_holds_and_writes_everything",
     "cli/test_run_cmd.py::test_signal_stops_with_hold_until_a_second_signal",
     "cli/test_run_cmd.py::test_signal_with_stop_hold_exits_after_holding",
+    "cli/test_run_cmd.py::test_one_sigterm_brakes_holds_and_exits_with_the_summary",
     "cli/test_run_cmd.py::test_run_summary_covers_the_whole_run",
     "cli/test_run_cmd.py::test_run_loop_statistics_separate_waiting_work_and_misses",
     "cli/test_run_cmd.py::test_a_safety_stop_on_a_quiet_run_is_said_and_the_hold_ends_with_stop_hold",
