@@ -83,6 +83,7 @@ class EventKind(StrEnum):
     IMU_IMPLAUSIBLE = "imu_implausible"    # base IMU disagrees with the configured mounting
     FEEDBACK_LATE = "feedback_late"        # feedback older than its bound when it arrives
     DAMP_SINKING = "damp_sinking"          # a 'damp' stop sinking faster than its bound: switched to hold
+    GRAVCOMP_SINKING = "gravcomp_sinking"  # idle gravity compensation sinking under a load: held where it is
     MIRROR_LOST = "mirror_lost"            # a double shoulder's mirror module does not take its commands
 
 

@@ -68,7 +68,7 @@ REACTIONS = ("event", "hold", "stop", "damp")
 #: Units: s, rad, rad/s, kg, m/s, and "fraction" of a joint's rated effort.
 MONITOR_DEFAULTS: dict[str, dict[str, Any]] = {
     "contact": {"reaction": "stop", "observer_gain": 60.0, "threshold_fraction": 0.05, "threshold_min": 0.5,
-                "thresholds": None, "payload_mass_uncertainty": 0.25, "payload_lever": 0.1,
+                "thresholds": None, "payload_mass_uncertainty": 0.25, "payload_lever": 0.1, "late_widening": 4.0,
                 "motor_time_constant": 0.01},
     "tracking_error": {"reaction": "hold", "base_error": 0.15, "error_per_speed": 0.25, "sustain_time": 0.5},
     "model_mismatch": {"reaction": "event", "rest_speed": 0.5, "rest_time": 0.3, "min_mass": 0.2},
@@ -77,6 +77,7 @@ MONITOR_DEFAULTS: dict[str, dict[str, Any]] = {
     "imu_implausible": {"reaction": "event", "max_angle": 0.2},
     "feedback_late": {"reaction": "event", "max_age": 0.25},
     "damp_sinking": {"reaction": "stop", "max_speed": 0.15},
+    "gravcomp_sinking": {"reaction": "hold", "max_speed": 0.05, "sustain_time": 0.1, "min_force": 2.0},
     "mirror_lost": {"reaction": "event", "echo_tolerance": 1e-5, "tolerated_failures": 2},
 }
 

@@ -43,6 +43,8 @@ __all__ = ["SETTLE_S", "MomentumObserver"]
 #: [s] after a late interval, the error bound of each interval widens the contact bound
 #: (the modules' loops take up the late command within a few periods; 3/gain at the default gain)
 SETTLE_S = 0.05
+#: [s] lateness at which a late interval's own widening (``late_widening``) is in full
+LATE_FULL_S = 0.05
 
 
 class MomentumObserver:
@@ -67,6 +69,9 @@ class MomentumObserver:
         self.r = np.zeros(n)
         #: [N·m per joint] what the last late interval explains (see the module docstring)
         self.slack = np.zeros(n)
+        #: [N·m per joint] what a late interval may hide beyond its effort change, at LATE_FULL_S
+        #: of lateness or more (pro rata below); the suite sets it from the contact thresholds
+        self.late_widening = np.zeros(n)
         #: [kg] end-effector point mass whose inertia the model lacks (estimated and declared payloads)
         self.point_mass = 0.0
         self.accel = np.zeros(3)  # [m/s²] the end effector's mean acceleration over the last interval
@@ -103,10 +108,12 @@ class MomentumObserver:
         self.f_prev += mass * static
 
     def update(self, q: FloatArray, qd: FloatArray, tau: FloatArray, gravity: FloatArray, dt: float,
-               late: bool = False) -> bool:
+               late: float = 0.0, skip: bool = False) -> bool:
         """One sample ``dt`` [s] after the previous one; False (and a restart at the next good one)
-        when any input is not finite. ``late``: the interval is longer than the monitors judge
-        (see the module docstring)."""
+        when any input is not finite. ``late`` [s]: how much longer than the nominal one the
+        interval is (it widens the contact bound, see the module docstring); ``skip``: the sample's
+        efforts are not all of one moment: the interval is not judged (the residual decays over
+        it as the filter does without input) and the next one starts here."""
         if not np.isfinite(q.sum() + qd.sum() + tau.sum()):
             self.restart()
             return False
@@ -126,18 +133,21 @@ class MomentumObserver:
         model = self.model
         model.inverse_dynamics_batch_into(self.QA, self.VA, self.AA, gravity, self.RA)
         model.inverse_dynamics_batch_into(QB, self.VB, AB, self.zero_g, self.RB)
-        judged = not start and not late and dt > 0.0
+        judged = not start and not skip and dt > 0.0
         self.alpha = alpha = math.exp(-self.gain * dt) if dt > 0.0 else 1.0
         self._end_effector(q, qd, gravity, dt if judged else 0.0, alpha)
-        if late and not start:
-            self.r *= alpha  # the filter without input over the gap
-            self.since_late = 0.0
+        if skip and not start:
+            self.r *= alpha  # the filter without input over the interval
         kernels.observer_step(self.RA[0], self.RB[0], self.RB[1], self.rotor, AB[0], tau, dt if judged else 0.0,
                               self.gain, self.f_prev, self.jump, self.r, start)
         self.slack *= alpha
         if judged:
+            if late > 0.0:
+                self.since_late = 0.0
             if self.since_late < SETTLE_S:
                 self.slack += (1.0 - alpha) * self.jump
+            if late > 0.0:
+                self.slack += (1.0 - alpha) * min(1.0, late / LATE_FULL_S) * self.late_widening
             self.since_late += dt
         self.valid = True
         return True

@@ -25,6 +25,7 @@ from hebictl.control.monitors.damp import DampSinkingMonitor
 from hebictl.control.monitors.delivery import CommandDeliveryMonitor
 from hebictl.control.monitors.finding import Finding
 from hebictl.control.monitors.gap import ControlGapMonitor
+from hebictl.control.monitors.gravcomp import GravcompSinkingMonitor
 from hebictl.control.monitors.imu import ImuMonitor
 from hebictl.control.monitors.latency import LatencyMonitor
 from hebictl.control.monitors.mirror import MirrorMonitor
@@ -75,18 +76,21 @@ class MonitorSuite:
         self.clock = SampleClock(max(1.0 / feedback_frequency if feedback_frequency > 0 else 0.01, CHECK_PERIOD_S))
         self.observer = MomentumObserver(model, c["observer_gain"], rotor)
         self.contact = ContactMonitor(c, limits.effort_max)
+        self.observer.late_widening = c["late_widening"] * self.contact.threshold
         self.mismatch = ModelMismatchMonitor(s["model_mismatch"])
         self.delivery = CommandDeliveryMonitor(s["command_lost"], n)
         self.gap = ControlGapMonitor(s["control_gap"], command_lifetime)
         self.latency = LatencyMonitor(s["feedback_late"], feedback_frequency)
         self.tracking = TrackingMonitor(s["tracking_error"], self.clock)
         self.damp = DampSinkingMonitor(s["damp_sinking"])
+        self.gravcomp = GravcompSinkingMonitor(s["gravcomp_sinking"])
+        self.gravcomp.residual = self.observer.r
         self.mirror = MirrorMonitor(s["mirror_lost"], mirror) if mirror is not None else None
         self.imu = ImuMonitor(s["imu_implausible"], self.gravity_plugin) if self.gravity_plugin is not None else None
         # before the observer: timing, sensors, delivery; after it: what needs the residual or state
         self.every: list[Monitor] = [self.gap, self.latency]
         self.first: list[Monitor] = [self.delivery] + [m for m in (self.imu, self.mirror) if m is not None]
-        self.last = [self.tracking, self.damp]
+        self.last = [self.tracking, self.damp, self.gravcomp]
         self.sending: list[Monitor] = [m for m in (self.delivery, self.mirror) if m is not None]
         self.tau = np.zeros(n)
         self.widen = np.zeros(n)  # [N·m] the payload's share of the contact bound's widening, filtered
@@ -177,15 +181,16 @@ class MonitorSuite:
         g = self.gravity()
         tau = self.tau
         np.copyto(tau, fb.effort)
-        late = timing.late > 0.0
+        skip = False
         if self.mirror is not None and self.plugin_mirrors():
             other = self.mirror.effort_at(timing.time, 0.5 * self.clock.nominal)
-            late = late or not math.isfinite(other)  # no mirror sample of this moment: not judged
+            skip = not math.isfinite(other)  # no mirror sample of this moment: not judged
             tau[self.mirror.plugin.index] += other if math.isfinite(other) else self.mirror.joint_effort
         declared = payload.mass if payload is not None else 0.0
         if payload is not None:
             tau -= payload_efforts(self.model, fb.position, payload, g)
         estimated = self.mismatch.unapplied_mass()
+        self.gravcomp.load = max(estimated, 0.0) + declared  # (gravity compensation carries neither)
         if estimated != 0.0 or self.carried != 0.0:  # the estimated load's weight, as if the modules held it
             static = payload_torque_direction(self.model, fb.position, g)
             tau += estimated * static
@@ -194,7 +199,7 @@ class MonitorSuite:
                 self.carried = estimated
         observer.point_mass = max(estimated, 0.0) + declared
         observer.track_load = kernels.all_below(arm.pending_command.velocity, 1e-3)  # a rest may start
-        valid = observer.update(fb.position, fb.velocity, tau, g, timing.interval, late=late)
+        valid = observer.update(fb.position, fb.velocity, tau, g, timing.interval, late=timing.late, skip=skip)
         if valid:
             self.contact.armed = self.measures_effort and self.mismatch.rested_once
             f = self.contact.check(arm, fb, now, observer.r, self._widening(fb, g, estimated, declared))
@@ -202,7 +207,7 @@ class MonitorSuite:
                 out.append(f)
                 if f.reaction != "event":
                     return True
-        settled = valid and observer.load_ok and observer.since_late >= SETTLE_S
+        settled = valid and not skip and observer.load_ok and observer.since_late >= SETTLE_S
         f = self.mismatch.check(arm, fb, timing.interval, observer.r, observer.load_dir, settled, self.contact.latched)
         if f is not None:
             out.append(f)
