@@ -135,7 +135,7 @@ class MomentumObserver:
         model.inverse_dynamics_batch_into(QB, self.VB, AB, self.zero_g, self.RB)
         judged = not start and not skip and dt > 0.0
         self.alpha = alpha = math.exp(-self.gain * dt) if dt > 0.0 else 1.0
-        self._end_effector(q, qd, gravity, dt if judged else 0.0, alpha)
+        self._end_effector(q, qd, gravity, dt if judged else 0.0, alpha, start)
         if skip and not start:
             self.r *= alpha  # the filter without input over the interval
         kernels.observer_step(self.RA[0], self.RB[0], self.RB[1], self.rotor, AB[0], tau, dt if judged else 0.0,
@@ -152,7 +152,8 @@ class MomentumObserver:
         self.valid = True
         return True
 
-    def _end_effector(self, q: FloatArray, qd: FloatArray, gravity: FloatArray, dt: float, alpha: float) -> None:
+    def _end_effector(self, q: FloatArray, qd: FloatArray, gravity: FloatArray, dt: float, alpha: float,
+                      start: bool) -> None:
         """The end effector's mean acceleration over the interval (``dt`` 0: not judged), the load
         direction J_v^T (g - a) filtered like the residual, and the point mass's m J_v^T Δv added
         to both mass rows (their mean is what the step uses)."""
@@ -170,10 +171,12 @@ class MomentumObserver:
         else:
             self.accel.fill(0.0)
         now = Jv.T @ (gravity - self.accel)
-        if judged and self.load_ok:
+        if start:  # the residual starts at 0 here: so does its load direction (both then rise alike)
+            self.load_dir.fill(0.0)
+        elif judged and self.load_ok:
             self.load_dir *= alpha
             self.load_dir += (1.0 - alpha) * now
-        else:
+        else:  # followed again after a while: taken as steady
             np.copyto(self.load_dir, now)
         self.load_ok = True
         if judged and self.point_mass != 0.0:
