@@ -58,7 +58,7 @@ from hebictl.hardware.base import Backend, Command, Feedback
 from hebictl.hardware.clock import Clock
 from hebictl.hardware.faults import FaultKind, FaultSchedule
 from hebictl.hardware.firmware import ModuleSafety
-from hebictl.hardware.group import ModuleGroup, checked_frequency, grid_index
+from hebictl.hardware.group import FeedbackGrid, ModuleGroup, check_read, disconnected
 from sim_backend.actuator import ActuatorGroup, actuator_step
 from sim_backend.firmware import F_HI, F_LIMIT_STATE, F_LO, FirmwareState, firmware_step, install_command
 from sim_backend.modules import ExtraModules, apply_feedback_faults, next_deliverable
@@ -195,9 +195,7 @@ class SimBackend(ModuleGroup):
         self._pending_echo = False
         self._closed = False
         self._writes = 0
-        self._fb_hz = 0.0
-        self._grid_origin = self._t0
-        self._k = -1
+        self.grid = FeedbackGrid(self._t0)  # the feedback instants, and the last delivered
         self._seq = 0
         self._last_sample_t = math.nan
         self.faults = FaultSchedule(clock, self._names)
@@ -253,15 +251,12 @@ class SimBackend(ModuleGroup):
 
     @property
     def feedback_frequency(self) -> float:
-        return self._fb_hz
+        return self.grid.hz
 
     @feedback_frequency.setter
     def feedback_frequency(self, hz: float) -> None:
-        hz = checked_frequency(hz)
         # restart the sample grid at the last delivered sample so no sample is repeated
-        self._grid_origin = self._last_sample_t if self._seq else self._clock.now()
-        self._k = 0 if self._seq else -1
-        self._fb_hz = hz
+        self.grid.restart(hz, self._last_sample_t if self._seq else self._clock.now(), delivered=self._seq > 0)
 
     @property
     def last_command(self) -> Command:
@@ -272,42 +267,32 @@ class SimBackend(ModuleGroup):
     # ------------------------------------------------------------------ Backend methods
     def read(self, into: Feedback, timeout_s: float = 0.1) -> bool:
         """Simulate up to the next feedback sample (waiting at most ``timeout_s`` [s]) and fill ``into``."""
-        if self._closed:
-            raise HardwareError("sim backend is closed")
-        if not 0.0 <= timeout_s < math.inf:
-            raise HardwareError(f"read timeout must be finite and >= 0 s, got {timeout_s!r}")
-        if into.position.shape[0] != self._n:
-            raise HardwareError(f"feedback buffer is for {into.position.shape[0]} modules, the backend has {self._n}")
+        check_read("sim", self._closed, into, timeout_s, self._n)
         clock = self._clock
         now = clock.now()
         deadline = now + timeout_s
-        hz = self._fb_hz
+        grid = self.grid
+        hz = grid.hz
         faults = self.faults
         faulty = bool(faults)  # once: nothing in a read changes the schedule
         if hz > 0.0:
-            origin = self._grid_origin
-            k = grid_index(now, origin, hz, self._k)
+            k = grid.next_index(now)
             if faulty:
-                k = next_deliverable(faults, k, origin, hz, deadline)
-            t_k = origin + k / hz
+                k = next_deliverable(faults, k, grid.origin, hz, deadline)
+            t_k = grid.time(k)
         if hz <= 0.0 or t_k > deadline:
             self._advance(deadline)
             clock.sleep_until(deadline)
             return False
         self._advance(t_k)
         clock.sleep_until(t_k)
-        self._k = k
+        grid.k = k
         if self._trace is not None:
             sc = self.scene
             row = np.concatenate(([t_k, time.perf_counter()], self._d.qpos[sc.qadr], self._d.qvel[sc.dadr]))
             self._trace.write(row.tobytes())
         if faulty:
-            lost = faults.first_active(FaultKind.DISCONNECTED, t_k)
-            if lost is not None:
-                module = lost.module
-                assert module is not None, "FaultSchedule.disconnect always names the module"
-                raise HardwareError(f"module {self._names[module]!r} (family "
-                                    f"{self._families[module]!r}) stopped responding at t={t_k:.6f} s")
+            disconnected(faults, t_k, self._names, self._families)
             if self._seq and faults.first_active(FaultKind.FROZEN, t_k) is not None:
                 self._repeat_frozen(into)
                 into.rx_time = clock.now()
@@ -553,7 +538,7 @@ class SimBackend(ModuleGroup):
 
     def __repr__(self) -> str:
         return (f"SimBackend({self.scene.robot.name!r}, dof={self._n}, timestep={self._dt}, "
-                f"feedback_frequency={self._fb_hz}, t={self.sim_time:.6f})")
+                f"feedback_frequency={self.grid.hz}, t={self.sim_time:.6f})")
 
     def replace_scene(self, scene: Scene) -> None:
         """Simulate ``scene`` from now on (same joints and modules, e.g. with contact geoms added by

@@ -379,7 +379,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("backends", ("sim_backend",)),
     ("control", ("control",)),
     ("wiring", ("wiring",)),
-    ("services", ("recording", "teleop", "panel", "plot", "inputs")),
+    ("services", ("recording", "teleop", "panel", "plot", "inputs", "datasets")),
     ("command line", ("cli", "__main__", "hebictl")),
 )
 _BASE = {"errors", "_typing", "version"}
@@ -411,7 +411,9 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
     "panel": _BASE | {"control", "teleop", "tasks"},  # teleop's protocol: topics, schemas, connection
     "plot": _BASE | {"control"},
     "inputs": _BASE | {"control", "collision", "limits", "teleop", "recording"},  # teleop: the envelope's checks
-    "cli": _BASE | {"config", "control", "formats", "gains", "hardware", "inputs", "panel", "plot", "recording",
+    "datasets": _BASE,   # LeRobot v3.0 files from plain arrays: knows no arm
+    "cli": _BASE | {"config", "control", "datasets", "formats", "gains", "hardware", "inputs", "panel", "plot",
+                    "recording",
                     "resources", "teleop", "wiring", "hebictl"},  # "hebictl": the package's name, for importlib
     "__main__": {"cli"},
     "hebictl": _BASE | {"config", "control", "formats", "gains", "hardware", "model", "trajectory"},

@@ -24,11 +24,13 @@ from hebictl.version import __version__
 #: optional dependency (top-level import name) -> the extra that installs it
 EXTRAS: dict[str, str] = {"mujoco": "sim", "aiomqtt": "teleop", "paho": "teleop", "matplotlib": "plot",
                           "websockets": "panel", "mcap": "record", "mcap_protobuf": "record",
-                          "foxglove_schemas_protobuf": "record", "google": "record", "foxglove": "live"}
+                          "foxglove_schemas_protobuf": "record", "google": "record", "foxglove": "live",
+                          "pyarrow": "dataset"}
 
 #: modules that each define ``register(subparsers)``; missing ones (features not built yet) are skipped
 COMMAND_MODULES = ("hebictl.cli.model_cmd", "hebictl.cli.run_cmd", "hebictl.cli.teleop_cmd",
-                   "hebictl.cli.panel_cmd", "hebictl.cli.log_cmd", "hebictl.cli.app_cmd")
+                   "hebictl.cli.panel_cmd", "hebictl.cli.log_cmd", "hebictl.cli.app_cmd",
+                   "hebictl.cli.follow_cmd")
 
 
 class DefaultsFormatter(argparse.HelpFormatter):

@@ -1,12 +1,22 @@
 """``hebictl run``, ``hebictl check-config`` and ``hebictl plot``.
 
 ``run`` is the main job: open the arm from a robot config, move to the config's home position
-(``user_data.home_position``), follow an optional goal, hold under gravity compensation. On
-Ctrl-C or SIGTERM the arm stops with the ``hold`` behaviour (brake within the rated deceleration,
-then hold under gravity compensation) and keeps holding until a second Ctrl-C/SIGTERM, or for
-``--stop-hold`` seconds; after the process exits the modules' command lifetime ends and a
-brakeless arm goes limp (see the README's Safety section). Progress and loop statistics are
-shown live with rich.
+(``user_data.home_position``), follow an optional goal, hold under gravity compensation. Every
+move is admitted (with its path check) before the loop starts; the loop thread only runs the
+cycle, at SCHED_FIFO where the system grants it (``--rt-priority``, ``--cpu``;
+:mod:`hebictl.control.realtime`).
+
+Stopping. The arm stops with the ``hold`` behaviour (brake within the rated deceleration, then
+hold under gravity compensation), then:
+
+* Ctrl-C (SIGINT), an operator at a terminal: holds until a second Ctrl-C, or ``--stop-hold`` s;
+* SIGTERM (systemd, ``docker stop``, ``timeout``): holds ``--stop-hold`` s, by default
+  :data:`TERM_HOLD_S`, well inside systemd's 90 s stop timeout, then exits with the summary;
+* a safety stop or an error: as Ctrl-C when stdin is a terminal, else as SIGTERM (an unattended
+  run never waits for a keystroke); a SIGTERM during that hold ends it within :data:`TERM_HOLD_S`.
+
+After the process exits the modules' command lifetime ends and a brakeless arm goes limp (see
+the README's Safety section). Progress and loop statistics are shown live with rich.
 """
 
 from __future__ import annotations
@@ -50,10 +60,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--record", type=Path, metavar="RUN.mcap|RUN.npz",
                      help="save the run as .mcap (Foxglove; see docs/recording.md) or .npz (plot either later "
                           "with hebictl plot) (default: not recorded)")
+    run.add_argument("--record-mode", default="0600", metavar="MODE",
+                     help="file mode of an .mcap recording (default 0600: yours only; 0640 shares it with your "
+                          "group; docs/recording.md)")
     run.add_argument("--no-home", action="store_true", help="skip the move to user_data.home_position")
-    run.add_argument("--stop-hold", type=float, default=float("inf"), metavar="S",
+    run.add_argument("--stop-hold", type=float, default=None, metavar="S",
                      help="after Ctrl-C/SIGTERM, an error or a safety stop, hold this many seconds before "
-                          "exiting (default: until a second Ctrl-C/SIGTERM)")
+                          f"exiting (default: Ctrl-C until a second Ctrl-C; SIGTERM {TERM_HOLD_S:g} s; a safety "
+                          f"stop as Ctrl-C on a terminal, else {TERM_HOLD_S:g} s)")
+    add_realtime_flags(run)
     run.add_argument("--quiet", action="store_true", help="no live display, no notice of a stop you asked for "
                      "(errors and safety stops are still said)")
     run.set_defaults(func=cmd_run)
@@ -69,6 +84,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     plot.add_argument("--layout", action="store_true",
                       help=".mcap only: draw the Foxglove layout's panels (3D frames, joints, mode, events)")
     plot.set_defaults(func=cmd_plot)
+
+
+def add_realtime_flags(p: argparse.ArgumentParser) -> None:
+    """``--rt-priority`` and ``--cpu`` (run and teleop)."""
+    from hebictl.control.realtime import DEFAULT_PRIORITY
+
+    p.add_argument("--rt-priority", type=int, default=DEFAULT_PRIORITY, metavar="N",
+                   help=f"SCHED_FIFO priority 1-99 of the control loop's thread, with memory locked, where the "
+                        f"system permits (0: normal scheduling) (default: {DEFAULT_PRIORITY})")
+    p.add_argument("--cpu", type=int, default=None, metavar="N",
+                   help="pin the control loop's thread to CPU N (default: any)")
+
+
+def realtime_request(args: argparse.Namespace) -> Any:
+    """The loop thread's :class:`~hebictl.control.realtime.RealtimeRequest` from the flags."""
+    from hebictl.control.realtime import RealtimeRequest
+
+    if not 0 <= args.rt_priority <= 99:
+        raise UsageError(f"--rt-priority {args.rt_priority} is out of range (0 = off, 1-99)")
+    if args.cpu is not None and args.cpu < 0:
+        raise UsageError(f"--cpu {args.cpu} is out of range (a CPU number, 0 or more)")
+    return RealtimeRequest(priority=args.rt_priority, cpu=args.cpu)
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
@@ -93,7 +130,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             if role != "default" and g.width not in (1, model.dof):
                 raise ConfigError(f"gains file {g.path} has {g.width} values per gain, the model has "
                                   f"{model.dof} joints", file=cfg.path, key=f"gains.{role}")
-        home = _home(cfg, model.dof)
+        home = home_position(cfg, model.dof)
         if home is not None:
             lo, hi = parts.limits.position_min, parts.limits.position_max
             outside = [i for i in range(model.dof) if not lo[i] <= home[i] <= hi[i]]
@@ -113,6 +150,9 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     for i, name in enumerate(model.joint_names):
         print(f"  {name:<16} [{lim.position_min[i]:+.3f}, {lim.position_max[i]:+.3f}] rad   "
               f"{lim.velocity_max[i]:.2f} rad/s   {lim.acceleration_max[i]:.1f} rad/s²   {lim.effort_max[i]:.1f} N·m")
+    from hebictl.control.realtime import RealtimeRequest, probe
+
+    print(probe(RealtimeRequest()).line().replace("real-time:", "real-time (run/teleop's loop thread would get):", 1))
     return 0
 
 
@@ -136,7 +176,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _home(cfg: Any, dof: int) -> np.ndarray | None:
+def home_position(cfg: Any, dof: int) -> np.ndarray | None:
+    """The config's ``user_data.home_position`` (None: none given), one value per joint."""
     home = cfg.user_data.get("home_position")
     if home is None:
         return None
@@ -169,14 +210,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     arm = Arm.from_config(cfg, backend=args.backend, clock=clock)
     mcap: Any = None
     mcap_done: Any = None
+    run: RunSteps | None = None
+    loop: Any = None
     try:
         if hasattr(arm.events, "start"):
             arm.events.start = t_start
         rate = args.rate or cfg.feedback_frequency
-        phases = plan_phases(arm, None if args.no_home else _home(cfg, arm.dof), args)
-        npz = args.record is not None and args.record.suffix != ".mcap"
-        rec = Recorder(arm.dof, arm.model.joint_names) if (args.plot or npz) else None
-        mcap = _mcap_recorder(args, arm, cfg, rate)  # opened before the loop: a file that fails has moved nothing
+        windows: list[LoopStats] = []
+
+        def report(stats: LoopStats) -> None:
+            windows.append(stats)  # one per second: the summary covers the whole run
+            if mcap is not None:
+                mcap.loop_stats(stats)
+
+        def granted(grant: Any) -> None:  # on the loop thread, before its first cycle (the summary repeats it)
+            if not args.quiet and not grant.requested.off:
+                say(f"hebictl run: {grant.line()}")
+
         meter = WaitMeter(clock)
         # time waiting for feedback, apart from work: this one backend's read is wrapped on purpose
         arm.backend.read = meter.wrap(arm.backend.read)  # type: ignore[method-assign]  # instance-level wrap
@@ -186,22 +236,31 @@ def cmd_run(args: argparse.Namespace) -> int:
         # written before the property (a plug-in's) keeps the old rule: its read is taken to wait.
         waits = getattr(arm.backend, "read_waits_for_feedback", True)
         paced = waits and rate >= arm.backend.feedback_frequency * (1 - 1e-9)
+        loop = FixedRateLoop(lambda: False, rate, clock, paced_by_step=paced, wait=meter, report=report,
+                             realtime=realtime_request(args), on_grant=granted)
+        # memory locked and the heap frozen now, before the moves are planned from the last feedback
+        # read: that read is not followed by this set-up's 0.4 s or more before the first cycle
+        # (the scheduling itself is granted when the loop starts, on its thread)
+        loop.prepare()
+        phases = plan_phases(arm, None if args.no_home else home_position(cfg, arm.dof), args)
+        npz = args.record is not None and args.record.suffix != ".mcap"
+        rec = Recorder(arm.dof, arm.model.joint_names) if (args.plot or npz) else None
+        mcap = _mcap_recorder(args, arm, cfg, rate)  # opened before the loop: a file that fails has moved nothing
         run = RunSteps(arm, phases, clock, rec, args)
+        loop.step = run.step
         run.mcap = mcap
         run.t_start = t_start
-        windows: list[LoopStats] = []
-
-        def report(stats: LoopStats) -> None:
-            windows.append(stats)  # one per second: the summary covers the whole run
-            if mcap is not None:
-                mcap.loop_stats(stats)
-
-        loop = FixedRateLoop(run.step, rate, clock, paced_by_step=paced, wait=meter, report=report)
         _run_loop(loop, run, windows, rate, args)
+        run.realtime = loop.grant
     finally:
+        if loop is not None:
+            loop.release()
         arm.close()
         if mcap is not None:  # the writer thread drains and closes the file
             mcap_done = mcap.close()
+        if run is not None and run.feed is not None:  # the recorder's writer thread records what is left
+            run.feed.close()
+    assert run is not None  # set before the loop; an exception before it has propagated
     run.mcap_done = mcap_done
     _finish(arm, cfg, run, loop, windows, rate, clock.now() - t_start, rec, args, paced)
     if run.error is not None:
@@ -212,19 +271,24 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 #: with no way to ask for a second Ctrl-C (stderr gone), an endless --stop-hold ends after this
 UNATTENDED_HOLD_S = 1.0
+#: [s] the hold after SIGTERM (and after a safety stop or an error with no terminal) when --stop-hold
+#: is not given: long enough to see the brake end and the hold settle, well inside systemd's 90 s
+#: TimeoutStopSec (and docker stop's 10 s) before the SIGKILL
+TERM_HOLD_S = 5.0
 
 
 def check_run_flags(args: argparse.Namespace) -> None:
     """Flag values and output paths, before the arm is opened."""
     for flag, value, ok in (("--goal-time", args.goal_time, args.goal_time is None or 0 < args.goal_time < math.inf),
                             ("--hold", args.hold, args.hold >= 0),
-                            ("--stop-hold", args.stop_hold, args.stop_hold >= 0),
+                            ("--stop-hold", args.stop_hold, args.stop_hold is None or args.stop_hold >= 0),
                             ("--rate", args.rate, args.rate is None or 0 < args.rate < math.inf)):
         if not ok:
             raise UsageError(f"{flag} {value:g} is out of range (seconds/Hz must be > 0; --hold and --stop-hold "
                              "may be 0 or inf)")
     if args.goal is not None and not all(math.isfinite(x) for x in args.goal):
         raise UsageError("--goal positions must be finite numbers")
+    realtime_request(args)
     if args.plot is not None:
         _require_plotting()
     for flag, path in (("--plot", args.plot), ("--record", args.record)):
@@ -244,7 +308,9 @@ def plan_phases(arm: Any, home: np.ndarray | None, args: argparse.Namespace) -> 
 
     Home starts from the measured position, the goal from home (or from the measured position
     with ``--no-home``), both at rest. A goal beyond the limits, or a ``--goal-time`` faster than
-    the arm may move, is refused here, before anything moves."""
+    the arm may move, is refused here, before anything moves. The admitted trajectories are kept:
+    the cycle that starts a phase hands its trajectory to the arm (:mod:`hebictl.control.handover`)
+    instead of checking the path again inside the cycle."""
     from hebictl.control.admission import plan
     from hebictl.control.goal import Goal
 
@@ -266,11 +332,11 @@ def plan_phases(arm: Any, home: np.ndarray | None, args: argparse.Namespace) -> 
         goal = Goal(arm.dof)
         goal.add_waypoint(t=duration, position=target)
         try:
-            plan(goal, 0.0, (start, rest, rest), arm.limits, arm.model)
+            admitted = plan(goal, 0.0, (start, rest, rest), arm.limits, arm.model)
         except CommandRejected as exc:
             hint = " (or a longer --goal-time)" if exc.reason == "too_fast" and duration is not None else ""
             raise UsageError(f"{source} refused before moving: {exc.reason}: {exc.detail}{hint}") from exc
-        phases.append(Phase(name, target, duration))
+        phases.append(Phase(name, target, duration, admitted))
         start = target
     phases.append(Phase("hold", None, args.hold))
     return phases
@@ -283,6 +349,7 @@ class Phase:
     name: str
     target: np.ndarray | None
     duration: float | None
+    admitted: Any = None  # the trajectory admitted before the loop (hebictl.trajectory.Trajectory)
 
 
 class RunSteps:
@@ -292,7 +359,11 @@ class RunSteps:
     write succeeding or on where the main thread was interrupted."""
 
     def __init__(self, arm: Any, phases: list[Phase], clock: Any, rec: Any, args: argparse.Namespace) -> None:
+        from hebictl.control.recorder import RecorderFeed
+
         self.arm, self.phases, self.clock, self.rec, self.args = arm, phases, clock, rec, args
+        #: the loop hands each sample to a writer thread that records it into ``rec`` (close() it after the loop)
+        self.feed = RecorderFeed(rec) if rec is not None else None
         self.phase = 0
         self.phase_start: float | None = None
         self.signal: int | None = None    # first SIGINT/SIGTERM
@@ -303,6 +374,10 @@ class RunSteps:
         self.t_start = clock.now()         # event times in the summary count from here
         self.mcap: Any = None              # --record RUN.mcap: hebictl.recording.writer.McapRecorder
         self.mcap_done: Any = None         # its closing counts (written, cycles, dropped)
+        self.realtime: Any = None          # what the loop thread was granted (hebictl.control.realtime)
+        self.answered = False              # the first signal has been acted on in a cycle
+        #: an operator at a terminal can be asked for Ctrl-C (else a safety stop's hold is bounded)
+        self.attended = bool(sys.stdin is not None and sys.stdin.isatty())
 
     def on_signal(self, signum: int, frame: Any) -> None:
         if self.signal is not None:
@@ -335,22 +410,25 @@ class RunSteps:
             return self._still_holding()
 
     def _record(self) -> None:
-        rec = self.rec
-        if rec is not None and np.isfinite(self.arm.last_feedback.position).all():
+        feed = self.feed
+        if feed is not None and np.isfinite(self.arm.last_feedback.position).all():
             fb, cmd = self.arm.last_feedback, self.arm.pending_command
-            rec.record(self.clock.now(), cmd.position, fb.position, cmd.velocity, fb.velocity, cmd.effort, fb.effort)
+            feed.put(self.clock.now(), cmd.position, fb.position, cmd.velocity, fb.velocity, cmd.effort, fb.effort)
 
     def _advance(self) -> bool:
         from hebictl.control.safety import EventKind
 
         arm = self.arm
         if self.exit_at is not None:
+            self._signal_while_holding()
             return self._still_holding()
         if self.signal is not None:
+            self.answered = True
             sigterm = self.signal == signal.SIGTERM
             self._hold_then_exit(EventKind.TERMINATE if sigterm else EventKind.INTERRUPT,
                                  f"{'SIGTERM' if sigterm else 'Ctrl-C'}: braking, then holding under gravity "
-                                 "compensation", "stopping: holding the arm")
+                                 f"compensation ({self._hold_words(self.stop_hold())})",
+                                 "stopping: holding the arm")
             return self._still_holding()
         if arm.state.value == "stopped":  # a safety event stopped the arm (its own stop behaviour)
             self.failed = True
@@ -383,7 +461,7 @@ class RunSteps:
         if p.target is not None:
             goal = Goal(self.arm.dof)
             goal.add_waypoint(t=p.duration, position=p.target)
-            self.arm.set_goal(goal)
+            self.arm.set_goal(goal, admitted=p.admitted)
 
     def _hold_then_exit(self, kind: Any, detail: str, notice: str) -> None:
         from hebictl.control.safety import StopBehaviour
@@ -391,12 +469,42 @@ class RunSteps:
         self.arm.stop(kind, detail, behaviour=StopBehaviour.HOLD)
         self.exit_at = self._hold_end(notice)
 
+    def stop_hold(self) -> float:
+        """[s] How long the stop hold lasts (inf: until Ctrl-C): ``--stop-hold`` when given, else
+        until a second Ctrl-C after Ctrl-C, :data:`TERM_HOLD_S` after SIGTERM, and after a safety
+        stop or an error until Ctrl-C only with an operator at a terminal (else TERM_HOLD_S)."""
+        given = self.args.stop_hold
+        if given is not None:
+            return float(given)
+        if self.signal == signal.SIGTERM:
+            return TERM_HOLD_S
+        if self.signal is not None or self.attended:
+            return math.inf
+        return TERM_HOLD_S
+
+    def _signal_while_holding(self) -> None:
+        """A signal that comes while the arm already holds after a safety stop or an error: Ctrl-C
+        ends the hold (the notice asked for it), SIGTERM bounds it to TERM_HOLD_S from now."""
+        if self.signal is None or self.answered:
+            return
+        self.answered = True
+        if self.signal != signal.SIGTERM:
+            self.exit_now = True
+            return
+        hold = self.args.stop_hold if self.args.stop_hold is not None else TERM_HOLD_S
+        self.exit_at = min(self.exit_at or math.inf, self.clock.now() + hold)
+        say(f"SIGTERM: exiting after holding the arm {self._hold_words(hold)}")
+
+    @staticmethod
+    def _hold_words(hold: float) -> str:
+        return "until Ctrl-C" if hold == math.inf else f"for {hold:g} s"
+
     def _hold_end(self, notice: str) -> float:
         """When the stop hold ends; the notice says how to end it. If it cannot be shown, nobody can
         be asked for a second Ctrl-C: an endless hold then ends after UNATTENDED_HOLD_S."""
-        hold = self.args.stop_hold
+        hold = self.stop_hold()
         again = " again" if self.signal is not None else ""
-        how = (f"Ctrl-C{again} to exit" if hold == math.inf else f"for {hold:g} s") + \
+        how = (f"Ctrl-C{again} to exit" if hold == math.inf else f"for {hold:g} s, then exiting") + \
             " (the arm goes limp once the modules' command lifetime ends unless it is supported)"
         # --quiet silences the notice of a stop the user asked for; an error or a safety stop that
         # holds the arm (possibly without end) is always said, or a quiet run would just hang
@@ -498,9 +606,10 @@ def _mcap_recorder(args: argparse.Namespace, arm: Any, cfg: Any, rate: float) ->
     """``--record RUN.mcap``: the MCAP recorder (hebictl.recording), opened before the loop starts."""
     if args.record is None or args.record.suffix != ".mcap":
         return None
+    from hebictl.recording.mcapfile import parse_mode
     from hebictl.recording.writer import McapRecorder
 
-    return McapRecorder(args.record, arm, config_path=cfg.path,
+    return McapRecorder(args.record, arm, config_path=cfg.path, mode=parse_mode(args.record_mode),
                         metadata={"command": "run", "backend_name": args.backend, "rate_hz": f"{rate:g}",
                                   "config": str(cfg.path)})
 
@@ -532,6 +641,11 @@ def _summary(arm: Any, run: RunSteps, loop: Any, windows: list, rate: float, ela
                 f"work p50 {float(np.median([w.work_p50 for w in ws])) * 1e3:.3f} ms, worst p99 "
                 f"{max(w.work_p99 for w in ws) * 1e3:.3f} ms; waiting for feedback p50 "
                 f"{float(np.median([w.wait_p50 for w in ws])) * 1e3:.3f} ms")
+    if run.realtime is not None:
+        c.print(escape(run.realtime.line()))
+    feed = run.feed
+    if feed is not None and feed.dropped:
+        c.print(f"recording: {feed.dropped} samples dropped (the writer thread fell behind)")
     for e in arm.events.events:
         c.print(f"  event t={e.time - run.t_start:.3f} s "
                 f"{e.kind} -> {e.state.value}: {escape(e.detail)}")

@@ -1,10 +1,13 @@
 """``hebictl teleop`` (serve an arm over MQTT) and ``hebictl teleop-send`` (a small operator client).
 
 ``teleop`` runs the arm's fixed-rate loop in a thread and the MQTT bridge in the main thread's
-event loop. On Ctrl-C or SIGTERM the bridge disconnects (``offline``) and the arm stops with the
+event loop; the arm thread runs at SCHED_FIFO where the system grants it (``--rt-priority``,
+``--cpu``). On Ctrl-C or SIGTERM the bridge disconnects (``offline``) and the arm stops with the
 ``hold`` behaviour: it brakes within the rated deceleration and holds under gravity compensation
-until a second Ctrl-C/SIGTERM, or for ``--stop-hold`` seconds; it is never released. After the
-process exits, the modules keep the hold for their command lifetime and then stop driving.
+for ``--stop-hold`` seconds, by default until a second Ctrl-C after Ctrl-C, and
+:data:`~hebictl.cli.run_cmd.TERM_HOLD_S` after SIGTERM (a service manager's stop); it is never
+released. After the process exits, the modules keep the hold for their command lifetime and then
+stop driving.
 A config with ``user_data.has_gripper`` gets its gripper opened with the arm
 (:mod:`hebictl.control.gripper`). ``teleop-send`` publishes one command (or streams a jog for a
 while) and prints its ack as one JSON line (a jog: one line per rejection plus a summary line);
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from hebictl.cli.output import say
+from hebictl.cli.run_cmd import TERM_HOLD_S, add_realtime_flags, realtime_request
 from hebictl.errors import ConfigError, TeleopError, UsageError
 from hebictl.hardware.registry import available_backends
 from hebictl.teleop.clock import SYSTEM_CLOCK
@@ -117,14 +121,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--paced-clock", action="store_true",
                    help="simulated backends only: simulated time no faster than real time, stretched when the "
                         "process is late (measurements on a loaded machine); refused with real modules")
-    p.add_argument("--stop-hold", type=float, default=float("inf"), metavar="S",
-                   help="after Ctrl-C/SIGTERM, hold the arm this many seconds before exiting (default: until a "
-                        "second Ctrl-C/SIGTERM)")
+    p.add_argument("--stop-hold", type=float, default=None, metavar="S",
+                   help="after Ctrl-C/SIGTERM, hold the arm this many seconds before exiting (default: Ctrl-C "
+                        f"until a second Ctrl-C; SIGTERM {TERM_HOLD_S:g} s)")
+    add_realtime_flags(p)
     p.add_argument("--record", type=Path, metavar="DIR",
                    help="record the session (arm, MQTT commands and acks) as MCAP into DIR: one file per session, "
                         "rotated by size or time (docs/recording.md)")
     p.add_argument("--record-rotate-mb", type=float, default=512.0, help="start the next file at this size [MB]")
     p.add_argument("--record-rotate-min", type=float, default=60.0, help="start the next file after [minutes]")
+    p.add_argument("--record-mode", default="0600", metavar="MODE",
+                   help="file mode of the recordings (default 0600, folders made 0700: yours only; 0640 shares "
+                        "them with your group; docs/recording.md)")
     p.add_argument("--foxglove", action="store_true",
                    help="serve the same data live to Foxglove (ws://HOST:PORT, read-only; docs/recording.md)")
     p.add_argument("--foxglove-host", default="127.0.0.1", help="live view address (loopback unless allowed)")
@@ -198,8 +206,9 @@ def cmd_teleop(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if args.state_rate <= 0 or (args.rate is not None and args.rate <= 0):
         raise UsageError("--rate and --state-rate must be > 0 Hz")
-    if not args.stop_hold >= 0:
+    if args.stop_hold is not None and not args.stop_hold >= 0:
         raise UsageError("--stop-hold must be >= 0 s (inf: until a second Ctrl-C/SIGTERM)")
+    realtime = realtime_request(args)
     if args.paced_clock and args.backend in _REAL_TIME_BACKENDS:
         raise UsageError(f"--paced-clock is for simulated backends; {args.backend} runs in real time")
     cfg = load_config(args.config or bundled_config())
@@ -210,12 +219,20 @@ def cmd_teleop(args: argparse.Namespace) -> int:
         gripper = attach_gripper(arm, cfg, args.backend)
         server = TeleopServer(arm, settings, args.arm_id, rate_hz=args.rate or cfg.feedback_frequency,
                               state_rate_hz=args.state_rate, max_age=args.max_age, clock=SYSTEM_CLOCK,
-                              gripper=gripper, runner_options={"shutdown_hold": args.stop_hold},
+                              gripper=gripper,
+                              runner_options={"shutdown_hold": _first_hold(args), "realtime": realtime,
+                                              "on_grant": lambda grant: _tell(grant.line())},
                               bridge_options={"description": {"config_name": cfg.path.name, "backend": args.backend},
                                               "account_tags": _ACCOUNT_TAGS[args.account_tags],
                                               "supervisors": frozenset(args.estop_supervisor)})
         recorder = _session_recorder(args, arm, cfg)
         server.runner.recorder = recorder
+        # the slow part of the arm thread's real-time set-up (locking memory, freezing the heap) now,
+        # not between the arm's last feedback read and its first cycle (the thread takes the rest)
+        from hebictl.control.realtime import CycleGc, lock_memory
+
+        lock_memory(realtime)
+        CycleGc.prefreeze()
 
         async def main() -> None:
             loop = asyncio.get_running_loop()
@@ -240,9 +257,11 @@ def cmd_teleop(args: argparse.Namespace) -> int:
                     return
                 server.runner.begin_shutdown(kind)  # before any write or task: the arm brakes in its next cycle
                 stopping.append(loop.create_task(stop_bridge_once_braking(kind)))
-                endless = args.stop_hold == math.inf
+                hold = _signal_hold(args, sig)
+                server.runner.shutdown_hold = hold
+                endless = hold == math.inf
                 shown = _tell(f"{name}: stopping teleop; the arm brakes and holds under gravity compensation ("
-                              + ("Ctrl-C again to exit" if endless else f"for {args.stop_hold:g} s")
+                              + ("Ctrl-C again to exit" if endless else f"for {hold:g} s, then exits")
                               + "; once the process has exited a brakeless arm sinks when the modules' command "
                                 "lifetime ends)")
                 if not shown and endless:  # nobody can be asked for a second Ctrl-C: a bounded hold
@@ -266,12 +285,29 @@ def cmd_teleop(args: argparse.Namespace) -> int:
     return 0
 
 
+def _signal_hold(args: argparse.Namespace, sig: int) -> float:
+    """[s] The hold after ``sig``: ``--stop-hold`` when given, else until a second Ctrl-C after
+    Ctrl-C, and TERM_HOLD_S after SIGTERM (what systemd, docker stop and timeout send)."""
+    if args.stop_hold is not None:
+        return float(args.stop_hold)
+    return TERM_HOLD_S if sig == signal.SIGTERM else math.inf
+
+
+def _first_hold(args: argparse.Namespace) -> float:
+    """[s] The hold when the server stops for another reason than a signal (the bridge failed):
+    until Ctrl-C with an operator at a terminal, else TERM_HOLD_S (an unattended service exits)."""
+    if args.stop_hold is not None:
+        return float(args.stop_hold)
+    return math.inf if sys.stdin is not None and sys.stdin.isatty() else TERM_HOLD_S
+
+
 def _session_recorder(args: argparse.Namespace, arm: Any, cfg: Any) -> Any:
     """``--record DIR`` and/or ``--foxglove``: the session's recorder (hebictl.recording), or None."""
     if args.record is None and not args.foxglove:
         return None
     if not (args.record_rotate_mb > 0 and args.record_rotate_min > 0):
         raise ConfigError("--record-rotate-mb and --record-rotate-min must be > 0")
+    from hebictl.recording.mcapfile import parse_mode
     from hebictl.recording.writer import McapRecorder, session_path
 
     live = None
@@ -284,8 +320,9 @@ def _session_recorder(args: argparse.Namespace, arm: Any, cfg: Any) -> Any:
                         origins=args.foxglove_origin, max_clients=args.foxglove_max_clients)
         _tell(f"Foxglove live view on {live.url} (read-only; its token is printed below, never logged)")
         print(f"Foxglove: open {live.secret_url}", file=sys.stderr, flush=True)  # the token: terminal only
-    path = session_path(args.record) if args.record is not None else None
-    return McapRecorder(path, arm, config_path=cfg.path, teleop=True, live=live,
+    mode = parse_mode(args.record_mode)
+    path = session_path(args.record, arm_id=args.arm_id) if args.record is not None else None
+    return McapRecorder(path, arm, config_path=cfg.path, teleop=True, live=live, mode=mode,
                         rotate_bytes=int(args.record_rotate_mb * 1e6), rotate_seconds=args.record_rotate_min * 60.0,
                         metadata={"command": "teleop", "backend_name": args.backend, "arm_id": args.arm_id,
                                   "config": str(cfg.path)})

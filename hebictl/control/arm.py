@@ -40,6 +40,7 @@ from hebictl.control.admission import plan
 from hebictl.control.braking import BrakePlanner
 from hebictl.control.extra_modules import ExtraModules
 from hebictl.control.goal import Goal
+from hebictl.control.handover import retime
 from hebictl.control.modes import LAG_MIN_RAD, Braking, Damp, Follow, Holding, Jogging, MotionMode, Release
 from hebictl.control.monitors import MonitorSuite, Payload, goal_status
 from hebictl.control.monitors.payload import payload_efforts
@@ -499,8 +500,12 @@ class Arm:
             np.copyto(a, traj.get_state(self._last_time)[2], where=kept_joints)
         return p.copy(), v, a
 
-    def set_goal(self, goal: Goal) -> None:
+    def set_goal(self, goal: Goal, *, admitted: Trajectory | None = None) -> None:
         """Follow ``goal`` from the measured state, if the arm can (:mod:`hebictl.control.admission`).
+
+        ``admitted``: the trajectory admission planned for ``goal`` ahead of this cycle; used,
+        shifted to start now, while the arm is at rest at its start (:mod:`hebictl.control.handover`),
+        else the goal is admitted again here.
 
         Raises CommandRejected (``too_fast``, ``too_strong``, ``out_of_limits`` as
         :class:`~hebictl.errors.LimitViolation`, ...) naming the joint; rejected while stopped
@@ -512,7 +517,9 @@ class Arm:
         if goal.dof != self.dof:
             raise CommandRejected("wrong_length", f"goal has {goal.dof} joints, the arm {self.dof}")
         start = self.current_state()
-        trajectory = plan(goal, self._last_time, start, self.limits, self.model, keepalive=self._keepalive)
+        trajectory = retime(admitted, start, self._last_time) if admitted is not None else None
+        if trajectory is None:
+            trajectory = plan(goal, self._last_time, start, self.limits, self.model, keepalive=self._keepalive)
         self._anchor()  # the joints the trajectory starts at their measured position start there
         lim = self.limits
         fb = self.last_feedback.position

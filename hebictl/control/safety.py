@@ -95,6 +95,7 @@ class EventKind(StrEnum):
     FEEDBACK_IMPLAUSIBLE = "feedback_implausible"  # a velocity reading beyond what the actuators can do:
     #                                                not a brake ramp's input (hebictl.control.plausible)
     DAMP_SINKING = "damp_sinking"          # a 'damp' stop sinking faster than its bound: switched to hold
+    GRAVCOMP_SINKING = "gravcomp_sinking"  # idle gravity compensation sinking under a load: held where it is
     MIRROR_LOST = "mirror_lost"            # a double shoulder's mirror module does not take its commands
 
 

@@ -15,7 +15,7 @@ hebi-py's ``load_config`` rejects unknown top-level keys, so these live under ``
         at_goal_velocity_tolerance: 0.05 # rad/s
         damping: [...]                   # N·m·s/rad for 'damp'; default DAMPING_FRACTION * effort/speed
         monitors:                        # execution monitors (docs/monitors.md): per monitor, each key optional
-          contact: {reaction: stop, threshold_fraction: 0.1}
+          contact: {reaction: stop, threshold_fraction: 0.1}   # or thresholds: [2, 4, 2, 2, 0.5, 0.5] N·m
           tracking_error: {reaction: hold}
 
 A plugin entry ``type: OvertorqueFaultMonitor`` (hebi-py 2.16) with ``base_torque_error_limit``
@@ -68,6 +68,7 @@ REACTIONS = ("event", "hold", "stop", "damp")
 #: Units: s, rad, rad/s, kg, m/s, and "fraction" of a joint's rated effort.
 MONITOR_DEFAULTS: dict[str, dict[str, Any]] = {
     "contact": {"reaction": "stop", "observer_gain": 60.0, "threshold_fraction": 0.05, "threshold_min": 0.5,
+                "thresholds": None, "payload_mass_uncertainty": 0.25, "payload_lever": 0.1, "late_widening": 4.0,
                 "motor_time_constant": 0.01},
     "tracking_error": {"reaction": "hold", "base_error": 0.15, "error_per_speed": 0.25, "sustain_time": 0.5},
     "model_mismatch": {"reaction": "event", "rest_speed": 0.5, "rest_time": 0.3, "min_mass": 0.2},
@@ -76,8 +77,14 @@ MONITOR_DEFAULTS: dict[str, dict[str, Any]] = {
     "imu_implausible": {"reaction": "event", "max_angle": 0.2},
     "feedback_late": {"reaction": "event", "max_age": 0.25},
     "damp_sinking": {"reaction": "stop", "max_speed": 0.15},
+    "gravcomp_sinking": {"reaction": "hold", "max_speed": 0.05, "sustain_time": 0.1, "min_force": 2.0},
     "mirror_lost": {"reaction": "event", "echo_tolerance": 1e-5, "tolerated_failures": 2},
 }
+
+
+#: per-joint settings (a list of one positive number per joint, or one number for all; default None:
+#: derived from the scalar keys), as Franka's users set collision thresholds per joint
+PER_JOINT_KEYS: frozenset[tuple[str, str]] = frozenset({("contact", "thresholds")})
 
 
 @dataclass
@@ -93,10 +100,11 @@ class SafetySettings:
 
 
 def monitor_settings(section: Mapping[str, Any], path: Path | None = None,
-                     plugins: Sequence[Any] = ()) -> dict[str, dict[str, Any]]:
+                     plugins: Sequence[Any] = (), dof: int | None = None) -> dict[str, dict[str, Any]]:
     """``user_data.safety.monitors`` checked against :data:`MONITOR_DEFAULTS` and filled in;
     ``plugins``: the config's plugin entries (an ``OvertorqueFaultMonitor``'s
-    ``base_torque_error_limit`` [N·m] becomes ``contact.threshold_min``)."""
+    ``base_torque_error_limit`` [N·m] becomes ``contact.threshold_min``); ``dof``: the arm's joint
+    count, which a per-joint key (:data:`PER_JOINT_KEYS`) must match."""
     out = {name: dict(defaults) for name, defaults in MONITOR_DEFAULTS.items()}
     for p in plugins:
         if getattr(p, "type", None) == "OvertorqueFaultMonitor" and getattr(p, "enabled", True):
@@ -112,14 +120,36 @@ def monitor_settings(section: Mapping[str, Any], path: Path | None = None,
         for k, value in given.items():
             if k not in MONITOR_DEFAULTS[name]:
                 raise _fail(f"unknown key {k!r}; valid: {', '.join(MONITOR_DEFAULTS[name])}", f"{key}.{k}", path)
-            if k == "reaction":
-                if value not in REACTIONS:
-                    raise _fail(f"must be one of {', '.join(REACTIONS)}, got {value!r}", f"{key}.{k}", path)
-            elif isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0 \
-                    or not math.isfinite(value):
-                raise _fail(f"must be a finite number >= 0, got {value!r}", f"{key}.{k}", path)
-            out[name][k] = value if k == "reaction" else float(value)
+            out[name][k] = _monitor_value(name, k, value, dof, f"{key}.{k}", path)
     return out
+
+
+def _monitor_value(name: str, k: str, value: Any, dof: int | None, key: str, path: Path | None) -> Any:
+    """One monitor setting, checked: a reaction, a per-joint list of positive numbers, or a number >= 0."""
+    if k == "reaction":
+        if value not in REACTIONS:
+            raise _fail(f"must be one of {', '.join(REACTIONS)}, got {value!r}", key, path)
+        return value
+    if (name, k) in PER_JOINT_KEYS:
+        return _per_joint_positive(value, dof, key, path)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0 or not math.isfinite(value):
+        raise _fail(f"must be a finite number >= 0, got {value!r}", key, path)
+    return float(value)
+
+
+def _per_joint_positive(value: Any, dof: int | None, key: str, path: Path | None) -> list[float]:
+    """A per-joint setting: one finite positive number per joint (``dof`` of them), or one for all."""
+    items = value if isinstance(value, list | tuple) else [value]
+    want = f"{dof} numbers (one per joint)" if dof is not None else "one number per joint"
+    if not items or any(isinstance(v, bool) or not isinstance(v, int | float) for v in items):
+        raise _fail(f"needs {want} or one for all, got {value!r}", key, path)
+    if len(items) != 1 and dof is not None and len(items) != dof:
+        raise _fail(f"needs {want} or one for all, got {len(items)}: {value!r}", key, path)
+    bad = [v for v in items if not (math.isfinite(v) and v > 0)]
+    if bad:
+        raise _fail(f"every value must be a finite number > 0, got {bad[0]!r} in {value!r}", key, path)
+    vals = [float(v) for v in items]
+    return vals * dof if len(vals) == 1 and dof is not None else vals
 
 
 def _fail(message: str, key: str, path: Path | None) -> ConfigError:
@@ -196,7 +226,7 @@ def safety_from(model: RobotModel, user_data: Mapping[str, Any], path: Path | No
     monitors = section.get("monitors") or {}
     if not isinstance(monitors, Mapping):
         raise _fail(f"must be a mapping, got {monitors!r}", "user_data.safety.monitors", path)
-    out.monitors = monitor_settings(monitors, path, plugins)
+    out.monitors = monitor_settings(monitors, path, plugins, model.dof)
     if "stop_behaviour" in section:
         try:
             out.stop_behaviour = StopBehaviour(section["stop_behaviour"])

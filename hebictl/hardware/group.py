@@ -13,8 +13,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from hebictl.errors import ConfigError
-from hebictl.hardware.base import Backend
+from hebictl.errors import ConfigError, HardwareError
+from hebictl.hardware.base import Backend, Feedback
+from hebictl.hardware.faults import FaultKind, FaultSchedule
 
 
 def checked_frequency(hz: float) -> float:
@@ -80,6 +81,54 @@ def grid_index(t: float, origin: float, hz: float, after: int) -> int:
     samples at exactly the configured frequency, never the same sample twice.
     """
     return max(after + 1, math.ceil((t - origin) * hz - GRID_EPS * hz))
+
+
+class FeedbackGrid:
+    """The instants ``origin + k/hz`` at which a simulated group delivers feedback (the mock's and the
+    sim's), and ``k``, the index of the last one delivered (-1: none yet)."""
+
+    __slots__ = ("hz", "k", "origin")
+
+    def __init__(self, origin: float) -> None:
+        self.hz = 0.0
+        self.origin = origin
+        self.k = -1
+
+    def restart(self, hz: float, at: float, delivered: bool) -> None:
+        """A new frequency [Hz] on a grid starting ``at`` [s], the last delivered sample's time when
+        ``delivered`` (so no sample is repeated), else now."""
+        hz = checked_frequency(hz)
+        self.origin = at
+        self.k = 0 if delivered else -1
+        self.hz = hz
+
+    def next_index(self, now: float) -> int:
+        """The first instant at or after ``now`` that has not been delivered (:func:`grid_index`)."""
+        return grid_index(now, self.origin, self.hz, self.k)
+
+    def time(self, k: int) -> float:
+        return self.origin + k / self.hz
+
+
+def check_read(backend: str, closed: bool, into: Feedback, timeout_s: float, size: int) -> None:
+    """What every simulated group's ``read`` refuses: a closed backend, a timeout that is not finite
+    and >= 0, a feedback buffer for another number of modules."""
+    if closed:
+        raise HardwareError(f"{backend} backend is closed")
+    if not 0.0 <= timeout_s < math.inf:
+        raise HardwareError(f"read timeout must be finite and >= 0 s, got {timeout_s!r}")
+    if into.position.shape[0] != size:
+        raise HardwareError(f"feedback buffer is for {into.position.shape[0]} modules, the backend has {size}")
+
+
+def disconnected(faults: FaultSchedule, t: float, names: Sequence[str], families: Sequence[str]) -> None:
+    """Raise the HardwareError of a module that a scheduled fault disconnected at ``t`` [s]."""
+    lost = faults.first_active(FaultKind.DISCONNECTED, t)
+    if lost is not None:
+        module = lost.module
+        assert module is not None, "FaultSchedule.disconnect always names the module"
+        raise HardwareError(f"module {names[module]!r} (family {families[module]!r}) stopped responding at "
+                            f"t={t:.6f} s")
 
 
 def resolve_modules(names: Sequence[str] | None, families: str | Sequence[str] | None,

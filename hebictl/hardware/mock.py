@@ -51,7 +51,7 @@ from hebictl.hardware.base import Command, Feedback
 from hebictl.hardware.clock import Clock, MonotonicClock
 from hebictl.hardware.faults import FaultKind, FaultSchedule
 from hebictl.hardware.firmware import LimitState, LimitStrategy, ModuleSafety, MstopStrategy
-from hebictl.hardware.group import ModuleGroup, checked_frequency, grid_index, resolve_modules
+from hebictl.hardware.group import FeedbackGrid, ModuleGroup, check_read, disconnected, grid_index, resolve_modules
 
 __all__ = ["EffortModel", "MockBackend", "open_mock"]
 
@@ -195,9 +195,7 @@ class MockBackend(ModuleGroup):
         self._memo: tuple[_Segment | None, float, tuple[list[float], list[float], bool, list[float] | None]] = (
             None, math.nan, ([], [], False, None))   # last _evaluate: (segment, time, result)
 
-        self._fb_hz = 0.0
-        self._grid_origin = now
-        self._k = -1                # index of the last delivered grid sample
+        self.grid = FeedbackGrid(now)  # the feedback instants, and the last delivered
         self._seq = 0
         self._last_sample_t = math.nan
         self._last_delivery_t = math.nan
@@ -214,15 +212,11 @@ class MockBackend(ModuleGroup):
 
     @property
     def feedback_frequency(self) -> float:
-        return self._fb_hz
+        return self.grid.hz
 
     @feedback_frequency.setter
     def feedback_frequency(self, hz: float) -> None:
-        hz = checked_frequency(hz)
-        # Restart the sample grid at the last delivered sample so no sample is repeated.
-        self._grid_origin = self._last_sample_grid_time()
-        self._k = 0 if self._seq else -1
-        self._fb_hz = hz
+        self.grid.restart(hz, self._last_sample_grid_time(), delivered=self._seq > 0)
 
     @property
     def write_count(self) -> int:
@@ -239,23 +233,17 @@ class MockBackend(ModuleGroup):
     # ------------------------------------------------------------------ Backend methods
     def read(self, into: Feedback, timeout_s: float = 0.1) -> bool:
         """Wait for the next sample on the feedback grid (at most ``timeout_s`` [s]); fill ``into``."""
-        if self._closed:
-            raise HardwareError("mock backend is closed")
-        if not 0.0 <= timeout_s < math.inf:
-            raise HardwareError(f"read timeout must be finite and >= 0 s, got {timeout_s!r}")
-        if into.position.shape[0] != self._n:
-            raise HardwareError(f"feedback buffer is for {into.position.shape[0]} modules, "
-                                f"the backend has {self._n}")
+        check_read("mock", self._closed, into, timeout_s, self._n)
         clock = self._clock
         now = clock.now()
         deadline = now + timeout_s
-        hz = self._fb_hz
+        grid = self.grid
+        hz = grid.hz
         if hz <= 0.0:
             clock.sleep_until(deadline)
             return False
-        origin = self._grid_origin
-        k = grid_index(now, origin, hz, self._k)
-        t_k = origin + k / hz
+        k = grid.next_index(now)
+        t_k = grid.time(k)
         faults = self.faults
         sample_t = t_k
         if faults:
@@ -264,15 +252,9 @@ class MockBackend(ModuleGroup):
             clock.sleep_until(deadline)
             return False
         clock.sleep_until(t_k)
-        self._k = k
+        grid.k = k
         if faults:
-            lost = faults.first_active(FaultKind.DISCONNECTED, t_k)
-            if lost is not None:
-                module = lost.module
-                assert module is not None, "FaultSchedule.disconnect always names the module"
-                name = faults.module_name(module)
-                raise HardwareError(f"module {name!r} (family {self._families[module]!r}) "
-                                    f"stopped responding at t={t_k:.6f} s")
+            disconnected(faults, t_k, self._names, self._families)
             if self._seq and faults.first_active(FaultKind.FROZEN, t_k) is not None:
                 self._fill(into, self._last_sample_t, self._last_delivery_t)
                 into.sequence = self._seq
@@ -447,7 +429,7 @@ class MockBackend(ModuleGroup):
         self._closed = True
 
     def __repr__(self) -> str:
-        return (f"MockBackend(names={list(self._names)}, feedback_frequency={self._fb_hz}, "
+        return (f"MockBackend(names={list(self._names)}, feedback_frequency={self.grid.hz}, "
                 f"command_lifetime={self._lifetime}, t={self._clock.now():.6f})")
 
     # ------------------------------------------------------------------ internals
@@ -459,7 +441,7 @@ class MockBackend(ModuleGroup):
     def _next_deliverable(self, k: int, t_k: float, hz: float, deadline: float) -> tuple[int, float, float]:
         """Skip grid samples that dropped-feedback or latency faults keep from arriving by ``deadline``."""
         faults = self.faults
-        origin = self._grid_origin
+        origin = self.grid.origin
         while t_k <= deadline:
             drop = faults.first_active(FaultKind.DROPPED, t_k)
             if drop is not None:

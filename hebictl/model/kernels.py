@@ -180,6 +180,17 @@ def _quat_to_R(w, x, y, z, R):
     R[2, 2] = 1.0 - 2.0 * (x * x + y * y)
 
 
+@jit.helper(cache=jit.CACHE, inline="always")
+def _pose_of(bR, bp, base_R, base_p, k):
+    """Body ``k``'s pose, or the base's when ``k < 0``, as 12 scalars: the rotation row by row, then
+    the translation (shared by body_poses and the frames, which both compose onto a parent)."""
+    if k < 0:
+        return (base_R[0, 0], base_R[0, 1], base_R[0, 2], base_R[1, 0], base_R[1, 1], base_R[1, 2],
+                base_R[2, 0], base_R[2, 1], base_R[2, 2], base_p[0], base_p[1], base_p[2])
+    return (bR[k, 0, 0], bR[k, 0, 1], bR[k, 0, 2], bR[k, 1, 0], bR[k, 1, 1], bR[k, 1, 2],
+            bR[k, 2, 0], bR[k, 2, 1], bR[k, 2, 2], bp[k, 0], bp[k, 1], bp[k, 2])
+
+
 @jit.helper(cache=jit.CACHE, inline="always")  # inlined: ~8% off every single call
 def body_poses(q, parent, kind, qi, place_R, place_p, axis, scale, base_R, base_p, bR, bp, Rj, pj):
     """World pose (bR (n,3,3), bp (n,3)) of every body frame at configuration q.
@@ -255,32 +266,7 @@ def body_poses(q, parent, kind, qi, place_R, place_p, axis, scale, base_R, base_
         lt1 = place_p[i, 1] + p10 * t0 + p11 * t1 + p12 * t2
         lt2 = place_p[i, 2] + p20 * t0 + p21 * t1 + p22 * t2
         par = int(parent[i])
-        if par < 0:
-            a00 = base_R[0, 0]
-            a01 = base_R[0, 1]
-            a02 = base_R[0, 2]
-            a10 = base_R[1, 0]
-            a11 = base_R[1, 1]
-            a12 = base_R[1, 2]
-            a20 = base_R[2, 0]
-            a21 = base_R[2, 1]
-            a22 = base_R[2, 2]
-            b0 = base_p[0]
-            b1 = base_p[1]
-            b2 = base_p[2]
-        else:
-            a00 = bR[par, 0, 0]
-            a01 = bR[par, 0, 1]
-            a02 = bR[par, 0, 2]
-            a10 = bR[par, 1, 0]
-            a11 = bR[par, 1, 1]
-            a12 = bR[par, 1, 2]
-            a20 = bR[par, 2, 0]
-            a21 = bR[par, 2, 1]
-            a22 = bR[par, 2, 2]
-            b0 = bp[par, 0]
-            b1 = bp[par, 1]
-            b2 = bp[par, 2]
+        a00, a01, a02, a10, a11, a12, a20, a21, a22, b0, b1, b2 = _pose_of(bR, bp, base_R, base_p, par)
         bR[i, 0, 0] = a00 * l00 + a01 * l10 + a02 * l20
         bR[i, 0, 1] = a00 * l01 + a01 * l11 + a02 * l21
         bR[i, 0, 2] = a00 * l02 + a01 * l12 + a02 * l22
@@ -301,32 +287,7 @@ def _frames_from_bodies(bR, bp, base_R, base_p, f_body, f_R, f_p, out):
     m = f_body.shape[0]
     for f in range(m):
         b = int(f_body[f])
-        if b < 0:
-            a00 = base_R[0, 0]
-            a01 = base_R[0, 1]
-            a02 = base_R[0, 2]
-            a10 = base_R[1, 0]
-            a11 = base_R[1, 1]
-            a12 = base_R[1, 2]
-            a20 = base_R[2, 0]
-            a21 = base_R[2, 1]
-            a22 = base_R[2, 2]
-            t0 = base_p[0]
-            t1 = base_p[1]
-            t2 = base_p[2]
-        else:
-            a00 = bR[b, 0, 0]
-            a01 = bR[b, 0, 1]
-            a02 = bR[b, 0, 2]
-            a10 = bR[b, 1, 0]
-            a11 = bR[b, 1, 1]
-            a12 = bR[b, 1, 2]
-            a20 = bR[b, 2, 0]
-            a21 = bR[b, 2, 1]
-            a22 = bR[b, 2, 2]
-            t0 = bp[b, 0]
-            t1 = bp[b, 1]
-            t2 = bp[b, 2]
+        a00, a01, a02, a10, a11, a12, a20, a21, a22, t0, t1, t2 = _pose_of(bR, bp, base_R, base_p, b)
         o00 = f_R[f, 0, 0]
         o01 = f_R[f, 0, 1]
         o02 = f_R[f, 0, 2]

@@ -12,15 +12,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 import numpy as np
 from mcap.writer import CompressionType, Writer
 
 from hebictl.errors import InstallationError, RecordingError
 from hebictl.recording import schemas
+from hebictl.recording.mcapfile import McapFile
 from hebictl.recording.writer import joint_states
 from hebictl.version import __version__
+
+COMMIT_BYTES = 8 << 20  # written out every few MiB: a long log never sits in memory
 
 
 def write_feedback(feedback: Iterable[Any], out: str | Path, modules: int, *, source: str = "") -> int:
@@ -28,8 +31,9 @@ def write_feedback(feedback: Iterable[Any], out: str | Path, modules: int, *, so
     returns the number of feedback samples written."""
     names = tuple(f"module{i + 1}" for i in range(modules))
     count = 0
-    with Path(out).open("wb") as stream:
-        writer = Writer(stream, compression=CompressionType.ZSTD)
+    file = McapFile(out)  # like a recording: never over a file or through a symlink, 0600
+    try:
+        writer = Writer(cast(IO[bytes], file.stream), compression=CompressionType.ZSTD)
         writer.start(profile=schemas.PROFILE, library=f"hebictl {__version__}")
         channels = {t.name: schemas.register(writer, t) for t in (schemas.JOINT_STATES, schemas.JOINT_COMMANDS)}
         writer.add_metadata(schemas.RUN_METADATA, {"command": "log convert", "source": source,
@@ -43,8 +47,14 @@ def write_feedback(feedback: Iterable[Any], out: str | Path, modules: int, *, so
                                data=joint_states(names, t_ns, fbk.position_command, fbk.velocity_command,
                                                  fbk.effort_command))
             count += 1
+            if len(file.stream.data) > COMMIT_BYTES:
+                writer.flush()
+                file.commit()
         writer.add_metadata(schemas.FINAL_METADATA, {"cycles": str(count), "written": str(count), "dropped": "0"})
-        writer.finish()
+        writer.flush()
+        file.finish(writer)
+    finally:
+        file.close()
     return count
 
 

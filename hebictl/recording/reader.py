@@ -1,13 +1,21 @@
 """Reading a hebictl MCAP recording back: ``hebictl log info`` and ``hebictl plot RUN.mcap``.
 
 The file is read as a stream of records, not through its footer's index, so a recording cut
-short (the process killed, the disk full) reads as far as its last complete chunk, as Foxglove
-reads it; :attr:`Run.complete` says whether the footer was there.
+short (the process killed, the disk full) reads as far as its last complete record;
+:attr:`Run.complete` says whether it was closed with its summary, and :attr:`Run.error` where
+reading stopped if it stopped early.
+
+The reader is bounded, because a recording is a file someone hands you: only regular files (not
+a FIFO or a device that never ends), no record longer than the file, no chunk that decompresses
+to more than :data:`MAX_CHUNK` bytes, and each chunk's CRC checked. Where the file stops making
+sense, reading stops there, and says why (:class:`Scan`).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import struct
 from collections import Counter
 from collections.abc import Iterator
@@ -16,9 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import zstandard
+from google.protobuf.message import DecodeError
 from mcap.exceptions import McapError
-from mcap.records import Attachment, Channel, Footer, Message, Metadata, Schema
-from mcap.stream_reader import StreamReader
+from mcap.records import Attachment, Channel, Chunk, Footer, Message, Metadata, Schema
+from mcap.stream_reader import StreamReader, breakup_chunk
 from mcap_protobuf.decoder import DecoderFactory
 
 from hebictl.control.recorder import Recorder
@@ -36,12 +46,35 @@ class Event:
     text: str
 
 
+#: the most one chunk may decompress to (hebictl writes 1 MiB chunks; a hostile file may claim any size)
+MAX_CHUNK = 256 << 20
+#: metadata record ``hebictl log recover`` adds to the files it writes
+RECOVERED_METADATA = "hebictl.recovered"
+
+
+@dataclass
+class Scan:
+    """How a pass over a file went: where its last complete record ends, and why it stopped there."""
+
+    path: Path
+    size: int = 0
+    good_end: int = 0          # byte offset after the last complete record read
+    footer: Footer | None = None
+    error: str = ""            # why reading stopped before a footer ("" if it reached one)
+
+    @property
+    def complete(self) -> bool:
+        """Closed normally: a footer that points to a summary (hebictl's unfinished files end in
+        a footer without one)."""
+        return self.footer is not None and self.footer.summary_start != 0
+
+
 @dataclass
 class Run:
     """Everything in one recording that ``log info`` and ``plot`` use."""
 
     path: Path
-    complete: bool                                  # the footer was written (closed normally)
+    complete: bool                                  # closed with its summary and footer
     counts: Counter[str] = field(default_factory=Counter)
     first: dict[str, int] = field(default_factory=dict)   # topic -> first log time [ns]
     last: dict[str, int] = field(default_factory=dict)
@@ -60,13 +93,63 @@ class Run:
         return (max(self.last.values()) - min(self.first.values())) * 1e-9 if self.first else 0.0
 
 
-def _records(path: Path) -> Iterator[Any]:
+#: what a file that stops making sense raises in the mcap package (and zstandard/lz4 under it)
+_BAD = (McapError, EOFError, ValueError, struct.error, KeyError, RuntimeError, MemoryError)
+
+
+def open_regular(path: Path) -> Any:
+    """``path`` opened for reading if it is a regular file (symlinks to one are fine), else a
+    :class:`RecordingError`; a FIFO does not block the open."""
     try:
-        f = path.open("rb")
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as exc:
         raise RecordingError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    with f:
-        yield from StreamReader(f, record_size_limit=1 << 30).records
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RecordingError(f"{path}: not a regular file")
+    return os.fdopen(fd, "rb")
+
+
+def scan_records(path: str | Path, scan: Scan | None = None) -> Iterator[Any]:
+    """Every record of the file in order, chunks opened (their CRC checked), up to the first
+    footer or the first record that is incomplete or makes no sense; ``scan`` says which."""
+    path = Path(path)
+    scan = scan if scan is not None else Scan(path)
+    with open_regular(path) as f:
+        scan.size = os.fstat(f.fileno()).st_size
+        reader = StreamReader(f, emit_chunks=True, validate_crcs=True, record_size_limit=max(scan.size, 1))
+        try:
+            for rec in reader.records:
+                if isinstance(rec, Chunk):
+                    if rec.uncompressed_size > MAX_CHUNK:
+                        raise ValueError(f"a chunk claims {rec.uncompressed_size} bytes uncompressed "
+                                         f"(more than {MAX_CHUNK})")
+                    inner = breakup_chunk(rec, validate_crc=True)
+                    scan.good_end = f.tell()
+                    yield from inner
+                    continue
+                if isinstance(rec, Footer):
+                    scan.footer = rec
+                scan.good_end = f.tell()
+                yield rec
+        except _BAD as exc:
+            scan.error = _why(exc)
+            if scan.good_end == 0:
+                raise RecordingError(f"{path}: not an MCAP file ({scan.error})") from exc
+        except zstandard.ZstdError as exc:
+            scan.error = f"a chunk does not decompress: {exc}"
+        if scan.good_end == 0:
+            raise RecordingError(f"{path}: not an MCAP file (empty)")
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, struct.error | EOFError) or (isinstance(exc, McapError) and not str(exc)):
+        return "the file ends inside a record"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _records(path: Path, scan: Scan | None = None) -> Iterator[Any]:
+    yield from scan_records(path, scan)
 
 
 class _Decoder:
@@ -102,20 +185,13 @@ def iter_messages(path: str | Path, topics: set[str] | None = None) -> Iterator[
     """(topic, log time [ns], decoded message) of every message, in file order; stops quietly at
     the end of a truncated file."""
     dec = _Decoder()
-    try:
-        for rec in _records(Path(path)):
-            if isinstance(rec, Schema | Channel):
-                dec.add(rec)
-            elif isinstance(rec, Message):
-                topic = dec.channels[rec.channel_id].topic
-                if topics is None or topic in topics:
-                    yield topic, rec.log_time, dec.decode(rec)
-    except _TRUNCATED:
-        return  # a file cut short ends at its last complete record
-
-
-#: what the stream reader raises where a file was cut short (or is not MCAP at all)
-_TRUNCATED = (McapError, EOFError, ValueError, struct.error)
+    for rec in _records(Path(path)):  # a file cut short ends at its last complete record
+        if isinstance(rec, Schema | Channel):
+            dec.add(rec)
+        elif isinstance(rec, Message) and rec.channel_id in dec.channels:
+            topic = dec.channels[rec.channel_id].topic
+            if topics is None or topic in topics:
+                yield topic, rec.log_time, dec.decode(rec)
 
 _LEVELS = {0: "UNKNOWN", 1: "DEBUG", 2: "INFO", 3: "WARNING", 4: "ERROR", 5: "FATAL"}
 
@@ -125,37 +201,35 @@ def read_run(path: str | Path) -> Run:
     path = Path(path)
     run = Run(path, complete=False)
     dec = _Decoder()
-    n = 0
-    try:
-        for rec in _records(path):
-            n += 1
-            if isinstance(rec, Schema | Channel):
-                dec.add(rec)
-                if isinstance(rec, Channel):
-                    schema = dec.schemas.get(rec.schema_id)
-                    run.schema_of[rec.topic] = schema.name if schema is not None else ""
-            elif isinstance(rec, Message):
-                topic = dec.channels[rec.channel_id].topic
-                run.counts[topic] += 1
-                run.first.setdefault(topic, rec.log_time)
-                run.last[topic] = rec.log_time
-                if topic == schemas.EVENTS.name:
-                    m = dec.decode(rec)
-                    run.events.append(Event(rec.log_time * 1e-9, _LEVELS.get(m.level, str(m.level)), m.name,
-                                            m.message))
-            elif isinstance(rec, Metadata):
-                run.metadata[rec.name] = dict(rec.metadata)
-            elif isinstance(rec, Attachment):
-                run.attachments[rec.name] = bytes(rec.data)
-            elif isinstance(rec, Footer):
-                run.complete = True
-    except _TRUNCATED as exc:
-        if n == 0:
-            raise RecordingError(f"{path}: not an MCAP file ({exc})") from exc
-        run.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    if n == 0:
-        raise RecordingError(f"{path}: not an MCAP file (empty)")
+    scan = Scan(path)
+    for rec in _records(path, scan):
+        if isinstance(rec, Schema | Channel):
+            dec.add(rec)
+            if isinstance(rec, Channel):
+                schema = dec.schemas.get(rec.schema_id)
+                run.schema_of[rec.topic] = schema.name if schema is not None else ""
+        elif isinstance(rec, Message) and rec.channel_id in dec.channels:
+            topic = dec.channels[rec.channel_id].topic
+            run.counts[topic] += 1
+            run.first.setdefault(topic, rec.log_time)
+            run.last[topic] = rec.log_time
+            if topic == schemas.EVENTS.name:
+                run.events.append(_event(dec, rec))
+        elif isinstance(rec, Metadata):
+            run.metadata[rec.name] = dict(rec.metadata)
+        elif isinstance(rec, Attachment):
+            run.attachments[rec.name] = bytes(rec.data)
+    run.complete = scan.complete
+    run.error = scan.error
     return run
+
+
+def _event(dec: _Decoder, rec: Message) -> Event:
+    try:
+        m = dec.decode(rec)
+    except (DecodeError, RecordingError, ValueError) as exc:
+        return Event(rec.log_time * 1e-9, "UNKNOWN", "", f"(an /events line that does not decode: {exc})")
+    return Event(rec.log_time * 1e-9, _LEVELS.get(m.level, str(m.level)), m.name, m.message)
 
 
 def load_recorder(path: str | Path) -> tuple[Recorder, list[Event]]:

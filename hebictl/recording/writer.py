@@ -8,10 +8,14 @@ forward kinematics, compresses and writes. When the writer falls behind and the 
 the sample is dropped, counted (``dropped``), logged once a second and written to ``/events``, so
 a gap in the file is never silent.
 
-Crash safety: MCAP is append-only. The writer closes the chunk it is filling and flushes the file
-every ``flush_interval`` seconds (default 0.5 s), so a process killed with ``kill -9`` loses at most
-that much plus what is still in the buffer; the file has no footer then, and
-:mod:`hebictl.recording.reader` (like Foxglove) reads it to its last complete chunk.
+Crash safety: every ``flush_interval`` seconds (default 0.5 s) of the wall clock, and whenever the
+items written since the last commit span that much of the recording's own clock (a simulated clock
+may run faster), the writer closes the chunk it is filling and commits it to the file
+(:mod:`hebictl.recording.mcapfile`), which is a valid MCAP after every commit and at every moment
+in between: a process killed with ``kill -9`` leaves a file that the ``mcap`` package's readers and
+Foxglove open, missing at most that interval plus what was still in the buffer. ``hebictl log
+recover`` gives it a summary. Files are created exclusively (never through a symlink, never over a
+file) with ``mode`` (0600 by default).
 
 State table of the writer thread (``state``):
 
@@ -21,7 +25,8 @@ state      on                                   next state
 open       ``close()``                          draining
 open       the file reaches ``rotate_bytes``    open (the next file of the session)
            or ``rotate_seconds``
-open       an OSError writing                   failed (samples are counted as dropped)
+open       an OSError writing, or the next      failed (samples are counted as dropped)
+           file of a rotation cannot be made
 draining   buffer empty                         closed (summary metadata, footer written)
 =========  ===================================  ============
 """
@@ -31,13 +36,14 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, cast
 
 import numpy as np
 from foxglove_schemas_protobuf.JointStates_pb2 import JointStates
@@ -48,6 +54,7 @@ from hebictl.control.safety import OPERATOR_EVENTS
 from hebictl.errors import FormatError, RecordingError
 from hebictl.recording import schemas
 from hebictl.recording.frames import LinkFrames
+from hebictl.recording.mcapfile import McapFile
 from hebictl.version import __version__
 
 log = logging.getLogger(__name__)
@@ -92,6 +99,7 @@ class McapRecorder:
     often ``/tf`` is written (the 3D view needs tens of Hz, not the control rate). ``capacity``:
     items the buffer holds before it drops (4 s at 1 kHz by default). ``extra_topics``: more JSON channels
     a caller writes with :meth:`publish` (their schema is the caller's: the input state of the apps).
+    ``mode``: the files' mode (folders the recorder creates get the matching search bits: 0600 -> 0700).
     """
 
     def __init__(self, path: str | Path | None, arm: Any, *, config_path: str | Path | None = None,
@@ -99,7 +107,7 @@ class McapRecorder:
                  transform_rate: float = 50.0, rotate_bytes: int | None = None,
                  rotate_seconds: float | None = None, teleop: bool = False,
                  compression: CompressionType = CompressionType.ZSTD, live: Any = None,
-                 extra_topics: Sequence[schemas.Topic] = ()) -> None:
+                 extra_topics: Sequence[schemas.Topic] = (), mode: int = 0o600) -> None:
         self.path = Path(path) if path is not None else None
         #: a :class:`hebictl.recording.live.LiveView` that also gets every message, or None
         self.live = live
@@ -112,6 +120,7 @@ class McapRecorder:
         self.rotate_bytes = rotate_bytes
         self.rotate_seconds = rotate_seconds
         self.compression = compression
+        self.mode = mode
         # a model URDF cannot express (HRDF gear ratios, ball joints) is recorded without the 3D view
         self.frames: LinkFrames | None = None
         no_frames = ""
@@ -150,7 +159,9 @@ class McapRecorder:
         self._dropped_reported = 0
         self._last_tf = -math.inf
         self._last_mode_item: tuple[Any, ...] | None = None
-        self._stream: BinaryIO | None = None
+        self._file: McapFile | None = None
+        self._span_start = math.nan  # recording-clock time of the first item written since the last commit
+        self._fresh = False          # a file without a cycle committed yet
         self._writer: Writer | None = None
         self._channels: dict[str, int] = {}
         self._file_started = 0.0
@@ -269,12 +280,17 @@ class McapRecorder:
         return self.path.with_name(f"{self.path.stem}-{len(self.files) + 1:03d}{self.path.suffix or '.mcap'}")
 
     def _open_file(self, path: Path) -> None:
+        file = McapFile(path, self.mode)  # RecordingError: exists, a symlink, cannot be made
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            stream = path.open("wb")
-        except OSError as exc:
-            raise RecordingError(f"cannot record to {path}: {exc.strerror or exc}") from exc
-        writer = Writer(stream, chunk_size=1 << 20, compression=self.compression)
+            self._start_file(file)
+        except BaseException:
+            file.close()
+            raise
+
+    def _start_file(self, file: McapFile) -> None:
+        """Header, metadata, attachments and channels, committed at once: the file appears under
+        its name with all of them (a kill during an attachment leaves no name, or the whole file)."""
+        writer = Writer(cast(IO[bytes], file.stream), chunk_size=1 << 20, compression=self.compression)
         writer.start(profile=schemas.PROFILE, library=f"hebictl {self.metadata['hebictl_version']}")
         self._channels = {t.name: schemas.register(writer, t) for t in self.topics}
         now_ns = _ns(self.clock.now())
@@ -285,26 +301,55 @@ class McapRecorder:
         if self.config_text is not None:
             writer.add_attachment(now_ns, now_ns, schemas.CONFIG_ATTACHMENT, "application/yaml", self.config_text)
         writer.flush()
-        self._stream, self._writer = stream, writer
+        try:
+            file.commit()
+        except OSError as exc:
+            raise RecordingError(f"cannot record to {file.path}: {exc.strerror or exc}") from exc
+        self._file, self._writer = file, writer
+        self._fresh = True
         self._file_started = time.monotonic()
         self._last_tf = -math.inf
-        self.files.append(path)
+        self.files.append(file.path)
         if self.frames is not None:
             self._emit(schemas.ROBOT_DESCRIPTION.name, now_ns, json.dumps({"data": self.frames.urdf}).encode())
         if self._last_mode_item is not None:  # each file of a session says which mode it starts in
             self._write(self._last_mode_item)
 
-    def _finish_file(self, final: bool) -> None:
-        writer, stream = self._writer, self._stream
-        if writer is None or stream is None:
+    def _finish_file(self) -> None:
+        """The file's final metadata, summary and footer: it is then complete."""
+        writer, file = self._writer, self._file
+        if writer is None or file is None:
             return
-        if final:
-            writer.add_metadata(schemas.FINAL_METADATA, {"cycles": str(self.cycles), "written": str(self.written),
-                                                         "dropped": str(self.dropped),
-                                                         "end_clock_time": f"{self.clock.now():.9f}"})
-        writer.finish()
-        stream.close()
-        self._writer = self._stream = None
+        writer.add_metadata(schemas.FINAL_METADATA, {"cycles": str(self.cycles), "written": str(self.written),
+                                                     "dropped": str(self.dropped),
+                                                     "end_clock_time": f"{self.clock.now():.9f}"})
+        writer.flush()
+        self._writer = self._file = None
+        try:
+            file.finish(writer)
+        finally:
+            file.close()
+
+    def _commit(self) -> None:
+        """The chunk being filled, closed and made part of the file (what a SIGKILL keeps)."""
+        self._span_start = math.nan
+        self._fresh = False
+        if self._writer is not None and self._file is not None:
+            self._writer.flush()
+            self._file.commit()
+
+    def _due(self, item: tuple[Any, ...]) -> bool:
+        """Whether the items written since the last commit span ``flush_interval`` of the recording's
+        own clock (a simulated clock may run faster than the wall clock the other commits follow),
+        or this is a new file's first cycle (a file killed early still shows the arm)."""
+        if self._writer is None:
+            return False
+        if self._fresh and item[0] == _CYCLE:
+            return True
+        t = item[1]
+        if math.isnan(self._span_start):
+            self._span_start = t
+        return t - self._span_start >= self.flush_interval - 1e-9  # times 0.5 s apart may differ by 0.4999999
 
     def _run(self) -> None:
         last_flush = time.monotonic()
@@ -312,14 +357,18 @@ class McapRecorder:
             while True:
                 stopping = self._stop.is_set()
                 while self._buffer:
-                    self._write(self._buffer.popleft())
+                    item = self._buffer.popleft()
+                    self._write(item)
+                    if self._due(item):
+                        self._commit()
+                        self._maybe_rotate(time.monotonic())
                     time.sleep(0)  # release the GIL after each item: the control thread must not wait on us
                 now = time.monotonic()
                 if self.dropped != self._dropped_reported and now - last_flush >= self.flush_interval:
                     self._report_drops()
                 if now - last_flush >= self.flush_interval:
                     if self._writer is not None:
-                        self._writer.flush()
+                        self._commit()
                         self._maybe_rotate(now)
                     if self.live is not None and self.frames is not None:
                         self.live.describe(_ns(self.clock.now()), self.frames.urdf)
@@ -332,10 +381,13 @@ class McapRecorder:
                          f"recording closed: {self.written} of {self.cycles} cycles written, {self.dropped} dropped"))
             if self.dropped != self._dropped_reported:
                 self._report_drops()
-            self._finish_file(final=True)
+            self._finish_file()
             self.state = "closed"
-        except OSError as exc:
+        except (OSError, RecordingError) as exc:
             self.state = "failed"
+            if self._file is not None:
+                self._file.close()  # the file stays as its last commit left it: readable, recoverable
+            self._writer = self._file = None
             log.error("recording to %s failed: %s; the run goes on unrecorded", self.files[-1:], exc)
 
     def _report_drops(self) -> None:
@@ -346,11 +398,11 @@ class McapRecorder:
         self._write((_NOTE, self.clock.now(), Log.WARNING, text))
 
     def _maybe_rotate(self, now: float) -> None:
-        assert self._stream is not None
-        too_big = self.rotate_bytes is not None and self._stream.tell() >= self.rotate_bytes
+        assert self._file is not None
+        too_big = self.rotate_bytes is not None and self._file.size() >= self.rotate_bytes
         too_old = self.rotate_seconds is not None and now - self._file_started >= self.rotate_seconds
         if too_big or too_old:
-            self._finish_file(final=True)
+            self._finish_file()
             self._open_file(self._next_path())
 
     def _emit(self, topic: str, t_ns: int, data: bytes) -> None:
@@ -448,7 +500,11 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def session_path(directory: str | Path, prefix: str = "teleop", clock: Callable[[], float] = time.time) -> Path:
-    """``DIR/<prefix>-YYYYmmdd-HHMMSS.mcap`` (the recorder numbers rotated files ``-001``, ``-002`` ...)."""
+def session_path(directory: str | Path, prefix: str = "teleop", clock: Callable[[], float] = time.time,
+                 arm_id: str | None = None) -> Path:
+    """``DIR/<prefix>-<arm id>-YYYYmmdd-HHMMSS.mcap`` (the recorder numbers rotated files ``-001``,
+    ``-002`` ...). The arm id keeps two arms recording into one folder apart; characters other than
+    letters, digits, ``.``, ``_`` and ``-`` become ``_`` (an id is never a path)."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(clock()))
-    return Path(directory) / f"{prefix}-{stamp}.mcap"
+    arm = f"-{re.sub(r'[^A-Za-z0-9._-]', '_', arm_id).lstrip('.')}" if arm_id else ""
+    return Path(directory) / f"{prefix}{arm}-{stamp}.mcap"

@@ -127,6 +127,7 @@ def status_payload(snap: ArmSnapshot | None, arm_id: str, *, online: bool, ts: f
                                                                 "extra_mass_kg": snap.payload_extra_kg},
             "loop": None if snap.loop is None else {k: (v if math.isfinite(v) else None)
                                                      for k, v in snap.loop.as_dict().items()},
+            "realtime": None if snap.realtime is None else snap.realtime.as_status(),
             "last_error": None if snap.last_error is None else asdict(snap.last_error),
             "last_event": _event(snap),
             "gripper": None if snap.gripper is None else asdict(snap.gripper),

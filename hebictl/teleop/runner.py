@@ -57,6 +57,7 @@ from hebictl.control.arm import Arm
 from hebictl.control.goal import Goal
 from hebictl.control.loop import FixedRateLoop, LoopStats
 from hebictl.control.modes import Mode as ArmMode
+from hebictl.control.realtime import RealtimeGrant, RealtimeRequest
 from hebictl.control.safety import ArmState, EventKind, StopBehaviour
 from hebictl.errors import CommandRejected, HebictlError
 from hebictl.hardware.base import Command
@@ -133,7 +134,9 @@ class ArmRunner:
     def __init__(self, arm: Arm, *, rate_hz: float | None = None,
                  jog_accel: float = 8.0, jog_damping: float = 0.02,
                  jog_speed_fraction: float = 1.0, shutdown_hold: float = 0.5, max_goal_duration: float = 600.0,
-                 clock: TeleopClock = SYSTEM_CLOCK, gripper: GripperLike | None = None) -> None:
+                 clock: TeleopClock = SYSTEM_CLOCK, gripper: GripperLike | None = None,
+                 realtime: RealtimeRequest | None = None,
+                 on_grant: Callable[[RealtimeGrant], None] | None = None) -> None:
         self.arm = arm
         self.clock = arm.clock
         self.teleop_clock = clock
@@ -169,7 +172,9 @@ class ArmRunner:
         self._end_now = False
         #: an MCAP recorder (hebictl.recording.writer.McapRecorder) or None: every cycle, command and ack
         self.recorder: Any = None
-        self._loop = FixedRateLoop(self.step, self.rate_hz, self.clock, report=self._on_stats)
+        # realtime: the loop thread's scheduling (hebictl.control.realtime), asked for on that thread
+        self._loop = FixedRateLoop(self.step, self.rate_hz, self.clock, report=self._on_stats,
+                                   realtime=realtime, on_grant=on_grant)
         self._thread: threading.Thread | None = None
         self.snapshot: ArmSnapshot = self._make_snapshot()
 
@@ -359,7 +364,7 @@ class ArmRunner:
             goal_progress=arm.goal_progress, at_goal=arm.at_goal, loop=self._stats,
             last_error=self._last_error, last_event=arm.events.last, gripper=self._gripper_state(),
             m_stopped=arm.m_stopped, stop_behaviour=None if behaviour is None else behaviour.value,
-            goal_status=arm.goal_status, commands_delivered=arm.commands_delivered,
+            goal_status=arm.goal_status, commands_delivered=arm.commands_delivered, realtime=self._loop.grant,
             **_payload_fields(arm.payload_estimate))
 
     def _gripper_state(self) -> GripperState | None:

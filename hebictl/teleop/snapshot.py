@@ -15,6 +15,7 @@ from typing import Protocol
 
 from hebictl._typing import FloatArray
 from hebictl.control.loop import LoopStats
+from hebictl.control.realtime import RealtimeGrant
 from hebictl.control.safety import SafetyEvent
 
 
@@ -83,6 +84,7 @@ class ArmSnapshot:
     #: what the arm commands (``Arm.mode``: follow, jog, brake, hold, damp, gravcomp, release); ``mode`` is
     #: the operator's teleop mode (position, jog, gravcomp, idle), a different thing
     arm_mode: str = "hold"
+    realtime: RealtimeGrant | None = None  # what the arm thread was granted (SCHED_FIFO, locked memory, CPU)
 
 
 class GripperStatus(Protocol):

@@ -72,6 +72,11 @@ STATUS: dict[str, Any] = {
         "goal_status": _TEXT, "commands_delivered": _BOOL,
         "payload": {"type": ["object", "null"], "properties": {"mass_kg": _NUM_OR_NULL, "extra_mass_kg": _NUM_OR_NULL}},
         "loop": {"type": ["object", "null"], "additionalProperties": _NUM_OR_NULL},
+        "realtime": {"type": ["object", "null"], "properties": {
+            "policy": {"type": "string", "enum": ["SCHED_FIFO", "SCHED_OTHER"]},
+            "priority": {"type": "integer", "minimum": 0, "maximum": 99},
+            "requested_priority": {"type": "integer", "minimum": 0, "maximum": 99},
+            "memory_locked": _BOOL, "cpu": {"type": ["integer", "null"]}, "complete": _BOOL}},
         "last_error": {"type": ["object", "null"], "required": ["reason"],
                        "properties": {"time": _NUM_OR_NULL, "reason": _STR, "detail": _TEXT}},
         "last_event": {"type": ["object", "null"], "required": ["kind"],

@@ -282,6 +282,20 @@ class Trajectory:
 
     # -- retiming ---------------------------------------------------------------------------
 
+    def shifted(self, dt: float) -> Trajectory:
+        """The same trajectory ``dt`` seconds later, without solving it again.
+
+        The segment polynomials are in normalised segment time, so a shift moves only the
+        knots. A trajectory planned (and checked) ahead of time starts when it is needed."""
+        if not math.isfinite(dt):
+            raise TrajectoryError(f"shift must be finite, got {dt}")
+        out = object.__new__(Trajectory)
+        for name in ("positions", "velocities", "accelerations", "_coefficients", "_inv_durations", "_segments"):
+            object.__setattr__(out, name, getattr(self, name))
+        object.__setattr__(out, "waypoint_times", _readonly(self.waypoint_times + dt))
+        object.__setattr__(out, "_knots", [t + dt for t in self._knots])
+        return out
+
     def rescaled(self, scale: float) -> Trajectory:
         """The trajectory re-solved with its segments ``scale`` times as long (hebi-py ``rescale``).
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 #: reference libraries included: a user may run the suite with only some of them)
 EXTRA_OF_PACKAGE = {
     "mujoco": "sim", "aiomqtt": "teleop", "websockets": "panel", "matplotlib": "plot", "mcap": "record",
-    "mcap_protobuf": "record", "foxglove_schemas_protobuf": "record", "foxglove": "live",
+    "mcap_protobuf": "record", "pyarrow": "dataset", "foxglove_schemas_protobuf": "record", "foxglove": "live",
     "playwright": "test", "pinocchio": "test", "xacro": "test", "pydrake": "test",
 }
 

@@ -27,6 +27,7 @@ REALTIME_FIXTURES = frozenset({"broker", "secure_broker", "acl_broker", "make_se
 REALTIME_MODULES = frozenset({
     "hardware/test_clock.py", "panel/test_panel_e2e.py", "teleop/test_clock.py", "teleop/test_teleop_cli.py",
     "teleop/test_broker_plugin.py", "recording/test_crash.py", "teleop/test_teleop_security.py",
+    "teleop/test_lease_rabbitmq.py",
     # signals to real-time `hebictl run` processes after fixed sleeps: in the parallel tier a loaded
     # core made their control loop miss its 250 ms command lifetime (control_gap stop) or time out
     "cli/test_signals.py",
@@ -57,6 +58,7 @@ REALTIME_TESTS = frozenset({
     "cli/test_run_cmd.py::test_an_error_during_the_run_brakes_holds_and_writes_everything",
     "cli/test_run_cmd.py::test_signal_stops_with_hold_until_a_second_signal",
     "cli/test_run_cmd.py::test_signal_with_stop_hold_exits_after_holding",
+    "cli/test_run_cmd.py::test_one_sigterm_brakes_holds_and_exits_with_the_summary",
     "cli/test_run_cmd.py::test_run_summary_covers_the_whole_run",
     "cli/test_run_cmd.py::test_run_loop_statistics_separate_waiting_work_and_misses",
     "cli/test_run_cmd.py::test_a_safety_stop_on_a_quiet_run_is_said_and_the_hold_ends_with_stop_hold",
@@ -90,6 +92,8 @@ EXCLUSIVE_MODULES = frozenset({
     "recording/test_crash.py",
     # a jog flood from a second account (a process that takes a core) while the arm's control gaps are counted
     "teleop/test_teleop_security.py",
+    # a 3-node RabbitMQ cluster (three Erlang VMs) started and frozen on loopback: ~75 s of both cores
+    "teleop/test_lease_rabbitmq.py",
 })
 #: realtime modules whose tests run as a second serial lane beside the first (``tools/dev test``):
 #: in-process teleop servers on mock or paced arms, panel servers and brokers, that mostly wait on the

@@ -105,6 +105,26 @@ def test_bad_files_are_one_line_errors(tmp_path):
         assert r.stderr.startswith("hebictl: error:") and "Traceback" not in r.stderr, r.stderr
 
 
+def test_a_recording_never_overwrites_and_its_mode_can_share(tmp_path):
+    """Issue 33: ``--record`` onto an existing file is a one-line error that leaves the file alone;
+    ``--record-mode 0640`` shares with the group; a mode with other bits is refused."""
+    import stat
+
+    taken = tmp_path / "taken.mcap"
+    taken.write_bytes(b"an earlier run")
+    quick = ("--backend", "mock", "--no-home", "--hold", "0", "--quiet")
+    r = hebictl("run", *quick, "--record", str(taken))
+    assert r.returncode == 2 and r.stderr.startswith("hebictl: error:") and "exists" in r.stderr, r.stderr
+    assert taken.read_bytes() == b"an earlier run"
+    shared = tmp_path / "shared.mcap"
+    r = hebictl("run", *quick, "--record", str(shared), "--record-mode", "0640")
+    assert r.returncode == 0, r.stderr
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o640
+    r = hebictl("run", *quick, "--record", str(tmp_path / "x.mcap"), "--record-mode", "0755")
+    assert r.returncode == 2 and "--record-mode 0755" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "x.mcap").exists()
+
+
 def test_hebi_feedback_converts_to_joint_states(tmp_path):
     """The .hebilog import path with real hebi-py GroupFeedback from its imitation group (hebi-py
     cannot write a .hebilog from an imitation group: start_log raises, so the file reading itself

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import signal
@@ -101,10 +102,11 @@ def _event_times(out: str) -> list[float]:
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc to see the signal handlers")
 @pytest.mark.parametrize("sig, kind", [(signal.SIGINT, "interrupt"), (signal.SIGTERM, "terminate")])
 def test_signal_stops_with_hold_until_a_second_signal(sig, kind):
-    """SIGINT/SIGTERM during an endless hold: a latched 'hold' stop (never a release) that keeps the
-    process holding until a second signal, which then ends it with exit 0. Event times count from
-    the run's start. Readiness and the stop are observed, not assumed from sleeps."""
-    run = _Run()
+    """Ctrl-C (SIGINT) during an endless hold: a latched 'hold' stop (never a release) that keeps the
+    process holding until a second signal, which then ends it with exit 0; with ``--stop-hold inf``
+    given, SIGTERM does the same (without it SIGTERM's hold is bounded: the tests below). Event times
+    count from the run's start. Readiness and the stop are observed, not assumed from sleeps."""
+    run = _Run(*(("--stop-hold", "inf") if sig == signal.SIGTERM else ()))
     try:
         run.wait_for(lambda: _handles_sigterm(run.proc.pid), "signal handlers (run loop started)")
         run.proc.send_signal(sig)
@@ -133,6 +135,29 @@ def test_signal_with_stop_hold_exits_after_holding():
         run.kill()
     assert run.proc.returncode == 0, err
     assert "terminate -> stopped" in out and "[hold]" in out and "release" not in out
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc to see the signal handlers")
+def test_one_sigterm_brakes_holds_and_exits_with_the_summary():
+    """What systemd, ``docker stop`` and ``timeout`` send: one SIGTERM to an endless ``run`` (no
+    --stop-hold): the stop notice (with its bounded hold) comes first, then the process exits by
+    itself with exit 0, its summary showing the 'terminate' hold stop and the real-time line. (It
+    held until a second signal before; under ``timeout`` that was 25 minutes until SIGKILL.) The
+    hold's length is checked in simulated time above; here only the order and the exit."""
+    run = _Run()
+    try:
+        run.wait_for(lambda: _handles_sigterm(run.proc.pid), "signal handlers (run loop started)")
+        run.proc.send_signal(signal.SIGTERM)
+        run.wait_for(lambda: any("stopping: holding the arm; for 5 s, then exiting" in ln for ln in run.err_lines),
+                     "the stop notice")
+        out, err, _ = run.finish(timeout=120)  # a hang guard: the hold is 5 s
+    finally:
+        run.kill()
+    assert run.proc.returncode == 0, err
+    assert "terminate -> stopped" in out and "[hold]" in out and "release" not in out
+    assert out.index("done after") < out.index("terminate -> stopped")
+    assert re.search(r"real-time: (SCHED_FIFO priority \d+|normal priority)", out), out
+    print(out)
 
 
 def test_bad_goal_length_is_a_clear_error():
@@ -273,6 +298,11 @@ def test_check_config_accepts_the_bundled_configs(config):
     assert r.stdout.startswith(f"ok: {config}")
     assert "stop behaviour hold" in r.stdout and " inf" not in r.stdout
     assert r.stdout.count(" rad/s² ") == len(load_config(config).names)
+    # what run's and teleop's loop thread would be granted (asked of the OS; root here: all of it)
+    rt = r.stdout.strip().splitlines()[-1]
+    assert rt.startswith("real-time (run/teleop's loop thread would get): "), rt
+    if os.geteuid() == 0:
+        assert rt.endswith("SCHED_FIFO priority 80, memory locked"), rt
 
 
 def test_check_config_names_file_and_key(tmp_path):
@@ -519,3 +549,192 @@ def test_a_safety_stop_on_a_quiet_run_is_said_and_the_hold_ends_with_stop_hold(m
     assert stalled and code == 1, err   # 1: the arm stopped itself (2 is an error)
     assert "control_gap -> stopped" in out
     assert "hebictl: the arm stopped (control_gap: control gap of" in err and "; for 0.2 s" in err, err
+
+
+def _sim_run(goal_time: float = 1.0, **flags):
+    """``hebictl run``'s own pieces (plan_phases, RunSteps, FixedRateLoop) on a mock arm driven by a
+    SimClock: every cycle's time is exact, and a spy counts the path checks and where they ran."""
+    import argparse
+    import math
+
+    import hebictl.control.admission as admission
+    from hebictl.cli.run_cmd import RunSteps, home_position, plan_phases
+    from hebictl.control.arm import Arm
+    from hebictl.control.loop import FixedRateLoop
+    from hebictl.hardware.clock import SimClock
+
+    cfg = load_config(REPO / "configs" / "x-series-6dof.cfg.yaml")
+    clock = SimClock()
+    arm = Arm.from_config(cfg, backend="mock", clock=clock)
+    args = argparse.Namespace(goal=[0.2, 1.1, 1.6, 2.0, -1.4, 0.3], goal_time=goal_time, hold=math.inf,
+                              backend="mock", stop_hold=None, quiet=True, rt_priority=0, cpu=None)
+    vars(args).update(flags)
+    checks: list[str] = []
+    original = admission.check_trajectory
+    where = {"in": "before the loop"}
+
+    def spy(*a, **k):
+        checks.append(where["in"])
+        return original(*a, **k)
+
+    admission.check_trajectory = spy
+    try:
+        phases = plan_phases(arm, home_position(cfg, arm.dof), args)
+    except BaseException:
+        admission.check_trajectory = original
+        raise
+    run = RunSteps(arm, phases, clock, None, args)
+    loop = FixedRateLoop(run.step, 200.0, clock)
+    return arm, clock, run, loop, checks, where, lambda: setattr(admission, "check_trajectory", original)
+
+
+def test_run_admits_every_move_before_the_loop_and_no_cycle_checks_a_path():
+    """Issue 29: the 654-sample path check ran in the first cycle (54-88 ms, an overrun and 10-18
+    missed cycles). Each move is now admitted (path check included) before the loop, and the cycle
+    that starts it only hands the admitted trajectory over, shifted to start then: on a SimClock,
+    no path check runs inside any cycle, and each move follows the admitted trajectory exactly."""
+    import math
+    import signal as sig
+
+    arm, clock, run, loop, checks, where, restore = _sim_run()
+    followed = {}
+    step = run.step
+
+    def cycle():
+        where["in"] = f"cycle {loop.cycles}"
+        try:
+            return step()
+        finally:
+            where["in"] = "between cycles"
+            traj = arm.trajectory
+            if traj is not None and run.phases[run.phase].name not in followed and run.phase_start is not None:
+                followed[run.phases[run.phase].name] = (traj, run.phase_start)
+            if run.phases[run.phase].name == "hold" and run.signal is None:
+                run.on_signal(sig.SIGTERM, None)  # ends the endless --hold inf after TERM_HOLD_S
+
+    loop.step = cycle
+    try:
+        loop.run(duration=60.0)
+    finally:
+        restore()
+        arm.close()
+    assert checks == ["before the loop"] * 2, checks  # home and goal, each checked once, none in a cycle
+    for phase in run.phases[:2]:
+        traj, started = followed[phase.name]
+        admitted = phase.admitted
+        # the same trajectory, shifted to the cycle that started the phase (an independent re-evaluation)
+        assert traj.start_time == started and traj.duration == pytest.approx(admitted.duration, abs=1e-12)
+        for s in np.linspace(0.0, admitted.duration, 7):
+            np.testing.assert_allclose(traj.get_state(started + s)[0], admitted.get_state(s)[0], atol=1e-12)
+    assert loop.total.overruns == 0 and loop.total.late == 0
+    print(f"path checks: {checks}; overruns {loop.total.overruns} in {loop.cycles} cycles")
+    assert math.isfinite(run.exit_at)
+
+
+def test_a_move_whose_start_moved_is_admitted_again_in_its_cycle():
+    """The hand-over is used only while the arm is at rest at the admitted start: an arm that is
+    elsewhere (here: the goal's start moved by 10 mrad after admission) gets its goal admitted
+    again from where it is, never an admitted trajectory that starts elsewhere."""
+    arm, clock, run, loop, checks, where, restore = _sim_run()
+    goal = run.phases[1]
+    moved = goal.admitted.positions.copy()
+    moved[1, 0] += 0.01
+    from hebictl.trajectory import create_trajectory
+
+    goal.admitted = create_trajectory(goal.admitted.waypoint_times, moved)
+    step = run.step
+
+    def cycle():
+        where["in"] = "a cycle"
+        try:
+            return step()
+        finally:
+            where["in"] = "between cycles"
+
+    loop.step = cycle
+    try:
+        loop.run(duration=8.0)
+    finally:
+        restore()
+        arm.close()
+    assert checks == ["before the loop", "before the loop", "a cycle"], checks
+    start = arm.trajectory.positions[:, 0]  # planned from where the arm is (home), not the moved start
+    np.testing.assert_allclose(start, run.phases[0].target, atol=0.01)
+    assert abs(start[1] - moved[1, 0]) > 0.005
+
+
+@pytest.mark.parametrize("stop_hold, expect", [(None, "TERM_HOLD_S"), (1.5, 1.5), (0.0, 0.0)])
+def test_sigterm_holds_for_the_bounded_time_in_simulated_time(stop_hold, expect):
+    """SIGTERM during an endless ``--hold inf``: brake, hold ``--stop-hold`` s, by default
+    TERM_HOLD_S (well inside systemd's 90 s), then the loop ends by itself. Measured on the arm's
+    SimClock: the last cycle is the first at or after the signal's cycle + the hold."""
+    import signal as sig
+
+    from hebictl.cli.run_cmd import TERM_HOLD_S
+
+    hold = TERM_HOLD_S if expect == "TERM_HOLD_S" else expect
+    arm, clock, run, loop, checks, where, restore = _sim_run(stop_hold=stop_hold)
+    step = run.step
+    sent = []
+
+    def cycle():
+        go_on = step()
+        if run.phases[run.phase].name == "hold" and not sent:
+            sent.append(clock.now())
+            run.on_signal(sig.SIGTERM, None)
+        return go_on
+
+    loop.step = cycle
+    try:
+        loop.run(duration=60.0)
+    finally:
+        restore()
+        arm.close()
+    ended = clock.now()
+    kinds = [e.kind for e in arm.events.events]
+    print(f"--stop-hold {stop_hold}: SIGTERM at {sent[0]:.3f} s, loop ended {ended - sent[0]:.3f} s later; {kinds}")
+    assert kinds == ["terminate"] and arm.state.value == "stopped"
+    assert TERM_HOLD_S < 90.0
+    # the signal is taken in the next cycle (+5 ms); the hold ends on the first cycle at or after it
+    assert sent[0] + 0.005 + hold <= ended + 1e-9 <= sent[0] + 0.005 + hold + 0.005 + 1e-9
+
+
+@pytest.mark.parametrize("attended, expect", [(False, "TERM_HOLD_S"), (True, math.inf)])
+def test_a_safety_stop_unattended_holds_for_the_bounded_time_attended_until_ctrl_c(attended, expect):
+    """A latched safety stop with no --stop-hold: an operator at a terminal is asked for Ctrl-C (the
+    hold lasts until then), an unattended run (stdin not a terminal: a service) exits after
+    TERM_HOLD_S; a SIGTERM during an endless hold bounds it to TERM_HOLD_S from then."""
+    import signal as sig
+
+    from hebictl.cli.run_cmd import TERM_HOLD_S
+    from hebictl.control.safety import EventKind
+
+    arm, clock, run, loop, checks, where, restore = _sim_run()
+    run.attended = attended
+    step = run.step
+    marks: dict[str, float] = {}
+
+    def cycle():
+        go_on = step()
+        now = clock.now()
+        if run.phases[run.phase].name == "goal" and "stop" not in marks:
+            marks["stop"] = now
+            arm.stop(EventKind.CONTROL_GAP, "a stop the arm made itself (test)")
+        elif "stop" in marks and attended and now - marks["stop"] >= 20.0 and "term" not in marks:
+            marks["term"] = now
+            run.on_signal(sig.SIGTERM, None)
+        return go_on
+
+    loop.step = cycle
+    try:
+        loop.run(duration=60.0)
+    finally:
+        restore()
+        arm.close()
+    ended = clock.now()
+    assert run.failed
+    if expect == "TERM_HOLD_S":
+        assert marks["stop"] + TERM_HOLD_S <= ended + 1e-9 <= marks["stop"] + TERM_HOLD_S + 0.011
+    else:  # held without end for 20 s, then SIGTERM bounded it
+        assert marks["term"] + TERM_HOLD_S <= ended + 1e-9 <= marks["term"] + TERM_HOLD_S + 0.011
+    print(f"attended={attended}: stop at {marks['stop']:.3f} s, ended at {ended:.3f} s")

@@ -75,9 +75,10 @@ def _assert_stopped_midway(record: Path) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_run_piped_to_head_stops_on_ctrl_c_twice_and_writes_its_recording(backend, tmp_path):
     """`hebictl run ... 2>&1 | head -1`, Ctrl-C, head takes the stop notice and exits, Ctrl-C again:
-    exit 0 (an operator's stop), the --record file written, the arm stopped before the goal."""
+    exit 0 (an operator's stop), the --record file written, the arm stopped before the goal.
+    (``--rt-priority 0``: otherwise the first line is the real-time grant said at start.)"""
     record = tmp_path / "run.npz"
-    proc = _spawn_run(backend, record)
+    proc = _spawn_run(backend, record, "--rt-priority", "0")
     try:
         proc.send_signal(signal.SIGINT)
         first = proc.stdout.readline().decode()
@@ -128,6 +129,29 @@ def test_run_started_without_stdout_and_stderr_exits_on_one_signal(tmp_path):
     finally:
         proc.kill()
         proc.wait(10)
+    _assert_stopped_midway(record)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc to see the signal handlers")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_run_mid_goal_exits_after_one_sigterm(backend, tmp_path):
+    """A service manager's stop: one SIGTERM to a run moving to its goal (--hold inf, no --stop-hold).
+    The arm brakes to standstill short of the goal, holds, and the process exits 0 by itself with
+    its summary and recording (it used to hold until a second signal, then SIGKILL). Order only:
+    the stop notice, then the summary's terminate event; the hold's length is tested in simulated
+    time (tests/cli/test_run_cmd.py)."""
+    record = tmp_path / "run.npz"
+    proc = _spawn_run(backend, record)
+    try:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)  # a hang guard; the hold is 5 s
+    finally:
+        proc.kill()
+        proc.wait(10)
+    text = out.decode()
+    assert proc.returncode == 0, text[-2000:]
+    notice = text.index("stopping: holding the arm; for 5 s, then exiting")
+    assert notice < text.index("done after") < text.index("terminate -> stopped"), text[-2000:]
     _assert_stopped_midway(record)
 
 
@@ -212,3 +236,38 @@ def test_run_in_a_shell_pipeline_to_head_and_ctrl_c_from_the_terminal(tmp_path):
             os.killpg(shell.pid, signal.SIGKILL)
         shell.wait(10)
     _assert_stopped_midway(record)
+
+
+@pytest.mark.broker
+def test_teleop_reports_its_real_time_grant_and_exits_after_one_sigterm(broker):
+    """`hebictl teleop` says what its arm thread was granted, in one line at start and in the status
+    topic's ``realtime`` object (SCHED_FIFO 80 where permitted: this suite runs as root); one SIGTERM
+    brakes, holds for the bounded time and exits 0 by itself (no second signal), the retained status
+    offline with the 'terminate' stop as its last event."""
+    proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--backend", "mock", "--broker",
+                             broker.url, "--arm-id", "term1"], cwd=REPO, env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        online = asyncio.run(_status(broker.url, "term1", lambda s: s["status"] == "online"
+                                     and s.get("cycles", 0) > 0, 60.0))
+        rt = online["realtime"]
+        print(rt)
+        if os.geteuid() == 0:
+            assert rt == {"policy": "SCHED_FIFO", "priority": 80, "requested_priority": 80, "memory_locked": True,
+                          "cpu": None, "complete": True}, rt
+        else:
+            assert rt["requested_priority"] == 80 and rt["policy"] in ("SCHED_FIFO", "SCHED_OTHER")
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)  # a hang guard; the hold is 5 s
+    finally:
+        proc.kill()
+        proc.wait(10)
+    text = out.decode()
+    assert proc.returncode == 0, text[-2000:]
+    assert "hebictl teleop: real-time: " in text, text
+    assert "SIGTERM: stopping teleop; the arm brakes and holds under gravity compensation (for 5 s, then exits" \
+        in text, text
+    final = asyncio.run(_status(broker.url, "term1", lambda s: True, 10.0))
+    assert final["status"] == "offline", final
+    event = final["last_event"]
+    assert event["kind"] == "terminate" and event["state"] == "stopped" and "[hold]" in event["detail"], final

@@ -128,10 +128,11 @@ def test_sim_recording_reads_back_with_frames_that_match_pinocchio(cfg_path, tmp
 
 
 def test_rotation_starts_self_contained_files(tmp_path):
-    """rotate_seconds: the session goes on in numbered files, each with the URDF, the mode and its
-    own summary; together they hold every cycle."""
+    """rotate_bytes: the session goes on in numbered files, each with the URDF, the mode and its
+    own summary; together they hold every cycle. (By size, not rotate_seconds: a wall-clock
+    rotation can come before the first cycle on a loaded machine, leaving a first file without one.)"""
     cycles, summary, _ = record_sim(CONFIGS[0], tmp_path / "s.mcap", seconds=0.5, pace=0.002, flush_interval=0.05,
-                                 rotate_seconds=0.15)
+                                 rotate_bytes=24_000)
     assert len(summary.files) >= 2, summary.files
     assert [f.name for f in summary.files][:2] == ["s-001.mcap", "s-002.mcap"]
     total = 0

@@ -265,3 +265,23 @@ def test_direct_construction_validates():
     """Trajectory(...) itself validates, so no instance is inconsistent."""
     with pytest.raises(TrajectoryError, match="strictly increase"):
         Trajectory(np.array([0.0, 0.0]), np.zeros((1, 2)), np.zeros((1, 2)), np.zeros((1, 2)))
+
+
+def test_shifted_equals_the_trajectory_solved_at_the_later_times():
+    """``shifted(dt)`` (no re-solve) against the trajectory created from the same waypoints at times
+    + dt (solved again): the same states at every shifted time, to rounding."""
+    import numpy as np
+
+    from hebictl.trajectory import create_trajectory
+
+    times = np.array([0.0, 0.7, 1.9, 3.0])
+    rng = np.random.default_rng(3)
+    pos = rng.uniform(-1.0, 1.0, (4, 4))
+    traj = create_trajectory(times, pos)
+    dt = 1234.5678
+    moved, solved = traj.shifted(dt), create_trajectory(times + dt, pos)
+    assert moved.start_time == solved.start_time and moved.end_time == solved.end_time
+    for t in np.linspace(-0.5, 3.5, 41):
+        for a, b in zip(moved.get_state(t + dt), solved.get_state(t + dt), strict=True):
+            np.testing.assert_allclose(a, b, atol=1e-9)
+    np.testing.assert_allclose(moved.get_states(times + dt)[0], solved.get_states(times + dt)[0], atol=1e-9)

@@ -1,19 +1,22 @@
 """Contact and collision: the generalized-momentum observer's residual against per-joint bounds.
 
-Why a momentum observer (De Luca & Mattone, 2003) rather than measured minus commanded effort
-(hebi-py's ``OvertorqueFaultMonitor``): the residual needs no joint acceleration (which the
-modules do not measure), is a first-order filtered estimate of the external joint torque with one
-tunable time constant (1/``observer_gain``), and is exact for any motion of a correct model; the
-commanded effort differs from the applied one by the modules' own PID output, so hebi's check
-must be set far above a light contact. The efforts are what the modules measure through their
-series-elastic springs (``Feedback.effort``).
+Why a momentum observer (De Luca & Mattone, 2003; :mod:`.observer`) rather than measured minus
+commanded effort (hebi-py's ``OvertorqueFaultMonitor``): the residual needs no joint acceleration
+(which the modules do not measure), is a first-order filtered estimate of the external joint
+torque with one tunable time constant (1/``observer_gain``), and is exact for any motion of a
+correct model; the commanded effort differs from the applied one by the modules' own PID output,
+so hebi's check must be set far above a light contact. The efforts are what the modules measure
+through their series-elastic springs (``Feedback.effort``).
 
-Model: the arm's model (mass matrix and RNEA from one batched inverse-dynamics call) plus the
-reflected rotor inertia of each module (``motor_time_constant`` x rated effort / rated speed, as
-the simulator's actuator model and a geared DC motor's mechanics give) and the payload set with
-``Arm.set_payload`` (its gravity; its inertia is neglected). An estimated but not applied payload
-(:mod:`.payload`) is subtracted from the residual, so an unknown load is a model mismatch, not a
-contact. Detection is armed after the first rest estimate.
+The bound per joint: the threshold (per joint as Franka's users set theirs, ``thresholds`` [N·m];
+by default max(``threshold_min``, ``threshold_fraction`` x rated effort)), widened by what the
+model knows it does not know: an end-effector payload's uncertainty (:mod:`.payload`: the
+estimate's mass error and an unknown lever arm, at the payload's measured acceleration) and what
+a late cycle explains (the observer's ``slack``). Model: the arm's model plus the reflected rotor
+inertia of each module (``motor_time_constant`` x rated effort / rated speed, as the simulator's
+actuator model and a geared DC motor's mechanics give) and the payloads as point masses (weight
+and inertia), so an unknown load is a model mismatch, not a contact. Detection is armed after the
+first rest estimate.
 """
 
 from __future__ import annotations
@@ -23,89 +26,42 @@ from typing import Any
 import numpy as np
 
 from hebictl._typing import FloatArray
-from hebictl.control.monitors import kernels
 from hebictl.control.monitors.base import Monitor
 from hebictl.control.monitors.finding import Finding
 from hebictl.control.safety import ArmState, EventKind
 from hebictl.hardware.base import Feedback
 
-__all__ = ["ContactMonitor", "MomentumObserver"]
-
-
-class MomentumObserver:
-    """The residual ``r`` [N·m per joint]: external joint torque, filtered at ``gain`` [1/s].
-
-    Per sample two inverse-dynamics calls of the model: RNEA(q, qd, 0) with gravity, and M qd at
-    q and at the previous q (RNEA without gravity, zero velocity, qd as acceleration)."""
-
-    def __init__(self, model: Any, gain: float, rotor: FloatArray) -> None:
-        n = model.dof
-        self.model = model
-        self.gain = float(gain)
-        self.rotor = np.ascontiguousarray(rotor, dtype=np.float64)
-        # call A: one row (q, qd, 0) with gravity; call B: rows (q, 0, qd), (q_prev, 0, qd) without
-        self.QA, self.VA, self.AA, self.RA = (np.zeros((1, model.nq)), *(np.zeros((1, n)) for _ in range(3)))
-        self.QB, self.VB, self.AB, self.RB = (np.zeros((2, model.nq)), *(np.zeros((2, n)) for _ in range(3)))
-        self.zero_g = np.zeros(3)
-        self.p0 = np.zeros(n)
-        self.integral = np.zeros(n)
-        self.r = np.zeros(n)
-        self.valid = False  # r is meaningful (the observer has run since its last restart)
-        kernels.load(n)
-
-    def restart(self) -> None:
-        self.valid = False
-        self.r.fill(0.0)
-
-    def update(self, q: FloatArray, qd: FloatArray, tau: FloatArray, gravity: FloatArray, dt: float) -> bool:
-        """One sample; False (and a restart at the next good one) when any input is not finite."""
-        if not np.isfinite(q.sum() + qd.sum() + tau.sum()):
-            self.restart()
-            return False
-        QB, AB = self.QB, self.AB
-        if not self.valid:
-            QB[1] = q
-        else:
-            QB[1] = QB[0]  # the previous q
-        QB[0] = q
-        AB[0] = qd
-        AB[1] = qd
-        self.QA[0] = q
-        self.VA[0] = qd
-        model = self.model
-        model.inverse_dynamics_batch_into(self.QA, self.VA, self.AA, gravity, self.RA)
-        model.inverse_dynamics_batch_into(QB, self.VB, AB, self.zero_g, self.RB)
-        kernels.observer_step(self.RA[0], self.RB[0], self.RB[1], self.rotor, qd, tau, dt, self.gain, self.p0,
-                              self.integral, self.r, not self.valid)
-        self.valid = True
-        return True
+__all__ = ["ContactMonitor"]
 
 
 class ContactMonitor(Monitor):
-    """``contact``: a joint's residual beyond max(``threshold_min`` [N·m], ``threshold_fraction``
-    x rated effort). Reaction (default ``stop``) holds at the measured position of detection
-    (``values['hold_position']``), so the hold does not drive through the obstacle."""
+    """``contact``: a joint's residual beyond its bound (see the module docstring). Reaction
+    (default ``stop``) holds at the measured position of detection (``values['hold_position']``),
+    so the hold does not drive through the obstacle."""
 
     kind = EventKind.CONTACT
 
     def __init__(self, settings: dict[str, Any], effort_max: FloatArray) -> None:
         super().__init__(settings)
-        emax = np.where(np.isfinite(effort_max), effort_max, 0.0)
-        self.threshold = np.maximum(settings["threshold_min"], settings["threshold_fraction"] * emax)
+        self.threshold = contact_thresholds(settings, effort_max)
         self.armed = False
         self.latched = False
         self.detected_at: float | None = None
-        self.external = np.zeros(len(emax))  # residual minus the estimated payload's share [N·m]
+        self.bound = self.threshold.copy()  # [N·m] the last check's bound per joint
+        self.external = np.zeros(len(effort_max))  # the residual judged [N·m]
 
     def check(self, arm: Any, fb: Feedback, now: float, residual: FloatArray,
-              expected: FloatArray | None, allowance: FloatArray | None = None) -> Finding | None:
-        """``expected``: the residual an estimated payload explains; ``allowance``: what its
-        unmodelled inertia may add (both None without one)."""
+              widen: FloatArray | None = None) -> Finding | None:
+        """``residual``: the external torque estimate (payloads already modelled); ``widen``
+        [N·m per joint]: what the bound grows by this cycle (None: nothing)."""
         ext = self.external
-        np.subtract(residual, expected, out=ext) if expected is not None else np.copyto(ext, residual)
+        np.copyto(ext, residual)
         if not self.armed:
             return None
-        bound = self.threshold if allowance is None else self.threshold + allowance
+        bound = self.bound
+        np.copyto(bound, self.threshold)
+        if widen is not None:
+            bound += widen
         over = np.abs(ext) - bound
         j = int(np.argmax(over))
         if self.latched:  # one event per contact: re-arm once the arm runs again and the push is gone
@@ -122,6 +78,16 @@ class ContactMonitor(Monitor):
             f"±{bound[j]:.2f} N·m (end-effector force estimate {force:.1f} N)",
             joint=j, residual=ext.tolist(), threshold=bound.tolist(), force_estimate_N=force,
             hold_position=fb.position.copy(), time=now)
+
+
+def contact_thresholds(settings: dict[str, Any], effort_max: FloatArray) -> FloatArray:
+    """[N·m per joint] the configured ``thresholds``, else max(``threshold_min``,
+    ``threshold_fraction`` x rated effort) (a joint without a rated effort: ``threshold_min``)."""
+    given = settings.get("thresholds")
+    if given is not None:
+        return np.array(np.broadcast_to(np.asarray(given, dtype=np.float64), (len(effort_max),)))
+    emax = np.where(np.isfinite(effort_max), effort_max, 0.0)
+    return np.maximum(settings["threshold_min"], settings["threshold_fraction"] * emax)
 
 
 def _end_effector_force(model: Any, q: FloatArray, tau: FloatArray) -> float:

@@ -9,6 +9,7 @@ end-effector payloads: -J_v(q, com)^T (m g), hebi-py's gravity sign.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from hebictl.control.monitors.finding import Finding
 from hebictl.control.safety import ArmState, EventKind, StopBehaviour
 from hebictl.hardware.base import Feedback
 
-__all__ = ["ModelMismatchMonitor", "Payload", "payload_efforts", "payload_torque_direction"]
+__all__ = ["ModelMismatchMonitor", "Payload", "payload_efforts", "payload_torque_direction", "payload_uncertainty"]
 
 
 class Payload:
@@ -55,6 +56,19 @@ def payload_efforts(model: Any, q: FloatArray, payload: Payload, gravity: FloatA
     return -payload.mass * payload_torque_direction(model, q, gravity, payload.com)
 
 
+def payload_uncertainty(model: Any, q: FloatArray, gravity: FloatArray, accel: FloatArray, mass: float,
+                        sigma: float, lever: float) -> FloatArray:
+    """[N·m per joint] what an end-effector payload of ``mass`` [kg] that the model carries as a
+    point mass may still exert beyond it: its mass off by ``sigma`` [kg], and its centre of mass up
+    to ``lever`` [m] from the end effector (a moment the point mass does not have), both at the
+    force it needs, m (g - a), with ``accel`` [m/s²] the end effector's measured acceleration.
+    Per joint: σ |J_v,j · (g - a)| + (m + σ) ℓ |g - a| |J_w,j|."""
+    J = model.jacobian_end_effector(q)
+    load = gravity - accel
+    return sigma * np.abs(J[:3].T @ load) + (mass + sigma) * lever * float(np.linalg.norm(load)) * np.sqrt(
+        (J[3:] * J[3:]).sum(axis=0))
+
+
 class ModelMismatchMonitor(Monitor):
     """``model_mismatch``: after ``rest_time`` [s] with the command still and every joint slower
     than ``rest_speed`` [rad/s], the residual is explained as an end-effector mass; beyond ``min_mass`` [kg] it is an
@@ -71,39 +85,35 @@ class ModelMismatchMonitor(Monitor):
         self.estimate: dict[str, Any] | None = None  # what Arm.payload_estimate shows
         self.reported = 0.0           # [kg] the extra mass last reported
         self._ar = self._aa = 0.0     # least-squares sums over the current rest
+        self._m2 = 0.0                # Σ a·a (a·r / a·a)²: the per-sample masses' spread
+        #: [kg] the spread of the per-sample masses over the rest the estimate came from (the arm
+        #: still settling under the load, ringing): how far the estimate may be off
+        self.spread = 0.0
         self._next = float(settings["rest_time"])  # [s] of rest at which to estimate next
 
     def reset_extra(self) -> None:
         """The model changed (a payload set): the unapplied estimate is void until the next rest."""
         self.extra_mass = 0.0
+        self.spread = 0.0
         self.estimate = None
         self.reported = 0.0
         self.rest = 0.0
         self._next = self.settings["rest_time"]
-        self._ar = self._aa = 0.0
+        self._ar = self._aa = self._m2 = 0.0
 
-    def expected_residual(self, arm: Any, q: FloatArray, gravity: FloatArray) -> FloatArray | None:
-        """The residual the estimated, unapplied payload's weight explains at ``q`` (None: none)."""
-        if abs(self.extra_mass) < 0.05:
-            return None
-        return self.extra_mass * payload_torque_direction(arm.model, q, gravity)
+    def unapplied_mass(self) -> float:
+        """[kg] the estimated load the model does not carry (0 below 0.05 kg: noise, not a load)."""
+        return self.extra_mass if abs(self.extra_mass) >= 0.05 else 0.0
 
-    def allowance(self, arm: Any, q: FloatArray) -> FloatArray | None:
-        """[N·m per joint] what a payload's inertia (estimated or set; the observer models only
-        its weight) may add to the residual, up to 1 g of end-effector acceleration: the contact
-        bound grows by it."""
-        payload = getattr(arm, "payload", None)
-        mass = abs(self.extra_mass) + (payload.mass if payload is not None else 0.0)
-        if mass < 0.05:
-            return None
-        Jv = arm.model.jacobian_end_effector(q)[:3]
-        return mass * 9.81 * np.sqrt((Jv * Jv).sum(axis=0))
-
-    def check(self, arm: Any, fb: Feedback, dt: float, residual: FloatArray, gravity: FloatArray,
+    def check(self, arm: Any, fb: Feedback, dt: float, residual: FloatArray, direction: FloatArray,
               valid: bool, in_contact: bool) -> Finding | None:
         """Accumulate the least-squares fit m = Σ a·r / Σ a·a over a rest (the command still, every
         joint slower than ``rest_speed``: an arm that sags and rings under an unknown load counts,
-        the ringing averages out) and judge it once ``rest_time`` has passed."""
+        the ringing averages out) and judge it once ``rest_time`` has passed. ``residual``: the
+        observer's, which models the load estimated so far (:meth:`unapplied_mass`), so the load
+        is that plus what the residual still shows; ``direction``: the torque per kg of load now,
+        filtered as the residual (:attr:`.observer.MomentumObserver.load_dir`: J_v^T (g - a), the
+        load's inertia counted while the arm settles); ``valid``: a residual on a judged interval."""
         still = (valid and not in_contact and kernels.all_below(arm.pending_command.velocity, 1e-3)
                  and kernels.all_below(fb.velocity, self.settings["rest_speed"]))
         if still and arm.state is ArmState.STOPPED and arm.stop_behaviour is not StopBehaviour.HOLD:
@@ -112,22 +122,28 @@ class ModelMismatchMonitor(Monitor):
             if self.rest:
                 self.rest = 0.0
                 self._next = self.settings["rest_time"]
-                self._ar = self._aa = 0.0
+                self._ar = self._aa = self._m2 = 0.0
             return None
-        a = payload_torque_direction(arm.model, fb.position, gravity)
-        self._ar += float(a @ residual)
-        self._aa += float(a @ a)
+        a = direction
+        carried = self.unapplied_mass()  # the observer models it: the residual is of the rest
+        aa = float(a @ a)
+        ar = float(a @ residual) + carried * aa
+        self._ar += ar
+        self._aa += aa
+        if aa > 1e-9:
+            self._m2 += ar * ar / aa  # Σ aa (ar/aa)²
         self.rest += dt
         if self.rest < self._next or self._aa < 1e-9:
             return None
         self._next += self.settings["rest_time"]  # refined every rest_time while the rest lasts
         self.rested_once = True
         m = self._ar / self._aa
-        self.extra_mass = m  # the observer's residual holds the whole unapplied load
+        self.spread = math.sqrt(max(self._m2 / self._aa - m * m, 0.0))
+        self.extra_mass = m  # the whole unapplied load
         applied = arm.payload.mass if getattr(arm, "payload", None) is not None else 0.0
-        unexplained = float(np.linalg.norm(residual - m * a))
+        unexplained = float(np.linalg.norm(residual + (carried - m) * a))
         self.estimate = {"mass_kg": applied + self.extra_mass, "extra_mass_kg": self.extra_mass,
-                         "applied_mass_kg": applied, "unexplained_Nm": unexplained}
+                         "applied_mass_kg": applied, "unexplained_Nm": unexplained, "spread_kg": self.spread}
         if abs(self.extra_mass - self.reported) < self.settings["min_mass"]:
             return None  # nothing new since the last report (or nothing at all)
         self.reported = self.extra_mass

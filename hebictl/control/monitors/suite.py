@@ -12,21 +12,31 @@ docs/monitors.md is checked against them.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from hebictl._typing import FloatArray
+from hebictl.control.monitors import kernels
 from hebictl.control.monitors.base import Monitor
-from hebictl.control.monitors.contact import ContactMonitor, MomentumObserver
+from hebictl.control.monitors.contact import ContactMonitor
 from hebictl.control.monitors.damp import DampSinkingMonitor
 from hebictl.control.monitors.delivery import CommandDeliveryMonitor
 from hebictl.control.monitors.finding import Finding
 from hebictl.control.monitors.gap import ControlGapMonitor
+from hebictl.control.monitors.gravcomp import GravcompSinkingMonitor
 from hebictl.control.monitors.imu import ImuMonitor
 from hebictl.control.monitors.latency import LatencyMonitor
 from hebictl.control.monitors.mirror import MirrorMonitor
-from hebictl.control.monitors.payload import ModelMismatchMonitor, payload_efforts
+from hebictl.control.monitors.observer import SETTLE_S, MomentumObserver
+from hebictl.control.monitors.payload import (
+    ModelMismatchMonitor,
+    payload_efforts,
+    payload_torque_direction,
+    payload_uncertainty,
+)
+from hebictl.control.monitors.timing import SampleClock, SampleTiming
 from hebictl.control.monitors.tracking import TrackingMonitor
 from hebictl.control.plugins import DoubledJointMirror, GravityCompensationEffort
 from hebictl.control.safety import ArmState, Limits
@@ -60,33 +70,39 @@ class MonitorSuite:
         c = s["contact"]
         rotor = c["motor_time_constant"] * np.where(np.isfinite(limits.effort_max / limits.velocity_max),
                                                     limits.effort_max / limits.velocity_max, 0.0)
+        if mirror is not None:  # a double shoulder: the mirror module's rotor turns with the joint too
+            rotor[mirror.index] *= 2.0
+        #: the judged samples' own timestamps (the observer integrates over their intervals)
+        self.clock = SampleClock(max(1.0 / feedback_frequency if feedback_frequency > 0 else 0.01, CHECK_PERIOD_S))
         self.observer = MomentumObserver(model, c["observer_gain"], rotor)
         self.contact = ContactMonitor(c, limits.effort_max)
+        self.observer.late_widening = c["late_widening"] * self.contact.threshold
         self.mismatch = ModelMismatchMonitor(s["model_mismatch"])
         self.delivery = CommandDeliveryMonitor(s["command_lost"], n)
         self.gap = ControlGapMonitor(s["control_gap"], command_lifetime)
         self.latency = LatencyMonitor(s["feedback_late"], feedback_frequency)
-        self.tracking = TrackingMonitor(s["tracking_error"])
+        self.tracking = TrackingMonitor(s["tracking_error"], self.clock)
         self.damp = DampSinkingMonitor(s["damp_sinking"])
+        self.gravcomp = GravcompSinkingMonitor(s["gravcomp_sinking"])
+        self.gravcomp.residual = self.observer.r
         self.mirror = MirrorMonitor(s["mirror_lost"], mirror) if mirror is not None else None
         self.imu = ImuMonitor(s["imu_implausible"], self.gravity_plugin) if self.gravity_plugin is not None else None
         # before the observer: timing, sensors, delivery; after it: what needs the residual or state
         self.every: list[Monitor] = [self.gap, self.latency]
         self.first: list[Monitor] = [self.delivery] + [m for m in (self.imu, self.mirror) if m is not None]
-        self.last = [self.tracking, self.damp]
+        self.last = [self.tracking, self.damp, self.gravcomp]
         self.sending: list[Monitor] = [m for m in (self.delivery, self.mirror) if m is not None]
         self.tau = np.zeros(n)
-        #: [s] checks further apart than this restart the observer (3 feedback periods, at least 3 checks)
-        self.restart_after = max(3.0 / feedback_frequency if feedback_frequency > 0 else 0.05, 3 * CHECK_PERIOD_S)
+        self.widen = np.zeros(n)  # [N·m] the payload's share of the contact bound's widening, filtered
+        self.carried = 0.0  # [kg] the estimated unknown load the observer models
         self.last_time: float | None = None
-        self.last_check: float | None = None
         self._payload: Any = None
         self.findings: list[Finding] = []  # every finding so far (bounded), for tests and reports
 
     # ------------------------------------------------------------------ what the arm shows
     @property
     def residual(self) -> FloatArray:
-        """External joint torque estimate [N·m] (the observer's residual minus the estimated payload)."""
+        """External joint torque estimate [N·m]: the observer's residual, payloads modelled (:mod:`.observer`)."""
         return self.contact.external
 
     @property
@@ -109,65 +125,107 @@ class MonitorSuite:
     # ------------------------------------------------------------------ per cycle
     def after_read(self, arm: Any, fb: Feedback, now: float) -> list[Finding]:
         """Every fresh sample: the control gap and the feedback age. At most every
-        :data:`CHECK_PERIOD_S` (every sample at 200 Hz and below): the rest."""
+        :data:`CHECK_PERIOD_S` of the samples' own time (every sample at 200 Hz and below): the
+        rest, on the sample's timing (:mod:`.timing`)."""
         dt = 0.0 if self.last_time is None else now - self.last_time
         self.last_time = now
+        timing = self.clock.stamp(fb, now)
         out: list[Finding] = []
         for m in self.every:
             f = m.after_read(arm, fb, now, dt)
             if f is not None:
                 out.append(f)
-        dt_check = now - self.last_check if self.last_check is not None else 0.0
-        if self.last_check is not None and dt_check < CHECK_PERIOD_S and not out:
-            return out
-        self.last_check = now
+        if timing.known and timing.interval < CHECK_PERIOD_S - 1e-9 and not out:
+            return out  # (1 kHz: the next checks cover this interval)
+        self.clock.commit(timing)
         for m in self.first:
-            f = m.after_read(arm, fb, now, dt_check)
+            f = m.after_read(arm, fb, now, timing.interval)
             if f is not None:
                 out.append(f)
-        if dt_check > self.restart_after:  # a gap: the observer's integral is void, start it afresh
-            self.observer.restart()
         if any(f.reaction != "event" for f in out):
             # the arm changes mode on these: what the later monitors would judge (the command, the
             # residual under it) is about to be replaced, so they wait for the next sample
-            self.observer.restart()
+            self.restart()
             self._keep(out)
             return out
         payload = arm.payload
         if payload is not self._payload:
             self._payload = payload
             self.mismatch.reset_extra()
-            self.observer.restart()
-        g = self.gravity()
-        tau = self.tau
-        np.copyto(tau, fb.effort)
-        if self.mirror is not None and self.plugin_mirrors():
-            j = self.mirror.plugin.index
-            tau[j] += self.mirror.joint_effort
-        if payload is not None:
-            tau -= payload_efforts(self.model, fb.position, payload, g)
-        valid = self.observer.update(fb.position, fb.velocity, tau, g, dt_check)
-        if valid:
-            self.contact.armed = self.measures_effort and self.mismatch.rested_once
-            expected = self.mismatch.expected_residual(arm, fb.position, g)
-            allowance = (self.mismatch.allowance(arm, fb.position)
-                         if expected is not None or payload is not None else None)
-            f = self.contact.check(arm, fb, now, self.observer.r, expected, allowance)
-            if f is not None:
-                out.append(f)
-                if f.reaction != "event":
-                    self._keep(out)
-                    return out
-        f = self.mismatch.check(arm, fb, dt_check, self.observer.r, g, valid, self.contact.latched)
-        if f is not None:
-            out.append(f)
+            self.restart()
+        if self._judge(arm, fb, now, timing, payload, out):
+            self._keep(out)
+            return out
         for m in self.last:
-            f = m.after_read(arm, fb, now, dt_check)
+            f = m.after_read(arm, fb, now, timing.interval)
             if f is not None:
                 out.append(f)
         if out:
             self._keep(out)
         return out
+
+    def restart(self) -> None:
+        """Start the observer, and the timing it integrates over, afresh at the next sample."""
+        self.observer.restart()
+        self.clock.restart()
+        self.widen.fill(0.0)
+        self.carried = 0.0
+
+    def _judge(self, arm: Any, fb: Feedback, now: float, timing: SampleTiming, payload: Any,
+               out: list[Finding]) -> bool:
+        """The observer, contact and model mismatch on a sample whose timing is known; their
+        findings go to ``out``. True when a contact reaction ends this cycle's checks."""
+        observer = self.observer
+        if not timing.known and observer.valid:
+            return False  # no newer than the last judged sample: nothing to integrate over
+        g = self.gravity()
+        tau = self.tau
+        np.copyto(tau, fb.effort)
+        skip = False
+        if self.mirror is not None and self.plugin_mirrors():
+            other = self.mirror.effort_at(timing.time, 0.5 * self.clock.nominal)
+            skip = not math.isfinite(other)  # no mirror sample of this moment: not judged
+            tau[self.mirror.plugin.index] += other if math.isfinite(other) else self.mirror.joint_effort
+        declared = payload.mass if payload is not None else 0.0
+        if payload is not None:
+            tau -= payload_efforts(self.model, fb.position, payload, g)
+        estimated = self.mismatch.unapplied_mass()
+        self.gravcomp.load = max(estimated, 0.0) + declared  # (gravity compensation carries neither)
+        if estimated != 0.0 or self.carried != 0.0:  # the estimated load's weight, as if the modules held it
+            static = payload_torque_direction(self.model, fb.position, g)
+            tau += estimated * static
+            if estimated != self.carried:  # a new estimate (at rest): the observer takes it over
+                observer.take_load(estimated - self.carried, static)
+                self.carried = estimated
+        observer.point_mass = max(estimated, 0.0) + declared
+        observer.track_load = kernels.all_below(arm.pending_command.velocity, 1e-3)  # a rest may start
+        valid = observer.update(fb.position, fb.velocity, tau, g, timing.interval, late=timing.late, skip=skip)
+        if valid:
+            self.contact.armed = self.measures_effort and self.mismatch.rested_once
+            f = self.contact.check(arm, fb, now, observer.r, self._widening(fb, g, estimated, declared))
+            if f is not None:
+                out.append(f)
+                if f.reaction != "event":
+                    return True
+        settled = valid and not skip and observer.load_ok and observer.since_late >= SETTLE_S
+        f = self.mismatch.check(arm, fb, timing.interval, observer.r, observer.load_dir, settled, self.contact.latched)
+        if f is not None:
+            out.append(f)
+        return False
+
+    def _widening(self, fb: Feedback, g: FloatArray, estimated: float, declared: float) -> FloatArray:
+        """[N·m per joint] the contact bound's widening: what the last late cycle explains, and
+        the payload's uncertainty (filtered like the residual it bounds)."""
+        observer = self.observer
+        widen = self.widen
+        alpha = observer.alpha
+        widen *= alpha
+        if estimated != 0.0 or declared != 0.0:
+            c = self.settings["contact"]
+            sigma = max(c["payload_mass_uncertainty"] * abs(estimated), self.mismatch.spread) if estimated else 0.0
+            widen += (1.0 - alpha) * payload_uncertainty(
+                self.model, fb.position, g, observer.accel, abs(estimated) + declared, sigma, c["payload_lever"])
+        return widen + observer.slack
 
     def plugin_mirrors(self) -> bool:
         """The mirror module's effort is known this cycle (it answered)."""

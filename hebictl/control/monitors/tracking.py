@@ -4,6 +4,11 @@ Why the bound grows with speed: a module's position loop lags its command by rou
 time, so the error a healthy joint shows is proportional to its speed; a fixed bound would be
 either blind at rest or tripped by every fast move. Compared against the command sent in the
 previous cycle (the one the sample can show).
+
+Why the bound also grows with the sample's timing (:mod:`.timing`): after a late cycle the modules
+held a command that was ``late`` seconds stale, and a sample ``age`` seconds old shows the arm
+where it was then; either puts a healthy joint up to |qd_cmd| x (late + age) behind the command
+it is compared with. A sample no newer than the last judged one is not judged.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import numpy as np
 from hebictl.control.monitors import kernels
 from hebictl.control.monitors.base import Monitor
 from hebictl.control.monitors.finding import Finding
+from hebictl.control.monitors.timing import SampleClock
 from hebictl.control.safety import ArmState, EventKind
 from hebictl.hardware.base import Feedback
 
@@ -28,8 +34,9 @@ class TrackingMonitor(Monitor):
 
     kind = EventKind.TRACKING_ERROR
 
-    def __init__(self, settings: dict[str, Any]) -> None:
+    def __init__(self, settings: dict[str, Any], clock: SampleClock) -> None:
         super().__init__(settings)
+        self.clock = clock
         self.over = 0.0        # [s] the bound has been exceeded for this long
         self.reported = False  # the event of this episode was recorded
         self.reacted = False
@@ -39,9 +46,12 @@ class TrackingMonitor(Monitor):
         if arm.state is ArmState.STOPPED:
             self.over, self.reported, self.reacted = 0.0, False, False
             return None
+        timing = self.clock.timing
+        if not timing.known:
+            return None  # an older sample than the last judged one (or the first): its command is unknown
         s = self.settings
         j, err, bound = kernels.worst_excess(fb.position, cmd.position, cmd.velocity, s["base_error"],
-                                             s["error_per_speed"])
+                                             s["error_per_speed"] + timing.late + timing.age)
         if j < 0 or not err > bound:
             self.over, self.reported, self.reacted = 0.0, False, False
             return None

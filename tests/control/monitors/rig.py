@@ -64,3 +64,23 @@ class Trace:
 def first_event(arm: Arm, kind: EventKind) -> float | None:
     """Time [s, clock] of the first event of ``kind``, or None."""
     return next((e.time for e in arm.events.events if e.kind is kind), None)
+
+
+def sphere_obstacle(arm: Arm, center: np.ndarray, radius: float, tool_radius: float = 0.03) -> None:
+    """A fixed sphere of ``radius`` [m] at ``center`` [m, world] in the sim's scene, in contact
+    with the tool sphere at the end effector only; not declared in the config (the controller's
+    collision model does not know it). Built as :func:`sim_backend.obstacles.add_contact_boxes`'s
+    box, turned into a sphere in the compiled MuJoCo model (type, size and bounding radius)."""
+    import mujoco
+
+    from sim_backend.obstacles import Box, add_contact_boxes
+
+    c = tuple(float(x) for x in center)
+    add_contact_boxes(arm.backend, [Box((c[0], c[1], c[2]), (radius, radius, radius), "sphere")],
+                      tool_radius=tool_radius)
+    m = arm.backend.mj_model
+    g = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "sphere_0")
+    m.geom_type[g] = mujoco.mjtGeom.mjGEOM_SPHERE
+    m.geom_size[g] = (radius, 0.0, 0.0)
+    m.geom_rbound[g] = radius
+    m.geom_aabb[g] = (0.0, 0.0, 0.0, radius, radius, radius)

@@ -1,0 +1,250 @@
+"""``hebictl follow``: a leader arm and a follower arm in one process (hebictl.control.follow), with
+the demonstrations optionally recorded as a LeRobot v3.0 dataset (hebictl.datasets).
+
+One config gives both arms (two instances of it: on simulated backends); two give the leader and the
+follower. The leader idles in gravity compensation (a hand moves it) and feels the follower's
+contacts; the follower aligns (GELLO's gate, then a minimum-jerk goal) and follows. Every period
+of following is one episode of ``--record-dataset`` (its frames at ``--fps``, its health judged by
+ALOHA's rule); a fault of either arm holds both, ends the episode and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import queue
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hebictl.errors import UsageError
+from hebictl.hardware.registry import available_backends
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("follow", help="leader-follower: a follower arm takes a leader arm's joint positions")
+    p.add_argument("leader", type=Path, help="the leader's robot config (alone: both arms from it)")
+    p.add_argument("follower", type=Path, nargs="?", help="the follower's robot config (default: the leader's)")
+    p.add_argument("--backend", default="mock", choices=available_backends(), help="backend of both arms")
+    p.add_argument("--seconds", type=float, default=None, help="stop after this long (default: until Ctrl-C)")
+    p.add_argument("--align-threshold", type=float, default=0.8,
+                   help="[rad] refuse to follow while a joint is further than this from the leader")
+    p.add_argument("--max-step", type=float, default=0.02,
+                   help="[rad] the follower's command moves at most this far per cycle")
+    p.add_argument("--haptic-gain", type=float, default=1.0,
+                   help="leader effort per N·m of the follower's external-torque estimate (0: off)")
+    p.add_argument("--joint-map", type=str, default=None, metavar="I,J,...",
+                   help="leader joint of each follower joint (default: the same joint)")
+    p.add_argument("--record-dataset", type=Path, default=None, metavar="DIR",
+                   help="record each period of following as an episode of a LeRobot v3.0 dataset in DIR (new)")
+    p.add_argument("--task", type=str, default=None, help="the demonstrated task (required with --record-dataset)")
+    p.add_argument("--fps", type=int, default=50, help="dataset frames per second")
+    p.add_argument("--keys", action="store_true",
+                   help="read one-letter commands from stdin, one per line: "
+                        + "; ".join(f"{k} {v}" for k, v in KEYS.items()))
+    p.set_defaults(func=cmd_follow)
+
+
+def check_follow_flags(args: argparse.Namespace) -> list[int] | None:
+    """Flag values, before any arm is opened; returns the joint map's sources."""
+    if args.seconds is not None and not args.seconds > 0:
+        raise UsageError(f"--seconds must be > 0, got {args.seconds}")
+    if not 0 < args.align_threshold <= 3.2:
+        raise UsageError(f"--align-threshold must be in (0, 3.2] rad, got {args.align_threshold}")
+    if not 0 < args.max_step <= 0.2:
+        raise UsageError(f"--max-step must be in (0, 0.2] rad, got {args.max_step}")
+    if not 0 <= args.haptic_gain <= 10:
+        raise UsageError(f"--haptic-gain must be in [0, 10], got {args.haptic_gain}")
+    if args.record_dataset is not None and not (args.task or "").strip():
+        raise UsageError("--record-dataset needs --task \"...\" (the demonstrated task)")
+    if not 1 <= args.fps <= 1000:
+        raise UsageError(f"--fps must be 1-1000, got {args.fps}")
+    if args.joint_map is None:
+        return None
+    try:
+        return [int(s) for s in args.joint_map.split(",")]
+    except ValueError:
+        raise UsageError(f"--joint-map: comma-separated joint indices, got {args.joint_map!r}") from None
+
+
+class DemoRecorder:
+    """Episodes from the leader-follower's FOLLOW periods: frames of the follower's feedback, the
+    leader's mapped position as the action, and the safety flags."""
+
+    def __init__(self, writer: Any, lf: Any) -> None:
+        self.writer, self.lf = writer, lf
+        self.recording = False
+        self.saved: list[Any] = []
+
+    def tick(self, now: float) -> None:
+        from hebictl.control.follow import FollowState
+        from hebictl.control.safety import ArmState
+        from hebictl.datasets import Frame
+
+        following = self.lf.state is FollowState.FOLLOW
+        if following and not self.recording:
+            self.writer.start_episode(now)
+            self.recording = True
+        elif not following and self.recording:
+            self.stop()
+        if not self.recording:
+            return
+        f = self.lf.follower
+        fb = f.last_feedback
+        contact = bool(f.monitors.contact.latched)   # from the contact event until the push is gone
+        self.writer.offer(now, Frame(
+            position=fb.position, velocity=np.nan_to_num(fb.velocity), effort=np.nan_to_num(fb.effort),
+            action=self.lf.map.to_follower(self.lf.leader.last_feedback.position), contact=contact,
+            hold=f.state is not ArmState.RUNNING,
+            tracking_error=float(np.max(np.abs(f.pending_command.position - fb.position)))))
+
+    def discard(self, now: float) -> None:
+        """Drop the open episode; while following, a new one starts at once."""
+        if self.recording:
+            self.writer.discard_episode()
+            self.writer.start_episode(now)
+
+    def rerecord(self, now: float) -> None:
+        """Drop the open episode, or else the last saved one, and record again (from now, if following)."""
+        dropped = self.writer.rerecord(now)
+        if dropped is not None:
+            self.saved = [s for s in self.saved if s.episode_index != dropped]
+        self.recording = True
+        if self.lf.state.value != "follow":
+            self.writer.discard_episode()
+            self.recording = False
+
+    def stop(self) -> None:
+        if self.recording:
+            saved = self.writer.stop_episode()
+            if saved is not None:
+                self.saved.append(saved)
+            self.recording = False
+
+
+def cmd_follow(args: argparse.Namespace) -> int:
+    from hebictl.config import load_config
+    from hebictl.control.arm import Arm
+    from hebictl.control.follow import FollowSettings, FollowState, JointMap, LeaderFollower
+    from hebictl.hardware.clock import MonotonicClock
+
+    source = check_follow_flags(args)
+    leader_cfg = load_config(args.leader)
+    follower_cfg = load_config(args.follower) if args.follower is not None else leader_cfg
+    clock = MonotonicClock()
+    leader = Arm.from_config(leader_cfg, backend=args.backend, clock=clock)
+    try:
+        follower = Arm.from_config(follower_cfg, backend=args.backend, clock=clock)
+    except BaseException:
+        leader.close()
+        raise
+    recorder = None
+    try:
+        jmap = JointMap.build(leader.dof, follower.dof, source)
+        writer = None
+        if args.record_dataset is not None:
+            from hebictl.datasets import LeRobotWriter
+
+            writer = LeRobotWriter(args.record_dataset, fps=args.fps, joint_names=follower.model.joint_names,
+                                   task=args.task, robot_type=f"hebi:{Path(follower_cfg.path).stem}")
+        leader.set_idle("gravcomp")   # a hand moves the leader
+        lf = LeaderFollower(leader, follower, joint_map=jmap, settings=FollowSettings(
+            align_threshold=args.align_threshold, max_relative_target=args.max_step, haptic_gain=args.haptic_gain))
+        recorder = DemoRecorder(writer, lf) if writer is not None else None
+        _loop(lf, clock, recorder, args.seconds, start_key_reader() if args.keys else None)
+    finally:
+        if recorder is not None:
+            recorder.stop()
+            recorder.writer.close()
+        leader.close()
+        follower.close()
+    for e in lf.events:
+        print(f"{e.time - lf.events[0].time:8.3f} s  {e.kind:10s} {e.arm:9s} {e.detail}")
+    if recorder is not None:
+        for s in recorder.saved:
+            verdict = "healthy" if s.health.healthy else "UNHEALTHY: " + "; ".join(s.health.reasons)
+            print(f"episode {s.episode_index}: {s.length} frames, {s.health.mean_rate_hz:.1f} Hz, "
+                  f"{s.health.deadline_misses} missed, {s.health.safety_events} safety events: {verdict}")
+    return 1 if lf.state is FollowState.DISCONNECTED or any(e.kind == "fault" for e in lf.events) else 0
+
+
+#: one-letter commands read from stdin (one per line) while running
+KEYS = {"f": "follow / stop following", "d": "discard the episode", "r": "re-record (drop the open or last episode)",
+        "c": "clear a fault (then follow again: it re-aligns)", "q": "quit"}
+
+
+def start_key_reader() -> queue.Queue[str]:
+    """Lines of stdin as commands, read on a daemon thread (nothing is read when stdin is closed)."""
+    keys: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        for line in sys.stdin:
+            key = line.strip().lower()[:1]
+            if key in KEYS:
+                keys.put(key)
+
+    threading.Thread(target=read, name="follow-keys", daemon=True).start()
+    return keys
+
+
+def apply_key(key: str, lf: Any, recorder: DemoRecorder | None, now: float) -> bool:
+    """Do what ``key`` asks; False for quit."""
+    if key == "q":
+        return False
+    if key == "f":
+        if lf.state.value in ("follow", "aligning"):
+            lf.request_stop()
+        else:
+            lf.request_follow()
+    elif key == "c":
+        lf.clear()
+    elif recorder is not None and key == "d":
+        recorder.discard(now)
+    elif recorder is not None and key == "r":
+        recorder.rerecord(now)
+    return True
+
+
+#: [s] how often IDLE asks to follow again (the gate refuses while the leader is too far)
+RETRY_S = 1.0
+
+
+def _loop(lf: Any, clock: Any, recorder: DemoRecorder | None, seconds: float | None,
+          keys: queue.Queue[str] | None = None) -> None:
+    """Step until ``seconds`` pass or a signal; then hold both arms for a moment and return."""
+    from hebictl.control.follow import FollowState
+
+    stop = {"now": False}
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop["now"] = True
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        end = None if seconds is None else clock.now() + seconds
+        asked = -RETRY_S
+        auto = keys is None   # without keys: follow whenever idle; with them, the operator says when
+        if not auto:
+            lf.request_follow()
+        while not stop["now"] and (end is None or clock.now() < end) and (keys is not None or
+                                                                          lf.state is not FollowState.DISCONNECTED):
+            lf.step()
+            while keys is not None and not keys.empty():
+                if not apply_key(keys.get_nowait(), lf, recorder, clock.now()):
+                    stop["now"] = True
+            if auto and lf.state is FollowState.IDLE and clock.now() - asked >= RETRY_S:
+                lf.request_follow()   # the gate may refuse: asked again while the operator brings the leader closer
+                asked = clock.now()
+            if recorder is not None:
+                recorder.tick(clock.now())
+        if recorder is not None:
+            recorder.stop()
+        lf.request_exit()
+        for _ in range(20):   # brake to the hold (both arms keep their last command after exit)
+            lf.step()
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)

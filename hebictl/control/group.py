@@ -1,0 +1,126 @@
+"""Several arms in one loop under one supervisor: a fault, stop or e-stop of any arm holds them all.
+
+Each arm keeps its own model, limits, monitors and safety (the Arm's own supervisor decides what a
+fault does to that arm). :class:`ArmGroup` adds the rule across arms: once per cycle, after every
+arm's ``update()``, the first arm found STOPPED (a latched stop: e-stop, hardware error, M-stop, a
+monitor's stop) or in a HOLD the group did not ask for (a monitor's hold, lost feedback) trips the
+group: every other arm gets a latched stop whose detail names that arm and its cause, and the group
+records **one** :class:`GroupEvent`. Nothing resumes by itself: :meth:`ArmGroup.clear` (an
+operator's act) clears every arm, which then holds where it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hebictl.control.safety import ArmState, EventKind
+
+if TYPE_CHECKING:
+    from hebictl.control.arm import Arm
+
+
+@dataclass(frozen=True)
+class GroupEvent:
+    """One thing the group (or a controller built on it) did: ``time`` [s, clock], ``kind``, ``arm``."""
+
+    time: float
+    kind: str
+    arm: str
+    detail: str
+
+
+class ArmGroup:
+    """Arms by name, updated, supervised and sent together (module doc)."""
+
+    def __init__(self, arms: Mapping[str, Arm]) -> None:
+        if not arms:
+            raise ValueError("an arm group needs at least one arm")
+        self.arms = dict(arms)
+        self.events: list[GroupEvent] = []
+        #: the event that tripped the group (None: running)
+        self.tripped: GroupEvent | None = None
+        #: arms the group's owner put in HOLD on purpose (a hold not listed is a fault)
+        self.own_holds: set[str] = set()
+        self.fresh = dict.fromkeys(self.arms, False)
+
+    @property
+    def clock_now(self) -> float:
+        return next(iter(self.arms.values())).clock.now()
+
+    def update(self) -> None:
+        """Every arm's ``update()``; :attr:`fresh` says which has had feedback at least once."""
+        for name in self.arms:
+            self.update_one(name)
+
+    def update_one(self, name: str) -> None:
+        """One arm's ``update()`` (an owner that feeds one arm from another's feedback of the same cycle)."""
+        self.fresh[name] = self.arms[name].update() or self.fresh[name]
+
+    def send(self) -> None:
+        for arm in self.arms.values():
+            arm.send()
+
+    def hold(self, name: str, detail: str) -> None:
+        """Hold one arm on purpose (not a fault)."""
+        arm = self.arms[name]
+        if arm.state is ArmState.RUNNING:
+            self.own_holds.add(name)
+            arm.hold(detail=detail)
+
+    def running(self, name: str) -> None:
+        """The owner gave ``name`` a goal: a later hold of it is a fault again."""
+        self.own_holds.discard(name)
+
+    def supervise(self) -> GroupEvent | None:
+        """The event that trips the group this cycle (every other arm then stopped), else None."""
+        if self.tripped is not None:
+            return None
+        for name, arm in self.arms.items():
+            cause = self.fault_of(name, arm)
+            if cause is not None:
+                return self._trip(name, cause)
+        return None
+
+    def fault_of(self, name: str, arm: Arm) -> str | None:
+        if arm.state is ArmState.STOPPED:
+            latch = arm.latch
+            return f"{latch.cause}: {latch.detail}" if latch is not None else "stopped"
+        if arm.state is ArmState.HOLD and name not in self.own_holds:
+            last = arm.events.events[-1] if arm.events.events else None
+            return f"{last.kind.value}: {last.detail}" if last is not None else "hold"
+        return None
+
+    def stop_all(self, detail: str = "group e-stop") -> GroupEvent:
+        """An operator's e-stop of the whole group."""
+        for arm in self.arms.values():
+            if arm.state is not ArmState.STOPPED:
+                arm.stop(EventKind.ESTOP, detail)
+        return self._note("estop", "", detail, trip=True)
+
+    def _trip(self, culprit: str, cause: str) -> GroupEvent:
+        for name, arm in self.arms.items():
+            if name != culprit and arm.state is not ArmState.STOPPED:
+                arm.stop(EventKind.ESTOP, f"arm group: {culprit} faulted ({cause}); holding every arm")
+        return self._note("fault", culprit, cause, trip=True)
+
+    def clear(self, detail: str = "arm group: cleared by the operator; holding where the arm is") -> bool:
+        """Clear every arm (refused while an M-stop is pressed); they hold where they are."""
+        pressed = [n for n, a in self.arms.items() if a.m_stopped]
+        if pressed:
+            self._note("clear_refused", pressed[0], "an M-stop is still pressed")
+            return False
+        for arm in self.arms.values():
+            arm.clear_fault(detail)
+        self.own_holds.clear()
+        self.tripped = None
+        self._note("cleared", "", "every arm cleared: holding")
+        return True
+
+    def _note(self, kind: str, arm: str, detail: str, *, trip: bool = False) -> GroupEvent:
+        ev = GroupEvent(self.clock_now, kind, arm, detail)
+        self.events.append(ev)
+        if trip:
+            self.tripped = ev
+        return ev

@@ -1,0 +1,130 @@
+"""Contact on a busy robot PC, in simulated time, on the sim, every bundled config (issue 29, item 4).
+
+Targets: no contact stop in long runs of random fastest goals with stops and holds, late cycles,
+stalls between update() and send() and late feedback, with an end-effector payload of 0, 0.75 or
+1.5 kg the model does not know (centre of mass off axis); and a real obstacle (a sphere in the
+scene, not declared in the config) still caught in the first cycle whose sample shows the touch,
+jittered the same way, with and without a payload. The figures (stops, the largest residual /
+bound, detection) are printed. References: MuJoCo's contact force on the tool (independent of the
+controller's estimate); the scene has no contact at all in the free runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hebictl.control.goal import Goal
+from hebictl.control.safety import EventKind
+from sim_backend.obstacles import contact_force
+from tests.control.monitors.busy import busy_delays, late_delays, run_busy
+from tests.control.monitors.rig import CONFIGS, sim_arm, sphere_obstacle
+
+pytest.importorskip("mujoco")
+
+COM = (0.03, 0.0, 0.04)  # [m] the unknown payload's centre of mass, end-effector frame
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_no_spurious_contact_on_a_busy_pc(config):
+    """3 x 20 s of random fastest goals with busy-PC timing (0-1.5 kg unknown): 0 contact stops."""
+    lines, total, worst = [], 0, 0.0
+    for seed, mass in enumerate((0.0, 0.75, 1.5)):
+        arm, clock, home = sim_arm(config, payload={"mass": mass, "com": COM} if mass else None, settle=120)
+        with arm:
+            run = run_busy(arm, clock, home, 20.0, busy_delays, seed)
+        total += len(run.contacts)
+        worst = max(worst, run.max_ratio)
+        lines.append(f"  {mass:.2f} kg: {run.cycles} cycles ({run.late_cycles} late), contact stops "
+                     f"{len(run.contacts)}, max residual/bound {run.max_ratio:.2f}; events {run.kinds}")
+    print(f"\n{config}, busy PC, 3 x 20 s: {total} spurious contact stops, max residual/bound {worst:.2f}\n"
+          + "\n".join(lines))
+    assert total == 0
+    assert worst < 1.0
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_late_cycles_of_20_to_200_ms_are_not_contacts(config):
+    """An on-time loop with a 20-200 ms late cycle about every 0.3 s, fastest goals, 1 kg unknown."""
+    arm, clock, home = sim_arm(config, payload={"mass": 1.0, "com": COM}, settle=120)
+    with arm:
+        run = run_busy(arm, clock, home, 20.0, late_delays, 7, late_feedback=False)
+    print(f"\n{config}, late cycles: {run.cycles} cycles ({run.late_cycles} late), contact stops "
+          f"{len(run.contacts)}, max residual/bound {run.max_ratio:.2f}")
+    assert not run.contacts and run.late_cycles > 20
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_feedback_arriving_late_is_not_a_contact(config):
+    """Feedback that starts arriving 20 ms late in the middle of the fastest goal (its samples
+    older than the one before): no contact; before, the monitor tripped within 4 ms."""
+    arm, clock, home = sim_arm(config, settle=120)
+    with arm:
+        arm.set_goal(Goal(arm.dof).add_waypoint(position=home + np.eye(arm.dof)[0] * 1.5))
+        ratio = 0.0
+        for i in range(400):
+            if i == 60:
+                arm.backend.faults.delay_feedback(0.02)
+            arm.update()
+            arm.send()
+            c = arm.monitors.contact
+            ratio = max(ratio, float(np.max(np.abs(c.external) / c.bound)))
+        print(f"\n{config}: feedback 20 ms late from 0.3 s into the goal: max residual/bound {ratio:.2f}, "
+              f"age {arm.monitors.feedback_age * 1e3:.0f} ms")
+        assert EventKind.CONTACT not in arm.events.kinds()
+        assert arm.monitors.feedback_age == pytest.approx(0.02, abs=1e-6)
+
+
+def _sphere_in_path(arm) -> None:
+    """A 5 cm sphere 0.6 rad ahead of the tool along the base rotation."""
+    q = arm.backend.true_state()[0]
+    ee = arm.model.end_effector(q)[:3, 3]
+    c, s = np.cos(0.6), np.sin(0.6)
+    sphere_obstacle(arm, np.array([c * ee[0] - s * ee[1], s * ee[0] + c * ee[1], ee[2]]), 0.05)
+
+
+#: cycles after the first sample showing the touch within which the contact event must come. On
+#: time it is the same or the next cycle (test_contact.py: 0-5 ms at 200 Hz). Measured here: with a
+#: late cycle now and then 0-9 (the slowest are grazes peaking at 7-16 N, whose push builds over
+#: several cycles while a late interval's widening decays); on the busy PC (40 % of intervals 12-200
+#: ms long, each widening the bound by up to ``late_widening`` thresholds for a while) 0-5. The
+#: issue's target, within the cycle after the touch, is not met on a late loop: docs/monitors.md.
+WITHIN = {"late": 10, "busy": 5}
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("pattern", ["late", "busy"])
+def test_sphere_obstacle_caught_on_a_late_loop(config, pattern):
+    """The fastest goal into an undeclared sphere (3 seeds), 0 and 1 kg unknown, late cycles now
+    and then or busy-PC timing: the contact event comes within WITHIN cycles of the first sample
+    that shows the touch."""
+    delays = late_delays if pattern == "late" else busy_delays
+    rows, peaks = [], []
+    for mass in (0.0, 1.0):
+        for seed in (1, 2, 3):
+            arm, clock, home = sim_arm(config, before_start=_sphere_in_path, settle=120,
+                                       payload={"mass": mass, "com": COM} if mass else None)
+            rng = np.random.default_rng(seed)
+            with arm:
+                arm.set_goal(Goal(arm.dof).add_waypoint(position=home + np.eye(arm.dof)[0] * 1.5))
+                touched_at = detected_at = None
+                cycle, peak = 0, 0.0
+                while clock.now() < 4.0 and (detected_at is None or cycle < detected_at + 10):
+                    before, between = delays(rng)
+                    clock.advance(before)
+                    arm.update()
+                    clock.advance(between)
+                    arm.send()
+                    cycle += 1
+                    force = contact_force(arm.backend)  # at the sample just read (the physics stops there)
+                    peak = max(peak, force)
+                    if touched_at is None and force > 1.0:
+                        touched_at = cycle
+                    if detected_at is None and EventKind.CONTACT in arm.events.kinds():
+                        detected_at = cycle
+                assert touched_at is not None, f"{config}: the tool never touched the sphere"
+                assert detected_at is not None, f"{config} {mass} kg seed {seed}: not detected, peak {peak:.0f} N"
+                rows.append(max(detected_at - touched_at, 0))  # (detected before a sample showed > 1 N: 0)
+                peaks.append(peak)
+    print(f"\n{config}, {pattern} loop, sphere in the path, 0/1 kg x 3 seeds: detected {rows} cycle(s) after the "
+          f"first sample showing the touch; peak contact force {min(peaks):.0f}-{max(peaks):.0f} N")
+    assert max(rows) <= WITHIN[pattern]
