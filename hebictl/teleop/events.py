@@ -44,6 +44,7 @@ class Mode(StrEnum):
     GRAVCOMP = "gravcomp"
     POSITION = "position"
     JOG = "jog"
+    APP = "app"        # the Mobile IO app of ``hebictl teleop --app NAME`` drives the arm from cmd/input
 
 
 class Phase(StrEnum):
@@ -308,9 +309,9 @@ def _serve(state: RunnerState, ev: CommandArrived) -> Decision:
     cmd, topic = ev.command, ev.topic
     if isinstance(cmd, ModeCommand):
         target = Mode(cmd.mode)
-        if target is Mode.GRAVCOMP and (ev.arm.moving or ev.arm.braking):
+        if target in (Mode.GRAVCOMP, Mode.APP) and (ev.arm.moving or ev.arm.braking):
             return state, (Answer(topic, cmd, False, "moving",
-                               "the arm is moving: send cmd/stop and wait for the hold before gravcomp"),)
+                               f"the arm is moving: send cmd/stop and wait for the hold before {target.value}"),)
         new = replace(state, mode=target, jog_floor=max(state.jog_floor, ev.arm.jog_index))
         return new, (SetArmMode(target, state.mode, f"mode {target.value} from {cmd.envelope.client}"),
                      Answer(topic, cmd, True))

@@ -36,7 +36,7 @@ from hebictl.control.safety import Limits
 from hebictl.errors import CommandRejected
 
 MAX_PAYLOAD_BYTES = 65536
-MODES = ("idle", "gravcomp", "position", "jog")
+MODES = ("idle", "gravcomp", "position", "jog", "app")
 GRIPPER_ACTIONS = {"open": 1.0, "close": 0.0}
 ENVELOPE_FIELDS = ("seq", "ts", "client")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from hebictl._typing import FloatArray
 from hebictl.control.loop import LoopStats
@@ -80,6 +80,7 @@ class ArmSnapshot:
     payload_mass_kg: float | None = None  # the model-mismatch monitor's end-effector payload estimate at rest
     payload_extra_kg: float | None = None  # the part of it the model does not know
     commands_delivered: bool = True  # False while the modules are not taking the commands (command_lost)
+    app: dict[str, Any] | None = None  # the Mobile IO app of ``--app`` (mode ``app``): name, state, LED, input counts
 
 
 class GripperStatus(Protocol):
