@@ -600,7 +600,7 @@ const MIO_PERIOD = 50;   // ms: 20 samples/s, five per 250 ms command lifetime
 const MIO_LED = { red: "#e53e3e", green: "#38a169", blue: "#3182ce", yellow: "#ecc94b", white: "#fff", cyan: "#0bc5ea",
   magenta: "#d53f8c", orange: "#ed8936", transparent: "#52606d" };
 const MIO_KEYS = { KeyA: [0, -1], KeyD: [0, 1], KeyS: [1, -1], KeyW: [1, 1], ArrowLeft: [6, -1], ArrowRight: [6, 1], ArrowDown: [7, -1], ArrowUp: [7, 1] };
-S.mio = { buttons: [0, 0, 0, 0, 0, 0, 0, 0], axes: [0, 0, 0, 0, 0, 0, 0, 0], modes: {}, widgets: {}, keys: new Set(), timer: null, sent: 0 };
+S.mio = { buttons: [0, 0, 0, 0, 0, 0, 0, 0], axes: [0, 0, 0, 0, 0, 0, 0, 0], modes: {}, widgets: {}, keys: new Set(), timer: null, sent: 0, downAt: [] };
 function mioDefault() {   // HEBI's default Mobile IO screen: two joysticks, four sliders, eight buttons
   const w = [{ id: "a1,a2", channels: ["a1", "a2"], type: "joystick", x: -0.72, y: 0.3, width: 0.5, height: 0.62 }];
   for (let i = 3; i <= 6; i++) w.push({ id: `a${i}`, channels: [`a${i}`], type: "slider", x: -0.33 + (i - 3) * 0.22, y: 0.3, width: 0.1, height: 0.6 });
@@ -678,9 +678,17 @@ function buildMobileIO(mio) {
     scr.appendChild(el);
   }
 }
+// a press shorter than two sample periods is held that long: the arm keeps only the newest sample per
+// cycle, so a down and an up inside one cycle would be a press nobody saw
+const MIO_MIN_PRESS = 2 * MIO_PERIOD;
 function mioPress(i, down) {
   if (S.mio.modes[i] === "toggle") { if (down) S.mio.buttons[i] = 1 - S.mio.buttons[i]; }
-  else S.mio.buttons[i] = down ? 1 : 0;
+  else if (down) { S.mio.buttons[i] = 1; S.mio.downAt[i] = performance.now(); }
+  else {
+    const left = MIO_MIN_PRESS - (performance.now() - (S.mio.downAt[i] || 0));
+    if (left > 0) { setTimeout(() => mioPress(i, false), left); return; }
+    S.mio.buttons[i] = 0;
+  }
   const b = S.mio.widgets[`b${i + 1}`];
   if (b) b.classList.toggle("on", !!S.mio.buttons[i]);
   mioSample();   // an edge goes out at once, not up to a period later
