@@ -339,9 +339,9 @@ class ArmRunner:
             if self.state.mode is Mode.JOG and self.state.phase is Phase.SERVING:
                 self._supervise_jog()
             arm.update()
-            if self._app_running and self.app is not None:
-                self.app.cycle(self.clock.now())
             self._check_command()
+            if self._app_running and self.app is not None:  # after the check of the command update() made:
+                self.app.cycle(self.clock.now())  # what the app sets is commanded from the next update on
             arm.send()
             self._check_events()
         except Exception as exc:  # a bug here must not leave the modules with a stale or NaN command
