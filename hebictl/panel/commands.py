@@ -119,7 +119,8 @@ def input_sample(buttons: Any, axes: Any) -> dict[str, list[Any]]:
         raise BadRequest("'buttons' must be 8 values, each 0 or 1")
     if not isinstance(axes, list) or len(axes) != 8:
         raise BadRequest("'axes' must be 8 numbers in [-1, 1]")
-    return {"buttons": [int(b) for b in buttons], "axes": [number(a, f"axes[{i}]", -1.0, 1.0) for i, a in enumerate(axes)]}
+    return {"buttons": [int(b) for b in buttons],
+            "axes": [number(a, f"axes[{i}]", -1.0, 1.0) for i, a in enumerate(axes)]}
 
 
 def min_duration(start: Sequence[float | None], goal: Sequence[float], vmax: Sequence[float | None],

@@ -404,7 +404,8 @@ class MqttBridge:
             check_client_account(env.client, account)
             self.admission.admit(name, env)
             if isinstance(cmd, ModeCommand) and cmd.mode == "app" and self.runner.app is None:
-                raise CommandRejected("no_app", "mode 'app' needs a Mobile IO app: start hebictl teleop with --app NAME")
+                raise CommandRejected("no_app", "mode 'app' needs a Mobile IO app: start hebictl teleop with "
+                                                "--app NAME")
             if isinstance(cmd, JogCommand):
                 if self.runner.mode != "jog":
                     raise CommandRejected("wrong_mode", f"jog needs mode 'jog' (mode is {self.runner.mode!r})")
@@ -437,7 +438,8 @@ class MqttBridge:
         """A ``cmd/input`` sample: the command checks, then the app's input source (which validates
         the body and keeps the newest sample for the arm thread). Raises CommandRejected."""
         if account is None and self.account_tags:
-            raise CommandRejected("untagged", "the broker runs the account plugin, and this input carries no account tag")
+            raise CommandRejected("untagged", "the broker runs the account plugin, and this input carries no "
+                                              "account tag")
         check_client_account(env.client, account)
         self.admission.admit("input", env)
         app = self.runner.app

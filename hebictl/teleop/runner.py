@@ -24,9 +24,10 @@ Modes: ``idle`` (hold, no motion accepted: the start-up mode and where every fau
 ``position`` (joint/Cartesian goals), ``jog`` (velocity streaming) and ``gravcomp``
 (hand-guiding: gravity compensation only) and ``app`` (the Mobile IO app of ``hebictl teleop --app
 NAME`` drives the arm from the ``cmd/input`` stream: :class:`AppDriver`, polled inside the cycle
-between the feedback read and the send, as ``hebictl.inputs.runner.run_app`` does). Anything that stops the arm for safety — e-stop, loss
-of the broker, a safety event of the arm (limits, NaN or lost feedback, watchdog) — drops the
-mode to ``idle``, so nothing moves again until an operator sends a new ``cmd/mode``. The e-stop
+between the feedback read and the send, as ``hebictl.inputs.runner.run_app`` does). Anything that
+stops the arm for safety — e-stop, loss of the broker, a safety event of the arm (limits, NaN or
+lost feedback, watchdog) — drops the mode to ``idle``, so nothing moves again until an operator
+sends a new ``cmd/mode``. The e-stop
 additionally latches: it must be released *and* a mode set.
 
 Stops never drop the arm: the e-stop, a lost broker, an internal error and the shutdown of

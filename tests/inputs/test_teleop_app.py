@@ -13,7 +13,7 @@ from hebictl.control.arm import Arm
 from hebictl.hardware.clock import SimClock
 from hebictl.inputs.teleop_app import TeleopApp
 from hebictl.teleop.runner import ArmRunner
-from hebictl.teleop.schema import EstopCommand, Envelope, ModeCommand
+from hebictl.teleop.schema import Envelope, EstopCommand, ModeCommand
 from tests._support.paths import KIT6_CONFIG as KIT6
 
 RATE = 100.0
@@ -59,7 +59,8 @@ def test_gravcomp_app_toggles_the_plugin_and_leaving_the_mode_gives_gravity_comp
     assert runner.snapshot.app["state"] == "gravcomp_off" and plugin.enabled is False
     assert runner.snapshot.app["led"] == "green"
     # a bad payload is dropped and counted by reason; a replayed seq too
-    ok, reason, _ = app.offer(b'{"seq": 5, "ts": 0, "client": "op", "buttons": [2,0,0,0,0,0,0,0], "axes": [0,0,0,0,0,0,0,0]}')
+    ok, reason, _ = app.offer(json.dumps({"seq": 10**6, "ts": 0.0, "client": "op", "buttons": [2] + [0] * 7,
+                                          "axes": [0.0] * 8}))
     assert (ok, reason) == (False, "out_of_range")
     assert app.offer(payload(up, seq=1))[1] == "stale_seq"
     run(runner, 1)

@@ -5,7 +5,7 @@ config's own layout JSON: B2 🌍 toggle, B1 ❌ quit).
 
 What the page does goes through the panel's authenticated session; what the tests judge comes
 from the arms' own topics (``state/status``'s ``app``, ``state/ee_pose``) and the ``cmd/input``
-samples the broker delivered, read by an independent MQTT client (the tap of test_panel_e2e).
+samples the broker delivered, read by an independent MQTT client (tests/_support/panel_e2e.py's tap).
 Outcomes and their order are asserted, never durations. The screenshot of the emulator is
 docs/panel-mobile-io.png.
 """
@@ -15,10 +15,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
-import threading
 import time
-from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +24,7 @@ import numpy as np
 import pytest
 
 from hebictl.teleop.broker import LocalBroker, free_port
-from tests.panel.test_panel_e2e import CHROMIUM, REPO, TAP_SCRIPT, Tap, _http_ok, _need, _spawn, token_url
+from tests._support.panel_e2e import CHROMIUM, REPO, Tap, http_ok, need_browser, spawn_hebictl, token_url
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(400)]
 
@@ -43,30 +40,18 @@ GRAVCOMP_LAYOUT = [
 SHOT = REPO / "docs" / "panel-mobile-io.png"
 
 
-class InputTap(Tap):
-    """test_panel_e2e's tap (its own process), subscribed to the states and to ``cmd/input``."""
-
-    def __init__(self, port: int) -> None:
-        self.lock = threading.Lock()
-        self.msgs = defaultdict(list)
-        script = TAP_SCRIPT.replace('("hebictl/v1/+/cmd/jog", 0)', '("hebictl/v1/+/cmd/input/#", 0)')
-        assert script != TAP_SCRIPT
-        self.proc = subprocess.Popen([sys.executable, "-c", script, str(port), USERS["tap"]],
-                                     stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def inputs(self, arm: str, since: float) -> list[dict[str, Any]]:
-        """The emulator's samples as the broker delivered them (with or without the plugin's account tag)."""
-        with self.lock:
-            keys = [k for k in self.msgs if k[0] == arm and k[1].startswith("cmd/input")]
-        return [b for k in keys for _, b in self.get(*k, since)]
+def inputs(tap: Tap, arm: str, since: float) -> list[dict[str, Any]]:
+    """The emulator's samples as the broker delivered them to the tap (with or without an account tag)."""
+    with tap.lock:
+        keys = [k for k in tap.msgs if k[0] == arm and k[1].startswith("cmd/input")]
+    return [b for k in keys for _, b in tap.get(*k, since)]
 
 
 def _config(tmp: Path, layout: bool = False) -> Path:
-    """The bundled 6-DoF kit (no gripper), its control-gap monitor reporting instead of stopping and its
-    contact threshold raised (a 2-core machine running chromium beside the arms, as in test_panel_e2e); ``layout``: with HEBI's
-    gravity-compensation toggle layout named in ``user_data.mobile_io_layout``."""
+    """The bundled 6-DoF kit (no gripper), its control-gap monitor reporting instead of stopping and
+    its contact threshold raised (a 2-core machine running chromium beside the arms, as in
+    test_panel_e2e); ``layout``: with HEBI's gravity-compensation toggle layout named in
+    ``user_data.mobile_io_layout``."""
     import yaml
 
     src = REPO / "configs" / "x-series-6dof.cfg.yaml"
@@ -96,8 +81,8 @@ def _config(tmp: Path, layout: bool = False) -> Path:
 
 
 @pytest.fixture(scope="module")
-def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[InputTap, str, Path]]:
-    _need()
+def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Tap, str, Path]]:
+    need_browser()
     tmp = tmp_path_factory.mktemp("panel_mio")
     broker = LocalBroker(tmp / "broker", users=USERS, arms={a: a for a in ARMS}, operators=["op"])
     with (broker.directory / "acl").open("a") as f:  # the tap reads the states and the emulator's samples
@@ -107,14 +92,14 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[InputTap, st
     configs = {"armJ": _config(tmp), "armG": _config(tmp, layout=True)}
     broker.start()
     procs: list[subprocess.Popen[bytes]] = []
-    tap = InputTap(broker.port)
+    tap = Tap(broker.port, USERS["tap"], [("hebictl/v1/+/state/#", 1), ("hebictl/v1/+/cmd/input/#", 0)])
     try:
         for arm, (backend, app) in ARMS.items():
-            procs.append(_spawn(["teleop", str(configs[arm]), "--broker", broker.url, "--arm-id", arm, "--backend",
-                                 backend, "--rate", "100", "--app", app, "--username", arm, "--password-file",
-                                 str(tmp / f"{arm}.pw")], tmp / f"{arm}.log"))
+            procs.append(spawn_hebictl(["teleop", str(configs[arm]), "--broker", broker.url, "--arm-id", arm,
+                                        "--backend", backend, "--rate", "100", "--app", app, "--username", arm,
+                                        "--password-file", str(tmp / f"{arm}.pw")], tmp / f"{arm}.log"))
         port = free_port()
-        procs.append(_spawn(["panel", "--broker", broker.url, "--username", "op", "--password-file",
+        procs.append(spawn_hebictl(["panel", "--broker", broker.url, "--username", "op", "--password-file",
                              str(tmp / "op.pw"), "--port", str(port)], tmp / "panel.log"))
 
         def up(arm: str) -> bool:
@@ -124,7 +109,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[InputTap, st
 
         for arm in ARMS:
             tap.wait(lambda a=arm: up(a), 180, f"{arm} online")
-        tap.wait(lambda: _http_ok(f"http://127.0.0.1:{port}/panel.js"), 30, "the panel")
+        tap.wait(lambda: http_ok(f"http://127.0.0.1:{port}/panel.js"), 30, "the panel")
         url = tap.wait(lambda: token_url(tmp / "panel.log"), 30, "the panel's link")
         yield tap, url, tmp
     finally:
@@ -221,7 +206,7 @@ def test_jog_app_default_layout_joystick_moves_the_end_effector_along_x_and_a_sl
     page.mouse.up()
     shown = page.evaluate("parseFloat(document.querySelector('#mio_a3').value)")
     assert shown > 0.9, f"the slider shows {shown}"
-    sample = tap.wait(lambda: next((b for b in tap.inputs("armJ", t_slider) if b["axes"][2] > 0.9), None),
+    sample = tap.wait(lambda: next((b for b in inputs(tap, "armJ", t_slider) if b["axes"][2] > 0.9), None),
                       10, "a sample with A3 at its top")
     assert sample["buttons"] == [0] * 8 and sample["client"].startswith("op")
     print(f"\nslider A3 dragged to the top: cmd/input axes[2] = {sample['axes'][2]:.3f}")
@@ -236,7 +221,7 @@ def test_jog_app_default_layout_joystick_moves_the_end_effector_along_x_and_a_sl
     assert moved
     page.mouse.up()   # the joystick springs back: the jog stops
     t_release = time.time()
-    tap.wait(lambda: next((b for b in tap.inputs("armJ", t_release) if b["axes"][7] == 0.0), None),
+    tap.wait(lambda: next((b for b in inputs(tap, "armJ", t_release) if b["axes"][7] == 0.0), None),
              10, "a sample with the joystick back at 0")
     time.sleep(1.0)
     a = _ee(tap, "armJ")

@@ -639,7 +639,7 @@ function buildMobileIO(mio) {
       b.className = "mio-btn"; b.id = `mio_${ch[0]}`; b.dataset.ctl = "input";
       b.textContent = label || ch[0].toUpperCase();
       b.title = `${ch[0].toUpperCase()} (key ${i + 1}, ${(w.parameters || {}).mode || "momentary"})`;
-      const tag = document.createElement("span"); tag.className = "ch"; tag.textContent = ch[0].toUpperCase(); b.appendChild(tag);
+      if (label) { const tag = document.createElement("span"); tag.className = "ch"; tag.textContent = ch[0].toUpperCase(); b.appendChild(tag); }
       S.mio.modes[i] = (w.parameters || {}).mode === "toggle" ? "toggle" : "momentary";
       b.addEventListener("pointerdown", (e) => { b.setPointerCapture(e.pointerId); mioPress(i, true); });
       for (const ev of ["pointerup", "pointercancel"]) b.addEventListener(ev, () => mioPress(i, false));
