@@ -82,3 +82,42 @@ def test_quitting_a_hand_guided_app_holds_a_finite_position(rig):
     assert runner.snapshot.last_error is None, runner.snapshot.last_error
     assert np.all(np.isfinite(arm.pending_command.position))
     assert runner.mode == "app"
+
+
+def test_the_bridge_takes_cmd_input_only_in_mode_app_and_acks_refusals_with_the_sources_reason(rig):
+    import asyncio
+    import time
+
+    from hebictl.teleop.bridge import MqttBridge
+    from hebictl.teleop.connection import BrokerSettings
+    from hebictl.teleop.topics import Topics
+
+    runner, arm, app, acks = rig
+    bridge = MqttBridge(runner, BrokerSettings("127.0.0.1", 1), "arm1", account_tags=False, reject_ack_period=0.0)
+    topic = Topics("arm1").cmd("input")
+    seq = iter(range(time.time_ns() // 1000 - 10**6, 10**18))
+
+    def send(buttons) -> None:
+        body = {"seq": next(seq), "ts": time.time(), "client": "op", "buttons": buttons, "axes": [0.0] * 8}
+        asyncio.run(bridge.handle(topic, json.dumps(body).encode()))
+
+    def refusals() -> list[str]:
+        out = []
+        while (ack := bridge.acks.get_nowait()) is not None:
+            out.append(ack.reason)
+        return out
+
+    send([0] * 8)                                   # mode idle: refused, nothing reaches the app
+    assert refusals() == ["wrong_mode"] and app.source.accepted == 0
+    runner.submit("mode", ModeCommand(Envelope(next(_seq), 0.0, "x"), "app"))
+    runner.step()
+    send([0] * 8)
+    send([0, 2, 0, 0, 0, 0, 0, 0])                 # the body fails the input schema: the source's reason
+    assert refusals() == ["out_of_range"]
+    assert app.source.accepted == 1 and app.source.counts()[1] == {"out_of_range": 1}
+    assert bridge.stats["accepted"] == 1 and bridge.stats["rejected"] == 2
+    # without --app, mode app itself is refused at the bridge
+    runner.app = None
+    asyncio.run(bridge.handle(Topics("arm1").cmd("mode"), json.dumps(
+        {"seq": next(seq), "ts": time.time(), "client": "op", "mode": "app"}).encode()))
+    assert refusals() == ["no_app"]
