@@ -120,7 +120,7 @@ class EstopOverride(EstopCommand):
 
 @dataclass(frozen=True)
 class ModeCommand:
-    """Switch mode: idle, gravcomp (hand-guiding), position (goals) or jog."""
+    """Switch mode: idle, gravcomp (hand-guiding), position (goals), jog or app (``--app``'s Mobile IO app)."""
 
     envelope: Envelope
     mode: str
