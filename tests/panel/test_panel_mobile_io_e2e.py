@@ -253,9 +253,14 @@ def test_gravcomp_toggle_layout_button_switches_gravity_compensation_and_quits(r
     _app_mode(page, tap, "armG")
     tap.wait_status("armG", lambda s: (s.get("app") or {}).get("led") == "blue", 10, since=t0)   # on: blue
     # B2 is a toggle: down = on (already on), up = off (green), down again = on (blue)
-    for expect, led in (("gravcomp_on", "blue"), ("gravcomp_off", "green"), ("gravcomp_on", "blue")):
+    # (the third press by its key binding, "2")
+    for expect, led, how in (("gravcomp_on", "blue", "click"), ("gravcomp_off", "green", "click"),
+                             ("gravcomp_on", "blue", "key")):
         t = time.time()
-        page.click("#mio_b2")
+        if how == "click":
+            page.click("#mio_b2")
+        else:
+            page.keyboard.press("Digit2")
         tap.wait_status("armG", lambda s, e=expect, c=led: (s.get("app") or {}).get("state") == e
                         and s["app"]["led"] == c, 10, since=t)
         page.wait_for_timeout(300)
