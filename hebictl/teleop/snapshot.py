@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from hebictl._typing import FloatArray
 from hebictl.control.loop import LoopStats
@@ -82,6 +82,7 @@ class ArmSnapshot:
     payload_extra_kg: float | None = None  # the part of it the model does not know
     commands_delivered: bool = True  # False while the modules are not taking the commands (command_lost)
     realtime: RealtimeGrant | None = None  # what the arm thread was granted (SCHED_FIFO, locked memory, CPU)
+    app: dict[str, Any] | None = None  # the Mobile IO app of ``--app`` (mode ``app``): name, state, LED, input counts
 
 
 class GripperStatus(Protocol):
