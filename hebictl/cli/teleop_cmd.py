@@ -139,6 +139,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--foxglove-port", type=int, default=8765, help="live view port (0: any free port)")
     p.add_argument("--foxglove-allow-remote", action="store_true",
                    help="let the live view bind a non-loopback address (it has no login: use a TLS proxy)")
+    p.add_argument("--app", choices=("ar", "teach", "gravcomp", "jog"), default=None,
+                   help="a Mobile IO app (docs/mobile_io.md) that mode 'app' runs from the cmd/input stream "
+                        "(the panel's Mobile IO emulator, a phone bridge, any MQTT client)")
     p.add_argument("--account-tags", choices=("auto", "on", "off"), default="auto",
                    help="on: the broker runs the plugin of docs/teleop.md, refuse commands without its account tag; "
                         "auto (default): find out at the first connection")
@@ -182,7 +185,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     es = a.add_parser("estop", help="engage or release the e-stop")
     es.add_argument("--engaged", type=_bool, required=True, metavar="true|false", help="engage (true) or release")
     mo = a.add_parser("mode", help="idle | gravcomp | position | jog")
-    mo.add_argument("mode", choices=["idle", "gravcomp", "position", "jog"])
+    mo.add_argument("mode", choices=["idle", "gravcomp", "position", "jog", "app"])
     a.add_parser("status", help="print the arm's retained status")
     for action in dict.fromkeys(a.choices.values()):  # options also after the action: mode position --timeout 3
         _add_options(action, _BROKER_OPTIONS + _SEND_OPTIONS, again=True)
@@ -217,12 +220,14 @@ def cmd_teleop(args: argparse.Namespace) -> int:
     recorder = None
     try:
         gripper = attach_gripper(arm, cfg, args.backend)
+        app, mobile_io = _app(args, arm, cfg)
         server = TeleopServer(arm, settings, args.arm_id, rate_hz=args.rate or cfg.feedback_frequency,
                               state_rate_hz=args.state_rate, max_age=args.max_age, clock=SYSTEM_CLOCK,
                               gripper=gripper,
                               runner_options={"shutdown_hold": _first_hold(args), "realtime": realtime,
-                                              "on_grant": lambda grant: _tell(grant.line())},
-                              bridge_options={"description": {"config_name": cfg.path.name, "backend": args.backend},
+                                              "on_grant": lambda grant: _tell(grant.line()), "app": app},
+                              bridge_options={"description": {"config_name": cfg.path.name, "backend": args.backend,
+                                                              "extra": mobile_io},
                                               "account_tags": _ACCOUNT_TAGS[args.account_tags],
                                               "supervisors": frozenset(args.estop_supervisor)})
         recorder = _session_recorder(args, arm, cfg)
@@ -299,6 +304,22 @@ def _first_hold(args: argparse.Namespace) -> float:
     if args.stop_hold is not None:
         return float(args.stop_hold)
     return math.inf if sys.stdin is not None and sys.stdin.isatty() else TERM_HOLD_S
+
+
+def _app(args: argparse.Namespace, arm: Any, cfg: Any) -> tuple[Any, dict[str, Any] | None]:
+    """``--app NAME``: the Mobile IO app of mode ``app`` and the description's ``mobile_io`` (with the
+    config's layout, ``user_data.mobile_io_layout``; a missing file is a warning), or (None, None)."""
+    if args.app is None:
+        return None, None
+    from hebictl.inputs.layout import layout_path, load_layout
+    from hebictl.inputs.teleop_app import TeleopApp, describe
+
+    app = TeleopApp(arm, args.app)
+    layout_file = layout_path(cfg.user_data, Path(cfg.path).parent) if cfg.path else None
+    layout = load_layout(layout_file) if layout_file is not None and layout_file.is_file() else None
+    if layout_file is not None and layout is None:
+        say(f"hebictl: warning: the Mobile IO layout {layout_file} is missing; the panel shows HEBI's default")
+    return app, {"mobile_io": describe(app, layout)}
 
 
 def _session_recorder(args: argparse.Namespace, arm: Any, cfg: Any) -> Any:

@@ -3,7 +3,8 @@
 ``--input mqtt://HOST:PORT[/ARM_ID]`` subscribes ``hebictl/v1/<ARM_ID>/cmd/input`` (QoS 0: a late
 sample is worth nothing, the next one replaces it). Every payload goes through the topic's one
 validator (:func:`hebictl.inputs.schema.parse_input`); a bad one is dropped and counted by reason.
-The teleop bridge does not serve this topic yet; this subscriber is the app's own connection.
+This subscriber is ``hebictl app``'s own connection; ``hebictl teleop --app`` serves the same topic
+through its bridge (:mod:`hebictl.inputs.teleop_app`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The MQTT input topic: a Mobile IO sample sent over the network, and its one validator.
 
-Topic (the coordinator wires it into the teleop bridge): ``hebictl/v1/<arm_id>/cmd/input``.
+Topic: ``hebictl/v1/<arm_id>/cmd/input`` (served by ``hebictl teleop --app``'s bridge, :mod:`hebictl.inputs.teleop_app`,
+and by ``hebictl app --input mqtt://...``).
 The payload follows ROS 2's ``hebi_msgs/MobileInput`` (``axes``, ``buttons``: one value per Mobile IO
 channel) plus the AR pose, inside teleop's envelope (``seq``, ``ts``, ``client``, checked like every
 teleop command: :func:`hebictl.teleop.schema.decode` and :func:`~hebictl.teleop.schema.envelope`)::

@@ -112,9 +112,10 @@ class MailboxSource:
             stale = last is not None and state.seq <= last
             if not stale:
                 self._accept(client, state)
-        if stale:
-            return self._drop("stale_seq", f"seq {state.seq} of {client!r} is not above {last}")
-        return True
+            else:
+                self.rejected["stale_seq"] += 1
+                self.last_rejection = ("stale_seq", f"seq {state.seq} of {client!r} is not above {last}")
+        return not stale
 
     def _accept(self, client: str, state: InputState) -> None:
         """Keep ``state`` as the newest sample (the lock held)."""
@@ -135,6 +136,11 @@ class MailboxSource:
         with self._lock:
             state, self._latest = self._latest, None
         return state
+
+    def counts(self) -> tuple[int, dict[str, int]]:
+        """(accepted, dropped by reason), read together (another thread may be offering)."""
+        with self._lock:
+            return self.accepted, dict(self.rejected)
 
     def indicate(self, led: str | None, text: str | None) -> None:
         return None

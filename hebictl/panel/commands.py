@@ -39,6 +39,7 @@ REQUESTS: dict[str, dict[str, str]] = {
     "ghost": {"q": "list?"},
     "jog": {"space": "str", "axis": "int", "dir": "num", "speed": "num?", "c": "num?"},
     "jog_release": {},
+    "input": {"buttons": "list", "axes": "list", "c": "num?"},   # one Mobile IO emulator sample
     "cmd": {"name": "str", "body": "dict?"},
     "view": {"shapes": "bool"},      # what the tab draws: the arm's collision shapes or not
 }
@@ -109,6 +110,17 @@ def jog_direction(value: Any) -> float:
     if not _is(value, "num") or value not in (1, -1):
         raise BadRequest("'dir' must be 1 or -1")
     return float(value)
+
+
+def input_sample(buttons: Any, axes: Any) -> dict[str, list[Any]]:
+    """A Mobile IO sample of the emulator: 8 buttons exactly 0 or 1, 8 axes in [-1, 1] (the
+    ``cmd/input`` schema's body, docs/mobile_io.md; the arm checks it again)."""
+    if not isinstance(buttons, list) or len(buttons) != 8 or any(not _is(b, "int") or b not in (0, 1) for b in buttons):
+        raise BadRequest("'buttons' must be 8 values, each 0 or 1")
+    if not isinstance(axes, list) or len(axes) != 8:
+        raise BadRequest("'axes' must be 8 numbers in [-1, 1]")
+    return {"buttons": [int(b) for b in buttons],
+            "axes": [number(a, f"axes[{i}]", -1.0, 1.0) for i, a in enumerate(axes)]}
 
 
 def min_duration(start: Sequence[float | None], goal: Sequence[float], vmax: Sequence[float | None],

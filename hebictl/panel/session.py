@@ -206,6 +206,8 @@ class Session:
             await self.jog(msg)
         elif kind == "jog_release":
             await self.release_jog()
+        elif kind == "input":
+            await self.input(msg)
         elif kind == "cmd":
             await self.command(msg["name"], msg.get("body") or {})
 
@@ -282,6 +284,14 @@ class Session:
         self._delay_count += 1
         await self._send("jog", {"space": space, "velocity": velocity, "deadman": True, "ttl": JOG_TTL},
                          ts=ts, quiet=True)
+
+    async def input(self, msg: dict[str, Any]) -> None:
+        """One Mobile IO emulator sample: ``cmd/input`` (QoS 0) while the arm's mode is ``app``;
+        outside it the sample is dropped here (the page stops streaming when it sees the mode)."""
+        body = commands.input_sample(msg["buttons"], msg["axes"])
+        if self.arm is None or self.arm not in self.link.arms or not self.allowed_controls()["input"]:
+            return
+        await self._send("input", body, ts=self._browser_ts(msg.get("c")), quiet=True)
 
     async def release_jog(self) -> None:
         if not self.jogging or self.arm is None:

@@ -40,6 +40,12 @@ it: another account's release is refused ``estop_owner``, except a release with 
 true`` from a ``supervisors`` account, which is logged as an override. The arm's MQTT client id
 carries a random part of its own, not the ``session`` published in the status.
 
+``cmd/input`` (a Mobile IO sample stream, docs/mobile_io.md) passes the same topic check, account
+rate limit, envelope, account binding and admission (fresh, in order, within rate) as every
+command; its body is then validated by the app's own input source (``hebictl.inputs.schema``,
+through :meth:`~hebictl.teleop.runner.AppDriver.offer`: dropped and counted by reason) and only in
+mode ``app``; it is acked only when refused (throttled, as jog samples are).
+
 To extend the bridge (another retained topic on connect, another inbound topic), add a step to
 :meth:`MqttBridge._session` or a branch to :meth:`MqttBridge.handle`; the clocks it reads are
 injected (:class:`~hebictl.teleop.clock.TeleopClock`).
@@ -74,6 +80,7 @@ from hebictl.teleop.schema import (
     EstopOverride,
     JogCommand,
     JointGoalCommand,
+    ModeCommand,
     decode,
     envelope,
     loose_ids,
@@ -379,6 +386,9 @@ class MqttBridge:
                 raise CommandRejected("retained", "commands must not be published with the retain flag; "
                                                   "the bridge cleared it from the broker")
             env = envelope(obj)
+            if name == "input":
+                self._offer_input(payload, env, account)
+                return
             cmd = self.schema.validate(name, obj, env)
             if isinstance(cmd, EstopCommand) and cmd.engaged:  # never refused, whoever sends it
                 with contextlib.suppress(CommandRejected):
@@ -393,6 +403,9 @@ class MqttBridge:
                                                   "no account tag (a last will, or a broker bridge): refused")
             check_client_account(env.client, account)
             self.admission.admit(name, env)
+            if isinstance(cmd, ModeCommand) and cmd.mode == "app" and self.runner.app is None:
+                raise CommandRejected("no_app", "mode 'app' needs a Mobile IO app: start hebictl teleop with "
+                                                "--app NAME")
             if isinstance(cmd, JogCommand):
                 if self.runner.mode != "jog":
                     raise CommandRejected("wrong_mode", f"jog needs mode 'jog' (mode is {self.runner.mode!r})")
@@ -420,6 +433,24 @@ class MqttBridge:
             if seq is None and exc.reason == "not_finite":
                 seq, client = salvage_ids(payload)
             self._reject(name, seq, client, exc)
+
+    def _offer_input(self, payload: bytes | bytearray | str, env: Any, account: str | None) -> None:
+        """A ``cmd/input`` sample: the command checks, then the app's input source (which validates
+        the body and keeps the newest sample for the arm thread). Raises CommandRejected."""
+        if account is None and self.account_tags:
+            raise CommandRejected("untagged", "the broker runs the account plugin, and this input carries no "
+                                              "account tag")
+        check_client_account(env.client, account)
+        self.admission.admit("input", env)
+        app = self.runner.app
+        if app is None:
+            raise CommandRejected("no_app", "cmd/input needs a Mobile IO app: start hebictl teleop with --app NAME")
+        if self.runner.mode != "app":
+            raise CommandRejected("wrong_mode", f"input needs mode 'app' (mode is {self.runner.mode!r})")
+        ok, reason, detail = app.offer(payload)
+        if not ok:
+            raise CommandRejected(reason, detail)
+        self.stats["accepted"] += 1
 
     # ------------------------------------------------------------------ e-stop ownership
     def _own_estop(self, account: str | None) -> None:
@@ -501,7 +532,7 @@ class MqttBridge:
         ack = Ack(seq, client, name, False, exc.reason, exc.detail)
         if self.runner.recorder is not None:  # a recorded session keeps the refusals made here too
             self.runner.recorder.ack(ack)
-        self.acks.put(ack, throttle=self.reject_ack_period if name == "jog" else 0.0)
+        self.acks.put(ack, throttle=self.reject_ack_period if name in ("jog", "input") else 0.0)
 
     # ------------------------------------------------------------------ outbound
     def _bridge_stats(self) -> dict[str, int]:

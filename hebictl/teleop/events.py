@@ -45,6 +45,7 @@ class OperatorMode(StrEnum):
     GRAVCOMP = "gravcomp"
     POSITION = "position"
     JOG = "jog"
+    APP = "app"        # the Mobile IO app of ``hebictl teleop --app NAME`` drives the arm from cmd/input
 
 
 #: the old name of :class:`OperatorMode`, kept for existing callers
@@ -314,9 +315,9 @@ def _serve(state: RunnerState, ev: CommandArrived) -> Decision:
     cmd, topic = ev.command, ev.topic
     if isinstance(cmd, ModeCommand):
         target = OperatorMode(cmd.mode)
-        if target is OperatorMode.GRAVCOMP and (ev.arm.moving or ev.arm.braking):
+        if target in (OperatorMode.GRAVCOMP, OperatorMode.APP) and (ev.arm.moving or ev.arm.braking):
             return state, (Answer(topic, cmd, False, "moving",
-                               "the arm is moving: send cmd/stop and wait for the hold before gravcomp"),)
+                               f"the arm is moving: send cmd/stop and wait for the hold before {target.value}"),)
         new = replace(state, mode=target, jog_floor=max(state.jog_floor, ev.arm.jog_index))
         return new, (SetArmMode(target, state.mode, f"mode {target.value} from {cmd.envelope.client}"),
                      Answer(topic, cmd, True))

@@ -41,6 +41,7 @@ FLOOD_LIMITS: dict[str, RateLimit] = {
     "gripper": RateLimit(50.0, 50.0),
     "stop": RateLimit(100.0, 50.0),
     "mode": RateLimit(50.0, 50.0),
+    "input": RateLimit(500.0, 200.0),
 }
 
 

@@ -133,6 +133,8 @@ def status_payload(snap: ArmSnapshot | None, arm_id: str, *, online: bool, ts: f
             "gripper": None if snap.gripper is None else asdict(snap.gripper),
             "cycles": snap.cycle,
         })
+        if snap.app is not None:
+            body["app"] = snap.app
     if bridge is not None:
         body["bridge"] = bridge
     return dumps(body)

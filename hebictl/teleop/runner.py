@@ -26,9 +26,12 @@ status publishes the arm's mode as ``arm_mode`` beside the operator's mode.
 
 Modes: ``idle`` (hold, no motion accepted: the start-up mode and where every fault lands),
 ``position`` (joint/Cartesian goals), ``jog`` (velocity streaming) and ``gravcomp``
-(hand-guiding: gravity compensation only). Anything that stops the arm for safety — e-stop, loss
-of the broker, a safety event of the arm (limits, NaN or lost feedback, watchdog) — drops the
-mode to ``idle``, so nothing moves again until an operator sends a new ``cmd/mode``. The e-stop
+(hand-guiding: gravity compensation only) and ``app`` (the Mobile IO app of ``hebictl teleop --app
+NAME`` drives the arm from the ``cmd/input`` stream: :class:`AppDriver`, polled inside the cycle
+between the feedback read and the send, as ``hebictl.inputs.runner.run_app`` does). Anything that
+stops the arm for safety — e-stop, loss of the broker, a safety event of the arm (limits, NaN or
+lost feedback, watchdog) — drops the mode to ``idle``, so nothing moves again until an operator
+sends a new ``cmd/mode``. The e-stop
 additionally latches: it must be released *and* a mode set.
 
 Stops never drop the arm: the e-stop, a lost broker, an internal error and the shutdown of
@@ -48,7 +51,7 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -109,10 +112,33 @@ __all__ = ["OWN_EVENT_KINDS", "ArmRunner", "Mode", "OperatorMode"]
 #: the old name of :class:`~hebictl.teleop.events.OperatorMode`, kept for existing callers
 Mode = OperatorMode
 
-#: safety-event kinds the runner itself causes; any other kind is a fault of the arm
+#: safety-event kinds the runner (or the app of mode ``app``: ``hold``) causes; any other kind is a fault of the arm
 OWN_EVENT_KINDS = frozenset({"goal", "cleared", "estop", "release", "teleop_stop", "teleop_jog_released",
                              "teleop_jog_expired", "teleop_mode", "teleop_link_lost", "teleop_shutdown",
-                             "interrupt", "terminate", "internal_error"})
+                             "interrupt", "terminate", "internal_error", "hold"})
+
+
+class AppDriver(Protocol):
+    """What mode ``app`` needs of a Mobile IO app (``hebictl.inputs.teleop_app.TeleopApp``; the
+    inputs layer builds it, teleop only drives it). ``offer`` is called by the bridge (any thread:
+    validates, drops and counts), the rest by the arm thread only."""
+
+    name: str
+
+    def offer(self, payload: bytes | bytearray | str) -> tuple[bool, str, str]:
+        """Take one ``cmd/input`` payload: (accepted, reason, detail)."""
+
+    def begin(self) -> None:
+        """Mode ``app`` entered: a fresh app and input guard (nothing from before carries over)."""
+
+    def cycle(self, now: float) -> None:
+        """One control cycle, after ``arm.update()`` and before ``arm.send()``."""
+
+    def end(self) -> None:
+        """Mode ``app`` left (any reason): undo what the app changed outside the arm's command."""
+
+    def status(self) -> dict[str, Any]:
+        """The status's ``app`` object: name, state, LED, input counts."""
 
 
 class ArmRunner:
@@ -129,6 +155,7 @@ class ArmRunner:
     ``status()``) is what ``cmd/gripper`` drives; by default the arm's own gripper plugin if it
     has one (:func:`hebictl.control.gripper.attach_gripper`), else commands are only recorded.
     The gripper keeps its last command through every stop (it must not drop what it holds).
+    ``app`` (an :class:`AppDriver`) enables mode ``app``; without one that mode is refused.
     """
 
     def __init__(self, arm: Arm, *, rate_hz: float | None = None,
@@ -136,8 +163,11 @@ class ArmRunner:
                  jog_speed_fraction: float = 1.0, shutdown_hold: float = 0.5, max_goal_duration: float = 600.0,
                  clock: TeleopClock = SYSTEM_CLOCK, gripper: GripperLike | None = None,
                  realtime: RealtimeRequest | None = None,
-                 on_grant: Callable[[RealtimeGrant], None] | None = None) -> None:
+                 on_grant: Callable[[RealtimeGrant], None] | None = None,
+                 app: AppDriver | None = None) -> None:
         self.arm = arm
+        self.app = app
+        self._app_running = False
         self.clock = arm.clock
         self.teleop_clock = clock
         self.rate_hz = float(rate_hz or arm.backend.feedback_frequency or 200.0)
@@ -324,6 +354,8 @@ class ArmRunner:
                 self._supervise_jog()
             arm.update()
             self._check_command()
+            if self._app_running and self.app is not None:  # after the check of the command update() made:
+                self.app.cycle(self.clock.now())  # what the app sets is commanded from the next update on
             arm.send()
             self._check_events()
         except Exception as exc:  # a bug here must not leave the modules with a stale or NaN command
@@ -365,6 +397,7 @@ class ArmRunner:
             last_error=self._last_error, last_event=arm.events.last, gripper=self._gripper_state(),
             m_stopped=arm.m_stopped, stop_behaviour=None if behaviour is None else behaviour.value,
             goal_status=arm.goal_status, commands_delivered=arm.commands_delivered, realtime=self._loop.grant,
+            app=None if self.app is None else {**self.app.status(), "running": self._app_running},
             **_payload_fields(arm.payload_estimate))
 
     def _gripper_state(self) -> GripperState | None:
@@ -544,6 +577,8 @@ class ArmRunner:
         """Decide on ``event`` (:func:`hebictl.teleop.events.decide`) and apply the actions in
         order. Called in the arm thread only (tests may call it on a stepped runner)."""
         self.state, actions = decide(self.state, event)
+        if self._app_running and (self.state.mode is not OperatorMode.APP or self.state.phase is not Phase.SERVING):
+            self._end_app()  # first: the stop actions below then act on the arm as the app leaves it
         for action in actions:
             self._do(action)
 
@@ -585,9 +620,16 @@ class ArmRunner:
         self.gripper.set_opening(cmd.position)
         self._ack(topic, cmd, True, "", f"gripper to {cmd.position:g} (0 closed, 1 open)")
 
+    def _end_app(self) -> None:
+        self._app_running = False
+        if self.app is not None:
+            self.app.end()
+
     def _set_arm_mode(self, target: OperatorMode, previous: OperatorMode, who: str) -> None:
         """The arm side of a mode change (the runner's mode is already ``target``)."""
         arm = self.arm
+        if self._app_running:  # app -> app again: a fresh app
+            self._end_app()
         if arm.state is ArmState.STOPPED:
             arm.clear_fault(f"latched stop cleared by {who}; holding the current position")
         if target is OperatorMode.GRAVCOMP:
@@ -600,6 +642,9 @@ class ArmRunner:
             arm.set_idle("hold")  # leaving hand-guiding: hold where the operator left the arm
         elif target is not previous and self._moving():
             self._brake(EventKind.TELEOP_MODE.value, who)
+        if target is OperatorMode.APP and self.app is not None:
+            self.app.begin()
+            self._app_running = True
 
     def _goal_start(self) -> tuple[FloatArray, FloatArray, FloatArray]:
         """Where a new goal starts; a non-finite state is replaced by a hold at the measured

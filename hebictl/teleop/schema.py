@@ -36,7 +36,7 @@ from hebictl.control.safety import Limits
 from hebictl.errors import CommandRejected
 
 MAX_PAYLOAD_BYTES = 65536
-MODES = ("idle", "gravcomp", "position", "jog")
+MODES = ("idle", "gravcomp", "position", "jog", "app")
 GRIPPER_ACTIONS = {"open": 1.0, "close": 0.0}
 ENVELOPE_FIELDS = ("seq", "ts", "client")
 
@@ -120,7 +120,7 @@ class EstopOverride(EstopCommand):
 
 @dataclass(frozen=True)
 class ModeCommand:
-    """Switch mode: idle, gravcomp (hand-guiding), position (goals) or jog."""
+    """Switch mode: idle, gravcomp (hand-guiding), position (goals), jog or app (``--app``'s Mobile IO app)."""
 
     envelope: Envelope
     mode: str

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from hebictl._typing import FloatArray
 from hebictl.control.loop import LoopStats
@@ -85,6 +85,7 @@ class ArmSnapshot:
     #: the operator's teleop mode (position, jog, gravcomp, idle), a different thing
     arm_mode: str = "hold"
     realtime: RealtimeGrant | None = None  # what the arm thread was granted (SCHED_FIFO, locked memory, CPU)
+    app: dict[str, Any] | None = None  # the Mobile IO app of ``--app`` (mode ``app``): name, state, LED, input counts
 
 
 class GripperStatus(Protocol):

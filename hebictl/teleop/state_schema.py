@@ -89,6 +89,10 @@ STATUS: dict[str, Any] = {
                                                                                   "null"], "maxLength": 200}},
         "description_sha256": _SHA256,
         "session": {"type": ["string", "null"], "maxLength": 64},
+        "app": {"type": ["object", "null"], "properties": {
+            "name": _STR, "state": _STR, "led": _STR_OR_NULL, "armed": _BOOL, "link": _STR, "running": _BOOL,
+            "input_accepted": {"type": "integer", "minimum": 0},
+            "input_dropped": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}}},
     },
 }
 
@@ -154,6 +158,21 @@ DESCRIPTION: dict[str, Any] = {
             "type": "object", "required": ["body", "kind", "pose", "size"], "properties": {
                 **_SHAPE_PROPS, "body": {"type": "integer", "minimum": 0, "maximum": MAX_BODIES},
                 "kind": {"type": "string", "enum": ["capsule", "box", "sphere", "cylinder"]}}}},
+        # the Mobile IO app of ``hebictl teleop --app`` and the config's layout (HEBI's widget list), for
+        # the panel's emulator; None/absent without an app. Labels are text only (a page shows them as text)
+        "mobile_io": {"type": ["object", "null"], "properties": {
+            "app": _STR, "text": _TEXT, "enable": {"type": "integer", "minimum": 1, "maximum": 8},
+            "layout": {"type": ["array", "null"], "maxItems": 64, "items": {
+                "type": "object", "required": ["id", "channels", "type"], "properties": {
+                    "id": {"type": "string", "maxLength": 32}, "type": {"type": "string", "maxLength": 32},
+                    "channels": {"type": "array", "maxItems": 2, "items": {
+                        "type": "string", "enum": [f"{c}{i}" for c in "ab" for i in range(1, 9)]}},
+                    "x": _NUM_OR_NULL, "y": _NUM_OR_NULL, "width": _NUM_OR_NULL, "height": _NUM_OR_NULL,
+                    "parameters": {"type": ["object", "null"], "properties": {
+                        "text": {"type": ["string", "array", "null"], "maxLength": 64, "maxItems": 4,
+                                 "items": {"type": "string", "maxLength": 64}},
+                        "text1": _STR_OR_NULL, "text2": _STR_OR_NULL,
+                        "mode": {"type": ["string", "null"], "enum": ["momentary", "toggle"]}}}}}}}},
     },
 }
 

@@ -24,6 +24,7 @@ COMMAND_QOS: dict[str, int] = {
     "stop": 1,
     "estop": 1,
     "mode": 1,
+    "input": 0,  # a Mobile IO sample stream (hebictl.inputs.schema): the next sample replaces a lost one
 }
 
 #: state topics the arm publishes: (QoS, retained)

@@ -26,6 +26,7 @@ REALTIME_FIXTURES = frozenset({"broker", "secure_broker", "acl_broker", "make_se
 #: brokers or browsers with signals and timeouts a second worker would disturb
 REALTIME_MODULES = frozenset({
     "hardware/test_clock.py", "panel/test_panel_e2e.py", "teleop/test_clock.py", "teleop/test_teleop_cli.py",
+    "panel/test_panel_mobile_io_e2e.py",  # a browser, a broker and two teleop processes stopped by signals
     "teleop/test_broker_plugin.py", "recording/test_crash.py", "teleop/test_teleop_security.py",
     "teleop/test_lease_rabbitmq.py",
     # signals to real-time `hebictl run` processes after fixed sleeps: in the parallel tier a loaded

@@ -78,6 +78,8 @@ class MomentumObserver:
         #: follow the end effector without a point mass too (the model-mismatch fit at rest needs the
         #: load direction); with neither, no Jacobian is taken
         self.track_load = False
+        #: a model without an end effector (a bare chain of modules) has no load point to follow
+        self.has_end_effector = model.frame_count("end_effector") > 0
         #: [N·m per kg] J_v^T (g - a): the torque 1 kg at the end effector exerts, filtered like the
         #: residual (a load's share of the residual is its mass times this, also while it moves)
         self.load_dir = np.zeros(n)
@@ -157,7 +159,7 @@ class MomentumObserver:
         """The end effector's mean acceleration over the interval (``dt`` 0: not judged), the load
         direction J_v^T (g - a) filtered like the residual, and the point mass's m J_v^T Δv added
         to both mass rows (their mean is what the step uses)."""
-        if not self.track_load and self.point_mass == 0.0:
+        if not self.has_end_effector or (not self.track_load and self.point_mass == 0.0):
             self.v_prev.fill(np.nan)
             self.accel.fill(0.0)
             return

@@ -130,9 +130,12 @@ class App:
         return None
 
     def do_hold(self, frame: Frame) -> None:
-        """Brake from the measured velocity and hold where the arm stops (idle: hold)."""
+        """Brake from the measured velocity and hold where the arm stops (idle: hold); a hand-guided arm
+        (gravity compensation, no position command to brake from) holds where it is measured."""
+        guided = self.arm.idle != "hold"
         self.arm.set_idle("hold")
-        self.arm.hold(detail=f"{self.name}: input {self.state} -> hold")
+        position = self.arm.last_feedback.position.copy() if guided else None
+        self.arm.hold(position, detail=f"{self.name}: input {self.state} -> hold")
 
     def do_finish(self, frame: Frame) -> None:
         self.do_hold(frame)

@@ -196,6 +196,7 @@ function onArms(m) {
 
 function select(id) {
   stopJog(true);
+  mioActive(false); buildMobileIO(null);
   S.arm = id; S.desc = null; S.frame = null; S.target = null; S.targetDirty = false; S.slidersDirty = false;
   $("jog").innerHTML = ""; $("sliders").innerHTML = ""; S.sliders = [];   // the new arm's come with its description
   $("arm").value = id;
@@ -207,6 +208,7 @@ $("arm").addEventListener("change", (e) => select(e.target.value));
 function onDescription(d) {
   S.desc = d;
   S.dirty = true;
+  buildMobileIO(d.mobile_io);
   buildJogTable();
   const t = $("sliders");
   t.innerHTML = "";
@@ -350,6 +352,7 @@ function onFrame(f) {
   $("readonly").hidden = f.writable !== false;
   for (const el of document.querySelectorAll("[data-ctl]")) el.disabled = !S.allowed[el.dataset.ctl];
   for (const b of document.querySelectorAll("#modes button")) b.classList.toggle("active", b.dataset.mode === st.mode);
+  showMobileIO(st.app);
   $("estop").classList.toggle("engaged", !!st.estop);
   showBanner(f);
   if (S.held && !S.allowed.jog) stopJog(true);
@@ -584,5 +587,159 @@ function animate() {
   try { draw(); } catch (e) { dropped("frame", `cannot draw: ${e}`); }
 }
 requestAnimationFrame(animate);
+
+// ------------------------------------------------------------------ Mobile IO emulator
+// The arm's `hebictl teleop --app NAME` names its app and the config's Mobile IO layout (HEBI's widget
+// list) in state/description ("mobile_io"); without a layout this draws HEBI's default screen (B1-B8,
+// A1-A8). While "emulator on" is ticked and the arm is in mode "app", the page sends one sample (every
+// button and axis) each MIO_PERIOD ms through the panel's session, which publishes cmd/input; the arm
+// validates it again and runs it through the same guard as a phone. Momentary buttons are down while
+// held (pointer or key), toggle buttons flip per press; joysticks spring back to 0, sliders stay.
+// Labels come from the layout and are shown as text only.
+const MIO_PERIOD = 50;   // ms: 20 samples/s, five per 250 ms command lifetime
+const MIO_LED = { red: "#e53e3e", green: "#38a169", blue: "#3182ce", yellow: "#ecc94b", white: "#fff", cyan: "#0bc5ea",
+  magenta: "#d53f8c", orange: "#ed8936", transparent: "#52606d" };
+const MIO_KEYS = { KeyA: [0, -1], KeyD: [0, 1], KeyS: [1, -1], KeyW: [1, 1], ArrowLeft: [6, -1], ArrowRight: [6, 1], ArrowDown: [7, -1], ArrowUp: [7, 1] };
+S.mio = { buttons: [0, 0, 0, 0, 0, 0, 0, 0], axes: [0, 0, 0, 0, 0, 0, 0, 0], modes: {}, widgets: {}, keys: new Set(), timer: null, sent: 0, downAt: [] };
+function mioDefault() {   // HEBI's default Mobile IO screen: two joysticks, four sliders, eight buttons
+  const w = [{ id: "a1,a2", channels: ["a1", "a2"], type: "joystick", x: -0.72, y: 0.3, width: 0.5, height: 0.62 }];
+  for (let i = 3; i <= 6; i++) w.push({ id: `a${i}`, channels: [`a${i}`], type: "slider", x: -0.33 + (i - 3) * 0.22, y: 0.3, width: 0.1, height: 0.6 });
+  w.push({ id: "a7,a8", channels: ["a7", "a8"], type: "joystick", x: 0.72, y: 0.3, width: 0.5, height: 0.62 });
+  for (let i = 1; i <= 8; i++) w.push({ id: `b${i}`, channels: [`b${i}`], type: "button", x: -0.84 + (i - 1) * 0.24, y: -0.7, width: 0.2, height: 0.2, parameters: { mode: "momentary" } });
+  return w;
+}
+function mioLabel(w) {
+  const p = w.parameters || {};
+  const t = Array.isArray(p.text) ? p.text.join(" ") : (p.text || p.text2 || p.text1 || "");
+  return String(t);
+}
+function buildMobileIO(mio) {
+  S.mio.desc = mio || null;
+  const box = $("mio"), scr = $("mio_screen");
+  const appBtn = document.querySelector("#modes button[data-mode=app]");
+  scr.textContent = "";
+  S.mio.widgets = {}; S.mio.modes = {};
+  S.mio.buttons.fill(0); S.mio.axes.fill(0);
+  box.hidden = !mio; appBtn.hidden = !mio;
+  if (!mio) return;
+  $("mio_app").textContent = `app ${mio.app}${mio.layout ? "" : " (HEBI's default layout)"}`;
+  $("mio_text").textContent = mio.text || "";
+  const W = 370, H = 250;
+  for (const w of mio.layout || mioDefault()) {
+    const ch = w.channels || [];
+    const el = document.createElement("div");
+    el.className = "mio-w";
+    el.style.left = `${((w.x ?? 0) + 1) / 2 * W}px`;
+    el.style.top = `${(1 - (w.y ?? 0)) / 2 * H}px`;
+    const wpx = Math.max(40, (w.width ?? 0.2) / 2 * W), hpx = Math.max(40, (w.height ?? 0.2) / 2 * H);
+    const label = mioLabel(w);
+    if (ch[0] && ch[0][0] === "b") {
+      const i = parseInt(ch[0].slice(1)) - 1;
+      const b = document.createElement("button");
+      b.className = "mio-btn"; b.id = `mio_${ch[0]}`; b.dataset.ctl = "input";
+      b.textContent = label || ch[0].toUpperCase();
+      b.title = `${ch[0].toUpperCase()} (key ${i + 1}, ${(w.parameters || {}).mode || "momentary"})`;
+      if (label) { const tag = document.createElement("span"); tag.className = "ch"; tag.textContent = ch[0].toUpperCase(); b.appendChild(tag); }
+      S.mio.modes[i] = (w.parameters || {}).mode === "toggle" ? "toggle" : "momentary";
+      b.addEventListener("pointerdown", (e) => { b.setPointerCapture(e.pointerId); mioPress(i, true); });
+      for (const ev of ["pointerup", "pointercancel"]) b.addEventListener(ev, () => mioPress(i, false));
+      el.appendChild(b);
+      S.mio.widgets[ch[0]] = b;
+    } else if (w.type === "joystick" && ch.length === 2) {
+      el.classList.add("mio-joy");
+      const size = Math.min(wpx, hpx);
+      el.style.width = el.style.height = `${size}px`;
+      el.id = `mio_${ch[0]}_${ch[1]}`;
+      const knob = document.createElement("div"); knob.className = "knob"; el.appendChild(knob);
+      const tag = document.createElement("span"); tag.className = "ch"; tag.textContent = `${ch[0].toUpperCase()}/${ch[1].toUpperCase()}${label ? " " + label : ""}`; el.appendChild(tag);
+      const ix = parseInt(ch[0].slice(1)) - 1, iy = parseInt(ch[1].slice(1)) - 1;
+      const move = (e) => {
+        const r = el.getBoundingClientRect();
+        let x = (e.clientX - r.left) / r.width * 2 - 1, y = 1 - (e.clientY - r.top) / r.height * 2;
+        const n = Math.hypot(x, y); if (n > 1) { x /= n; y /= n; }
+        mioAxis(ix, x); mioAxis(iy, y);
+      };
+      el.addEventListener("pointerdown", (e) => { el.setPointerCapture(e.pointerId); el.dragging = true; move(e); });
+      el.addEventListener("pointermove", (e) => { if (el.dragging) move(e); });
+      for (const ev of ["pointerup", "pointercancel"]) el.addEventListener(ev, () => { el.dragging = false; mioAxis(ix, 0); mioAxis(iy, 0); });
+      S.mio.widgets[ch[0]] = S.mio.widgets[ch[1]] = el;
+    } else if (ch[0] && ch[0][0] === "a") {
+      const i = parseInt(ch[0].slice(1)) - 1;
+      el.classList.add("mio-slider");
+      if (hpx > wpx) el.classList.add("vertical");
+      el.style.width = `${hpx > wpx ? 28 : wpx}px`; el.style.height = `${hpx > wpx ? hpx : 28}px`;
+      const r = document.createElement("input");
+      r.type = "range"; r.min = "-1"; r.max = "1"; r.step = "any"; r.value = "0"; r.id = `mio_${ch[0]}`; r.dataset.ctl = "input";
+      r.addEventListener("input", () => mioAxis(i, parseFloat(r.value), true));
+      const tag = document.createElement("span"); tag.className = "ch"; tag.textContent = `${ch[0].toUpperCase()}${label ? " " + label : ""}`;
+      el.appendChild(tag); el.appendChild(r);
+      S.mio.widgets[ch[0]] = r;
+    } else continue;
+    scr.appendChild(el);
+  }
+}
+// a press shorter than two sample periods is held that long: the arm keeps only the newest sample per
+// cycle, so a down and an up inside one cycle would be a press nobody saw
+const MIO_MIN_PRESS = 2 * MIO_PERIOD;
+function mioPress(i, down) {
+  if (S.mio.modes[i] === "toggle") { if (down) S.mio.buttons[i] = 1 - S.mio.buttons[i]; }
+  else if (down) { S.mio.buttons[i] = 1; S.mio.downAt[i] = performance.now(); }
+  else {
+    const left = MIO_MIN_PRESS - (performance.now() - (S.mio.downAt[i] || 0));
+    if (left > 0) { setTimeout(() => mioPress(i, false), left); return; }
+    S.mio.buttons[i] = 0;
+  }
+  const b = S.mio.widgets[`b${i + 1}`];
+  if (b) b.classList.toggle("on", !!S.mio.buttons[i]);
+  mioSample();   // an edge goes out at once, not up to a period later
+}
+function mioAxis(i, v, fromSlider) {
+  S.mio.axes[i] = Math.max(-1, Math.min(1, v));
+  const w = S.mio.widgets[`a${i + 1}`];
+  if (w && w.tagName === "INPUT" && !fromSlider) w.value = String(S.mio.axes[i]);
+  if (w && w.classList && w.classList.contains("mio-joy")) {
+    const ch = w.id.split("_").slice(1), x = S.mio.axes[parseInt(ch[0].slice(1)) - 1], y = S.mio.axes[parseInt(ch[1].slice(1)) - 1];
+    w.firstChild.style.left = `${33 + 33 * x}%`; w.firstChild.style.top = `${33 - 33 * y}%`;
+  }
+}
+function mioSample() {
+  if (!S.mio.timer || !S.allowed.input) return;
+  S.mio.sent++;
+  send({ t: "input", buttons: S.mio.buttons.slice(), axes: S.mio.axes.slice(), c: now() });
+}
+function mioActive(on) {
+  $("mio_on").checked = !!on;
+  if (on && !S.mio.timer) S.mio.timer = setInterval(mioSample, MIO_PERIOD);
+  if (!on && S.mio.timer) { clearInterval(S.mio.timer); S.mio.timer = null; }
+  if (!on) {   // momentary buttons and joysticks let go; toggles and sliders keep their place, as on the phone
+    for (let i = 0; i < 8; i++) if (S.mio.modes[i] !== "toggle" && S.mio.buttons[i]) mioPress(i, false);
+    for (const k of S.mio.keys) { const m = MIO_KEYS[k]; if (m) mioAxis(m[0], 0); }
+    S.mio.keys.clear();
+  }
+}
+$("mio_on").addEventListener("change", (e) => mioActive(e.target.checked));
+// a hidden tab stops streaming: the arm sees the stream go stale and holds, as with a phone put away
+document.addEventListener("visibilitychange", () => { if (document.hidden) mioActive(false); });
+window.addEventListener("pagehide", () => mioActive(false));
+window.addEventListener("blur", () => { if (S.mio.timer) { mioActive(false); mioActive(true); } });
+function showMobileIO(app) {
+  if (!S.mio.desc) return;
+  $("mio_led").style.background = MIO_LED[(app && app.led) || "transparent"] || MIO_LED.transparent;
+  const drops = app ? Object.entries(app.input_dropped || {}).map(([k, v]) => `${k} ${v}`).join(", ") : "";
+  $("mio_state").textContent = app ? `${app.state}${app.running ? "" : " (not running: mode app starts it)"} · link ${app.link}${app.armed ? "" : " · not armed"} · ${app.input_accepted} samples${drops ? " · dropped " + drops : ""}` : "–";
+}
+document.addEventListener("keydown", (e) => {
+  if (!S.mio.timer || e.target.tagName === "INPUT" && e.target.type === "number") return;
+  const digit = /^Digit([1-8])$/.exec(e.code);
+  if (digit) { e.preventDefault(); if (!e.repeat) mioPress(parseInt(digit[1]) - 1, true); return; }
+  const m = MIO_KEYS[e.code];
+  if (m) { e.preventDefault(); e.stopImmediatePropagation(); S.mio.keys.add(e.code); mioAxis(m[0], m[1]); }
+}, true);
+document.addEventListener("keyup", (e) => {
+  const digit = /^Digit([1-8])$/.exec(e.code);
+  if (digit && S.mio.timer) { mioPress(parseInt(digit[1]) - 1, false); return; }
+  const m = MIO_KEYS[e.code];
+  if (m && S.mio.keys.delete(e.code)) mioAxis(m[0], 0);
+}, true);
 
 connect();
