@@ -7,7 +7,7 @@ hold or a stop within the same cycle instead of an exception, and no stop drops 
 unless ``release`` is asked for explicitly.
 
 The arm's motion state lives in one :class:`~hebictl.control.supervisor.Supervisor`: the mode as a
-value that owns its data (:mod:`hebictl.control.modes`: follow, brake, hold, damp, gravcomp,
+value that owns its data (:mod:`hebictl.control.modes`: follow, jog, brake, hold, damp, gravcomp,
 release), the latch level (running, hold, stopped), the latched stop and the stop pending after a
 brake, changed only through its transition table. What this module adds is where each mode starts:
 from the MEASURED state.
@@ -41,7 +41,7 @@ from hebictl.control.braking import BrakePlanner
 from hebictl.control.extra_modules import ExtraModules
 from hebictl.control.goal import Goal
 from hebictl.control.handover import retime
-from hebictl.control.modes import LAG_MIN_RAD, Braking, Damp, Follow, Holding, MotionMode, Release
+from hebictl.control.modes import LAG_MIN_RAD, Braking, Damp, Follow, Holding, Jogging, MotionMode, Release
 from hebictl.control.monitors import MonitorSuite, Payload, goal_status
 from hebictl.control.monitors.payload import payload_efforts
 from hebictl.control.motion import Brake, RateLimiter, shrink_recovery
@@ -68,8 +68,8 @@ log = logging.getLogger(__name__)
 KEEPALIVE_PERIOD = 0.05
 # Enum member lookups go through a descriptor on every access; the hot path compares against these.
 _RUNNING, _HOLD, _STOPPED = ArmState.RUNNING, ArmState.HOLD, ArmState.STOPPED
-_FOLLOW, _BRAKE, _HOLDING, _DAMP, _GRAVCOMP, _RELEASE = (Mode.FOLLOW, Mode.BRAKE, Mode.HOLD, Mode.DAMP,
-                                                         Mode.GRAVCOMP, Mode.RELEASE)
+_FOLLOW, _JOG, _BRAKE, _HOLDING, _DAMP, _GRAVCOMP, _RELEASE = (Mode.FOLLOW, Mode.JOG, Mode.BRAKE, Mode.HOLD, Mode.DAMP,
+                                                               Mode.GRAVCOMP, Mode.RELEASE)
 #: [rad or m] a joint whose last command is further than this from its measured position was not
 #: following it (a stale command): a new mode starts that joint from the measured position. Above
 #: the tracking lag at rated speed (~20 mrad on the bundled kits) and a hold's sag under 1 kg.
@@ -226,7 +226,7 @@ class Arm:
 
     @property
     def mode(self) -> Mode:
-        """What the arm commands now: follow, brake, hold, damp, gravcomp or release."""
+        """What the arm commands now: follow, jog, brake, hold, damp, gravcomp or release."""
         return self.supervisor.mode
 
     @property
@@ -415,10 +415,11 @@ class Arm:
         cmd.effort += ff.effort(q, v, a, self._gravity_vector())
 
     def _live(self) -> bool:
-        """The modules are executing the position command (following, braking or holding; no M-stop
+        """The modules are executing the position command (following, jogging, braking or holding; no M-stop
         since): a brake may start from it, however far the arm lags, without a step."""
         mode = self.supervisor.mode
-        return self.supervisor.resync is not Resync.ALL and (mode is _FOLLOW or mode is _BRAKE or mode is _HOLDING)
+        return self.supervisor.resync is not Resync.ALL and (mode is _FOLLOW or mode is _BRAKE or mode is _HOLDING
+                                                             or mode is _JOG)
 
     def _brake_start(self, now: float) -> FloatArray:
         """Where a brake from a live command starts: a moving joint from its measured position (the
@@ -475,17 +476,28 @@ class Arm:
         return m.trajectory if isinstance(m, Follow) else None
 
     def current_state(self) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """Where a new goal starts: the last command where the modules follow it, else the measured
-        position (:meth:`_anchor`, without re-anchoring), and the measured velocity (zero at rest)."""
+        """Where a new goal starts, as hebi-py's ``set_goal`` does: the commanded state where the
+        modules follow the command, else the measured one.
+
+        Per joint: where the last command is kept (:meth:`_anchor`: the modules execute it and the
+        joint is within ``STALE_RAD`` of it), its position and velocity (a hold's zero, a goal's, a
+        jog's or a brake ramp's) and, following a goal, its acceleration; elsewhere the measured
+        position and velocity (zero below the at-goal tolerance: a still arm's noise). A goal set
+        again every input sample (HEBI's AR pattern) so goes on at the speed it had: restarted from
+        rest (the measured velocity zeroed below 0.05 rad/s), the end effector lagged a 2 cm figure
+        eight by 29-73 mm."""
         p = self._anchor(apply=False)
+        last = self._rate.last
+        commanded = self.pending_command.velocity
+        kept = self._live() and self.supervisor.resync is Resync.NONE
+        kept_joints = np.isfinite(last) & (p == last) & np.isfinite(commanded) if kept else np.zeros(self.dof, bool)
         v = self._measured_velocity(self._last_time)
         v = np.where(np.abs(v) > self.safety.at_goal_velocity_tolerance, v, 0.0)
-        if self.supervisor.mode is _HOLDING:  # a hold asks for standstill: the goal starts from it
-            v = np.zeros(self.dof)
+        np.copyto(v, commanded, where=kept_joints)
         a = np.zeros(self.dof)
         traj = self.trajectory
         if traj is not None:
-            a = traj.get_state(self._last_time)[2]
+            np.copyto(a, traj.get_state(self._last_time)[2], where=kept_joints)
         return p.copy(), v, a
 
     def set_goal(self, goal: Goal, *, admitted: Trajectory | None = None) -> None:
@@ -562,6 +574,30 @@ class Arm:
         """True while a brake ramp (stop, hold, cancel or clear) is still decelerating."""
         return self.supervisor.mode is _BRAKE
 
+    @property
+    def jogging(self) -> Jogging | None:
+        """The running jog (its sample, command and scales) while ``mode`` is ``jog``, else None."""
+        m = self.supervisor.motion
+        return m if isinstance(m, Jogging) else None
+
+    def start_jog(self, jog: Jogging) -> None:
+        """Jog (:class:`~hebictl.control.modes.Jogging`, built from the commanded state): from a hold,
+        a goal, a brake or hand-guiding, while running. A hold that damped a brake's ringing goes on
+        damping under the jog. Raises CommandRejected while the arm is stopped or held (a hold is left
+        with :meth:`clear_fault` first)."""
+        sup = self.supervisor
+        if sup.level is not _RUNNING:
+            raise CommandRejected(sup.level.value, f"the arm is {sup.level.value}; clear_fault() first")
+        m = sup.motion
+        jog.damps = isinstance(m, Holding) and m.damps
+        self._fire(Trigger.JOG, jog)
+
+    def end_jog(self) -> None:
+        """End a running jog: brake from its commanded state if the arm moves, else hold where its
+        command is (the same as :meth:`hold` without the latch level and the event)."""
+        if self.supervisor.mode is _JOG:
+            self._stop_or_hold(self.clock.now())
+
     def hold(self, position: ArrayLike | None = None, *, reason: EventKind | str = EventKind.HOLD,
              detail: str = "operator hold") -> None:
         """Hold ``position``, or (default) brake from the measured velocity within the rated
@@ -569,7 +605,7 @@ class Arm:
         if self.supervisor.level is ArmState.STOPPED:
             return
         self.supervisor.set_level(Level.HOLD)
-        if position is None:  # (a hold re-anchors too: a jog plugin may have moved the idle hold's command)
+        if position is None:
             self._stop_or_hold(self.clock.now(), measured=self.supervisor.mode is _GRAVCOMP)
         else:
             self._hold_at(np.asarray(position, dtype=np.float64))
@@ -612,9 +648,10 @@ class Arm:
                 self._to_brake(now, measured)
                 sup.brake_then(None)  # the stricter stop: the brake ends in a hold
             elif sup.mode is _DAMP or sup.mode is _RELEASE or sup.mode is _GRAVCOMP or sup.mode is _FOLLOW \
-                    or self._moving():
-                self._stop_or_hold(now, measured or (sup.mode is not _HOLDING and sup.mode is not _FOLLOW))
-            else:  # a still hold: where its command is now (a jog plugin may have moved it)
+                    or sup.mode is _JOG or self._moving():
+                live = sup.mode is _HOLDING or sup.mode is _FOLLOW or sup.mode is _JOG
+                self._stop_or_hold(now, measured or not live)
+            else:  # a still hold: where its command is now
                 self._hold_at(measured=measured)
         else:
             trigger = Trigger.DAMP if b is StopBehaviour.DAMP else Trigger.RELEASE
@@ -859,7 +896,7 @@ class Arm:
         sup.resync = Resync.NONE
 
     def _position_command(self, now: float, cmd: Command, *, blind: bool = False) -> None:
-        """Position and velocity of the mode's command (FOLLOW, BRAKE, HOLD); NaN otherwise.
+        """Position and velocity of the mode's command (FOLLOW, BRAKE, HOLD; JOG's last); NaN otherwise.
 
         ``blind`` (no fresh feedback this cycle): a brake ramp is commanded at the middle of the
         period the modules will hold the command for (:data:`BLIND_LEAD` of the cycle ahead: a blind
@@ -893,6 +930,10 @@ class Arm:
         self.trajectory_state = None
         if isinstance(m, Holding):
             m.command(self.last_feedback.position, cmd)
+        elif isinstance(m, Jogging):  # the jog's last command; its law runs among the plugins (_run_plugins)
+            m.placeholder(cmd)
+            if blind:
+                cmd.velocity.fill(0.0)
         else:
             cmd.position.fill(math.nan)
             cmd.velocity.fill(math.nan)
@@ -903,13 +944,15 @@ class Arm:
         position limit (it reaches the limit at rest, within the rated deceleration)."""
         cmd = self.pending_command
         mode = self.supervisor.mode
-        recovering = self.supervisor.recovery if mode is _FOLLOW or mode is _HOLDING or mode is _BRAKE else None
+        recovering = (self.supervisor.recovery if mode is _FOLLOW or mode is _HOLDING or mode is _BRAKE or mode is _JOG
+                      else None)
         if self._rate.clamp_and_apply(cmd.position, cmd.velocity, cmd.effort, self._rate_dt, fb_position,
-                                      recovering) and (mode is _HOLDING or mode is _BRAKE):
+                                      recovering) and (mode is _HOLDING or mode is _BRAKE or mode is _JOG):
             # a hold or ramp the command is carried on to (after a brake from the measured state): the
             # position moves at most at the rated speed, the velocity command stays the mode's own (zero,
             # or the ramp's), not the rated speed the limiter moves at (fed forward, that kicked a
-            # just-stopped arm: r6's elbow swung 0.6 rad/s after a module's return)
+            # just-stopped arm: r6's elbow swung 0.6 rad/s after a module's return); a jog's limited joints
+            # too, as when the jog ran on top of a hold (kept so: the jog tests' bounds were measured so)
             state = self.trajectory_state if mode is _BRAKE else None
             limited = self._rate.limited
             cmd.velocity[limited] = state[1][limited] if state is not None else 0.0
@@ -1087,9 +1130,7 @@ class Arm:
         cmd = self.pending_command
         self._position_command(now, cmd)
         cmd.effort.fill(0.0)
-        ok = True
-        for plugin in self.plugins:
-            ok = plugin.update(self, self._dt) and ok
+        ok = self._run_plugins(fb, now)
         if self.payload is not None and np.all(np.isfinite(cmd.position)):  # the declared payload's gravity
             cmd.effort += payload_efforts(self.model, fb.position, self.payload, self._gravity_vector())
         carrying = self.payload_feedforward.mass != 0.0 and math.isfinite(float(cmd.position.sum()))
@@ -1099,12 +1140,46 @@ class Arm:
         braking = isinstance(m, Braking)
         if braking and self.trajectory_state is not None:  # braking: feed the ramp forward
             cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, self.plugins)  # (not plugins')
-        if braking or (isinstance(m, Holding) and (m.damps or carrying)):
+        if braking or (isinstance(m, Holding | Jogging) and (m.damps or carrying)):
             # damp the ringing (of the stop; of a load carried in a hold, or a jog on it, as it is taken over),
             # at a speed the arm can have (a transient reading kicked the still arm)
             cmd.effort -= self._damping * np.nan_to_num(self._plausible_velocity() - cmd.velocity)
         self._finish(fb.position)
         return ok
+
+    def _run_plugins(self, fb: Feedback, now: float) -> bool:
+        """The plugins' efforts; while jogging, the jog's law runs ahead of the first plugin that
+        forwards the finished command to other modules (``forwards_command``: a double shoulder's
+        mirror must forward the jog's command, not the one before it: measured on the sim's x7, the
+        mirrored shoulder module held the jog's start while the other moved, and the two stopped
+        fighting each other 56 mrad behind the command)."""
+        ok = True
+        m = self.supervisor.motion
+        jog = m if isinstance(m, Jogging) else None
+        for plugin in self.plugins:
+            if jog is not None and plugin.forwards_command:
+                self._jog_step(jog, fb, now)
+                jog = None
+            ok = plugin.update(self, self._dt) and ok
+        if jog is not None:
+            self._jog_step(jog, fb, now)
+        return ok
+
+    def _jog_step(self, jog: Jogging, fb: Feedback, now: float) -> None:
+        """The jog's command (:mod:`hebictl.control.jog_law`), with its acceleration fed forward: the
+        rigid-body dynamics at the commanded state, less what the feed-forward plugins added (without
+        it the joints lag by their own inertia while speeding up and overshoot after stopping, and the
+        end effector leaves its direction), and the unknown load's inertia. A result that is not
+        finite is never commanded: the arm holds where it is instead."""
+        cmd = self.pending_command
+        accel = jog.command(now, self._dt, self.nominal_period, fb.position, fb.velocity, cmd)
+        if accel is None:
+            cmd.position[:] = fb.position
+            cmd.velocity.fill(0.0)
+            self._fire(Trigger.HOLD_AT, Holding(fb.position.copy()))
+            return
+        cmd.effort += self.brake_planner.missing_effort((jog.position, jog.velocity, accel), self.plugins)
+        self.payload_feedforward.accelerate(accel)
 
     def _check_firmware_limit(self, fb: Feedback, joint: int, upper: bool) -> None:
         """Record (once per episode) a module's own position limit acting, and brake to a hold:

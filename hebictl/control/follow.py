@@ -415,13 +415,12 @@ _HANDLERS = {
     S.ALIGNING: LeaderFollower._aligning,
 }
 
-#: plugin types that forward the finished command to other modules: follow and haptics go before them
-FORWARDING_PLUGINS = frozenset({"DoubledJointMirror"})
-
-
 def _insert_before_forwarders(arm: Arm, plugin: ArmPlugin) -> None:
+    """Add ``plugin`` ahead of the first plugin that forwards the finished command to other modules
+    (its declared ``forwards_command`` capability, a double shoulder's mirror): follow and haptics
+    must write before it."""
     arm.add_plugin(plugin)
-    first = next((i for i, p in enumerate(arm.plugins) if p.type_name in FORWARDING_PLUGINS), None)
+    first = next((i for i, p in enumerate(arm.plugins) if p.forwards_command), None)
     if first is not None:
         arm.plugins.remove(plugin)
         arm.plugins.insert(first, plugin)

@@ -10,7 +10,8 @@ a fault of the robot). ``docs/supervisor.md`` is generated from these tables
 
 Two values describe the arm:
 
-* :class:`Mode`, what is commanded: ``follow`` (a trajectory), ``brake`` (the brake ramp from the
+* :class:`Mode`, what is commanded: ``follow`` (a trajectory), ``jog`` (a streamed velocity),
+  ``brake`` (the brake ramp from the
   measured velocity to standstill), ``hold`` (a position at standstill under gravity compensation),
   ``damp`` (gravity compensation and joint damping, no position), ``gravcomp`` (idle hand-guiding:
   plugin efforts only) and ``release`` (nothing: a brakeless arm falls);
@@ -76,6 +77,7 @@ class Trigger(StrEnum):
     """Why the mode changes."""
 
     GOAL = "goal"          # set_goal() accepted a goal
+    JOG = "jog"            # a jog started (Arm.start_jog: a dead-man sample from the operator)
     BRAKE = "brake"        # cancel_goal(), hold(), stop(hold), clear_fault() or a fault while moving
     HOLD_AT = "hold_at"    # hold a given or the measured position now (the arm is still, or it is not
     #                        the controller that moves it: M-stop pressed, a module's return)
@@ -97,16 +99,24 @@ class Level(StrEnum):
 #: mode -> trigger -> next mode. A pair not listed is illegal. Note what is missing on purpose:
 #: ``brake`` takes no ``damp``/``release``/``gravcomp``/``brake``-restart: a running brake is never
 #: dropped or restarted by a later, weaker stop (the Arm keeps that stop pending until ``still``).
+#: A jog, like a goal, may take over from a brake, but not from ``damp`` or ``release`` (latched
+#: stops only), and a jog is never restarted (``jog`` -> ``jog``): its stream carries the new samples.
 MODE_TABLE: dict[Mode, dict[Trigger, Mode]] = {
-    Mode.FOLLOW: {Trigger.GOAL: Mode.FOLLOW, Trigger.BRAKE: Mode.BRAKE, Trigger.HOLD_AT: Mode.HOLD,
-                  Trigger.DAMP: Mode.DAMP, Trigger.GRAVCOMP: Mode.GRAVCOMP, Trigger.RELEASE: Mode.RELEASE},
-    Mode.BRAKE: {Trigger.GOAL: Mode.FOLLOW, Trigger.HOLD_AT: Mode.HOLD, Trigger.STILL: Mode.HOLD},
-    Mode.HOLD: {Trigger.GOAL: Mode.FOLLOW, Trigger.BRAKE: Mode.BRAKE, Trigger.HOLD_AT: Mode.HOLD,
-                Trigger.DAMP: Mode.DAMP, Trigger.GRAVCOMP: Mode.GRAVCOMP, Trigger.RELEASE: Mode.RELEASE},
+    Mode.FOLLOW: {Trigger.GOAL: Mode.FOLLOW, Trigger.JOG: Mode.JOG, Trigger.BRAKE: Mode.BRAKE,
+                  Trigger.HOLD_AT: Mode.HOLD, Trigger.DAMP: Mode.DAMP, Trigger.GRAVCOMP: Mode.GRAVCOMP,
+                  Trigger.RELEASE: Mode.RELEASE},
+    Mode.JOG: {Trigger.GOAL: Mode.FOLLOW, Trigger.BRAKE: Mode.BRAKE, Trigger.HOLD_AT: Mode.HOLD,
+               Trigger.DAMP: Mode.DAMP, Trigger.GRAVCOMP: Mode.GRAVCOMP, Trigger.RELEASE: Mode.RELEASE},
+    Mode.BRAKE: {Trigger.GOAL: Mode.FOLLOW, Trigger.JOG: Mode.JOG, Trigger.HOLD_AT: Mode.HOLD,
+                 Trigger.STILL: Mode.HOLD},
+    Mode.HOLD: {Trigger.GOAL: Mode.FOLLOW, Trigger.JOG: Mode.JOG, Trigger.BRAKE: Mode.BRAKE,
+                Trigger.HOLD_AT: Mode.HOLD, Trigger.DAMP: Mode.DAMP, Trigger.GRAVCOMP: Mode.GRAVCOMP,
+                Trigger.RELEASE: Mode.RELEASE},
     Mode.DAMP: {Trigger.BRAKE: Mode.BRAKE, Trigger.HOLD_AT: Mode.HOLD, Trigger.DAMP: Mode.DAMP,
                 Trigger.RELEASE: Mode.RELEASE},
-    Mode.GRAVCOMP: {Trigger.GOAL: Mode.FOLLOW, Trigger.BRAKE: Mode.BRAKE, Trigger.HOLD_AT: Mode.HOLD,
-                    Trigger.DAMP: Mode.DAMP, Trigger.GRAVCOMP: Mode.GRAVCOMP, Trigger.RELEASE: Mode.RELEASE},
+    Mode.GRAVCOMP: {Trigger.GOAL: Mode.FOLLOW, Trigger.JOG: Mode.JOG, Trigger.BRAKE: Mode.BRAKE,
+                    Trigger.HOLD_AT: Mode.HOLD, Trigger.DAMP: Mode.DAMP, Trigger.GRAVCOMP: Mode.GRAVCOMP,
+                    Trigger.RELEASE: Mode.RELEASE},
     Mode.RELEASE: {Trigger.BRAKE: Mode.BRAKE, Trigger.HOLD_AT: Mode.HOLD, Trigger.DAMP: Mode.DAMP,
                    Trigger.RELEASE: Mode.RELEASE},
 }
@@ -123,7 +133,7 @@ LEVEL_TABLE: dict[ArmState, dict[Level, ArmState]] = {
 
 #: the modes each latch level may be in (the Arm never follows a goal or hand-guides while latched)
 ALLOWED_MODES: dict[ArmState, frozenset[Mode]] = {
-    ArmState.RUNNING: frozenset({Mode.FOLLOW, Mode.BRAKE, Mode.HOLD, Mode.GRAVCOMP}),
+    ArmState.RUNNING: frozenset({Mode.FOLLOW, Mode.JOG, Mode.BRAKE, Mode.HOLD, Mode.GRAVCOMP}),
     ArmState.HOLD: frozenset({Mode.BRAKE, Mode.HOLD}),
     ArmState.STOPPED: frozenset({Mode.BRAKE, Mode.HOLD, Mode.DAMP, Mode.RELEASE}),
 }

@@ -7,7 +7,7 @@ Modules, one idea each:
 * :mod:`~hebictl.teleop.schema` - one validator per command topic (nothing unvalidated reaches the arm)
 * :mod:`~hebictl.teleop.admission` - freshness, per-client ordering and per-topic rate limits
 * :mod:`~hebictl.teleop.feasibility` - speed and reach checks of goals against the arm's limits
-* :mod:`~hebictl.teleop.jog` - jog mailbox and the arm plugin that integrates jog velocities
+* :mod:`~hebictl.teleop.jog` - jog mailbox and the handle that starts and ends the arm's ``jog`` mode
 * :mod:`~hebictl.teleop.runner` - the arm thread: modes, e-stop latch, snapshots (every stop brakes
   on the Arm's own ramp, :mod:`hebictl.control.braking`)
 * :mod:`~hebictl.teleop.snapshot` - the immutable per-cycle snapshot the arm thread hands the bridge

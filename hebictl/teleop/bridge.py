@@ -623,8 +623,8 @@ class MqttBridge:
             g = snap.gripper
             gripper_key = None if g is None else (g.position, g.action, g.seq, g.hardware,
                                                   None if g.measured_opening is None else round(g.measured_opening, 2))
-            key = (snap.state, snap.mode, snap.estop, snap.m_stopped, snap.jogging, snap.braking, snap.at_goal,
-                   snap.last_error, snap.last_event, gripper_key)
+            key = (snap.state, snap.mode, snap.arm_mode, snap.estop, snap.m_stopped, snap.jogging, snap.braking,
+                   snap.at_goal, snap.last_error, snap.last_event, gripper_key)
             now = monotonic()
             if key != last_key or now - last_status >= self.status_period:
                 last_key, last_status = key, now

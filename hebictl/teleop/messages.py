@@ -120,7 +120,7 @@ def status_payload(snap: ArmSnapshot | None, arm_id: str, *, online: bool, ts: f
     elif snap is not None:
         body.update({
             "state": snap.state, "mode": snap.mode, "estop": snap.estop, "m_stopped": snap.m_stopped,
-            "stop_behaviour": snap.stop_behaviour, "jogging": snap.jogging,
+            "arm_mode": snap.arm_mode, "stop_behaviour": snap.stop_behaviour, "jogging": snap.jogging,
             "braking": snap.braking, "goal_progress": snap.goal_progress, "at_goal": snap.at_goal,
             "goal_status": snap.goal_status, "commands_delivered": snap.commands_delivered,
             "payload": None if snap.payload_mass_kg is None else {"mass_kg": snap.payload_mass_kg,

@@ -10,7 +10,7 @@ through lock-free hand-overs:
 * **e-stop engage and link loss** go through a separate priority deque, handled before anything
   queued, so a backlog of goals can never delay a stop;
 * **jog** samples go through a :class:`~hebictl.teleop.jog.JogMailbox` (latest wins) that the
-  jog plugin reads inside the cycle, right after the feedback read;
+  arm's ``jog`` mode reads inside the cycle, right after the feedback read;
 * **state** comes back as an immutable :class:`ArmSnapshot` rebuilt every cycle and published
   by plain attribute assignment; **acks** through the ``on_result`` callback.
 
@@ -19,6 +19,10 @@ fault and jog transition becomes a typed event for :func:`hebictl.teleop.events.
 function of the runner's one state value (:class:`~hebictl.teleop.events.RunnerState`) with an
 explicit transition table; this class drains the queues (priority first), calls it and applies
 the returned actions to the Arm (:meth:`ArmRunner.dispatch`).
+
+The runner does not work out the arm's mode from other fields of the arm: it reads ``arm.mode`` (follow,
+jog, brake, hold, damp, gravcomp, release) and ``arm.state`` (the supervisor's latch level), and the
+status publishes the arm's mode as ``arm_mode`` beside the operator's mode.
 
 Modes: ``idle`` (hold, no motion accepted: the start-up mode and where every fault lands),
 ``position`` (joint/Cartesian goals), ``jog`` (velocity streaming) and ``gravcomp``
@@ -55,6 +59,7 @@ from hebictl._typing import FloatArray
 from hebictl.control.arm import Arm
 from hebictl.control.goal import Goal
 from hebictl.control.loop import FixedRateLoop, LoopStats
+from hebictl.control.modes import Mode as ArmMode
 from hebictl.control.realtime import RealtimeGrant, RealtimeRequest
 from hebictl.control.safety import ArmState, EventKind, StopBehaviour
 from hebictl.errors import CommandRejected, HebictlError
@@ -88,7 +93,7 @@ from hebictl.teleop.events import (
     decide,
 )
 from hebictl.teleop.feasibility import check_reach, check_trajectory
-from hebictl.teleop.jog import JogMailbox, JogPlugin, attach
+from hebictl.teleop.jog import ArmJog, JogMailbox, attach
 from hebictl.teleop.messages import Ack
 from hebictl.teleop.schema import (
     EstopCommand,
@@ -174,9 +179,9 @@ class ArmRunner:
         self.gripper = gripper
         self.mailbox = JogMailbox()
         # max_dt: after a stalled cycle integrate at most 3 periods, never jump the jog target ahead
-        self.jog = JogPlugin(self.mailbox, accel=jog_accel, damping=jog_damping, speed_fraction=jog_speed_fraction,
-                             max_dt=3.0 / self.rate_hz)
-        attach(arm, self.jog)  # ahead of a double shoulder's mirror: it must forward the jog's command
+        self.jog = ArmJog(self.mailbox, accel=jog_accel, damping=jog_damping, speed_fraction=jog_speed_fraction,
+                          max_dt=3.0 / self.rate_hz)
+        attach(arm, self.jog)  # the jog is the arm's mode (arm.mode == "jog"); this is its teleop handle
         self.on_result: Callable[[Ack], None] | None = None
         self._queue: queue.SimpleQueue[tuple[str, TeleopCommand, int]] = queue.SimpleQueue()
         # e-stop engage, link loss and shutdown: handled before anything queued
@@ -384,8 +389,8 @@ class ArmRunner:
         behaviour = arm.stop_behaviour
         return ArmSnapshot(
             cycle=self._cycle, time=self.clock.now(), wall_time=self.teleop_clock.wall(), state=arm.state.value,
-            mode=self.state.mode.value, estop=self.state.estop, jogging=self.jog.active,
-            braking=arm.braking,
+            mode=self.state.mode.value, estop=self.state.estop, jogging=arm.mode is ArmMode.JOG,
+            braking=arm.mode is ArmMode.BRAKE, arm_mode=arm.mode.value,
             position=fb.position.copy(), velocity=fb.velocity.copy(), effort=fb.effort.copy(),
             command_position=cmd.position.copy(), command_velocity=cmd.velocity.copy(),
             goal_progress=arm.goal_progress, at_goal=arm.at_goal, loop=self._stats,
@@ -442,10 +447,8 @@ class ArmRunner:
     def _check_command(self) -> None:
         """Refuse to send a non-finite position while the arm is meant to command one."""
         arm = self.arm
-        if arm.state is ArmState.STOPPED and arm.stop_behaviour is not StopBehaviour.HOLD:
-            return  # damp or an explicit release command no position on purpose
-        if arm.idle != "hold" and arm.trajectory is None and not self.jog.active:
-            return  # hand-guiding: no position command
+        if arm.mode in (ArmMode.DAMP, ArmMode.RELEASE, ArmMode.GRAVCOMP):
+            return  # damp, an explicit release and hand-guiding command no position on purpose
         if not np.all(np.isfinite(arm.last_feedback.position)):
             return  # no feedback yet: nothing to hold
         if not np.all(np.isfinite(arm.pending_command.position)):
@@ -495,16 +498,17 @@ class ArmRunner:
         forward; see :mod:`hebictl.control.braking`), the same ramp as the e-stop and every other
         stop, so the modules follow it and the hold starts at rest."""
         arm = self.arm
-        if arm.state is ArmState.STOPPED:
-            self.jog.halt()
+        if arm.state is ArmState.STOPPED:  # (never jogging then)
             return
-        if self.jog.active:
-            p, v = self.jog.halt()
-        elif arm.state is ArmState.RUNNING and arm.trajectory is not None and not arm.at_goal:
-            p, v, _ = arm.trajectory.get_state(self.clock.now())
+        mode = arm.mode
+        traj = arm.trajectory
+        if mode is ArmMode.JOG:
+            p, v = self.jog.halt()  # the arm brakes from the jog's command (or holds it, if still)
+        elif traj is not None and not arm.at_goal:
+            p, v, _ = traj.get_state(self.clock.now())
         else:
-            if arm.state is ArmState.RUNNING or not arm.braking:  # never cut a brake short
-                hold = self._holdable_position() if arm.trajectory is None else None
+            if arm.state is ArmState.RUNNING or mode is not ArmMode.BRAKE:  # never cut a brake short
+                hold = self._holdable_position() if mode is not ArmMode.FOLLOW else None
                 arm.hold(hold, reason=kind, detail=detail)
             return
         if not (np.all(np.isfinite(p)) and np.all(np.isfinite(v))):
@@ -522,15 +526,17 @@ class ArmRunner:
         self.arm.stop(kind, detail, behaviour=StopBehaviour.HOLD)
 
     def _moving(self) -> bool:
-        arm = self.arm
-        return self.jog.active or (arm.state is ArmState.RUNNING and arm.trajectory is not None and not arm.at_goal)
+        """The arm jogs, or follows a goal it has not reached (``arm.mode``; follow only while running)."""
+        mode = self.arm.mode
+        return mode is ArmMode.JOG or (mode is ArmMode.FOLLOW and not self.arm.at_goal)
 
     def _latest_jog_index(self) -> int:
         s = self.mailbox.latest
         return 0 if s is None else s.index
 
     def _facts(self) -> ArmFacts:
-        return ArmFacts(moving=self._moving(), braking=self.arm.braking, jog_index=self._latest_jog_index())
+        return ArmFacts(moving=self._moving(), braking=self.arm.mode is ArmMode.BRAKE,
+                        jog_index=self._latest_jog_index())
 
     def _supervise_jog(self) -> None:
         """Release a running jog when let go or expired; offer a fresh dead-man sample to start one."""
@@ -538,7 +544,7 @@ class ArmRunner:
         if s is None:
             return
         now = self.clock.now()
-        if self.jog.active:
+        if self.arm.mode is ArmMode.JOG:
             if not s.deadman:
                 self.dispatch(JogLetGo(EventKind.TELEOP_JOG_RELEASED.value,
                                        f"dead-man released by {s.client} (seq {s.seq})", s.index))
@@ -551,7 +557,8 @@ class ArmRunner:
             self.dispatch(JogSampleReady(s.index, f"jog by {s.client} (seq {s.seq}): leaving the hold"))
 
     def _start_jog(self, detail: str) -> None:
-        """Start the jog plugin from the commanded state (position and velocity), leaving a hold."""
+        """The arm jogs from the commanded state (position and velocity), leaving a hold (a goal or a
+        brake is taken over by the jog: the supervisor's table lets ``jog`` follow both)."""
         arm = self.arm
         s = self.mailbox.latest
         if s is None or arm.state is ArmState.STOPPED:
@@ -561,12 +568,9 @@ class ArmRunner:
         if not np.all(np.isfinite(start)):
             return
         velocity = cmd.velocity.copy() if np.all(np.isfinite(cmd.velocity)) else np.zeros(arm.dof)
-        if arm.trajectory is not None:
-            arm.cancel_goal()
         if arm.state is ArmState.HOLD:
             arm.clear_fault(detail)  # a plain hold (cmd/stop, a released jog) is not a fault
-        self.jog.start(start, s)
-        self.jog.velocity[:] = velocity
+        self.jog.start(start, s, velocity)
 
     # ------------------------------------------------------------------ events and actions
     def dispatch(self, event: Event) -> None:

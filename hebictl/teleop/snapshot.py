@@ -81,6 +81,9 @@ class ArmSnapshot:
     payload_mass_kg: float | None = None  # the model-mismatch monitor's end-effector payload estimate at rest
     payload_extra_kg: float | None = None  # the part of it the model does not know
     commands_delivered: bool = True  # False while the modules are not taking the commands (command_lost)
+    #: what the arm commands (``Arm.mode``: follow, jog, brake, hold, damp, gravcomp, release); ``mode`` is
+    #: the operator's teleop mode (position, jog, gravcomp, idle), a different thing
+    arm_mode: str = "hold"
     realtime: RealtimeGrant | None = None  # what the arm thread was granted (SCHED_FIFO, locked memory, CPU)
     app: dict[str, Any] | None = None  # the Mobile IO app of ``--app`` (mode ``app``): name, state, LED, input counts
 

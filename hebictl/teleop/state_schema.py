@@ -66,6 +66,7 @@ STATUS: dict[str, Any] = {
     "properties": {
         "ts": _NUM, "arm_id": _STR, "status": {"type": "string", "enum": ["online", "offline"]},
         "state": {"type": ["string", "null"], "maxLength": 32}, "mode": {"type": ["string", "null"], "maxLength": 32},
+        "arm_mode": {"type": ["string", "null"], "maxLength": 32},
         "estop": _BOOL, "m_stopped": _BOOL, "stop_behaviour": _STR_OR_NULL, "jogging": _BOOL, "braking": _BOOL,
         "goal_progress": _NUM_OR_NULL, "at_goal": _BOOL, "cycles": {"type": ["integer", "null"]},
         "goal_status": _TEXT, "commands_delivered": _BOOL,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
 import pytest
 
-from hebictl.control.modes import Braking, Follow, Holding
+from hebictl.control.jog_law import JogLaw, JogSample
+from hebictl.control.modes import Braking, Follow, Holding, Jogging
 from hebictl.control.motion import Brake
 from hebictl.control.safety import ArmState, StopBehaviour
 from hebictl.control.supervisor import (
@@ -23,7 +25,9 @@ from hebictl.control.supervisor import (
     markdown,
 )
 from hebictl.errors import HebictlError
+from hebictl.teleop.jog import JogMailbox
 from hebictl.trajectory import create_trajectory
+from tests._support.arms import kit6_arm
 from tests._support.paths import REPO_ROOT
 
 #: the table written out by hand (an independent copy: a change to the code must be made here too)
@@ -31,6 +35,11 @@ EXPECTED = {
     (Mode.FOLLOW, Trigger.GOAL): Mode.FOLLOW, (Mode.FOLLOW, Trigger.BRAKE): Mode.BRAKE,
     (Mode.FOLLOW, Trigger.HOLD_AT): Mode.HOLD, (Mode.FOLLOW, Trigger.DAMP): Mode.DAMP,
     (Mode.FOLLOW, Trigger.GRAVCOMP): Mode.GRAVCOMP, (Mode.FOLLOW, Trigger.RELEASE): Mode.RELEASE,
+    (Mode.FOLLOW, Trigger.JOG): Mode.JOG,
+    (Mode.JOG, Trigger.GOAL): Mode.FOLLOW, (Mode.JOG, Trigger.BRAKE): Mode.BRAKE,
+    (Mode.JOG, Trigger.HOLD_AT): Mode.HOLD, (Mode.JOG, Trigger.DAMP): Mode.DAMP,
+    (Mode.JOG, Trigger.GRAVCOMP): Mode.GRAVCOMP, (Mode.JOG, Trigger.RELEASE): Mode.RELEASE,
+    (Mode.BRAKE, Trigger.JOG): Mode.JOG, (Mode.HOLD, Trigger.JOG): Mode.JOG, (Mode.GRAVCOMP, Trigger.JOG): Mode.JOG,
     (Mode.BRAKE, Trigger.GOAL): Mode.FOLLOW, (Mode.BRAKE, Trigger.HOLD_AT): Mode.HOLD,
     (Mode.BRAKE, Trigger.STILL): Mode.HOLD,
     (Mode.HOLD, Trigger.GOAL): Mode.FOLLOW, (Mode.HOLD, Trigger.BRAKE): Mode.BRAKE,
@@ -46,6 +55,14 @@ EXPECTED = {
 }
 
 
+@functools.cache
+def jog_law() -> JogLaw:
+    """A jog's law on the 6-DoF kit (a jog's value carries it; the supervisor never runs it)."""
+    arm = kit6_arm()
+    arm.close()
+    return JogLaw(arm.model, arm.limits)
+
+
 def value(mode: Mode):
     """A value of ``mode`` with its data (follow and brake cannot exist without theirs)."""
     if mode is Mode.FOLLOW:
@@ -53,6 +70,10 @@ def value(mode: Mode):
     if mode is Mode.BRAKE:
         one = np.ones(1)
         return Braking(Brake(0.0, np.zeros(1), one, one, one, -10 * one, 10 * one))
+    if mode is Mode.JOG:
+        law = jog_law()
+        sample = JogSample(1, "joint", np.zeros(law.model.dof), True, 1.0, 0, "test")
+        return Jogging.begin(law, JogMailbox(), sample, np.zeros(law.model.dof))
     return None  # the supervisor makes the others
 
 
@@ -93,6 +114,8 @@ def test_a_mode_value_carries_its_data_and_follow_and_brake_need_theirs():
         sup.fire(Trigger.GOAL)
     with pytest.raises(IllegalTransition, match="needs its own value"):
         sup.fire(Trigger.BRAKE, value(Mode.FOLLOW))
+    with pytest.raises(IllegalTransition, match="needs its own value"):
+        sup.fire(Trigger.JOG)  # a jog cannot exist without its stream
     braking = value(Mode.BRAKE)
     sup.fire(Trigger.BRAKE, braking)
     assert sup.motion is braking and sup.mode is Mode.BRAKE
@@ -145,7 +168,7 @@ def test_every_level_action_pair(level, action):
 def test_modes_allowed_per_level():
     assert ALLOWED_MODES[ArmState.STOPPED] == {Mode.BRAKE, Mode.HOLD, Mode.DAMP, Mode.RELEASE}
     assert ALLOWED_MODES[ArmState.HOLD] == {Mode.BRAKE, Mode.HOLD}
-    assert ALLOWED_MODES[ArmState.RUNNING] == {Mode.FOLLOW, Mode.BRAKE, Mode.HOLD, Mode.GRAVCOMP}
+    assert ALLOWED_MODES[ArmState.RUNNING] == {Mode.FOLLOW, Mode.JOG, Mode.BRAKE, Mode.HOLD, Mode.GRAVCOMP}
     sup = at(Mode.FOLLOW)
     sup.set_level(Level.STOP, Latch("estop", "", StopBehaviour.HOLD))
     with pytest.raises(IllegalTransition, match="not allowed while stopped"):

@@ -122,6 +122,32 @@ def test_stop_with_unknown_payload(key, mass):
     assert row.ok and row.still <= STILL_T and math.isfinite(row.ee_mm) and row.ee_mm < EE_TOL, row
 
 
+#: the stated degradation above 1 kg (docs/supervisor.md, "Stopping with an unknown payload"): (standstill
+#: [s], EE after it [mm]) after stop() at 0.95x rated, measured 2026-12-02 on the sim; the test bounds them
+#: with 10 % on top (the EE never below the 5 mm target). Standstill None: not still (>= 0.05 rad/s)
+#: within the 2 s the scenario waits. Every row: no step above 1.05x rated x period.
+HEAVY = {("x6", 1.5): (0.44, 1.33), ("x5", 1.5): (0.26, 1.77), ("x7", 1.5): (0.45, 2.01), ("r6", 1.5): (0.54, 1.80),
+         ("x6", 2.0): (0.975, 1.43), ("x5", 2.0): (0.475, 3.95), ("x7", 2.0): (1.055, 1.71), ("r6", 2.0): (0.66, 6.55),
+         ("x6", 3.0): (None, 0.0), ("x5", 3.0): (1.995, 0.06), ("x7", 3.0): (None, 0.0), ("r6", 3.0): (1.95, 0.64)}
+
+
+@pytest.mark.parametrize(("key", "mass"), list(HEAVY))
+def test_stop_with_a_heavier_unknown_payload_degrades_as_stated(key, mass):
+    """stop() at 0.95x rated with 1.5-3 kg the model does not know: issue 29 6b asks the stop target
+    (still within 0.5 s, EE < 5 mm) up to 1.5 kg on every config; x6, x5 and x7 meet it, r6 does not
+    yet (0.54 s). Above, the degradation docs/supervisor.md states, measured here."""
+    row = sc_stop_payload(key, mass)
+    show(row)
+    still, ee = HEAVY[(key, mass)]
+    assert row.peak <= STEP_TOL, row
+    if still is None:  # not still within the scenario's 2 s: measured and printed, stated as such
+        assert row.still >= 1.9, row
+        return
+    assert row.still <= 1.1 * still and math.isfinite(row.ee_mm) and row.ee_mm < max(EE_TOL, 1.1 * ee), row
+    if still <= STILL_T:
+        assert row.ok, row
+
+
 # ---------------------------------------------------------------------- random sequences
 ACTIONS = ("goal", "goal", "goal", "stop", "damp", "hold", "cancel", "clear", "mstop", "disconnect", "nan")
 

@@ -73,11 +73,6 @@ def tracking_error(app, times, ee, until=GAP[0]):
     return best
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="Arm.current_state zeroes a start velocity below at_goal_velocity_tolerance "
-                   "(0.05 rad/s), so a goal set again every sample (HEBI's AR pattern) restarts from rest and the "
-                   "command barely moves: 29-73 mm measured against 2.5 mm (x-series-6dof) with that threshold "
-                   "off; the arm's start state must keep the commanded velocity (control/arm.py, not this layer)")
 @pytest.mark.parametrize("config", CONFIGS)
 def test_end_effector_tracks_a_streamed_pose(config):
     arm = home_arm(config, **AR_KEYS)

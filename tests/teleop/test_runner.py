@@ -172,11 +172,16 @@ def test_deadman_release_brakes_next_cycle_and_same_sample_cannot_restart(rig):
     runner.offer_jog(JogCommand(env(), "joint", np.full(6, 0.2), True, 0.5), clock.now())
     steps(runner, 20)
     assert runner.jog.active
+    # the jog is the arm's mode, and the status says so (the operator's mode is a different field)
+    assert arm.mode == "jog" and runner.snapshot.arm_mode == "jog" and runner.snapshot.jogging
+    assert runner.snapshot.mode == "jog"
     runner.offer_jog(JogCommand(env(), "joint", np.zeros(6), False, 0.5), clock.now())
     runner.step()
     assert arm.events.last.kind == "teleop_jog_released" and arm.state is ArmState.HOLD
+    assert arm.mode == "brake" and runner.snapshot.arm_mode == "brake"  # the release brakes from 0.2 rad/s
     steps(runner, 60)
     assert not runner.jog.active and arm.state is ArmState.HOLD
+    assert arm.mode == "hold" and runner.snapshot.arm_mode == "hold" and not runner.snapshot.braking
     runner.offer_jog(JogCommand(env(), "joint", np.full(6, -0.2), True, 0.5), clock.now())
     steps(runner, 3)
     assert runner.jog.active and arm.state is ArmState.RUNNING

@@ -59,6 +59,8 @@ STATUS = {"ts": 1.0, "arm_id": "a", "status": "online", "state": "hold", "mode":
     ("status", {**STATUS, "last_event": "boom"}, "invalid_field"),           # attack 1 of issue 20
     ("status", {**STATUS, "status": "maybe"}, "invalid_field"),
     ("status", {**STATUS, "estop": "yes"}, "invalid_field"),
+    ("status", {**STATUS, "arm_mode": "x" * 33}, "invalid_field"),          # the arm's mode: a short string
+    ("status", {**STATUS, "arm_mode": 3}, "invalid_field"),
     ("status", {**STATUS, "description_sha256": "xyz"}, "invalid_field"),
     ("status", [1, 2], "not_an_object"),
     ("joints", {"position": ["0.5", 1]}, "invalid_field"),                   # attack 4

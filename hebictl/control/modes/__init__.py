@@ -11,6 +11,8 @@ it, so stale data cannot outlive its mode. Which value may follow which is the s
   and how often it braked again), and the ramp's own clock;
 * :class:`Holding`: the hold target (None: anchored on the next sample) and whether it damps the
   ringing of the brake it came from;
+* :class:`Jogging`: a streamed velocity's stream, sample, integrated command, learned sag
+  (its law: :mod:`hebictl.control.jog_law`);
 * :class:`Damp`, :class:`GravComp`, :class:`Release`: no data, effort only or nothing.
 """
 
@@ -20,18 +22,19 @@ from hebictl.control.modes.brake import LAG_MIN_RAD, REBRAKE_SPEED, REBRAKES, Br
 from hebictl.control.modes.effort import Damp, GravComp, Release
 from hebictl.control.modes.follow import Follow
 from hebictl.control.modes.hold import Holding
+from hebictl.control.modes.jog import Jogging
 from hebictl.control.modes.kinds import Mode
 
 #: the value of any mode (what :attr:`Supervisor.motion <hebictl.control.supervisor.Supervisor.motion>` holds)
-MotionMode = Follow | Braking | Holding | Damp | GravComp | Release
+MotionMode = Follow | Jogging | Braking | Holding | Damp | GravComp | Release
 
-__all__ = ["LAG_MIN_RAD", "REBRAKES", "REBRAKE_SPEED", "Braking", "Damp", "Follow", "GravComp", "Holding", "Mode",
-           "MotionMode", "Release", "at_rest"]
+__all__ = ["LAG_MIN_RAD", "REBRAKES", "REBRAKE_SPEED", "Braking", "Damp", "Follow", "GravComp", "Holding", "Jogging",
+           "Mode", "MotionMode", "Release", "at_rest"]
 
 
 def at_rest(kind: Mode) -> MotionMode | None:
     """The value of a mode that needs no data (hold anchored on the next sample, damp, gravcomp,
-    release); None for follow and brake, which cannot exist without their trajectory or ramp."""
+    release); None for follow, jog and brake, which cannot exist without their trajectory, stream or ramp."""
     if kind is Mode.HOLD:
         return Holding()
     if kind is Mode.DAMP:

@@ -11,6 +11,7 @@ class Mode(StrEnum):
     """What the arm commands this cycle."""
 
     FOLLOW = "follow"      # the goal's trajectory
+    JOG = "jog"            # a streamed joint velocity or Cartesian twist, integrated (teleop, Mobile IO)
     BRAKE = "brake"        # the brake ramp from the measured velocity to standstill
     HOLD = "hold"          # a position at standstill, zero velocity, gravity compensation
     DAMP = "damp"          # gravity compensation + joint damping, no position target

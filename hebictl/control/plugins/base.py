@@ -77,6 +77,10 @@ class ArmPlugin:
     ``gravity_source``
         :meth:`gravity_vector` gives the gravity the plugin measures (e.g. from an IMU); the Arm's
         own efforts (hold, brake, declared payload) use the first such plugin's, else the model's.
+    ``forwards_command``
+        the plugin passes the arm's finished command on to other modules (a double shoulder's
+        mirror): the mode's command must be complete before it runs (the jog's law runs just ahead
+        of the first such plugin).
     ``feed_forward_effort``
         the plugin feeds the commanded trajectory's dynamics forward: :meth:`feed_forward_efforts`
         is what it added this cycle, which a brake ramp's own feed-forward leaves out.
@@ -85,6 +89,7 @@ class ArmPlugin:
     type_name: ClassVar[str] = ""
     runs_while_stopped: ClassVar[bool] = False
     gravity_source: ClassVar[bool] = False
+    forwards_command: ClassVar[bool] = False
     feed_forward_effort: ClassVar[bool] = False
 
     def __init__(self, name: str, enabled: bool = True, ramp_time: float = 0.0) -> None:

@@ -20,6 +20,7 @@ class DoubledJointMirror(ArmPlugin):
 
     type_name = "DoubledJointMirror"
     runs_while_stopped = True  # it only mirrors the arm's own command (a stopped arm's hold included)
+    forwards_command = True  # the arm's command must be complete (a jog's included) when it runs
 
     def __init__(self, name: str = default_name("DoubledJointMirror"), enabled: bool = True,
                  ramp_time: float = 0.0, *, index: int, group_family: str | list[str],

@@ -360,7 +360,7 @@ function onFrame(f) {
   const err = st.last_error;
   const grip = st.gripper;
   const rows = [
-    ["arm", f.arm], ["status", st.status], ["state", st.state], ["mode", st.mode],
+    ["arm", f.arm], ["status", st.status], ["state", st.state], ["mode", st.mode], ["arm mode", st.arm_mode || "–"],
     ["e-stop", st.estop ? "ENGAGED" : "released"], ["M-stop", st.m_stopped === undefined ? "–" : (st.m_stopped ? "PRESSED" : "released")],
     ["stop", st.stop_behaviour || "–"],
     ["jogging", `${st.jogging ? "yes" : "no"}${st.braking ? " (braking)" : ""}`],

@@ -10,7 +10,7 @@ from hebictl.config import load_config
 from hebictl.control.arm import Arm
 from hebictl.control.safety import ArmState, EventKind
 from hebictl.hardware import SimClock
-from hebictl.teleop.jog import JogMailbox, JogPlugin, JogSample
+from hebictl.teleop.jog import JogMailbox, JogPlugin, JogSample, attach
 from tests._support.paths import REPO_ROOT
 
 
@@ -22,7 +22,7 @@ def _jog_from_zero(backend: str) -> tuple[Arm, float, float]:
     arm = Arm.from_config(cfg, backend=backend, clock=clock)
     mailbox = JogMailbox()
     jog = JogPlugin(mailbox, accel=8.0)
-    arm.add_plugin(jog)
+    attach(arm, jog)  # the jog is the arm's mode now, not a plugin
     for p in arm.plugins:
         p.enabled_ratio = 1.0 if p.enabled else 0.0
     with arm:
