@@ -14,7 +14,7 @@ from scipy.spatial.transform import Rotation
 from hebictl.config import load_config
 from hebictl.control.safety import ArmState
 from hebictl.teleop.client import TeleopClient
-from hebictl.teleop.jog import FULL_SPEED_DIRECTION_ERROR, MAX_ACCEL, MAX_TTL, JogSample
+from hebictl.teleop.jog import FULL_SPEED_DIRECTION_ERROR, MAX_TTL, JogSample
 from tests._support.paths import KIT6_CONFIG as KIT6
 from tests._support.teleop import ARM_ID, HOME, LOOP_HZ, WriteRecorder, run
 
@@ -182,30 +182,20 @@ def test_jog_stream_stop_holds_within_ttl_plus_one_cycle(broker, make_server):
     t_w, p_all, v_all, dt_w = writes.arrays()
     v_w, p_w = v_all[:, 0], p_all[:, 0]
     s, b = int(np.searchsorted(t_w, started)), int(np.searchsorted(t_w, braking))
-    # the jog's time, cycle by cycle: the arm's own dt, capped at max_dt after a stall (runner.py). The ramp
-    # and the plateau are found in the writes and timed on it, not on the wall clock: a 30 ms stall inside
-    # the 100 ms ramp put the wall-clock plateau's first writes still on the ramp
-    jog_dt = np.minimum(dt_w[s:b], server.runner.jog.max_dt)
-    ramp_time = np.cumsum(jog_dt)
+    # Plumbing and ordering on the wall clock; the jog's exact arithmetic (the ramp at MAX_ACCEL x the
+    # cycle's time, the integration, no catch-up after a late cycle: hebictl.control.jog_law) is tested
+    # in simulated time (tests/control/test_arm_stops.py, tests/teleop/test_jog_sim.py): here a late
+    # cycle's rejoin from the measured state depends on how busy the machine was
     full = np.flatnonzero(np.abs(v_w[s:b] - v) <= 1e-12)
     assert full.size, ("never reached v before braking", v_w[s:b].max())
     k = int(full[0])  # the ramp's last write, the first at v
     ramp = v_w[s:s + k + 1]
     assert np.all(np.diff(ramp) >= 0.0), ramp                          # monotone up to v ...
     np.testing.assert_allclose(v_w[s + k:b], v, rtol=0, atol=1e-12)    # ... then exactly v until braking
-    # each step of the ramp is MAX_ACCEL x that cycle's capped dt: it reaches v in the first write whose
-    # integrated time reaches v / MAX_ACCEL, whatever the wall clock did meanwhile
-    np.testing.assert_allclose(ramp, np.minimum(v, MAX_ACCEL * ramp_time[:k + 1]), rtol=0, atol=1e-12)
-    assert ramp_time[k] - jog_dt[k] < v / MAX_ACCEL <= ramp_time[k] + 1e-12, (ramp_time[k], jog_dt[k])
-    # the jog's position integrates its own velocity over the same capped time, cycle by cycle from the
-    # hold it started at: nothing jumps ahead after a stall (the runner's max_dt)
-    np.testing.assert_allclose(np.diff(p_w[s - 1:b]), v_w[s:b] * jog_dt, rtol=0, atol=1e-12)
     assert p_w[s - 1] == pytest.approx(q0[0], abs=1e-12)
-    print(f"jog ramp: v in {k + 1} writes, {ramp_time[k] * 1000:.1f} ms of jog time (v/a "
-          f"{v / MAX_ACCEL * 1000:.1f} ms), {(t_w[s + k] - t_w[s - 1]) * 1000:.1f} ms of wall time since the "
+    print(f"jog ramp: v in {k + 1} writes, {(t_w[s + k] - t_w[s - 1]) * 1000:.1f} ms of wall time since the "
           f"hold's last write; longest cycle {dt_w[s:b].max() * 1000:.1f} ms, the jog's "
-          f"{(p_w[b - 1] - p_w[s - 1]) * 1000:.2f} mrad = v x {ramp_time[-1] * 1000:.1f} ms less the ramp's "
-          f"{(v * ramp_time[-1] - (p_w[b - 1] - p_w[s - 1])) * 1000:.2f} mrad")
+          f"{(p_w[b - 1] - p_w[s - 1]) * 1000:.2f} mrad")
     # the travel from the last full-speed write: at most v until the ramp starts, then the ramp's
     # distance 0.75 v0² / a. The ramp starts from the measured speed v0 (between the jog's slowed
     # speed in the expiry cycle and v) in the cycle after that slower write at the latest (the runner
@@ -271,45 +261,29 @@ def test_cartesian_jog_moves_end_effector_along_world_x(broker, make_server, heb
                     "rightly slowed mid-stream")
     T0, T1 = ref.get_end_effector(q0), ref.get_end_effector(q1)
     d = T1[:3, 3] - T0[:3, 3]
-    # the full-speed stretch, found in the writes: the jog ramps its fastest joint up by MAX_ACCEL x the
-    # cycle's time, then follows the solve's velocity (changing with the pose only, ~1e-4 rad/s a cycle)
-    # until the stream ends: it slows by BRAKE_FACTOR x MAX_ACCEL x the cycle's time in the cycle it finds
-    # its last sample expired, or the runner found that first and the arm brakes on its own ramp (no longer
-    # the jog's integration). Its time is the jog's own: the arm's dt per cycle, capped at max_dt after a
-    # stall (what the jog integrates), not the wall clock, which counts a stalled cycle's time in full
+    # Plumbing and ordering on the wall clock: the jog moved the commanded end effector along +x, within the
+    # jog's direction promise, never faster than commanded over the wall time it took. The jog's exact
+    # arithmetic (its ramp, integration over the cycle's time, no catch-up after a late cycle, the 2°
+    # direction bound per cycle) is tested in simulated time (tests/teleop/test_jog_sim.py,
+    # tests/control/test_arm_stops.py): here a late cycle rejoins the arm where it is, which depends on
+    # how busy the machine was
     t_w, p_w, qd_w, dt_w = writes.arrays()
-    jog_dt = np.minimum(dt_w, server.runner.jog.max_dt)
     fastest = np.abs(qd_w).max(axis=1)
-    change = np.diff(fastest, prepend=0.0) / (MAX_ACCEL * jog_dt)  # in ramp steps: +1 ramp, ~0 full speed
-    integrated = np.abs(np.diff(p_w, axis=0, prepend=p_w[:1]) - qd_w * jog_dt[:, None]).max(axis=1) < 1e-12
-    full = integrated & (np.abs(change) < 0.5)
     moving = np.flatnonzero((t_w > t0) & (fastest > 1e-9))  # not a rounding noise of the homing goal
     assert moving.size, "the jog never moved the arm"
-    s = int(moving[0])
-    f = s + int(np.argmax(full[s:]))   # the first write at full speed
-    e = f + int(np.argmin(full[f:]))   # the first after it that is not
-    assert change[s] == pytest.approx(1.0, abs=1e-9), change[s]  # from rest, one ramp step at a time ...
-    assert np.all(change[s:f] > 0.5) and np.all(integrated[s:f]), (s, f, change[s:f + 1])
-    assert f < e and t_w[e] > last.expiry - ttl, (f, e)  # ... then full speed until the stream ended
+    top = np.flatnonzero((t_w > t0) & (fastest >= 0.99 * fastest[moving].max()))
+    f, e = int(top[0]), int(top[-1]) + 1  # the full-speed stretch (the solve's speed changes with the pose only)
+    assert e - f >= 5 and t_w[e - 1] <= last.expiry + 0.1, (f, e)
     x_w = np.array([ref.get_end_effector(q)[:3, 3] for q in p_w[f - 1:e]])  # the commanded end effector
     d_full = x_w[-1] - x_w[0]
-    t_full = float(jog_dt[f:e].sum())
-    step = np.diff(x_w, axis=0)
-    step_off = np.linalg.norm(step[:, 1:], axis=1) / step[:, 0]
+    wall = float(t_w[e - 1] - t_w[f - 1])
     print(f"end effector moved {d * 1e3} mm in all, {d_full * 1e3} mm at full speed: "
-          f"{d_full[0] / (v * t_full):.4f} x v x {t_full * 1000:.1f} ms of jog time ({e - f} writes, "
-          f"{(t_w[e - 1] - t_w[f - 1]) * 1000:.1f} ms of wall time, longest cycle {dt_w[f:e].max() * 1000:.1f} ms); "
-          f"off-axis {np.abs(d_full[1:]).max() / d_full[0]:.2%} of x at full speed (per cycle at most "
-          f"{step_off.max():.2%}), {np.abs(d[1:]).max() / d[0]:.2%} over the whole jog and brake")
-    # full speed is the commanded speed (the damped solve gives up 1.1 % of it here, never more) over the
-    # jog's own time: a loaded machine's late cycles neither stretch nor shorten it
-    assert 0.98 * v * t_full < d_full[0] <= 1.001 * v * t_full, (d_full, t_full)
-    # the jog's own promise: full speed only within 2° of the commanded direction, on the stretch it runs at
-    # full speed (the whole motion includes the arm's per-joint brake after the stream: a CI run with the
-    # arm thread's cycles late beside other lanes measured 2.03 % there, where 0.26 % is usual), and in every
-    # cycle of it
+          f"{d_full[0] / (v * wall):.4f} x v x {wall * 1000:.1f} ms of wall time ({e - f} writes, longest cycle "
+          f"{dt_w[f:e].max() * 1000:.1f} ms); off-axis {np.abs(d_full[1:]).max() / d_full[0]:.2%} of x at full "
+          f"speed, {np.abs(d[1:]).max() / d[0]:.2%} over the whole jog and brake")
+    assert d[0] > 0.0 and d_full[0] > 0.0
+    assert d_full[0] <= 1.05 * v * wall + 1e-6, (d_full, wall)   # never faster than commanded
     assert np.all(np.abs(d_full[1:]) < np.tan(FULL_SPEED_DIRECTION_ERROR) * d_full[0]), d_full
-    assert np.all(step[:, 0] > 0.0) and step_off.max() < np.tan(FULL_SPEED_DIRECTION_ERROR), step_off.max()
     # zero angular velocity asked: orientation drifts only by the damping and the per-cycle integration
     assert (Rotation.from_matrix(T0[:3, :3]).inv() * Rotation.from_matrix(T1[:3, :3])).magnitude() < 3e-3
 
