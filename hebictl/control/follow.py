@@ -261,8 +261,11 @@ class LeaderFollower:
         _insert_before_forwarders(follower, self.follow)
         _insert_before_forwarders(leader, self.haptics)
         # a hand moves the leader: its contact observer sees that hand as an external torque by design,
-        # so on the leader a contact is recorded, never a reason to stop both arms
+        # and a hand pushing it down in gravity compensation is what gravcomp_sinking cannot tell from a
+        # sinking load; so on the leader both are recorded, never a reason to hold or stop both arms
+        # (the follower's own monitors, limits and collision world still bound where it goes)
         leader.monitors.contact.reaction = "event"
+        leader.monitors.gravcomp.reaction = "event"
         #: the supervisor across both arms (a fault of either stops both, one event)
         self.group = ArmGroup({names[0]: leader, names[1]: follower})
         self._want_follow = False

@@ -44,6 +44,29 @@ def test_weight_is_the_gradient_of_the_point_masss_potential_energy(x6):
     np.testing.assert_allclose(ours, ref, rtol=1e-6, atol=1e-6)
 
 
+def test_weight_at_an_offset_centre_of_mass_is_the_gradient_of_its_potential_energy(x6):
+    """A centre of mass ``c`` [end-effector frame] off the end effector: the effort is the virtual
+    work of the weight at p_ee(q) + R(q) c, by central differences of that point's position."""
+    arm, home = x6
+    g = np.array([0.0, 0.0, -9.81])
+    q = home + np.linspace(0.1, -0.2, arm.dof)
+    com = np.array([0.02, -0.01, 0.03])
+    h = 1e-6
+
+    def point(x):
+        T = arm.model.end_effector(x)
+        return T[:3, 3] + T[:3, :3] @ com
+
+    ref = np.empty(arm.dof)
+    for i in range(arm.dof):
+        dq = np.zeros(arm.dof)
+        dq[i] = h
+        ref[i] = -1.3 * g @ (point(q + dq) - point(q - dq)) / (2 * h)
+    ours = point_mass_effort(arm.model, 1.3, q, None, None, g, com)
+    print(f"\n1.3 kg at {com} m: ours {np.round(ours, 4)}, virtual work {np.round(ref, 4)}")
+    np.testing.assert_allclose(ours, ref, rtol=1e-6, atol=1e-6)
+
+
 def test_estimate_ramps_in_refines_and_drops_without_a_step(x6):
     """The fed mass moves at most MASS_RATE x dt per cycle toward the estimate; a refinement within
     REFINE_DEADBAND is not taken; the estimate gone (None) ramps it out; set_payload's share leaves it at

@@ -208,7 +208,8 @@ class MonitorSuite:
                 if f.reaction != "event":
                     return True
         settled = valid and not skip and observer.load_ok and observer.since_late >= SETTLE_S
-        f = self.mismatch.check(arm, fb, timing.interval, observer.r, observer.load_dir, settled, self.contact.latched)
+        f = self.mismatch.check(arm, fb, timing.interval, observer.r, observer.load_dir, settled, self.contact.latched,
+                                g)
         if f is not None:
             out.append(f)
         return False
