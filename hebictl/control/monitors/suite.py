@@ -190,6 +190,7 @@ class MonitorSuite:
         if payload is not None:
             tau -= payload_efforts(self.model, fb.position, payload, g)
         estimated = self.mismatch.unapplied_mass()
+        fresh = False  # a new estimate taken over this sample
         self.gravcomp.load = max(estimated, 0.0) + declared  # (gravity compensation carries neither)
         if estimated != 0.0 or self.carried != 0.0:  # the estimated load's weight, as if the modules held it
             static = payload_torque_direction(self.model, fb.position, g)
@@ -197,12 +198,13 @@ class MonitorSuite:
             if estimated != self.carried:  # a new estimate (at rest): the observer takes it over
                 observer.take_load(estimated - self.carried, static)
                 self.carried = estimated
+                fresh = True
         observer.point_mass = max(estimated, 0.0) + declared
         observer.track_load = kernels.all_below(arm.pending_command.velocity, 1e-3)  # a rest may start
         valid = observer.update(fb.position, fb.velocity, tau, g, timing.interval, late=timing.late, skip=skip)
         if valid:
             self.contact.armed = self.measures_effort and self.mismatch.rested_once
-            f = self.contact.check(arm, fb, now, observer.r, self._widening(fb, g, estimated, declared))
+            f = self.contact.check(arm, fb, now, observer.r, self._widening(fb, g, estimated, declared, fresh))
             if f is not None:
                 out.append(f)
                 if f.reaction != "event":
@@ -214,19 +216,40 @@ class MonitorSuite:
             out.append(f)
         return False
 
-    def _widening(self, fb: Feedback, g: FloatArray, estimated: float, declared: float) -> FloatArray:
+    def _widening(self, fb: Feedback, g: FloatArray, estimated: float, declared: float,
+                  fresh: bool = False) -> FloatArray:
         """[N·m per joint] the contact bound's widening: what the last late cycle explains, and
-        the payload's uncertainty (filtered like the residual it bounds)."""
+        the payload's uncertainty (filtered like the residual it bounds). ``fresh``: the observer
+        took a new estimate over this sample, which steps the residual to the load modelled at
+        once, so the uncertainty of that load counts in full at once too (filtered up from its
+        old value, rosie-t's elbow residual stepped to 3.59 N·m against a bound still at 2.11)."""
         observer = self.observer
         widen = self.widen
-        alpha = observer.alpha
+        alpha = 0.0 if fresh else observer.alpha
         widen *= alpha
         if estimated != 0.0 or declared != 0.0:
-            c = self.settings["contact"]
-            sigma = max(c["payload_mass_uncertainty"] * abs(estimated), self.mismatch.spread) if estimated else 0.0
-            widen += (1.0 - alpha) * payload_uncertainty(
-                self.model, fb.position, g, observer.accel, abs(estimated) + declared, sigma, c["payload_lever"])
+            widen += (1.0 - alpha) * self._payload_uncertainty(fb, g, estimated, declared)
         return widen + observer.slack
+
+    def _payload_uncertainty(self, fb: Feedback, g: FloatArray, estimated: float, declared: float) -> FloatArray:
+        """[N·m per joint] what the payloads the observer models may exert beyond it
+        (:func:`.payload.payload_uncertainty`). A positive estimate is a load known to σ = the
+        larger of ``payload_mass_uncertainty`` x its mass and the spread of the per-sample masses
+        over its rest. A negative one is no load
+        (the feed-forward carries none): a torque the model lacks that the end-effector fit only
+        partly matches (rosie-t's 7 N·m gas spring on the shoulder read as -1.10 kg and, taken over,
+        left 3.59 N·m on the elbow that had none), so its whole share may be misattributed (σ = |m|)
+        and, being no mass, it has no centre of mass off the end effector (no lever term)."""
+        c = self.settings["contact"]
+        q, accel, lever = fb.position, self.observer.accel, c["payload_lever"]
+        if estimated >= 0.0:
+            m = self.mismatch
+            sigma = max(c["payload_mass_uncertainty"] * estimated, m.spread) if estimated else 0.0
+            return payload_uncertainty(self.model, q, g, accel, estimated + declared, sigma, lever)
+        u = payload_uncertainty(self.model, q, g, accel, 0.0, -estimated, 0.0)
+        if declared:
+            u += payload_uncertainty(self.model, q, g, accel, declared, 0.0, lever)
+        return u
 
     def plugin_mirrors(self) -> bool:
         """The mirror module's effort is known this cycle (it answered)."""
