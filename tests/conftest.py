@@ -34,6 +34,10 @@ from tests._support.tiers import is_broker_lane, is_exclusive, tier_of
 # interpreted ones a cold cache gets in a user's first run, and start no background compile;
 # tests/jit/test_cache.py covers that path itself (nothing above imports hebictl)
 os.environ.setdefault("HEBICTL_JIT", "eager")
+# `hebictl run`/`teleop` (in-process or as the processes tests start) at normal scheduling unless a test
+# asks for real time (tests/control/test_realtime.py, tests/cli/test_signals.py): a pytest worker that
+# runs the CLI in-process must not lock its memory and move its thread to SCHED_FIFO
+os.environ.setdefault("HEBICTL_RT_PRIORITY", "0")
 
 
 @pytest.fixture(scope="session")

@@ -86,21 +86,45 @@ def register(sub: argparse._SubParsersAction) -> None:
     plot.set_defaults(func=cmd_plot)
 
 
+#: the environment variable that sets ``--rt-priority``'s default
+PRIORITY_ENV = "HEBICTL_RT_PRIORITY"
+
+
 def add_realtime_flags(p: argparse.ArgumentParser) -> None:
     """``--rt-priority`` and ``--cpu`` (run and teleop)."""
     from hebictl.control.realtime import DEFAULT_PRIORITY
 
-    p.add_argument("--rt-priority", type=int, default=DEFAULT_PRIORITY, metavar="N",
+    p.add_argument("--rt-priority", type=int, default=None, metavar="N",
                    help=f"SCHED_FIFO priority 1-99 of the control loop's thread, with memory locked, where the "
-                        f"system permits (0: normal scheduling) (default: {DEFAULT_PRIORITY})")
+                        f"system permits (0: normal scheduling) (default: ${PRIORITY_ENV} if set, else "
+                        f"{DEFAULT_PRIORITY})")
     p.add_argument("--cpu", type=int, default=None, metavar="N",
                    help="pin the control loop's thread to CPU N (default: any)")
+
+
+def default_rt_priority() -> int:
+    """``--rt-priority``'s default: ``$HEBICTL_RT_PRIORITY`` where the environment sets it (a service
+    unit, a test harness that runs the CLI in its own process), else the built-in default."""
+    from hebictl.control.realtime import DEFAULT_PRIORITY
+
+    text = os.environ.get(PRIORITY_ENV, "").strip()
+    if not text:
+        return DEFAULT_PRIORITY
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"${PRIORITY_ENV}={text!r} is not a priority (0 = off, 1-99)") from None
+    if not 0 <= value <= 99:
+        raise UsageError(f"${PRIORITY_ENV}={text} is out of range (0 = off, 1-99)")
+    return value
 
 
 def realtime_request(args: argparse.Namespace) -> Any:
     """The loop thread's :class:`~hebictl.control.realtime.RealtimeRequest` from the flags."""
     from hebictl.control.realtime import RealtimeRequest
 
+    if args.rt_priority is None:
+        args.rt_priority = default_rt_priority()
     if not 0 <= args.rt_priority <= 99:
         raise UsageError(f"--rt-priority {args.rt_priority} is out of range (0 = off, 1-99)")
     if args.cpu is not None and args.cpu < 0:
@@ -152,7 +176,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
               f"{lim.velocity_max[i]:.2f} rad/s   {lim.acceleration_max[i]:.1f} rad/s²   {lim.effort_max[i]:.1f} N·m")
     from hebictl.control.realtime import RealtimeRequest, probe
 
-    print(probe(RealtimeRequest()).line().replace("real-time:", "real-time (run/teleop's loop thread would get):", 1))
+    grant = probe(RealtimeRequest(priority=default_rt_priority()))
+    print(grant.line().replace("real-time:", "real-time (run/teleop's loop thread would get):", 1))
     return 0
 
 

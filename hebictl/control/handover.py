@@ -19,6 +19,9 @@ from hebictl.trajectory import Trajectory
 #: [rad] how far the arm may be from an admitted trajectory's start for it to be used as admitted:
 #: the first command then steps at most this far (about one cycle of a slow move at 200 Hz)
 START_TOLERANCE = 2e-3
+#: [rad/s or m/s] a start velocity below this is rest: the commanded state at the end of a trajectory
+#: carries rounding noise (3e-15 rad/s measured at the end of a homing goal), not motion
+REST_VELOCITY = 1e-9
 
 
 def retime(admitted: Trajectory, start: tuple[FloatArray, FloatArray, FloatArray], now: float,
@@ -30,6 +33,6 @@ def retime(admitted: Trajectory, start: tuple[FloatArray, FloatArray, FloatArray
     first = admitted.positions[:, 0]
     if position.shape != first.shape or np.any(np.abs(position - first) > tolerance):
         return None
-    if np.any(velocity != 0.0) or np.any(np.abs(admitted.velocities[:, 0]) > 0.0):
+    if np.any(np.abs(velocity) > REST_VELOCITY) or np.any(np.abs(admitted.velocities[:, 0]) > REST_VELOCITY):
         return None  # admitted at rest: a moving arm starts from its own velocity
     return admitted.shifted(now - admitted.start_time)

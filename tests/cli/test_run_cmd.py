@@ -156,7 +156,7 @@ def test_one_sigterm_brakes_holds_and_exits_with_the_summary():
     assert run.proc.returncode == 0, err
     assert "terminate -> stopped" in out and "[hold]" in out and "release" not in out
     assert out.index("done after") < out.index("terminate -> stopped")
-    assert re.search(r"real-time: (SCHED_FIFO priority \d+|normal priority)", out), out
+    assert re.search(r"real-time: (SCHED_FIFO priority \d+|normal priority|off \(--rt-priority 0\))", out), out
     print(out)
 
 
@@ -298,9 +298,16 @@ def test_check_config_accepts_the_bundled_configs(config):
     assert r.stdout.startswith(f"ok: {config}")
     assert "stop behaviour hold" in r.stdout and " inf" not in r.stdout
     assert r.stdout.count(" rad/s² ") == len(load_config(config).names)
-    # what run's and teleop's loop thread would be granted (asked of the OS; root here: all of it)
+    # what run's and teleop's loop thread would be granted (asked of the OS): off under this suite's
+    # HEBICTL_RT_PRIORITY=0 (tests/conftest.py), the built-in default 80 without it (root here: all of it)
     rt = r.stdout.strip().splitlines()[-1]
-    assert rt.startswith("real-time (run/teleop's loop thread would get): "), rt
+    assert rt == "real-time (run/teleop's loop thread would get): off (--rt-priority 0): the control loop runs " \
+                 "at normal priority", rt
+    env = {k: v for k, v in os.environ.items() if k != "HEBICTL_RT_PRIORITY"}
+    r = subprocess.run([sys.executable, "-m", "hebictl", "check-config", str(config)], capture_output=True,
+                       text=True, timeout=120, cwd=tempfile.gettempdir(), env=env)
+    rt = r.stdout.strip().splitlines()[-1]
+    assert r.returncode == 0 and rt.startswith("real-time (run/teleop's loop thread would get): "), rt
     if os.geteuid() == 0:
         assert rt.endswith("SCHED_FIFO priority 80, memory locked"), rt
 

@@ -245,7 +245,7 @@ def test_teleop_reports_its_real_time_grant_and_exits_after_one_sigterm(broker):
     brakes, holds for the bounded time and exits 0 by itself (no second signal), the retained status
     offline with the 'terminate' stop as its last event."""
     proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--backend", "mock", "--broker",
-                             broker.url, "--arm-id", "term1"], cwd=REPO, env=_env(),
+                             broker.url, "--arm-id", "term1", "--rt-priority", "80"], cwd=REPO, env=_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         online = asyncio.run(_status(broker.url, "term1", lambda s: s["status"] == "online"
