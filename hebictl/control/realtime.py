@@ -67,6 +67,9 @@ class RealtimeGrant:
     #: the loop thread's native id (``os.sched_getscheduler(native_id)`` reads its policy)
     native_id: int = 0
     previous_cpus: frozenset[int] = field(default_factory=frozenset)
+    #: the thread's scheduling policy before the grant (SCHED_OTHER, or SCHED_IDLE/SCHED_BATCH where the
+    #: process was started so): :func:`release` restores it
+    previous_policy: int = os.SCHED_OTHER
 
     @property
     def complete(self) -> bool:
@@ -166,6 +169,7 @@ def grant(request: RealtimeRequest, memory: tuple[bool, str | None] | None = Non
     import threading
 
     previous = frozenset(os.sched_getaffinity(0))
+    policy = os.sched_getscheduler(0)
     refusals: list[str] = []
     cpu = None
     if request.cpu is not None:
@@ -177,13 +181,14 @@ def grant(request: RealtimeRequest, memory: tuple[bool, str | None] | None = Non
         refusals += [why] if why else []
         locked, why = memory if memory is not None else lock_memory(request)
         refusals += [why] if why else []
-    return RealtimeGrant(request, priority, locked, cpu, tuple(refusals), threading.get_native_id(), previous)
+    return RealtimeGrant(request, priority, locked, cpu, tuple(refusals), threading.get_native_id(), previous,
+                         policy)
 
 
 def release(granted: RealtimeGrant) -> None:
     """Back to normal scheduling on the calling thread, memory unlocked, the previous CPUs."""
     if granted.priority:
-        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        os.sched_setscheduler(0, granted.previous_policy, os.sched_param(0))
     if granted.memory_locked:
         _libc().munlockall()
     if granted.cpu is not None and granted.previous_cpus:

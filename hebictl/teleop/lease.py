@@ -31,13 +31,13 @@ import math
 import re
 import secrets
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from hebictl.errors import CommandRejected, ConfigError
+from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 
 LEASE_TOPIC = "hebictl/v1/fleet/lease"
 ESTOP_TOPIC = "hebictl/v1/fleet/estop"
@@ -337,7 +337,9 @@ class Heartbeat:
     ``paused`` while the station shows an e-stop: it must not lease anything then (docs/fleet.md), so
     an arm that missed the e-stop message still holds when its lease runs out."""
 
-    def __init__(self, station: str, arms: Iterable[str] | None = None) -> None:
+    def __init__(self, station: str, arms: Iterable[str] | None = None, *,
+                 clock: TeleopClock = SYSTEM_CLOCK) -> None:
+        self.clock = clock  # the station's monotonic clock stamps each message's send time
         self.station = _ident({"station": station}, "station")
         self.arms = tuple(arms) if arms is not None else None
         self.epoch = secrets.token_hex(6)
@@ -346,7 +348,7 @@ class Heartbeat:
 
     def message(self) -> bytes:
         self.seq += 1
-        return lease_message(self.station, self.epoch, self.seq, self.arms, sent=time.monotonic())
+        return lease_message(self.station, self.epoch, self.seq, self.arms, sent=self.clock.monotonic())
 
 
 async def publish_heartbeats(client: Any, heartbeat: Heartbeat, stop: asyncio.Event,
