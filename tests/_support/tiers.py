@@ -95,6 +95,9 @@ EXCLUSIVE_MODULES = frozenset({
     "teleop/test_teleop_security.py",
     # a 3-node RabbitMQ cluster (three Erlang VMs) started and frozen on loopback: ~75 s of both cores
     "teleop/test_lease_rabbitmq.py",
+    # the Mobile IO emulator in headless Chromium beside two teleop processes (sim and mock): in the first lane
+    # beside the CLI processes, the sim arm's jog app once never left its homing (held, no error) in 60 s
+    "panel/test_panel_mobile_io_e2e.py",
 })
 #: realtime modules whose tests run as a second serial lane beside the first (``tools/dev test``):
 #: in-process teleop servers on mock or paced arms, panel servers and brokers, that mostly wait on the
