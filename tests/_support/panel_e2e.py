@@ -97,7 +97,8 @@ class Tap:
                              timeout, f"status of {arm}")
         except AssertionError as exc:  # say where the arm was instead (a stop's reason, its mode, at_goal)
             last = self.status(arm)
-            shown = {k: last.get(k) for k in ("state", "mode", "arm_mode", "app", "at_goal", "braking", "last_error", "last_event", "stop_behaviour")}
+            shown = {k: last.get(k) for k in ("state", "mode", "arm_mode", "app", "at_goal", "braking", "last_error",
+                                              "last_event", "stop_behaviour")}
             raise AssertionError(f"{exc}; its last status: {shown}") from None
 
     def close(self) -> None:
