@@ -27,7 +27,7 @@ from typing import Any
 
 from hebictl.errors import CommandRejected
 from hebictl.inputs.state import CHANNELS, QUALITY_UNKNOWN, InputState
-from hebictl.teleop.schema import decode, envelope
+from hebictl.teleop.schema import as_number, decode, envelope
 
 #: the topic's last level under ``hebictl/v1/<arm_id>/cmd/``
 TOPIC_NAME = "input"
@@ -52,7 +52,7 @@ def parse_input(payload: bytes | bytearray | str, received: float) -> InputState
         raise CommandRejected("unknown_field", f"unknown field(s): {', '.join(repr(k[:40]) for k in unknown[:5])}")
     env = envelope(obj)
     buttons = tuple(_button(v, i) for i, v in enumerate(_list(obj, "buttons")))
-    axes = tuple(_number(v, f"axes[{i}]", -1.0, 1.0) for i, v in enumerate(_list(obj, "axes")))
+    axes = tuple(as_number(v, f"axes[{i}]", -1.0, 1.0) for i, v in enumerate(_list(obj, "axes")))
     position: tuple[float, float, float] | None = None
     orientation: tuple[float, float, float, float] | None = None
     quality = QUALITY_UNKNOWN
@@ -91,34 +91,20 @@ def _button(value: Any, i: int) -> int:
     return int(value)
 
 
-def _number(value: Any, what: str, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise CommandRejected("wrong_type", f"'{what}' must be a number, got {type(value).__name__}")
-    try:
-        x = float(value)
-    except OverflowError:
-        raise CommandRejected("not_finite", f"'{what}' overflows a float") from None
-    if not math.isfinite(x):
-        raise CommandRejected("not_finite", f"'{what}' must be finite")
-    if not low <= x <= high:
-        raise CommandRejected("out_of_range", f"'{what}' = {x} outside [{low}, {high}]")
-    return x
-
-
 def _pose(pose: Any) -> tuple[tuple[float, float, float], tuple[float, float, float, float], float]:
     if not isinstance(pose, dict):
         raise CommandRejected("wrong_type", f"'pose' must be an object, got {type(pose).__name__}")
     unknown = [k for k in pose if k not in POSE_FIELDS]
     if unknown:
         raise CommandRejected("unknown_field", f"unknown pose field(s): {', '.join(repr(k[:40]) for k in unknown[:5])}")
-    p = [_number(v, f"pose.position[{i}]", -MAX_POSITION_M, MAX_POSITION_M)
+    p = [as_number(v, f"pose.position[{i}]", -MAX_POSITION_M, MAX_POSITION_M)
          for i, v in enumerate(_list(pose, "position", 3))]
-    q = [_number(v, f"pose.orientation[{i}]", -1.0 - QUATERNION_NORM_TOLERANCE, 1.0 + QUATERNION_NORM_TOLERANCE)
+    q = [as_number(v, f"pose.orientation[{i}]", -1.0 - QUATERNION_NORM_TOLERANCE, 1.0 + QUATERNION_NORM_TOLERANCE)
          for i, v in enumerate(_list(pose, "orientation", 4))]
     norm = math.sqrt(sum(x * x for x in q))
     if abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE:
         raise CommandRejected("out_of_range", f"'pose.orientation' must be a unit quaternion, norm {norm:.6g}")
     quality = QUALITY_UNKNOWN
     if pose.get("quality") is not None:
-        quality = _number(pose["quality"], "pose.quality", 0.0, 1.0)
+        quality = as_number(pose["quality"], "pose.quality", 0.0, 1.0)
     return (p[0], p[1], p[2]), (q[0], q[1], q[2], q[3]), quality

@@ -189,11 +189,14 @@ def _number(obj: Mapping[str, Any], key: str, *, required: bool = True, default:
         if required:
             raise CommandRejected("missing_field", f"'{key}' is required")
         return default
-    return _as_number(obj[key], key, low, high, low_open)
+    return as_number(obj[key], key, low, high, low_open)
 
 
-def _as_number(value: Any, what: str, low: float = -math.inf, high: float = math.inf,
-               low_open: bool = False) -> float:
+def as_number(value: Any, what: str, low: float = -math.inf, high: float = math.inf,
+              low_open: bool = False) -> float:
+    """``value`` as a finite float in [low, high] (``low_open``: (low, high]), else CommandRejected
+    (wrong_type, not_finite, out_of_range) naming ``what``: the one number check of every command
+    schema (teleop's and the Mobile IO input's)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise CommandRejected("wrong_type", f"'{what}' must be a number, got {type(value).__name__}")
     try:
@@ -218,7 +221,7 @@ def _vector(obj: Mapping[str, Any], key: str, n: int, *, required: bool = True) 
         raise CommandRejected("wrong_type", f"'{key}' must be a list of {n} numbers, got {type(value).__name__}")
     if len(value) != n:
         raise CommandRejected("wrong_length", f"'{key}' needs {n} values, got {len(value)}")
-    return np.array([_as_number(v, f"{key}[{i}]") for i, v in enumerate(value)], dtype=np.float64)
+    return np.array([as_number(v, f"{key}[{i}]") for i, v in enumerate(value)], dtype=np.float64)
 
 
 def _bool(obj: Mapping[str, Any], key: str, *, required: bool = True, default: bool = False) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections import defaultdict
 from itertools import pairwise
@@ -18,7 +19,8 @@ pytest.importorskip("mcap_protobuf", reason=extra_missing("mcap_protobuf"))
 
 from mcap.decoder import DecoderFactory as McapDecoderFactory
 from mcap.reader import make_reader
-from mcap.records import Schema
+from mcap.records import Chunk, Message, Schema
+from mcap.stream_reader import StreamReader, breakup_chunk
 from mcap_protobuf.decoder import DecoderFactory
 
 
@@ -58,3 +60,19 @@ class Readback:
             assert all(b >= a for a, b in pairwise(t)), f"{topic}: timestamps go back"
         t = self.times("/joint_states")
         assert not one_per_cycle or all(b > a for a, b in pairwise(t)), "two cycles with one timestamp"
+
+
+def chunk_ends(blob: bytes) -> list[tuple[int, int]]:
+    """(end offset, messages) of each chunk of a complete MCAP file, from its summary (the writer's
+    chunk index), read with the ``mcap`` package: what a cut at each offset must still hold."""
+    with io.BytesIO(blob) as f:
+        summary = make_reader(f).get_summary()
+        assert summary is not None
+        out = []
+        for ci in summary.chunk_indexes:
+            f.seek(ci.chunk_start_offset)
+            chunk = next(StreamReader(f, skip_magic=True, emit_chunks=True).records)
+            assert isinstance(chunk, Chunk)
+            out.append((ci.chunk_start_offset + ci.chunk_length,
+                        sum(isinstance(r, Message) for r in breakup_chunk(chunk))))
+    return out

@@ -28,8 +28,8 @@ pytest.importorskip("foxglove_schemas_protobuf", reason=extra_missing("foxglove_
 pytest.importorskip("mcap", reason=extra_missing("mcap"))
 
 from mcap.reader import make_reader
-from mcap.records import Chunk, Footer, Message
-from mcap.stream_reader import StreamReader, breakup_chunk
+from mcap.records import Footer
+from mcap.stream_reader import StreamReader
 
 from hebictl.config import load_config
 from hebictl.control.arm import Arm
@@ -38,6 +38,7 @@ from hebictl.hardware.clock import SimClock
 from hebictl.recording import mcapfile
 from hebictl.recording.mcapfile import TAIL, McapFile, parse_mode
 from hebictl.recording.writer import McapRecorder, session_path
+from tests.recording.helpers import chunk_ends
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "configs" / "x-series-6dof.cfg.yaml"
@@ -97,25 +98,12 @@ def _messages(blob: bytes) -> list[tuple[str, int, int]]:
         return [(ch.topic, m.log_time, m.sequence) for _, ch, m in make_reader(f).iter_messages(log_time_order=False)]
 
 
-def _chunk_ends(blob: bytes) -> list[tuple[int, int]]:
-    """(end offset, messages) of each chunk, from the complete file's summary (the mcap writer's index)."""
-    with io.BytesIO(blob) as f:
-        summary = make_reader(f).get_summary()
-        assert summary is not None
-        out = []
-        for ci in summary.chunk_indexes:
-            f.seek(ci.chunk_start_offset)
-            chunk = next(StreamReader(f, skip_magic=True, emit_chunks=True).records)
-            assert isinstance(chunk, Chunk)
-            out.append((ci.chunk_start_offset + ci.chunk_length,
-                        sum(isinstance(r, Message) for r in breakup_chunk(chunk))))
-    return out
 
 
 def _check_every_kill(path: Path, log: list[tuple[bytes, int]]) -> tuple[int, int]:
     final = path.read_bytes()
     reference = _messages(final)
-    chunk_ends = _chunk_ends(final)
+    ends = chunk_ends(final)
     states = clean = 0
     last = 0
     for blob in _states(log):
@@ -131,7 +119,7 @@ def _check_every_kill(path: Path, log: list[tuple[bytes, int]]) -> tuple[int, in
         if whole:  # a commit is complete (read to the file's end): every chunk before the tail is read
             clean += 1
             tail = len(blob) - len(TAIL)
-            assert len(got) == sum(n for end, n in chunk_ends if end <= tail)
+            assert len(got) == sum(n for end, n in ends if end <= tail)
     assert last == len(reference)
     return states, clean
 

@@ -26,8 +26,8 @@ pytest.importorskip("mcap", reason=extra_missing("mcap"))
 
 from mcap.exceptions import McapError
 from mcap.reader import make_reader
-from mcap.records import Attachment, Chunk, Message
-from mcap.stream_reader import StreamReader, breakup_chunk
+from mcap.records import Attachment
+from mcap.stream_reader import StreamReader
 
 from hebictl.config import load_config
 from hebictl.control.arm import Arm
@@ -35,6 +35,7 @@ from hebictl.errors import RecordingError
 from hebictl.hardware.clock import SimClock
 from hebictl.recording.recover import recover
 from hebictl.recording.writer import McapRecorder
+from tests.recording.helpers import chunk_ends
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "configs" / "x-series-6dof.cfg.yaml"
@@ -71,19 +72,6 @@ def _records(blob: bytes) -> list[tuple[int, int, int]]:
     return out
 
 
-def _chunk_messages(blob: bytes) -> list[tuple[int, int]]:
-    """(end offset, messages) of each chunk, from the complete file's summary."""
-    with io.BytesIO(blob) as f:
-        summary = make_reader(f).get_summary()
-        assert summary is not None
-        out = []
-        for ci in summary.chunk_indexes:
-            f.seek(ci.chunk_start_offset)
-            chunk = next(StreamReader(f, skip_magic=True, emit_chunks=True).records)
-            assert isinstance(chunk, Chunk)
-            out.append((ci.chunk_start_offset + ci.chunk_length, sum(isinstance(r, Message)
-                                                                      for r in breakup_chunk(chunk))))
-    return out
 
 
 def _cuts(records: list[tuple[int, int, int]]) -> list[int]:
@@ -123,7 +111,7 @@ def test_recover_a_file_cut_anywhere(complete, tmp_path):
     recover writes a file with a summary holding exactly the messages of the chunks before it."""
     blob = complete.read_bytes()
     records = _records(blob)
-    chunks = _chunk_messages(blob)
+    chunks = chunk_ends(blob)
     kinds = {op for *_, op in records}
     assert {0x01, 0x0C, 0x09, 0x06, 0x07} <= kinds  # header, metadata, attachments, chunks, message indexes
     cuts = _cuts(records)
