@@ -71,7 +71,7 @@ from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 from hebictl.teleop.connection import BrokerSettings
 from hebictl.teleop.description import description_payload
 from hebictl.teleop.feasibility import check_reach, solve_cartesian
-from hebictl.teleop.inbound import InboundGate, filter_paho, inbound_queue_type
+from hebictl.teleop.inbound import InboundGate, estop_queue_type, filter_paho, inbound_queue_type
 from hebictl.teleop.messages import Ack, ee_pose_payload, joints_payload, status_payload
 from hebictl.teleop.schema import (
     CartesianGoalCommand,
@@ -138,6 +138,8 @@ class MqttBridge:
     process); ``clock``: wall and monotonic time (injected for tests); ``inbound_size``:
     command messages waiting to be decoded (:mod:`~hebictl.teleop.inbound`; jog samples dropped
     first); ``ik_queue_size``: Cartesian goals waiting for IK (more are refused ``busy``);
+    ``estop_size``: e-stop messages waiting on the e-stop connection (:class:`~hebictl.teleop.inbound.EstopQueue`:
+    what a full queue drops never leaves the arm less stopped);
     ``account_tags``: True when the broker runs the plugin of docs/teleop.md (untagged commands
     refused), False when it does not, None to find out at the first connection (a client id of
     another account is refused only by the plugin); ``supervisors``: accounts whose release with
@@ -150,7 +152,8 @@ class MqttBridge:
                  description: dict[str, Any] | None = None, ack_queue_size: int = 1000,
                  description_period: float = 5.0, session: str | None = None,
                  clock: TeleopClock = SYSTEM_CLOCK, inbound_size: int = 256, ik_queue_size: int = 4,
-                 account_tags: bool | None = None, supervisors: frozenset[str] | set[str] = frozenset()) -> None:
+                 estop_size: int = 64, account_tags: bool | None = None,
+                 supervisors: frozenset[str] | set[str] = frozenset()) -> None:
         if not state_rate_hz > 0:
             raise ValueError(f"state rate must be > 0 Hz, got {state_rate_hz}")
         self.runner = runner
@@ -179,6 +182,7 @@ class MqttBridge:
         self.supervisors = frozenset(supervisors)
         self.gate = InboundGate(self.topics, clock.monotonic)
         self.inbound_size = inbound_size
+        self.estop_size = estop_size
         self.ik_queue_size = ik_queue_size
         self._ik_jobs: asyncio.Queue[CartesianGoalCommand] | None = None
         #: accounts that engaged the latched e-stop -> engage generation; releases waiting for their ack
@@ -233,7 +237,8 @@ class MqttBridge:
                         # published while the command connection comes up
                         estop_client = await stack.enter_async_context(aiomqtt.Client(
                             **self.settings.client_options(), identifier=self.estop_identifier,
-                            clean_session=False, timeout=5.0))
+                            clean_session=False, timeout=5.0,
+                            queue_type=estop_queue_type(self.gate, self.estop_size)))
                         client = aiomqtt.Client(**self.settings.client_options(), identifier=self.identifier,
                                                 will=will, clean_session=True, timeout=5.0,
                                                 queue_type=inbound_queue_type(self.gate, self.inbound_size))

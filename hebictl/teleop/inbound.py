@@ -18,6 +18,17 @@ string only:
   overtakes the jog samples sent before it).
 * **e-stop not here**: ``cmd/estop`` arrives on the bridge's own e-stop connection (see
   :mod:`hebictl.teleop.bridge`); copies delivered on the main connection are dropped here unread.
+
+The e-stop connection has a bounded queue of its own (:class:`EstopQueue`, ``estop_size``
+messages), because an engage is taken from anyone and a flood of them must not grow the process
+without bound. It cannot drop the newcomer blindly (the operator's engage may be it) nor the
+oldest (that may be the only engage). It reads each payload (a bounded JSON decode: e-stop
+payloads are small) and, when full, drops what leaves the arm at least as stopped as it would be:
+first a payload that is no e-stop at all (the schema would reject it), then the oldest release (a
+dropped release leaves the arm stopped; its sender resends), then an engage of an account that
+has a later engage waiting (the later one still engages and still makes the account an owner),
+and only when the queue holds nothing but one engage per account, the newcomer. Each drop is
+counted (``estop_queue_dropped``).
 """
 
 from __future__ import annotations
@@ -27,7 +38,9 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from hebictl.errors import CommandRejected
 from hebictl.teleop.admission import RateLimit, TokenBucket
+from hebictl.teleop.schema import decode
 from hebictl.teleop.topics import Topics
 
 #: per account and command, before decoding: a flood guard above the per-topic limits of
@@ -57,7 +70,8 @@ class InboundGate:
         self.max_accounts = max_accounts
         self._buckets: OrderedDict[tuple[str | None, str], TokenBucket] = OrderedDict()
         #: messages dropped undecoded: over an account's rate, queue full (jog / other), e-stop copies
-        self.stats: dict[str, int] = {"flood_dropped": 0, "queue_dropped_jog": 0, "queue_dropped": 0}
+        self.stats: dict[str, int] = {"flood_dropped": 0, "queue_dropped_jog": 0, "queue_dropped": 0,
+                                      "estop_queue_dropped": 0}
         #: True once :func:`filter_paho` checks messages ahead of the queue
         self.upstream = False
 
@@ -165,3 +179,81 @@ def filter_paho(client: Any, gate: InboundGate) -> bool:
     paho.on_message = on_message
     gate.upstream = True
     return True
+
+
+#: what an e-stop connection's message asks, read from its payload: the order in which a full queue drops
+ESTOP_OTHER, ESTOP_RELEASE, ESTOP_ENGAGE = "other", "release", "engage"
+
+
+def estop_kind(payload: Any) -> str:
+    """Whether an e-stop payload engages, releases, or is no e-stop (the schema will reject it)."""
+    try:
+        obj = decode(payload if isinstance(payload, bytes | bytearray | str) else b"")
+    except CommandRejected:
+        return ESTOP_OTHER
+    engaged = obj.get("engaged")
+    if engaged is True:
+        return ESTOP_ENGAGE
+    return ESTOP_RELEASE if engaged is False else ESTOP_OTHER
+
+
+class EstopLanes:
+    """The storage of :class:`EstopQueue`: arrival order, a bound, the drop order of the module
+    docstring. Items are (kind, account, message)."""
+
+    def __init__(self, gate: InboundGate, maxlen: int) -> None:
+        self.gate = gate
+        self.maxlen = max(1, maxlen)
+        self.items: list[tuple[str, str | None, Any]] = []
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def push(self, item: Any) -> None:
+        parsed = self.gate.topics.command_and_account(item.topic.value)
+        if parsed is None or parsed[0] != "estop":
+            return  # the connection subscribes to cmd/estop/# only: anything else is not ours
+        self.items.append((estop_kind(item.payload), parsed[1], item))
+        while len(self.items) > self.maxlen:
+            del self.items[self._victim()]
+            self.gate.stats["estop_queue_dropped"] += 1
+
+    def pop(self) -> Any:
+        return self.items.pop(0)[2]
+
+    def _victim(self) -> int:
+        """The index of the message to drop from a queue one over its bound."""
+        for kind in (ESTOP_OTHER, ESTOP_RELEASE):
+            for i, (k, _, _) in enumerate(self.items):
+                if k == kind:
+                    return i
+        later: set[str | None] = set()
+        redundant = None
+        for i in range(len(self.items) - 1, -1, -1):  # the oldest engage with a later one of its account
+            account = self.items[i][1]
+            if account in later:
+                redundant = i
+            later.add(account)
+        return len(self.items) - 1 if redundant is None else redundant
+
+
+class EstopQueue(asyncio.Queue):
+    """aiomqtt's ``queue_type`` for the bridge's e-stop connection (bounded; see the module
+    docstring). Bound to a gate (its topics and counters) by :func:`estop_queue_type`."""
+
+    gate: InboundGate
+    lane_size: int
+
+    def _init(self, maxsize: int) -> None:  # asyncio.Queue's storage hook
+        self._queue = EstopLanes(self.gate, self.lane_size)
+
+    def _put(self, item: Any) -> None:
+        self._queue.push(item)
+
+    def _get(self) -> Any:
+        return self._queue.pop()
+
+
+def estop_queue_type(gate: InboundGate, lane_size: int) -> type[EstopQueue]:
+    """An :class:`EstopQueue` class whose instances use ``gate`` and hold ``lane_size`` messages."""
+    return type("BoundEstopQueue", (EstopQueue,), {"gate": gate, "lane_size": lane_size})
