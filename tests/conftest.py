@@ -1,4 +1,4 @@
-"""Shared fixtures and the suite's collection rules: test tiers, the corpus skip, hebi-py loaded quietly.
+"""Shared fixtures and the suite's collection rules: the corpus skip, hebi-py loaded quietly.
 
 The helpers these build on live in :mod:`tests._support` (a test module imports them from there,
 never from a conftest). The corpus (``../shared/corpus`` beside the repository) exists in CI and
@@ -25,10 +25,9 @@ from typing import Any
 
 import pytest
 
-from tests._support import cost, watch
+from tests._support import cost
 from tests._support.corpus import CORPUS_AVAILABLE, CORPUS_SKIP_REASON, corpus_path
 from tests._support.hebi_py import import_hebi
-from tests._support.tiers import is_broker_lane, is_exclusive, tier_of
 
 # tests use the compiled kernels (numba compiles on first call, or loads its cache), never the
 # interpreted ones a cold cache gets in a user's first run, and start no background compile;
@@ -70,7 +69,6 @@ def pytest_configure(config: pytest.Config) -> None:
     """``--cost-report``: register the recorder. MuJoCo writes MUJOCO_LOG.TXT into the working
     directory: send it to a temp folder instead."""
     cost.configure(config)
-    watch.configure()   # tools/dev's watchdog: stacks on SIGUSR1 (tests/_support/watch.py)
     log_dir = Path(tempfile.mkdtemp(prefix="hebictl-test-mujoco-log-"))
     config._hebictl_mujoco_log = log_dir  # type: ignore[attr-defined]
     try:
@@ -85,21 +83,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark each test with its tier (``-m "not realtime"`` runs in parallel under pytest-xdist;
-    ``-m realtime`` serially, so wall-clock checks are not disturbed by a second worker).
-
-    Without the corpus, skip every test that needs it with the one reason: "needs it" = marked
+    """Without the corpus, skip every test that needs it with the one reason: "needs it" = marked
     ``corpus``, or uses the ``corpus_dir`` fixture, or is the skipped placeholder of a
     parametrization that came out empty because the corpus files are missing.
     """
-    for item in items:
-        tier = tier_of(item)
-        if item.get_closest_marker(tier) is None:
-            item.add_marker(getattr(pytest.mark, tier))
-        if tier == "realtime" and is_exclusive(item) and item.get_closest_marker("exclusive") is None:
-            item.add_marker(pytest.mark.exclusive)
-        if tier == "realtime" and is_broker_lane(item):
-            item.add_marker(pytest.mark.broker_lane)
     if CORPUS_AVAILABLE:
         return
     skip = pytest.mark.skip(reason=CORPUS_SKIP_REASON)
@@ -109,11 +96,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if empty_set or item.get_closest_marker("corpus") is not None or "corpus_dir" in getattr(
                 item, "fixturenames", ()):
             item.add_marker(skip, append=False)  # first skip marker wins
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Each report touches tools/dev's heartbeat file (tests/_support/watch.py), if it set one."""
-    watch.beat(report)
 
 
 @pytest.fixture(scope="session")

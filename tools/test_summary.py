@@ -1,8 +1,7 @@
-"""Print one closing line for a suite run in several pytest invocations (tools/dev test's tiers).
+"""Print the suite's closing line from its JUnit XML report(s): ``tests: N passed, N failed, N skipped``.
 
-tools/dev test runs the unit and reference tiers under pytest-xdist and the realtime tier serially,
-so no single pytest summary covers the whole suite; this adds up their JUnit XML reports into the
-plain line CI reads: ``tests: N passed, N failed, N skipped``.
+CI reads that plain line; pytest's own summary varies with its options and plugins (xfails,
+warnings, reruns), and several reports (a run split by hand) add up.
 """
 
 from __future__ import annotations

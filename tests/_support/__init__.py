@@ -10,7 +10,6 @@ under another name, and a fixture module is not an API). One module per idea:
 * :mod:`tests._support.broker` - a real mosquitto on a free loopback port;
 * :mod:`tests._support.arms` - the 6-DoF kit's Arm on the mock backend, as several folders start it;
 * :mod:`tests._support.teleop` - operator-side constants, the coroutine runner and the write recorder;
-* :mod:`tests._support.tiers` - the test tiers (unit, reference, realtime) and which tests are realtime;
 * :mod:`tests._support.cost` - the opt-in per-test cost report (`--cost-report FILE`);
 * :mod:`tests._support.plugin_arm` - the plugins' view of an arm over plain buffers, and a hebi-py twin.
 """

@@ -13,7 +13,7 @@ time), so each test's cost is split into what it *computes* and what it *waits f
 
 Under pytest-xdist each worker measures its own tests and ships the figures in the test report
 (``user_properties``), so the controller writes one file for the whole run: a tab-separated table
-sorted by CPU, with the tier marker of each test, and prints the top ten by CPU and by wait. While
+sorted by CPU, and prints the top ten by CPU and by wait. While
 the run goes, ``FILE.partial`` gets one line per finished test (a run stopped half-way still tells).
 """
 
@@ -29,8 +29,6 @@ import pytest
 
 #: the key of the figures in a test report's ``user_properties``
 PROPERTY = "hebictl_cost"
-#: tiers as tests/conftest.py marks them, in the order the table names them
-TIERS = ("realtime", "reference", "unit")
 
 
 def _children_cpu() -> float:
@@ -46,7 +44,6 @@ class Cost:
     wall: float = 0.0
     cpu: float = 0.0
     child_cpu: float = 0.0
-    tier: str = ""
     worker: str = ""
 
     @property
@@ -72,10 +69,9 @@ class CostRecorder:
         _, cpu0, child0 = item.stash.get(_PHASE_START, (time.perf_counter(), time.process_time(), _children_cpu()))
         outcome = yield
         report = outcome.get_result()
-        tier = next((t for t in TIERS if item.get_closest_marker(t) is not None), "")
         report.user_properties.append((PROPERTY, {
             "wall": call.duration, "cpu": time.process_time() - cpu0, "child_cpu": _children_cpu() - child0,
-            "tier": tier, "worker": self.worker,
+            "worker": self.worker,
         }))
 
     @pytest.hookimpl(hookwrapper=True)
@@ -101,7 +97,6 @@ class CostRecorder:
             cost.wall += float(figures["wall"])
             cost.cpu += float(figures["cpu"])
             cost.child_cpu += float(figures["child_cpu"])
-            cost.tier = str(figures["tier"]) or cost.tier
             cost.worker = str(figures["worker"])
             if report.when == "teardown" and self.path is not None:
                 # one line per finished test as it ends, so a run stopped half-way still tells
@@ -114,13 +109,13 @@ class CostRecorder:
 
     @staticmethod
     def _row(nodeid: str, c: Cost) -> str:
-        return f"{nodeid}\t{c.tier}\t{c.worker}\t{c.wall:.3f}\t{c.cpu:.3f}\t{c.child_cpu:.3f}\t{c.wait:.3f}"
+        return f"{nodeid}\t{c.worker}\t{c.wall:.3f}\t{c.cpu:.3f}\t{c.child_cpu:.3f}\t{c.wait:.3f}"
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.path is None or not self.costs:  # an xdist worker: its controller writes the table
             return
         rows = sorted(self.costs.items(), key=lambda kv: kv[1].total_cpu, reverse=True)
-        lines = ["test\ttier\tworker\twall_s\tcpu_s\tchild_cpu_s\twait_s"]
+        lines = ["test\tworker\twall_s\tcpu_s\tchild_cpu_s\twait_s"]
         lines += [self._row(nodeid, c) for nodeid, c in rows]
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_text("\n".join(lines) + "\n", encoding="utf-8")
