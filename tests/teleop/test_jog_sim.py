@@ -249,12 +249,7 @@ def run(arm, clock, seconds, trace):
         trace.append((clock.now(), arm.backend.true_state()[0][:arm.dof].copy()))
 
 
-#: measured 2026-12-02: r6 after a 100 ms stall peaks at 1.20x commanded (1.03x from rest): the arm is
-#: mid-swing when the loop comes back, and the jog's restart from its measured speed overshoots
-R6_100MS = pytest.mark.xfail(reason="r6, 100 ms stall: EE 1.20x commanded after it (1.03x from rest); not fixed",
-                             strict=True)
-CASES = [pytest.param(name, stall, marks=R6_100MS) if (name, stall) == ("r-series-6dof", 0.1) else (name, stall)
-         for name in CONFIGS for stall in (0.02, 0.1, 0.2)]
+CASES = [(name, stall) for name in CONFIGS for stall in (0.02, 0.1, 0.2)]
 
 
 @pytest.mark.parametrize("where", ["before the read", "between update and send"])
