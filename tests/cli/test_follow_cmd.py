@@ -92,7 +92,7 @@ def test_input_buttons_follow_discard_rerecord_and_quit_in_simulated_time(tmp_pa
     pq = pytest.importorskip("pyarrow.parquet", reason=extra_missing("pyarrow"))
     import numpy as np
 
-    from hebictl.cli.follow_cmd import ButtonCommands, DemoRecorder, _loop
+    from hebictl.cli.follow_cmd import ButtonCommands, DemoRecorder, follow_loop
     from hebictl.config import load_config
     from hebictl.control.arm import Arm
     from hebictl.control.follow import LeaderFollower
@@ -117,7 +117,7 @@ def test_input_buttons_follow_discard_rerecord_and_quit_in_simulated_time(tmp_pa
     try:
         lf = LeaderFollower(leader, follower)
         rec = DemoRecorder(writer, lf)
-        _loop(lf, clock, rec, 30.0, queue.Queue(), ButtonCommands(device))
+        follow_loop(lf, clock, rec, 30.0, queue.Queue(), ButtonCommands(device))
         writer.close()
     finally:
         leader.close()
