@@ -173,7 +173,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
         if keys is None and buttons is not None:
             keys = queue.Queue()   # the buttons' commands only
         try:
-            _loop(lf, clock, recorder, args.seconds, keys, buttons)
+            follow_loop(lf, clock, recorder, args.seconds, keys, buttons)
         finally:
             if buttons is not None:
                 buttons.source.close()
@@ -268,7 +268,7 @@ class ButtonCommands:
 RETRY_S = 1.0
 
 
-def _loop(lf: Any, clock: Any, recorder: DemoRecorder | None, seconds: float | None,
+def follow_loop(lf: Any, clock: Any, recorder: DemoRecorder | None, seconds: float | None,
           keys: queue.Queue[str] | None = None, buttons: ButtonCommands | None = None) -> None:
     """Step until ``seconds`` pass or a signal; then hold both arms for a moment and return. With
     ``keys`` (stdin, and ``buttons`` pressed on an input device) the operator says when to follow."""

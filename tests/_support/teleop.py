@@ -16,10 +16,14 @@ from typing import Any
 
 import numpy as np
 
+from hebictl.config import load_config
 from hebictl.control.arm import Arm
+from hebictl.control.gripper import attach_gripper
+from hebictl.hardware.clock import PacedClock
 from hebictl.teleop.connection import parse_broker
 from hebictl.teleop.server import TeleopServer
-from tests._support.paths import KIT6_HOME, TESTS_DIR
+from tests._support.arms import kit6_arm
+from tests._support.paths import KIT6_CONFIG, KIT6_HOME, TESTS_DIR
 
 #: the same kit as KIT6_CONFIG with HEBI's kit gripper (user_data.has_gripper, gains "gripper")
 KIT6_GRIPPER = TESTS_DIR / "teleop" / "data" / "x-series-6dof-gripper.cfg.yaml"
@@ -32,6 +36,12 @@ ARM_USER = ("arm-t1", "arm-secret")
 #: a bridge that reconnects quickly and a runner that holds briefly on shutdown: tests stay short
 TEST_BRIDGE_OPTIONS = {"backoff_initial": 0.05, "backoff_max": 0.5}
 TEST_RUNNER_OPTIONS = {"shutdown_hold": 0.05}
+#: [s] a guard against a hang, never a timing claim: how long a plumbing test waits for an event
+HANG_S = 120.0
+#: [s] the oldest command a plumbing test's arm accepts: on a loaded machine a command can spend more
+#: than the product's 1 s between the client and the arm, and freshness is not what these tests check
+#: (tests/teleop/test_admission.py checks it exactly, on injected clocks)
+PLUMBING_MAX_AGE = 60.0
 
 
 def teleop_server(arm: Arm, url: str, arm_id: str = ARM_ID, *, rate_hz: float = LOOP_HZ,
@@ -55,6 +65,51 @@ def serving(server: TeleopServer) -> Iterator[TeleopServer]:
         with contextlib.suppress(Exception):
             server.stop_background()
         server.arm.close()
+
+
+def paced_kit6_arm(*, config: Path = KIT6_CONFIG, start: Any = HOME, rate_hz: float = LOOP_HZ) -> Arm:
+    """The 6-DoF kit (or ``config``) on the mock backend with a :class:`PacedClock`, its gripper
+    attached where the config has one, feedback at ``rate_hz``.
+
+    The paced clock keeps simulated time no faster than the wall clock and stretches it when the
+    process is late, so a loaded machine never makes this arm's loop late on its own clock: no
+    ``control_gap`` stop, no jog expiring because a cycle came late. What a plumbing test drives
+    through the broker then happens to the arm the same way on an idle and on a busy machine;
+    the arm's timing itself is tested on a SimClock (tests/teleop/test_runner.py, tests/control)."""
+    arm = kit6_arm("mock", config=config, start=start, clock=PacedClock())
+    attach_gripper(arm, load_config(config), "mock")  # only where the config has one
+    arm.backend.feedback_frequency = rate_hz
+    return arm
+
+
+@contextlib.contextmanager
+def paced_servers() -> Iterator[Callable[..., TeleopServer]]:
+    """A factory of started teleop servers on :func:`paced_kit6_arm` arms, accepting commands up to
+    :data:`PLUMBING_MAX_AGE` old; every server is stopped and its arm closed at the end (and it is an
+    error if an arm thread outlived its server). ``make(url, *, rate_hz, start, config, **options)``,
+    ``options`` to :func:`teleop_server`."""
+    started: list[TeleopServer] = []
+
+    def make(url: str, *, rate_hz: float = LOOP_HZ, start: Any = HOME, config: Path = KIT6_CONFIG,
+             **options: Any) -> TeleopServer:
+        options.setdefault("max_age", PLUMBING_MAX_AGE)
+        server = teleop_server(paced_kit6_arm(config=config, start=start, rate_hz=rate_hz), url, rate_hz=rate_hz,
+                               **options)
+        started.append(server)
+        server.start_background(HANG_S)
+        return server
+
+    try:
+        yield make
+    finally:
+        stuck = []
+        for server in started:
+            with contextlib.suppress(Exception):
+                server.stop_background(HANG_S)
+            if server.runner.running:
+                stuck.append(server)
+            server.arm.close()
+        assert not stuck, "a teleop server's arm thread outlived stop_background()"
 
 
 def run(coro: Coroutine[Any, Any, Any], timeout: float = 20.0) -> Any:

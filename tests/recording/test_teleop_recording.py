@@ -1,7 +1,9 @@
 """A teleop session recorded to MCAP: the arm's cycles, the MQTT commands and their acks.
 
 Real parts: mosquitto on a free loopback port, aiomqtt clients, the Arm on the mock backend looping
-in its own thread. Read back with the ``mcap`` package's reader.
+in its own thread (on a paced clock, so a loaded machine stretches its time instead of stopping it).
+Read back with the ``mcap`` package's reader. Waits are for statuses, acks and the process's exit,
+with hang guards only.
 """
 
 from __future__ import annotations
@@ -23,9 +25,8 @@ pytest.importorskip("foxglove_schemas_protobuf", reason=extra_missing("foxglove_
 from hebictl.recording import schemas
 from hebictl.recording.writer import McapRecorder
 from hebictl.teleop.client import TeleopClient
-from tests._support.arms import kit6_arm
 from tests._support.paths import KIT6_CONFIG, KIT6_HOME, REPO_ROOT
-from tests._support.teleop import teleop_server
+from tests._support.teleop import HANG_S, PLUMBING_MAX_AGE, paced_kit6_arm, teleop_server
 
 from .helpers import Readback
 
@@ -37,27 +38,26 @@ HOME = list(KIT6_HOME)
 
 async def _session(url: str, arm_id: str) -> None:
     async with TeleopClient(url, arm_id, name="op") as c:
-        await c.wait_status(lambda s: s["status"] == "online", timeout=20.0)
-        assert (await c.mode("position")).accepted
-        assert (await c.joint_goal(list(np.add(HOME, 0.1)))).accepted  # segment time from the limits
-        await c.wait_status(lambda s: s["at_goal"], timeout=20.0)
-        bad = await c.joint_goal([0.0, 1.0])  # wrong length: refused
+        await c.wait_status(lambda s: s["status"] == "online", timeout=HANG_S)
+        assert (await c.mode("position", timeout=HANG_S)).accepted
+        assert (await c.joint_goal(list(np.add(HOME, 0.1)), timeout=HANG_S)).accepted  # segment time from the limits
+        await c.wait_status(lambda s: s["at_goal"], timeout=HANG_S)
+        bad = await c.joint_goal([0.0, 1.0], timeout=HANG_S)  # wrong length: refused
         assert bad is not None and not bad.accepted
-        assert (await c.estop(True)).accepted
-        assert not (await c.mode("position")).accepted  # e-stop latched
+        assert (await c.estop(True, timeout=HANG_S)).accepted
+        assert not (await c.mode("position", timeout=HANG_S)).accepted  # e-stop latched
 
 
 def test_teleop_session_records_cycles_commands_and_acks(broker, tmp_path):
-    arm = kit6_arm("mock")
-    arm.backend.feedback_frequency = 250.0
-    server = teleop_server(arm, broker.url, "rec1", rate_hz=250.0)
+    arm = paced_kit6_arm(rate_hz=250.0)
+    server = teleop_server(arm, broker.url, "rec1", rate_hz=250.0, max_age=PLUMBING_MAX_AGE)
     rec = McapRecorder(tmp_path / "session.mcap", arm, config_path=CONFIG, teleop=True)
     server.runner.recorder = rec
-    server.start_background()
+    server.start_background(HANG_S)
     try:
-        asyncio.run(asyncio.wait_for(_session(broker.url, "rec1"), 30.0))
+        asyncio.run(asyncio.wait_for(_session(broker.url, "rec1"), HANG_S))
     finally:
-        server.stop_background()
+        server.stop_background(HANG_S)
         arm.close()
     summary = rec.close()
     run = Readback(tmp_path / "session.mcap")
@@ -85,17 +85,18 @@ def test_teleop_process_records_a_session_file(broker, tmp_path):
     exit, and the live view announced on loopback."""
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--broker", broker.url, "--arm-id", "rec2",
-                             "--rate", "200", "--stop-hold", "0.1", "--record", str(tmp_path / "sessions"),
+                             "--rate", "200", "--stop-hold", "0.1", "--paced-clock", "--max-age", str(PLUMBING_MAX_AGE),
+                             "--record", str(tmp_path / "sessions"),
                              *(["--foxglove", "--foxglove-port", "0"] if find_spec("websockets") else [])],
                             cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        asyncio.run(asyncio.wait_for(_session(broker.url, "rec2"), 60.0))
+        asyncio.run(asyncio.wait_for(_session(broker.url, "rec2"), HANG_S))
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(20) == 0, proc.stderr.read().decode()[-2000:]
+        assert proc.wait(HANG_S) == 0, proc.stderr.read().decode()[-2000:]
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait(10)
+            proc.wait(HANG_S)
     err = proc.stderr.read().decode()
     files = sorted((tmp_path / "sessions").glob("teleop-*.mcap"))
     assert len(files) == 1 and "recorded" in err, (files, err[-2000:])

@@ -19,7 +19,14 @@ from hebictl.panel.kinematics import DescribedArm
 from hebictl.teleop.state_schema import validate
 from hebictl.teleop.topics import Topics
 from tests._support.paths import KIT6_CONFIG
-from tests._support.teleop import ARM_ID, HOME, run
+from tests._support.teleop import ARM_ID, HANG_S, HOME, paced_servers, run
+
+
+@pytest.fixture
+def paced_server():
+    """Teleop servers on paced-clock mock arms (tests/_support/teleop.py), stopped at the end."""
+    with paced_servers() as make:
+        yield make
 
 
 async def _retained_description(url: str) -> dict[str, Any]:
@@ -33,9 +40,9 @@ async def _retained_description(url: str) -> dict[str, Any]:
     raise AssertionError("no description")
 
 
-def test_description_is_retained_and_complete(broker: Any, make_server: Any) -> None:
-    server = make_server(broker.url)
-    d = run(_retained_description(broker.url))  # connects after the arm: only a retained message arrives
+def test_description_is_retained_and_complete(broker: Any, paced_server: Any) -> None:
+    server = paced_server(broker.url)
+    d = run(_retained_description(broker.url), timeout=HANG_S)  # connects after the arm: only a retained one comes
     arm = server.arm
     assert d["arm_id"] == ARM_ID and d["dof"] == arm.dof == 6
     assert d["joints"]["names"] == list(arm.model.joint_names)
@@ -63,10 +70,10 @@ def test_description_is_retained_and_complete(broker: Any, make_server: Any) -> 
     assert len(d["tree"]["bodies"]) == len(arm.model.bodies) and d["tree"]["end_effector"]
 
 
-def test_urdf_places_every_link_where_the_tree_does(broker: Any, make_server: Any) -> None:
+def test_urdf_places_every_link_where_the_tree_does(broker: Any, paced_server: Any) -> None:
     pin = pytest.importorskip("pinocchio")
-    make_server(broker.url)
-    d = run(_retained_description(broker.url))
+    paced_server(broker.url)
+    d = run(_retained_description(broker.url), timeout=HANG_S)
     if d["urdf"] is None:
         pytest.fail("the description carries no URDF")
     model = pin.buildModelFromXML(d["urdf"])
@@ -96,62 +103,64 @@ def test_urdf_places_every_link_where_the_tree_does(broker: Any, make_server: An
         assert checked == len(d["tree"]["bodies"]), "every body is a URDF link"
 
 
-def test_offline_arms_keep_their_description(broker: Any, make_server: Any) -> None:
+def test_offline_arms_keep_their_description(broker: Any, paced_server: Any) -> None:
     """Stopping the arm leaves the description retained: a panel still knows what it was."""
-    server = make_server(broker.url)
+    server = paced_server(broker.url)
     server.stop_background()
-    d = asyncio.run(asyncio.wait_for(_retained_description(broker.url), 10))
+    d = run(_retained_description(broker.url), timeout=HANG_S)
     assert d["arm_id"] == ARM_ID
 
 
 def test_description_is_republished_and_every_status_names_its_hash_and_session(broker: Any,
-                                                                                make_server: Any) -> None:
+                                                                                paced_server: Any) -> None:
     """Issue 20 item 4: the description comes again every period (a spoofed retained copy is
     overwritten), every status carries the SHA-256 of the exact description bytes (hashed here
     with hashlib, not by the bridge's code) and a per-process session id; the offline status
-    says ``state: offline`` and nothing that looks live."""
+    says ``state: offline`` and nothing that looks live. By order of messages: the viewer sees the
+    spoof and then the genuine description twice more (republished byte for byte); how long after
+    the spoof the first genuine copy came is printed, not bounded (the bridge sleeps its period on
+    the event loop's clock, so a loaded machine stretches it)."""
     import hashlib
 
     import aiomqtt
 
-    period = 0.4
-    server = make_server(broker.url, bridge_options={"backoff_initial": 0.05, "backoff_max": 0.5,
-                                                     "description_period": period})
+    period = 0.2
+    server = paced_server(broker.url, bridge_options={"backoff_initial": 0.05, "backoff_max": 0.5,
+                                                      "description_period": period})
     topics = Topics(ARM_ID)
     port = int(broker.url.rsplit(":", 1)[1])
+    spoof = b'{"arm_id": "t1", "home": [9, 9, 9, 9, 9, 9]}'
 
-    async def watch(seconds: float) -> tuple[list[bytes], list[dict[str, Any]], float | None]:
+    async def watch() -> tuple[list[bytes], list[dict[str, Any]], float]:
         descriptions: list[bytes] = []
         statuses: list[dict[str, Any]] = []
-        restored = None
-        async with aiomqtt.Client("127.0.0.1", port, identifier="desc-watch") as c:
+        async with aiomqtt.Client("127.0.0.1", port, identifier="desc-watch", timeout=HANG_S) as c:
             await c.subscribe(topics.state("description"), qos=1)
             await c.subscribe(topics.state("status"), qos=1)
-            async with aiomqtt.Client("127.0.0.1", port, identifier="spoofer") as bad:  # no accounts here
-                await bad.publish(topics.state("description"), b'{"arm_id": "t1", "home": [9, 9, 9, 9, 9, 9]}',
-                                  qos=1, retain=True)
+            async with aiomqtt.Client("127.0.0.1", port, identifier="spoofer", timeout=HANG_S) as bad:  # no accounts
+                await bad.publish(topics.state("description"), spoof, qos=1, retain=True)
             t0 = asyncio.get_running_loop().time()
-            try:
-                async with asyncio.timeout(seconds):
-                    async for m in c.messages:
-                        if m.topic.matches(topics.state("description")):
-                            descriptions.append(bytes(m.payload))
-                            if b"[9, 9" not in bytes(m.payload) and restored is None and len(descriptions) > 1:
-                                restored = asyncio.get_running_loop().time() - t0
-                        else:
-                            statuses.append(json.loads(m.payload))
-            except TimeoutError:
-                pass
-        return descriptions, statuses, restored
+            restored = None
+            async for m in c.messages:
+                if not m.topic.matches(topics.state("description")):
+                    statuses.append(json.loads(m.payload))
+                    continue
+                descriptions.append(bytes(m.payload))
+                after = descriptions[descriptions.index(spoof) + 1:] if spoof in descriptions else []
+                if after and restored is None:
+                    restored = asyncio.get_running_loop().time() - t0
+                if len(after) >= 2 and statuses:
+                    assert restored is not None
+                    return descriptions, statuses, restored
+        raise AssertionError("the subscription ended")
 
-    descriptions, statuses, restored = run(watch(3 * period + 0.3))
-    genuine = [d for d in descriptions if b"[9, 9" not in d]
-    assert len(genuine) >= 3, f"{len(genuine)} genuine descriptions in {3 * period + 0.3} s"
-    assert len(set(genuine)) == 1  # republished byte for byte
+    descriptions, statuses, restored = run(watch(), timeout=HANG_S)
+    genuine = [d for d in descriptions if d != spoof]
+    assert len(genuine) >= 2 and len(set(genuine)) == 1  # republished byte for byte
+    assert all(d == genuine[0] for d in descriptions[descriptions.index(spoof) + 1:])  # the spoof overwritten
     digest = hashlib.sha256(genuine[0]).hexdigest()
+    assert hashlib.sha256(spoof).hexdigest() != digest
     assert statuses and all(s["description_sha256"] == digest for s in statuses)
-    assert any(hashlib.sha256(d).hexdigest() != digest for d in descriptions), "the spoof reached the viewer"
-    assert restored is not None and restored <= period + 0.2, restored
     print(f"\nspoofed description replaced after {restored * 1000:.0f} ms (period {period * 1000:.0f} ms)")
     session = statuses[0]["session"]
     assert len(session) == 16 and int(session, 16) >= 0 and all(s["session"] == session for s in statuses)
@@ -159,16 +168,16 @@ def test_description_is_republished_and_every_status_names_its_hash_and_session(
     server.stop_background()
 
     async def offline() -> dict[str, Any]:
-        async with aiomqtt.Client("127.0.0.1", port, identifier="status-reader") as c:
+        async with aiomqtt.Client("127.0.0.1", port, identifier="status-reader", timeout=HANG_S) as c:
             await c.subscribe(topics.state("status"), qos=1)
             async for m in c.messages:
                 return json.loads(m.payload)
         raise AssertionError("no status")
 
-    last = run(offline())
+    last = run(offline(), timeout=HANG_S)
     assert last["status"] == "offline" and last["state"] == "offline"
     assert "mode" not in last and "at_goal" not in last and last["session"] == session
-    second = make_server(broker.url)
+    second = paced_server(broker.url)
     assert second.bridge.session != session  # a restarted process gets a new session
 
 
@@ -194,11 +203,11 @@ WORKSPACE = {"table": {"height": -0.01, "clearance": 0.005, "physical": False},
 
 
 def test_description_carries_the_checked_workspace_and_the_arms_collision_shapes(
-        broker: Any, make_server: Any, tmp_path: Path) -> None:
+        broker: Any, paced_server: Any, tmp_path: Path) -> None:
     """Issue 19 item 7: what a viewer needs to draw the workspace (and the arm's shapes), checked
     against the config's own numbers, and valid under the state schema the panel applies."""
-    make_server(broker.url, config=_workspace_config(tmp_path))
-    d = run(_retained_description(broker.url))
+    paced_server(broker.url, config=_workspace_config(tmp_path))
+    d = run(_retained_description(broker.url), timeout=HANG_S)
     validate("description", json.dumps(d).encode())
     objects = {o["name"]: o for o in d["workspace"]["objects"]}
     assert set(objects) == {"table", "crate", "post", "fence", "camera"}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -338,3 +340,63 @@ def test_a_plain_stop_is_not_reported_as_a_fault(rig):
     assert runner.jog.active and len(cleared) == 1
     assert "fault" not in cleared[0].detail and "leaving the hold" in cleared[0].detail, cleared[0].detail
     assert all(a.accepted for a in acks)
+
+
+def test_link_loss_mid_jog_brakes_in_the_next_cycle_not_at_the_ttl(rig):
+    """The broker lost mid-jog (samples of the longest ttl): the arm stops in the very next cycle,
+    latched (STOPPED, hold behaviour), long before the ttl would have ended the jog; then it holds,
+    drops to idle and refuses the jog until a new mode. The broker test (test_teleop_resilience)
+    shows the same through a killed mosquitto, by order of events only."""
+    runner, arm, clock, acks = rig
+    runner.submit("mode", ModeCommand(env(), "jog"))
+    runner.step()
+    for _ in range(20):
+        runner.offer_jog(JogCommand(env(), "joint", np.array([0.2, 0, 0, 0, 0, 0]), True, MAX_TTL), clock.now())
+        runner.step()
+    assert runner.snapshot.jogging and arm.state is ArmState.RUNNING
+    lost_at = clock.now()
+    runner.link_lost("broker gone")
+    runner.step()
+    stopped_after = clock.now() - lost_at
+    print(f"\nlink lost mid-jog -> stopped after {stopped_after * 1000:.1f} ms of arm time (ttl {MAX_TTL} s)")
+    assert arm.state is ArmState.STOPPED and stopped_after == pytest.approx(DT)
+    assert arm.events.last.kind == "teleop_link_lost" and "teleop_jog_expired" not in arm.events.kinds()
+    steps(runner, int(MAX_TTL * RATE))   # past the ttl: the brake has ended in a hold that stays
+    assert not runner.snapshot.braking and runner.snapshot.stop_behaviour == "hold" and runner.mode == "idle"
+    held = arm.last_feedback.position.copy()
+    runner.offer_jog(JogCommand(env(), "joint", np.array([0.2, 0, 0, 0, 0, 0]), True, MAX_TTL), clock.now())
+    steps(runner, 20)
+    np.testing.assert_array_equal(arm.last_feedback.position, held)
+    assert arm.state is ArmState.STOPPED
+
+
+def test_an_endless_shutdown_hold_lasts_until_end_hold():
+    """``hebictl teleop``'s first Ctrl-C closes the runner with an endless hold: the arm thread
+    holds the stopped arm for as long as the arm's clock runs (here 30 simulated seconds, longer than
+    any finite hold of the CLI: 5 s after SIGTERM, then at most 2 s of braking) and ends only at
+    ``end_hold`` (the second Ctrl-C). The arm thread runs on a SimClock at 50 Hz, so the 30 s pass in
+    1,500 cycles; the wall clock only guards against a hang."""
+    import threading
+    import time
+
+    clock = SimClock()
+    arm = Arm.from_config(KIT6, backend="mock", clock=clock, initial_position=HOME)
+    runner = ArmRunner(arm, rate_hz=50.0, shutdown_hold=math.inf)
+    runner.start()
+    closer = threading.Thread(target=runner.close, kwargs={"reason": "interrupt"}, daemon=True)
+    try:
+        closer.start()
+        guard = time.monotonic() + 120.0   # hang guard only
+        while clock.now() < 30.0 and runner.running and time.monotonic() < guard:
+            time.sleep(0.01)
+        snap = runner.snapshot
+        assert clock.now() >= 30.0 and runner.running and closer.is_alive()
+        assert snap.state == "stopped" and not snap.braking and snap.stop_behaviour == "hold", snap
+        assert "interrupt" in arm.events.kinds()
+        runner.end_hold()
+        closer.join(120.0)
+        assert not closer.is_alive() and not runner.running
+    finally:
+        runner.end_hold()
+        closer.join(120.0)
+        arm.close()

@@ -4,7 +4,6 @@ nesting, inconsistent descriptions) is refused with a clear reason instead of re
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 from typing import Any
@@ -15,30 +14,43 @@ from hebictl.errors import StateRejected
 from hebictl.teleop import state_schema
 from hebictl.teleop.state_schema import SCHEMAS, payload_sha256, validate
 from hebictl.teleop.topics import Topics
-from tests._support.teleop import ARM_ID, run
+from tests._support.teleop import ARM_ID, HANG_S, paced_servers, run
+
+#: what a live arm publishes, every kind of it: the reader waits until each has come
+KINDS = {"status", "description", "joints", "ee_pose", "ack"}
 
 
-async def _collect(url: str, seconds: float) -> dict[str, list[bytes]]:
+@pytest.fixture
+def paced_server():
+    """Teleop servers on paced-clock mock arms (tests/_support/teleop.py), stopped at the end."""
+    with paced_servers() as make:
+        yield make
+
+
+async def _collect(url: str, each: int = 3) -> dict[str, list[bytes]]:
+    """Every state message until each of :data:`KINDS` has come at least ``each`` times (the ack
+    and the retained description only once: one command is sent, and the description comes again
+    only every 5 s)."""
     import aiomqtt
 
     out: dict[str, list[bytes]] = {}
-    async with aiomqtt.Client(hostname="127.0.0.1", port=int(url.rsplit(":", 1)[1]), identifier="schema-reader") as c:
+    need = {kind: 1 if kind in ("ack", "description") else each for kind in KINDS}
+    async with aiomqtt.Client(hostname="127.0.0.1", port=int(url.rsplit(":", 1)[1]), identifier="schema-reader",
+                              timeout=HANG_S) as c:
         await c.subscribe(Topics(ARM_ID).all_states, qos=1)
         await c.publish(Topics(ARM_ID).cmd("mode"), json.dumps({"mode": "bogus", "seq": 1, "ts": 1.0,
                                                                    "client": "x"}), qos=1)  # gets an ack
-        try:
-            async with asyncio.timeout(seconds):
-                async for msg in c.messages:
-                    out.setdefault(msg.topic.value.rsplit("/", 1)[1], []).append(bytes(msg.payload))
-        except TimeoutError:
-            pass
-    return out
+        async for msg in c.messages:
+            out.setdefault(msg.topic.value.rsplit("/", 1)[1], []).append(bytes(msg.payload))
+            if all(len(out.get(kind, ())) >= n for kind, n in need.items()):
+                return out
+    raise AssertionError("the subscription ended")
 
 
-def test_what_a_real_arm_publishes_is_valid(broker: Any, make_server: Any) -> None:
-    make_server(broker.url)
-    got = run(_collect(broker.url, 1.5))
-    assert set(got) >= {"status", "description", "joints", "ee_pose", "ack"}, set(got)
+def test_what_a_real_arm_publishes_is_valid(broker: Any, paced_server: Any) -> None:
+    paced_server(broker.url)
+    got = run(_collect(broker.url), timeout=HANG_S)
+    assert set(got) >= KINDS, set(got)
     for kind, payloads in got.items():
         for p in payloads:
             body = validate(kind, p)

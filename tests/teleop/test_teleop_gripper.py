@@ -1,57 +1,67 @@
-"""cmd/gripper moves a gripper: a config with user_data.has_gripper, on the mock backend, through mosquitto."""
+"""cmd/gripper moves a gripper: a config with user_data.has_gripper, on the mock backend, through mosquitto.
+
+The broker tests wait for statuses (hang guards only) on a paced-clock arm, whose gripper moves in
+the arm's simulated time; the sim-backend test steps the runner on a SimClock."""
 
 from __future__ import annotations
 
 import pytest
 
 from hebictl.teleop.client import TeleopClient
-from tests._support.teleop import ARM_ID, KIT6_GRIPPER, run
+from tests._support.teleop import ARM_ID, HANG_S, KIT6_GRIPPER, paced_servers, run
 
 pytestmark = pytest.mark.broker
 
 
-def test_gripper_closes_and_opens_and_reports_its_state(broker, make_server):
-    server = make_server(broker.url, config=KIT6_GRIPPER)
+@pytest.fixture
+def paced_server():
+    """Teleop servers on paced-clock mock arms (tests/_support/teleop.py), stopped at the end."""
+    with paced_servers() as make:
+        yield make
+
+
+def test_gripper_closes_and_opens_and_reports_its_state(broker, paced_server):
+    server = paced_server(broker.url, config=KIT6_GRIPPER)
     assert server.runner.gripper is not None
 
     async def go():
         async with TeleopClient(broker.url, ARM_ID, name="op") as c:
             st = await c.wait_status(lambda s: s["gripper"] is not None and s["gripper"]["hardware"]
-                                     and s["gripper"]["measured_opening"] is not None)
+                                     and s["gripper"]["measured_opening"] is not None, timeout=HANG_S)
             assert st["gripper"]["measured_opening"] == pytest.approx(1.0)
-            ack = await c.gripper(action="close")
+            ack = await c.gripper(action="close", timeout=HANG_S)
             assert ack.accepted and "gripper to 0" in ack.detail
             closed = await c.wait_status(lambda s: s["gripper"]["measured_opening"] is not None
-                                         and s["gripper"]["measured_opening"] < 0.01, timeout=10.0)
-            ack = await c.gripper(position=0.6)
+                                         and s["gripper"]["measured_opening"] < 0.01, timeout=HANG_S)
+            ack = await c.gripper(position=0.6, timeout=HANG_S)
             assert ack.accepted
             # an effort blend: 0.6·(+1) + 0.4·(-5) = -1.4 N·m, the spring balances it part-way open
-            half = await c.wait_status(lambda s: s["gripper"]["measured_opening"] > 0.3, timeout=10.0)
-            assert (await c.gripper(action="open")).accepted
-            opened = await c.wait_status(lambda s: s["gripper"]["measured_opening"] > 0.99, timeout=10.0)
+            half = await c.wait_status(lambda s: s["gripper"]["measured_opening"] > 0.3, timeout=HANG_S)
+            assert (await c.gripper(action="open", timeout=HANG_S)).accepted
+            opened = await c.wait_status(lambda s: s["gripper"]["measured_opening"] > 0.99, timeout=HANG_S)
             return closed["gripper"], half["gripper"], opened["gripper"]
 
-    closed, half, opened = run(go())
+    closed, half, opened = run(go(), timeout=HANG_S)
     assert closed["action"] == "close" and closed["effort"] == -5.0 and closed["client"] == "op"
     assert half["position"] == 0.6 and half["effort"] == pytest.approx(-1.4)
     assert opened["action"] == "open" and opened["effort"] == 1.0 and opened["measured_position"] > -0.02
 
 
-def test_gripper_keeps_its_grip_through_an_estop(broker, make_server):
+def test_gripper_keeps_its_grip_through_an_estop(broker, paced_server):
     """An e-stop holds the arm and must not drop what the gripper holds: its effort stays commanded."""
-    server = make_server(broker.url, config=KIT6_GRIPPER)
+    server = paced_server(broker.url, config=KIT6_GRIPPER)
 
     async def go():
         async with TeleopClient(broker.url, ARM_ID, name="op") as c:
-            assert (await c.gripper(action="close")).accepted
+            assert (await c.gripper(action="close", timeout=HANG_S)).accepted
             await c.wait_status(lambda s: (s["gripper"] or {}).get("measured_opening") is not None
-                                and s["gripper"]["measured_opening"] < 0.01, timeout=10.0)
-            assert (await c.estop(True)).accepted
-            st = await c.wait_status(lambda s: s["estop"], timeout=10.0)
-            assert (await c.gripper(action="open")).reason == "estop_engaged"
+                                and s["gripper"]["measured_opening"] < 0.01, timeout=HANG_S)
+            assert (await c.estop(True, timeout=HANG_S)).accepted
+            st = await c.wait_status(lambda s: s["estop"], timeout=HANG_S)
+            assert (await c.gripper(action="open", timeout=HANG_S)).reason == "estop_engaged"
             return st
 
-    st = run(go())
+    st = run(go(), timeout=HANG_S)
     assert st["gripper"]["effort"] == -5.0
     assert server.runner.gripper.status().measured_opening < 0.01
 
