@@ -7,6 +7,10 @@ matches acks to the commands that caused them (a coalesced rejection answers bot
 and its last ``seq``). ``seq`` starts at the current time in microseconds, so successive runs of
 a command-line client under the same name keep increasing without storing anything. Wall time
 comes from an injected :class:`~hebictl.teleop.clock.TeleopClock`.
+
+It can also act as a fleet station (docs/fleet.md): :meth:`TeleopClient.lease` publishes a
+station's heartbeat at 20 Hz until told to stop, :meth:`TeleopClient.fleet_estop` the fleet
+e-stop (or its clear).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import numpy as np
 from hebictl.tasks import cancel_and_wait
 from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 from hebictl.teleop.connection import BrokerSettings, parse_broker
+from hebictl.teleop.lease import ESTOP_TOPIC, Heartbeat, estop_message, publish_heartbeats
 from hebictl.teleop.messages import Ack
 from hebictl.teleop.topics import COMMAND_QOS, Topics
 
@@ -231,6 +236,18 @@ class TeleopClient:
 
     async def mode(self, mode: str, **kw: Any) -> Ack | None:
         return await self.send("mode", {"mode": mode}, **kw)
+
+    # ------------------------------------------------------------------ fleet station
+    async def lease(self, heartbeat: Heartbeat, stop: asyncio.Event) -> int:
+        """Publish ``heartbeat`` (a station's lease, a new epoch per :class:`Heartbeat`) at 20 Hz
+        until ``stop`` is set; the number published."""
+        return await publish_heartbeats(self._client, heartbeat, stop)
+
+    async def fleet_estop(self, station: str, *, clear: bool = False, reason: str = "") -> None:
+        """Publish the fleet e-stop (every arm in the fleet holds, latched) or, ``clear``, its clear
+        (then each arm needs a new lease and a command), QoS 1, never retained."""
+        await self._client.publish(ESTOP_TOPIC, estop_message(station, clear=clear, reason=reason), qos=1,
+                                   retain=False)
 
 
 def _floats(values: Sequence[float]) -> list[float]:
