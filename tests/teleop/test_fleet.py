@@ -338,6 +338,9 @@ def test_fleet_plumbing_through_mosquitto_with_teleop_send_as_the_station(broker
             assert await asyncio.to_thread(_send, broker.url, "--station", "drill", "fleet-estop") == 0
             held = await op.wait_status(lambda s: error(s) == "fleet_estop", timeout=GUARD)
             assert fleet_state(held) == "estopped" and held["mode"] == "idle"
+            # the station saw the e-stop and stopped leasing: the arm's lease only ages
+            await op.wait_status(lambda s: fleet_state(s) == "estopped" and s["fleet"]["lease_age"] > 4 * TIMEOUT,
+                                 timeout=GUARD)
             ack = await op.mode("position", timeout=GUARD)
             assert (ack.accepted, ack.reason) == (False, "fleet_estop")
             assert await asyncio.to_thread(_send, broker.url, "--station", "st1", "fleet-estop", "--clear") == 0
