@@ -250,21 +250,26 @@ class FleetLease:
 
     def poll(self, now: float) -> str | None:
         """Once per control cycle: a hold reason at the cycle the arm must start holding, else None."""
-        if self._hold_now is not None:
-            reason, self._hold_now = self._hold_now, None
-            return reason
+        self._expire(now)
+        reason, self._hold_now = self._hold_now, None
+        return reason
+
+    def _expire(self, now: float) -> None:
+        """READY/ACTIVE -> NO_LEASE once the lease is older than the timeout; an ACTIVE arm's hold
+        reason is kept for :meth:`poll` (a :meth:`command` in between must not swallow it)."""
         if self.state in (L.READY, L.ACTIVE) and not self.fresh(now):
             was = self.state
             self._fire(LeaseEvent.EXPIRED)
             age = "never" if self.last_lease is None else f"{now - self.last_lease:.3f} s ago"
-            if was is L.ACTIVE:
-                return f"fleet lease expired (last from {self.holder}, {age}; timeout {self.lease_timeout:g} s)"
-        return None
+            if was is L.ACTIVE and self._hold_now is None:
+                self._hold_now = (f"fleet lease expired (last from {self.holder}, {age}; "
+                                  f"timeout {self.lease_timeout:g} s)")
 
     def command(self, now: float) -> None:
         """An explicit command: allowed (and the arm may move) only with a fresh lease and no fleet
-        e-stop; raises CommandRejected ``no_lease`` / ``fleet_estop`` otherwise."""
-        self.poll(now)
+        e-stop; raises CommandRejected ``no_lease`` / ``fleet_estop`` otherwise. A hold it finds due
+        (the lease just expired, an e-stop just arrived) stays for the next :meth:`poll`."""
+        self._expire(now)
         if self.state is L.ESTOPPED:
             raise CommandRejected("fleet_estop", f"{self.estop_reason}; an authorised station must clear it")
         if self.state is L.NO_LEASE:

@@ -190,6 +190,29 @@ def test_a_fleet_estop_holds_at_the_next_cycle_and_latches_until_an_authorised_c
     assert dict(rig.gate.lease.dropped) == {"unauthorised_clear": 1, "retained": 1}
 
 
+def test_a_command_between_two_polls_does_not_swallow_the_hold():
+    """The arm thread polls at its cycle start and checks commands after: a lease that expires, or a
+    fleet e-stop that arrives, in between is refused to the command and still held by the next poll."""
+    from hebictl.errors import CommandRejected
+
+    for cause in ("expiry", "estop"):
+        gate = FleetSettings(("st1",), TIMEOUT).gate(ARM_ID)
+        gate.on_message(LEASE_TOPIC, lease_message("st1", "e", 1, sent=0.0), 0.0)
+        gate.command(0.0)
+        assert gate.poll(0.1) is None
+        now = 0.1
+        if cause == "estop":
+            gate.on_message(ESTOP_TOPIC, estop_message("op"), now)
+        else:
+            now = TIMEOUT + 0.01
+        with pytest.raises(CommandRejected) as exc:
+            gate.command(now)
+        assert exc.value.reason == ("fleet_estop" if cause == "estop" else "no_lease")
+        reason = gate.poll(now)
+        assert reason is not None and ("e-stop" in reason if cause == "estop" else "expired" in reason), reason
+        assert gate.poll(now) is None  # said once
+
+
 def test_the_status_carries_the_fleet_state_through_its_schema(rig):
     from hebictl.teleop.messages import status_payload
 
