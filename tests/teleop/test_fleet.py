@@ -382,3 +382,38 @@ def test_fleet_plumbing_through_mosquitto_with_teleop_send_as_the_station(broker
             p.communicate(timeout=GUARD)
     assert server.runner.fleet is gate
     assert procs[1].returncode == 0  # SIGTERM ends a station cleanly, with its summary
+
+
+@pytest.mark.broker
+def test_the_acl_lets_only_station_accounts_lease(tmp_path, make_server):
+    """mosquitto with acl_text(..., stations=...): an operator account may publish the fleet e-stop
+    but not a lease (the broker drops it), a station account may do both. Order only: the operator's
+    forged lease is published before its e-stop on the same connection, so had it reached the arm
+    it would have been there first."""
+    aiomqtt = pytest.importorskip("aiomqtt")
+    from tests._support.broker import local_broker
+
+    users = {"arm-t1": "arm-pw", "operator": "op-pw", "station": "st-pw"}
+    with local_broker(tmp_path / "acl", users=users, arms={"arm-t1": ARM_ID}, operators=["operator"],
+                      stations=["station"]) as b:
+        gate = FleetSettings(("st1",), TIMEOUT).gate(ARM_ID)
+        make_server(b.url, username="arm-t1", password="arm-pw",
+                    runner_options={"shutdown_hold": 0.05, "fleet": gate})
+
+        async def scenario() -> None:
+            async with aiomqtt.Client("127.0.0.1", b.port, username="operator", password="op-pw",
+                                      identifier="operator:forger") as op, \
+                    aiomqtt.Client("127.0.0.1", b.port, username="station", password="st-pw",
+                                   identifier="station:st1") as st, \
+                    TeleopClient(b.url, ARM_ID, name="operator", username="operator", password="op-pw") as view:
+                await op.publish(LEASE_TOPIC, lease_message("st1", "forged", 1), qos=1)
+                await op.publish(ESTOP_TOPIC, estop_message("operator", reason="acl test"), qos=1)
+                await view.wait_status(lambda s: (s.get("fleet") or {}).get("state") == "estopped", timeout=GUARD)
+                assert gate.lease.last_lease is None and gate.lease.holder is None  # the lease never came
+                await st.publish(ESTOP_TOPIC, estop_message("st1", clear=True), qos=1)
+                await st.publish(LEASE_TOPIC, lease_message("st1", "real", 1), qos=1)
+                ready = await view.wait_status(lambda s: (s.get("fleet") or {}).get("state") == "ready",
+                                               timeout=GUARD)
+                assert ready["fleet"]["holder"] == "st1"
+
+        asyncio.run(asyncio.wait_for(scenario(), 4 * GUARD))
