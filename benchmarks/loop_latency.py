@@ -293,24 +293,29 @@ def main() -> None:
     ap.add_argument("--backends", nargs="+", default=["mock", "sim", "hebi-imitation"])
     ap.add_argument("--rates", type=float, nargs="+", default=[200.0, 1000.0])
     ap.add_argument("--no-stops", action="store_true", help="skip the spurious-stop runs")
+    ap.add_argument("--no-latency", action="store_true", help="skip the latency rows (only the spurious-stop runs)")
+    ap.add_argument("--scheduling", choices=("both", "rt", "normal"), default="both",
+                    help="the spurious-stop runs' scheduling (default both)")
     args = ap.parse_args()
     print(f"loop latency: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} before the load starts")
-    rows = latency(args.seconds, args.backends, args.rates)
-    _print_table("control loop wake-up latency and work [µs] (bare: a Python loop that only sleeps, same conditions)",
-          ["row", "wake p50", "p99", "p99.9", "max", "bare p99.9", "ratio", "work p50", "p99", "p99.9", "max",
-           "misses", "> lifetime", "stops", "granted"],
-          [[r.name, f"{_q(r.wake, 50):.0f}", f"{_q(r.wake, 99):.0f}", f"{_q(r.wake, 99.9):.0f}",
-            f"{_q(r.wake, 100):.0f}", f"{_q(r.bare, 99.9):.0f}",
-            f"{_q(r.wake, 99.9) / max(_q(r.bare, 99.9), 1e-9):.2f}",
-            f"{_q(r.work, 50):.0f}", f"{_q(r.work, 99):.0f}", f"{_q(r.work, 99.9):.0f}", f"{_q(r.work, 100):.0f}",
-            str(r.misses), str(r.gaps), str(r.stops), r.granted] for r in rows])
+    rows = [] if args.no_latency else latency(args.seconds, args.backends, args.rates)
+    if rows:
+        _print_table("control loop wake-up latency and work [µs] "
+                     "(bare: a Python loop that only sleeps, same conditions)",
+              ["row", "wake p50", "p99", "p99.9", "max", "bare p99.9", "ratio", "work p50", "p99", "p99.9", "max",
+               "misses", "> lifetime", "stops", "granted"],
+              [[r.name, f"{_q(r.wake, 50):.0f}", f"{_q(r.wake, 99):.0f}", f"{_q(r.wake, 99.9):.0f}",
+                f"{_q(r.wake, 100):.0f}", f"{_q(r.bare, 99.9):.0f}",
+                f"{_q(r.wake, 99.9) / max(_q(r.bare, 99.9), 1e-9):.2f}",
+                f"{_q(r.work, 50):.0f}", f"{_q(r.work, 99):.0f}", f"{_q(r.work, 99.9):.0f}", f"{_q(r.work, 100):.0f}",
+                str(r.misses), str(r.gaps), str(r.stops), r.granted] for r in rows])
     if args.no_stops:
         return
     seconds = args.minutes * 60.0 if args.minutes is not None else args.config_seconds
     out = []
     with StandardLoad():
         for config in CONFIGS:
-            for rt in (False, True):
+            for rt in {"both": (False, True), "rt": (True,), "normal": (False,)}[args.scheduling]:
                 stops, goals, cycles, granted = spurious_stops(config, seconds, rt)
                 out.append([config.stem, "RT" if rt else "normal", f"{seconds:g}", str(goals), str(cycles),
                             str(stops), f"{stops / seconds * 60:.1f}", granted])

@@ -6,6 +6,12 @@ follower. The leader idles in gravity compensation (a hand moves it) and feels t
 contacts; the follower aligns (GELLO's gate, then a minimum-jerk goal) and follows. Every period
 of following is one episode of ``--record-dataset`` (its frames at ``--fps``, its health judged by
 ALOHA's rule); a fault of either arm holds both, ends the episode and exits 1.
+
+The operator says when to follow and what to keep with one-letter commands on stdin (``--keys``)
+or with the buttons of an input device (``--input``: a real Mobile IO, the MQTT input topic, a
+script or a replay, as ``hebictl app`` takes them; :data:`BUTTONS`): B1 follow / stop following,
+B2 discard the episode, B3 re-record, B4 clear a fault, B8 quit, each on its press. The device's
+LED shows the state (green following, red an arm faulted or lost, yellow otherwise).
 """
 
 from __future__ import annotations
@@ -45,6 +51,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--keys", action="store_true",
                    help="read one-letter commands from stdin, one per line: "
                         + "; ".join(f"{k} {v}" for k, v in KEYS.items()))
+    p.add_argument("--input", default=None, metavar="SPEC",
+                   help="the same commands from an input device's buttons (B1 follow/stop, B2 discard, "
+                        "B3 re-record, B4 clear, B8 quit): mobileio[:FAMILY/NAME] | mqtt://HOST:PORT[/ARM_ID] | "
+                        "script:FILE.json | replay:RUN.mcap")
     p.set_defaults(func=cmd_follow)
 
 
@@ -154,7 +164,19 @@ def cmd_follow(args: argparse.Namespace) -> int:
         lf = LeaderFollower(leader, follower, joint_map=jmap, settings=FollowSettings(
             align_threshold=args.align_threshold, max_relative_target=args.max_step, haptic_gain=args.haptic_gain))
         recorder = DemoRecorder(writer, lf) if writer is not None else None
-        _loop(lf, clock, recorder, args.seconds, start_key_reader() if args.keys else None)
+        buttons = None
+        if args.input is not None:
+            from hebictl.cli.app_cmd import open_source
+
+            buttons = ButtonCommands(open_source(args.input, follower, follower_cfg))
+        keys: queue.Queue[str] | None = start_key_reader() if args.keys else None
+        if keys is None and buttons is not None:
+            keys = queue.Queue()   # the buttons' commands only
+        try:
+            _loop(lf, clock, recorder, args.seconds, keys, buttons)
+        finally:
+            if buttons is not None:
+                buttons.source.close()
     finally:
         if recorder is not None:
             recorder.stop()
@@ -208,13 +230,48 @@ def apply_key(key: str, lf: Any, recorder: DemoRecorder | None, now: float) -> b
     return True
 
 
+#: an input device's buttons (HEBI's numbering, 1-8) as follow's one-letter commands, on each press
+BUTTONS = {1: "f", 2: "d", 3: "r", 4: "c", 8: "q"}
+#: the device's LED per follow state (HEBI's colour names)
+LEDS = {"follow": "green", "disconnected": "red", "exit": "transparent"}   # the others (waiting): yellow
+BUTTON_TEXT = "B1 follow/stop  B2 discard  B3 re-record  B4 clear  B8 quit"
+
+
+class ButtonCommands:
+    """Presses on an input source (hebictl.inputs: Mobile IO, MQTT, script, replay) as the
+    one-letter commands of :data:`KEYS`: a command per button going down (a held button is one
+    press; the first sample's held buttons are not presses, so nothing fires from a button that was
+    down before the run), and the follow state on the device's LED when it changes."""
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+        self.last: tuple[int, ...] | None = None
+        self.shown: str | None = None
+
+    def poll(self, now: float, state: str) -> list[str]:
+        """The commands pressed since the last poll; shows ``state`` (a follow state's value)."""
+        if state != self.shown:
+            self.source.indicate(LEDS.get(state, "yellow"), f"{state}\n{BUTTON_TEXT}")
+            self.shown = state
+        sample = self.source.poll(now)
+        if sample is None:
+            return []
+        buttons = tuple(sample.buttons)
+        before, self.last = self.last, buttons
+        if before is None:
+            return []
+        return [BUTTONS[i + 1] for i, (b, p) in enumerate(zip(buttons, before, strict=False))
+                if b and not p and i + 1 in BUTTONS]
+
+
 #: [s] how often IDLE asks to follow again (the gate refuses while the leader is too far)
 RETRY_S = 1.0
 
 
 def _loop(lf: Any, clock: Any, recorder: DemoRecorder | None, seconds: float | None,
-          keys: queue.Queue[str] | None = None) -> None:
-    """Step until ``seconds`` pass or a signal; then hold both arms for a moment and return."""
+          keys: queue.Queue[str] | None = None, buttons: ButtonCommands | None = None) -> None:
+    """Step until ``seconds`` pass or a signal; then hold both arms for a moment and return. With
+    ``keys`` (stdin, and ``buttons`` pressed on an input device) the operator says when to follow."""
     from hebictl.control.follow import FollowState
 
     stop = {"now": False}
@@ -232,6 +289,9 @@ def _loop(lf: Any, clock: Any, recorder: DemoRecorder | None, seconds: float | N
         while not stop["now"] and (end is None or clock.now() < end) and (keys is not None or
                                                                           lf.state is not FollowState.DISCONNECTED):
             lf.step()
+            if buttons is not None and keys is not None:
+                for key in buttons.poll(clock.now(), lf.state.value):
+                    keys.put(key)
             while keys is not None and not keys.empty():
                 if not apply_key(keys.get_nowait(), lf, recorder, clock.now()):
                     stop["now"] = True

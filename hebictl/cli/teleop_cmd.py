@@ -250,8 +250,10 @@ def cmd_teleop(args: argparse.Namespace) -> int:
                                                               "extra": mobile_io},
                                               "account_tags": _ACCOUNT_TAGS[args.account_tags],
                                               "supervisors": frozenset(args.estop_supervisor)})
-        recorder = _session_recorder(args, arm, cfg)
+        recorder = _session_recorder(args, arm, cfg, inputs=app is not None)
         server.runner.recorder = recorder
+        if recorder is not None and app is not None:
+            app.record_to(recorder)  # the cmd/input samples the app takes in: replayable (--input replay:)
         # the slow part of the arm thread's real-time set-up (locking memory, freezing the heap) now,
         # not between the arm's last feedback read and its first cycle (the thread takes the rest)
         from hebictl.control.realtime import CycleGc, lock_memory
@@ -357,13 +359,14 @@ def _fleet(args: argparse.Namespace, cfg: Any) -> Any:
                           line=yaml_key_line(cfg.path, exc.key) if cfg.path else None) from exc
     if settings is None:
         return None
-    _tell(f"fleet lease: the arm moves only while station {', '.join(settings.stations)} leases it "
+    _tell(f"fleet lease: the arm moves only while a station of {', '.join(settings.stations)} leases it "
           f"(timeout {settings.lease_timeout:g} s; docs/fleet.md)")
     return settings.gate(args.arm_id)
 
 
-def _session_recorder(args: argparse.Namespace, arm: Any, cfg: Any) -> Any:
-    """``--record DIR`` and/or ``--foxglove``: the session's recorder (hebictl.recording), or None."""
+def _session_recorder(args: argparse.Namespace, arm: Any, cfg: Any, *, inputs: bool = False) -> Any:
+    """``--record DIR`` and/or ``--foxglove``: the session's recorder (hebictl.recording), or None;
+    ``inputs``: with the Mobile IO input channel (``--app``)."""
     if args.record is None and not args.foxglove:
         return None
     if not (args.record_rotate_mb > 0 and args.record_rotate_min > 0):
@@ -383,7 +386,12 @@ def _session_recorder(args: argparse.Namespace, arm: Any, cfg: Any) -> Any:
         print(f"Foxglove: open {live.secret_url}", file=sys.stderr, flush=True)  # the token: terminal only
     mode = parse_mode(args.record_mode)
     path = session_path(args.record, arm_id=args.arm_id) if args.record is not None else None
-    return McapRecorder(path, arm, config_path=cfg.path, teleop=True, live=live, mode=mode,
+    extra_topics: tuple[Any, ...] = ()
+    if inputs:
+        from hebictl.inputs.recording import INPUT
+
+        extra_topics = (INPUT,)
+    return McapRecorder(path, arm, config_path=cfg.path, teleop=True, live=live, mode=mode, extra_topics=extra_topics,
                         rotate_bytes=int(args.record_rotate_mb * 1e6), rotate_seconds=args.record_rotate_min * 60.0,
                         metadata={"command": "teleop", "backend_name": args.backend, "arm_id": args.arm_id,
                                   "config": str(cfg.path)})

@@ -198,7 +198,7 @@ def recorded_samples(path: str | Path) -> list[InputState]:
         out.append(InputState(t_run, state.buttons, state.axes, state.position, state.orientation, state.quality,
                               state.source_time, state.seq))
     if not out:
-        raise RecordingError(f"{path}: no {INPUT_TOPIC} messages (record with 'hebictl app ... --record')")
+        raise RecordingError(f"{path}: no {INPUT_TOPIC} messages (record with 'hebictl app ... --record' or 'hebictl teleop --app NAME --record DIR')")
     return out
 
 

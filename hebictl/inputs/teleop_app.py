@@ -48,6 +48,10 @@ class TeleopApp:
         self.app: App | None = None
         self.guard: InputGuard | None = None
         self.runs = 0
+        #: a recorder with the input channel (:meth:`record_to`), or None
+        self.recorder: Any = None
+        self._input_topic = ""
+        self._input_message: Any = None
         self._gravcomp_was: bool | None = None
         self._state = "not started"
 
@@ -58,6 +62,16 @@ class TeleopApp:
             return True, "", ""
         reason, detail = self.source.last_rejection or ("invalid", "")
         return False, reason, detail
+
+    def record_to(self, recorder: Any) -> None:
+        """Record every sample an app run takes in on ``recorder``'s input channel
+        (:mod:`hebictl.inputs.recording`; the recorder was made with it among its ``extra_topics``), as
+        ``hebictl app --record`` does, so ``--input replay:RUN.mcap`` replays a teleop session's input.
+        Called before the arm thread starts: nothing is imported inside the cycle."""
+        from hebictl.inputs.recording import INPUT, input_message
+
+        self._input_topic, self._input_message = INPUT.name, input_message
+        self.recorder = recorder
 
     # ------------------------------------------------------------------ the arm thread's side
     def begin(self) -> None:
@@ -76,7 +90,10 @@ class TeleopApp:
         app, guard = self.app, self.guard
         if app is None or guard is None:
             return
-        frame = guard.step(now, self.source.poll(now))
+        sample = self.source.poll(now)
+        frame = guard.step(now, sample)
+        if sample is not None and self.recorder is not None:
+            self.recorder.publish(self._input_topic, self._input_message(sample, app.start_time))
         if not app.done:
             app.step(frame)
 

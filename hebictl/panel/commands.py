@@ -39,7 +39,7 @@ REQUESTS: dict[str, dict[str, str]] = {
     "ghost": {"q": "list?"},
     "jog": {"space": "str", "axis": "int", "dir": "num", "speed": "num?", "c": "num?"},
     "jog_release": {},
-    "input": {"buttons": "list", "axes": "list", "c": "num?"},   # one Mobile IO emulator sample
+    "input": {"buttons": "list", "axes": "list", "pose": "dict?", "c": "num?"},   # one Mobile IO emulator sample
     "cmd": {"name": "str", "body": "dict?"},
     "view": {"shapes": "bool"},      # what the tab draws: the arm's collision shapes or not
 }
@@ -112,15 +112,46 @@ def jog_direction(value: Any) -> float:
     return float(value)
 
 
-def input_sample(buttons: Any, axes: Any) -> dict[str, list[Any]]:
-    """A Mobile IO sample of the emulator: 8 buttons exactly 0 or 1, 8 axes in [-1, 1] (the
-    ``cmd/input`` schema's body, docs/mobile_io.md; the arm checks it again)."""
+#: [m] a pose position's bound (the cmd/input schema's, docs/mobile_io.md)
+MAX_POSE_POSITION = 100.0
+#: how far a pose orientation's norm may be from 1 (the cmd/input schema's)
+QUATERNION_NORM_TOLERANCE = 1e-3
+
+
+def input_sample(buttons: Any, axes: Any, pose: Any = None) -> dict[str, Any]:
+    """A Mobile IO sample of the emulator: 8 buttons exactly 0 or 1, 8 axes in [-1, 1], and
+    optionally the emulated phone's AR ``pose`` (``position`` [m], ``orientation`` a unit quaternion
+    w x y z, ``quality`` in [0, 1]): the ``cmd/input`` schema's body (docs/mobile_io.md; the arm
+    checks it again with that schema)."""
     if not isinstance(buttons, list) or len(buttons) != 8 or any(not _is(b, "int") or b not in (0, 1) for b in buttons):
         raise BadRequest("'buttons' must be 8 values, each 0 or 1")
     if not isinstance(axes, list) or len(axes) != 8:
         raise BadRequest("'axes' must be 8 numbers in [-1, 1]")
-    return {"buttons": [int(b) for b in buttons],
-            "axes": [number(a, f"axes[{i}]", -1.0, 1.0) for i, a in enumerate(axes)]}
+    body: dict[str, Any] = {"buttons": [int(b) for b in buttons],
+                            "axes": [number(a, f"axes[{i}]", -1.0, 1.0) for i, a in enumerate(axes)]}
+    if pose is not None:
+        body["pose"] = input_pose(pose)
+    return body
+
+
+def input_pose(pose: Any) -> dict[str, Any]:
+    """The emulated phone's pose, checked: exactly ``position`` (3 numbers within 100 m),
+    ``orientation`` (a unit quaternion w x y z) and an optional ``quality`` in [0, 1]."""
+    if not isinstance(pose, dict) or not set(pose) <= {"position", "orientation", "quality"}:
+        raise BadRequest("'pose' must hold only 'position', 'orientation' and 'quality'")
+    if not isinstance(pose.get("position"), list) or len(pose["position"]) != 3:
+        raise BadRequest("'pose.position' must be 3 numbers [m]")
+    if not isinstance(pose.get("orientation"), list) or len(pose["orientation"]) != 4:
+        raise BadRequest("'pose.orientation' must be a unit quaternion [w, x, y, z]")
+    position = [number(v, f"pose.position[{i}]", -MAX_POSE_POSITION, MAX_POSE_POSITION)
+                for i, v in enumerate(pose["position"])]
+    orientation = [number(v, f"pose.orientation[{i}]", -1.01, 1.01) for i, v in enumerate(pose["orientation"])]
+    if abs(math.sqrt(sum(v * v for v in orientation)) - 1.0) > QUATERNION_NORM_TOLERANCE:
+        raise BadRequest("'pose.orientation' must be a unit quaternion [w, x, y, z]")
+    out: dict[str, Any] = {"position": position, "orientation": orientation}
+    if pose.get("quality") is not None:
+        out["quality"] = number(pose["quality"], "pose.quality", 0.0, 1.0)
+    return out
 
 
 def min_duration(start: Sequence[float | None], goal: Sequence[float], vmax: Sequence[float | None],

@@ -286,9 +286,10 @@ class Session:
                          ts=ts, quiet=True)
 
     async def input(self, msg: dict[str, Any]) -> None:
-        """One Mobile IO emulator sample: ``cmd/input`` (QoS 0) while the arm's mode is ``app``;
-        outside it the sample is dropped here (the page stops streaming when it sees the mode)."""
-        body = commands.input_sample(msg["buttons"], msg["axes"])
+        """One Mobile IO emulator sample (buttons, axes and, with "AR pose" on, the emulated phone's
+        pose): ``cmd/input`` (QoS 0) while the arm's mode is ``app``; outside it the sample is dropped
+        here (the page stops streaming when it sees the mode)."""
+        body = commands.input_sample(msg["buttons"], msg["axes"], msg.get("pose"))
         if self.arm is None or self.arm not in self.link.arms or not self.allowed_controls()["input"]:
             return
         await self._send("input", body, ts=self._browser_ts(msg.get("c")), quiet=True)

@@ -76,6 +76,51 @@ def test_a_transient_velocity_sample_before_a_stop_moves_nothing(key, how):
         rig.close()
 
 
+def _stop_travel(key: str, transient: float | None) -> tuple[float, float, list[str]]:
+    """stop() with the base at half its rated speed, the sample read in the stop's cycle reading
+    ``transient`` x rated on the base (None: the true speed): (the base's travel from the stop on
+    [rad], its true speed at the stop [rad/s], the events)."""
+    rig = SupRig(key)
+    try:
+        rig.move(0.5)
+        v_true = float(rig.be.true_state()[1][0])
+        if transient is not None:
+            transient_next_read(rig, (0,), transient)
+        t0 = rig.clock.now()
+        rig.arm.update()
+        rig.arm.stop()
+        rig.arm.send()
+        rig.settle(1.5)
+        q = np.array([qi[0] for qi, ti in zip(rig.q, rig.t, strict=True) if ti >= t0 - 1e-9])
+        start = float(rig.be.true_state()[0][0]) if not len(q) else q[0]
+        travel = float(np.max(np.abs(q - start)))
+        return travel, v_true, [k.value for k in rig.arm.events.kinds()]
+    finally:
+        rig.close()
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_a_transient_at_speed_does_not_lengthen_or_reverse_the_stop(key):
+    """Issue 29 row 1: a stop at speed travels no further than the brake law allows from the speed the
+    arm actually had. The base moving at half its rated speed; in the stop's cycle one sample reads
+    0.95x rated the same way, or 0.95x rated the other way: the base's travel after the stop is within
+    2 mrad of the same stop read right (the brake law's travel grows with the square of the speed it
+    starts from: taken from the reading, (0.95 / 0.5)^2 = 3.6x as far, or first backward), and the
+    reading is a ``feedback_implausible`` event."""
+    clean, v_true, _ = _stop_travel(key, None)
+    sign = 1.0 if v_true >= 0.0 else -1.0
+    rows = []
+    for name, fraction in (("faster", 0.95 * sign), ("reversed", -0.95 * sign)):
+        travel, _, kinds = _stop_travel(key, fraction)
+        rows.append((name, travel, kinds))
+    print(f"\n{key}: base at {v_true:.2f} rad/s; stop travel read right {clean * 1e3:.1f} mrad; "
+          + "; ".join(f"{n} transient {t * 1e3:.1f} mrad ({'implausible' if 'feedback_implausible' in k else '-'})"
+                      for n, t, k in rows))
+    for _, travel, kinds in rows:
+        assert "feedback_implausible" in kinds
+        assert travel <= clean + 2e-3
+
+
 def gap_figures(rig: SupRig, before_q: np.ndarray, t_back: float) -> tuple[float, float, float]:
     """(EE fall during the gap, the most the EE came back toward its pre-stall position after it, the
     joints' largest measured motion across the gap [rad]) from the true state."""

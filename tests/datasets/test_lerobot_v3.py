@@ -196,7 +196,6 @@ def test_bad_use_is_a_clear_error(tmp_path):
         w.stop_episode()
 
 
-@pytest.mark.reference
 def test_real_lerobot_loads_it(dataset):
     """LeRobotDataset(root=...) of the real lerobot package, in its own venv (numpy 2, torch)."""
     python = os.environ.get("HEBICTL_LEROBOT_PYTHON")

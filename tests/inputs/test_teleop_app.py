@@ -121,3 +121,45 @@ def test_the_bridge_takes_cmd_input_only_in_mode_app_and_acks_refusals_with_the_
     asyncio.run(bridge.handle(Topics("arm1").cmd("mode"), json.dumps(
         {"seq": next(seq), "ts": time.time(), "client": "op", "mode": "app"}).encode()))
     assert refusals() == ["no_app"]
+
+
+def test_a_teleop_app_session_records_its_input_samples_for_replay(tmp_path):
+    """``hebictl teleop --app NAME --record DIR``: every cmd/input sample the app took in is on the
+    recording's input channel (as ``hebictl app --record`` writes it), in order, with the run's time,
+    so ``--input replay:`` reads it back; samples offered outside mode ``app`` are not recorded."""
+    pytest.importorskip("mcap")
+    from hebictl.inputs.recording import INPUT
+    from hebictl.inputs.sources import INPUT_TOPIC, recorded_samples
+    from hebictl.recording.reader import read_run
+    from hebictl.recording.writer import McapRecorder
+
+    clock = SimClock()
+    arm = Arm.from_config(KIT6, backend="mock", clock=clock)
+    app = TeleopApp(arm, "gravcomp")
+    runner = ArmRunner(arm, rate_hz=RATE, app=app)
+    out = tmp_path / "session.mcap"
+    sent = []
+    with McapRecorder(out, arm, teleop=True, extra_topics=(INPUT,)) as rec:
+        runner.recorder = rec
+        app.record_to(rec)
+        runner.step()
+        assert app.offer(payload([0] * 8))[0]   # before mode app: polled away at the app's start
+        runner.submit("mode", ModeCommand(Envelope(next(_seq), 0.0, "op"), "app"))
+        runner.step()
+        for k in range(20):
+            buttons = [0, 1 if k % 4 < 2 else 0, 0, 0, 0, 0, 0, 0]
+            assert app.offer(payload(buttons))[0]
+            sent.append(buttons)
+            runner.step()
+        runner.engage_estop(EstopCommand(Envelope(next(_seq), 0.0, "op"), True))
+        run(runner, 3)
+        assert app.offer(payload([0] * 8))[0]   # after the app ended: not taken in, not recorded
+        run(runner, 3)
+    arm.close()
+    assert read_run(out).counts[INPUT_TOPIC] == len(sent) == 20
+    replay = recorded_samples(out)
+    assert [list(s.buttons) for s in replay] == sent
+    # one sample per cycle, timed on the arm's clock from the app's start
+    period = arm.nominal_period
+    t_run = np.array([s.t for s in replay])
+    assert t_run[0] >= 0.0 and np.allclose(np.diff(t_run), period), (t_run, period)

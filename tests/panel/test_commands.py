@@ -3,12 +3,13 @@ shortest goal duration the panel offers is the one hebi-py's own minimum-jerk tr
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pytest
 
-from hebictl.panel.commands import BadRequest, jog_direction, min_duration, offered_duration, parse
+from hebictl.panel.commands import BadRequest, input_sample, jog_direction, min_duration, offered_duration, parse
 
 
 @pytest.mark.parametrize("raw", [
@@ -48,3 +49,34 @@ def test_the_offered_duration_fits_hebi_pys_trajectory_within_speed_and_accelera
             assert ok is fits, (duration, need, v / vmax, a / amax)
     assert min_duration([None, 0.0], [5.0, 0.0], [1.0, 1.0]) == 0.0   # unknown start: no move counted
     assert math.isclose(min_duration([0.0], [1.0], [1.0], None), 1.875)
+
+
+POSE = {"position": [0.1, -0.2, 0.3], "orientation": [0.7071068, 0.0, 0.0, 0.7071068], "quality": 1.0}
+
+
+def test_an_emulator_sample_with_a_pose_is_one_the_arms_input_schema_takes() -> None:
+    """The panel's first check of the emulated phone's pose gives a body that hebictl.inputs.schema
+    (the arm's one cmd/input schema) parses into the same pose; without a pose, none."""
+    from hebictl.inputs.schema import parse_input
+
+    msg = parse(json.dumps({"t": "input", "buttons": [0, 0, 1, 0, 0, 0, 0, 0], "axes": [0.0] * 8, "pose": POSE}))
+    body = input_sample(msg["buttons"], msg["axes"], msg.get("pose"))
+    state = parse_input(json.dumps({"seq": 1, "ts": 0.0, "client": "op", **body}), 0.0)
+    assert state.position == tuple(POSE["position"]) and state.orientation == tuple(POSE["orientation"])
+    assert state.quality == 1.0 and state.buttons[2] == 1
+    assert "pose" not in input_sample([0] * 8, [0.0] * 8)
+
+
+@pytest.mark.parametrize("pose", [
+    {"position": [0.1, 0.2], "orientation": [1.0, 0.0, 0.0, 0.0]},                    # 2 coordinates
+    {"position": [0.1, 0.2, 0.3], "orientation": [1.0, 0.0, 0.0]},                    # 3 quaternion parts
+    {"position": [0.1, 0.2, 0.3], "orientation": [0.5, 0.5, 0.0, 0.0]},               # not unit
+    {"position": [0.1, 0.2, 1e3], "orientation": [1.0, 0.0, 0.0, 0.0]},               # beyond 100 m
+    {"position": [0.1, 0.2, "x"], "orientation": [1.0, 0.0, 0.0, 0.0]},
+    {"position": [0.1, 0.2, 0.3], "orientation": [1.0, 0.0, 0.0, 0.0], "quality": 2.0},
+    {"position": [0.1, 0.2, 0.3], "orientation": [1.0, 0.0, 0.0, 0.0], "extra": 1},
+    {"position": [0.1, 0.2, 0.3]}, [0.1, 0.2, 0.3], "pose",
+])
+def test_a_bad_emulator_pose_is_refused_by_the_panel(pose: object) -> None:
+    with pytest.raises(BadRequest):
+        input_sample([0] * 8, [0.0] * 8, pose)

@@ -187,7 +187,6 @@ def test_a_moving_sim_arm_holds_when_its_lease_expires(config):
     assert arm.state is ArmState.HOLD and speed < 0.01
 
 
-@pytest.mark.realtime
 def test_lease_and_fleet_estop_through_a_real_broker(broker):
     """Plumbing on the wall clock (ordering only, generous waits): heartbeats at 20 Hz through
     mosquitto into a LeaseGate, a station that stops, a fleet e-stop and its clear."""

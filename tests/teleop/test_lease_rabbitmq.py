@@ -33,7 +33,6 @@ from tests._support.extras import extra_missing
 
 RABBIT_BIN = Path("/usr/lib/rabbitmq/bin")
 pytestmark = [
-    pytest.mark.realtime,
     pytest.mark.skipif(not (RABBIT_BIN / "rabbitmq-server").exists() or shutil.which("epmd") is None,
                        reason="rabbitmq-server not installed (apt-get install rabbitmq-server)"),
 ]

@@ -548,6 +548,11 @@ function draw() {
   if (f.ee) triad(f.ee, B, 0.08, 3, 1.0);
   if (f.ghost && f.ghost.ee) dot(f.ghost.ee, B, "rgba(43,108,176,0.6)", 6);
   if (S.target) S.targetScreen = dot(S.target, B, "rgba(221,107,32,0.85)", 9);
+  if (S.mio.phone) {
+    const ph = S.mio.phone, R = quatMatrix(ph.q);
+    triad([[...R[0], ph.p[0]], [...R[1], ph.p[1]], [...R[2], ph.p[2]]], B, 0.06, 2, 0.9);
+    S.mio.phoneScreen = dot(ph.p, B, "rgba(128,90,213,0.9)", 9);
+  }
 }
 
 let drag = null;
@@ -555,14 +560,19 @@ canvas.addEventListener("pointerdown", (e) => {
   canvas.setPointerCapture(e.pointerId);
   const r = canvas.getBoundingClientRect();
   const x = e.clientX - r.left, y = e.clientY - r.top;
-  const t = S.targetScreen;
-  drag = { x: e.clientX, y: e.clientY, target: !!(t && S.target && Math.hypot(t[0] - x, t[1] - y) < 14) };
+  const t = S.targetScreen, ph = S.mio.phone && S.mio.phoneScreen;
+  const phone = !!(ph && Math.hypot(ph[0] - x, ph[1] - y) < 14);
+  drag = { x: e.clientX, y: e.clientY, phone, target: !phone && !!(t && S.target && Math.hypot(t[0] - x, t[1] - y) < 14) };
 });
 canvas.addEventListener("pointermove", (e) => {
   if (!drag) return;
   const dx = e.clientX - drag.x, dy = e.clientY - drag.y;
   drag.x = e.clientX; drag.y = e.clientY;
-  if (drag.target) {
+  if (drag.phone) {
+    const B = camBasis(), p = S.mio.phone.p;
+    const k = project(p, B)[2] / (canvas.height * 1.2);
+    for (let i = 0; i < 3; i++) p[i] += e.shiftKey ? -k * dy * B.fwd[i] : k * (dx * B.right[i] - dy * B.up[i]);
+  } else if (drag.target) {
     const B = camBasis();
     const depth = project(S.target, B)[2];
     const k = depth / (canvas.height * 1.2);
@@ -615,6 +625,7 @@ function mioLabel(w) {
 }
 function buildMobileIO(mio) {
   S.mio.desc = mio || null;
+  mioPose(false);   // another arm, or none: the phone starts again at that arm's end effector
   const box = $("mio"), scr = $("mio_screen");
   const appBtn = document.querySelector("#modes button[data-mode=app]");
   scr.textContent = "";
@@ -705,8 +716,46 @@ function mioAxis(i, v, fromSlider) {
 function mioSample() {
   if (!S.mio.timer || !S.allowed.input) return;
   S.mio.sent++;
-  send({ t: "input", buttons: S.mio.buttons.slice(), axes: S.mio.axes.slice(), c: now() });
+  const msg = { t: "input", buttons: S.mio.buttons.slice(), axes: S.mio.axes.slice(), c: now() };
+  if (S.mio.phone) msg.pose = { position: S.mio.phone.p.slice(), orientation: S.mio.phone.q.slice(), quality: 1 };
+  send(msg);
 }
+// The emulated phone's AR pose ("AR pose" ticked): HEBI's AR app moves the end effector by the phone's
+// motion from where it was at the AR button's press (docs/mobile_io.md), so the phone starts at the end
+// effector, is dragged in the 3D view (in the view's plane; Shift: along its depth), and its orientation is
+// this device's where the browser reports one (DeviceOrientationEvent: alpha about z, beta about x', gamma
+// about y''), else level. Every sample then carries it with quality 1.
+S.mio.phone = null;
+function quatMul(a, b) {
+  return [a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3], a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],
+    a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1], a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0]];
+}
+function quatAxis(axis, deg) {
+  const h = deg * Math.PI / 360, q = [Math.cos(h), 0, 0, 0];
+  q[axis + 1] = Math.sin(h);
+  return q;
+}
+function quatMatrix(q) {
+  const [w, x, y, z] = q;
+  return [[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+    [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+    [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]];
+}
+function mioPose(on) {
+  $("mio_pose").checked = !!on;
+  if (!on) { S.mio.phone = null; S.dirty = true; return; }
+  const ee = S.frame && S.frame.ee;
+  S.mio.phone = { p: ee ? [ee[0][3], ee[1][3], ee[2][3]] : [0.3, 0, 0.3], q: [1, 0, 0, 0] };
+  S.dirty = true;
+}
+$("mio_pose").addEventListener("change", (e) => mioPose(e.target.checked));
+window.addEventListener("deviceorientation", (e) => {
+  if (!S.mio.phone || e.alpha === null || e.beta === null || e.gamma === null) return;
+  const q = quatMul(quatMul(quatAxis(2, e.alpha), quatAxis(0, e.beta)), quatAxis(1, e.gamma));
+  const n = Math.hypot(...q);
+  S.mio.phone.q = q.map((v) => v / n);
+  S.dirty = true;
+});
 function mioActive(on) {
   $("mio_on").checked = !!on;
   if (on && !S.mio.timer) S.mio.timer = setInterval(mioSample, MIO_PERIOD);
