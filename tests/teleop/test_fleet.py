@@ -213,6 +213,34 @@ def test_a_command_between_two_polls_does_not_swallow_the_hold():
         assert gate.poll(now) is None  # said once
 
 
+def test_the_estop_connection_queue_keeps_a_fleet_estop_and_drops_heartbeats_first():
+    """On the bridge's e-stop connection a full queue drops lease heartbeats first (a lost heartbeat can
+    only hold the arm), never a fleet e-stop for an arm's own engage (they are different latches)."""
+    from types import SimpleNamespace
+
+    from hebictl.teleop.inbound import EstopLanes, InboundGate
+    from hebictl.teleop.topics import Topics
+
+    def msg(topic: str, payload: bytes) -> Any:
+        return SimpleNamespace(topic=SimpleNamespace(value=topic), payload=payload)
+
+    topics = Topics(ARM_ID)
+    gate = InboundGate(topics, lambda: 0.0)
+    lanes = EstopLanes(gate, 3)
+    fleet_stop = msg(ESTOP_TOPIC, estop_message("op"))
+    arm_stop = msg(topics.cmd("estop"), b'{"engaged": true, "seq": 1, "ts": 0, "client": "x"}')
+    heartbeats = [msg(LEASE_TOPIC, lease_message("st1", "e", k)) for k in (1, 2)]
+    engages = [msg(topics.cmd("estop"), f'{{"engaged": true, "seq": {k}, "ts": 0, "client": "x"}}'.encode())
+               for k in (2, 3)]
+    for m in (heartbeats[0], fleet_stop, heartbeats[1], arm_stop, *engages, msg("hebictl/v1/other/cmd/estop", b"{}")):
+        lanes.push(m)
+    kept = [lanes.pop() for _ in range(len(lanes))]
+    # the two heartbeats went first, then the arm's oldest engage (a later one of the same sender
+    # waits): the fleet e-stop, older still, is not the arm's engage and stays
+    assert kept == [fleet_stop, *engages], kept
+    assert gate.stats["estop_queue_dropped"] == 3
+
+
 def test_the_status_carries_the_fleet_state_through_its_schema(rig):
     from hebictl.teleop.messages import status_payload
 
