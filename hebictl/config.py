@@ -58,7 +58,7 @@ KNOWN_USER_DATA_KEYS: frozenset[str] = frozenset({
     *PER_JOINT_USER_DATA, *PER_JOINT_SECTIONS, "sim", "module_safety", "has_gripper", "gripper_family",
     "gripper_name", "gripper_gains", "gripper_open_effort", "gripper_close_effort", "mobile_io_family",
     "mobile_io_name", "mobile_io_layout", "homing_duration", "xyz_scale", "delay_time", "min_travel_time",
-    "base_travel_time", "travel_time", "controller_family", "controller_name", "teleop",
+    "base_travel_time", "travel_time", "controller_family", "controller_name", "teleop", "fleet",
 })
 
 

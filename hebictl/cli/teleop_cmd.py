@@ -61,6 +61,10 @@ _BROKER_OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
 _SEND_OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
     (("--client",), {"default": None, "help": "client name in the envelope (default: operator-<pid>)"}),
     (("--timeout",), {"type": float, "default": 3.0, "metavar": "S", "help": "seconds to wait for the ack"}),
+    (("--station",), {"default": None, "metavar": "ID",
+                      "help": "act as this fleet station: publish its lease heartbeat at 20 Hz while teleop-send "
+                              "runs (and first wait, up to --timeout, for the arm's status to show the lease); "
+                              "the id of fleet-estop (docs/fleet.md)"}),
 )
 
 
@@ -148,6 +152,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--estop-supervisor", action="append", default=[], metavar="ACCOUNT",
                    help="a broker account whose e-stop release with \"override\": true releases an e-stop another "
                         "account engaged (logged; repeatable)")
+    p.add_argument("--fleet-station", action="append", default=[], metavar="ID",
+                   help="a station whose fleet lease lets this arm move (repeatable; replaces the config's "
+                        "user_data.fleet.stations): without a fresh lease the arm refuses motion and holds "
+                        "(docs/fleet.md)")
+    p.add_argument("--lease-timeout", type=float, default=None, metavar="S",
+                   help="fleet lease timeout [s] (default: user_data.fleet.lease_timeout, else 0.25)")
     p.add_argument("--foxglove-origin", action="append", default=[], metavar="ORIGIN",
                    help="a browser origin allowed to open the live view besides https://app.foxglove.dev "
                         "(scheme://host[:port]; repeatable)")
@@ -187,6 +197,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     mo = a.add_parser("mode", help="idle | gravcomp | position | jog")
     mo.add_argument("mode", choices=["idle", "gravcomp", "position", "jog", "app"])
     a.add_parser("status", help="print the arm's retained status")
+    le = a.add_parser("lease", help="with --station: lease every arm that authorises the station (heartbeat at "
+                                    "20 Hz) until Ctrl-C/SIGTERM or --for S")
+    le.add_argument("--for", dest="seconds", type=float, default=math.inf, metavar="S",
+                    help="seconds to heartbeat (default: until Ctrl-C or SIGTERM)")
+    fe = a.add_parser("fleet-estop", help="with --station: the fleet e-stop (every arm holds, latched), or --clear")
+    fe.add_argument("--clear", action="store_true",
+                    help="clear it (an authorised station; each arm then needs a new lease and a command)")
+    fe.add_argument("--reason", default="", help="a short reason the arms record (at most 200 characters)")
     for action in dict.fromkeys(a.choices.values()):  # options also after the action: mode position --timeout 3
         _add_options(action, _BROKER_OPTIONS + _SEND_OPTIONS, again=True)
     s.set_defaults(func=cmd_teleop_send)
@@ -221,11 +239,13 @@ def cmd_teleop(args: argparse.Namespace) -> int:
     try:
         gripper = attach_gripper(arm, cfg, args.backend)
         app, mobile_io = _app(args, arm, cfg)
+        fleet = _fleet(args, cfg)
         server = TeleopServer(arm, settings, args.arm_id, rate_hz=args.rate or cfg.feedback_frequency,
                               state_rate_hz=args.state_rate, max_age=args.max_age, clock=SYSTEM_CLOCK,
                               gripper=gripper,
                               runner_options={"shutdown_hold": _first_hold(args), "realtime": realtime,
-                                              "on_grant": lambda grant: _tell(grant.line()), "app": app},
+                                              "on_grant": lambda grant: _tell(grant.line()), "app": app,
+                                              "fleet": fleet},
                               bridge_options={"description": {"config_name": cfg.path.name, "backend": args.backend,
                                                               "extra": mobile_io},
                                               "account_tags": _ACCOUNT_TAGS[args.account_tags],
@@ -324,6 +344,26 @@ def _app(args: argparse.Namespace, arm: Any, cfg: Any) -> tuple[Any, dict[str, A
     return app, {"mobile_io": describe(app, layout)}
 
 
+def _fleet(args: argparse.Namespace, cfg: Any) -> Any:
+    """The arm's fleet :class:`~hebictl.teleop.lease.LeaseGate` (``user_data.fleet`` and the flags), or
+    None without a fleet; a bad value names its flag, or the config's file, key and line."""
+    from hebictl.config import yaml_key_line
+    from hebictl.teleop.fleet import fleet_settings
+
+    try:
+        settings = fleet_settings(cfg.user_data, stations=args.fleet_station, lease_timeout=args.lease_timeout)
+    except ConfigError as exc:
+        if exc.key and exc.key.startswith("--"):
+            raise UsageError(f"{exc.key}: {exc.message}") from exc
+        raise ConfigError(exc.message, file=cfg.path, key=exc.key,
+                          line=yaml_key_line(cfg.path, exc.key) if cfg.path else None) from exc
+    if settings is None:
+        return None
+    _tell(f"fleet lease: the arm moves only while a station of {', '.join(settings.stations)} leases it "
+          f"(timeout {settings.lease_timeout:g} s; docs/fleet.md)")
+    return settings.gate(args.arm_id)
+
+
 def _session_recorder(args: argparse.Namespace, arm: Any, cfg: Any, *, inputs: bool = False) -> Any:
     """``--record DIR`` and/or ``--foxglove``: the session's recorder (hebictl.recording), or None;
     ``inputs``: with the Mobile IO input channel (``--app``)."""
@@ -375,9 +415,13 @@ async def _send(args: argparse.Namespace) -> int:
     from hebictl.teleop.client import TeleopClient
 
     settings = _settings(args)
+    station = _station(args)
     try:
         async with TeleopClient(settings, args.arm_id, name=args.client) as client:
-            ack = await _dispatch(client, args)
+            if station is not None and args.send_action != "fleet-estop":
+                ack = await _as_station(client, station, args)
+            else:
+                ack = await _dispatch(client, args)
     except aiomqtt.MqttError as exc:
         raise TeleopError(f"broker {settings.url}: {exc}") from exc
     except TimeoutError as exc:
@@ -388,6 +432,56 @@ async def _send(args: argparse.Namespace) -> int:
         return 0 if ack.get("accepted", True) else 1
     print(json.dumps(_ack_dict(ack)))
     return 0 if ack.accepted else 1
+
+
+def _station(args: argparse.Namespace) -> str | None:
+    """``--station``, checked; the fleet actions need it."""
+    from hebictl.teleop.lease import valid_id
+
+    if args.station is None:
+        if args.send_action in ("lease", "fleet-estop"):
+            raise UsageError(f"{args.send_action} needs --station ID (the station's id: docs/fleet.md)")
+        return None
+    if not valid_id(args.station):
+        raise UsageError(f"--station: 1-64 characters of A-Z a-z 0-9 _ . -, got {args.station!r}")
+    return str(args.station)
+
+
+async def _as_station(client: Any, station: str, args: argparse.Namespace) -> Any:
+    """Heartbeat as ``station`` while the action runs (a new epoch per run). Before any other action,
+    wait (up to --timeout) until the arm's status shows the lease, so the command does not race it."""
+    from hebictl.teleop.lease import Heartbeat
+
+    stop = asyncio.Event()
+    heartbeat = Heartbeat(station)
+    beating = asyncio.create_task(client.lease(heartbeat, stop))
+    try:
+        if args.send_action == "lease":
+            return await _lease(heartbeat, stop, args)
+        with contextlib.suppress(TimeoutError):  # an arm without this station still answers (no_lease)
+            await client.wait_status(lambda s: (s.get("fleet") or {}).get("state") != "no_lease",
+                                     timeout=args.timeout)
+        return await _dispatch(client, args)
+    finally:
+        stop.set()
+        await beating
+
+
+async def _lease(heartbeat: Any, stop: asyncio.Event, args: argparse.Namespace) -> dict[str, Any]:
+    """``lease``: until SIGINT/SIGTERM or ``--for``; a summary in the shape of an ack."""
+    if not args.seconds >= 0:
+        raise UsageError("lease --for must be >= 0 s")
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    say(f"hebictl teleop-send: station {heartbeat.station} leasing (epoch {heartbeat.epoch}); Ctrl-C to stop")
+    start = loop.time()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), None if math.isinf(args.seconds) else args.seconds)
+    stop.set()
+    return {"topic": "fleet/lease", "accepted": True, "station": heartbeat.station, "epoch": heartbeat.epoch,
+            "heartbeats": heartbeat.seq, "seconds": round(loop.time() - start, 3)}
 
 
 def _ack_dict(ack: Any) -> dict[str, Any]:
@@ -417,6 +511,13 @@ async def _dispatch(client: Any, args: argparse.Namespace) -> Any:
         return await client.mode(args.mode, timeout=t)
     if args.send_action == "status":
         return await client.wait_status(lambda s: True, timeout=t)
+    if args.send_action == "fleet-estop":
+        if len(args.reason) > 200:
+            raise UsageError("fleet-estop --reason: at most 200 characters")
+        await client.fleet_estop(args.station, clear=args.clear, reason=args.reason)
+        return {"topic": "fleet/estop", "accepted": True, "station": args.station, "clear": args.clear,
+                "detail": "published (QoS 1): " + ("cleared; each arm needs a new lease and a command" if args.clear
+                                                   else "every arm in the fleet holds, latched")}
     raise UsageError(f"unknown action {args.send_action}")
 
 

@@ -46,6 +46,12 @@ command; its body is then validated by the app's own input source (``hebictl.inp
 through :meth:`~hebictl.teleop.runner.AppDriver.offer`: dropped and counted by reason) and only in
 mode ``app``; it is acked only when refused (throttled, as jog samples are).
 
+Fleet (the runner has a :class:`~hebictl.teleop.lease.LeaseGate`, docs/fleet.md): the e-stop
+connection also subscribes to the fleet lease (QoS 0) and the fleet e-stop (QoS 1), so a fleet
+e-stop goes first as every e-stop does, and heartbeats never wait behind a command flood; each
+message goes to the gate with its receipt time on the arm's clock (the gate validates, drops and
+counts; the arm thread polls it every cycle). The status carries the gate's state (``fleet``).
+
 To extend the bridge (another retained topic on connect, another inbound topic), add a step to
 :meth:`MqttBridge._session` or a branch to :meth:`MqttBridge.handle`; the clocks it reads are
 injected (:class:`~hebictl.teleop.clock.TeleopClock`).
@@ -72,6 +78,7 @@ from hebictl.teleop.connection import BrokerSettings
 from hebictl.teleop.description import description_payload
 from hebictl.teleop.feasibility import check_reach, solve_cartesian
 from hebictl.teleop.inbound import InboundGate, estop_queue_type, filter_paho, inbound_queue_type
+from hebictl.teleop.lease import ESTOP_TOPIC, LEASE_TOPIC, LeaseGate
 from hebictl.teleop.messages import Ack, ee_pose_payload, joints_payload, status_payload
 from hebictl.teleop.schema import (
     CartesianGoalCommand,
@@ -311,6 +318,9 @@ class MqttBridge:
         self._cleared.clear()
         self._ik_jobs = asyncio.Queue(self.ik_queue_size)
         await estop_client.subscribe(f"{self.topics.cmd('estop')}/#", qos=1)
+        if self.runner.fleet is not None:  # the fleet e-stop beside the arm's own; heartbeats are never queued
+            await estop_client.subscribe(ESTOP_TOPIC, qos=1)
+            await estop_client.subscribe(LEASE_TOPIC, qos=0)
         await client.subscribe(self.topics.all_commands, qos=1)
         await self._publish_status(client)
         await self._publish_description(client)
@@ -330,6 +340,8 @@ class MqttBridge:
         if self._stopping.is_set():
             with contextlib.suppress(Exception):  # the persistent session then collects nothing once we are gone
                 await estop_client.unsubscribe(f"{self.topics.cmd('estop')}/#", timeout=2.0)
+                if self.runner.fleet is not None:
+                    await estop_client.unsubscribe([ESTOP_TOPIC, LEASE_TOPIC], timeout=2.0)
             with contextlib.suppress(Exception):
                 await client.publish(self.topics.state("status"),
                                      self._status(self.runner.snapshot, online=False, bridge=self._bridge_stats()),
@@ -373,6 +385,10 @@ class MqttBridge:
         """Validate one message and hand it to the arm (or ack its rejection)."""
         parsed = self.topics.command_and_account(topic)
         if parsed is None:
+            fleet = self.runner.fleet
+            if fleet is not None and topic in LeaseGate.topics:  # validated, dropped and counted there
+                fleet.on_message(topic, payload if isinstance(payload, bytes | str) else bytes(payload or b""),
+                                 self.runner.clock.now(), retained=retain)
             return
         name, account = parsed
         self.stats["received"] += 1
@@ -585,8 +601,10 @@ class MqttBridge:
         return self._description
 
     def _status(self, snap: ArmSnapshot | None, *, online: bool, bridge: dict[str, int] | None = None) -> bytes:
+        fleet = self.runner.fleet
         return status_payload(snap, self.topics.arm_id, online=online, ts=self.clock.wall(), bridge=bridge,
-                              session=self.session, description_sha256=self.description_bytes()[1])
+                              session=self.session, description_sha256=self.description_bytes()[1],
+                              fleet=None if fleet is None else fleet.status(self.runner.clock.now()))
 
     async def _publish_description(self, client: aiomqtt.Client) -> None:
         await client.publish(self.topics.state("description"), self.description_bytes()[0], qos=1, retain=True,
@@ -629,7 +647,7 @@ class MqttBridge:
             gripper_key = None if g is None else (g.position, g.action, g.seq, g.hardware,
                                                   None if g.measured_opening is None else round(g.measured_opening, 2))
             key = (snap.state, snap.mode, snap.arm_mode, snap.estop, snap.m_stopped, snap.jogging, snap.braking,
-                   snap.at_goal, snap.last_error, snap.last_event, gripper_key)
+                   snap.at_goal, snap.last_error, snap.last_event, gripper_key, snap.fleet)
             now = monotonic()
             if key != last_key or now - last_status >= self.status_period:
                 last_key, last_status = key, now

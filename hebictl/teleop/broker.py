@@ -55,17 +55,23 @@ def write_password_file(path: Path, users: Mapping[str, str]) -> Path:
     return path
 
 
-def acl_text(arms: Mapping[str, str], operators: Sequence[str], viewers: Sequence[str] = ()) -> str:
-    """mosquitto ACL: each arm account (user -> arm id) reads its ``cmd/#`` and writes its
-    ``state/#``; each operator writes every arm's ``cmd/#`` and reads every ``state/#``; each
-    viewer only reads ``state/#``. Anything not granted is denied (mosquitto's default once an
-    ACL file is set)."""
-    lines = ["# hebictl teleop ACL: operators command, arms report; nothing else is allowed", ""]
+def acl_text(arms: Mapping[str, str], operators: Sequence[str], viewers: Sequence[str] = (),
+             stations: Sequence[str] = ()) -> str:
+    """mosquitto ACL: each arm account (user -> arm id) reads its ``cmd/#`` and the fleet topics
+    and writes its ``state/#``; each operator writes every arm's ``cmd/#`` and the fleet e-stop,
+    and reads every ``state/#``; each fleet station (docs/fleet.md) writes the fleet lease and
+    e-stop and reads every ``state/#``; each viewer only reads ``state/#``. Anything not granted is
+    denied (mosquitto's default once an ACL file is set), so only stations can lease an arm."""
+    lines = ["# hebictl teleop ACL: operators command, stations lease, arms report; nothing else is allowed", ""]
     for user, arm_id in arms.items():
         check_arm_id(arm_id)
-        lines += [f"user {user}", f"topic read {PREFIX}/{arm_id}/cmd/#", f"topic write {PREFIX}/{arm_id}/state/#", ""]
+        lines += [f"user {user}", f"topic read {PREFIX}/{arm_id}/cmd/#", f"topic read {PREFIX}/fleet/#",
+                  f"topic write {PREFIX}/{arm_id}/state/#", ""]
     for user in operators:
-        lines += [f"user {user}", f"topic write {PREFIX}/+/cmd/#", f"topic read {PREFIX}/+/state/#", ""]
+        lines += [f"user {user}", f"topic write {PREFIX}/+/cmd/#", f"topic write {PREFIX}/fleet/estop",
+                  f"topic read {PREFIX}/+/state/#", ""]
+    for user in stations:
+        lines += [f"user {user}", f"topic write {PREFIX}/fleet/#", f"topic read {PREFIX}/+/state/#", ""]
     for user in viewers:
         lines += [f"user {user}", f"topic read {PREFIX}/+/state/#", ""]
     return "\n".join(lines)
@@ -80,8 +86,9 @@ class LocalBroker:
     def __init__(self, directory: str | Path, *, port: int | None = None, users: Mapping[str, str] | None = None,
                  arms: Mapping[str, str] | None = None, operators: Sequence[str] = (), viewers: Sequence[str] = (),
                  tls: tuple[str | Path, str | Path, str | Path] | None = None, binary: str | None = None,
-                 plugins: Sequence[str | Path] = ()) -> None:
-        """``tls`` = (CA certificate, server certificate, server key) files switches the listener
+                 plugins: Sequence[str | Path] = (), stations: Sequence[str] = ()) -> None:
+        """``stations``: accounts of fleet stations (:func:`acl_text`). ``tls`` = (CA certificate,
+        server certificate, server key) files switches the listener
         to TLS (clients then connect with ``mqtts://`` and ``--tls-ca``); ``plugins`` are mosquitto
         plugin libraries to load (e.g. the one of docs/teleop.md that refuses retained commands)."""
         self.directory = Path(directory)
@@ -95,6 +102,7 @@ class LocalBroker:
         self.arms = dict(arms or {})
         self.operators = list(operators)
         self.viewers = list(viewers)
+        self.stations = list(stations)
         self.tls = tuple(Path(p) for p in tls) if tls is not None else None
         self.plugins = [Path(p) for p in plugins]
         self.process: subprocess.Popen[bytes] | None = None
@@ -116,7 +124,7 @@ class LocalBroker:
         if self.users:
             pw = write_password_file(d / "passwords", self.users)
             acl = d / "acl"
-            acl.write_text(acl_text(self.arms, self.operators, self.viewers))
+            acl.write_text(acl_text(self.arms, self.operators, self.viewers, self.stations))
             acl.chmod(0o600)
             lines += ["allow_anonymous false", f"password_file {pw}", f"acl_file {acl}"]
         else:

@@ -7,6 +7,11 @@ matches acks to the commands that caused them (a coalesced rejection answers bot
 and its last ``seq``). ``seq`` starts at the current time in microseconds, so successive runs of
 a command-line client under the same name keep increasing without storing anything. Wall time
 comes from an injected :class:`~hebictl.teleop.clock.TeleopClock`.
+
+It can also act as a fleet station (docs/fleet.md): :meth:`TeleopClient.lease` publishes a
+station's heartbeat at 20 Hz until told to stop, and pauses it while a fleet e-stop is engaged (a
+station must not lease anything then: an arm that missed the e-stop message still holds when its
+lease runs out); :meth:`TeleopClient.fleet_estop` publishes the fleet e-stop (or its clear).
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from hebictl.errors import CommandRejected
 from hebictl.tasks import cancel_and_wait
 from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 from hebictl.teleop.connection import BrokerSettings, parse_broker
+from hebictl.teleop.lease import ESTOP_TOPIC, Heartbeat, estop_message, parse_estop, publish_heartbeats
 from hebictl.teleop.messages import Ack
 from hebictl.teleop.topics import COMMAND_QOS, Topics
 
@@ -59,6 +66,9 @@ class TeleopClient:
         self.joints: dict[str, Any] | None = None
         self.ee_pose: dict[str, Any] | None = None
         self.received: dict[str, int] = {}
+        #: the fleet e-stop as last seen while leasing (None: none seen, or cleared)
+        self.fleet_estopped: str | None = None
+        self._heartbeat: Heartbeat | None = None
 
     # ------------------------------------------------------------------ connection
     async def __aenter__(self) -> TeleopClient:
@@ -89,6 +99,9 @@ class TeleopClient:
 
         try:
             async for msg in self._client.messages:
+                if msg.topic.value == ESTOP_TOPIC:
+                    self._on_fleet_estop(msg.payload)
+                    continue
                 name = self.topics.state_name(msg.topic.value)
                 if name is None:
                     continue
@@ -231,6 +244,35 @@ class TeleopClient:
 
     async def mode(self, mode: str, **kw: Any) -> Ack | None:
         return await self.send("mode", {"mode": mode}, **kw)
+
+    # ------------------------------------------------------------------ fleet station
+    async def lease(self, heartbeat: Heartbeat, stop: asyncio.Event) -> int:
+        """Publish ``heartbeat`` (a station's lease, a new epoch per :class:`Heartbeat`) at 20 Hz
+        until ``stop`` is set, paused while a fleet e-stop is engaged (from its engage to a clear,
+        whoever sends them; a retained engage pauses too); the number published."""
+        self._heartbeat = heartbeat
+        await self._client.subscribe(ESTOP_TOPIC, qos=1)
+        try:
+            return await publish_heartbeats(self._client, heartbeat, stop)
+        finally:
+            self._heartbeat = None
+
+    def _on_fleet_estop(self, payload: Any) -> None:
+        try:
+            estop = parse_estop(payload if isinstance(payload, bytes | str) else b"")
+        except CommandRejected:
+            return  # not a fleet e-stop: the arms drop it too
+        self.fleet_estopped = None if estop.clear else f"fleet e-stop by {estop.station}"
+        if self._heartbeat is not None:
+            self._heartbeat.paused = not estop.clear
+            log.warning("fleet e-stop %s by %s: heartbeat %s", "cleared" if estop.clear else "engaged",
+                        estop.station, "resumed" if estop.clear else "paused")
+
+    async def fleet_estop(self, station: str, *, clear: bool = False, reason: str = "") -> None:
+        """Publish the fleet e-stop (every arm in the fleet holds, latched) or, ``clear``, its clear
+        (then each arm needs a new lease and a command), QoS 1, never retained."""
+        await self._client.publish(ESTOP_TOPIC, estop_message(station, clear=clear, reason=reason), qos=1,
+                                   retain=False)
 
 
 def _floats(values: Sequence[float]) -> list[float]:

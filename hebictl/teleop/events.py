@@ -160,8 +160,19 @@ class InternalError:
     detail: str
 
 
+@dataclass(frozen=True)
+class FleetHold:
+    """The fleet lease (:mod:`hebictl.teleop.lease`) holds the arm: ``reason`` ``lease_expired``
+    (no fresh lease from an authorised station) or ``fleet_estop``; ``kind`` the arm's event kind."""
+
+    reason: str
+    kind: str
+    detail: str
+    jog_index: int = 0
+
+
 Event = (CommandArrived | EstopEngaged | LinkLost | ShutdownBegun | ArmFault | JogLetGo | JogSampleReady
-         | InternalError)
+         | InternalError | FleetHold)
 
 
 # ---------------------------------------------------------------------- actions
@@ -291,6 +302,17 @@ def _shutdown(state: RunnerState, ev: ShutdownBegun) -> Decision:
     return new, (SafetyStop(ev.kind, "teleop shutting down: braking, then holding"),)
 
 
+def _fleet_hold(state: RunnerState, ev: FleetHold) -> Decision:
+    """Latched hold stop, mode idle, reported: a new lease and cmd/mode resume."""
+    new = replace(state, mode=OperatorMode.IDLE, jog_floor=max(state.jog_floor, ev.jog_index))
+    return new, (SafetyStop(ev.kind, ev.detail), EnterIdle(), RecordError(ev.reason, ev.detail))
+
+
+def _fleet_hold_closing(state: RunnerState, ev: FleetHold) -> Decision:
+    """Shutting down: already stopped; only reported."""
+    return replace(state, mode=OperatorMode.IDLE), (RecordError(ev.reason, ev.detail),)
+
+
 def _nothing(state: RunnerState, ev: Event) -> Decision:
     """Nothing to do."""
     return state, ()
@@ -392,10 +414,11 @@ TABLE: dict[tuple[Phase, type], Handler] = {
     (_S, JogLetGo): _let_go, (_E, JogLetGo): _let_go, (_D, JogLetGo): _let_go,
     (_S, JogSampleReady): _jog_ready, (_E, JogSampleReady): _nothing, (_D, JogSampleReady): _nothing,
     (_S, InternalError): _internal_error, (_E, InternalError): _internal_error, (_D, InternalError): _internal_error,
+    (_S, FleetHold): _fleet_hold, (_E, FleetHold): _fleet_hold, (_D, FleetHold): _fleet_hold_closing,
 }
 
 EVENT_TYPES: tuple[type, ...] = (EstopEngaged, LinkLost, ShutdownBegun, CommandArrived, ArmFault, JogLetGo,
-                                 JogSampleReady, InternalError)
+                                 JogSampleReady, InternalError, FleetHold)
 
 
 def decide(state: RunnerState, event: Event) -> Decision:

@@ -28,7 +28,9 @@ first a payload that is no e-stop at all (the schema would reject it), then the 
 dropped release leaves the arm stopped; its sender resends), then an engage of an account that
 has a later engage waiting (the later one still engages and still makes the account an owner),
 and only when the queue holds nothing but one engage per account, the newcomer. Each drop is
-counted (``estop_queue_dropped``).
+counted (``estop_queue_dropped``). An arm in a fleet (docs/fleet.md) also takes the fleet topics
+on that connection: a fleet e-stop counts as an engage (its ``clear`` as a release), and a lease
+heartbeat as "no e-stop", the first to go (a lost heartbeat can only hold the arm).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from typing import Any
 
 from hebictl.errors import CommandRejected
 from hebictl.teleop.admission import RateLimit, TokenBucket
+from hebictl.teleop.lease import ESTOP_TOPIC, LEASE_TOPIC
 from hebictl.teleop.schema import decode
 from hebictl.teleop.topics import Topics
 
@@ -197,6 +200,23 @@ def estop_kind(payload: Any) -> str:
     return ESTOP_RELEASE if engaged is False else ESTOP_OTHER
 
 
+#: the account key fleet messages carry in the e-stop queue (no broker account can be named so)
+FLEET_LANE = "\x00fleet"
+
+
+def fleet_kind(topic: str, payload: Any) -> str | None:
+    """The drop class of a fleet message on the e-stop connection (None: not a fleet topic)."""
+    if topic == LEASE_TOPIC:
+        return ESTOP_OTHER
+    if topic != ESTOP_TOPIC:
+        return None
+    try:
+        obj = decode(payload if isinstance(payload, bytes | bytearray | str) else b"")
+    except CommandRejected:
+        return ESTOP_OTHER
+    return ESTOP_RELEASE if obj.get("clear") is True else ESTOP_ENGAGE
+
+
 class EstopLanes:
     """The storage of :class:`EstopQueue`: arrival order, a bound, the drop order of the module
     docstring. Items are (kind, account, message)."""
@@ -210,10 +230,15 @@ class EstopLanes:
         return len(self.items)
 
     def push(self, item: Any) -> None:
-        parsed = self.gate.topics.command_and_account(item.topic.value)
-        if parsed is None or parsed[0] != "estop":
-            return  # the connection subscribes to cmd/estop/# only: anything else is not ours
-        self.items.append((estop_kind(item.payload), parsed[1], item))
+        topic = item.topic.value
+        parsed = self.gate.topics.command_and_account(topic)
+        if parsed is not None and parsed[0] == "estop":
+            self.items.append((estop_kind(item.payload), parsed[1], item))
+        else:  # the connection subscribes to cmd/estop/# and the fleet topics only: anything else is not ours
+            kind = fleet_kind(topic, item.payload)
+            if kind is None:
+                return
+            self.items.append((kind, FLEET_LANE, item))  # its own "account": never redundant to an arm's engage
         while len(self.items) > self.maxlen:
             del self.items[self._victim()]
             self.gate.stats["estop_queue_dropped"] += 1

@@ -91,6 +91,11 @@ def _no_constant(name: str) -> float:
     raise ValueError(f"{name} is not JSON")
 
 
+def valid_id(text: str) -> bool:
+    """A station or arm id: 1-64 characters of A-Z a-z 0-9 _ . -."""
+    return isinstance(text, str) and _ID.fullmatch(text) is not None
+
+
 def _ident(obj: dict[str, object], key: str) -> str:
     v = obj.get(key)
     if not isinstance(v, str) or not _ID.match(v):
@@ -245,21 +250,26 @@ class FleetLease:
 
     def poll(self, now: float) -> str | None:
         """Once per control cycle: a hold reason at the cycle the arm must start holding, else None."""
-        if self._hold_now is not None:
-            reason, self._hold_now = self._hold_now, None
-            return reason
+        self._expire(now)
+        reason, self._hold_now = self._hold_now, None
+        return reason
+
+    def _expire(self, now: float) -> None:
+        """READY/ACTIVE -> NO_LEASE once the lease is older than the timeout; an ACTIVE arm's hold
+        reason is kept for :meth:`poll` (a :meth:`command` in between must not swallow it)."""
         if self.state in (L.READY, L.ACTIVE) and not self.fresh(now):
             was = self.state
             self._fire(LeaseEvent.EXPIRED)
             age = "never" if self.last_lease is None else f"{now - self.last_lease:.3f} s ago"
-            if was is L.ACTIVE:
-                return f"fleet lease expired (last from {self.holder}, {age}; timeout {self.lease_timeout:g} s)"
-        return None
+            if was is L.ACTIVE and self._hold_now is None:
+                self._hold_now = (f"fleet lease expired (last from {self.holder}, {age}; "
+                                  f"timeout {self.lease_timeout:g} s)")
 
     def command(self, now: float) -> None:
         """An explicit command: allowed (and the arm may move) only with a fresh lease and no fleet
-        e-stop; raises CommandRejected ``no_lease`` / ``fleet_estop`` otherwise."""
-        self.poll(now)
+        e-stop; raises CommandRejected ``no_lease`` / ``fleet_estop`` otherwise. A hold it finds due
+        (the lease just expired, an e-stop just arrived) stays for the next :meth:`poll`."""
+        self._expire(now)
         if self.state is L.ESTOPPED:
             raise CommandRejected("fleet_estop", f"{self.estop_reason}; an authorised station must clear it")
         if self.state is L.NO_LEASE:
@@ -286,14 +296,21 @@ class LeaseGate:
         self.lease = lease
         self._lock = threading.Lock()
 
-    def on_message(self, topic: str, payload: bytes | str, now: float) -> bool:
+    def on_message(self, topic: str, payload: bytes | str, now: float, *, retained: bool = False) -> bool:
+        """One message of either fleet topic received at ``now`` [s, arm clock]. ``retained``: the
+        broker kept it from before (stations never retain): a retained lease or clear is old news and
+        dropped (``retained``); a retained e-stop still latches (refusing a stop is never the safe choice)."""
         try:
             if topic == LEASE_TOPIC:
+                if retained:
+                    raise CommandRejected("retained", "a retained lease is not fresh")
                 lease = parse_lease(payload)
                 with self._lock:
                     return self.lease.on_lease(lease, now)
             if topic == ESTOP_TOPIC:
                 estop = parse_estop(payload)
+                if retained and estop.clear:
+                    raise CommandRejected("retained", "a retained clear is not a live operator's")
                 with self._lock:
                     return self.lease.on_estop(estop, now)
         except CommandRejected as exc:
@@ -310,9 +327,26 @@ class LeaseGate:
         with self._lock:
             self.lease.command(now)
 
+    def may_move(self, now: float) -> bool:
+        with self._lock:
+            return self.lease.may_move(now)
+
     @property
     def state(self) -> LeaseState:
         return self.lease.state
+
+    def status(self, now: float) -> dict[str, Any]:
+        """The status's ``fleet`` object at ``now`` [s, arm clock]: ``state``, ``holder`` (the station
+        of the last accepted lease), ``lease_age`` [s] (None before any), ``lease_timeout`` [s],
+        ``stations`` (authorised), ``estop`` (the latched fleet e-stop's reason, else None) and
+        ``dropped`` (messages refused, by reason)."""
+        with self._lock:
+            fl = self.lease
+            return {"state": fl.state.value, "holder": fl.holder,
+                    "lease_age": None if fl.last_lease is None else max(0.0, now - fl.last_lease),
+                    "lease_timeout": fl.lease_timeout, "stations": sorted(fl.stations),
+                    "estop": fl.estop_reason if fl.state is LeaseState.ESTOPPED else None,
+                    "dropped": dict(fl.dropped)}
 
 
 def lease_message(station: str, epoch: str, seq: int, arms: Iterable[str] | None = None,

@@ -98,12 +98,13 @@ def ee_pose_payload(snap: ArmSnapshot, pose: NDArray[np.float64]) -> bytes:
 
 def status_payload(snap: ArmSnapshot | None, arm_id: str, *, online: bool, ts: float,
                    bridge: dict[str, Any] | None = None, session: str | None = None,
-                   description_sha256: str | None = None) -> bytes:
+                   description_sha256: str | None = None, fleet: dict[str, Any] | None = None) -> bytes:
     """The retained ``state/status`` stamped ``ts`` [s since epoch]: ``status`` online/offline,
     arm state, mode, e-stop, M-stop, stop behaviour, goal progress, loop statistics, last error,
     gripper and bridge counters; ``session`` (random per teleop process: a viewer clears what it
     showed of an earlier process when it changes) and ``description_sha256`` (hex SHA-256 of the
-    exact ``state/description`` bytes published, so a viewer can refuse a spoofed description).
+    exact ``state/description`` bytes published, so a viewer can refuse a spoofed description);
+    ``fleet``: the fleet lease's state (:meth:`hebictl.teleop.lease.LeaseGate.status`), online only.
 
     Offline (the last will, a clean shutdown) says ``state: "offline"`` and carries nothing that
     would make a dead arm look live (no mode, no motion fields): only the last event and error."""
@@ -135,6 +136,8 @@ def status_payload(snap: ArmSnapshot | None, arm_id: str, *, online: bool, ts: f
         })
         if snap.app is not None:
             body["app"] = snap.app
+        if fleet is not None:
+            body["fleet"] = fleet
     if bridge is not None:
         body["bridge"] = bridge
     return dumps(body)

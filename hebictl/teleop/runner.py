@@ -75,6 +75,7 @@ from hebictl.teleop.events import (
     EnterIdle,
     EstopEngaged,
     Event,
+    FleetHold,
     InternalError,
     JogLetGo,
     JogSampleReady,
@@ -94,12 +95,14 @@ from hebictl.teleop.events import (
 )
 from hebictl.teleop.feasibility import check_reach, check_trajectory
 from hebictl.teleop.jog import ArmJog, JogMailbox, attach
+from hebictl.teleop.lease import LeaseGate, LeaseState
 from hebictl.teleop.messages import Ack
 from hebictl.teleop.schema import (
     EstopCommand,
     GripperCommand,
     JogCommand,
     JointGoalCommand,
+    ModeCommand,
     TeleopCommand,
 )
 from hebictl.teleop.snapshot import ArmSnapshot, ErrorRecord, GripperLike, GripperState, finite_or_none
@@ -156,6 +159,12 @@ class ArmRunner:
     has one (:func:`hebictl.control.gripper.attach_gripper`), else commands are only recorded.
     The gripper keeps its last command through every stop (it must not drop what it holds).
     ``app`` (an :class:`AppDriver`) enables mode ``app``; without one that mode is refused.
+    ``fleet`` (a :class:`~hebictl.teleop.lease.LeaseGate`, docs/fleet.md): polled at the start of
+    every cycle on the arm's clock; when its lease expires or a fleet e-stop arrives the arm takes
+    the latched hold stop and mode ``idle`` (last error ``lease_expired`` / ``fleet_estop``), and a
+    command that could move the arm (a mode other than ``idle``, a goal, the gripper) is refused
+    ``no_lease`` / ``fleet_estop`` unless the lease lets it (:meth:`LeaseGate.command`): after a hold
+    only a new lease and such a command resume. Without one, nothing of this.
     """
 
     def __init__(self, arm: Arm, *, rate_hz: float | None = None,
@@ -164,9 +173,10 @@ class ArmRunner:
                  clock: TeleopClock = SYSTEM_CLOCK, gripper: GripperLike | None = None,
                  realtime: RealtimeRequest | None = None,
                  on_grant: Callable[[RealtimeGrant], None] | None = None,
-                 app: AppDriver | None = None) -> None:
+                 app: AppDriver | None = None, fleet: LeaseGate | None = None) -> None:
         self.arm = arm
         self.app = app
+        self.fleet = fleet
         self._app_running = False
         self.clock = arm.clock
         self.teleop_clock = clock
@@ -340,6 +350,8 @@ class ArmRunner:
     def _cycle_step(self) -> bool:
         arm = self.arm
         try:
+            if self.fleet is not None:  # a fleet e-stop or an expired lease: before anything queued
+                self._poll_fleet()
             while self._priority:
                 self.dispatch(self._priority.popleft()())
             while True:
@@ -347,7 +359,8 @@ class ArmRunner:
                     topic, cmd, arrival = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                self.dispatch(CommandArrived(topic, cmd, arrival, self._facts()))
+                if self.fleet is None or not self._fleet_refuses(topic, cmd):
+                    self.dispatch(CommandArrived(topic, cmd, arrival, self._facts()))
             if self._closing is not None:
                 return self._shutdown_step()
             if self.state.mode is OperatorMode.JOG and self.state.phase is Phase.SERVING:
@@ -367,6 +380,36 @@ class ArmRunner:
         self._cycle += 1
         self.snapshot = self._make_snapshot()
         return True
+
+    def _poll_fleet(self) -> None:
+        """The cycle's look at the fleet lease (:meth:`LeaseGate.poll`, on the arm's clock): the hold
+        starts in the first cycle after the lease expired or a fleet e-stop arrived."""
+        assert self.fleet is not None
+        reason = self.fleet.poll(self.clock.now())
+        if reason is None:
+            return
+        if self.fleet.state is LeaseState.ESTOPPED:
+            event = FleetHold("fleet_estop", EventKind.ESTOP.value, reason, self._latest_jog_index())
+        else:  # a lost lease is a lost link to the operator's station
+            event = FleetHold("lease_expired", EventKind.TELEOP_LINK_LOST.value, reason, self._latest_jog_index())
+        self.dispatch(event)
+
+    def _fleet_refuses(self, topic: str, cmd: TeleopCommand) -> bool:
+        """Refuse (ack) a command that could move the arm while the fleet lease does not let it;
+        an accepted one is the explicit command that makes a fresh lease active."""
+        assert self.fleet is not None
+        if isinstance(cmd, ModeCommand):
+            moves = cmd.mode != OperatorMode.IDLE.value
+        else:
+            moves = isinstance(cmd, JointGoalCommand | GripperCommand)
+        if not moves:
+            return False  # stop, e-stop, mode idle: never refused for want of a lease
+        try:
+            self.fleet.command(self.clock.now())
+        except CommandRejected as exc:
+            self._ack(topic, cmd, False, exc.reason, exc.detail)
+            return True
+        return False
 
     def _shutdown_step(self) -> bool:
         """Brake and hold until ``shutdown_hold`` has passed and the brake has ended; then stop
@@ -398,6 +441,7 @@ class ArmRunner:
             m_stopped=arm.m_stopped, stop_behaviour=None if behaviour is None else behaviour.value,
             goal_status=arm.goal_status, commands_delivered=arm.commands_delivered, realtime=self._loop.grant,
             app=None if self.app is None else {**self.app.status(), "running": self._app_running},
+            fleet=None if self.fleet is None else self.fleet.state.value,
             **_payload_fields(arm.payload_estimate))
 
     def _gripper_state(self) -> GripperState | None:
@@ -553,6 +597,8 @@ class ArmRunner:
                                        f"jog stream stopped: last sample (seq {s.seq} from {s.client}) "
                                        f"expired {now - s.expiry:.3f} s ago", s.index))
             return
+        if self.fleet is not None and not self.fleet.may_move(now):
+            return  # (mode jog needs an active lease: a hold of the lease leaves it; belt and braces)
         if s.deadman and now <= s.expiry and self.arm.state is not ArmState.STOPPED:
             self.dispatch(JogSampleReady(s.index, f"jog by {s.client} (seq {s.seq}): leaving the hold"))
 

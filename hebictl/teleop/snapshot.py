@@ -86,6 +86,7 @@ class ArmSnapshot:
     arm_mode: str = "hold"
     realtime: RealtimeGrant | None = None  # what the arm thread was granted (SCHED_FIFO, locked memory, CPU)
     app: dict[str, Any] | None = None  # the Mobile IO app of ``--app`` (mode ``app``): name, state, LED, input counts
+    fleet: str | None = None  # the fleet lease's state (no_lease/ready/active/estopped), None without a fleet
 
 
 class GripperStatus(Protocol):

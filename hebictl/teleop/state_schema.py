@@ -93,6 +93,13 @@ STATUS: dict[str, Any] = {
             "name": _STR, "state": _STR, "led": _STR_OR_NULL, "armed": _BOOL, "link": _STR, "running": _BOOL,
             "input_accepted": {"type": "integer", "minimum": 0},
             "input_dropped": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}}},
+        "fleet": {"type": ["object", "null"], "required": ["state"], "properties": {
+            "state": {"type": "string", "enum": ["no_lease", "ready", "active", "estopped"]},
+            "holder": {"type": ["string", "null"], "maxLength": 64}, "lease_age": _NUM_OR_NULL,
+            "lease_timeout": _NUM, "stations": {"type": "array", "items": {"type": "string", "maxLength": 64},
+                                                 "maxItems": 64},
+            "estop": _TEXT,
+            "dropped": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}}},
     },
 }
 
