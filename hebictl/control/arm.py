@@ -38,15 +38,17 @@ from hebictl._typing import FloatArray
 from hebictl.control import cycle_kernels
 from hebictl.control.admission import plan
 from hebictl.control.braking import BrakePlanner
+from hebictl.control.cycle_clock import FRESH_S, CycleClock
 from hebictl.control.extra_modules import ExtraModules
 from hebictl.control.goal import Goal
 from hebictl.control.handover import retime
+from hebictl.control.lifetime import KEEPALIVE_PERIOD, CommandLifetime
+from hebictl.control.loads import Loads
 from hebictl.control.modes import LAG_MIN_RAD, Braking, Damp, Follow, Holding, Jogging, MotionMode, Release
 from hebictl.control.monitors import MonitorSuite, Payload, goal_status
-from hebictl.control.monitors.payload import payload_efforts
-from hebictl.control.motion import Brake, RateLimiter, shrink_recovery
+from hebictl.control.motion import Brake, RateLimiter, recovery_range, shrink_recovery
 from hebictl.control.payload_feedforward import PayloadFeedForward
-from hebictl.control.plausible import Plausible, VelocityHistory
+from hebictl.control.plausible import PlausibleVelocity
 from hebictl.control.plugins import ArmPlugin
 from hebictl.control.safety import ArmState, EventKind, EventLog, Limits, Reaction, StopBehaviour
 from hebictl.control.settings import SafetySettings, default_damping, limits_from
@@ -60,12 +62,10 @@ if TYPE_CHECKING:
     from hebictl.model.robot import RobotModel
     from hebictl.trajectory import Trajectory
 
-__all__ = ["REACTIONS", "STALE_RAD", "Arm", "EventKind", "IdleBehaviour", "Mode", "Reaction", "StopBehaviour"]
+__all__ = ["KEEPALIVE_PERIOD", "REACTIONS", "STALE_RAD", "Arm", "EventKind", "IdleBehaviour", "Mode", "Reaction",
+           "StopBehaviour"]
 
 log = logging.getLogger(__name__)
-#: [s] a goal check longer than this re-sends the pending command (see Arm._keepalive); well inside
-#: the modules' command lifetime (HEBI's default 0.25 s)
-KEEPALIVE_PERIOD = 0.05
 # Enum member lookups go through a descriptor on every access; the hot path compares against these.
 _RUNNING, _HOLD, _STOPPED = ArmState.RUNNING, ArmState.HOLD, ArmState.STOPPED
 _FOLLOW, _JOG, _BRAKE, _HOLDING, _DAMP, _GRAVCOMP, _RELEASE = (Mode.FOLLOW, Mode.JOG, Mode.BRAKE, Mode.HOLD, Mode.DAMP,
@@ -126,45 +126,25 @@ class Arm:
         self.pending_command = Command.empty(self.dof)
         self.last_feedback = Feedback.empty(self.dof)
         self._fbk = Feedback.empty(self.dof)
-        self._have_feedback = False
-        self._last_seq = -1
-        self._last_fresh_time = clock.now()
-        self._last_time = clock.now()
-        self._dt = 0.0
         #: this cycle's reference state (position, velocity, acceleration) of a trajectory or brake ramp
         self.trajectory_state: tuple[FloatArray, FloatArray, FloatArray] | None = None
         hz0 = backend.feedback_frequency
-        #: [s] the loop's usual period (an average that ignores gaps): the rate limiter's step bound
-        self.nominal_period = 1.0 / hz0 if hz0 > 0 else 0.01
-        self._rate_dt = 0.0
-        self._long_cycles = 0  # consecutive cycles longer than 1.5 x the nominal period
-        #: a payload the gravity model includes (:meth:`set_payload`), else None
-        self.payload: Payload | None = None
-        #: [s, arm clock] when the last command the modules got was computed (the read of the cycle whose
-        #: send delivered it: a stall between update() and send() counts, a keep-alive of a long goal check
-        #: does not); None until the first: modules never commanded have no command lifetime to run out, so
-        #: the checks before a run's first cycle (feedback, goal admission) are not a control gap
-        self.last_command_time: float | None = None
-        self._computed_at: float | None = None  # when update() computed the pending command
-        self._keepalive_at = -math.inf
-        lifetime = float(getattr(backend, "command_lifetime", 0.0) or 0.0)
-        #: [s] the modules' command lifetime: no command older than this is sent (inf: none)
-        self.command_lifetime = lifetime if lifetime > 0.0 else math.inf
+        #: this cycle's time and length, the loop's nominal period, the last fresh sample (:mod:`.cycle_clock`)
+        self.cycle = CycleClock(clock.now(), 1.0 / hz0 if hz0 > 0 else 0.01)
+        #: the pending and the delivered command's ages against the modules' lifetime (:mod:`.lifetime`)
+        self.lifetime = CommandLifetime(float(getattr(backend, "command_lifetime", 0.0) or 0.0))
         # the last samples' velocities: a brake starts only from a plausible one (hebictl.control.plausible)
-        self._velocities = VelocityHistory(self.dof, self.limits.velocity_max)
-        self._plausible: tuple[int, Plausible] | None = None
-        self._amax: tuple[FloatArray, FloatArray] | None = None  # (pose, max_acceleration there)
+        self._velocities = PlausibleVelocity(self.dof, self.limits.velocity_max, self._max_acceleration, STALE_RAD)
         self._rate = RateLimiter(self.limits.velocity_max, self.limits)
         self.brake_planner = BrakePlanner(model, self.limits)
-        #: the feed-forward of the end-effector load the model does not know (every position mode)
-        self.payload_feedforward = PayloadFeedForward(
-            model, measured=bool(getattr(backend, "measures_effort", True)))
         self._firmware_limit = False  # a module's firmware limit was acting at the last feedback
         self.module_safety: Any = None  # the modules' own safety settings, when the config gives them
         self._input_frames = np.empty((model.frame_count("input"), 4, 4))
         self._input_frames_valid = False
-        self.set_idle(idle)
         self.plugins: list[ArmPlugin] = []
+        #: the gravity vector, the declared payload and the unknown load's feed-forward (:mod:`.loads`)
+        self.loads = Loads(model, self.plugins, measured=bool(getattr(backend, "measures_effort", True)))
+        self.set_idle(idle)
         for p in plugins:
             self.add_plugin(p)
         cycle_kernels.load(model, self.dof)  # numba loads the cycle's kernels now, not in the first cycle
@@ -253,7 +233,7 @@ class Arm:
 
     def _speed(self) -> float:
         """The fastest joint's measured speed / its at-goal tolerance (>1: moving); 0 without feedback."""
-        if not self._have_feedback:
+        if not self.cycle.have_feedback:
             return 0.0
         v = np.nan_to_num(self.last_feedback.velocity)
         return float(np.max(np.abs(v))) / self.safety.at_goal_velocity_tolerance if v.size else 0.0
@@ -269,7 +249,7 @@ class Arm:
         instead of the last one (a brake's stopping point); ``apply=False``: only compute it."""
         last = self._rate.last
         cand = last if command is None else command
-        if not self._have_feedback:
+        if not self.cycle.have_feedback:
             target = self._hold_target()
             return np.where(np.isfinite(last), last, target if target is not None else 0.0)
         if not self._fresh():  # old feedback is not where the arm is: keep the command (re-anchored
@@ -290,18 +270,17 @@ class Arm:
         """A joint anchored beyond its limits (it fell or was pushed there while nothing commanded it)
         is held where it is, not swept back at the rated speed: the recovery range (as for a goal
         from outside the limits) includes it, and shrinks as the joint comes back."""
-        lim = self.limits
-        if not bool(np.any((p < lim.position_min) | (p > lim.position_max))):
+        wider = recovery_range(self.limits, p, p)
+        if wider is None:
             return
-        lo, hi = np.minimum(lim.position_min, p), np.maximum(lim.position_max, p)
         recovery = self.supervisor.recovery
         if recovery is not None:
-            lo, hi = np.minimum(lo, recovery[0]), np.maximum(hi, recovery[1])
-        self.supervisor.recovery = (lo, hi)
+            wider = (np.minimum(wider[0], recovery[0]), np.maximum(wider[1], recovery[1]))
+        self.supervisor.recovery = wider
 
     def _fresh(self) -> bool:
         """The last feedback is from this cycle or the one before (within 50 ms)."""
-        return self._have_feedback and 0.0 <= self._last_time - self._last_fresh_time <= 0.05
+        return self.cycle.fresh()
 
     def _measured_velocity(self, now: float, cap: float = 1.0) -> FloatArray:
         """The measured velocity (a NaN reading, or no sample within the last 50 ms: the last commanded
@@ -314,7 +293,7 @@ class Arm:
             cmd_v = m.trajectory.get_state(now)[1].copy()
         else:
             cmd_v = np.nan_to_num(self.pending_command.velocity)
-        fresh = self._have_feedback and 0.0 <= now - self._last_fresh_time <= 0.05
+        fresh = self.cycle.fresh(now)
         if fresh:
             reading = self._plausible_velocity()
             v = np.where(np.isfinite(reading), reading, cmd_v)
@@ -327,34 +306,25 @@ class Arm:
         """The last sample's velocity where the actuators can have reached it, else the earlier
         samples' (:mod:`hebictl.control.plausible`); an implausible reading is a
         ``feedback_implausible`` event, once per sample."""
-        cached = self._plausible
-        if cached is not None and cached[0] == self._last_seq:
-            return cached[1].velocity
         fb = self.last_feedback
-        amax = self._max_acceleration(fb.position)
-        judged = self._velocities.judge(fb.velocity, self._last_fresh_time, amax, self.pending_command.velocity,
-                                        self.nominal_period)
-        self._plausible = (self._last_seq, judged)
-        if bool(judged.implausible.any()):
+        c = self.cycle
+        judged, new = self._velocities.judge(c.sequence, fb.position, fb.velocity, c.fresh_time,
+                                             self.pending_command.velocity, c.nominal)
+        if new and bool(judged.implausible.any()):
             self._record(EventKind.FEEDBACK_IMPLAUSIBLE, judged.describe(self.model.joint_names))
         return judged.velocity
 
     def _max_acceleration(self, q: FloatArray) -> FloatArray:
-        """:meth:`BrakePlanner.max_acceleration` at ``q``, computed again only once a joint moved
-        ``STALE_RAD`` (it changes slowly with the pose; the damping asks every cycle of a stop)."""
-        cached = self._amax
-        if cached is not None and float(np.max(np.abs(q - cached[0]))) <= STALE_RAD:
-            return cached[1]
-        amax = self.brake_planner.max_acceleration(q, self._gravity_vector())
-        self._amax = (q.copy(), amax)
-        return amax
+        """:meth:`BrakePlanner.max_acceleration` at ``q`` under the arm's gravity (cached by
+        :class:`~hebictl.control.plausible.PlausibleVelocity`)."""
+        return self.brake_planner.max_acceleration(q, self.loads.gravity_vector())
 
     def _new_brake(self, now: float, p: FloatArray, chase: bool = False, again: Braking | None = None) -> Braking:
         """The brake ramp from ``p`` and the measured velocity, at the deceleration the actuators
         can deliver with the effort the modules measure (:mod:`hebictl.control.braking`).
         ``chase``: started from the measured state by a monitor (see :meth:`Braking.stopping_point`);
         ``again``: the brake from the measured state that ended with the arm still moving."""
-        ff = self.payload_feedforward
+        ff = self.loads.feedforward
         if ff.measured:
             ff.retarget(self.monitors.payload_estimate)
         self.brake_planner.set_payload_mass(ff.mass)
@@ -369,10 +339,10 @@ class Arm:
                 # that shapes commanded motion, and may brake again at the ramp's end
                 fast = self._measured_velocity(now, math.inf)
                 overrun = bool(np.any(np.abs(fast) > np.abs(v) + 1e-9))
-            amax = self.brake_planner.deceleration(p, self._gravity_vector(), None, rated=not overrun)
+            amax = self.brake_planner.deceleration(p, self.loads.gravity_vector(), None, rated=not overrun)
         else:
-            amax = self.brake_planner.deceleration(p, self._gravity_vector(),
-                                                   self.last_feedback.effort if self._have_feedback else None)
+            amax = self.brake_planner.deceleration(p, self.loads.gravity_vector(),
+                                                   self.last_feedback.effort if self.cycle.have_feedback else None)
         lo, hi = self._ramp_bounds(now, p, v, amax, chase)
         ramp = Brake(now, p, v, amax, self.limits.velocity_max, lo, hi)
         return Braking(ramp, chase=chase, overrun=overrun, rebrakes=again.rebrakes + 1 if again is not None else 0)
@@ -397,23 +367,6 @@ class Arm:
         recovery = self.supervisor.recovery
         return recovery if recovery is not None else (lo, hi)
 
-    def _feed_payload(self, q: FloatArray, cmd: Command) -> None:
-        """Add the unknown load's feed-forward (:mod:`hebictl.control.payload_feedforward`) at ``q``
-        to a position command: weight, and inertia along the trajectory or brake ramp (the jog gives
-        its own acceleration). Nothing when no load is estimated."""
-        ff = self.payload_feedforward
-        if ff.mass == 0.0:
-            return
-        state = self.trajectory_state
-        v: FloatArray | None = None
-        a: FloatArray | None = None
-        if state is not None:  # a goal or a brake ramp (at full speed the velocity-product term matters:
-            # without it in a goal, r6 with 1 kg stopped from 0.95x rated in 0.485 s instead of 0.39 s)
-            v, a = state[1], state[2]
-        elif math.isfinite(float(cmd.velocity.sum())):
-            v = cmd.velocity  # a jog (the hold's command is still): its direction depends on it
-        cmd.effort += ff.effort(q, v, a, self._gravity_vector())
-
     def _live(self) -> bool:
         """The modules are executing the position command (following, jogging, braking or holding; no M-stop
         since): a brake may start from it, however far the arm lags, without a step."""
@@ -431,8 +384,8 @@ class Arm:
         started inside a cycle (a NaN reading, a module gone)."""
         last = self._rate.last
         p = np.where(np.isfinite(last), last, self.last_feedback.position)
-        age = now - self._last_fresh_time
-        if not (self._have_feedback and 0.0 <= age <= 0.05):
+        age = now - self.cycle.fresh_time
+        if not self.cycle.fresh(now):
             return p
         v = self._measured_velocity(now)
         est = self.last_feedback.position + v * age
@@ -449,7 +402,7 @@ class Arm:
             if measured:
                 self.supervisor.restart_brake(self._new_brake(now, self._anchor(True), chase=True))
             return
-        self.brake_planner.set_payload_mass(self.payload_feedforward.mass)  # the ramp plans with the load
+        self.brake_planner.set_payload_mass(self.loads.feedforward.mass)  # the ramp plans with the load
         start = self._brake_start(now) if self._live() and not measured else self._anchor(measured)
         self._fire(Trigger.BRAKE, self._new_brake(now, start, chase=measured))
 
@@ -491,13 +444,13 @@ class Arm:
         commanded = self.pending_command.velocity
         kept = self._live() and self.supervisor.resync is Resync.NONE
         kept_joints = np.isfinite(last) & (p == last) & np.isfinite(commanded) if kept else np.zeros(self.dof, bool)
-        v = self._measured_velocity(self._last_time)
+        v = self._measured_velocity(self.cycle.now)
         v = np.where(np.abs(v) > self.safety.at_goal_velocity_tolerance, v, 0.0)
         np.copyto(v, commanded, where=kept_joints)
         a = np.zeros(self.dof)
         traj = self.trajectory
         if traj is not None:
-            np.copyto(a, traj.get_state(self._last_time)[2], where=kept_joints)
+            np.copyto(a, traj.get_state(self.cycle.now)[2], where=kept_joints)
         return p.copy(), v, a
 
     def set_goal(self, goal: Goal, *, admitted: Trajectory | None = None) -> None:
@@ -512,21 +465,17 @@ class Arm:
         or without feedback."""
         if self.supervisor.level is ArmState.STOPPED:
             raise CommandRejected("stopped", "the arm is stopped; clear_fault() first")
-        if not self._have_feedback:
+        if not self.cycle.have_feedback:
             raise CommandRejected("no_feedback", "no feedback received yet; call update() first")
         if goal.dof != self.dof:
             raise CommandRejected("wrong_length", f"goal has {goal.dof} joints, the arm {self.dof}")
         start = self.current_state()
-        trajectory = retime(admitted, start, self._last_time) if admitted is not None else None
+        trajectory = retime(admitted, start, self.cycle.now) if admitted is not None else None
         if trajectory is None:
-            trajectory = plan(goal, self._last_time, start, self.limits, self.model, keepalive=self._keepalive)
+            trajectory = plan(goal, self.cycle.now, start, self.limits, self.model, keepalive=self._keepalive)
         self._anchor()  # the joints the trajectory starts at their measured position start there
-        lim = self.limits
-        fb = self.last_feedback.position
-        lo, hi = np.minimum(start[0], fb), np.maximum(start[0], fb)
-        outside = (lo < lim.position_min) | (hi > lim.position_max)
-        self.supervisor.recovery = ((np.minimum(lim.position_min, lo), np.maximum(lim.position_max, hi))
-                                    if outside.any() else None)
+        fb = self.last_feedback.position  # a goal from outside the limits may move back in
+        self.supervisor.recovery = recovery_range(self.limits, np.minimum(start[0], fb), np.maximum(start[0], fb))
         was_hold = self.supervisor.level is ArmState.HOLD
         self.supervisor.set_level(Level.GOAL)
         self._fire(Trigger.GOAL, Follow(trajectory))
@@ -539,34 +488,27 @@ class Arm:
         if self.supervisor.mode is not _FOLLOW:
             return
         if self.supervisor.idle is IdleBehaviour.HOLD:
-            self._to_brake(self._last_time)
+            self._to_brake(self.cycle.now)
         else:
             self._fire(Trigger.GRAVCOMP)
 
     @property
     def goal_progress(self) -> float:
         """The trajectory's time fraction, 0..1 (1 once its time is up, reached or not)."""
-        traj = self.trajectory
-        if traj is None:
-            return 0.0
-        if traj.duration <= 0.0:
-            return 1.0
-        return float(min(max(self._last_time - traj.start_time, 0.0), traj.duration) / traj.duration)
+        m = self.supervisor.motion
+        return m.progress(self.cycle.now) if isinstance(m, Follow) else 0.0
 
     @property
     def at_goal(self) -> bool:
         """True once the trajectory has ended AND every measured position is within
         ``safety.at_goal_position_tolerance`` of the goal AND every joint is slower than
         ``safety.at_goal_velocity_tolerance`` (a NaN velocity reading is not checked)."""
-        traj = self.trajectory
-        if traj is None or self.supervisor.level is not _RUNNING or self._last_time < traj.end_time:
+        m = self.supervisor.motion
+        if not isinstance(m, Follow) or self.supervisor.level is not _RUNNING:
             return False
-        fb = self.last_feedback
-        err = np.abs(fb.position - traj.positions[:, -1])
-        if not bool(np.all(err <= self.safety.at_goal_position_tolerance)):
-            return False
-        speed = np.abs(fb.velocity)
-        return not bool(np.any(speed > self.safety.at_goal_velocity_tolerance))
+        fb, s = self.last_feedback, self.safety
+        return m.reached(self.cycle.now, fb.position, fb.velocity, s.at_goal_position_tolerance,
+                         s.at_goal_velocity_tolerance)
 
     # ------------------------------------------------------------------ safety actions
     @property
@@ -682,7 +624,7 @@ class Arm:
         except ValueError:
             raise ConfigError(f"unknown reaction {reaction!r}; choose from {', '.join(REACTIONS)}",
                               key="reaction") from None
-        measured = self._have_feedback and 0.0 <= self._last_time - self._last_fresh_time <= 1.5 * self.nominal_period
+        measured = self.cycle.fresh(within=1.5 * self.cycle.nominal)
         if r is Reaction.STOP or r is Reaction.DAMP:
             self._stop(kind, detail, StopBehaviour.HOLD if r is Reaction.STOP else StopBehaviour.DAMP,
                        measured=measured)
@@ -696,15 +638,17 @@ class Arm:
         """Include an end-effector payload of ``mass`` [kg] at ``com`` [m, end-effector frame] in the
         gravity model (hold, stops, the monitors), as HEBI users declare end-effector payloads;
         ``mass=0`` removes it. ``arm.payload_estimate['mass_kg']`` is what the monitor measured."""
-        m = float(mass)
-        if not (math.isfinite(m) and m >= 0.0):
-            raise ConfigError(f"payload mass must be finite and >= 0 kg, got {mass!r}", key="payload")
-        c = np.asarray(com, dtype=np.float64)
-        if c.shape != (3,) or not np.all(np.isfinite(c)):
-            raise ConfigError(f"payload com must be 3 finite numbers [m], got {com!r}", key="payload")
-        before = self.payload.mass if self.payload is not None else 0.0
-        self.payload = Payload(m, c) if m > 0.0 else None
-        self.payload_feedforward.model_took(m - before)  # the model carries it now: not fed forward twice
+        self.loads.declare(mass, com)
+
+    @property
+    def payload(self) -> Payload | None:
+        """The payload :meth:`set_payload` declared (in the gravity model), else None."""
+        return self.loads.payload
+
+    @property
+    def payload_feedforward(self) -> PayloadFeedForward:
+        """The unknown end-effector load's feed-forward (:mod:`hebictl.control.payload_feedforward`)."""
+        return self.loads.feedforward
 
     @property
     def payload_estimate(self) -> dict[str, Any] | None:
@@ -747,7 +691,7 @@ class Arm:
         if sup.idle is IdleBehaviour.GRAVCOMP and sup.mode is _HOLDING:
             self._fire(Trigger.GRAVCOMP)
         elif sup.idle is IdleBehaviour.HOLD and sup.mode is _GRAVCOMP:
-            if self._have_feedback:
+            if self.cycle.have_feedback:
                 self._stop_or_hold(self.clock.now(), measured=True)
             else:
                 self._fire(Trigger.HOLD_AT, Holding())
@@ -765,7 +709,7 @@ class Arm:
             sup.brake_then(None)
             if stale:
                 self._to_brake(self.clock.now(), measured=True)
-        elif self._have_feedback:
+        elif self.cycle.have_feedback:
             self._stop_or_hold(self.clock.now(), measured=stale)
         else:
             self._fire(Trigger.HOLD_AT, Holding())
@@ -781,8 +725,25 @@ class Arm:
         return bool(np.any(self.last_feedback.mstop == 1.0))  # a plain bool: it goes into JSON
 
     @property
+    def last_command_time(self) -> float | None:
+        """[s, arm clock] when the last command the modules got was computed; None before the first
+        (:class:`~hebictl.control.lifetime.CommandLifetime`)."""
+        return self.lifetime.last_command_time
+
+    @property
+    def command_lifetime(self) -> float:
+        """[s] the modules' command lifetime: no command older than this is sent (inf: none)."""
+        return self.lifetime.lifetime
+
+    @property
     def dt(self) -> float:
-        return self._dt
+        """[s] this cycle's length (between its read and the one before)."""
+        return self.cycle.dt
+
+    @property
+    def nominal_period(self) -> float:
+        """[s] the loop's usual period (an average that ignores gaps): the rate limiter's step bound."""
+        return self.cycle.nominal
 
     def input_frames(self) -> FloatArray:
         """FK 'input' frames at the current feedback (computed once per cycle, on demand)."""
@@ -791,46 +752,11 @@ class Arm:
             self._input_frames_valid = True
         return self._input_frames
 
-    def _gravity_vector(self) -> FloatArray:
-        """The first gravity source plugin's gravity (an IMU's), else the model's."""
-        for p in self.plugins:
-            if p.gravity_source:
-                g = p.gravity_vector()
-                if g is not None:
-                    return g
-        return self.model.gravity
-
-    def _gravity_efforts(self, q: FloatArray) -> FloatArray:
-        g = self._gravity_vector()
-        if not np.all(np.isfinite(q)):
-            return np.full(self.dof, np.nan)
-        out = self.model.gravity_compensation(q, g)
-        if self.payload is not None:  # a payload declared with set_payload
-            out += payload_efforts(self.model, q, self.payload, g)
-        return out
+    def gravity_vector(self) -> FloatArray:
+        """The gravity the arm weighs under: its first gravity source plugin's (an IMU's), else the model's."""
+        return self.loads.gravity_vector()
 
     # ------------------------------------------------------------------ per-cycle command
-    def _tick(self, dt: float, now: float, timed_out: bool = False) -> None:
-        """Advance the clock bookkeeping: ``dt`` and the loop's nominal period, an average of the
-        cycle periods. A cycle over 1.5 x it is a gap (a stall: the rate limiter counts it as one
-        nominal period) unless three come in a row: then the loop runs slower (a slower rate) and that
-        is the new period. A cycle whose read ``timed_out`` waited for feedback up to
-        ``feedback_timeout``: it may take that much longer, and leaves the average alone."""
-        self._dt = dt
-        self._last_time = now
-        nom = self.nominal_period
-        if timed_out:
-            self._rate_dt = min(dt, nom + self.feedback_timeout)
-            return
-        if 0.0 < dt <= 1.5 * nom:
-            self.nominal_period = 0.95 * nom + 0.05 * dt
-            self._long_cycles = 0
-        elif dt > 0.0:
-            self._long_cycles += 1
-            if self._long_cycles >= 3:
-                self.nominal_period, self._long_cycles = dt, 0
-        self._rate_dt = min(dt, self.nominal_period)  # the rate limiter's period
-
     def _brake_step(self, braking: Braking, now: float, lead: float = 0.0) -> State | None:
         """The brake ramp at ``now + lead`` (:meth:`Braking.sample`); once it has ended, brake again
         (:meth:`Braking.may_rebrake`) or hold where the arm stopped (then a pending damp or release, or
@@ -853,7 +779,8 @@ class Arm:
     def _end_brake(self, braking: Braking) -> None:
         """The ramp has ended: hold at its stopping point (:meth:`Braking.stopping_point`), then do what
         was pending (a damp or release stop), or the idle hand-guiding."""
-        fresh = self._have_feedback and self._last_time - self._last_fresh_time <= 0.05
+        c = self.cycle
+        fresh = c.have_feedback and c.now - c.fresh_time <= FRESH_S
         measured = self.last_feedback.position if fresh else None
         target, over = braking.stopping_point(self._rate.last, measured, self.safety.at_goal_velocity_tolerance,
                                               self.brake_planner.payload_mass != 0.0)
@@ -918,7 +845,7 @@ class Arm:
             cmd.velocity.fill(0.0)
             return
         if isinstance(m, Braking):
-            state = self._brake_step(m, now, BLIND_LEAD * max(self._dt, self.nominal_period) if blind else 0.0)
+            state = self._brake_step(m, now, BLIND_LEAD * max(self.cycle.dt, self.cycle.nominal) if blind else 0.0)
             if state is not None:
                 cmd.position[:] = state[0]
                 cmd.velocity[:] = state[1]
@@ -946,7 +873,7 @@ class Arm:
         mode = self.supervisor.mode
         recovering = (self.supervisor.recovery if mode is _FOLLOW or mode is _HOLDING or mode is _BRAKE or mode is _JOG
                       else None)
-        if self._rate.clamp_and_apply(cmd.position, cmd.velocity, cmd.effort, self._rate_dt, fb_position,
+        if self._rate.clamp_and_apply(cmd.position, cmd.velocity, cmd.effort, self.cycle.rate_dt, fb_position,
                                       recovering) and (mode is _HOLDING or mode is _BRAKE or mode is _JOG):
             # a hold or ramp the command is carried on to (after a brake from the measured state): the
             # position moves at most at the rated speed, the velocity command stays the mode's own (zero,
@@ -971,13 +898,13 @@ class Arm:
         fb = self.last_feedback
         if isinstance(m, Damp):  # gravity + damping at the feedback; without feedback the modules' velocity loop damps
             self.trajectory_state = None
-            m.command(cmd, self._gravity_efforts(fb.position if feedback_ok else self._last_good_position()),
+            m.command(cmd, self.loads.gravity_efforts(fb.position if feedback_ok else self._last_good_position()),
                       self._damping, fb.velocity if feedback_ok else None)
         else:
             self._latched_position_efforts(cmd, feedback_ok)
         for plugin in self.plugins:
             if plugin.runs_while_stopped:
-                plugin.update(self, self._dt)
+                plugin.update(self, self.cycle.dt)
         self._finish(fb.position)
 
     def _latched_position_efforts(self, cmd: Command, feedback_ok: bool) -> None:
@@ -985,10 +912,10 @@ class Arm:
         fed forward, the joints' ringing after the brake damped (no plugins run)."""
         fb = self.last_feedback
         q = fb.position if feedback_ok else cmd.position
-        cmd.effort[:] = self._gravity_efforts(q)
+        cmd.effort[:] = self.loads.gravity_efforts(q)
         if self.trajectory_state is not None:  # braking: feed the deceleration forward (no plugins run)
             cmd.effort += self.brake_planner.missing_effort(self.trajectory_state, ())
-        self._feed_payload(q, cmd)  # the unknown load
+        self.loads.feed(q, cmd, self.trajectory_state)  # the unknown load
         if feedback_ok:  # damp the joints' ringing after the brake (same damping as 'damp'; a plausible speed)
             cmd.effort -= self._damping * np.nan_to_num(self._plausible_velocity() - cmd.velocity)
 
@@ -999,11 +926,11 @@ class Arm:
         if self.supervisor.mode is _GRAVCOMP:  # hand-guiding without feedback: the hold is safer
             self._fire(Trigger.HOLD_AT, Holding(self._anchor()))
             self._position_command(now, cmd, blind=True)
-        cmd.effort[:] = self._gravity_efforts(cmd.position)
+        cmd.effort[:] = self.loads.gravity_efforts(cmd.position)
         if self.trajectory_state is not None and self.supervisor.mode is _BRAKE:
             cmd.effort += self.brake_planner.brake_effort(*self.trajectory_state)
         if self.supervisor.mode is not _GRAVCOMP:
-            self._feed_payload(cmd.position, cmd)  # the unknown load
+            self.loads.feed(cmd.position, cmd, self.trajectory_state)  # the unknown load
         self._finish(self.last_feedback.position)
 
     def update(self) -> bool:
@@ -1015,12 +942,12 @@ class Arm:
         fb = self._fbk
         fresh = self._read(fb)
         now = self.clock.now()
-        self._computed_at = now  # the command this cycle computes is as old as this
-        if fresh and fb.sequence == self._last_seq:
+        self.lifetime.computed(now)  # the command this cycle computes is as old as this
+        if fresh and fb.sequence == self.cycle.sequence:
             fresh = False
         if not fresh:
             return self._on_missing_feedback(now)
-        self._last_seq = fb.sequence
+        self.cycle.sequence = fb.sequence
         self._missed = 0
         # position is what every plugin and the hold need; velocity may legitimately be NaN
         # (hebi's imitation group echoes an uncommanded velocity as NaN)
@@ -1028,10 +955,9 @@ class Arm:
             return self._on_nonfinite_position(fb, now)
         # swap buffers instead of copying: the next read refills the older one
         self._fbk, self.last_feedback = self.last_feedback, fb
-        self._have_feedback = True
-        self._last_fresh_time = now
+        self.cycle.sampled(now)
         self._input_frames_valid = False
-        self._tick(max(now - self._last_time, 0.0), now)
+        self.cycle.tick(now)
         self._velocities.push(now, fb.velocity)
         joint = self._check_sample(fb, now)
         if self.supervisor.level is _STOPPED:
@@ -1071,7 +997,7 @@ class Arm:
 
     def _on_nonfinite_position(self, fb: Feedback, now: float) -> bool:
         """A NaN/inf position reading: hold (braking from the commanded state), commanded blind."""
-        self._tick(max(now - self._last_time, 0.0), now)
+        self.cycle.tick(now)
         bad = int(np.argmax(~np.isfinite(fb.position)))
         self.supervisor.resync = max(self.supervisor.resync, Resync.JOINTS)
         if self.supervisor.level is _RUNNING:
@@ -1104,7 +1030,7 @@ class Arm:
                 sup.resync = Resync.ALL
         for f in self.monitors.after_read(self, fb, now):  # execution monitors, every fresh sample
             self.react(f.kind, f.detail, f.reaction)
-        self._follow_payload(fb)
+        self.loads.follow(self.monitors.payload_estimate, self.cycle.dt, self._hold_target(), fb.position)
         if sup.recovery is not None:
             m = sup.motion  # a ramp's way out is kept
             sup.recovery = shrink_recovery(sup.recovery, lim, fb.position,
@@ -1113,17 +1039,6 @@ class Arm:
                 joint = lim.position_violation(fb.position, sup.recovery)
         return joint
 
-    def _follow_payload(self, fb: Feedback) -> None:
-        """Move the unknown load's feed-forward toward the monitor's estimate; a hold takes the load
-        over where the arm is: its target follows the feed-forward's ramp to the measured position, so
-        nothing moves (a latched hold least of all)."""
-        ff = self.payload_feedforward
-        if ff.measured and (ff.active or self.monitors.payload_estimate is not None):
-            ff.follow(self.monitors.payload_estimate, self._dt)
-            target = self._hold_target()
-            if target is not None:
-                ff.carry_over(target, fb.position)
-
     def _command(self, fb: Feedback, now: float) -> bool:
         """The running arm's command: the mode's position and velocity, the plugins' efforts, the
         declared and the unknown payload, the brake ramp's feed-forward and the damping of a stop."""
@@ -1131,11 +1046,10 @@ class Arm:
         self._position_command(now, cmd)
         cmd.effort.fill(0.0)
         ok = self._run_plugins(fb, now)
-        if self.payload is not None and np.all(np.isfinite(cmd.position)):  # the declared payload's gravity
-            cmd.effort += payload_efforts(self.model, fb.position, self.payload, self._gravity_vector())
-        carrying = self.payload_feedforward.mass != 0.0 and math.isfinite(float(cmd.position.sum()))
+        self.loads.declared_efforts(fb.position, cmd)
+        carrying = self.loads.feedforward.mass != 0.0 and math.isfinite(float(cmd.position.sum()))
         if carrying:
-            self._feed_payload(fb.position, cmd)  # the unknown load, in every position mode
+            self.loads.feed(fb.position, cmd, self.trajectory_state)  # the unknown load, in every position mode
         m = self.supervisor.motion
         braking = isinstance(m, Braking)
         if braking and self.trajectory_state is not None:  # braking: feed the ramp forward
@@ -1160,7 +1074,7 @@ class Arm:
             if jog is not None and plugin.forwards_command:
                 self._jog_step(jog, fb, now)
                 jog = None
-            ok = plugin.update(self, self._dt) and ok
+            ok = plugin.update(self, self.cycle.dt) and ok
         if jog is not None:
             self._jog_step(jog, fb, now)
         return ok
@@ -1172,14 +1086,14 @@ class Arm:
         end effector leaves its direction), and the unknown load's inertia. A result that is not
         finite is never commanded: the arm holds where it is instead."""
         cmd = self.pending_command
-        accel = jog.command(now, self._dt, self.nominal_period, fb.position, fb.velocity, cmd)
+        accel = jog.command(now, self.cycle.dt, self.cycle.nominal, fb.position, fb.velocity, cmd)
         if accel is None:
             cmd.position[:] = fb.position
             cmd.velocity.fill(0.0)
             self._fire(Trigger.HOLD_AT, Holding(fb.position.copy()))
             return
         cmd.effort += self.brake_planner.missing_effort((jog.position, jog.velocity, accel), self.plugins)
-        self.payload_feedforward.accelerate(accel)
+        self.loads.feedforward.accelerate(accel)
 
     def _check_firmware_limit(self, fb: Feedback, joint: int, upper: bool) -> None:
         """Record (once per episode) a module's own position limit acting, and brake to a hold:
@@ -1203,16 +1117,16 @@ class Arm:
         target = self._hold_target()
         if target is not None:
             return target
-        return self.last_feedback.position.copy() if self._have_feedback else np.zeros(self.dof)
+        return self.last_feedback.position.copy() if self.cycle.have_feedback else np.zeros(self.dof)
 
     def _on_missing_feedback(self, now: float) -> bool:
-        self._tick(max(now - self._last_time, 0.0), now, timed_out=True)
+        self.cycle.tick(now, timeout=self.feedback_timeout)
         sup = self.supervisor
         if sup.level is _STOPPED:
             self._latched_command(now, feedback_ok=False)
             return False
-        if now - self._last_fresh_time > self.watchdog_timeout:
-            self.stop(EventKind.WATCHDOG, f"no fresh feedback for {now - self._last_fresh_time:.3f} s "
+        if now - self.cycle.fresh_time > self.watchdog_timeout:
+            self.stop(EventKind.WATCHDOG, f"no fresh feedback for {now - self.cycle.fresh_time:.3f} s "
                                           f"(> {self.watchdog_timeout:.3f} s)")
             self._latched_command(now, feedback_ok=False)
             return False
@@ -1226,10 +1140,10 @@ class Arm:
                 self._finish(self.last_feedback.position)
             return False
         sup.resync = max(sup.resync, Resync.JOINTS)
-        if sup.level is _RUNNING and self._have_feedback:
+        if sup.level is _RUNNING and self.cycle.have_feedback:
             self.hold(reason=EventKind.FEEDBACK_LOST,  # brake from the commanded state
                       detail=f"no fresh feedback for {self._missed} cycles")
-        if self._have_feedback or self._hold_target() is not None:
+        if self.cycle.have_feedback or self._hold_target() is not None:
             self._blind_command(now)
         return False
 
@@ -1241,13 +1155,11 @@ class Arm:
         fallen: re-sent, it drove r6 237 mm back at 4.8x rated), and it does not count as a cycle: a
         check longer than the lifetime is a control gap like any other stall (the next read names it)."""
         now = self.clock.now()
-        computed = self._computed_at
-        if (self.last_command_time is None or computed is None or now - computed > self.command_lifetime
-                or now - max(self.last_command_time, self._keepalive_at) < KEEPALIVE_PERIOD):
+        if not self.lifetime.keepalive_due(now):
             return  # nothing commanded yet (no lifetime to keep), too old to send, or recently enough
         try:
             self.backend.write(self.pending_command)
-            self._keepalive_at = now
+            self.lifetime.keepalive_at = now
             for plugin in self.plugins:  # e.g. a double shoulder's mirror module
                 plugin.send(self)
         except HardwareError:
@@ -1261,14 +1173,13 @@ class Arm:
         here) is not sent: it was computed where the arm was before the modules went limp, and would
         drive the fallen arm back; the next :meth:`update` names the gap (``control_gap``) and anchors
         where the arm is then. Returns False then."""
-        now = self.clock.now()
-        computed = self._computed_at if self._computed_at is not None else now
-        if now - computed > self.command_lifetime:
+        computed = self.lifetime.sendable(self.clock.now())
+        if computed is None:
             return False
         self.monitors.before_send(self.pending_command)  # marks it for the echo check
         try:
             ok = self.backend.write(self.pending_command)
-            self.last_command_time = computed  # the answering modules got this cycle's command
+            self.lifetime.last_command_time = computed  # the answering modules got this cycle's command
         except HardwareError as exc:
             self.supervisor.resync = max(self.supervisor.resync, Resync.JOINTS)
             if self.supervisor.level is not _STOPPED:

@@ -40,6 +40,49 @@ def _maximum(a, b):
     return a if a >= b else b
 
 
+@jit.helper(cache=jit.CACHE, inline="always")
+def _within(x, limit):
+    """``x`` into ±``limit`` (NaN stays NaN): the velocity and effort clamp."""
+    return _maximum(_minimum(x, limit), -limit)
+
+
+@jit.helper(cache=jit.CACHE, inline="always")
+def _start_of_step(last, measured, commanded):
+    """Where this cycle's step starts: the previous command; without one the measured position;
+    without that either the command itself (accepted as it is)."""
+    if last == last:
+        return last
+    if measured == measured:
+        return measured
+    return commanded
+
+
+@jit.helper(cache=jit.CACHE, inline="always")
+def _approach(p, v, ref, lo, hi, a, approach, dt):
+    """The limit approach from ``ref``: speed toward [lo, hi] at most ``sqrt(approach * a * gap)``
+    (``a`` 1e9 where not finite; a NaN bound imposes nothing), so a joint arrives at its limit at rest.
+    Returns ``(p, v)``."""
+    two_a = approach * (a if math.isfinite(a) else 1e9)
+    up = math.sqrt(_maximum(hi - ref, 0.0) * two_a)
+    down = math.sqrt(_maximum(ref - lo, 0.0) * two_a)
+    if up != up:
+        up = math.inf
+    if down != down:
+        down = math.inf
+    return _maximum(_minimum(p, up * dt + ref), ref - down * dt), _maximum(_minimum(v, up), -down)
+
+
+@jit.helper(cache=jit.CACHE, inline="always")
+def _rate_limit(p, v, ref, rate, dt):
+    """A step from ``ref`` over ``rate * dt`` cut to it, at the rated speed: ``(p, v, cut)``."""
+    step = rate * dt
+    delta = p - ref
+    if abs(delta) - step > 0.0:
+        sign = 1.0 if delta > 0.0 else -1.0
+        return ref + sign * step, sign * rate, True
+    return p, v, False
+
+
 @jit.kernel(f"{_VEC}, {_VEC}, {_VEC}, {_VEC}, {_VEC}, f8, b1, b1, {_VEC}, {_VEC}, {_VEC}, {_VEC}, {_VEC}, {_VEC}, "
             "f8, b1[::1]", cache=jit.CACHE)
 def limit_command(position, velocity, effort, last, measured, dt, clamp, bounded, lo, hi,
@@ -58,48 +101,27 @@ def limit_command(position, velocity, effort, last, measured, dt, clamp, bounded
 
     ``last`` is updated; ``limited`` is written only when the result is True.
     """
-    n = position.shape[0]
     any_limited = False
-    for j in range(n):
+    for j in range(position.shape[0]):
         p = position[j]
         v = velocity[j]
         if clamp:
             if bounded:
                 p = _maximum(_minimum(p, hi[j]), lo[j])
-            v = _maximum(_minimum(v, velocity_limit[j]), -velocity_limit[j])
-            effort[j] = _maximum(_minimum(effort[j], effort_limit[j]), -effort_limit[j])
-        ref = last[j]
-        if ref != ref:
-            ref = measured[j]
-            if ref != ref:
-                ref = p  # no measurement either: accept the command as it is
+            v = _within(v, velocity_limit[j])
+            effort[j] = _within(effort[j], effort_limit[j])
+        ref = _start_of_step(last[j], measured[j], p)
         last[j] = ref
         if dt <= 0.0:
-            if math.isfinite(p):
-                p = ref
-            position[j] = p
+            position[j] = ref if math.isfinite(p) else p
             velocity[j] = v
             continue
         if bounded:
-            a = acceleration[j]
-            two_a = approach * (a if math.isfinite(a) else 1e9)
-            up = math.sqrt(_maximum(hi[j] - ref, 0.0) * two_a)
-            down = math.sqrt(_maximum(ref - lo[j], 0.0) * two_a)
-            if up != up:
-                up = math.inf
-            if down != down:
-                down = math.inf
-            p = _maximum(_minimum(p, up * dt + ref), ref - down * dt)
-            v = _maximum(_minimum(v, up), -down)
-        step = rate_velocity[j] * dt
-        delta = p - ref
-        if abs(delta) - step > 0.0:
-            sign = 1.0 if delta > 0.0 else -1.0
-            p = ref + sign * step
-            v = sign * rate_velocity[j]
+            p, v = _approach(p, v, ref, lo[j], hi[j], acceleration[j], approach, dt)
+        p, v, cut = _rate_limit(p, v, ref, rate_velocity[j], dt)
+        if cut:
             if not any_limited:
-                for k in range(n):
-                    limited[k] = False
+                limited[:] = False
                 any_limited = True
             limited[j] = True
         position[j] = p

@@ -80,6 +80,14 @@ class RateLimiter:
                                            self.limited)
 
 
+def recovery_range(limits: Limits, low: FloatArray, high: FloatArray) -> tuple[FloatArray, FloatArray] | None:
+    """The recovery range of joints between ``low`` and ``high`` (per joint) outside their limits:
+    the limits widened to take them in; None when every joint is inside (NaN counts as inside)."""
+    if not bool(np.any((low < limits.position_min) | (high > limits.position_max))):
+        return None
+    return np.minimum(limits.position_min, low), np.maximum(limits.position_max, high)
+
+
 def shrink_recovery(recovery: tuple[FloatArray, FloatArray], limits: Limits, position: FloatArray,
                     command: FloatArray | None = None) -> tuple[FloatArray, FloatArray] | None:
     """Narrow a recovery range (joints switched on outside their limits may move back in) to what

@@ -20,12 +20,14 @@ drive the arm into it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import NDArray
 
 from hebictl._typing import FloatArray
 
-__all__ = ["HISTORY", "NOISE_FRACTION", "Plausible", "VelocityHistory"]
+__all__ = ["HISTORY", "NOISE_FRACTION", "Plausible", "PlausibleVelocity", "VelocityHistory"]
 
 #: samples kept (the newest and the ones its reference is the median of)
 HISTORY = 4
@@ -94,3 +96,45 @@ class VelocityHistory:
         implausible = np.isfinite(reading) & faster & ~commanded & (np.abs(reading - reference) > allowed)
         velocity = np.where(implausible, filtered, reading)
         return Plausible(velocity, implausible, np.asarray(reading, dtype=np.float64).copy(), reference, allowed)
+
+
+class PlausibleVelocity:
+    """The arm's samples (:class:`VelocityHistory`) judged once per fresh sample: what a brake or a
+    stop's damping asks for several times in a cycle is computed once.
+
+    ``max_acceleration(q)``: what the actuators can add at pose ``q``
+    (:meth:`hebictl.control.braking.BrakePlanner.max_acceleration` under the arm's gravity); computed
+    again only once a joint moved ``repose`` from where it was last (it changes slowly with the
+    pose, and a stop's damping asks every cycle)."""
+
+    def __init__(self, dof: int, rated: FloatArray, max_acceleration: Callable[[FloatArray], FloatArray],
+                 repose: float) -> None:
+        self.history = VelocityHistory(dof, rated)
+        self.max_acceleration_at = max_acceleration
+        self.repose = repose
+        self._judged: tuple[int, Plausible] | None = None  # (sample sequence, its judgement)
+        self._amax: tuple[FloatArray, FloatArray] | None = None  # (pose, max_acceleration there)
+
+    def push(self, t: float, velocity: FloatArray) -> None:
+        self.history.push(t, velocity)
+
+    def judge(self, sequence: int, position: FloatArray, reading: FloatArray, t: float,
+              command_velocity: FloatArray, period: float) -> tuple[Plausible, bool]:
+        """:meth:`VelocityHistory.judge` of sample ``sequence`` (at ``position``, read at ``t``), and
+        whether this call judged it (False: the judgement of an earlier call on the same sample)."""
+        cached = self._judged
+        if cached is not None and cached[0] == sequence:
+            return cached[1], False
+        amax = self.max_acceleration(position)
+        judged = self.history.judge(reading, t, amax, command_velocity, period)
+        self._judged = (sequence, judged)
+        return judged, True
+
+    def max_acceleration(self, q: FloatArray) -> FloatArray:
+        """``max_acceleration(q)``, kept until a joint moved ``repose`` from the pose it was computed at."""
+        cached = self._amax
+        if cached is not None and float(np.max(np.abs(q - cached[0]))) <= self.repose:
+            return cached[1]
+        amax = self.max_acceleration_at(q)
+        self._amax = (q.copy(), amax)
+        return amax

@@ -144,7 +144,7 @@ def braking_deceleration(arm: Any, home: FloatArray | None) -> dict[str, Any]:
     rated = getattr(arm.limits, "acceleration_max", None)
     planner = getattr(arm, "brake_planner", None)
     if planner is not None and home is not None and np.all(np.isfinite(home)):
-        gravity_of = getattr(arm, "_gravity_vector", None)
+        gravity_of = getattr(arm, "gravity_vector", None)
         try:
             values = planner.deceleration(np.asarray(home, dtype=np.float64),
                                           None if gravity_of is None else gravity_of())

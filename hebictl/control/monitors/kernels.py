@@ -118,6 +118,32 @@ def echo_status(pos, vel, eff, ring, count, head, tol_abs, tol_rel):
     return -2 if nan_echo else -1
 
 
+@jit.helper(cache=jit.CACHE, inline="always")
+def _same(x, y, tol_abs, tol_rel):
+    """``x`` repeats ``y`` within ``tol_abs + tol_rel * |y|`` (NaN equal to NaN only)."""
+    if x != x or y != y:
+        return x != x and y != y
+    return not abs(x - y) > tol_abs + tol_rel * abs(y)
+
+
+@jit.helper(cache=jit.CACHE)
+def _repeats(pos, vel, eff, prev, tol_abs, tol_rel):
+    """``(same, held)``: the command repeats ``prev`` (3, n) field by field within the echo
+    tolerances; some joint has both its position and its effort commanded. ``prev`` becomes the
+    command."""
+    same = True
+    held = False
+    for i in range(pos.shape[0]):
+        if pos[i] == pos[i] and eff[i] == eff[i]:
+            held = True
+        for f in range(3):
+            x = pos[i] if f == 0 else (vel[i] if f == 1 else eff[i])
+            if not _same(x, prev[f, i], tol_abs[f], tol_rel[f]):
+                same = False
+            prev[f, i] = x
+    return same, held
+
+
 @jit.kernel(f"{_VEC}, {_VEC}, {_VEC}, f8[:, ::1], i8, f8, i8, {_VEC}, {_VEC}", cache=jit.CACHE)
 def mark_repeat(pos, vel, eff, prev, k, step, marks, tol_abs, tol_rel):
     """If the command (``pos``/``vel``/``eff``) repeats the previous one (``prev`` (3, n), its
@@ -127,28 +153,14 @@ def mark_repeat(pos, vel, eff, prev, k, step, marks, tol_abs, tol_rel):
     position commanded) return ``k``.
     ``prev`` becomes this command unmarked (the caller takes the mark off the arm's copy again
     after the write)."""
-    n = pos.shape[0]
-    same = True
-    held = False
-    for i in range(n):
-        if pos[i] == pos[i] and eff[i] == eff[i]:
-            held = True
-        for f in range(3):
-            x = pos[i] if f == 0 else (vel[i] if f == 1 else eff[i])
-            y = prev[f, i]
-            if x != x or y != y:
-                if not (x != x and y != y):
-                    same = False
-            elif abs(x - y) > tol_abs[f] + tol_rel[f] * abs(y):
-                same = False
-            prev[f, i] = x
+    same, held = _repeats(pos, vel, eff, prev, tol_abs, tol_rel)
     if not same or not held:
         return k
     k = (k + 1) % marks
     offset = (k // 2 + 1) * step  # alternating sign: no net torque, nothing for the arm to follow
     if k % 2:
         offset = -offset
-    for i in range(n):
+    for i in range(pos.shape[0]):
         if pos[i] == pos[i]:
             eff[i] += offset
     return k

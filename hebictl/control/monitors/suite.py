@@ -130,38 +130,41 @@ class MonitorSuite:
         dt = 0.0 if self.last_time is None else now - self.last_time
         self.last_time = now
         timing = self.clock.stamp(fb, now)
-        out: list[Finding] = []
-        for m in self.every:
-            f = m.after_read(arm, fb, now, dt)
-            if f is not None:
-                out.append(f)
+        out = self._run(self.every, arm, fb, now, dt)
         if timing.known and timing.interval < CHECK_PERIOD_S - 1e-9 and not out:
             return out  # (1 kHz: the next checks cover this interval)
         self.clock.commit(timing)
-        for m in self.first:
-            f = m.after_read(arm, fb, now, timing.interval)
-            if f is not None:
-                out.append(f)
+        self._check(arm, fb, now, timing, out)
+        if out:
+            self._keep(out)
+        return out
+
+    def _check(self, arm: Any, fb: Feedback, now: float, timing: SampleTiming, out: list[Finding]) -> None:
+        """The checks beyond gap and age, in their order, on a committed sample; findings go to
+        ``out``. A finding that changes the arm's mode ends them."""
+        out += self._run(self.first, arm, fb, now, timing.interval)
         if any(f.reaction != "event" for f in out):
             # the arm changes mode on these: what the later monitors would judge (the command, the
             # residual under it) is about to be replaced, so they wait for the next sample
             self.restart()
-            self._keep(out)
-            return out
+            return
         payload = arm.payload
         if payload is not self._payload:
             self._payload = payload
             self.mismatch.reset_extra()
             self.restart()
         if self._judge(arm, fb, now, timing, payload, out):
-            self._keep(out)
-            return out
-        for m in self.last:
-            f = m.after_read(arm, fb, now, timing.interval)
+            return
+        out += self._run(self.last, arm, fb, now, timing.interval)
+
+    @staticmethod
+    def _run(monitors: list[Monitor], arm: Any, fb: Feedback, now: float, interval: float) -> list[Finding]:
+        """The findings of ``monitors`` on this sample, in their order."""
+        out: list[Finding] = []
+        for m in monitors:
+            f = m.after_read(arm, fb, now, interval)
             if f is not None:
                 out.append(f)
-        if out:
-            self._keep(out)
         return out
 
     def restart(self) -> None:
