@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -21,13 +22,24 @@ from hebictl.errors import CommandRejected
 from hebictl.teleop.bridge import arm_client_id, check_client_account
 from hebictl.teleop.broker import find_mosquitto_passwd
 from hebictl.teleop.client import TeleopClient
+from hebictl.teleop.server import TeleopServer
 from hebictl.teleop.topics import Topics
 from tests._support.accounts import OPERATOR2, VIEWER, accounts_broker, arm_server, compile_doc_plugin
 from tests._support.broker import need_mosquitto
+from tests._support.paced import paced_servers
 from tests._support.teleop import ARM_ID, ARM_USER, HOME, OPERATOR, run
 
 pytestmark = pytest.mark.broker
 ATTEMPTS = 20
+
+
+@pytest.fixture
+def make_server() -> Iterator[Callable[..., TeleopServer]]:
+    """The arm on simulated time paced to real time (tests/_support/paced.py): a starved test worker
+    stretches the arm's time instead of stopping it with a control gap mid-test."""
+    with paced_servers() as make:
+        yield make
+
 
 
 @pytest.mark.parametrize(("client", "account", "ok"), [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,18 @@ from hebictl.errors import ConfigError
 from hebictl.teleop.broker import LocalBroker
 from hebictl.teleop.client import TeleopClient
 from hebictl.teleop.connection import parse_broker
+from hebictl.teleop.server import TeleopServer
 from tests._support.broker import need_mosquitto
+from tests._support.paced import paced_servers
 from tests._support.teleop import ARM_ID, run
+
+
+@pytest.fixture
+def make_server() -> Iterator[Callable[..., TeleopServer]]:
+    """The arm on simulated time paced to real time (tests/_support/paced.py): a starved test worker
+    stretches the arm's time instead of stopping it with a control gap mid-test."""
+    with paced_servers() as make:
+        yield make
 
 
 @pytest.mark.parametrize(("url", "host", "port", "tls"), [

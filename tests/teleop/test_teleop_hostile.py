@@ -12,18 +12,30 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
 
 from hebictl.teleop.client import TeleopClient
+from hebictl.teleop.server import TeleopServer
 from hebictl.teleop.topics import Topics
 from tests._support.extras import extra_missing
+from tests._support.paced import paced_servers
 from tests._support.teleop import ARM_ID, HOME, WriteRecorder, run
 
 aiomqtt = pytest.importorskip("aiomqtt", reason=extra_missing("aiomqtt"))  # every test here talks MQTT
 
 pytestmark = pytest.mark.broker
+
+
+@pytest.fixture
+def make_server() -> Iterator[Callable[..., TeleopServer]]:
+    """The arm on simulated time paced to real time (tests/_support/paced.py): a starved test worker
+    stretches the arm's time instead of stopping it with a control gap mid-test."""
+    with paced_servers() as make:
+        yield make
+
 
 
 def _speeds(writes: WriteRecorder, since: float, rated: np.ndarray) -> np.ndarray:
