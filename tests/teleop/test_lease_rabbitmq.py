@@ -35,7 +35,7 @@ from hebictl.teleop.lease import (
     publish_heartbeats,
 )
 from tests._support.extras import extra_missing
-from tests._support.ordering import HANG, until
+from tests._support.ordering import HANG, until, wait_until
 
 RABBIT_BIN = Path("/usr/lib/rabbitmq/bin")
 #: [s] the MQTT keepalive of every client here: far beyond any wait, so keepalive never decides a hold
@@ -60,6 +60,7 @@ class Cluster:
         cookie.write_text(f"hebictl{os.getpid()}{time.time_ns()}")
         cookie.chmod(0o400)
         self.servers: list[subprocess.Popen[bytes]] = []
+        self.epmd_process: subprocess.Popen[bytes] | None = None
         self.os_pids: list[int] = []
         self.timings: dict[str, float] = {}
 
@@ -113,6 +114,12 @@ class Cluster:
 
     def start(self) -> None:
         t0 = time.monotonic()
+        # the cluster's own epmd, a child of the test (not a daemon the nodes would leave behind)
+        self.epmd_process = subprocess.Popen([shutil.which("epmd") or "epmd", "-port", str(self.epmd)], env=self.env,
+                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                             start_new_session=True)
+        wait_until(lambda: subprocess.run(["epmd", "-port", str(self.epmd), "-names"], env=self.env,
+                                          capture_output=True, timeout=HANG).returncode == 0, "epmd listening")
         for i in range(3):
             self.launch(i)
         with ThreadPoolExecutor(3) as pool:    # each rabbitmqctl is an Erlang VM of its own
@@ -143,8 +150,9 @@ class Cluster:
                 os.killpg(p.pid, signal.SIGKILL)
         for p in self.servers:
             p.wait(timeout=HANG)
-        subprocess.run(["epmd", "-port", str(self.epmd), "-kill"], env=self.env, capture_output=True,
-                       timeout=HANG, check=False)
+        if self.epmd_process is not None:
+            self.epmd_process.kill()
+            self.epmd_process.wait(timeout=HANG)
 
 
 @contextlib.contextmanager
