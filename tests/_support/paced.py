@@ -7,8 +7,13 @@ lifetime, and the arm rightly stops (``control_gap``, ``feedback_late``) in the 
 about something else. On a :class:`~hebictl.hardware.clock.PacedClock` the arm's time stretches
 instead (the mock's feedback grid, its command lifetime, the jog's ttl and the runner's loop all
 run on it), so the arm is judged on its own timing while the broker, the bridge and the operator
-meet it on the wall clock. Nothing else differs: the real Arm on the mock backend, the real
-TeleopServer, a real mosquitto.
+meet it on the wall clock. Two wall-clock windows of the set-up are widened to the tests' hang guard
+for the same reason: the bridge's MQTT keepalive (5 s: a test worker starved for 7.5 s lost the
+broker mid-test at load 50) and the commands' freshness window (1 s: commands published under that
+load were refused ``stale`` 1.5-2 s later). Link loss and freshness are tested elsewhere (the
+resilience tests; tests/teleop/test_admission.py in simulated time); a test here that sends a stale
+or future command stamps it an hour off. Nothing else differs: the real Arm on the mock backend, the
+real TeleopServer, a real mosquitto.
 
 :class:`ArmWrites` records what the arm writes to its modules with the arm's own clock reading, the
 time base of the jog's expiry and of every figure the arm computes.
@@ -27,10 +32,28 @@ from hebictl.config import load_config
 from hebictl.control.arm import Arm
 from hebictl.control.gripper import attach_gripper
 from hebictl.hardware.clock import PacedClock
+from hebictl.teleop.connection import parse_broker
 from hebictl.teleop.server import TeleopServer
 from tests._support.arms import kit6_arm
+from tests._support.ordering import HANG
 from tests._support.paths import KIT6_CONFIG
-from tests._support.teleop import ARM_ID, HOME, LOOP_HZ, teleop_server
+from tests._support.teleop import ARM_ID, HOME, LOOP_HZ, TEST_BRIDGE_OPTIONS, TEST_RUNNER_OPTIONS
+
+#: [s] the bridge's MQTT keepalive here: beyond the hang guard, so only a real link loss ends a session
+KEEPALIVE = int(HANG)
+#: [s] the oldest (and furthest in the future) command accepted here
+MAX_AGE = HANG
+
+
+def paced_server(arm: Arm, url: str, *, rate_hz: float | None = LOOP_HZ, username: str | None = None,
+                 password: str | None = None, tls_ca: Path | None = None, **options: Any) -> TeleopServer:
+    """A TeleopServer for ``arm`` (not started) with the test back-off and shutdown hold of
+    tests/_support/teleop.py and this module's keepalive and freshness window."""
+    settings = parse_broker(url, username=username, password=password, tls_ca=tls_ca, keepalive=KEEPALIVE)
+    options.setdefault("bridge_options", dict(TEST_BRIDGE_OPTIONS))
+    options.setdefault("runner_options", dict(TEST_RUNNER_OPTIONS))
+    options.setdefault("max_age", MAX_AGE)
+    return TeleopServer(arm, settings, ARM_ID, rate_hz=rate_hz, **options)
 
 
 @contextlib.contextmanager
@@ -46,7 +69,7 @@ def paced_servers() -> Iterator[Callable[..., TeleopServer]]:
         arm.backend.feedback_frequency = rate_hz
         if joint_limits is not None:  # the bundled kit's joints are unlimited
             arm.set_joint_limits(*joint_limits)
-        server = teleop_server(arm, url, ARM_ID, rate_hz=rate_hz, **options)
+        server = paced_server(arm, url, rate_hz=rate_hz, **options)
         started.append((server, arm))
         server.start_background()
         return server

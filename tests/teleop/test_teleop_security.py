@@ -46,7 +46,7 @@ from hebictl.teleop.server import TeleopServer
 from hebictl.teleop.topics import Topics
 from tests._support.accounts import OPERATOR2, VIEWER, accounts_broker, arm_server, compile_doc_plugin
 from tests._support.ordering import HANG, PatientClient, until, wait_until
-from tests._support.paced import paced_servers
+from tests._support.paced import paced_server, paced_servers
 from tests._support.teleop import ARM_ID, ARM_USER, OPERATOR, run
 
 aiomqtt = pytest.importorskip("aiomqtt")
@@ -73,9 +73,9 @@ seq = int(time.time() * 1e6) - 10_000_000
 n, end = 0, time.monotonic() + longest
 print("ready", flush=True)
 while not done.is_set() and time.monotonic() < end:
-    for _ in range(200):
+    for _ in range(1000):
         seq += 1
-        c.publish(topic, json.dumps({"seq": seq, "ts": time.time() - 30.0, "client": user + ":flood",
+        c.publish(topic, json.dumps({"seq": seq, "ts": time.time() - 3600.0, "client": user + ":flood",
                                      "velocity": [0.3] + [0] * (dof - 1), "space": "joint"}), qos=0)
         n += 1
     time.sleep(0.001)
@@ -92,7 +92,6 @@ def make_server() -> Iterator[Callable[..., TeleopServer]]:
     stretches the arm's time instead of stopping it with a control gap mid-test."""
     with paced_servers() as make:
         yield make
-
 
 
 def _flood(port: int, dof: int = 6) -> subprocess.Popen[str]:
@@ -555,7 +554,7 @@ def test_on_the_sim_a_jog_flood_neither_delays_the_estop_nor_lets_another_accoun
     from hebictl.control.arm import Arm
     from hebictl.hardware.clock import PacedClock
     from tests._support.paths import REPO_ROOT
-    from tests._support.teleop import serving, teleop_server
+    from tests._support.teleop import serving
 
     cfg = load_config(REPO_ROOT / "configs" / f"{config}.cfg.yaml")
     home = np.array(cfg.user_data["home_position"], float)
@@ -569,7 +568,7 @@ def test_on_the_sim_a_jog_flood_neither_delays_the_estop_nor_lets_another_accoun
         return float(np.max(np.abs(joints["velocity"])))
 
     with accounts_broker(tmp_path / "b", [plugin]) as b:
-        server = teleop_server(arm, b.url, username=ARM_USER[0], password=ARM_USER[1], rate_hz=None)
+        server = paced_server(arm, b.url, username=ARM_USER[0], password=ARM_USER[1], rate_hz=None)
         with serving(server):
             gate_log = GateLog(server.bridge.gate)
             flood = _flood(b.port, dof)
