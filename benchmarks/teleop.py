@@ -347,7 +347,8 @@ def estop_under_load(args: argparse.Namespace) -> int:
           f"disconnects {st['disconnects']} -> {'PASS' if ok else 'FAIL'}")
     cycles = np.diff(np.array(probe.writes)) * 1e3
     if cycles.size:
-        print(f"  the arm's cycles under the load (between writes to its modules, {1e3 / server.runner.rate_hz:.0f} ms nominal): median "
+        nominal = 1e3 / server.runner.rate_hz
+        print(f"  the arm's cycles under the load (between writes to its modules, {nominal:.0f} ms nominal): median "
               f"{np.median(cycles):.1f} ms, p99 {np.percentile(cycles, 99):.1f} ms, max {cycles.max():.1f} ms; "
               f"{len(gaps)} control gap(s) beyond the 250 ms command lifetime{': ' + ', '.join(gaps) if gaps else ''} "
               "(the test suite only prints this: tests/teleop/test_teleop_security.py)")
