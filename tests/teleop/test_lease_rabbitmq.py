@@ -3,8 +3,8 @@ started and ended by the test: a frozen node (SIGSTOP) holds the arms it serves 
 MQTT's keepalive; arms on healthy nodes keep their lease; nothing resumes by itself.
 
 Ordering, not timing: every wait is for an event (a state of an arm's lease gate, leases counted as
-they arrive) with a hang guard (60 s) far below the clients' MQTT keepalive (600 s), so a hold seen at
-all was the lease's doing. How fast the hold comes is exact in simulated time (tests/teleop/test_lease.py);
+they arrive) with a hang guard (120 s) far below the clients' MQTT keepalive (600 s), so a hold seen
+at all was the lease's doing. How fast the hold comes is exact in simulated time (tests/teleop/test_lease.py);
 the figures measured here are printed. The cluster is private to the test (its own epmd port, cookie,
 node names, ports and directories), so it runs beside anything, including a copy of itself.
 """
@@ -64,19 +64,19 @@ class Cluster:
         self.os_pids: list[int] = []
         self.timings: dict[str, float] = {}
 
-    def ctl(self, node: int, *args: str, timeout: float = 120) -> str:
+    def ctl(self, node: int, *args: str, timeout: float = 4 * HANG) -> str:
         out = self.try_ctl(node, *args, timeout=timeout)
         assert out.returncode == 0, f"rabbitmqctl {' '.join(args)}: {out.stdout}{out.stderr}"
         return out.stdout
 
-    def try_ctl(self, node: int, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def try_ctl(self, node: int, *args: str, timeout: float = 4 * HANG) -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(RABBIT_BIN / "rabbitmqctl"), "-n", self.names[node], *args], env=self.env,
                               capture_output=True, text=True, timeout=timeout, check=False)
 
-    def await_node(self, node: int, within: float = 240.0) -> None:
+    def await_node(self, node: int, within: float = 8 * HANG) -> None:
         """Until the node answers (await_startup fails at once while it has not reached epmd yet)."""
         end = time.monotonic() + within
-        while self.try_ctl(node, "await_startup", "--timeout", "120", timeout=180).returncode != 0:
+        while self.try_ctl(node, "await_startup", "--timeout", str(int(2 * HANG))).returncode != 0:
             assert self.servers[node].poll() is None, f"node {node} exited: see {self.base}/n{node}/out.log"
             assert time.monotonic() < end, f"hang guard: node {node} did not start within {within} s"
             time.sleep(0.5)
