@@ -56,9 +56,9 @@ TOPICS = Topics(ARM_ID)
 
 #: a second operator account flooding stale jog samples, in a process of its own, until the test
 #: closes its stdin (``longest`` [s] is only a hang guard): the flood spans whatever the test does
-#: meanwhile, however long a loaded machine makes that. 4,000/s in bursts of 200 (as much as it gets
-#: out on a loaded machine): over the broker's 1,200/s per connection and the bridge's 1,000/s per
-#: account, without taking a core from the tests beside it
+#: meanwhile, however long a loaded machine makes that. 2,000/s in bursts of 100 (as much as it gets
+#: out on a loaded machine): over the broker's 1,200/s per connection, without taking a core from the
+#: tests beside it
 FLOOD = """
 import json, sys, threading, time
 import paho.mqtt.client as mqtt
@@ -76,7 +76,7 @@ n, end = 0, time.monotonic() + longest
 due = time.monotonic()
 print("ready", flush=True)
 while not done.is_set() and time.monotonic() < end:
-    for _ in range(200):
+    for _ in range(100):
         seq += 1
         c.publish(topic, json.dumps({"seq": seq, "ts": time.time() - 3600.0, "client": user + ":flood",
                                      "velocity": [0.3] + [0] * (dof - 1), "space": "joint"}), qos=0)
