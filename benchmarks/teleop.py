@@ -32,7 +32,11 @@ as fast as a child process can (``jog``), or sends reachable Cartesian goals at 
 ``position`` and 1 s of load before each press, release after). Latency = from just before the
 press is published to the first command the arm writes to its modules with the e-stop latched
 (a probe on the backend's ``write``, read in the arm thread). Prints median / p95 / max and how
-many presses did not engage within 10 s. Target (issue 33): p95 <= 200 ms, none lost.
+many presses did not engage within 10 s. Target (issue 33): p95 <= 200 ms, none lost. It also
+prints the arm's cycles under that load as its modules see them (median / p99 / max between writes)
+and its control gaps (cycles later than the 250 ms command lifetime): the figure
+tests/teleop/test_teleop_security.py used to bound against this machine's scheduling statistics,
+and now only prints.
 """
 
 from __future__ import annotations
@@ -245,17 +249,21 @@ def doc_plugin(folder: str) -> str | None:
 
 
 class EstopProbe:
-    """Wraps the backend's ``write``: the first write with the runner's e-stop latched after a time."""
+    """Wraps the backend's ``write``: the first write with the runner's e-stop latched after a time,
+    and every write's time (the arm's cycles as the modules see them: its control gaps under load)."""
 
     def __init__(self, arm: Arm, latched: object) -> None:
         self.latched = latched
         self.times: list[float] = []
+        self.writes: list[float] = []
         self._write = arm.backend.write  # type: ignore[attr-defined]
         arm.backend.write = self.write  # type: ignore[method-assign]
 
     def write(self, cmd: Command) -> bool:
+        now = time.perf_counter()
+        self.writes.append(now)
         if self.latched():  # type: ignore[operator]
-            self.times.append(time.perf_counter())
+            self.times.append(now)
         return self._write(cmd)
 
     def first_after(self, t: float) -> float | None:
@@ -326,6 +334,7 @@ def estop_under_load(args: argparse.Namespace) -> int:
                 server.stop_background()
                 arm.close()
             st = server.bridge.stats
+            gaps = [e.detail.split(" (")[0] for e in arm.events.events if e.kind.value == "control_gap"]
     ms = np.array(latencies)
     med, p95, mx = (float(np.percentile(ms, q)) if ms.size else float("nan") for q in (50, 95, 100))
     ok = lost == 0 and p95 <= 200.0
@@ -336,6 +345,13 @@ def estop_under_load(args: argparse.Namespace) -> int:
           f"max {mx:.1f} ms; bridge decoded {st['received']}, dropped undecoded {st['flood_dropped']} (account "
           f"rate) + {st['queue_dropped_jog']} (queue, jog); accepted {st['accepted']}, rejected {st['rejected']}; "
           f"disconnects {st['disconnects']} -> {'PASS' if ok else 'FAIL'}")
+    cycles = np.diff(np.array(probe.writes)) * 1e3
+    if cycles.size:
+        nominal = 1e3 / server.runner.rate_hz
+        print(f"  the arm's cycles under the load (between writes to its modules, {nominal:.0f} ms nominal): median "
+              f"{np.median(cycles):.1f} ms, p99 {np.percentile(cycles, 99):.1f} ms, max {cycles.max():.1f} ms; "
+              f"{len(gaps)} control gap(s) beyond the 250 ms command lifetime{': ' + ', '.join(gaps) if gaps else ''} "
+              "(the test suite only prints this: tests/teleop/test_teleop_security.py)")
     return 1 if args.strict and not ok else 0
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from hebictl.teleop.broker import LocalBroker
 from tests._support.broker import need_mosquitto
+from tests._support.ordering import HANG
 from tests._support.paths import REPO_ROOT as REPO
 from tests._support.teleop import ARM_ID, ARM_USER, OPERATOR, run
 
@@ -82,17 +83,18 @@ def test_plugin_refuses_retained_commands_only(plugin, tmp_path):
     arm = {"username": ARM_USER[0], "password": ARM_USER[1]}
     root = f"hebictl/v1/{ARM_ID}"
 
-    async def retained(topic_filter: str) -> list[str]:
-        async with aiomqtt.Client("127.0.0.1", b.port, identifier=f"{OPERATOR[0]}:peek", **op) as c:
+    async def retained(topic_filter: str, account: dict[str, str], readable: str) -> list[str]:
+        """What the broker holds retained under ``topic_filter``, read by an ``account`` the ACL lets
+        read it. The broker sends retained messages with the subscription; a second subscription
+        (to ``readable``, where nothing is) is acknowledged after them: ordering, not a quiet period."""
+        async with aiomqtt.Client("127.0.0.1", b.port, identifier=f"{account['username']}:peek", **account) as c:
             await c.subscribe(topic_filter, qos=1)
+            await c.subscribe(readable, qos=1)
             found = []
-            try:
-                async with asyncio.timeout(0.5):
-                    async for m in c.messages:
-                        if m.retain:
-                            found.append(m.topic.value)
-            except TimeoutError:
-                pass
+            for _ in range(len(c.messages)):
+                m = await anext(aiter(c.messages))
+                if m.retain:
+                    found.append(m.topic.value)
             return found
 
     async def go():
@@ -104,16 +106,16 @@ def test_plugin_refuses_retained_commands_only(plugin, tmp_path):
             async with aiomqtt.Client("127.0.0.1", b.port, identifier=f"{OPERATOR[0]}:op2", **op) as c:
                 await c.publish(f"{root}/cmd/stop", b"live", qos=1)
             got = []
-            try:
-                async with asyncio.timeout(0.5):
-                    async for m in a.messages:
-                        got.append((m.topic.value, m.payload, m.retain))
-            except TimeoutError:
-                pass
-        return await retained(f"{root}/cmd/#"), await retained(f"{root}/state/#"), got
+            async with asyncio.timeout(HANG):   # a retained goal would have come with the subscription, first
+                async for m in a.messages:
+                    got.append((m.topic.value, m.payload, m.retain))
+                    if m.topic.value.startswith(f"{root}/cmd/stop"):
+                        break
+        return (await retained(f"{root}/cmd/#", arm, f"{root}/cmd/none"),
+                await retained(f"{root}/state/#", op, f"{root}/state/none"), got)
 
     with b:
-        cmd_retained, state_retained, got = run(go())
+        cmd_retained, state_retained, got = run(go(), timeout=4 * HANG)
         log = b.log_tail(4000)
     assert cmd_retained == []
     assert state_retained == [f"{root}/state/status"]

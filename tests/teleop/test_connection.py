@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from hebictl.errors import ConfigError
 from hebictl.teleop.broker import LocalBroker
-from hebictl.teleop.client import TeleopClient
 from hebictl.teleop.connection import parse_broker
+from hebictl.teleop.server import TeleopServer
 from tests._support.broker import need_mosquitto
+from tests._support.ordering import HANG, PatientClient
+from tests._support.paced import paced_servers
 from tests._support.teleop import ARM_ID, run
+
+
+@pytest.fixture
+def make_server() -> Iterator[Callable[..., TeleopServer]]:
+    """The arm on simulated time paced to real time (tests/_support/paced.py): a starved test worker
+    stretches the arm's time instead of stopping it with a control gap mid-test."""
+    with paced_servers() as make:
+        yield make
 
 
 @pytest.mark.parametrize(("url", "host", "port", "tls"), [
@@ -93,13 +104,13 @@ def test_tls_broker_verified_with_ca(tmp_path, make_server):
         server = make_server(broker.url, tls_ca=ca)
 
         async def go():
-            async with TeleopClient(settings, ARM_ID, name="op") as c:
+            async with PatientClient(settings, ARM_ID, name="op") as c:
                 assert (await c.mode("position")).accepted
             with pytest.raises(aiomqtt.MqttError):  # system CAs do not know ours
-                async with TeleopClient(parse_broker(broker.url), ARM_ID, name="op2"):
+                async with PatientClient(parse_broker(broker.url), ARM_ID, name="op2"):
                     pass
 
-        run(go())
+        run(go(), timeout=4 * HANG)
         assert server.runner.mode == "position"
     finally:
         broker.stop()

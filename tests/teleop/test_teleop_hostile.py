@@ -12,30 +12,38 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
 
-from hebictl.teleop.client import TeleopClient
+from hebictl.teleop.server import TeleopServer
 from hebictl.teleop.topics import Topics
 from tests._support.extras import extra_missing
-from tests._support.teleop import ARM_ID, HOME, WriteRecorder, run
+from tests._support.ordering import HANG, PatientClient, until
+from tests._support.paced import ArmWrites, paced_servers
+from tests._support.teleop import ARM_ID, HOME, run
 
 aiomqtt = pytest.importorskip("aiomqtt", reason=extra_missing("aiomqtt"))  # every test here talks MQTT
 
 pytestmark = pytest.mark.broker
 
 
-def _speeds(writes: WriteRecorder, since: float, rated: np.ndarray) -> np.ndarray:
-    """Per joint, the largest |Δ commanded position| between consecutive writes after ``since``, as a
-    fraction of ``rated`` x the arm's own dt of that cycle.
+@pytest.fixture
+def make_server() -> Iterator[Callable[..., TeleopServer]]:
+    """The arm on simulated time paced to real time (tests/_support/paced.py): a starved test worker
+    stretches the arm's time instead of stopping it with a control gap mid-test."""
+    with paced_servers() as make:
+        yield make
 
-    The arm samples its trajectory and rate-limits its command on its clock (after a stall it catches
-    up at exactly the rated speed x its dt); the write stamps are taken a variable compute and
-    wake-up time later, so a Δt from them measures this machine's scheduling as well (over a window of
-    10 writes, a 300 ms stall and 2.5 ms of it between one cycle's clock read and its write read
-    1.07x rated where the arm's own figure is 1.000). A write outside a cycle (the keep-alive of a
-    long goal check) repeats the command: its Δp is 0."""
+
+def _speeds(writes: ArmWrites, since: float, rated: np.ndarray) -> np.ndarray:
+    """Per joint, the largest |Δ commanded position| between consecutive writes after arm time
+    ``since``, as a fraction of ``rated`` x the arm's own dt of that cycle.
+
+    The arm samples its trajectory and rate-limits its command on its own clock (simulated time paced
+    to real time here: tests/_support/paced.py), so the figure is the arm's, whatever the machine's
+    load. A write outside a cycle (the keep-alive of a long goal check) repeats the command: its Δp is 0."""
     t, p, _, dt = writes.arrays()
     assert np.all(np.isfinite(p)), "a non-finite position command reached the modules"
     k = int(np.searchsorted(t, since, side="right"))
@@ -51,10 +59,10 @@ def test_absurd_goals_rejected_then_a_normal_goal_moves_at_rated_speed(broker, m
     the rated speed bounds a goal; with the config's limits the targets are out of limits first."""
     server = make_server(broker.url, joint_limits=(-np.inf, np.inf) if limits == "unlimited" else None)
     rated = server.arm.model.max_speeds.copy()
-    writes = WriteRecorder(server.arm)
+    writes = ArmWrites(server.arm)
 
     async def go():
-        async with TeleopClient(broker.url, ARM_ID, name="fuzz") as c:
+        async with PatientClient(broker.url, ARM_ID, name="fuzz") as c:
             assert (await c.mode("position")).accepted
             q = np.array(server.runner.snapshot.command_position)
             huge, tiny, far, fast = q.copy(), q.copy(), q.copy(), q.copy()
@@ -67,20 +75,23 @@ def test_absurd_goals_rejected_then_a_normal_goal_moves_at_rated_speed(broker, m
                 "q+100 waypoints": await c.joint_waypoints([{"t": 0.5, "positions": list(q)},
                                                             {"t": 1.0, "positions": list(fast)}]),
             }
-            await asyncio.sleep(0.1)
-            before = time.perf_counter()
+            before = server.arm.clock.now()
+            reasons = {"too_fast", "too_far", "out_of_limits", "out_of_range"}
             target = q + np.array([1.0, 0.5, 0.25, 0.6, 1.5, -1.5])   # inside the limits, clear of the table
             ok = await c.joint_goal(list(target), duration=1.5)
+            while ok is not None and ok.reason == "rate_limited":   # five goals just went: 20/s, burst 5
+                await asyncio.sleep(0.05)
+                ok = await c.joint_goal(list(target), duration=1.5)
+                reasons.add("rate_limited")   # then the last error the status names
             try:
-                await c.wait_status(lambda s: s["at_goal"], timeout=6.0)
+                status = await c.status_after(time.time(), lambda s: s["at_goal"])
             except TimeoutError:
                 events = [(e.kind.value, e.detail[:120]) for e in server.arm.events.events][-6:]
-                raise AssertionError(f"not at the goal 6 s after it was accepted ({ok}); last status {c.status}; "
-                                     f"the arm's last events {events}") from None
-            status = await c.wait_status(lambda s: True)
-            return acks, ok, before, target, status
+                raise AssertionError(f"not at the goal {HANG:.0f} s after it was accepted ({ok}); last status "
+                                     f"{c.status}; the arm's last events {events}") from None
+            return acks, ok, before, target, status, reasons
 
-    acks, ok, before, target, status = run(go())
+    acks, ok, before, target, status, reasons = run(go(), timeout=4 * HANG)
     for what, ack in acks.items():
         assert ack is not None and not ack.accepted and ack.reason, (what, ack)
         assert ack.reason in ("too_fast", "too_far", "out_of_limits", "not_finite", "out_of_range"), (what, ack)
@@ -93,8 +104,7 @@ def test_absurd_goals_rejected_then_a_normal_goal_moves_at_rated_speed(broker, m
     peak = _speeds(writes, before, rated)
     print(f"peak commanded speed per cycle, x rated over the arm's own dt: {np.round(peak, 4)}")
     assert np.all(peak <= 1.05), (peak, rated)
-    assert status["state"] == "running" and status["last_error"]["reason"] in ("too_fast", "too_far",
-                                                                              "out_of_limits", "out_of_range")
+    assert status["state"] == "running" and status["last_error"]["reason"] in reasons
 
 
 def test_ack_flood_is_coalesced_not_dropped(broker, make_server):
@@ -107,28 +117,29 @@ def test_ack_flood_is_coalesced_not_dropped(broker, make_server):
     n = 2000
 
     async def go():
-        async with TeleopClient(broker.url, ARM_ID, name="flood") as c:
+        async with PatientClient(broker.url, ARM_ID, name="flood") as c:
             assert (await c.mode("position")).accepted
             q0 = server.runner.snapshot.position.copy()
             t0 = time.perf_counter()
-            old = time.time() - 10.0
+            old = time.time() - 3600.0  # stale whatever the freshness window
             seqs = [c.next_seq() for _ in range(n)]
             for s in seqs:
                 await c.send("joint_goal", {"positions": HOME, "duration": 1.0}, seq=s, ts=old, wait=False, qos=0)
-            rate = n / (time.perf_counter() - t0)
-            deadline = time.monotonic() + 10.0
-            while time.monotonic() < deadline:
-                answered = sum(1 + a.coalesced for a in c.acks if a.client == "flood" and a.reason == "stale")
-                if answered >= server.bridge.stats["received"] - 1:  # all but the mode command
-                    break
-                await asyncio.sleep(0.05)
-            await asyncio.sleep(0.6)  # one status refresh period
-            status = await c.wait_status(lambda s: _seen(s["bridge"]) >= n + 1, timeout=3.0)
+            rate = n / (time.perf_counter() - t0)   # printed: how fast this machine let the client publish
+
+            def answered() -> int:
+                return sum(1 + a.coalesced for a in c.acks if a.client == "flood" and a.reason == "stale")
+
+            # the flood has reached the bridge (the broker's copies of it, or what it dropped, counted:
+            # ordering: a goal published after the flood is answered after it), and every decoded one answered
+            assert (await c.mode("position")).accepted
+            await until(lambda: answered() >= server.bridge.stats["received"] - 2, "every decoded goal answered")
+            status = await c.status_after(time.time())   # the counts the arm published since
             return q0, rate, [a for a in c.acks if a.client == "flood" and a.reason == "stale"], status
 
-    q0, rate, stale, status = run(go(), timeout=60.0)
-    received = server.bridge.stats["received"] - 1
-    seen = _seen(server.bridge.stats) - 1
+    q0, rate, stale, status = run(go(), timeout=4 * HANG)
+    received = server.bridge.stats["received"] - 2   # all but the two mode commands
+    seen = _seen(server.bridge.stats) - 2
     print(f"{n} stale goals at {rate:.0f}/s: {received} decoded and answered, "
           f"{server.bridge.stats['flood_dropped']} dropped undecoded by the account's flood guard")
     assert seen > 0.95 * n, (seen, rate)   # QoS 0: the broker may drop a few under load
@@ -143,6 +154,12 @@ def test_ack_flood_is_coalesced_not_dropped(broker, make_server):
     np.testing.assert_allclose(server.runner.snapshot.position, q0, atol=1e-12)
 
 
+async def _cycles(writes: ArmWrites, n: int) -> None:
+    """Until the arm has run ``n`` more cycles (writes to its modules) from now."""
+    start = len(writes)
+    await until(lambda: len(writes) >= start + n, f"{n} more arm cycles")
+
+
 def _seen(bridge: dict) -> int:
     """Command messages that reached the bridge: decoded, or dropped undecoded by the flood guard."""
     return int(bridge["received"] + bridge["flood_dropped"] + bridge["queue_dropped"])
@@ -153,31 +170,34 @@ def test_retained_goal_is_cleared_from_the_broker_and_never_executed(broker, mak
     deletes it: a new subscriber finds nothing retained, and a restarted arm is not offered it again."""
     topics = Topics(ARM_ID)
 
-    async def retained_on(topic_filter: str, wait: float = 0.5) -> list[str]:
+    async def retained_on(topic_filter: str) -> list[str]:
+        """What the broker holds retained under ``topic_filter``: it sends that on the subscription,
+        before it handles the marker published after it on the same connection (ordering, not a wait)."""
         async with aiomqtt.Client("127.0.0.1", broker.port, identifier="peek") as peek:
+            marker = "hebictl-test/peek-marker"
             await peek.subscribe(topic_filter, qos=1)
+            await peek.subscribe(marker, qos=1)
+            await peek.publish(marker, b"end", qos=1)
             found = []
-            with_timeout = asyncio.timeout(wait)
-            try:
-                async with with_timeout:
-                    async for m in peek.messages:
-                        if m.retain and m.payload:
-                            found.append(m.topic.value)
-            except TimeoutError:
-                pass
+            async with asyncio.timeout(HANG):
+                async for m in peek.messages:
+                    if m.topic.value == marker:
+                        break
+                    if m.retain and m.payload:
+                        found.append(m.topic.value)
             return found
 
     async def go():
-        async with TeleopClient(broker.url, ARM_ID, name="op") as c:
+        async with PatientClient(broker.url, ARM_ID, name="op") as c:
             goal = {"seq": c.next_seq(), "ts": time.time(), "client": c.name, "positions": HOME, "duration": 1.0}
             await c.publish_raw("cmd/joint_goal", json.dumps(goal), qos=1, retain=True)
             assert await retained_on(topics.cmd("#")) == [topics.cmd("joint_goal")]
             server = await asyncio.to_thread(make_server, broker.url)
             ack = await c.wait_ack(lambda a: a.reason == "retained")
-            await asyncio.sleep(0.2)
+            await until(lambda: server.bridge.stats["retained_cleared"] == 1, "the bridge clearing the goal")
             return server, ack, await retained_on(topics.cmd("#"))
 
-    server, ack, left = run(go())
+    server, ack, left = run(go(), timeout=4 * HANG)
     assert ack.topic == "joint_goal" and not ack.accepted
     assert left == []
     assert server.bridge.stats["retained_cleared"] == 1
@@ -187,15 +207,17 @@ def test_retained_goal_is_cleared_from_the_broker_and_never_executed(broker, mak
 def test_shutdown_brakes_and_holds_never_releases(broker, make_server):
     """Stopping teleop mid-goal: the last command the modules get is a finite hold at rest."""
     server = make_server(broker.url, runner_options={"shutdown_hold": 0.2})
-    writes = WriteRecorder(server.arm)
+    writes = ArmWrites(server.arm)
 
     async def go():
-        async with TeleopClient(broker.url, ARM_ID, name="op") as c:
+        async with PatientClient(broker.url, ARM_ID, name="op") as c:
             assert (await c.mode("position")).accepted
             assert (await c.joint_goal(list(np.add(HOME, 0.25)), duration=1.0)).accepted
-            await asyncio.sleep(0.4)
+            # mid-goal: the arm published joints on their way
+            await c.wait_for(lambda n, b: n == "joints" and np.abs(np.subtract(b["position"], HOME)).max() > 0.02)
 
-    run(go())
+    run(go(), timeout=4 * HANG)
+    assert server.arm.trajectory is not None, "the goal ended before the shutdown: not mid-goal"
     server.stop_background()
     kinds = server.arm.events.kinds()
     assert "teleop_shutdown" in kinds and "release" not in kinds
@@ -208,14 +230,15 @@ def test_retained_estop_engage_still_engages_and_is_cleared(broker, make_server)
     """Refusing a stop is never safe: a retained e-stop engage engages the e-stop, and is deleted."""
 
     async def go():
-        async with TeleopClient(broker.url, ARM_ID, name="op") as c:
+        async with PatientClient(broker.url, ARM_ID, name="op") as c:
             msg = {"seq": c.next_seq(), "ts": time.time(), "client": c.name, "engaged": True}
             await c.publish_raw("cmd/estop", json.dumps(msg), qos=1, retain=True)
             server = await asyncio.to_thread(make_server, broker.url)
-            st = await c.wait_status(lambda s: s.get("estop") is True, timeout=3.0)
+            st = await c.wait_status(lambda s: s.get("estop") is True)
+            await until(lambda: server.bridge.stats["retained_cleared"] == 1, "the bridge clearing the e-stop")
             return server, st
 
-    server, st = run(go())
+    server, st = run(go(), timeout=4 * HANG)
     assert st["state"] == "stopped" and st["stop_behaviour"] == "hold"
     assert server.bridge.stats["retained_cleared"] == 1
 
@@ -226,6 +249,7 @@ def test_hostile_numbers_and_shapes_are_dropped_counted_and_close_nothing(broker
     with an ack; a jog whose direction is NaN never becomes a jog; the operator's connection and
     the arm's stay up (no reconnect), and the next valid jog is accepted and moves the arm."""
     server = make_server(broker.url)
+    writes = ArmWrites(server.arm)
     topics = Topics(ARM_ID)
     port = int(broker.url.rsplit(":", 1)[1])
     env = '"seq": %d, "ts": %.3f, "client": "hostile"'
@@ -245,7 +269,7 @@ def test_hostile_numbers_and_shapes_are_dropped_counted_and_close_nothing(broker
     }
 
     async def go():
-        async with TeleopClient(broker.url, ARM_ID, name="op") as c:
+        async with PatientClient(broker.url, ARM_ID, name="op") as c:
             assert (await c.mode("jog")).accepted
             q0 = server.runner.snapshot.position.copy()
             acks = []
@@ -257,33 +281,34 @@ def test_hostile_numbers_and_shapes_are_dropped_counted_and_close_nothing(broker
                         n += 1
                         payload = ("{" + env % (n, time.time()) + ", " + body + "}").encode()
                         await h.publish(topics.cmd(name), payload, qos=1)
-                try:
-                    async with asyncio.timeout(3.0):
-                        async for m in h.messages:
-                            a = json.loads(m.payload)
-                            if a["client"] in ("hostile", None):
-                                acks.append(a)
-                            if sum(x.get("coalesced", 0) + 1 for x in acks) >= n:
-                                break
-                except TimeoutError:
-                    pass
-            await asyncio.sleep(0.2)
+                # every payload handled by the bridge, and acks of the reasons looked for in (jog
+                # rejections are acked at most every 0.2 s per client and reason, coalesced)
+                needed = {"not_finite", "out_of_range", "wrong_length"}
+                async with asyncio.timeout(HANG):
+                    async for m in h.messages:
+                        a = json.loads(m.payload)
+                        if a["client"] in ("hostile", None):
+                            acks.append(a)
+                        if server.bridge.stats["rejected"] >= n and needed <= {x["reason"] for x in acks}:
+                            break
+            await _cycles(writes, 10)   # arm cycles after the last of them was handled
             moved = np.abs(server.runner.snapshot.position - q0).max()
             jogging = server.runner.jog.active
-            for _ in range(30):  # a valid jog afterwards still works
+            moved_after, end = 0.0, time.monotonic() + HANG
+            while moved_after <= 0.01:   # a valid jog afterwards still works
+                assert time.monotonic() < end, "hang guard: a valid jog after the hostile ones never moved the arm"
                 await c.jog([0.2, 0, 0, 0, 0, 0], ttl=0.2)
                 await asyncio.sleep(0.01)
-            moved_after = abs(server.runner.snapshot.position[0] - q0[0])
+                moved_after = abs(server.runner.snapshot.position[0] - q0[0])
             return n, acks, moved, jogging, moved_after
 
-    n, acks, moved, jogging, moved_after = run(go())
+    n, acks, moved, jogging, moved_after = run(go(), timeout=4 * HANG)
     stats = server.bridge.stats
     reasons = sorted({a["reason"] for a in acks})
     print(f"\n{n} hostile payloads -> {len(acks)} acks, reasons {reasons}; malformed counted "
           f"{stats['malformed']}; arm moved {moved:.2e} rad; connects {stats['connects']}, "
           f"disconnects {stats['disconnects']}")
     assert acks and not any(a["accepted"] for a in acks)
-    # jog rejections are acked at most every 0.2 s per client and reason: the count is in the status
     assert {"not_finite", "out_of_range", "wrong_length"} <= set(reasons)
     assert moved < 1e-9 and not jogging, "a hostile jog moved the arm"
     assert stats["rejected"] == n and stats["malformed"] == 5  # NaN, -Infinity, 5000 digits, depth, repeat
