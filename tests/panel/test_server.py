@@ -22,6 +22,7 @@ import pytest
 from hebictl.panel.auth import Gate
 from hebictl.panel.link import PanelLink
 from hebictl.panel.server import PanelServer
+from hebictl.panel.session import JOG_TTL
 from hebictl.teleop.broker import LocalBroker
 from hebictl.teleop.connection import parse_broker
 from hebictl.teleop.state_schema import payload_sha256
@@ -353,6 +354,7 @@ def test_hostile_messages_never_become_commands_nor_close_the_session(broker: Lo
             await until(lambda: len(arm.commands) > 1)
             _, name, body = arm.commands[1]
             assert name == "jog" and body["velocity"] == [0.0, -0.5] and body["deadman"] is True
+            assert body["ttl"] == JOG_TTL   # the arm stops the jog by itself a ttl after the last sample
             assert any("without an account" in w for w in server.link.warnings)   # this broker is anonymous
             assert any("may publish arm arm1's state topics" in w for w in server.link.warnings)
             got = await frames(ws, 5)                      # still open, still updating
