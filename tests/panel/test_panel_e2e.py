@@ -56,7 +56,7 @@ TAP_TOPICS = [("hebictl/v1/+/state/#", 1), ("hebictl/v1/+/cmd/jog", 0), ("hebict
               ("hebictl/v1/+/cmd/mode", 1)]
 USERS = {"op": "op-pw", "viewer": "viewer-pw", "tap": "tap-pw", "armA": "a-pw", "armB": "b-pw", "arm2": "2-pw"}
 SESSIONS = 300   # open sessions while the e-stop is pressed (the op panel runs with --max-sessions above it)
-HANG = 60.0      # s: how long a wait for an event may take before the test calls it a hang (never a bound)
+HANG = 120.0     # s: how long a wait for an event may take before the test calls it a hang (never a bound)
 WORKSPACE_OBJECTS = [
     {"type": "box", "name": "crate", "center": [-0.4, 0.35, 0.1], "size": [0.2, 0.2, 0.2]},
     {"type": "cylinder", "name": "post", "center": [-0.4, -0.35, 0.2], "radius": 0.05, "height": 0.4},
@@ -66,7 +66,9 @@ WORKSPACE_OBJECTS = [
 #: panel.js's colours (WS_COLORS, SHAPE_COLORS): the table's fill, the keep-out edge, a collision shape's fill
 TABLE_RGBA, KEEP_OUT_RGBA, SHAPE_RGBA = (180, 140, 90, 0.35), (234, 88, 12, 0.95), (37, 99, 235, 0.18)
 
-pytestmark = [pytest.mark.broker, pytest.mark.timeout(300)]
+# one worker holds the rig (its tests share it and run in file order; test_zz stops armB): under
+# pytest-xdist with --dist loadgroup the module's tests are not spread over several rigs
+pytestmark = [pytest.mark.broker, pytest.mark.timeout(900), pytest.mark.xdist_group("panel_e2e")]
 
 
 class Rig:
@@ -346,16 +348,17 @@ def _hold_until_moved(tap: Tap, arm: str, since: float, j: int, rad: float) -> N
 
 def _released(tap: Tap, arm: str, t0: float, t_release: float, j: int) -> tuple[float, float]:
     """A jog pressed at ``t0`` and ended in the browser at ``t_release`` (the test's clock): the
-    panel's dead-man release reaches the arm's command topic, every dead-man sample came before it
-    (stamped by the browser before the release, delivered before it) and joint ``j`` then comes to a
-    standstill. Returns (the release's arrival, the arm's time from which the joint is still)."""
+    panel's dead-man release reaches the arm's command topic, every dead-man sample was delivered
+    before it (one socket, one session, one MQTT connection: their order is the browser's) and joint
+    ``j`` then comes to a standstill. Returns (the release's arrival, the arm's time from which the
+    joint is still). (A sample's ``ts`` is the browser's clock moved by the panel's estimate of the
+    offset, good to half a round trip: on a loaded machine not an order.)"""
     def release() -> float | None:
         return next((t for t, b in tap.get(arm, "cmd/jog", t0) if not b["deadman"]), None)
 
     t_off = tap.wait(release, HANG, "the panel's dead-man release on cmd/jog")
-    held = [(t, b) for t, b in tap.get(arm, "cmd/jog", t0) if b["deadman"]]
-    assert held and all(b["ts"] <= t_release for _, b in held), "the browser sent dead-man samples after the release"
-    assert all(t <= t_off for t, _ in held), "a dead-man sample reached the arm's topic after the release"
+    held = [t for t, b in tap.get(arm, "cmd/jog", t0) if b["deadman"]]
+    assert held and max(held) <= t_off, "a dead-man sample reached the arm's topic after the release"
     return t_off, _stop_time(tap, arm, t_off, j)
 
 
@@ -479,6 +482,8 @@ def test_read_only_account_cannot_move_the_arm(rig: Rig, browser: Any) -> None:
         ws.send(JSON.stringify({t: 'cmd', name: 'zz-marker'}));
     })""")
     assert "zz-marker" in told
+    t_marker = time.time()
+    tap.wait(lambda: len(_joint(tap, "armA", t_marker)[0]) >= 20, HANG, "20 joint samples after the marker")
     assert not [b for _, b in tap.get("armA", "cmd/mode", t0)], "a read-only panel published a mode command"
     assert not [b for _, b in tap.get("armA", "cmd/jog", t0)], "a read-only panel published jog samples"
     status = tap.status("armA")
@@ -815,7 +820,7 @@ def test_zz_an_arm_stopped_with_ctrl_c_is_shown_offline(rig: Rig, browser: Any) 
     proc.send_signal(signal.SIGINT)
     rig.tap.wait_status("armB", lambda s: s.get("status") == "offline", HANG)
     page.wait_for_selector("#banner.offline:not([hidden])")
-    assert "OFFLINE" in page.inner_text("#banner")
+    page.wait_for_function("document.querySelector('#banner').textContent.includes('OFFLINE')")
     assert page.evaluate("document.body.classList.contains('greyed')")
     assert page.is_disabled("#stop") and page.is_disabled("#modes button[data-mode=jog]")
     # the arm list is refreshed on its own tick, after the banner: wait for it rather than race it

@@ -43,7 +43,8 @@ from tests._support.panel_e2e import (
     token_url,
 )
 
-pytestmark = [pytest.mark.broker, pytest.mark.timeout(400)]
+# one worker holds the rig (pytest-xdist --dist loadgroup), as in test_panel_e2e
+pytestmark = [pytest.mark.broker, pytest.mark.timeout(900), pytest.mark.xdist_group("panel_mio")]
 
 USERS = {"op": "op-pw", "tap": "tap-pw", "armJ": "j-pw", "armG": "g-pw"}
 ARMS = {"armJ": ("sim", "jog"), "armG": ("mock", "gravcomp")}
@@ -55,7 +56,7 @@ GRAVCOMP_LAYOUT = [
      "parameters": {"text": ["🌍"], "mode": "toggle"}},
 ]
 DOC_SHOT = REPO / "docs" / "panel-mobile-io.png"   # replaced only with HEBICTL_UPDATE_DOCS=1
-HANG = 90.0   # s: how long a wait for an event may take before the test calls it a hang (never a bound)
+HANG = 120.0  # s: how long a wait for an event may take before the test calls it a hang (never a bound)
 
 
 def inputs(tap: Tap, arm: str, since: float) -> list[dict[str, Any]]:
