@@ -174,7 +174,7 @@ def _mode_position(page: Any, tap: Tap) -> None:
 
 
 def _page(browser: Any, url: str) -> Any:
-    page = browser.new_page(viewport={"width": 1400, "height": 820})
+    page = browser.new_page(viewport={"width": 1400, "height": 820}, bypass_csp=True)   # lets it evaluate JS
     page.set_default_timeout(HANG * 1000)
     page.goto(url)
     page.wait_for_function("[...document.querySelectorAll('#arm option')].some(o => o.value === 'armA')")

@@ -245,6 +245,12 @@ def test_acks_forged_by_another_arms_account_release_nothing_and_move_nothing(ac
                 last = [b for n, b in spy.commands("arm1") if n == "estop"][-1]
                 await until(lambda: any(a.get("topic") == "estop" and a.get("seq") == last["seq"]
                                         for a in spy.acks(0.0)), what="arm1's ack of the e-stop")
+                # the brake that the e-stop began is over (the goal was within 2 mrad of its end): the joint
+                # the attack must not move is judged from a sample taken after that
+                await until(lambda: spy.status().get("braking") is False, what="the e-stop's brake done")
+                t_still = time.time()
+                await until(lambda: any(at >= t_still and t == f"{ROOT}/arm1/state/joints" for at, t, _ in spy.seen),
+                            what="a joint sample after the brake")
                 sent = spy.commands("arm1")
                 recent = {n: b for n, b in sent}   # the last of each
                 release = [b for n, b in sent if n == "estop" and b["engaged"] is False][-1]
