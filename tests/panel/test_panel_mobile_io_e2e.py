@@ -43,7 +43,7 @@ from tests._support.panel_e2e import (
     token_url,
 )
 
-# one worker holds the rig (pytest-xdist --dist loadgroup), as in test_panel_e2e
+# one worker holds the rig (pytest-xdist --dist loadgroup or loadfile), as in test_panel_e2e
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(900), pytest.mark.xdist_group("panel_mio")]
 
 USERS = {"op": "op-pw", "tap": "tap-pw", "armJ": "j-pw", "armG": "g-pw"}
