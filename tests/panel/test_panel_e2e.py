@@ -506,11 +506,11 @@ def test_gripper_opens_and_closes(rig: Rig, browser: Any, arm: str) -> None:
     for button, position in (("#grip_open", 1.0), ("#grip_close", 0.0)):
         t0 = time.time()
         page.click(button)
-        _, st = tap.wait_status(arm, lambda s, p=position: (s.get("gripper") or {}).get("position") == p, 5.0,
+        _, st = tap.wait_status(arm, lambda s, p=position: (s.get("gripper") or {}).get("position") == p, HANG,
                                 since=t0)
         if st["gripper"].get("hardware"):  # a gripper that moves: wait for its measured opening to get there
             tap.wait_status(arm, lambda s, p=position: abs(((s.get("gripper") or {}).get("measured_opening")
-                                                            or -9.0) - p) < 0.1, 10.0)
+                                                            or -9.0) - p) < 0.1, HANG)
     page.close()
 
 
@@ -518,6 +518,13 @@ def test_joint_sliders_go_and_the_dragged_end_effector_target(rig: Rig, browser:
     tap = rig.tap
     page = _page(browser, rig.panels["op"], "armA")
     _mode(page, tap, "armA", "position")
+    # from home: the jog tests before leave the arm wherever their holds ended (which varies with the
+    # machine's load), and the dragged target below must be reachable
+    page.wait_for_selector("#home:not([disabled])")
+    t_home = time.time()
+    page.click("#home")
+    tap.wait_status("armA", lambda s: s.get("at_goal") is True, HANG,
+                    since=_accepted(page, tap, "armA", "joint_goal", t_home))
     page.click("#sync")
     q0 = float(page.eval_on_selector("#slider0", "e => e.value"))
     target = q0 + 0.3 if q0 < 2.5 else q0 - 0.3
@@ -530,7 +537,7 @@ def test_joint_sliders_go_and_the_dragged_end_effector_target(rig: Rig, browser:
     t0 = time.time()
     page.click("#go")
     acked = _accepted(page, tap, "armA", "joint_goal", t0)
-    tap.wait_status("armA", lambda s: s.get("at_goal") is True, 15, since=acked)
+    tap.wait_status("armA", lambda s: s.get("at_goal") is True, HANG, since=acked)
     ts, q = _joint(tap, "armA", t0)
     assert abs(q[-1] - target) < 0.01
 
@@ -550,13 +557,13 @@ def test_joint_sliders_go_and_the_dragged_end_effector_target(rig: Rig, browser:
     t1 = time.time()
     page.click("#tgo")
     acked = _accepted(page, tap, "armA", "cartesian_goal", t1)
-    _, done = tap.wait_status("armA", lambda s: s.get("at_goal") is True, 15, since=acked)
+    _, done = tap.wait_status("armA", lambda s: s.get("at_goal") is True, HANG, since=acked)
     # the end effector where the arm stood once at its goal: the first pose measured at or after the
     # status that said so (a status is stamped when the bridge published it, a pose with the time of its
     # arm cycle, so that pose is from a cycle after the arm was at its goal)
     try:
         pose = tap.wait(lambda: next((b for _, b in tap.get("armA", "state/ee_pose", t1)
-                                      if b["ts"] >= done["ts"]), None), 5.0, "a pose at the goal")
+                                      if b["ts"] >= done["ts"]), None), HANG, "a pose at the goal")
     except AssertionError:
         pose = {}
     position = pose.get("position") or [math.nan] * 3   # None: the arm had no finite pose
