@@ -66,10 +66,9 @@ WORKSPACE_OBJECTS = [
 #: panel.js's colours (WS_COLORS, SHAPE_COLORS): the table's fill, the keep-out edge, a collision shape's fill
 TABLE_RGBA, KEEP_OUT_RGBA, SHAPE_RGBA = (180, 140, 90, 0.35), (234, 88, 12, 0.95), (37, 99, 235, 0.18)
 
-# one worker holds the rig (its tests share it and run in file order; test_zz stops armB): with
-# pytest-xdist's --dist loadgroup (or loadfile) the module's tests are not spread over several rigs.
-# (xdist 3.8 ignored the group when the plugin was also named with -p xdist: loadfile still groups.)
-pytestmark = [pytest.mark.broker, pytest.mark.timeout(900), pytest.mark.xdist_group("panel_e2e")]
+# one rig for the module's tests, in file order (test_zz stops armB): under pytest-xdist, --dist loadfile
+# keeps them on one worker (with the default --dist load each worker that gets one builds a rig of its own)
+pytestmark = [pytest.mark.broker, pytest.mark.timeout(900)]
 
 
 class Rig:

@@ -43,8 +43,8 @@ from tests._support.panel_e2e import (
     token_url,
 )
 
-# one worker holds the rig (pytest-xdist --dist loadgroup or loadfile), as in test_panel_e2e
-pytestmark = [pytest.mark.broker, pytest.mark.timeout(900), pytest.mark.xdist_group("panel_mio")]
+# one rig for the module's tests: under pytest-xdist, --dist loadfile keeps them on one worker
+pytestmark = [pytest.mark.broker, pytest.mark.timeout(900)]
 
 USERS = {"op": "op-pw", "tap": "tap-pw", "armJ": "j-pw", "armG": "g-pw"}
 ARMS = {"armJ": ("sim", "jog"), "armG": ("mock", "gravcomp")}
