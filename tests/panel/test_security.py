@@ -27,7 +27,7 @@ import pytest
 
 from hebictl.panel.auth import Gate
 from hebictl.panel.link import PanelLink
-from hebictl.panel.server import PanelServer
+from hebictl.panel.server import REFUSALS, PanelServer
 from hebictl.teleop.broker import LocalBroker
 from hebictl.teleop.connection import parse_broker
 from hebictl.teleop.state_schema import payload_sha256
@@ -42,6 +42,7 @@ pytestmark = pytest.mark.broker
 USERS = {"op": "op-pw", "arm1": "arm1-pw", "arm2": "arm2-pw", "spy": "spy-pw"}
 ROOT = "hebictl/v1"
 HANG = 540.0   # s: a hang guard for a whole scenario (a cold kernel cache compiles for minutes), never a bound
+WAIT = 60.0    # s: a hang guard for one awaited event (a status, an ack, a frame), never a bound
 EYE = [[1.0, 0, 0, 0], [0, 1.0, 0, 0], [0, 0, 1.0, 0], [0, 0, 0, 1.0]]
 
 
@@ -106,7 +107,7 @@ class Spy:
         return [b for at, t, b in self.seen if at >= since and t == f"{ROOT}/arm1/state/ack" and b]
 
 
-async def until(pred: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
+async def until(pred: Callable[[], Any], timeout: float = WAIT, what: str = "") -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         v = pred()
@@ -139,7 +140,7 @@ async def script(server: PanelServer, arm: str = "arm1") -> Any:
     """A session opened with the launch token (as a script would), on ``arm``."""
     from websockets.asyncio.client import connect
 
-    ws = await connect(f"ws://127.0.0.1:{server.port}/ws?token={server.gate.token}", open_timeout=5)
+    ws = await connect(f"ws://127.0.0.1:{server.port}/ws?token={server.gate.token}", open_timeout=WAIT)
     await ws.send(json.dumps({"t": "select", "arm": arm}))
     await until(lambda: any(s.arm == arm for s in server.sessions), what="the session on the arm")
     told: list[str] = []
@@ -183,6 +184,24 @@ async def cmd(ws: Any, name: str, body: dict[str, Any]) -> None:
     await ws.send(json.dumps({"t": "cmd", "name": name, "body": body}))
 
 
+async def intrude(client: Any, spy: Spy, topic: str, body: dict[str, Any], name: str) -> None:
+    """Publish ``cmd/<topic>`` to arm1 under the panel's client ``name`` with a seq of now (above the
+    panel's), until arm1 acknowledges one as accepted: from then on that seq is arm1's last for the
+    name. (One that waited in a loaded machine longer than the arm's max age is refused as stale,
+    and changes nothing: it is sent again, fresh.)"""
+    acks: list[dict[str, Any]] = []
+    for _ in range(10):
+        seq = time.time_ns() // 1000
+        await client.publish(f"{ROOT}/arm1/cmd/{topic}", json.dumps(
+            {**body, "seq": seq, "ts": time.time(), "client": name}), qos=1)
+        ack = await until(lambda s=seq: next((a for a in spy.acks(0.0) if a.get("seq") == s), None),
+                          what=f"arm1's ack of the intruder's {topic}")
+        acks.append(ack)
+        if ack.get("accepted"):
+            return
+    raise AssertionError(f"arm1 accepted none of the intruder's {topic}s: {acks}")
+
+
 # ---------------------------------------------------------------------- attack 1: forged acks
 def test_acks_forged_by_another_arms_account_release_nothing_and_move_nothing(acl_broker: LocalBroker) -> None:
     """Holding only arm2's account, the attacker publishes on arm2's own ``state/ack`` (and tries
@@ -200,10 +219,10 @@ def test_acks_forged_by_another_arms_account_release_nothing_and_move_nothing(ac
             async with panel(acl_broker) as (server, spy):
                 link = server.link
                 await until(lambda: (v := link.arms.get("arm1")) is not None and v.writable
-                            and v.description_verified, 30, "the panel to see arm1")
+                            and v.description_verified, what="the panel to see arm1")
                 ws = await script(server)
-                await until(lambda: spy.status().get("status") == "online", 30, "arm1 online")
-                await until(lambda: link.arms["arm1"].joints, 10, "arm1's joints in the panel")
+                await until(lambda: spy.status().get("status") == "online", what="arm1 online")
+                await until(lambda: link.arms["arm1"].joints, what="arm1's joints in the panel")
                 await cmd(ws, "mode", {"mode": "position"})
                 await until(lambda: spy.status().get("mode") == "position", what="mode position")
 
@@ -212,9 +231,7 @@ def test_acks_forged_by_another_arms_account_release_nothing_and_move_nothing(ac
                 name = spy.commands("arm1")[-1][1]["client"]
                 async with aiomqtt.Client("127.0.0.1", acl_broker.port, username="op", password=USERS["op"],
                                           identifier="op:intruder") as op:
-                    await op.publish(f"{ROOT}/arm1/cmd/stop", json.dumps(
-                        {"seq": time.time_ns() // 1000, "ts": time.time(), "client": name}), qos=1)
-                    await asyncio.sleep(0.3)
+                    await intrude(op, spy, "stop", {}, name)
                     t0 = time.time()
                     await cmd(ws, "mode", {"mode": "jog"})
                     await until(lambda: spy.status().get("mode") == "jog", what="mode jog, sent again")
@@ -235,11 +252,19 @@ def test_acks_forged_by_another_arms_account_release_nothing_and_move_nothing(ac
                 await until(lambda: spy.status().get("mode") == "position", what="mode position")
                 q0 = spy.joint0()
                 await cmd(ws, "joint_goal", {"positions": [q0 + 0.05, *link.arms["arm1"].joints["position"][1:]]})
-                await until(lambda: abs(spy.joint0() - (q0 + 0.05)) < 2e-3, 15, "the goal")
+                await until(lambda: abs(spy.joint0() - (q0 + 0.05)) < 2e-3, what="the goal")
                 await cmd(ws, "estop", {"engaged": True})
                 await until(lambda: spy.status().get("estop") is True, what="e-stop engaged")
                 await shown(link, True)
-                await asyncio.sleep(0.3)
+                last = [b for n, b in spy.commands("arm1") if n == "estop"][-1]
+                await until(lambda: any(a.get("topic") == "estop" and a.get("seq") == last["seq"]
+                                        for a in spy.acks(0.0)), what="arm1's ack of the e-stop")
+                # the brake that the e-stop began is over (the goal was within 2 mrad of its end): the joint
+                # the attack must not move is judged from a sample taken after that
+                await until(lambda: spy.status().get("braking") is False, what="the e-stop's brake done")
+                t_still = time.time()
+                await until(lambda: any(at >= t_still and t == f"{ROOT}/arm1/state/joints" for at, t, _ in spy.seen),
+                            what="a joint sample after the brake")
                 sent = spy.commands("arm1")
                 recent = {n: b for n, b in sent}   # the last of each
                 release = [b for n, b in sent if n == "estop" and b["engaged"] is False][-1]
@@ -248,6 +273,9 @@ def test_acks_forged_by_another_arms_account_release_nothing_and_move_nothing(ac
                 held = spy.joint0()
 
                 t_forge = time.time()
+                marks: list[Any] = []   # the forger's last message, as the panel's link handled it
+                link.listeners.append(lambda arm, kind, body: marks.append(body) if arm == "arm2" and kind == "ack"
+                                      and body.get("client") == "marker" else None)
                 async with aiomqtt.Client("127.0.0.1", acl_broker.port, username="arm2", password=USERS["arm2"],
                                           identifier="arm2:forger") as arm2:
                     for topic, body in targets:
@@ -255,28 +283,36 @@ def test_acks_forged_by_another_arms_account_release_nothing_and_move_nothing(ac
                                "seq": body["seq"], "ts": time.time()}
                         for arm in ("arm2", "arm1"):   # its own ack topic, and arm1's (the ACL drops that one)
                             await arm2.publish(f"{ROOT}/{arm}/state/ack", json.dumps(ack), qos=1)
-                await asyncio.sleep(1.5)
+                    # then a harmless ack on the same connection and topic: the link gets them in order, so once
+                    # it handled this one it had judged every forged one. A believed refusal moves the panel to a
+                    # new name (the epoch) before anything is sent again: with the epoch unchanged, nothing is
+                    await arm2.publish(f"{ROOT}/arm2/state/ack", json.dumps(
+                        {"topic": "mode", "accepted": True, "client": "marker", "seq": 1, "ts": time.time()}), qos=1)
+                await until(lambda: marks, what="the panel's link handling the forger's last ack")
+                assert link.epoch == 1
                 assert spy.commands("arm1", t_forge) == []
                 assert [a for a in spy.acks(t_forge) if a.get("client") == release["client"]] == []
                 assert spy.status().get("estop") is True and link.epoch == 1
                 assert abs(spy.joint0() - held) < 1e-4
                 print(f"\nforged acks: {len(targets)} on arm2's topic (+{len(targets)} refused on arm1's): "
-                      f"0 commands to arm1 in 1.5 s, e-stop engaged, joint 0 moved {abs(spy.joint0() - held):.1e} rad")
+                      f"0 commands to arm1, e-stop engaged, joint 0 moved {abs(spy.joint0() - held):.1e} rad")
 
                 # a genuine refusal of a release (someone's larger seq under the panel's current name): the
                 # panel moves to a new name but never sends the release again
                 name = release["client"]   # the name the panel signs with now (its epoch 1)
                 async with aiomqtt.Client("127.0.0.1", acl_broker.port, username="op", password=USERS["op"],
                                           identifier="op:intruder2") as op:
-                    await op.publish(f"{ROOT}/arm1/cmd/estop", json.dumps(
-                        {"engaged": True, "seq": time.time_ns() // 1000, "ts": time.time(), "client": name}), qos=1)
-                    await asyncio.sleep(0.3)
+                    await intrude(op, spy, "estop", {"engaged": True}, name)
                     t1 = time.time()
                     await cmd(ws, "estop", {"engaged": False})
                     await until(lambda: any(a.get("reason") == "out_of_order" for a in spy.acks(t1)),
                                 what="arm1 refusing the release")
+                    # the link decides in the same call that moves it to a new name whether to send again
                     await until(lambda: link.epoch == 2, what="the panel's new name")
-                await asyncio.sleep(1.0)
+                # then an e-stop from the same tab: a release sent again would have gone out before it
+                await cmd(ws, "estop", {"engaged": True})
+                await until(lambda: [b for n, b in spy.commands("arm1", t1) if n == "estop" and b["engaged"]],
+                            what="the tab's e-stop after the refusal")
                 releases = [b for n, b in spy.commands("arm1", t1) if n == "estop" and b["engaged"] is False]
                 assert len(releases) == 1 and spy.status().get("estop") is True, releases
                 await ws.close()
@@ -308,7 +344,7 @@ def test_nothing_is_sent_again_after_a_newer_estop(acl_broker: LocalBroker) -> N
 
             pump = asyncio.create_task(alive())
             async with panel(acl_broker) as (server, spy):
-                await until(lambda: (v := server.link.arms.get("arm1")) is not None and v.writable, 15, "arm1")
+                await until(lambda: (v := server.link.arms.get("arm1")) is not None and v.writable, what="arm1")
                 ws = await script(server)
 
                 async def refuse(body: dict[str, Any]) -> None:
@@ -317,6 +353,7 @@ def test_nothing_is_sent_again_after_a_newer_estop(acl_broker: LocalBroker) -> N
                     await arm.publish(f"{ROOT}/arm1/state/ack", json.dumps(ack), qos=1)
 
                 for with_estop in (True, False):
+                    epoch = server.link.epoch
                     t0 = time.time()
                     await cmd(ws, "mode", {"mode": "jog"})
                     mode = (await until(lambda t=t0: [b for n, b in spy.commands("arm1", t) if n == "mode"],
@@ -325,7 +362,17 @@ def test_nothing_is_sent_again_after_a_newer_estop(acl_broker: LocalBroker) -> N
                         await cmd(ws, "estop", {"engaged": True})
                         await until(lambda t=t0: [n for n, _ in spy.commands("arm1", t) if n == "estop"])
                     await refuse(mode)
-                    await asyncio.sleep(1.0)
+                    # the link believes the refusal and moves to a new name (the epoch) in the same call that
+                    # decides whether to send the mode again
+                    await until(lambda e=epoch: server.link.epoch == e + 1, what="the panel's new name")
+                    if with_estop:   # an e-stop from the same tab: a mode sent again would have gone out before it
+                        t1 = time.time()
+                        await cmd(ws, "estop", {"engaged": True})
+                        await until(lambda t=t1: [n for n, _ in spy.commands("arm1", t) if n == "estop"],
+                                    what="the tab's second e-stop")
+                    else:
+                        await until(lambda t=t0: len([n for n, _ in spy.commands("arm1", t) if n == "mode"]) > 1,
+                                    what="the mode sent again")
                     modes = [b for n, b in spy.commands("arm1", t0) if n == "mode"]
                     print(f"\nrefused mode, e-stop after it: {with_estop}: cmd/mode sent {len(modes)} time(s)")
                     assert len(modes) == (1 if with_estop else 2), modes
@@ -343,7 +390,7 @@ def _http(port: int, path: str, headers: dict[str, str] | None = None) -> tuple[
 
     req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=headers or {})
     try:
-        with urllib.request.build_opener(NoRedirect).open(req, timeout=5) as r:
+        with urllib.request.build_opener(NoRedirect).open(req, timeout=WAIT) as r:
             return r.status, r.headers, r.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.headers, exc.read()
@@ -368,7 +415,7 @@ def test_a_page_on_another_port_and_a_stolen_cookie_get_nothing(acl_broker: Loca
         with serving(teleop_server(kit6_arm("mock"), acl_broker.url, "arm1", username="arm1",
                                    password=USERS["arm1"])):
             async with panel(acl_broker) as (server, spy):
-                await until(lambda: (v := server.link.arms.get("arm1")) is not None and v.writable, 30, "arm1")
+                await until(lambda: (v := server.link.arms.get("arm1")) is not None and v.writable, what="arm1")
                 cookie, key = await asyncio.to_thread(_login, server.port, f"/?token={server.gate.token}")
                 url = f"ws://127.0.0.1:{server.port}/ws"
                 own = f"http://127.0.0.1:{server.port}"
@@ -376,7 +423,7 @@ def test_a_page_on_another_port_and_a_stolen_cookie_get_nothing(acl_broker: Loca
                 await tab.send(json.dumps({"t": "auth", "k": key}))
                 await tab.send(json.dumps({"t": "select", "arm": "arm1"}))
                 told = asyncio.create_task(notices(tab, 60.0))   # the tab reads its socket, as a browser does
-                await until(lambda: spy.status().get("status") == "online", 30, "arm1 online")
+                await until(lambda: spy.status().get("status") == "online", what="arm1 online")
                 await cmd(tab, "estop", {"engaged": True})
                 await until(lambda: spy.status().get("estop") is True, what="the operator's e-stop")
                 t0 = time.time()
@@ -394,19 +441,20 @@ def test_a_page_on_another_port_and_a_stolen_cookie_get_nothing(acl_broker: Loca
                                 await ws.send(json.dumps(first))
                                 await ws.send(json.dumps({"t": "cmd", "name": "estop", "body": {"engaged": False}}))
                             while True:
-                                got.append(await asyncio.wait_for(ws.recv(), 10))
+                                got.append(await asyncio.wait_for(ws.recv(), WAIT))
                         assert got == [] and info.value.rcvd is not None and info.value.rcvd.code == 1008
                         closed.append(first)
                 # GET / with the stolen cookie is the page itself, without the key
                 status, _, body = await asyncio.to_thread(_http, server.port, "/", {"Cookie": cookie})
                 assert status == 200 and key.encode() not in body
-                await asyncio.sleep(0.5)
-                assert spy.commands("arm1", t0) == [] and spy.status().get("estop") is True
                 assert len([s for s in server.sessions if not s.closing]) == 1 and server.refused["key"] == 6
-                print(f"\nother-port origins: 3 x 403; stolen cookie: {len(closed)} sockets closed 1008 with 0 "
-                      "messages; 0 commands reached arm1; the e-stop stayed engaged")
-                await cmd(tab, "estop", {"engaged": False})   # the operator, with cookie and key, still can
+                # every stolen socket was closed before it became a session: no command of theirs can still come.
+                # The operator (cookie and key) releases; the one command since the attacks is that release
+                await cmd(tab, "estop", {"engaged": False})
                 await until(lambda: spy.status().get("estop") is False, what="the operator's release")
+                assert [(n, b.get("engaged")) for n, b in spy.commands("arm1", t0)] == [("estop", False)]
+                print(f"\nother-port origins: 3 x 403; stolen cookie: {len(closed)} sockets closed 1008 with 0 "
+                      "messages; the only command to arm1 since was the operator's release")
                 await tab.close()
                 assert "sent estop" in await told
 
@@ -424,8 +472,8 @@ def test_eviction_never_closes_the_tab_that_holds_the_estop(acl_broker: LocalBro
         with serving(teleop_server(kit6_arm("mock"), acl_broker.url, "arm1", username="arm1",
                                    password=USERS["arm1"])):
             async with panel(acl_broker, max_sessions=3) as (server, spy):
-                await until(lambda: (v := server.link.arms.get("arm1")) is not None and v.writable, 30, "arm1")
-                await until(lambda: spy.status().get("status") == "online", 30, "arm1 online")
+                await until(lambda: (v := server.link.arms.get("arm1")) is not None and v.writable, what="arm1")
+                await until(lambda: spy.status().get("status") == "online", what="arm1 online")
                 url, own = f"ws://127.0.0.1:{server.port}/ws", f"http://127.0.0.1:{server.port}"
 
                 async def browser(cookie: str, key: str | None) -> Any:
@@ -453,7 +501,7 @@ def test_eviction_never_closes_the_tab_that_holds_the_estop(acl_broker: LocalBro
                     assert sum(not s.closing for s in server.sessions) <= 3
                 n0 = 0
                 while n0 < 3:   # the operator's tab still gets frames
-                    m = json.loads(await asyncio.wait_for(tab.recv(), 10))
+                    m = json.loads(await asyncio.wait_for(tab.recv(), WAIT))
                     n0 += m["t"] == "frame"
                 await cmd(tab, "estop", {"engaged": False})
                 await until(lambda: spy.status().get("estop") is False, what="the holder's release")
@@ -474,7 +522,7 @@ out = sys.argv[1]
 with open(out + ".tmp", "w") as f:
     f.write(f"{os.getpid()}\\n")
 os.replace(out + ".tmp", out)
-time.sleep(60)
+time.sleep(600)   # killed by the test once it has looked at it
 """
 
 
@@ -494,7 +542,7 @@ def test_open_gives_the_browser_a_private_file_and_a_one_time_nonce(tmp_path: Pa
     try:
         assert proc.stderr is not None
         line = ""
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + WAIT   # hang guard
         while "hebictl panel: open" not in line and time.monotonic() < deadline:
             line = proc.stderr.readline()
             assert line or proc.poll() is None, "the panel exited"
@@ -569,9 +617,9 @@ def test_a_description_flood_from_another_arm_keeps_the_panel_small(acl_broker: 
                     await arm2.publish(f"{ROOT}/arm2/state/status", json.dumps(
                         {"status": "online", "state": "hold", "mode": "idle", "estop": False, "session": "x",
                          "ts": time.time(), "description_sha256": payload_sha256(small)}), qos=1, retain=True)
-                await until(lambda: (v := link.arms.get("arm2")) is not None and v.description_verified, 15, "arm2")
-                await until(lambda: (v := link.arms.get("arm1")) is not None and v.writable, 30, "arm1")
-                await until(lambda: spy.status().get("status") == "online", 30, "arm1 online")
+                await until(lambda: (v := link.arms.get("arm2")) is not None and v.description_verified, what="arm2")
+                await until(lambda: (v := link.arms.get("arm1")) is not None and v.writable, what="arm1")
+                await until(lambda: spy.status().get("status") == "online", what="arm1 online")
                 ws = await script(server)
                 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
                 dropped0 = link.dropped
@@ -582,11 +630,11 @@ def test_a_description_flood_from_another_arm_keeps_the_panel_small(acl_broker: 
                     await asyncio.sleep(0.3)
                     t0 = time.time()
                     await cmd(ws, "estop", {"engaged": True})
-                    await until(lambda: spy.status().get("estop") is True, 10, "the e-stop during the flood")
+                    await until(lambda: spy.status().get("estop") is True, what="the e-stop during the flood")
                     presses.append(1000 * (time.time() - t0))
                     await shown(link, True)   # the operator releases what the page shows engaged
                     await cmd(ws, "estop", {"engaged": False})
-                    await until(lambda: spy.status().get("estop") is False, 10, "the release")
+                    await until(lambda: spy.status().get("estop") is False, what="the release")
                     await shown(link, False)
                 assert flood.stdout is not None
                 done = (await asyncio.wait_for(flood.stdout.readline(), 120)).decode().split()
@@ -624,15 +672,17 @@ def test_refused_handshakes_are_throttled_per_peer_and_the_operator_still_gets_i
         with serving(teleop_server(kit6_arm("mock"), acl_broker.url, "arm1", username="arm1",
                                    password=USERS["arm1"])):
             async with panel(acl_broker) as (server, spy):
-                await until(lambda: (v := server.link.arms.get("arm1")) is not None and v.writable, 30, "arm1")
-                await until(lambda: spy.status().get("status") == "online", 30, "arm1 online")
+                await until(lambda: (v := server.link.arms.get("arm1")) is not None and v.writable, what="arm1")
+                await until(lambda: spy.status().get("status") == "online", what="arm1 online")
                 url = f"ws://127.0.0.1:{server.port}/ws"
                 codes: dict[int, int] = {}
+                t0 = time.monotonic()
                 for _ in range(300):
                     try:
                         await connect(url)
                     except InvalidStatus as exc:
                         codes[exc.response.status_code] = codes.get(exc.response.status_code, 0) + 1
+                elapsed = time.monotonic() - t0
                 cookie, key = await asyncio.to_thread(_login, server.port, f"/?token={server.gate.token}")
                 tab = await connect(url, additional_headers={"Cookie": cookie},  # type: ignore[arg-type]
                                     origin=f"http://127.0.0.1:{server.port}")
@@ -640,8 +690,13 @@ def test_refused_handshakes_are_throttled_per_peer_and_the_operator_still_gets_i
                 await tab.send(json.dumps({"t": "select", "arm": "arm1"}))
                 await cmd(tab, "estop", {"engaged": True})
                 await until(lambda: spy.status().get("estop") is True, what="the operator's e-stop")
-                print(f"\n300 handshakes without credentials: {codes}; the operator's e-stop engaged")
-                assert sum(codes.values()) == 300 and codes.get(429, 0) >= 250 and codes.get(401, 0) >= 1
+                # the bucket (REFUSALS: 5/s, burst 30) gives at most burst + rate x elapsed refusals the gate's
+                # work (401), however slowly the machine ran the handshakes; the rest are 429
+                rate, burst = REFUSALS
+                print(f"\n300 handshakes without credentials in {elapsed:.2f} s: {codes} (at most "
+                      f"{burst + rate * elapsed:.0f} may be 401); the operator's e-stop engaged")
+                assert sum(codes.values()) == 300 and set(codes) == {401, 429}, codes
+                assert burst <= codes[401] <= burst + rate * elapsed + 1, codes
                 await cmd(tab, "estop", {"engaged": False})
                 await tab.close()
 
