@@ -174,9 +174,10 @@ def test_runs_are_deterministic():
 def test_real_time_with_the_monotonic_clock():
     """With wall time, reads are paced to real time and physics keeps up with the clock, shown by order
     alone (a loaded machine can only make the reads later): each read returns a new sample (from the
-    second on, at least one period after the last one), not older than a period before the read was called, and never ahead
-    of the clock after it returns. Samples a period apart that never run ahead of the clock are paced
-    to real time; a stalled thread makes the physics skip to the next sample after the wall time."""
+    second on, at least one period after the last one), not older than a period before the read was
+    called, and never ahead of the clock after it returns. Samples a period apart that never run ahead
+    of the clock are paced to real time; a stalled thread makes the physics skip to the next sample
+    after the wall time."""
     clock = MonotonicClock()
     be = make(clock=clock, feedback_frequency=100.0)
     period = 0.01
