@@ -206,8 +206,8 @@ def cmd_teleop(args: argparse.Namespace) -> int:
     if args.stop_hold is not None and not args.stop_hold >= 0:
         raise UsageError("--stop-hold must be >= 0 s (inf: until a second Ctrl-C/SIGTERM)")
     realtime = realtime_request(args)
-    clock = loop_clock(args)
     cfg = load_config(args.config or bundled_config())
+    clock = loop_clock(args)  # after the config: a PacedClock starts on the wall clock when made
     arm = Arm.from_config(cfg, backend=args.backend, clock=clock)
     recorder = None
     try:
