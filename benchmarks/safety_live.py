@@ -127,22 +127,28 @@ def _wait_for_handler(pid: int, sig: signal.Signals, timeout: float) -> None:
 
 
 def run_signal_row(backend: str, sig: signal.Signals) -> Row:
-    """``sig`` to a ``hebictl run`` process mid-goal: the arm must stop and the process exit 0."""
+    """``sig`` to a ``hebictl run`` process mid-goal: the arm must stop and the process exit 0.
+
+    The run is on ``--paced-clock`` (a loaded machine stretches its simulated time instead of
+    stopping the arm with a control gap) and recorded as MCAP, so the stop is judged on the run's
+    own clock, from the time of its stop event to the samples after it."""
+    from hebictl.recording.reader import load_recorder
+
     name = f"{sig.name} of `hebictl run` mid-goal"
     with tempfile.TemporaryDirectory() as tmp:
-        rec = Path(tmp) / "run.npz"
+        rec = Path(tmp) / "run.mcap"
         # from the backends' start (zeros) straight to home, slowly: the signal lands mid-move
         # however long the process takes to start (several seconds on a loaded machine)
         cmd = [sys.executable, "-m", "hebictl", "run", str(CONFIG), "--backend", backend, "--no-home", "--goal",
-               *map(str, HOME), "--goal-time", "4", "--stop-hold", "2.2", "--record", str(rec), "--quiet"]
+               *map(str, HOME), "--goal-time", "4", "--stop-hold", "2.2", "--record", str(rec), "--quiet",
+               "--paced-clock"]
         proc = subprocess.Popen(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 env={**os.environ, "PYTHONPATH": str(REPO)})
         _wait_for_handler(proc.pid, signal.SIGTERM, RUN_SIGNAL_DELAY)
-        time.sleep(2.0)  # the loop is running: let the arm get moving
-        t_sig = time.perf_counter()
+        time.sleep(2.0)  # the loop is running: let the arm get moving (simulated time runs no faster)
         proc.send_signal(sig)
         try:
-            out, _ = proc.communicate(timeout=30)
+            out, _ = proc.communicate(timeout=120)
         except subprocess.TimeoutExpired:
             proc.kill()
             out, _ = proc.communicate()
@@ -151,13 +157,18 @@ def run_signal_row(backend: str, sig: signal.Signals) -> Row:
         if not rec.exists():
             row.note = f"no recording (exit {proc.returncode}): {out[-200:]!r}"
             return row
-        d = np.load(rec)
+        recording, events = load_recorder(rec)
+        stops = [e.time for e in events if e.text.startswith(f"{want} -> stopped")]
+        if not stops:
+            row.note = f"no {want} stop recorded (exit {proc.returncode}): {out[-200:]!r}"
+            return row
         tr = Trace()
-        for t, q, v, pc, vc in zip(d["time"], d["position"], d["velocity"], d["position_command"],
-                                   d["velocity_command"], strict=True):
+        for t, q, v, pc, vc in zip(recording.times, recording.series("position"), recording.series("velocity"),
+                                   recording.series("position_command"), recording.series("velocity_command"),
+                                   strict=True):
             tr.sample(float(t), q, v)
             tr.command(float(t), pc, vc)
-        tr.t_stop = t_sig
+        tr.t_stop = stops[0]
     from hebictl.config import load_config
     from hebictl.formats import load_model
 

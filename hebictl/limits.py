@@ -312,14 +312,17 @@ _KIND = {stat.S_ISDIR: "a directory", stat.S_ISCHR: "a character device", stat.S
 
 def read_regular_file(path: str | os.PathLike[str], limits: ReaderLimits | None = None, what: str = "file", *,
                       max_bytes: int | None = None, error: ErrorClass = FormatError,
-                      file: str | os.PathLike[str] | None = None, line: int | None = None) -> bytes:
+                      file: str | os.PathLike[str] | None = None, line: int | None = None,
+                      head: int | None = None) -> bytes:
     """The bytes of a regular file no larger than ``max_bytes`` (default ``limits.max_file_bytes``).
 
     Devices, FIFOs, sockets and directories are refused before a byte is read (the FIFO is
     opened non-blocking so a missing writer cannot hang the load); at most ``max_bytes + 1``
     bytes are read, so a file that grows while read, or a lying ``st_size``, cannot exhaust
     memory. Every failure is ``error`` naming ``file``/``line`` (the referencing element) when
-    given, else the path.
+    given, else the path. ``head``: return only the file's first ``head`` bytes, reading no more
+    (enough to tell a format by its first element: a file refused elsewhere by its size is not read
+    whole to say what it is); the file's size is still checked against the limit.
     """
     limits = limits or current()
     cap = limits.max_file_bytes if max_bytes is None else max_bytes
@@ -341,8 +344,9 @@ def read_regular_file(path: str | os.PathLike[str], limits: ReaderLimits | None 
                          f"(ReaderLimits.{_limit_name(cap, limits)})", where, line)
         chunks: list[bytes] = []
         total = 0
-        while total <= cap:
-            chunk = os.read(fd, min(cap + 1 - total, 1 << 20))
+        wanted = cap + 1 if head is None else min(head, cap + 1)
+        while total < wanted:
+            chunk = os.read(fd, min(wanted - total, 1 << 20))
             if not chunk:
                 break
             chunks.append(chunk)

@@ -69,6 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                           f"exiting (default: Ctrl-C until a second Ctrl-C; SIGTERM {TERM_HOLD_S:g} s; a safety "
                           f"stop as Ctrl-C on a terminal, else {TERM_HOLD_S:g} s)")
     add_realtime_flags(run)
+    add_paced_clock_flag(run)
     run.add_argument("--quiet", action="store_true", help="no live display, no notice of a stop you asked for "
                      "(errors and safety stops are still said)")
     run.set_defaults(func=cmd_run)
@@ -100,6 +101,30 @@ def add_realtime_flags(p: argparse.ArgumentParser) -> None:
                         f"{DEFAULT_PRIORITY})")
     p.add_argument("--cpu", type=int, default=None, metavar="N",
                    help="pin the control loop's thread to CPU N (default: any)")
+
+
+#: backends whose modules (or hebi-py's imitation of them) keep real time: no --paced-clock
+REAL_TIME_BACKENDS = frozenset({"hebi", "hebi-imitation"})
+
+
+def add_paced_clock_flag(p: argparse.ArgumentParser) -> None:
+    """``--paced-clock`` (run and teleop): see :func:`loop_clock`."""
+    p.add_argument("--paced-clock", action="store_true",
+                   help="simulated backends only: simulated time no faster than real time, stretched when the "
+                        "process is late (measurements on a loaded machine); refused with real modules")
+
+
+def loop_clock(args: argparse.Namespace) -> Any:
+    """The control loop's clock: the wall clock (``MonotonicClock``), or with ``--paced-clock`` a
+    :class:`~hebictl.hardware.clock.PacedClock`, whose simulated time a late process stretches
+    instead of skipping, so a loaded machine cannot make a simulated arm miss its command
+    lifetime (a ``control_gap`` stop a real arm would have had for a real reason). Refused with
+    backends that keep real time themselves (:data:`REAL_TIME_BACKENDS`)."""
+    from hebictl.hardware.clock import MonotonicClock, PacedClock
+
+    if args.paced_clock and args.backend in REAL_TIME_BACKENDS:
+        raise UsageError(f"--paced-clock is for simulated backends; {args.backend} runs in real time")
+    return PacedClock() if args.paced_clock else MonotonicClock()
 
 
 def default_rt_priority() -> int:
@@ -225,11 +250,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from hebictl.control.arm import Arm
     from hebictl.control.loop import FixedRateLoop, LoopStats, WaitMeter
     from hebictl.control.recorder import Recorder
-    from hebictl.hardware.clock import MonotonicClock
     from hebictl.resources import bundled_config
 
     check_run_flags(args)
-    clock = MonotonicClock()
+    clock = loop_clock(args)
     t_start = clock.now()  # event times and the summary count from here
     cfg = load_config(args.config or bundled_config())
     arm = Arm.from_config(cfg, backend=args.backend, clock=clock)

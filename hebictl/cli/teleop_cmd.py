@@ -29,16 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from hebictl.cli.output import say
-from hebictl.cli.run_cmd import TERM_HOLD_S, add_realtime_flags, realtime_request
+from hebictl.cli.run_cmd import TERM_HOLD_S, add_paced_clock_flag, add_realtime_flags, loop_clock, realtime_request
 from hebictl.errors import ConfigError, TeleopError, UsageError
 from hebictl.hardware.registry import available_backends
 from hebictl.teleop.clock import SYSTEM_CLOCK
 
 #: with no way to ask for a second Ctrl-C (stderr gone), an endless --stop-hold ends after this [s]
 UNATTENDED_HOLD_S = 1.0
-
-#: backends whose modules (or hebi-py's imitation of them) keep real time: no --paced-clock
-_REAL_TIME_BACKENDS = frozenset({"hebi", "hebi-imitation"})
 
 log = logging.getLogger("hebictl.teleop")
 
@@ -122,9 +119,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="state/joints and state/ee_pose rate [Hz]")
     p.add_argument("--max-age", type=float, default=1.0, metavar="S",
                    help="oldest accepted command [s] by ts (sender's clock: keep clocks in sync)")
-    p.add_argument("--paced-clock", action="store_true",
-                   help="simulated backends only: simulated time no faster than real time, stretched when the "
-                        "process is late (measurements on a loaded machine); refused with real modules")
+    add_paced_clock_flag(p)
     p.add_argument("--stop-hold", type=float, default=None, metavar="S",
                    help="after Ctrl-C/SIGTERM, hold the arm this many seconds before exiting (default: Ctrl-C "
                         f"until a second Ctrl-C; SIGTERM {TERM_HOLD_S:g} s)")
@@ -218,7 +213,6 @@ def cmd_teleop(args: argparse.Namespace) -> int:
     from hebictl.control.arm import Arm
     from hebictl.control.gripper import attach_gripper
     from hebictl.control.safety import EventKind
-    from hebictl.hardware.clock import MonotonicClock, PacedClock
     from hebictl.resources import bundled_config
     from hebictl.teleop.server import TeleopServer
     from hebictl.teleop.topics import check_arm_id
@@ -230,10 +224,8 @@ def cmd_teleop(args: argparse.Namespace) -> int:
     if args.stop_hold is not None and not args.stop_hold >= 0:
         raise UsageError("--stop-hold must be >= 0 s (inf: until a second Ctrl-C/SIGTERM)")
     realtime = realtime_request(args)
-    if args.paced_clock and args.backend in _REAL_TIME_BACKENDS:
-        raise UsageError(f"--paced-clock is for simulated backends; {args.backend} runs in real time")
     cfg = load_config(args.config or bundled_config())
-    clock = PacedClock() if args.paced_clock else MonotonicClock()
+    clock = loop_clock(args)  # after the config: a PacedClock starts on the wall clock when made
     arm = Arm.from_config(cfg, backend=args.backend, clock=clock)
     recorder = None
     try:

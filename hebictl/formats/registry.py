@@ -48,7 +48,7 @@ def detect_format(path: str | Path | None = None, text: str | bytes | None = Non
             if name.endswith(ext):
                 return fmt
         if text is None:
-            text = read_regular_file(path, what="robot description")[:65536]
+            text = read_regular_file(path, what="robot description", head=65536)
     if text is None:
         raise FormatError("cannot tell the format: give a path or the text", path)
     head = text.encode() if isinstance(text, str) else text

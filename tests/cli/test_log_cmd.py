@@ -39,9 +39,10 @@ def recorded_run(tmp_path_factory) -> tuple[Path, int]:
     """One sim run (home, a goal, a hold) recorded to MCAP; its path and the cycles the CLI counted."""
     out = tmp_path_factory.mktemp("run") / "run.mcap"
     goal = ["0.2", "1.1", "1.6", "2.0", "-1.4", "0.3"]
-    # --stop-hold 0: a safety stop ends the run at once (exit 2, with its cause) instead of holding until Ctrl-C
+    # --stop-hold 0: a safety stop ends the run at once (exit 2, with its cause) instead of holding until Ctrl-C;
+    # --paced-clock: a loaded machine stretches the sim's time instead of stopping it with a control gap
     r = hebictl("run", str(CONFIG), "--backend", "sim", "--goal", *goal, "--hold", "0.3", "--record", str(out),
-                "--quiet", "--stop-hold", "0")
+                "--quiet", "--stop-hold", "0", "--paced-clock")
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr
     cycles = int(re.search(r"whole run: (\d+) cycles", r.stdout.replace("\n", " ")).group(1))
     assert f"recording: {out} ({cycles} of {cycles} cycles, 0 dropped)" in r.stdout.replace("\n", " ")
@@ -112,7 +113,7 @@ def test_a_recording_never_overwrites_and_its_mode_can_share(tmp_path):
 
     taken = tmp_path / "taken.mcap"
     taken.write_bytes(b"an earlier run")
-    quick = ("--backend", "mock", "--no-home", "--hold", "0", "--quiet")
+    quick = ("--backend", "mock", "--no-home", "--hold", "0", "--quiet", "--paced-clock")
     r = hebictl("run", *quick, "--record", str(taken))
     assert r.returncode == 2 and r.stderr.startswith("hebictl: error:") and "exists" in r.stderr, r.stderr
     assert taken.read_bytes() == b"an earlier run"

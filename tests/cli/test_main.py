@@ -96,6 +96,8 @@ def test_version():
     (["teleop-send", "--broker", "http://x", "stop"],
      "hebictl: error: --broker: broker URL scheme must be mqtt:// or mqtts://, got 'http://x'"),
     (["teleop", "--backend", "hebi", "--paced-clock"], "hebictl: error: --paced-clock is for simulated backends"),
+    (["run", "--backend", "hebi-imitation", "--paced-clock"],
+     "hebictl: error: --paced-clock is for simulated backends; hebi-imitation runs in real time"),
 ])
 def test_usage_errors_are_one_line(argv, expect):
     """argparse's own errors and the commands' flag errors alike: one `hebictl: error:` line naming the
@@ -160,8 +162,10 @@ def test_model_info_shows_the_limits_that_apply():
 
 def test_run_summary_lines_do_not_wrap():
     """The summary keeps each fact on one line, arrays as plain numbers, however narrow the terminal."""
-    # --stop-hold 0: a safety stop ends the run at once (exit 2, with its cause) instead of holding until Ctrl-C
-    r = _run_cli("run", "--no-home", "--hold", "0.2", "--quiet", "--stop-hold", "0", env={"COLUMNS": "40"})
+    # --stop-hold 0: a safety stop ends the run at once (exit 2, with its cause) instead of holding until Ctrl-C;
+    # --paced-clock: a loaded machine stretches the mock's time instead of stopping it with a control gap
+    r = _run_cli("run", "--no-home", "--hold", "0.2", "--quiet", "--stop-hold", "0", "--paced-clock",
+                 env={"COLUMNS": "40"})
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     final = next(line for line in lines if line.startswith("final position [rad]: "))

@@ -3,6 +3,12 @@
 Real processes on the mock and the MuJoCo sim backends; for teleop a real mosquitto on a free
 loopback port. The pipe is the process's only stdout and stderr; the test reads one line and
 closes its end, as ``head -1`` does, so every later write of the process fails with EPIPE.
+
+Order, not durations: the processes run on ``--paced-clock`` (a loaded machine stretches their
+simulated time instead of stopping the arm with a control gap), and the test waits for events,
+with hang guards only: the signal handlers in place, then the arm moving in the run's live MCAP
+recording (read while it is written), then the stop event in it. Hold lengths are read from the
+recording's own clock.
 """
 
 from __future__ import annotations
@@ -19,10 +25,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hebictl.control.recorder import Recorder
+from tests._support.extras import extra_missing
 
 REPO = Path(__file__).resolve().parents[2]
-GOAL = [0.6] * 6   # from the start (zeros on mock and sim) in 4 s: the arm is moving when the signal comes
+GOAL = [0.6] * 6   # from the start (zeros on mock and sim) in 6 s: the signal comes while the arm moves
+MOVING = 0.05      # [rad/s]: a joint this fast is moving (reached ~0.9 s into the goal; peak 0.19 rad/s)
+HANG = 120.0       # [s] hang guard of every wait
 BACKENDS = ["mock", pytest.param("sim", marks=pytest.mark.skipif(
     __import__("importlib.util").util.find_spec("mujoco") is None, reason="needs the sim extra (mujoco)"))]
 
@@ -45,30 +53,75 @@ def _close_stdout_and_stderr() -> None:
     os.close(2)
 
 
+def _live(record: Path) -> tuple[float, list[str]]:
+    """(the arm's speed in the last /joint_states [rad/s], the /events texts) of the run's MCAP recording
+    so far, read while it is written (a valid MCAP at every moment; (0, []) before it exists)."""
+    from hebictl.recording.reader import iter_messages
+
+    speed, events = 0.0, []
+    if record.exists():
+        for topic, _, msg in iter_messages(record, {"/joint_states", "/events"}):
+            if topic == "/events":
+                events.append(msg.message)
+            else:
+                speed = max(abs(j.velocity) for j in msg.joints)
+    return speed, events
+
+
+def _wait(what, why: str, alive=lambda: True) -> None:
+    """Poll ``what()`` until true; ``alive()`` false or HANG seconds (a hang guard) fail with ``why``."""
+    deadline = time.monotonic() + HANG
+    while not what():
+        assert alive(), f"exited while waiting for {why}"
+        assert time.monotonic() < deadline, f"no {why} within {HANG} s"
+        time.sleep(0.1)
+
+
+def _stopped_by(kind: str):
+    """A predicate on the live recording: the ``kind`` stop is in its events and the arm is at standstill."""
+    def check(record: Path) -> bool:
+        speed, events = _live(record)
+        return any(e.startswith(f"{kind} -> stopped") for e in events) and speed < MOVING
+    return check
+
+
 def _spawn_run(backend: str, record: Path, *extra: str, closed: bool = False) -> subprocess.Popen:
+    """``hebictl run`` moving to GOAL, returned once its handlers are in place and the arm is seen moving."""
+    pytest.importorskip("mcap", reason=extra_missing("mcap"))
+    pytest.importorskip("foxglove_schemas_protobuf", reason=extra_missing("foxglove_schemas_protobuf"))
     out = {"preexec_fn": _close_stdout_and_stderr} if closed else \
         {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
     proc = subprocess.Popen([sys.executable, "-m", "hebictl", "run", "--backend", backend, "--no-home",
-                             "--goal", *map(str, GOAL), "--goal-time", "4", "--hold", "inf", "--record", str(record),
-                             *extra], cwd=REPO, env=_env(), **out)
-    deadline = time.monotonic() + 120
-    while not _handles_sigterm(proc.pid):
-        assert proc.poll() is None, proc.stdout.read().decode()[-2000:] if proc.stdout else proc.returncode
-        assert time.monotonic() < deadline, "run loop did not start"
-        time.sleep(0.05)
-    time.sleep(1.0)  # the goal is under way
+                             "--goal", *map(str, GOAL), "--goal-time", "6", "--hold", "inf", "--record", str(record),
+                             "--paced-clock", *extra], cwd=REPO, env=_env(), **out)
+    try:
+        _wait(lambda: _handles_sigterm(proc.pid) and _live(record)[0] > MOVING, "the run loop moving the arm",
+              lambda: proc.poll() is None)
+    except BaseException:
+        proc.kill()
+        proc.wait(10)
+        print(proc.stdout.read().decode()[-2000:] if proc.stdout else proc.returncode)
+        raise
     return proc
 
 
-def _assert_stopped_midway(record: Path) -> None:
-    """The recording exists, and the arm braked to standstill short of the goal (it was moving)."""
-    rec = Recorder.load(record)
+def _assert_stopped_midway(record: Path, kind: str) -> list[tuple[float, str]]:
+    """The recording is complete; the arm moved, the ``kind`` stop (and no other) braked it to standstill
+    short of the goal. Returns the recording's events, (time on the run's clock [s], text)."""
+    from hebictl.recording.reader import load_recorder
+
+    rec, logged = load_recorder(record)
+    events = [(e.time, e.text) for e in logged]
+    stops = [text for _, text in events if " -> stopped" in text]
+    assert len(stops) == 1 and stops[0].startswith(f"{kind} -> stopped"), events
+    assert events[-1][1].startswith("recording closed: "), events  # closed, not cut short
     pos, vel = rec.series("position"), rec.series("velocity")
     assert np.abs(pos[-1] - GOAL).max() > 0.05, "the arm went on to the goal instead of stopping"
-    assert np.abs(vel).max() > 0.05, "the arm never moved: nothing was tested"
+    assert np.abs(vel).max() > MOVING, "the arm never moved: nothing was tested"
     print(f"moving at {np.abs(vel).max():.2f} rad/s before the signal; at the end |v| "
           f"{np.abs(vel[-1]).max():.4f} rad/s, stopped {np.abs(pos[-1] - GOAL).max():.3f} rad short of the goal")
-    assert np.abs(vel[-1]).max() < 0.05
+    assert np.abs(vel[-1]).max() < MOVING
+    return events
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc to see the signal handlers")
@@ -77,59 +130,60 @@ def test_run_piped_to_head_stops_on_ctrl_c_twice_and_writes_its_recording(backen
     """`hebictl run ... 2>&1 | head -1`, Ctrl-C, head takes the stop notice and exits, Ctrl-C again:
     exit 0 (an operator's stop), the --record file written, the arm stopped before the goal.
     (``--rt-priority 0``: otherwise the first line is the real-time grant said at start.)"""
-    record = tmp_path / "run.npz"
+    record = tmp_path / "run.mcap"
     proc = _spawn_run(backend, record, "--rt-priority", "0")
     try:
         proc.send_signal(signal.SIGINT)
         first = proc.stdout.readline().decode()
         proc.stdout.close()  # head -1 has its line and exits
         assert first.startswith("stopping: holding the arm"), first
-        time.sleep(0.5)
-        assert proc.poll() is None, "the first Ctrl-C holds the arm until a second one"
-        t = time.monotonic()
+        _wait(lambda: _stopped_by("interrupt")(record), "the interrupt stop and standstill in the recording",
+              lambda: proc.poll() is None)  # the first Ctrl-C holds the braked arm until a second one
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(30) == 0
-        print(f"exited {time.monotonic() - t:.2f} s after the second Ctrl-C")
+        assert proc.wait(HANG) == 0
     finally:
         proc.kill()
         proc.wait(10)
-    _assert_stopped_midway(record)
+    _assert_stopped_midway(record, "interrupt")
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc to see the signal handlers")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_run_with_its_output_gone_exits_on_one_signal(backend, tmp_path):
     """Output closed before the signal: the stop notice cannot be shown, so nobody can be asked for a
-    second Ctrl-C; the arm brakes, holds for UNATTENDED_HOLD_S (1 s), and the process exits with its recording."""
-    record = tmp_path / "run.npz"
+    second Ctrl-C; the arm brakes, holds for UNATTENDED_HOLD_S (1 s, on the run's clock: from the stop
+    event to the recording's close), and the process exits with its recording."""
+    from hebictl.cli.run_cmd import UNATTENDED_HOLD_S
+
+    record = tmp_path / "run.mcap"
     proc = _spawn_run(backend, record)
     try:
         proc.stdout.close()
-        t = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(30) == 0
-        took = time.monotonic() - t
-        print(f"exited {took:.2f} s after one Ctrl-C")
-        assert took >= 1.0  # the bounded hold was kept
+        assert proc.wait(HANG) == 0
     finally:
         proc.kill()
         proc.wait(10)
-    _assert_stopped_midway(record)
+    events = _assert_stopped_midway(record, "interrupt")
+    stop = next(t for t, text in events if text.startswith("interrupt -> stopped"))
+    held = events[-1][0] - stop
+    print(f"held {held:.3f} s on the run's clock from the stop to the recording's close")
+    assert held >= UNATTENDED_HOLD_S
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc to see the signal handlers")
 def test_run_started_without_stdout_and_stderr_exits_on_one_signal(tmp_path):
     """`hebictl run ... >&- 2>&-` (no descriptors at all: sys.stdout is None): it runs, one SIGTERM
     stops the arm, the bounded hold ends and the recording is written; exit 0."""
-    record = tmp_path / "run.npz"
+    record = tmp_path / "run.mcap"
     proc = _spawn_run("mock", record, closed=True)
     try:
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0
+        assert proc.wait(HANG) == 0
     finally:
         proc.kill()
         proc.wait(10)
-    _assert_stopped_midway(record)
+    _assert_stopped_midway(record, "terminate")
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc to see the signal handlers")
@@ -140,11 +194,11 @@ def test_run_mid_goal_exits_after_one_sigterm(backend, tmp_path):
     its summary and recording (it used to hold until a second signal, then SIGKILL). Order only:
     the stop notice, then the summary's terminate event; the hold's length is tested in simulated
     time (tests/cli/test_run_cmd.py)."""
-    record = tmp_path / "run.npz"
+    record = tmp_path / "run.mcap"
     proc = _spawn_run(backend, record)
     try:
         proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=120)  # a hang guard; the hold is 5 s
+        out, _ = proc.communicate(timeout=HANG)  # a hang guard; the hold is 5 s
     finally:
         proc.kill()
         proc.wait(10)
@@ -152,7 +206,7 @@ def test_run_mid_goal_exits_after_one_sigterm(backend, tmp_path):
     assert proc.returncode == 0, text[-2000:]
     notice = text.index("stopping: holding the arm; for 5 s, then exiting")
     assert notice < text.index("done after") < text.index("terminate -> stopped"), text[-2000:]
-    _assert_stopped_midway(record)
+    _assert_stopped_midway(record, "terminate")
 
 
 # ---------------------------------------------------------------------------------------- teleop
@@ -170,23 +224,21 @@ def test_teleop_piped_to_head_stops_the_arm_and_exits_on_one_sigint(backend, ext
     """`hebictl teleop ... 2>&1 | head -1`, then one SIGINT: the arm stops (the retained status is
     offline with the arm stopped, by the interrupt, holding), and the process exits 0."""
     proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--backend", backend, "--broker",
-                             broker.url, "--arm-id", "pipe1", *extra], cwd=REPO, env=_env(),
+                             broker.url, "--arm-id", "pipe1", "--paced-clock", *extra], cwd=REPO, env=_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         first = proc.stdout.readline().decode()
         proc.stdout.close()
         assert first.startswith("hebictl teleop: "), first
         online = asyncio.run(_status(broker.url, "pipe1", lambda s: s["status"] == "online"
-                                     and s.get("cycles", 0) > 0, 60.0))
+                                     and s.get("cycles", 0) > 0, HANG))
         assert online["state"] == "running"
-        t = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(30) == 0
-        print(f"teleop on {backend} exited {time.monotonic() - t:.2f} s after one SIGINT")
+        assert proc.wait(HANG) == 0
     finally:
         proc.kill()
         proc.wait(10)
-    final = asyncio.run(_status(broker.url, "pipe1", lambda s: True, 10.0))
+    final = asyncio.run(_status(broker.url, "pipe1", lambda s: True, HANG))
     # the retained offline status says offline and nothing live (docs/teleop.md); the last event is the
     # interrupt, which left the arm stopped under the hold behaviour
     assert final["status"] == "offline" and final["state"] == "offline", final
@@ -208,34 +260,35 @@ def test_run_in_a_shell_pipeline_to_head_and_ctrl_c_from_the_terminal(tmp_path):
     """The literal case: `sh -c 'hebictl run ... 2>&1 | head -1'` in its own process group, Ctrl-C from the
     terminal (SIGINT to the whole group: head dies of it, the pipe closes), then Ctrl-C again: hebictl
     exits 0 and its --record file is written."""
-    record = tmp_path / "run.npz"
+    pytest.importorskip("mcap", reason=extra_missing("mcap"))
+    pytest.importorskip("foxglove_schemas_protobuf", reason=extra_missing("foxglove_schemas_protobuf"))
+    record = tmp_path / "run.mcap"
     line = (f"{sys.executable} -m hebictl run --backend mock --no-home --goal {' '.join(map(str, GOAL))} "
-            f"--goal-time 4 --hold inf --record {record} 2>&1 | head -1")
+            f"--goal-time 6 --hold inf --paced-clock --record {record} 2>&1 | head -1")
     shell = subprocess.Popen(["sh", "-c", line], cwd=REPO, env=_env(), start_new_session=True,
                              stdout=subprocess.PIPE)
+    found: list[int] = []
+
+    def started() -> bool:
+        if not found:
+            found.extend(k for k in _children(shell.pid) if "python" in Path(f"/proc/{k}/cmdline").read_text())
+        return bool(found) and _handles_sigterm(found[0]) and _live(record)[0] > MOVING
+
     try:
-        deadline = time.monotonic() + 120
-        hebictl = None
-        while hebictl is None or not _handles_sigterm(hebictl):
-            assert time.monotonic() < deadline and shell.poll() is None, "hebictl run did not start"
-            pythons = [k for k in _children(shell.pid) if "python" in Path(f"/proc/{k}/cmdline").read_text()]
-            hebictl = pythons[0] if pythons else None
-            time.sleep(0.05)
-        time.sleep(1.0)
+        _wait(started, "hebictl run moving the arm", lambda: shell.poll() is None)
+        hebictl = found[0]
         os.killpg(shell.pid, signal.SIGINT)
-        time.sleep(1.0)
-        assert Path(f"/proc/{hebictl}").exists(), "the first Ctrl-C holds the arm"
-        os.killpg(shell.pid, signal.SIGINT)
-        shell.wait(30)
-        end = time.monotonic() + 30
-        while Path(f"/proc/{hebictl}").exists() and time.monotonic() < end:
-            time.sleep(0.05)
-        assert not Path(f"/proc/{hebictl}").exists(), "hebictl run is still alive"
+        _wait(lambda: _stopped_by("interrupt")(record) or not Path(f"/proc/{hebictl}").exists(),
+              "the interrupt stop in the recording")
+        with contextlib.suppress(ProcessLookupError):  # head gone, hebictl may have ended its bounded hold
+            os.killpg(shell.pid, signal.SIGINT)
+        shell.wait(HANG)
+        _wait(lambda: not Path(f"/proc/{hebictl}").exists(), "hebictl run's exit")
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(shell.pid, signal.SIGKILL)
         shell.wait(10)
-    _assert_stopped_midway(record)
+    _assert_stopped_midway(record, "interrupt")
 
 
 @pytest.mark.broker
@@ -245,11 +298,12 @@ def test_teleop_reports_its_real_time_grant_and_exits_after_one_sigterm(broker):
     brakes, holds for the bounded time and exits 0 by itself (no second signal), the retained status
     offline with the 'terminate' stop as its last event."""
     proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--backend", "mock", "--broker",
-                             broker.url, "--arm-id", "term1", "--rt-priority", "80"], cwd=REPO, env=_env(),
+                             broker.url, "--arm-id", "term1", "--rt-priority", "80", "--paced-clock"], cwd=REPO,
+                            env=_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         online = asyncio.run(_status(broker.url, "term1", lambda s: s["status"] == "online"
-                                     and s.get("cycles", 0) > 0, 60.0))
+                                     and s.get("cycles", 0) > 0, HANG))
         rt = online["realtime"]
         print(rt)
         if os.geteuid() == 0:
@@ -258,7 +312,7 @@ def test_teleop_reports_its_real_time_grant_and_exits_after_one_sigterm(broker):
         else:
             assert rt["requested_priority"] == 80 and rt["policy"] in ("SCHED_FIFO", "SCHED_OTHER")
         proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=120)  # a hang guard; the hold is 5 s
+        out, _ = proc.communicate(timeout=HANG)  # a hang guard; the hold is 5 s
     finally:
         proc.kill()
         proc.wait(10)
@@ -267,7 +321,7 @@ def test_teleop_reports_its_real_time_grant_and_exits_after_one_sigterm(broker):
     assert "hebictl teleop: real-time: " in text, text
     assert "SIGTERM: stopping teleop; the arm brakes and holds under gravity compensation (for 5 s, then exits" \
         in text, text
-    final = asyncio.run(_status(broker.url, "term1", lambda s: True, 10.0))
+    final = asyncio.run(_status(broker.url, "term1", lambda s: True, HANG))
     assert final["status"] == "offline", final
     event = final["last_event"]
     assert event["kind"] == "terminate" and event["state"] == "stopped" and "[hold]" in event["detail"], final

@@ -59,9 +59,10 @@ def test_the_loop_thread_runs_at_sched_fifo_with_memory_locked_and_returns_to_no
         loop.run()
         after.append((os.sched_getscheduler(0), os.sched_getaffinity(0)))
 
-    t = threading.Thread(target=body)
+    t = threading.Thread(target=body, daemon=True)
     t.start()
-    t.join(60)
+    t.join(300)  # a hang guard: locking a large worker's memory on a loaded machine took over 60 s once
+    assert not t.is_alive(), "the loop thread did not finish"
     grant = loop.grant
     assert grant is not None and grant.complete, grant
     assert grant.priority == 42 and grant.memory_locked and grant.cpu == cpu

@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,7 +25,6 @@ from hebictl.hardware import (
 )
 from hebictl.hardware.mock import MockBackend
 from hebictl.hardware.registry import resolve_modules
-from tests._support.sched import scheduled
 
 N = 4
 FLOAT32_RTOL = 2e-7  # hebi carries velocity and effort as float32
@@ -71,19 +71,25 @@ def test_read_waits_for_the_next_sample_as_the_backend_says(backend):
             assert backend.read(fbk)
         assert clock.now() - t0 >= 100 / backend.feedback_frequency * (1 - 1e-9)
     else:
-        # the claim is that no read waits for a sample: the time the thread spent blocked (wall time
-        # less its time on a CPU and its time kept waiting for one: the unit tier runs at idle
-        # priority beside the realtime lanes) stays under 25 of the 100 periods waiting reads take
-        with scheduled() as spent:
-            t0 = time.perf_counter()
-            for _ in range(100):
-                assert backend.read(fbk)
-            wall = time.perf_counter() - t0
-        busy = spent.on_cpu + spent.waiting
-        period = 1.0 / backend.feedback_frequency
-        print(f"100 reads: {wall * 1000:.1f} ms of wall time, {(wall - busy) * 1000:.1f} ms blocked "
-              f"(a period is {period * 1000:.0f} ms)")
-        assert wall - busy < (25 if spent.known else 100) * period
+        # the claim is that no read waits for a sample: a thread that waits (sleeps, blocks on a lock or
+        # a socket) gives up its CPU, which the kernel counts as a voluntary context switch (being
+        # preempted by a loaded machine is counted apart, as involuntary): waiting reads make one each
+        # (the mock on MonotonicClock, whose reads sleep to each sample, makes 100 in 100 reads)
+        before = _voluntary_switches()
+        for _ in range(100):
+            assert backend.read(fbk)
+        waits = _voluntary_switches() - before
+        print(f"100 reads: the reading thread gave up its CPU {waits} times")
+        assert waits < 25
+
+
+def _voluntary_switches() -> int:
+    """This thread's voluntary context switches so far (Linux: /proc/thread-self/status; skips elsewhere)."""
+    status = Path("/proc/thread-self/status")
+    found = re.search(r"^voluntary_ctxt_switches:\s+(\d+)", status.read_text(), re.M) if status.exists() else None
+    if found is None:
+        pytest.skip("needs Linux's per-thread context switch counts (/proc/thread-self/status)")
+    return int(found.group(1))
 
 
 def test_round_trip_write_then_read(backend):
@@ -196,18 +202,27 @@ def test_context_manager_closes(name):
 
 @pytest.mark.parametrize("name", ["mock", "hebi-imitation"])
 def test_read_write_fit_a_1khz_loop(name):
-    """Mean read+write time is far below the 1 ms budget of a 1 kHz loop (no allocation storm)."""
-    kwargs = {"clock": SimClock()} if name == "mock" else {}
+    """2,000 cycles of read+write as a 1 kHz loop makes them: every read answers and echoes the last
+    command, and the mock's reads advance its clock by one feedback period each. How long a cycle
+    takes (far below the 1 ms budget) is benchmarks/backend_io.py's figure, printed here too."""
+    clock = SimClock()
+    kwargs = {"clock": clock} if name == "mock" else {}
     with open_backend(name, dof=6, feedback_frequency=1000.0, **kwargs) as b:
         fbk, cmd = Feedback.empty(6), Command.empty(6)
         cmd.position[:] = 0.5
-        cycles = 2000
+        assert b.read(fbk, timeout_s=0.01)
+        b.write(cmd)
+        t0, cycles, answered, echoed = clock.now(), 2000, 0, 0
         start = time.perf_counter()
         for _ in range(cycles):
-            b.read(fbk, timeout_s=0.01)
+            answered += b.read(fbk, timeout_s=0.01)
+            echoed += bool(np.all(fbk.position_command == 0.5))
             b.write(cmd)
         mean_us = (time.perf_counter() - start) / cycles * 1e6
-    assert mean_us < 500.0, f"{name}: {mean_us:.1f} µs per read+write"
+    print(f"{name}: {mean_us:.1f} µs per read+write (the wall clock: a figure, see benchmarks/backend_io.py)")
+    assert answered == echoed == cycles
+    if name == "mock":
+        assert clock.now() - t0 == pytest.approx(cycles / 1000.0)
 
 
 # ---------------------------------------------------------------------- value types
@@ -395,15 +410,12 @@ def test_sim_clock_only_moves_forward():
 
 
 def test_monotonic_clock_sleeps_until_deadline():
-    """MonotonicClock.sleep_until returns at or after the deadline, not much later."""
+    """MonotonicClock.sleep_until returns at or after the deadline (never early: the order is the
+    claim; how late a sleep wakes is the machine's, benchmarks/loop_latency.py's wake-up latency)."""
     clock = MonotonicClock()
-    with scheduled() as spent:
-        deadline = clock.now() + 0.005
+    for step in (0.005, 0.0, -0.001):
+        deadline = clock.now() + step
         clock.sleep_until(deadline)
         late = clock.now() - deadline
-    # how late the clock itself woke: less the time the thread, ready, waited for a CPU (the unit tier
-    # runs at idle priority beside the realtime lanes: that wait measures the machine, not the clock)
-    kept = spent.waiting
-    print(f"woke {late * 1000:.2f} ms after the deadline, {kept * 1000:.2f} ms of it waiting for a CPU")
-    assert late >= 0.0
-    assert late - kept < (0.01 if spent.known else 0.05)
+        print(f"woke {late * 1000:.3f} ms after a deadline {step * 1000:g} ms ahead")
+        assert late >= 0.0

@@ -1,5 +1,8 @@
 """hebictl.hardware.clock: PacedClock runs simulated time no faster than real time and stretches it
-when the caller is late (it never skips simulated time)."""
+when the caller is late (it never skips simulated time).
+
+Its claim is about real time, so these read the wall clock; every such assertion is a lower bound
+(``not before``): a loaded machine can only make a sleep return later, never fail one of them."""
 
 from __future__ import annotations
 
