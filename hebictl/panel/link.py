@@ -314,6 +314,10 @@ class PanelLink:
         self._recent: collections.OrderedDict[tuple[str, int], Sent] = \
             collections.OrderedDict()         # (arm, seq) -> recent QoS-1 commands, for :meth:`_recover`
         self._estop_seq: dict[str, int] = {}  # arm id -> seq of the last e-stop (engage or release) sent to it
+        #: arm id -> the operator of an e-stop engage the broker did not confirm (no link, no PUBACK, the
+        #: link lost mid-publish): sent again on every reconnect until one is confirmed, the arm's status
+        #: shows its e-stop engaged, or a release is sent (:meth:`_send_pending_estops`)
+        self.pending_estops: dict[str, str | None] = {}
         self._schemas: dict[str, tuple[int, CommandSchema]] = {}
         self._invalid_log: dict[str, tuple[float, int]] = {}
 
@@ -386,6 +390,8 @@ class PanelLink:
                     for view in self.arms.values():
                         view.writable = None
                         self._spawn_probe(view.arm_id)
+                    if self.pending_estops:
+                        self._spawn(self._send_pending_estops())
                     reader = asyncio.create_task(self._read(client))
                     stopper = asyncio.create_task(self._stop.wait())
                     done, pending = await asyncio.wait({reader, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -645,7 +651,44 @@ class PanelLink:
         (:meth:`_recover`): the caller's own checks run again; without it, it never is.
 
         Raises CommandRejected for a command the arm would refuse anyway, PermissionError when
-        the broker refuses the publish (PUBACK reason code), ConnectionError without a broker."""
+        the broker refuses the publish (PUBACK reason code), ConnectionError without a broker.
+
+        An e-stop engage is never lost to the link: one the broker did not confirm (ConnectionError,
+        no PUBACK in time, the link lost mid-publish) is kept in :attr:`pending_estops` and sent
+        again on every reconnect until one is confirmed; it is still raised, so the operator hears
+        of it at once."""
+        if name != "estop" or body.get("engaged") is False:
+            if name == "estop":
+                self.pending_estops.pop(arm_id, None)   # the operator releases it: nothing to re-send
+            return await self._publish(arm_id, name, body, ts=ts, operator=operator, resend=resend)
+        import aiomqtt
+
+        try:
+            payload = await self._publish(arm_id, name, body, ts=ts, operator=operator, resend=resend)
+        except (ConnectionError, TimeoutError, aiomqtt.MqttError):
+            if arm_id not in self.pending_estops:
+                log.warning("panel: the e-stop for %s was not confirmed by the broker; it is sent again on "
+                            "reconnect until it is", arm_id)
+            self.pending_estops[arm_id] = operator
+            raise
+        self.pending_estops.pop(arm_id, None)
+        return payload
+
+    async def _send_pending_estops(self) -> None:
+        """After a reconnect: every e-stop engage the broker did not confirm, again (an arm whose
+        status already shows its e-stop engaged needs none)."""
+        for arm_id, operator in list(self.pending_estops.items()):
+            view = self.arms.get(arm_id)
+            if view is not None and (view.status or {}).get("estop") is True:
+                self.pending_estops.pop(arm_id, None)
+                continue
+            with contextlib.suppress(Exception):   # still no link: the next reconnect tries again
+                await self.send(arm_id, "estop", {"engaged": True}, operator=operator)
+                log.warning("panel: the e-stop for %s, unconfirmed before the link was lost, was sent again", arm_id)
+
+    async def _publish(self, arm_id: str, name: str, body: dict[str, Any], *, ts: float | None,
+                       operator: str | None, resend: Resend | None) -> dict[str, Any]:
+        """The publish of :meth:`send`."""
         client = self._client
         if client is None:
             raise ConnectionError(f"not connected to the broker {self.settings.url}")

@@ -200,3 +200,55 @@ def test_seqs_are_per_arm_and_not_guessable() -> None:
     t1 = time.time_ns() // 1000
     assert all(t0 - 2**32 < s <= t1 for s in starts)
     print(f"\nseq starts, µs before now: {sorted(t1 - s for s in starts)}")
+
+
+def test_an_estop_the_broker_did_not_confirm_is_sent_again_after_the_reconnect(acl_broker: LocalBroker) -> None:
+    """The e-stop is never lost to the link: pressed while the broker is away, the engage fails
+    (the operator is told), stays pending, and the reconnected link sends it again, which the
+    arm's account receives; a release sent later clears it (nothing re-sent on the next reconnect)."""
+    import aiomqtt
+
+    port = acl_broker.port
+
+    async def scenario() -> list[dict[str, Any]]:
+        link = PanelLink(parse_broker(f"mqtt://127.0.0.1:{port}", username="op", password=USERS["op"]), name="op")
+        task = asyncio.create_task(link.run())
+        async with asyncio.timeout(HANG):
+            await link.connected.wait()
+        acl_broker.stop()
+        async with asyncio.timeout(HANG):
+            while link.connected.is_set():
+                await asyncio.sleep(0.01)
+        with pytest.raises(ConnectionError):
+            await link.send("arm1", "estop", {"engaged": True}, operator="op")
+        assert link.pending_estops == {"arm1": "op"}
+        got: list[dict[str, Any]] = []
+        # the re-send waits until the arm below has subscribed (else the test could miss it: ordering only)
+        arm_ready = asyncio.Event()
+        resend = link._send_pending_estops
+
+        async def after_the_arm() -> None:
+            await arm_ready.wait()
+            await resend()
+
+        link._send_pending_estops = after_the_arm  # type: ignore[method-assign]
+        acl_broker.restart()
+        # the arm's e-stop connection: a persistent session, as the bridge's (it may come up after the panel)
+        async with aiomqtt.Client(hostname="127.0.0.1", port=port, username="arm1", password=USERS["arm1"],
+                                  identifier="fake-arm-estop", clean_session=False) as arm:
+            await arm.subscribe("hebictl/v1/arm1/cmd/estop/#", qos=1)
+            arm_ready.set()
+            async with asyncio.timeout(HANG):
+                while link.pending_estops:   # sent again once the link is back
+                    await asyncio.sleep(0.01)
+                async for message in arm.messages:
+                    got.append(json.loads(message.payload))
+                    break
+            await link.send("arm1", "estop", {"engaged": False}, operator="op")
+            assert link.pending_estops == {}
+        link.stop()
+        await task
+        return got
+
+    got = asyncio.run(scenario())
+    assert len(got) == 1 and got[0]["engaged"] is True and got[0]["client"].startswith("op")
