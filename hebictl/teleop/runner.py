@@ -467,7 +467,10 @@ class ArmRunner:
             self.arm.set_idle("hold")
 
     def _check_events(self) -> None:
-        """A safety event the runner did not cause (limits, feedback, watchdog) disarms teleop."""
+        """A safety event the runner did not cause (limits, feedback, watchdog) disarms teleop. A
+        finding the arm only reports (a monitor's reaction ``event``: the arm stays RUNNING, e.g. a
+        model-mismatch estimate) changes nothing here: it is in the status's ``last_event``, and it
+        ended a Mobile IO app mid-homing when it disarmed (a "-0.00 kg" estimate)."""
         log_ = self.arm.events
         total = log_.dropped + len(log_.events)
         if total == self._events_seen:
@@ -476,7 +479,7 @@ class ArmRunner:
             else list(log_.events)
         self._events_seen = total
         for ev in new:
-            if str(ev.kind) not in OWN_EVENT_KINDS:
+            if str(ev.kind) not in OWN_EVENT_KINDS and ev.state is not ArmState.RUNNING:
                 self.dispatch(ArmFault(str(ev.kind), ev.detail))
 
     # ------------------------------------------------------------------ never NaN, never a drop

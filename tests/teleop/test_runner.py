@@ -400,3 +400,20 @@ def test_an_endless_shutdown_hold_lasts_until_end_hold():
         runner.end_hold()
         closer.join(120.0)
         arm.close()
+
+
+def test_a_finding_the_arm_only_reports_keeps_the_operators_mode_and_a_hold_disarms(rig):
+    """A monitor whose reaction is ``event`` leaves the arm RUNNING: the operator's mode stays (it
+    ended a Mobile IO app mid-homing); a finding that holds the arm disarms teleop (mode idle)."""
+    from hebictl.control.safety import EventKind
+
+    runner, arm, clock, acks = rig
+    runner.submit("mode", ModeCommand(env(), "position"))
+    steps(runner, 2)
+    assert runner.mode == "position"
+    arm.events.record(clock.now(), EventKind.MODEL_MISMATCH, ArmState.RUNNING, "an end-effector load of -0.00 kg")
+    steps(runner, 3)
+    assert runner.mode == "position"
+    arm.events.record(clock.now(), EventKind.TRACKING_ERROR, ArmState.HOLD, "tracking error")
+    steps(runner, 3)
+    assert runner.mode == "idle"
