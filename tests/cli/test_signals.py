@@ -246,6 +246,14 @@ def test_teleop_piped_to_head_stops_the_arm_and_exits_on_one_sigint(backend, ext
     assert event["kind"] == "interrupt" and event["state"] == "stopped" and "[hold]" in event["detail"], final
 
 
+def _cmdline(pid: int) -> str:
+    """A process's command line ("" once it has gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:
+        return ""
+
+
 def _children(pid: int) -> list[int]:
     kids = []
     for task in Path(f"/proc/{pid}/task").iterdir():
@@ -270,8 +278,8 @@ def test_run_in_a_shell_pipeline_to_head_and_ctrl_c_from_the_terminal(tmp_path):
     found: list[int] = []
 
     def started() -> bool:
-        if not found:
-            found.extend(k for k in _children(shell.pid) if "python" in Path(f"/proc/{k}/cmdline").read_text())
+        # looked up on every poll: the first child seen may be the shell's fork before its exec
+        found[:] = [k for k in _children(shell.pid) if "python" in _cmdline(k)]
         return bool(found) and _handles_sigterm(found[0]) and _live(record)[0] > MOVING
 
     try:
