@@ -26,18 +26,20 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from hebictl.config import load_config
 from hebictl.control.arm import Arm
-from hebictl.control.gripper import attach_gripper
-from hebictl.hardware.clock import PacedClock
 from hebictl.teleop.connection import parse_broker
 from hebictl.teleop.server import TeleopServer
-from tests._support.arms import kit6_arm
 from tests._support.ordering import HANG
 from tests._support.paths import KIT6_CONFIG
-from tests._support.teleop import ARM_ID, HOME, LOOP_HZ, TEST_BRIDGE_OPTIONS, TEST_RUNNER_OPTIONS
+from tests._support.teleop import (
+    ARM_ID,
+    HOME,
+    LOOP_HZ,
+    TEST_BRIDGE_OPTIONS,
+    TEST_RUNNER_OPTIONS,
+    WriteRecorder,
+    paced_kit6_arm,
+)
 
 #: [s] the bridge's MQTT keepalive here: beyond the hang guard, so only a real link loss ends a session
 KEEPALIVE = int(HANG)
@@ -58,15 +60,14 @@ def paced_server(arm: Arm, url: str, *, rate_hz: float | None = LOOP_HZ, usernam
 
 @contextlib.contextmanager
 def paced_servers() -> Iterator[Callable[..., TeleopServer]]:
-    """Factory of started TeleopServers for the 6-DoF kit on the mock backend on a PacedClock (the
-    signature of tests/teleop/conftest.py's ``make_server``); all stopped and closed at the end."""
+    """Factory of started TeleopServers on :func:`tests._support.teleop.paced_kit6_arm` arms with
+    this module's keepalive and freshness window (the signature of tests/teleop/conftest.py's
+    ``make_server``, ``joint_limits`` included); all stopped and closed at the end."""
     started: list[tuple[TeleopServer, Arm]] = []
 
     def make(url: str, *, rate_hz: float = LOOP_HZ, joint_limits: tuple[Any, Any] | None = None,
              start: Any = HOME, config: Path = KIT6_CONFIG, **options: Any) -> TeleopServer:
-        arm = kit6_arm("mock", config=config, start=start, clock=PacedClock())
-        attach_gripper(arm, load_config(config), "mock")  # only where the config has one
-        arm.backend.feedback_frequency = rate_hz
+        arm = paced_kit6_arm(config=config, start=start, rate_hz=rate_hz)
         if joint_limits is not None:  # the bundled kit's joints are unlimited
             arm.set_joint_limits(*joint_limits)
         server = paced_server(arm, url, rate_hz=rate_hz, **options)
@@ -87,44 +88,10 @@ def paced_servers() -> Iterator[Callable[..., TeleopServer]]:
         assert not stuck, "a teleop server's arm thread outlived stop_background()"
 
 
-class ArmWrites:
-    """Every command the arm writes to its backend: the arm clock's reading at the write [s] (the
-    cycle's time: the mock's feedback grid point it read), position and velocity copies, and the
-    arm's own ``dt`` [s] of that cycle."""
+class ArmWrites(WriteRecorder):
+    """Every command the arm writes to its backend, stamped with the arm clock's reading at the
+    write [s] (the cycle's time: the mock's feedback grid point it read), position and velocity
+    copies, and the arm's own ``dt`` [s] of that cycle."""
 
     def __init__(self, arm: Arm) -> None:
-        self.times: list[float] = []
-        self.positions: list[Any] = []
-        self.velocities: list[Any] = []
-        self.dts: list[float] = []
-        inner = arm.backend.write
-        clock = arm.clock
-
-        def write(cmd: Any) -> bool:
-            self.times.append(clock.now())
-            self.positions.append(cmd.position.copy())
-            self.velocities.append(cmd.velocity.copy())
-            self.dts.append(arm.dt)  # appended last: arrays() cuts the others to its length
-            return inner(cmd)
-
-        arm.backend.write = write  # type: ignore[method-assign]
-
-    def __len__(self) -> int:
-        return len(self.dts)
-
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(times, positions, velocities, dts)`` of the writes so far, all of the same length."""
-        n = len(self.dts)
-        return (np.array(self.times[:n]), np.array(self.positions[:n]), np.array(self.velocities[:n]),
-                np.array(self.dts[:n]))
-
-    def count(self, after: float, until: float) -> int:
-        """How many writes (arm cycles) came after ``after`` up to and including ``until``."""
-        return sum(1 for t in list(self.times) if after < t <= until)
-
-    def first(self, after: float, predicate: Callable[[Any], bool]) -> float | None:
-        """Arm time of the first write after ``after`` whose velocity satisfies ``predicate``."""
-        for t, v in zip(list(self.times), list(self.velocities), strict=False):
-            if t > after and predicate(v):
-                return t
-        return None
+        super().__init__(arm, arm.clock.now)

@@ -118,7 +118,8 @@ def run(coro: Coroutine[Any, Any, Any], timeout: float = 20.0) -> Any:
 
 
 class WriteRecorder:
-    """Records every command the arm writes to its backend: perf_counter time [s], position and
+    """Records every command the arm writes to its backend: ``clock()``'s time [s] (default
+    perf_counter; :class:`tests._support.paced.ArmWrites` takes the arm's clock), position and
     velocity copies, and the arm's own ``dt`` [s] of the cycle that wrote it.
 
     What reaches the modules is the ground truth for reaction times, independent of the runner's
@@ -128,7 +129,7 @@ class WriteRecorder:
     compute and wake-up jitter. A write outside a cycle (the keep-alive of a long goal check)
     repeats the dt of the cycle before it."""
 
-    def __init__(self, arm: Arm) -> None:
+    def __init__(self, arm: Arm, clock: Callable[[], float] = time.perf_counter) -> None:
         self.times: list[float] = []
         self.positions: list[Any] = []
         self.velocities: list[Any] = []
@@ -136,13 +137,16 @@ class WriteRecorder:
         inner = arm.backend.write
 
         def write(cmd: Any) -> bool:
-            self.times.append(time.perf_counter())
+            self.times.append(clock())
             self.positions.append(cmd.position.copy())
             self.velocities.append(cmd.velocity.copy())
             self.dts.append(arm.dt)  # appended last: arrays() cuts the others to its length
             return inner(cmd)
 
         arm.backend.write = write  # type: ignore[method-assign]
+
+    def __len__(self) -> int:
+        return len(self.dts)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(times, positions, velocities, dts)`` of the writes so far, all of the same length (the
