@@ -46,8 +46,10 @@ from tests._support.panel_e2e import (
 # one rig for the module's tests: under pytest-xdist, --dist loadfile keeps them on one worker
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(900)]
 
-USERS = {"op": "op-pw", "tap": "tap-pw", "armJ": "j-pw", "armG": "g-pw"}
-ARMS = {"armJ": ("sim", "jog"), "armG": ("mock", "gravcomp")}
+USERS = {"op": "op-pw", "tap": "tap-pw", "armJ": "j-pw", "armG": "g-pw", "armA": "a-pw"}
+ARMS = {"armJ": ("sim", "jog"), "armG": ("mock", "gravcomp"), "armA": ("mock", "ar")}
+#: HEBI's ex_AR_kit config keys (delay_time, xyz_scale), as tests/inputs/rig.py's AR_KEYS
+AR_KEYS = {"delay_time": 0.5, "xyz_scale": [1.0, 1.0, 2.0]}
 #: HEBI's kits/arms/config/layouts/ex_gravity_compensation_toggle.json (its two buttons)
 GRAVCOMP_LAYOUT = [
     {"id": "b1", "channels": ["b1"], "type": "button", "x": -0.6, "y": -0.5, "width": 0.3, "height": 0.3,
@@ -66,7 +68,7 @@ def inputs(tap: Tap, arm: str, since: float) -> list[dict[str, Any]]:
     return [b for k in keys for _, b in tap.get(*k, since)]
 
 
-def _config(tmp: Path, layout: bool = False) -> Path:
+def _config(tmp: Path, layout: bool = False, ar: bool = False) -> Path:
     """The bundled 6-DoF kit (no gripper) with the rigs' monitor thresholds and command lifetime for
     a shared machine (tests/_support/panel_e2e.py ``shared_machine``); ``layout``: with HEBI's gravity-compensation
     toggle layout named in ``user_data.mobile_io_layout``."""
@@ -78,6 +80,11 @@ def _config(tmp: Path, layout: bool = False) -> Path:
     doc["gains"] = {k: str((src.parent / v).resolve()) for k, v in (
         doc["gains"] if isinstance(doc["gains"], dict) else {"default": doc["gains"]}).items()}
     shared_machine(doc)
+    if ar:
+        doc["user_data"].update(AR_KEYS)
+        out = tmp / "ar-kit.cfg.yaml"
+        out.write_text(yaml.safe_dump(doc))
+        return out
     if not layout:
         out = tmp / "x-series-6dof.cfg.yaml"
         out.write_text(yaml.safe_dump(doc))
@@ -99,7 +106,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Tap, str, Pa
         f.write("\nuser tap\ntopic read hebictl/v1/+/state/#\ntopic read hebictl/v1/+/cmd/input\n")
     for user, pw in USERS.items():
         (tmp / f"{user}.pw").write_text(pw + "\n")
-    configs = {"armJ": _config(tmp), "armG": _config(tmp, layout=True)}
+    configs = {"armJ": _config(tmp), "armG": _config(tmp, layout=True), "armA": _config(tmp, ar=True)}
     broker.start()
     procs: list[subprocess.Popen[bytes]] = []
     tap = Tap(broker.port, USERS["tap"], [("hebictl/v1/+/state/#", 1), ("hebictl/v1/+/cmd/input/#", 0)])
@@ -323,5 +330,53 @@ def test_gravcomp_toggle_layout_button_switches_gravity_compensation_and_quits(r
     _, st = tap.wait_status("armG", lambda s: (s.get("app") or {}).get("state") == "exit", HANG, since=t_quit)
     assert st["app"]["input_dropped"] == {}, st["app"]
     print(f"\ngravcomp app states: {_states(tap, 'armG', t0)}; {st['app']['input_accepted']} samples accepted")
+    page.uncheck("#mio_on")
+    assert page.errors == []
+
+
+def test_ar_app_follows_the_emulated_phone_dragged_in_the_3d_view(rig: Any, browser: Any) -> None:
+    """Issue 31: the emulator's AR pose. With "AR pose" ticked the samples carry the violet phone's
+    pose; B3 (AR control) takes it as the baseline, and dragging the phone in the 3D view moves the
+    end effector by HEBI's formula (xyz_home + R0^T (xyz_scale * (p - p0)), R0 level here: headless
+    Chromium reports no device orientation). Outcomes only, from the arm's own topics."""
+    tap, url, _ = rig
+    page = _page(browser, url, "armA")
+    t0 = time.time()
+    _app_mode(page, tap, "armA")
+    page.check("#mio_pose")
+    page.wait_for_function("window.panelState.mio.phone && window.panelState.mio.phoneScreen", timeout=HANG * 1000)
+    # the samples on cmd/input now carry the pose (level, quality 1)
+    tap.wait(lambda: any((b.get("pose") or {}).get("quality") == 1 for b in inputs(tap, "armA", t0)), HANG,
+             "a sample with the phone's pose")
+    # the app homes (softstart), then waits for B3; a start without samples for 1 s holds it
+    # disconnected until the stream is back (it is: the emulator is on)
+    tap.wait_status("armA", lambda s: (s.get("app") or {}).get("state") == "waiting", HANG, since=t0)
+    t_ar = time.time()
+    page.click("#mio_b3")
+    tap.wait_status("armA", lambda s: (s.get("app") or {}).get("state") == "ar", HANG, since=t_ar)
+    tap.wait(lambda: len([1 for _ in tap.get("armA", "state/ee_pose", t_ar)]) >= 5, HANG, "ee poses in AR")
+    ee0 = _ee(tap, "armA")
+    p0 = np.array(page.evaluate("window.panelState.mio.phone.p.slice()"), dtype=float)
+    box = page.locator("#view").bounding_box()
+    x, y = page.evaluate("window.panelState.mio.phoneScreen.slice(0, 2)")
+    page.mouse.move(box["x"] + x, box["y"] + y)
+    page.mouse.down()
+    for k in range(1, 11):   # 30 px to the right, in steps, as a hand drags
+        page.mouse.move(box["x"] + x + 3 * k, box["y"] + y)
+    page.mouse.up()
+    p1 = np.array(page.evaluate("window.panelState.mio.phone.p.slice()"), dtype=float)
+    moved = p1 - p0
+    expect = ee0 + np.array(AR_KEYS["xyz_scale"]) * moved
+    assert np.linalg.norm(moved) > 0.02, moved   # the drag moved the phone (in the view's plane)
+
+    def near() -> bool:
+        return bool(np.linalg.norm(_ee(tap, "armA") - expect) < 0.001)
+
+    tap.wait(near, HANG, "the end effector at the phone's displacement")
+    st = _app(tap, "armA")
+    print(f"\nphone dragged {np.round(moved * 1e3, 1)} mm; end effector {np.round((_ee(tap, 'armA') - ee0) * 1e3, 1)} "
+          f"mm (expected {np.round((expect - ee0) * 1e3, 1)}); app {st.get('state')}, "
+          f"{st.get('input_accepted')} samples, dropped {st.get('input_dropped')}")
+    assert st.get("state") == "ar" and st.get("input_dropped") == {}
     page.uncheck("#mio_on")
     assert page.errors == []
