@@ -4,6 +4,7 @@ arms' topics with their arrival times), and starting ``hebictl`` processes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -13,7 +14,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -226,6 +227,29 @@ def stop_processes(procs: Sequence[subprocess.Popen[bytes]], tap: Tap, arms: Seq
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait(10)
+
+
+def end_rig(procs: Sequence[subprocess.Popen[bytes]], tap: Tap, arms: Sequence[str], broker: Any, tmp: Path) -> None:
+    """A browser rig's teardown: its processes ended (:func:`stop_processes`), the tap and the broker
+    closed, and the tail of every log in ``tmp`` that holds a traceback printed."""
+    stop_processes(procs, tap, arms)
+    tap.close()
+    broker.stop()
+    for log in sorted(tmp.glob("*.log")):
+        text = log.read_text(errors="replace")
+        if "Traceback" in text:
+            print(f"--- {log.name}\n{text[-3000:]}")
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator[Any]:
+    """Debian's chromium, headless, through Playwright (closed at the end)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
 
 
 def spawn_hebictl(args: list[str], log: Path) -> subprocess.Popen[bytes]:

@@ -546,6 +546,17 @@ def _sim_run(goal_time: float = 1.0, **flags):
     return arm, clock, run, loop, checks, where, lambda: setattr(admission, "check_trajectory", original)
 
 
+def _drive(loop, arm, restore, cycle, duration: float) -> None:
+    """Run ``loop`` (from :func:`_sim_run`) with ``cycle`` as its step for ``duration`` simulated
+    seconds, then put the path check back and close the arm."""
+    loop.step = cycle
+    try:
+        loop.run(duration=duration)
+    finally:
+        restore()
+        arm.close()
+
+
 def test_run_admits_every_move_before_the_loop_and_no_cycle_checks_a_path():
     """Issue 29: the 654-sample path check ran in the first cycle (54-88 ms, an overrun and 10-18
     missed cycles). Each move is now admitted (path check included) before the loop, and the cycle
@@ -570,12 +581,7 @@ def test_run_admits_every_move_before_the_loop_and_no_cycle_checks_a_path():
             if run.phases[run.phase].name == "hold" and run.signal is None:
                 run.on_signal(sig.SIGTERM, None)  # ends the endless --hold inf after TERM_HOLD_S
 
-    loop.step = cycle
-    try:
-        loop.run(duration=60.0)
-    finally:
-        restore()
-        arm.close()
+    _drive(loop, arm, restore, cycle, 60.0)
     assert checks == ["before the loop"] * 2, checks  # home and goal, each checked once, none in a cycle
     for phase in run.phases[:2]:
         traj, started = followed[phase.name]
@@ -609,12 +615,7 @@ def test_a_move_whose_start_moved_is_admitted_again_in_its_cycle():
         finally:
             where["in"] = "between cycles"
 
-    loop.step = cycle
-    try:
-        loop.run(duration=8.0)
-    finally:
-        restore()
-        arm.close()
+    _drive(loop, arm, restore, cycle, 8.0)
     assert checks == ["before the loop", "before the loop", "a cycle"], checks
     start = arm.trajectory.positions[:, 0]  # planned from where the arm is (home), not the moved start
     np.testing.assert_allclose(start, run.phases[0].target, atol=0.01)
@@ -642,12 +643,7 @@ def test_sigterm_holds_for_the_bounded_time_in_simulated_time(stop_hold, expect)
             run.on_signal(sig.SIGTERM, None)
         return go_on
 
-    loop.step = cycle
-    try:
-        loop.run(duration=60.0)
-    finally:
-        restore()
-        arm.close()
+    _drive(loop, arm, restore, cycle, 60.0)
     ended = clock.now()
     kinds = [e.kind for e in arm.events.events]
     print(f"--stop-hold {stop_hold}: SIGTERM at {sent[0]:.3f} s, loop ended {ended - sent[0]:.3f} s later; {kinds}")
@@ -683,12 +679,7 @@ def test_a_safety_stop_unattended_holds_for_the_bounded_time_attended_until_ctrl
             run.on_signal(sig.SIGTERM, None)
         return go_on
 
-    loop.step = cycle
-    try:
-        loop.run(duration=60.0)
-    finally:
-        restore()
-        arm.close()
+    _drive(loop, arm, restore, cycle, 60.0)
     ended = clock.now()
     assert run.failed
     if expect == "TERM_HOLD_S":

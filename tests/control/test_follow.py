@@ -64,6 +64,18 @@ def until(lf: LeaderFollower, clock: SimClock, state: FollowState, seconds: floa
     return clock.now() - t0
 
 
+def following_by_hand(config: str) -> tuple[Arm, Arm, SimClock, np.ndarray, LeaderFollower]:
+    """:func:`pair` with the leader in gravity compensation (a hand moves it, as on a real kit) and
+    the follower aligned and following it."""
+    leader, follower, clock, home = pair(config)
+    leader.set_idle("gravcomp")
+    lf = LeaderFollower(leader, follower)
+    until(lf, clock, FollowState.IDLE)
+    lf.request_follow()
+    until(lf, clock, FollowState.FOLLOW)
+    return leader, follower, clock, home, lf
+
+
 def true_q(arm: Arm) -> np.ndarray:
     return arm.backend.true_state()[0]
 
@@ -111,12 +123,7 @@ def test_follower_tracks_a_scripted_leader(config):
 def test_follower_tracks_a_leader_pushed_by_a_scripted_hand(config):
     """The leader in gravity compensation (as on a real kit), its base pushed by a scripted external
     torque (MuJoCo's applied joint force): +2 N·m for 1 s, -2 N·m for 1 s, then let go."""
-    leader, follower, clock, home = pair(config)
-    leader.set_idle("gravcomp")
-    lf = LeaderFollower(leader, follower)
-    until(lf, clock, FollowState.IDLE)
-    lf.request_follow()
-    until(lf, clock, FollowState.FOLLOW)
+    leader, follower, clock, home, lf = following_by_hand(config)
     sim = leader.backend
     base = sim.scene.dadr[0]
     t0 = clock.now()
@@ -343,12 +350,7 @@ def test_a_leader_pushed_through_the_table_leaves_the_follower_above_it(config, 
     """The follower's steps go through its collision world (the config's table at z = 0): a leader pushed
     down through it (the table is no sim geom, the hand's torque on the shoulder) is not followed there.
     (The double shoulder's arm is left out: its shoulder pair needs another push to reach the table.)"""
-    leader, follower, clock, home = pair(config)
-    leader.set_idle("gravcomp")
-    lf = LeaderFollower(leader, follower)
-    until(lf, clock, FollowState.IDLE)
-    lf.request_follow()
-    until(lf, clock, FollowState.FOLLOW)
+    leader, follower, clock, home, lf = following_by_hand(config)
     sim = leader.backend
     t0 = clock.now()
     zl, zf, held_back = [], [], 0.0

@@ -38,12 +38,12 @@ import pytest
 
 from hebictl.teleop.broker import LocalBroker, free_port
 from tests._support.panel_e2e import (
-    CHROMIUM,
     REPO,
     SESSIONS_SCRIPT,
     Tap,
+    chromium,
+    end_rig,
     shared_machine,
-    stop_processes,
     token_url,
 )
 from tests._support.panel_e2e import http_ok as _http_ok
@@ -162,23 +162,13 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
             panels[user] = tap.wait(lambda u=user: token_url(tmp / f"panel-{u}.log"), HANG, "the panel's link")
         yield Rig(broker, tap, panels, tmp, procs)
     finally:
-        stop_processes(procs, tap, list(ARMS))   # the arms get their second SIGTERM once offline
-        tap.close()
-        broker.stop()
-        for log in sorted(tmp.glob("*.log")):
-            text = log.read_text(errors="replace")
-            if "Traceback" in text:
-                print(f"--- {log.name}\n{text[-3000:]}")
+        end_rig(procs, tap, list(ARMS), broker, tmp)   # the arms get their second SIGTERM once offline
 
 
 @pytest.fixture(scope="module")
 def browser(rig: Rig) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+    with chromium() as b:
         yield b
-        b.close()
 
 
 def _page(browser: Any, url: str, arm: str) -> Any:

@@ -32,14 +32,14 @@ import pytest
 
 from hebictl.teleop.broker import LocalBroker, free_port
 from tests._support.panel_e2e import (
-    CHROMIUM,
     REPO,
     Tap,
+    chromium,
+    end_rig,
     http_ok,
     need_browser,
     shared_machine,
     spawn_hebictl,
-    stop_processes,
     token_url,
 )
 
@@ -130,23 +130,13 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Tap, str, Pa
         url = tap.wait(lambda: token_url(tmp / "panel.log"), HANG, "the panel's link")
         yield tap, url, tmp
     finally:
-        stop_processes(procs, tap, list(ARMS))
-        tap.close()
-        broker.stop()
-        for log in sorted(tmp.glob("*.log")):
-            text = log.read_text(errors="replace")
-            if "Traceback" in text:
-                print(f"--- {log.name}\n{text[-3000:]}")
+        end_rig(procs, tap, list(ARMS), broker, tmp)
 
 
 @pytest.fixture(scope="module")
 def browser(rig: Any) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+    with chromium() as b:
         yield b
-        b.close()
 
 
 def _page(browser: Any, url: str, arm: str) -> Any:
