@@ -13,7 +13,8 @@ string only:
   message over its account's rate is dropped undecoded and counted; one account's flood cannot use
   up another's budget.
 * **bounded queue, jog first to go**: at most ``maxlen`` messages wait; when it is full, the oldest
-  waiting jog sample is dropped (a jog stream only needs its latest sample), and only when no jog
+  waiting jog sample of the account with the most jog samples waiting is dropped (a jog stream only
+  needs its latest sample, and a flood's samples go before an operator's), and only when no jog
   sample waits is the newcomer dropped. Messages otherwise stay in arrival order (a ``stop`` never
   overtakes the jog samples sent before it).
 * **e-stop not here**: ``cmd/estop`` arrives on the bridge's own e-stop connection (see
@@ -36,7 +37,7 @@ heartbeat as "no e-stop", the first to go (a lost heartbeat can only hold the ar
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -104,13 +105,19 @@ class InboundGate:
 
 
 class InboundLanes:
-    """The storage of :class:`InboundQueue`: arrival order, a count of jog samples, a bound."""
+    """The storage of :class:`InboundQueue`: arrival order, the jog samples waiting per account, a bound.
+
+    A full queue drops the oldest jog sample of the account with the most jog samples waiting (on a
+    tie, the sending account's): a flood's samples go before an operator's stream, which keeps every
+    sample while it sends fewer than the flooder (untagged senders share one account and still
+    compete with each other)."""
 
     def __init__(self, gate: InboundGate, maxlen: int) -> None:
         self.gate = gate
         self.maxlen = maxlen
-        self.items: deque[tuple[str, Any]] = deque()
-        self.jogs = 0
+        self.items: deque[tuple[str, str | None, Any]] = deque()
+        #: jog samples waiting, per account (None: untagged)
+        self.jogs: Counter[str | None] = Counter()
 
     def __len__(self) -> int:
         return len(self.items)
@@ -120,27 +127,44 @@ class InboundLanes:
         name = self.gate.topics.command_name(topic) if self.gate.upstream else self.gate.admit(topic)
         if name is None or name == "estop":
             return
-        if len(self.items) >= self.maxlen and not self._drop_oldest_jog():
+        account = self._account(topic) if name == "jog" else None
+        if len(self.items) >= self.maxlen and not self._drop_a_flooders_jog(account if name == "jog" else ...):
             self.gate.stats["queue_dropped"] += 1
             return
-        self.items.append((name, item))
-        self.jogs += name == "jog"
+        self.items.append((name, account, item))
+        if name == "jog":
+            self.jogs[account] += 1
 
     def pop(self) -> Any:
-        name, item = self.items.popleft()
-        self.jogs -= name == "jog"
+        name, account, item = self.items.popleft()
+        if name == "jog":
+            self._forget_jog(account)
         return item
 
-    def _drop_oldest_jog(self) -> bool:
+    def _account(self, topic: str) -> str | None:
+        parsed = self.gate.topics.command_and_account(topic)
+        return None if parsed is None else parsed[1]
+
+    def _forget_jog(self, account: str | None) -> None:
+        self.jogs[account] -= 1
+        if not self.jogs[account]:
+            del self.jogs[account]
+
+    def _drop_a_flooders_jog(self, newcomer: object) -> bool:
+        """Drop the oldest jog sample of the account with the most waiting; on a tie, the newcomer's
+        account (a jog sample's sender; ``...`` for any other command) if it is one of them."""
         if not self.jogs:
             return False
-        for i, (name, _) in enumerate(self.items):
-            if name == "jog":
+        most = max(self.jogs.values())
+        tied = [a for a, n in self.jogs.items() if n == most]
+        flooder = newcomer if newcomer in tied else tied[0]
+        for i, (name, account, _) in enumerate(self.items):
+            if name == "jog" and account == flooder:
                 del self.items[i]
-                self.jogs -= 1
+                self._forget_jog(account)
                 self.gate.stats["queue_dropped_jog"] += 1
                 return True
-        return False  # pragma: no cover - jogs > 0 means one is there
+        return False  # pragma: no cover - a count > 0 means one is there
 
 
 class InboundQueue(asyncio.Queue):

@@ -58,6 +58,21 @@ def test_a_full_queue_drops_the_oldest_jog_first_and_keeps_order():
     assert gate.stats["queue_dropped"] == 2
 
 
+def test_a_full_queue_drops_the_jog_samples_of_the_account_with_the_most_waiting():
+    """A flooder's samples leave a full queue before an operator's (on a tie, the sender's own go):
+    the operator's stream at a third of the flood's rate keeps every sample, in order."""
+    gate = InboundGate(TOPICS, Clock())
+    q = inbound_queue_type(gate, 4)(maxsize=0)
+    taken = []
+    for _ in range(5):  # four arrivals per message the bridge takes: the queue stays full
+        for account in ("op", "flood", "flood", "flood"):
+            q.put_nowait(_msg("jog", account))
+        taken.append(q.get_nowait().topic.value)
+    assert taken == [TOPICS.cmd("jog") + "/@op"] * 5
+    assert _drain(q) == [TOPICS.cmd("jog") + "/@flood"] * 3
+    assert gate.stats["queue_dropped_jog"] == 12 and gate.stats["queue_dropped"] == 0
+
+
 def test_each_account_has_its_own_budget_and_estop_copies_are_not_queued():
     clock = Clock()
     gate = InboundGate(TOPICS, clock, limits={"jog": RateLimit(10.0, 3.0)})
