@@ -61,8 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="save the run as .mcap (Foxglove; see docs/recording.md) or .npz (plot either later "
                           "with hebictl plot) (default: not recorded)")
     run.add_argument("--record-mode", default="0600", metavar="MODE",
-                     help="file mode of an .mcap recording (default 0600: yours only; 0640 shares it with your "
-                          "group; docs/recording.md)")
+                     help="file mode of the recording (.mcap or .npz; default 0600: yours only; 0640 shares it "
+                          "with your group; docs/recording.md)")
     run.add_argument("--no-home", action="store_true", help="skip the move to user_data.home_position")
     run.add_argument("--stop-hold", type=float, default=None, metavar="S",
                      help="after Ctrl-C/SIGTERM, an error or a safety stop, hold this many seconds before "
@@ -298,6 +298,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         run = RunSteps(arm, phases, clock, rec, args)
         loop.step = run.step
         run.mcap = mcap
+        run.npz_file = _npz_file(args) if npz else None  # made before the loop too, written at the end
         run.t_start = t_start
         _run_loop(loop, run, windows, rate, args)
         run.realtime = loop.grant
@@ -422,6 +423,7 @@ class RunSteps:
         self.failed = False                # the arm stopped itself (a safety event)
         self.t_start = clock.now()         # event times in the summary count from here
         self.mcap: Any = None              # --record RUN.mcap: hebictl.recording.writer.McapRecorder
+        self.npz_file: Any = None          # --record RUN.npz: hebictl.recording.mcapfile.ExclusiveFile
         self.mcap_done: Any = None         # its closing counts (written, cycles, dropped)
         self.realtime: Any = None          # what the loop thread was granted (hebictl.control.realtime)
         self.answered = False              # the first signal has been acted on in a cycle
@@ -604,8 +606,14 @@ def _finish(arm: Any, cfg: Any, run: RunSteps, loop: Any, windows: list, rate: f
     if done is not None:
         written.append(f"recording: {args.record} ({done.written} of {done.cycles} cycles, {done.dropped} dropped)")
     if rec is not None:
-        if args.record is not None and args.record.suffix != ".mcap":
-            rec.save(args.record)
+        if run.npz_file is not None:
+            import io
+
+            from hebictl.recording.mcapfile import write_new
+
+            data = io.BytesIO()
+            rec.save(data)
+            write_new(run.npz_file, data.getvalue())
             written.append(f"recording: {args.record}")
         if args.plot:
             from hebictl.plot import plot_recording
@@ -661,6 +669,14 @@ def _mcap_recorder(args: argparse.Namespace, arm: Any, cfg: Any, rate: float) ->
     return McapRecorder(args.record, arm, config_path=cfg.path, mode=parse_mode(args.record_mode),
                         metadata={"command": "run", "backend_name": args.backend, "rate_hz": f"{rate:g}",
                                   "config": str(cfg.path)})
+
+
+def _npz_file(args: argparse.Namespace) -> Any:
+    """``--record RUN.npz``: the file, made before the loop starts (exclusive, never a symlink's
+    target, ``--record-mode``) and written when the run ends."""
+    from hebictl.recording.mcapfile import ExclusiveFile, parse_mode
+
+    return ExclusiveFile(args.record, parse_mode(args.record_mode))
 
 
 def _require_plotting() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 from numpy.typing import NDArray
@@ -67,7 +68,9 @@ class Recorder:
         """Commanded minus measured position per sample and joint [rad or m]."""
         return self.series("position_command") - self.series("position")
 
-    def save(self, path: str | Path) -> None:
+    def save(self, path: str | Path | BinaryIO) -> None:
+        """The run as ``.npz`` into ``path`` (a file object: `hebictl run` writes it exclusively, see
+        :func:`hebictl.recording.mcapfile.write_new`)."""
         np.savez_compressed(path, time=self.times, joint_names=np.array(self.joint_names),
                             **{f: self.series(f) for f in FIELDS})
 

@@ -152,19 +152,17 @@ def make_folders(folder: Path, mode: int) -> None:
             os.close(fd)
 
 
-class McapFile:
-    """One recording file, published at its first :meth:`commit` and complete at :meth:`finish`.
-
-    ``stream`` is what to hand to :class:`mcap.writer.Writer`. Raises :class:`RecordingError` when
-    the file cannot be made (it exists, is a symlink, the folder is not writable).
-    """
+class ExclusiveFile:
+    """A new file that never replaces a name and never follows a symlink: made under a random hidden
+    name (``O_CREAT | O_EXCL | O_NOFOLLOW``, ``mode`` set with ``fchmod``) in a folder opened once, and
+    given its name with ``link`` only when its first bytes are in (:meth:`_publish`). Raises
+    :class:`RecordingError` when the file cannot be made (the name exists or is a symlink, the folder
+    is not writable). :class:`McapFile` grows on it; :func:`write_new` writes a whole file at once."""
 
     def __init__(self, path: str | Path, mode: int = 0o600) -> None:
         self.path = Path(path)
         self.mode = mode
-        self.stream = Capture()
         self.published = False
-        self._tail_at = -1   # offset of the tail once published
         folder = self.path.parent
         try:
             make_folders(folder, folder_mode(mode))
@@ -193,6 +191,71 @@ class McapFile:
         what = "is a symbolic link (a recording never follows one)" if stat.S_ISLNK(st.st_mode) else \
             "exists (a recording never overwrites a file: give another name or remove it)"
         raise RecordingError(f"cannot record to {self.path}: it {what}")
+
+    def _publish(self, first: bytes) -> None:
+        """Write the file's start under its hidden name, then give it its name (never replacing one)."""
+        assert self._tmp is not None
+        pwrite_all(self._fd, first, 0)
+        try:
+            os.link(self._tmp, self.path.name, src_dir_fd=self._dir, dst_dir_fd=self._dir, follow_symlinks=False)
+        except FileExistsError:
+            raise RecordingError(f"cannot record to {self.path}: it appeared while the recording started "
+                                 "(a recording never overwrites a file)") from None
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+                raise
+            self._publish_without_link(first)
+        os.unlink(self._tmp, dir_fd=self._dir)
+        self._tmp = None
+        self.published = True
+
+    def _publish_without_link(self, first: bytes) -> None:
+        """A filesystem without hard links (FAT): the name is created exclusively and written at once."""
+        assert self._tmp is not None
+        fd = os.open(self.path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     self.mode, dir_fd=self._dir)
+        os.fchmod(fd, self.mode)
+        pwrite_all(fd, first, 0)
+        os.close(self._fd)
+        self._fd = fd
+
+    def close(self) -> None:
+        """Close without finishing (the file stays as its last commit left it); idempotent."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        if self._tmp is not None and self._dir >= 0:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._tmp, dir_fd=self._dir)
+            self._tmp = None
+        if self._dir >= 0:
+            os.close(self._dir)
+            self._dir = -1
+
+
+def write_new(file: ExclusiveFile, data: bytes) -> None:
+    """The whole of ``data`` into ``file`` (made before the run, so that a name taken fails before
+    anything moved), synced, then named and closed: a ``.npz`` recording (``hebictl run --record``)."""
+    try:
+        file._publish(data)
+        os.fdatasync(file._fd)
+    except OSError as exc:
+        raise RecordingError(f"cannot record to {file.path}: {exc.strerror or exc}") from exc
+    finally:
+        file.close()
+
+
+class McapFile(ExclusiveFile):
+    """One recording file, published at its first :meth:`commit` and complete at :meth:`finish`.
+
+    ``stream`` is what to hand to :class:`mcap.writer.Writer`. Raises :class:`RecordingError` when
+    the file cannot be made (it exists, is a symlink, the folder is not writable).
+    """
+
+    def __init__(self, path: str | Path, mode: int = 0o600) -> None:
+        super().__init__(path, mode)
+        self.stream = Capture()
+        self._tail_at = -1   # offset of the tail once published
 
     def size(self) -> int:
         """Bytes of records so far (the writer's offset), the uncommitted ones included."""
@@ -252,43 +315,4 @@ class McapFile:
             pwrite_all(fd, unit[-FOOTER_BYTES:], at + n - FOOTER_BYTES)       # 3. the summary's footer
         pwrite_all(fd, unit[:len(TAIL)], at)                                  # 4. the commit
 
-    def _publish(self, first: bytes) -> None:
-        """Write the file's start under its hidden name, then give it its name (never replacing one)."""
-        assert self._tmp is not None
-        pwrite_all(self._fd, first, 0)
-        try:
-            os.link(self._tmp, self.path.name, src_dir_fd=self._dir, dst_dir_fd=self._dir, follow_symlinks=False)
-        except FileExistsError:
-            raise RecordingError(f"cannot record to {self.path}: it appeared while the recording started "
-                                 "(a recording never overwrites a file)") from None
-        except OSError as exc:
-            if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
-                raise
-            self._publish_without_link(first)
-        os.unlink(self._tmp, dir_fd=self._dir)
-        self._tmp = None
-        self.published = True
-
-    def _publish_without_link(self, first: bytes) -> None:
-        """A filesystem without hard links (FAT): the name is created exclusively and written at once."""
-        assert self._tmp is not None
-        fd = os.open(self.path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     self.mode, dir_fd=self._dir)
-        os.fchmod(fd, self.mode)
-        pwrite_all(fd, first, 0)
-        os.close(self._fd)
-        self._fd = fd
-
-    def close(self) -> None:
-        """Close without finishing (the file stays as its last commit left it); idempotent."""
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-        if self._tmp is not None and self._dir >= 0:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self._tmp, dir_fd=self._dir)
-            self._tmp = None
-        if self._dir >= 0:
-            os.close(self._dir)
-            self._dir = -1
 

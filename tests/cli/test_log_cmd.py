@@ -126,6 +126,41 @@ def test_a_recording_never_overwrites_and_its_mode_can_share(tmp_path):
     assert not (tmp_path / "x.mcap").exists()
 
 
+def test_an_npz_recording_never_follows_a_symlink_nor_overwrites_and_is_0600(tmp_path):
+    """Issue 33 item 5 for ``--record RUN.npz``: a symlink planted at the name, or a file there, is a
+    one-line error before the run (the symlink's target untouched); a new file is 0600 under umask 0
+    and loads back."""
+    import os
+    import stat
+
+    from hebictl.control.recorder import Recorder
+
+    target = tmp_path / "victim"
+    target.write_bytes(b"root's file")
+    os.chmod(target, 0o600)
+    planted = tmp_path / "run.npz"
+    planted.symlink_to(target)
+    quick = ("--backend", "mock", "--no-home", "--hold", "0.05", "--quiet", "--paced-clock")
+    r = hebictl("run", *quick, "--record", str(planted))
+    assert r.returncode == 2 and r.stderr.startswith("hebictl: error:") and "symbolic link" in r.stderr, r.stderr
+    assert target.read_bytes() == b"root's file" and planted.is_symlink()
+    taken = tmp_path / "taken.npz"
+    taken.write_bytes(b"an earlier run")
+    r = hebictl("run", *quick, "--record", str(taken))
+    assert r.returncode == 2 and "exists" in r.stderr and taken.read_bytes() == b"an earlier run", r.stderr
+    fresh = tmp_path / "new" / "fresh.npz"
+    fresh.parent.mkdir()  # --record's folder must exist (tests/cli/test_run_cmd.py)
+    old = os.umask(0)
+    try:
+        r = hebictl("run", *quick, "--record", str(fresh))
+    finally:
+        os.umask(old)
+    assert r.returncode == 0, r.stderr
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o600
+    assert len(Recorder.load(fresh).times) > 0
+    assert [p.name for p in fresh.parent.iterdir()] == ["fresh.npz"]  # no hidden temporary left
+
+
 def test_hebi_feedback_converts_to_joint_states(tmp_path):
     """The .hebilog import path with real hebi-py GroupFeedback from its imitation group (hebi-py
     cannot write a .hebilog from an imitation group: start_log raises, so the file reading itself
