@@ -63,8 +63,8 @@ def nearest_margins(geom, dist, is_ws, clearance, self_clearance):  # pragma: no
 def approach_scale(gap_now, gap_next, far, clearance, threshold, horizon, lookahead,
                    deceleration):  # pragma: no cover - compiled
     """Speed scale (0..1) of a motion from the ``now`` pair gaps to the ``next`` ones ``lookahead``
-    [s] later (per checked pair, :func:`pair_gaps`): per pair that closes in, MoveIt Servo's
-    ``distance / threshold`` and the speed that still stops within the distance left at
+    [s] later (per checked pair, :func:`pair_gaps`): per pair that closes in, the linear
+    ``distance / threshold`` (not MoveIt Servo's exponential) and the speed that still stops within the distance left at
     ``deceleration`` [m/s²]; pairs that open up are not slowed. Distances are beyond each pair's
     clearance, and at most its ``horizon`` (a pair MuJoCo does not report now is that far)."""
     scale = 1.0

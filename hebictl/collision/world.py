@@ -404,8 +404,9 @@ class CollisionWorld:
                          "workspace" if ws else "self")
 
     def approach_scale(self, q: ArrayLike, q_next: ArrayLike, lookahead: float, deceleration: float) -> float:
-        """Speed scale 0..1 for moving from ``q`` to ``q_next`` in ``lookahead`` [s]: MoveIt Servo's
-        (1 at the slow-down threshold, 0 at contact) for every pair that closes in, and no faster
+        """Speed scale 0..1 for moving from ``q`` to ``q_next`` in ``lookahead`` [s]: linear in
+        the distance left (1 at the slow-down threshold, 0 at contact; MoveIt Servo's decays
+        exponentially) for every pair that closes in, and no faster
         than stopping within its distance at ``deceleration`` [m/s²] (:func:`kernels.approach_scale`).
 
         Two queries, each reduced to one distance per pair in one pass (MuJoCo reports several

@@ -190,8 +190,8 @@ def test_pair_gaps_are_lower_bounds_of_hpp_fcl_distances(name):
 
 
 @pytest.mark.parametrize("theta", [1.50, 1.60, 1.64, 1.66, 1.68, 1.70])
-def test_approach_scale_is_moveit_servo_s_on_a_tipping_cylinder(theta):
-    """One cylinder tipping toward the table: the scale is MoveIt Servo's (1 at the 3 cm threshold,
+def test_approach_scale_is_linear_in_the_distance_on_a_tipping_cylinder(theta):
+    """One cylinder tipping toward the table: the scale is linear in the distance (1 at the 3 cm threshold,
     0 at contact) capped by stopping within the distance left at 0.5 m/s², with the distance from
     the cylinder's geometry (its lowest rim point; hpp-fcl 2.4's cylinder-halfspace distance is off
     by 12 mm here); tipping back up is never slowed."""
