@@ -5,7 +5,10 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import signal
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -52,3 +55,29 @@ def table(title: str, header: list[str], rows: list[list[str]]) -> None:
     for r in rows:
         t.add_row(*r)
     Console().print(t)
+
+
+BUSY = "while True: pass"
+ALLOC = "import time\nwhile True:\n    b = bytearray(64 << 20)\n    b[::4096] = b'x' * len(b[::4096])\n    del b\n"
+
+
+class StandardLoad:
+    """The standard load of issue 29's latency benchmark: two busy processes and one that allocates and
+    frees memory, started and ended by PID (loop_latency.py, teleop.py --standard-load)."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self) -> StandardLoad:
+        for code in (BUSY, BUSY, ALLOC):
+            self.procs.append(subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL,
+                                               stderr=subprocess.DEVNULL))
+        time.sleep(0.5)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for p in self.procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGKILL)
+            p.wait(10)
+        self.procs.clear()

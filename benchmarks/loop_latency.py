@@ -30,15 +30,12 @@ import argparse
 import contextlib
 import math
 import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
 
 import numpy as np
-from _common import REPO
+from _common import REPO, StandardLoad
 
 from hebictl.config import load_config
 from hebictl.control.arm import Arm
@@ -50,31 +47,6 @@ from hebictl.hardware.clock import MonotonicClock
 
 CONFIG = REPO / "configs" / "x-series-6dof.cfg.yaml"
 CONFIGS = sorted((REPO / "configs").glob("*.cfg.yaml"))
-BUSY = "while True: pass"
-ALLOC = "import time\nwhile True:\n    b = bytearray(64 << 20)\n    b[::4096] = b'x' * len(b[::4096])\n    del b\n"
-
-
-class StandardLoad:
-    """Two busy processes and one that allocates and frees memory, started and ended by PID."""
-
-    def __init__(self) -> None:
-        self.procs: list[subprocess.Popen] = []
-
-    def __enter__(self) -> StandardLoad:
-        for code in (BUSY, BUSY, ALLOC):
-            self.procs.append(subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL,
-                                               stderr=subprocess.DEVNULL))
-        time.sleep(0.5)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for p in self.procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(p.pid, signal.SIGKILL)
-            p.wait(10)
-        self.procs.clear()
-
-
 class LatencyClock(MonotonicClock):
     """The monotonic clock, recording how late every sleep that slept woke up [s]."""
 

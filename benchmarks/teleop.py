@@ -43,17 +43,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import multiprocessing
+import os
 import sys
 import tempfile
 import time
 from multiprocessing.connection import Connection
 
 import numpy as np
-from _common import REPO
+from _common import REPO, StandardLoad
 
 from hebictl.control.arm import Arm
+from hebictl.control.realtime import RealtimeRequest
 from hebictl.hardware.base import Command
 from hebictl.hardware.clock import MonotonicClock
 from hebictl.teleop.broker import LocalBroker, find_mosquitto
@@ -229,6 +232,43 @@ def goal_sender(port: int, arm_id: str, user: str, password: str, seconds: float
     conn.send(asyncio.run(go()))
 
 
+def estop_presser(port: int, arm_id: str, password: str, presses: int, conn: Connection) -> None:
+    """Child process: the operator presses the e-stop ``presses`` times (mode ``position`` and 1 s
+    before each, release once it engaged) and sends back the time just before each press was
+    published. A process of its own, as an operator's console is: in the arm's process its event
+    loop would take the GIL from the arm thread as no real operator does."""
+    unanswered: list[float] = []
+
+    async def go() -> list[float]:
+        times: list[float] = []
+        async with TeleopClient(f"mqtt://127.0.0.1:{port}", arm_id, name="operator:console", username="operator",
+                                password=password) as op:
+            await op.wait_status(lambda s: s["status"] == "online", timeout=10.0)
+            for _ in range(presses):
+                try:
+                    await op.mode("position", timeout=10.0)
+                except TimeoutError:  # the acks topic carries every client's answers: a flood's too
+                    unanswered.append(time.perf_counter())
+                await asyncio.sleep(1.0)
+                t = time.perf_counter()
+                await op.estop(True, wait=False)
+                times.append(t)
+                with contextlib.suppress(TimeoutError):  # a lost press: counted by the parent
+                    await op.wait_status(lambda s: s.get("estop") is True, timeout=10.0)
+                for _ in range(3):  # a release not answered within 10 s is counted and sent again
+                    with contextlib.suppress(TimeoutError):
+                        await op.estop(False, timeout=10.0)
+                        break
+                    unanswered.append(t)
+                await asyncio.sleep(0.2)
+        return times
+    try:
+        conn.send((asyncio.run(go()), len(unanswered)))
+    except BaseException as exc:
+        conn.send(exc)
+        raise
+
+
 def doc_plugin(folder: str) -> str | None:
     """The broker plugin of docs/teleop.md compiled into ``folder``, or None without gcc/headers."""
     import re
@@ -281,7 +321,8 @@ def estop_under_load(args: argparse.Namespace) -> int:
             arm = Arm.from_config(REPO / "configs" / "x-series-6dof.cfg.yaml", backend="mock", clock=MonotonicClock(),
                                   initial_position=[0.0, 1.2, 1.8, 2.2, -1.57, 0.0])  # kit home, off the table
             settings = parse_broker(broker.url, username="arm-bench", password="arm-secret")
-            server = TeleopServer(arm, settings, "bench")
+            realtime = RealtimeRequest(priority=args.rt_priority, lock_memory=args.rt_priority > 0)
+            server = TeleopServer(arm, settings, "bench", runner_options={"realtime": realtime})
             probe = EstopProbe(arm, lambda: server.runner.estop_latched)
             server.start_background()
             home = server.runner.snapshot.position.copy()
@@ -297,50 +338,43 @@ def estop_under_load(args: argparse.Namespace) -> int:
             elif args.estop_load == "cartesian":
                 proc = ctx.Process(target=goal_sender, args=(broker.port, "bench", "operator2", users["operator2"],
                                                              seconds, targets, child))
-            latencies: list[float] = []
-            lost = 0
-
-            async def go() -> None:
-                nonlocal lost
-                async with TeleopClient(broker.url, "bench", name="operator:console", username="operator",
-                                        password=users["operator"]) as op:
-                    await op.wait_status(lambda s: s["status"] == "online", timeout=10.0)
-                    for _ in range(args.presses):
-                        await op.mode("position", timeout=10.0)
-                        await asyncio.sleep(1.0)
-                        t = time.perf_counter()
-                        await op.estop(True, wait=False)
-                        deadline = time.monotonic() + 10.0
-                        hit = None
-                        while hit is None and time.monotonic() < deadline:
-                            await asyncio.sleep(0.002)
-                            hit = probe.first_after(t)
-                        if hit is None:
-                            lost += 1
-                        else:
-                            latencies.append((hit - t) * 1e3)
-                        await op.estop(False, timeout=10.0)
-                        await asyncio.sleep(0.2)
-
+            load = StandardLoad() if args.standard_load else contextlib.nullcontext()
+            press_parent, press_child = ctx.Pipe(duplex=False)
+            presser = ctx.Process(target=estop_presser, args=(broker.port, "bench", users["operator"], args.presses,
+                                                              press_child))
             try:
                 if proc is not None:
                     proc.start()
                     time.sleep(1.0)
-                asyncio.run(go())
+                with load:
+                    presser.start()
+                    presses = press_parent.recv()
+                    presser.join(30)
+                if isinstance(presses, BaseException):
+                    raise presses
+                presses, unanswered = presses
                 sent = parent.recv() if proc is not None else 0
                 if proc is not None:
                     proc.join(30)
             finally:
                 server.stop_background()
                 arm.close()
+            hits = [probe.first_after(t) for t in presses]
+            latencies = [(h - t) * 1e3 for h, t in zip(hits, presses, strict=True) if h is not None and h - t < 10.0]
+            lost = len(presses) - len(latencies)
             st = server.bridge.stats
             gaps = [e.detail.split(" (")[0] for e in arm.events.events if e.kind.value == "control_gap"]
     ms = np.array(latencies)
     med, p95, mx = (float(np.percentile(ms, q)) if ms.size else float("nan") for q in (50, 95, 100))
     ok = lost == 0 and p95 <= 200.0
     with_plugin = "yes" if plugin else "NO: gcc or mosquitto's headers missing"
+    grant = server.runner.snapshot.realtime
+    print(f"  arm thread: {grant.line() if grant is not None else 'no grant recorded'}; "
+          f"standard load (2 busy + 1 allocating process): {'yes' if args.standard_load else 'no'}; "
+          f"load average {os.getloadavg()[0]:.1f}")
     print(f"teleop e-stop under load '{args.estop_load}' (broker plugin: {with_plugin}): {args.presses} presses, "
-          f"{lost} not engaged within 10 s; load sent {sent} messages")
+          f"{lost} not engaged within 10 s; {unanswered} mode commands or releases not answered within 10 s; load sent "
+          f"{sent} messages")
     print(f"  press -> first command written with the e-stop latched: median {med:.1f} ms, p95 {p95:.1f} ms, "
           f"max {mx:.1f} ms; bridge decoded {st['received']}, dropped undecoded {st['flood_dropped']} (account "
           f"rate) + {st['queue_dropped_jog']} (queue, jog); accepted {st['accepted']}, rejected {st['rejected']}; "
@@ -366,6 +400,11 @@ def main() -> int:
     ap.add_argument("--estop-load", choices=("none", "jog", "cartesian"), default=None,
                     help="instead: e-stop latency under a jog flood or 20 Cartesian goals/s from another account")
     ap.add_argument("--presses", type=int, default=20, help="e-stop presses of --estop-load")
+    ap.add_argument("--rt-priority", type=int, default=0,
+                    help="--estop-load: the arm thread's SCHED_FIFO priority as `hebictl teleop --rt-priority` "
+                         "(0: normal scheduling)")
+    ap.add_argument("--standard-load", action="store_true",
+                    help="--estop-load: beside loop_latency.py's standard load (2 busy + 1 allocating process)")
     args = ap.parse_args()
     logging.getLogger("hebictl.safety").setLevel(logging.ERROR)  # jog release/hold events are expected
     if find_mosquitto() is None:
