@@ -31,7 +31,7 @@ from hebictl.formats.writers import body_names
 from sim_backend.backend import SharedPhysics, SimBackend
 from sim_backend.scene import WORKSPACE_BIT, Scene, add_module_actuators, add_shape, module_frames
 
-__all__ = ["arm_geoms", "contacts_between", "join_world"]
+__all__ = ["arm_distance", "arm_geoms", "contacts_between", "join_world"]
 
 #: at most this many arms (a contact bit each, after the two bits of sim_backend.scene)
 MAX_ARMS = 29
@@ -136,3 +136,16 @@ def contacts_between(physics: SharedPhysics, a: str, b: str) -> tuple[int, float
             count += 1
             deepest = max(deepest, -float(c.dist))
     return count, deepest
+
+
+def arm_distance(physics: SharedPhysics, a: str, b: str, far: float = 0.5) -> float:
+    """The smallest surface distance [m] (< 0: penetration) between arms ``a`` and ``b``'s collision
+    shapes in the shared scene now (MuJoCo's ``mj_geomDistance`` on every pair; ``far`` if none is
+    closer). Computes the kinematics of the present state first."""
+    m, d = physics.model, physics.data
+    mujoco.mj_kinematics(m, d)
+    best = far
+    for ga in sorted(arm_geoms(physics, a)):
+        for gb in sorted(arm_geoms(physics, b)):
+            best = min(best, float(mujoco.mj_geomDistance(m, d, ga, gb, far, None)))
+    return best

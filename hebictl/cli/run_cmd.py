@@ -50,6 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--goal", type=float, nargs="+", metavar="RAD", help="joint positions to move to after home")
     run.add_argument("--arm-goal", nargs="+", action="append", metavar="NAME RAD",
                      help="multi-arm config: joint positions arm NAME moves to after home (repeat per arm)")
+    run.add_argument("--no-arm-obstacles", action="store_true",
+                     help="multi-arm config: each arm checks only its own workspace, not the other arms "
+                          "(a demonstration of what the check prevents; never on hardware)")
     run.add_argument("--goal-time", type=float, default=None, metavar="S",
                      help="seconds for the goal move; refused before moving if faster than the arm may go "
                           "(default: estimated from the limits)")

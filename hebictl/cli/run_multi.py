@@ -1,11 +1,13 @@
 """``hebictl run MULTI.multi.yaml``: every arm of a multi-arm config in one process, one loop, one supervisor.
 
 The arms are built by :func:`hebictl.wiring.multi.arms_from_multi_config` (on ``sim``: one MuJoCo
-scene) and run under one :class:`~hebictl.control.group.ArmGroup` at one rate: every cycle reads
-every arm, lets the group supervise (a fault, stop or e-stop of any arm stops every arm, with one
-group event naming the arm and the cause; nothing resumes by itself), moves each arm through its
-phases (its config's home, then its ``--arm-goal``, each admitted by that arm's own admission when
-it starts; a refused goal leaves that arm holding, and is reported), and sends every command.
+scene; each arm's collision world holds the other arms) and run under one
+:class:`~hebictl.control.group.ArmGroup` at one rate: every cycle reads every arm, gives each arm's
+collision world the others' measured joint positions, lets the group supervise (a fault, stop or
+e-stop of any arm stops every arm, with one group event naming the arm and the cause; nothing
+resumes by itself), moves each arm through its phases (its config's home, then its
+``--arm-goal``, each admitted by that arm's own admission, the other arms included as obstacles,
+when it starts; a refused goal leaves that arm holding, and is reported), and sends every command.
 Ctrl-C or SIGTERM stops every arm with the hold behaviour, holds ``--stop-hold`` s (default
 :data:`~hebictl.cli.run_cmd.TERM_HOLD_S`) and exits with the summary of every arm.
 """
@@ -71,6 +73,7 @@ class MultiRun:
     def step(self) -> bool:
         g = self.group
         g.update()
+        self.multi.observe()   # every arm's collision world sees the others where they are now
         g.supervise()
         if self.signal is not None and self.exit_at is None:
             self._stop_all()
@@ -156,7 +159,8 @@ def cmd_run_multi(args: argparse.Namespace, clock: Any, stop_hold: float, home_p
     for flag in ("record", "plot"):
         if getattr(args, flag, None) is not None:
             raise UsageError(f"--{flag} records one arm; not available with a multi-arm config yet")
-    multi = arms_from_multi_config(Arm, args.config, args.backend, clock=clock)
+    multi = arms_from_multi_config(Arm, args.config, args.backend, clock=clock,
+                                   obstacles=not getattr(args, "no_arm_obstacles", False))
     t_start = clock.now()
     try:
         plans = build_plans(multi, args, home_position)

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from tests._support.paths import BUNDLED_CONFIGS
 
 
@@ -30,3 +32,37 @@ def run_args(**flags: Any) -> argparse.Namespace:
     vars(args).update(flags)
     return args
 
+
+def through_the_other_arm(config: Path, tmp_path: Path) -> np.ndarray:
+    """A goal for arm left whose end pose is >= 2 cm inside arm right at its home, and whose straight
+    joint path from left's home is clear of left's own body and its table: found by a seeded random
+    search on left's collision world (the admission then decides on the real trajectory)."""
+    from hebictl.cli.run_cmd import home_position
+    from hebictl.collision.attach import world_of
+    from hebictl.control.arm import Arm
+    from hebictl.hardware.clock import SimClock
+    from hebictl.wiring.multi import arms_from_multi_config
+
+    multi = arms_from_multi_config(Arm, pair_config(tmp_path, config), "mock", clock=SimClock())
+    try:
+        left, right = multi.arms["left"], multi.arms["right"]
+        world = world_of(left.model)
+        home = home_position(multi.config.arms[1].config, right.dof)
+        world.move_other_arm(0, home)
+        rng = np.random.default_rng(1)
+        lo, hi = left.limits.position_min, left.limits.position_max
+        start = home_position(multi.config.arms[0].config, left.dof)
+        best = None
+        for _ in range(3000):
+            q = lo + (hi - lo) * rng.random(left.dof)
+            v = world.violations(q).values()
+            theirs = [p.gap for p in v if "right/" in p.a + p.b]
+            if not theirs or len(theirs) != len(v) or min(theirs) > -0.02 or (best and min(theirs) > best[0]):
+                continue
+            path = (start + s * (q - start) for s in np.linspace(0.0, 1.0, 60))
+            if all("right/" in p.a + p.b for x in path for p in world.violations(x).values()):
+                best = (min(theirs), q)
+        assert best is not None, "no goal through the other arm found"
+        return best[1]
+    finally:
+        multi.close()

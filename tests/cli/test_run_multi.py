@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from hebictl.cli.run_cmd import TERM_HOLD_S, home_position
@@ -11,7 +12,7 @@ from hebictl.control.loop import FixedRateLoop
 from hebictl.control.safety import ArmState
 from hebictl.hardware.clock import SimClock
 from hebictl.wiring.multi import arms_from_multi_config
-from tests._support.multi import CONFIG_IDS, pair_config, run_args
+from tests._support.multi import CONFIG_IDS, pair_config, run_args, through_the_other_arm
 from tests._support.paths import BUNDLED_CONFIGS, CONFIGS_DIR
 
 EXAMPLE = CONFIGS_DIR / "two-x-series-6dof.multi.yaml"
@@ -36,13 +37,13 @@ def test_an_arm_goal_for_an_unknown_arm_or_of_the_wrong_length_is_refused_before
                           home_position)
 
 
-def _sim_run(tmp_path, config, *, goal=None, seconds=8.0, during=None):
+def _sim_run(tmp_path, config, *, goal=None, obstacles=True, seconds=8.0, during=None):
     """Two arms of ``config`` on the sim (one scene), home, then arm left's ``goal``; returns the run,
     the arms and (contact cycles, deepest penetration [m]) between the arms."""
     from sim_backend.world import contacts_between
 
     clock = SimClock()
-    multi = arms_from_multi_config(Arm, pair_config(tmp_path, config), "sim", clock=clock)
+    multi = arms_from_multi_config(Arm, pair_config(tmp_path, config), "sim", clock=clock, obstacles=obstacles)
     touching = [0, 0.0]
     try:
         goals = [["left", *map(str, goal)]] if goal is not None else None
@@ -82,3 +83,22 @@ def test_an_m_stop_on_one_arm_holds_both_with_one_event_naming_it(tmp_path, conf
     print(f"\n{config.name}: M-stop of right at {pressed['at']:.3f} s; group event at {trips[0].time:.3f} s "
           f"(+{(trips[0].time - pressed['at']) * 1e3:.0f} ms): {trips[0].detail}")
     assert trips[0].time - pressed["at"] <= 0.0101
+
+
+@pytest.mark.parametrize("config", BUNDLED_CONFIGS, ids=CONFIG_IDS)
+def test_a_goal_through_the_other_arm_is_refused_and_without_the_check_the_arms_collide(tmp_path, config):
+    pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
+    goal = through_the_other_arm(config, tmp_path)
+    run, multi, touching = _sim_run(tmp_path, config, goal=goal, seconds=8.0)
+    refused = run.plans["left"].refused
+    assert len(refused) == 1 and "collision" in refused[0] and "right/" in refused[0], refused
+    assert touching == [0, 0.0]
+    assert all(a.state is ArmState.RUNNING for a in multi.arms.values())
+    # the same goal, the other arm not in left's collision world: admitted, and the arms touch in the sim
+    run2, multi2, touching2 = _sim_run(tmp_path, config, goal=goal, obstacles=False, seconds=8.0)
+    assert not run2.plans["left"].refused
+    assert touching2[0] > 0
+    trip = run2.group.tripped
+    print(f"\n{config.name}: goal {np.round(goal, 2).tolist()}: with the other arm as an obstacle: {refused[0]}; "
+          f"no contact. Without: {touching2[0]} cycles in contact, deepest {touching2[1] * 1e3:.1f} mm; "
+          f"group: {trip.kind + ' ' + trip.arm + ': ' + trip.detail if trip else 'not tripped'}")
