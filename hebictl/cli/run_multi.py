@@ -55,7 +55,8 @@ def arm_goals(args: argparse.Namespace, names: list[str], dofs: dict[str, int]) 
 class MultiRun:
     """The cycle of a multi-arm run (module doc): ``step()`` returns False when the run is over."""
 
-    def __init__(self, multi: Any, plans: dict[str, ArmPlan], clock: Any, hold: float, stop_hold: float) -> None:
+    def __init__(self, multi: Any, plans: dict[str, ArmPlan], clock: Any, hold: float, stop_hold: float, *,
+                 guard: bool = True) -> None:
         from hebictl.control.group import ArmGroup
 
         self.multi, self.plans, self.clock = multi, plans, clock
@@ -64,6 +65,8 @@ class MultiRun:
         self.idle_since: float | None = None
         self.exit_at: float | None = None
         self.signal: int | None = None
+        self.guard = guard   # hold a moving arm closing in on another (False: tests of what it prevents)
+        self.gaps: dict[str, float] = {}   # [m] each moving arm's last distance beyond clearance to another arm
 
     def on_signal(self, signum: int, frame: Any) -> None:
         if self.signal is not None:
@@ -79,6 +82,7 @@ class MultiRun:
             self._stop_all()
         if g.tripped is None and self.exit_at is None:
             for name in g.arms:
+                self._guard(name)
                 self._advance(name)
         elif self.exit_at is None:
             self.exit_at = self.clock.now() + self.stop_hold
@@ -106,6 +110,28 @@ class MultiRun:
         self.group.tripped = self.group.note("stop", "", "operator stop of every arm", trip=True)
         self.exit_at = self.clock.now() + self.stop_hold
 
+    def _guard(self, name: str) -> None:
+        """An arm following a goal that closes in on another arm (which may have moved since the
+        goal was admitted) within the slow-down threshold is held (braked within its rated
+        deceleration), its remaining moves dropped: a ``held`` group event, not a fault."""
+        arm, plan = self.group.arms[name], self.plans[name]
+        world = self.multi.world(name)
+        if not self.guard or world is None or not world.others or plan.phase not in ("home", "goal") or arm.at_goal:
+            self.gaps.pop(name, None)
+            return
+        near = world.other_arms_distance(arm.last_feedback.position)
+        gap = near.distance if near is not None else math.inf
+        before = self.gaps.get(name, math.inf)
+        self.gaps[name] = gap
+        if near is None or gap >= world.workspace.slowdown_workspace or gap >= before:
+            return
+        detail = (f"{plan.phase} held: {near.a} and {near.b} {near.gap * 1e3:.1f} mm apart and closing "
+                  f"(arm clearance plus {world.workspace.slowdown_workspace * 1e3:.0f} mm)")
+        self.group.hold(name, detail)
+        self.group.note("held", name, detail)
+        plan.moves.clear()
+        plan.phase = "held"
+
     def _advance(self, name: str) -> None:
         """Start ``name``'s next move once it has feedback and reached the last one."""
         from hebictl.control.goal import Goal
@@ -113,7 +139,7 @@ class MultiRun:
         arm, plan = self.group.arms[name], self.plans[name]
         if not self.group.fresh[name]:
             return
-        if plan.phase != "start" and plan.phase != "hold" and not arm.at_goal:
+        if plan.phase == "held" or (plan.phase not in ("start", "hold") and not arm.at_goal):
             return
         if not plan.moves:
             plan.phase = "hold"

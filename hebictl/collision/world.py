@@ -228,6 +228,7 @@ class CollisionWorld:
             self._mj_body[g] = name
         geom_shapes: list[Shape] = []
         group: list[int] = []   # per shape: its arm group, -1 the base, -2 the workspace
+        other: list[int] = []   # per workspace shape from another arm: that arm's index
         for s in self.shapes:
             g = roots[s.body]
             pose = _to_root(model, s.body, g) @ s.pose if g >= 0 else model.base @ _to_root(model, s.body, -1) @ s.pose
@@ -251,6 +252,7 @@ class CollisionWorld:
                                len(geom_shapes))
                 geom_shapes.append(s)
                 group.append(-2)   # a workspace object to this arm: its own clearance, never moved by these joints
+                other.append(len(geom_shapes) - 1)
         self.mj = spec.compile()
         self.data = mujoco.MjData(self.mj)
         # MuJoCo numbers geoms body by body: every per-geom table below is in MuJoCo's order
@@ -263,6 +265,7 @@ class CollisionWorld:
         self._geom_group = [group[i] for i in perm]
         self._clear = np.array([s.clearance for s in self._geoms])
         self._is_ws = np.array([g == -2 for g in self._geom_group], dtype=np.bool_)
+        self._is_other = np.isin(perm, np.array(other, dtype=np.int64))   # per MuJoCo geom: another arm's
         self._root_frames = np.array(self.groups, dtype=np.int64)
         self._poses = np.zeros((len(model.bodies), 4, 4))
         self.allowed: set[tuple[int, int]] = set()
@@ -484,6 +487,20 @@ class CollisionWorld:
         self._gaps_into(q_next, self._gaps)
         return float(approach_scale(self._gaps_now, self._gaps, self.pair_far, self.pair_clearance,
                                     self._pair_threshold, self._pair_horizon, lookahead, deceleration))
+
+    def other_arms_distance(self, q: ArrayLike) -> Proximity | None:
+        """The closest pair between this arm at ``q`` and another arm (where :meth:`move_other_arm` last
+        put it) within the reporting horizon, its ``distance`` beyond the arm clearance; None: farther."""
+        geom, gap = self.pairs(q)
+        best: Proximity | None = None
+        for k in range(len(gap)):
+            a, b = int(geom[k, 0]), int(geom[k, 1])
+            if not (self._is_other[a] or self._is_other[b]):
+                continue
+            margin = float(gap[k]) - (self._clear[a] + self._clear[b])
+            if best is None or margin < best.distance:
+                best = self._proximity(geom, gap, k, margin, True)
+        return best
 
     def min_distances(self, q: ArrayLike) -> tuple[float, float]:
         """(self, workspace) distance beyond clearance [m] (+inf beyond the margins): the per-cycle check."""

@@ -58,6 +58,10 @@ class MultiArms:
                 if np.isfinite(q).all():
                     world.move_other_arm(index, q)
 
+    def world(self, name: str) -> Any:
+        """Arm ``name``'s collision world (:class:`~hebictl.collision.world.CollisionWorld`), or None."""
+        return world_of(self.arms[name].model)
+
     def close(self) -> None:
         for arm in self.arms.values():
             arm.close()

@@ -33,10 +33,11 @@ def run_args(**flags: Any) -> argparse.Namespace:
     return args
 
 
-def through_the_other_arm(config: Path, tmp_path: Path) -> np.ndarray:
+def through_the_other_arm(config: Path, tmp_path: Path, away: float | None = None) -> np.ndarray:
     """A goal for arm left whose end pose is >= 2 cm inside arm right at its home, and whose straight
     joint path from left's home is clear of left's own body and its table: found by a seeded random
-    search on left's collision world (the admission then decides on the real trajectory)."""
+    search on left's collision world (the admission then decides on the real trajectory). With
+    ``away`` [rad], the path is also clear of right at its home turned by ``away`` on its base joint."""
     from hebictl.cli.run_cmd import home_position
     from hebictl.collision.attach import world_of
     from hebictl.control.arm import Arm
@@ -60,9 +61,21 @@ def through_the_other_arm(config: Path, tmp_path: Path) -> np.ndarray:
             if not theirs or len(theirs) != len(v) or min(theirs) > -0.02 or (best and min(theirs) > best[0]):
                 continue
             path = (start + s * (q - start) for s in np.linspace(0.0, 1.0, 60))
-            if all("right/" in p.a + p.b for x in path for p in world.violations(x).values()):
+            if all("right/" in p.a + p.b for x in path for p in world.violations(x).values()) and \
+                    (away is None or _clear_of(world, start, q, home + np.eye(right.dof)[0] * away, home)):
                 best = (min(theirs), q)
         assert best is not None, "no goal through the other arm found"
         return best[1]
     finally:
         multi.close()
+
+
+def _clear_of(world: Any, start: np.ndarray, q: np.ndarray, other: np.ndarray, back: np.ndarray) -> bool:
+    """The straight path start -> q clear of the other arm at ``other`` by 1 cm more than its
+    clearance (the other arm is put back at ``back`` after)."""
+    world.move_other_arm(0, other)
+    try:
+        path = (start + s * (q - start) for s in np.linspace(0.0, 1.0, 60))
+        return all((p := world.other_arms_distance(x)) is None or p.distance > 0.01 for x in path)
+    finally:
+        world.move_other_arm(0, back)

@@ -102,3 +102,52 @@ def test_a_goal_through_the_other_arm_is_refused_and_without_the_check_the_arms_
     print(f"\n{config.name}: goal {np.round(goal, 2).tolist()}: with the other arm as an obstacle: {refused[0]}; "
           f"no contact. Without: {touching2[0]} cycles in contact, deepest {touching2[1] * 1e3:.1f} mm; "
           f"group: {trip.kind + ' ' + trip.arm + ': ' + trip.detail if trip else 'not tripped'}")
+
+
+@pytest.mark.parametrize("config", BUNDLED_CONFIGS, ids=CONFIG_IDS)
+def test_two_goals_that_meet_hold_both_arms_short_of_each_other(tmp_path, config):
+    """Left's goal is admitted while right is turned away (2 rad on its base); right then turns back
+    home into left's path, both moving. Admission could not see it; the per-cycle guard holds each
+    arm that closes in on the other within the slow-down threshold. Without the guard they touch."""
+    pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
+    from hebictl.cli.run_multi import ArmPlan
+    from sim_backend.world import arm_distance, contacts_between
+
+    goal = through_the_other_arm(config, tmp_path, away=-2.0)
+    outcome = {}
+    for guard in (True, False):
+        clock = SimClock()
+        multi = arms_from_multi_config(Arm, pair_config(tmp_path, config), "sim", clock=clock)
+        try:
+            home_l = home_position(multi.config.arms[0].config, multi.arms["left"].dof)
+            home_r = home_position(multi.config.arms[1].config, multi.arms["right"].dof)
+            away = home_r + np.eye(home_r.size)[0] * -2.0
+            plans = {"left": ArmPlan([("home", home_l), ("goal", goal)]),
+                     "right": ArmPlan([("home", away), ("goal", home_r)])}
+            run = MultiRun(multi, plans, clock, 1.0, 0.5, guard=guard)
+            touching = [0, 0.0]
+
+            def step(run=run, multi=multi, touching=touching):
+                going = run.step()
+                n, depth = contacts_between(multi.physics, "left", "right")
+                touching[0] += n > 0
+                touching[1] = max(touching[1], depth)
+                return going
+
+            FixedRateLoop(step, 200.0, clock).run(duration=12.0)
+            outcome[guard] = (run, touching, arm_distance(multi.physics, "left", "right"),
+                              {n: a.state for n, a in multi.arms.items()})
+        finally:
+            multi.close()
+    run, touching, apart, states = outcome[True]
+    held = [e for e in run.group.events if e.kind == "held"]
+    assert not any(p.refused for p in run.plans.values()), "left's goal must be admitted (right turned away)"
+    assert held and touching == [0, 0.0] and apart > 0.0 and run.group.tripped is None
+    assert all(s is ArmState.HOLD for n, s in states.items() if n in {e.arm for e in held})
+    bare_run, bare_touching, _, _ = outcome[False]
+    assert bare_touching[0] > 0
+    trip = bare_run.group.tripped
+    print(f"\n{config.name}: two goals that meet: {'; '.join(f'{e.arm} {e.detail}' for e in held)}; the arms stop "
+          f"{apart * 1e3:.1f} mm apart (sim), no contact. Without the guard: {bare_touching[0]} cycles in contact, "
+          f"deepest {bare_touching[1] * 1e3:.1f} mm; group "
+          f"{trip.kind + ' ' + trip.arm + ': ' + trip.detail if trip else 'running'}")
