@@ -64,7 +64,7 @@ from sim_backend.firmware import F_HI, F_LIMIT_STATE, F_LO, FirmwareState, firmw
 from sim_backend.modules import ExtraModules, apply_feedback_faults, next_deliverable
 from sim_backend.scene import Scene
 
-__all__ = ["TRACE_ENV", "SimBackend"]
+__all__ = ["TRACE_ENV", "SharedPhysics", "SimBackend"]
 
 #: environment variable naming a file the sim appends its physical state to (see SimBackend)
 TRACE_ENV = "HEBICTL_SIM_TRACE"
@@ -198,6 +198,8 @@ class SimBackend(ModuleGroup):
         self.grid = FeedbackGrid(self._t0)  # the feedback instants, and the last delivered
         self._seq = 0
         self._last_sample_t = math.nan
+        #: the physics this backend shares with other arms' backends (None: its own, stepped here)
+        self.physics: SharedPhysics | None = None
         self.faults = FaultSchedule(clock, self._names)
         # the last delivered sample (rows _FR_*, filled by _sample; its sequence is _seq), which
         # frozen feedback repeats
@@ -560,6 +562,9 @@ class SimBackend(ModuleGroup):
         self._advance(t)
 
     def _start(self, now: float) -> None:
+        if self.physics is not None:
+            self.physics.start(now)
+            return
         self._started = True
         self._t0 = now
         self._t_next = now + self._dt - _EPS_T
@@ -567,6 +572,9 @@ class SimBackend(ModuleGroup):
     def _advance(self, t: float) -> None:
         """Step physics while the next step still ends at or before ``t`` [s] (runs every control cycle)."""
         if t < self._t_next or not self._started:
+            return
+        if self.physics is not None:
+            self.physics.advance(t)
             return
         dt = self._dt
         steps = math.floor((t - self._t0) / dt + _EPS_T / dt) - self._steps
@@ -607,8 +615,11 @@ class SimBackend(ModuleGroup):
         """Kernel arguments, bound once per module set (views into MuJoCo's buffers stay valid)."""
         a, d, m, fw, sc = self.actuators, self._d, self._m, self.firmware, self.scene
         qadr, dadr = np.ascontiguousarray(sc.qadr[self._joint]), np.ascontiguousarray(sc.dadr[self._joint])
+        # this arm's actuators: all of the model's, or its block of a scene shared with other arms
+        acts = slice(sc.actuator_offset, sc.actuator_offset + sc.qadr.shape[0])
         self._step_args = (a.gains, fw.eff_strategy, a.motor, a.command, a.state, d.qpos, d.qvel, qadr, dadr,
-                           self._dt, d.ctrl, m.actuator_biasprm, a.effort, a.slope, self._joint, self._sign)
+                           self._dt, d.ctrl[acts], m.actuator_biasprm[acts], a.effort, a.slope, self._joint,
+                           self._sign)
         self._fw_args = (fw.commanded, fw.F, fw.I, fw.mstop, a.command, a.strategy, d.qpos, d.qvel, qadr, dadr,
                          self._sign)
         self._cmd = fw.commanded  # what the echo shows (its first n columns) once a step has run
@@ -626,6 +637,31 @@ class SimBackend(ModuleGroup):
         self._fw_due = math.inf
         firmware_step(t, *self._fw_args)
         actuator_step(*self._step_args)
+
+    def join(self, physics: SharedPhysics, scene: Scene) -> None:
+        """Simulate this arm as part of ``physics`` (several arms in one MuJoCo scene) from now on;
+        ``scene`` is this arm's view of it (its joints' and actuators' places in the shared model).
+        Call before any backend of ``physics`` is first commanded."""
+        if self._started or physics.started:
+            raise HardwareError("a sim backend joins a shared scene before its first command")
+        self.replace_scene(scene)
+        self.physics = physics
+        physics.members.append(self)
+
+    def _physics_step(self, t_step: float) -> None:
+        """This arm's simulated firmware and modules for the physics step starting at ``t_step``
+        (:class:`SharedPhysics` runs every member's before one ``mj_step``)."""
+        if t_step > self._fw_due:
+            firmware_step(t_step, *self._fw_args)
+            self._fw_next = fw_next = float(self.firmware.expiry.min())
+            self._fw_due = -math.inf if self._fw_always else fw_next - _EPS_T
+        actuator_step(*self._step_args)
+
+    def _physics_stepped(self, physics: SharedPhysics, steps: int) -> None:
+        self._started, self._t0, self._steps = True, physics.t0, physics.steps
+        self._t_next = physics.t_next
+        if steps > 0:
+            self._pending_echo = False
 
     # ------------------------------------------------------------------ viewer
     def _open_viewer(self) -> None:
@@ -652,6 +688,50 @@ class SimBackend(ModuleGroup):
             self._viewer = None
             return
         self._viewer.sync()
+
+
+class SharedPhysics:
+    """One MuJoCo model and data stepped for several :class:`SimBackend` (arms in one scene, so they
+    can touch): physics starts at the first command any of them writes, and each step runs every
+    arm's simulated firmware and modules, then one ``mj_step``. Built by :mod:`sim_backend.world`."""
+
+    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        self.model, self.data = model, data
+        self.dt = float(model.opt.timestep)
+        self.members: list[SimBackend] = []
+        self.started = False
+        self.t0 = 0.0
+        self.steps = 0
+        self.t_next = math.inf
+
+    @property
+    def sim_time(self) -> float:
+        return self.t0 + self.steps * self.dt
+
+    def start(self, now: float) -> None:
+        if not self.started:
+            self.started, self.t0 = True, now
+            self.t_next = now + self.dt - _EPS_T
+            for b in self.members:
+                b._physics_stepped(self, 0)
+
+    def advance(self, t: float) -> None:
+        """Step every member's modules and the shared physics up to ``t`` [s, clock time]."""
+        if not self.started or t < self.t_next:
+            return
+        dt = self.dt
+        steps = math.floor((t - self.t0) / dt + _EPS_T / dt) - self.steps
+        m, d, members, step = self.model, self.data, self.members, mujoco.mj_step
+        t_step = self.t0 + self.steps * dt
+        for _ in range(steps):
+            for b in members:
+                b._physics_step(t_step)
+            step(m, d)
+            t_step += dt
+        self.steps += steps
+        self.t_next = self.t0 + (self.steps + 1) * dt - _EPS_T
+        for b in members:
+            b._physics_stepped(self, steps)
 
 
 # the simulator imports these kernels by name: dispatchers, not wrappers (numba compiles on first

@@ -36,7 +36,7 @@ from hebictl.model.robot import RobotModel
 from hebictl.model.tree import JointKind
 from sim_backend.payload import Payload, strip_payload, with_payload
 
-__all__ = ["Scene", "add_module_actuators", "build_scene"]
+__all__ = ["ARM_BIT", "WORKSPACE_BIT", "Scene", "add_module_actuators", "add_shape", "build_scene", "module_frames"]
 
 IntArray = NDArray[np.int64]
 
@@ -53,6 +53,7 @@ class Scene:
     dadr: IntArray           # (n,) qvel index of joint i
     imu_body: IntArray       # (n,) MuJoCo body carrying module i's input frame
     imu_offset: FloatArray   # (n, 4) quaternion w x y z of the input frame in that body
+    actuator_offset: int = 0  # MuJoCo index of joint 0's actuator (> 0: a later arm of a shared scene)
 
     @property
     def timestep(self) -> float:
@@ -77,14 +78,14 @@ def _quat(R: FloatArray) -> FloatArray:
     return q
 
 
-def _module_frames(robot: RobotModel, mj: mujoco.MjModel) -> tuple[IntArray, FloatArray]:
+def module_frames(robot: RobotModel, mj: mujoco.MjModel, prefix: str = "") -> tuple[IntArray, FloatArray]:
     """Per joint: the MuJoCo body and offset of its module's input frame (the IMU's frame).
 
     The module's input frame is the ``input`` frame on the body the joint's body hangs from (the
     actuator housing in an HRDF model), else that body's own frame. Bodies the MJCF lacks (none
     today: the writer keeps every body) are walked up through their placements.
     """
-    names = body_names(robot)
+    names = [prefix + n for n in body_names(robot)]
     bodies, offsets = [], []
     for jb in robot.joint_bodies:
         hb = robot.bodies[jb].parent
@@ -107,10 +108,10 @@ def _module_frames(robot: RobotModel, mj: mujoco.MjModel) -> tuple[IntArray, Flo
 _GEOM_TYPES = {"capsule": mujoco.mjtGeom.mjGEOM_CAPSULE, "box": mujoco.mjtGeom.mjGEOM_BOX,
                "sphere": mujoco.mjtGeom.mjGEOM_SPHERE, "cylinder": mujoco.mjtGeom.mjGEOM_CYLINDER,
                "plane": mujoco.mjtGeom.mjGEOM_PLANE}
-_ARM_BIT, _WORKSPACE_BIT = 1, 2
+ARM_BIT, WORKSPACE_BIT = 1, 2
 
 
-def _add_shape(body: mujoco.MjsBody, s: Shape, pose: FloatArray, contype: int, conaffinity: int,
+def add_shape(body: mujoco.MjsBody, s: Shape, pose: FloatArray, contype: int, conaffinity: int,
                rgba: tuple[float, float, float, float]) -> None:
     size = np.zeros(3)
     size[:len(s.size)] = s.size
@@ -138,9 +139,9 @@ def _add_workspace(spec: mujoco.MjSpec, robot: RobotModel, workspace: Workspace)
         body = spec.body(names[s.body])
         if body is None:
             continue
-        _add_shape(body, s, s.pose, _ARM_BIT, _WORKSPACE_BIT, (0.9, 0.5, 0.1, 0.3))
+        add_shape(body, s, s.pose, ARM_BIT, WORKSPACE_BIT, (0.9, 0.5, 0.1, 0.3))
     for s in physical:
-        _add_shape(spec.worldbody, s, s.pose, _WORKSPACE_BIT, _ARM_BIT, (0.6, 0.6, 0.6, 1.0))
+        add_shape(spec.worldbody, s, s.pose, WORKSPACE_BIT, ARM_BIT, (0.6, 0.6, 0.6, 1.0))
     return True
 
 
@@ -213,7 +214,7 @@ def build_scene(model: RobotModel, *, payload: Payload | None = None, timestep: 
             mj.dof_damping[d] += dm[i]
         if ar is not None:
             mj.dof_armature[d] += ar[i]
-    imu_body, imu_offset = _module_frames(robot, mj)
+    imu_body, imu_offset = module_frames(robot, mj)
     data = mujoco.MjData(mj)
     return Scene(robot=robot, xml=xml, model=mj, data=data, qadr=np.array(qadr, dtype=np.int64),
                  dadr=np.array(dadr, dtype=np.int64), imu_body=imu_body, imu_offset=imu_offset)

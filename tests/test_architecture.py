@@ -504,7 +504,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "jit")),
     ("data", ("model", "trajectory", "gains")),
     ("geometry", ("collision",)),
-    ("readers", ("formats", "config")),
+    ("readers", ("formats", "config", "multi_config")),
     ("hardware", ("hardware",)),
     ("backends", ("sim_backend",)),
     ("control", ("control",)),
@@ -531,19 +531,21 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
     "collision": _BASE | {"model", "trajectory", "jit"},
     "formats": _BASE | {"limits", "yaml_load", "model"},
     "config": _BASE | {"limits", "yaml_load", "plugin_schema", "formats"},  # the config names its HRDF's format
+    "multi_config": _BASE | {"limits", "yaml_load", "config"},  # lists robot configs: read by config
     "hardware": _BASE | {"sim_backend"},  # the registry names "sim_backend:open_sim" (see UPWARD_EDGES)
     "sim_backend": _BASE | {"hardware", "model", "gains", "config", "formats", "collision", "jit"},
     "control": _BASE | {"model", "trajectory", "gains", "collision", "hardware", "plugin_schema", "jit",
                         "wiring"},  # wiring: only Arm.from_config (see UPWARD_EDGES)
-    "wiring": _BASE | {"control", "config", "formats", "gains", "collision", "hardware", "plugin_schema"},
+    "wiring": _BASE | {"control", "config", "multi_config", "formats", "gains", "collision", "hardware",
+                       "plugin_schema", "sim_backend"},  # sim_backend: one MuJoCo scene for several arms
     "recording": _BASE | {"control", "formats", "model"},
     "teleop": _BASE | {"control", "collision", "formats", "hardware", "model", "trajectory", "tasks"},
     "panel": _BASE | {"control", "teleop", "tasks"},  # teleop's protocol: topics, schemas, connection
     "plot": _BASE | {"control"},
     "inputs": _BASE | {"control", "collision", "limits", "teleop", "recording"},  # teleop: the envelope's checks
     "datasets": _BASE,   # LeRobot v3.0 files from plain arrays: knows no arm
-    "cli": _BASE | {"config", "control", "datasets", "formats", "gains", "hardware", "inputs", "panel", "plot",
-                    "recording",
+    "cli": _BASE | {"config", "multi_config", "control", "datasets", "formats", "gains", "hardware", "inputs",
+                    "panel", "plot", "recording",
                     "resources", "teleop", "wiring", "hebictl"},  # "hebictl": the package's name, for importlib
     "__main__": {"cli"},
     "hebictl": _BASE | {"config", "control", "formats", "gains", "hardware", "model", "trajectory"},

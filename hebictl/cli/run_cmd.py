@@ -43,10 +43,16 @@ log = logging.getLogger("hebictl.run")
 
 def register(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="run an arm: home, follow a goal, hold (mock, sim or real modules)")
-    run.add_argument("config", type=Path, nargs="?", help="robot config YAML (default: the bundled 6-DoF kit)")
+    run.add_argument("config", type=Path, nargs="?", help="robot config YAML (default: the bundled 6-DoF kit), or a "
+                     "multi-arm config (*.multi.yaml: every arm in one loop under one supervisor; docs/multi_arm.md)")
     run.add_argument("--backend", default="mock", choices=available_backends(),
                      help="mock: simulated in Python; sim: MuJoCo; hebi: real modules; hebi-imitation: hebi-py's")
     run.add_argument("--goal", type=float, nargs="+", metavar="RAD", help="joint positions to move to after home")
+    run.add_argument("--arm-goal", nargs="+", action="append", metavar="NAME RAD",
+                     help="multi-arm config: joint positions arm NAME moves to after home (repeat per arm)")
+    run.add_argument("--no-arm-obstacles", action="store_true",
+                     help="multi-arm config: each arm checks only its own workspace, not the other arms "
+                          "(a demonstration of what the check prevents; never on hardware)")
     run.add_argument("--goal-time", type=float, default=None, metavar="S",
                      help="seconds for the goal move; refused before moving if faster than the arm may go "
                           "(default: estimated from the limits)")
@@ -253,6 +259,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from hebictl.resources import bundled_config
 
     check_run_flags(args)
+    from hebictl.multi_config import is_multi_arm_config
+
+    if args.config is not None and is_multi_arm_config(args.config):
+        from hebictl.cli.run_multi import cmd_run_multi
+
+        return cmd_run_multi(args, loop_clock(args), TERM_HOLD_S, home_position)
     clock = loop_clock(args)
     t_start = clock.now()  # event times and the summary count from here
     cfg = load_config(args.config or bundled_config())

@@ -27,7 +27,7 @@ at the joint by construction) and pairs closer than the self clearance at every 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
@@ -62,6 +62,22 @@ ALLOWED_SAMPLES = 64
 _ARM, _ARM_BOX, _WORLD, _WORLD_BOX = 1, 2, 4, 8
 _BITS = {(False, False): (_ARM, _ARM | _ARM_BOX | _WORLD | _WORLD_BOX), (False, True): (_ARM_BOX, _ARM | _WORLD),
          (True, False): (_WORLD, _ARM | _ARM_BOX), (True, True): (_WORLD_BOX, _ARM)}  # (workspace, box)
+
+
+@dataclass
+class OtherArm:
+    """Another arm in this arm's world (:meth:`CollisionWorld.add_other_arm`): its model, base pose
+    in this arm's base frame, shapes, rigid groups, joint positions and their free-joint poses."""
+
+    name: str
+    model: RobotModel
+    base: FloatArray
+    shapes: list[Shape]
+    roots: list[int]
+    groups: list[int]
+    q: FloatArray
+    poses: FloatArray
+    qpos: FloatArray
 
 
 @dataclass(frozen=True)
@@ -154,6 +170,42 @@ class CollisionWorld:
         #: per joint [m]: bound on how far the shapes below it reach from it (path sampling)
         self.reach = joint_reach(model, self.shapes)
         self.groups = sorted({roots[s.body] for s in self.shapes if roots[s.body] >= 0})
+        #: other arms sharing the workspace (:meth:`add_other_arm`), obstacles at their measured poses
+        self.others: list[OtherArm] = []
+        self._build()
+
+    def add_other_arm(self, name: str, model: RobotModel, base: FloatArray, clearance: float) -> int:
+        """Another arm as an obstacle: its shapes (each named ``<name>/<shape>``, kept ``clearance`` [m]
+        from), its base pose ``base`` (4x4) in this arm's base frame, at its zero pose until
+        :meth:`move_other_arm`. Call :meth:`rebuild` after the last one. Returns its index."""
+        shapes = [replace(s, name=f"{name}/{s.name}", clearance=float(clearance)) for s in arm_shapes(model)]
+        roots = _group_roots(model)
+        groups = sorted({roots[s.body] for s in shapes})
+        q = np.zeros(model.nq)
+        self.others.append(OtherArm(name, model, np.asarray(base, dtype=np.float64), shapes, roots, groups, q,
+                                    np.zeros((len(model.bodies), 4, 4)), np.zeros(7 * len(groups))))
+        self.move_other_arm(len(self.others) - 1, q)
+        return len(self.others) - 1
+
+    def move_other_arm(self, index: int, q: ArrayLike) -> None:
+        """Other arm ``index`` is at joint positions ``q`` now (its measured feedback): every later
+        query, path check and jog slow-down sees it there."""
+        o = self.others[index]
+        np.copyto(o.q, np.asarray(q, dtype=np.float64))
+        o.model.forward_kinematics_into(o.q, "link", o.poses)
+        world = o.base @ o.model.base
+        for k, g in enumerate(o.groups):
+            T = o.base @ o.poses[g] if g >= 0 else world
+            o.qpos[7 * k:7 * k + 3] = T[:3, 3]
+            o.qpos[7 * k + 3:7 * k + 7] = mat_to_quat(T[:3, :3])
+
+    def rebuild(self) -> None:
+        """Compile the world again with the other arms added since (:meth:`add_other_arm`)."""
+        self._build()
+
+    def _build(self) -> None:
+        model, workspace = self.robot, self.workspace
+        roots = _group_roots(model)
         spec = mujoco.MjSpec()
         spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_FILTERPARENT)
         #: [m] distances beyond each clearance are reported up to at least this far (jog braking looks
@@ -162,7 +214,8 @@ class CollisionWorld:
         self.horizon = max(HORIZON, workspace.slowdown_workspace)
         self.self_horizon = max(SELF_HORIZON, workspace.slowdown_self)
         self._arm_margin = workspace.self_clearance + self.self_horizon
-        ws_margin = max((s.clearance for s in workspace.shapes), default=0.0) + self.horizon
+        ws_margin = max((s.clearance for s in (*workspace.shapes, *(s for o in self.others for s in o.shapes))),
+                        default=0.0) + self.horizon
         # the base group gets its own body welded to the world (MuJoCo never collides it with the
         # workspace, which lives in the world body), so excluding it excludes only the base
         self._mj_body: dict[int, str] = {-1: "base"}
@@ -175,6 +228,7 @@ class CollisionWorld:
             self._mj_body[g] = name
         geom_shapes: list[Shape] = []
         group: list[int] = []   # per shape: its arm group, -1 the base, -2 the workspace
+        other: list[int] = []   # per workspace shape from another arm: that arm's index
         for s in self.shapes:
             g = roots[s.body]
             pose = _to_root(model, s.body, g) @ s.pose if g >= 0 else model.base @ _to_root(model, s.body, -1) @ s.pose
@@ -186,6 +240,19 @@ class CollisionWorld:
             self._add_geom(spec, spec.worldbody, s, s.pose, *_BITS[True, s.kind == "box"], ws_margin, len(geom_shapes))
             geom_shapes.append(s)
             group.append(-2)
+        for k, o in enumerate(self.others):  # obstacles that move: free bodies after this arm's groups
+            other_bodies = {}
+            for g in o.groups:
+                other_bodies[g] = spec.worldbody.add_body(name=f"other{k}:{g}")
+                other_bodies[g].add_freejoint()
+            for s in o.shapes:
+                g = o.roots[s.body]
+                pose = _to_root(o.model, s.body, g) @ s.pose if g >= 0 else _to_root(o.model, s.body, -1) @ s.pose
+                self._add_geom(spec, other_bodies[g], s, pose, *_BITS[True, s.kind == "box"], ws_margin,
+                               len(geom_shapes))
+                geom_shapes.append(s)
+                group.append(-2)   # a workspace object to this arm: its own clearance, never moved by these joints
+                other.append(len(geom_shapes) - 1)
         self.mj = spec.compile()
         self.data = mujoco.MjData(self.mj)
         # MuJoCo numbers geoms body by body: every per-geom table below is in MuJoCo's order
@@ -198,6 +265,7 @@ class CollisionWorld:
         self._geom_group = [group[i] for i in perm]
         self._clear = np.array([s.clearance for s in self._geoms])
         self._is_ws = np.array([g == -2 for g in self._geom_group], dtype=np.bool_)
+        self._is_other = np.isin(perm, np.array(other, dtype=np.int64))   # per MuJoCo geom: another arm's
         self._root_frames = np.array(self.groups, dtype=np.int64)
         self._poses = np.zeros((len(model.bodies), 4, 4))
         self.allowed: set[tuple[int, int]] = set()
@@ -334,7 +402,12 @@ class CollisionWorld:
     # ------------------------------------------------------------------ queries
     def _set(self, q: ArrayLike) -> None:
         self.robot.forward_kinematics_into(np.asarray(q, dtype=np.float64), "link", self._poses)
-        poses_to_qpos(self._poses, self._root_frames, self.data.qpos)  # free joints in group order
+        qpos = self.data.qpos
+        poses_to_qpos(self._poses, self._root_frames, qpos)  # free joints in group order
+        at = 7 * len(self.groups)
+        for o in self.others:   # then the other arms' groups, at their last measured poses
+            qpos[at:at + o.qpos.shape[0]] = o.qpos
+            at += o.qpos.shape[0]
 
     def pairs(self, q: ArrayLike) -> tuple[np.ndarray, FloatArray]:
         """Every checked geom pair within its margin at ``q``: (k, 2) geom indices and (k,) surface
@@ -415,6 +488,20 @@ class CollisionWorld:
         self._gaps_into(q_next, self._gaps)
         return float(approach_scale(self._gaps_now, self._gaps, self.pair_far, self.pair_clearance,
                                     self._pair_threshold, self._pair_horizon, lookahead, deceleration))
+
+    def other_arms_distance(self, q: ArrayLike) -> Proximity | None:
+        """The closest pair between this arm at ``q`` and another arm (where :meth:`move_other_arm` last
+        put it) within the reporting horizon, its ``distance`` beyond the arm clearance; None: farther."""
+        geom, gap = self.pairs(q)
+        best: Proximity | None = None
+        for k in range(len(gap)):
+            a, b = int(geom[k, 0]), int(geom[k, 1])
+            if not (self._is_other[a] or self._is_other[b]):
+                continue
+            margin = float(gap[k]) - (self._clear[a] + self._clear[b])
+            if best is None or margin < best.distance:
+                best = self._proximity(geom, gap, k, margin, True)
+        return best
 
     def min_distances(self, q: ArrayLike) -> tuple[float, float]:
         """(self, workspace) distance beyond clearance [m] (+inf beyond the margins): the per-cycle check."""

@@ -97,28 +97,29 @@ class ArmGroup:
         for arm in self.arms.values():
             if arm.state is not ArmState.STOPPED:
                 arm.stop(EventKind.ESTOP, detail)
-        return self._note("estop", "", detail, trip=True)
+        return self.note("estop", "", detail, trip=True)
 
     def _trip(self, culprit: str, cause: str) -> GroupEvent:
         for name, arm in self.arms.items():
             if name != culprit and arm.state is not ArmState.STOPPED:
                 arm.stop(EventKind.ESTOP, f"arm group: {culprit} faulted ({cause}); holding every arm")
-        return self._note("fault", culprit, cause, trip=True)
+        return self.note("fault", culprit, cause, trip=True)
 
     def clear(self, detail: str = "arm group: cleared by the operator; holding where the arm is") -> bool:
         """Clear every arm (refused while an M-stop is pressed); they hold where they are."""
         pressed = [n for n, a in self.arms.items() if a.m_stopped]
         if pressed:
-            self._note("clear_refused", pressed[0], "an M-stop is still pressed")
+            self.note("clear_refused", pressed[0], "an M-stop is still pressed")
             return False
         for arm in self.arms.values():
             arm.clear_fault(detail)
         self.own_holds.clear()
         self.tripped = None
-        self._note("cleared", "", "every arm cleared: holding")
+        self.note("cleared", "", "every arm cleared: holding")
         return True
 
-    def _note(self, kind: str, arm: str, detail: str, *, trip: bool = False) -> GroupEvent:
+    def note(self, kind: str, arm: str, detail: str, *, trip: bool = False) -> GroupEvent:
+        """Record a group event (``trip``: it is the one that stopped the group)."""
         ev = GroupEvent(self.clock_now, kind, arm, detail)
         self.events.append(ev)
         if trip:

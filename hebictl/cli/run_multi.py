@@ -1,0 +1,229 @@
+"""``hebictl run MULTI.multi.yaml``: every arm of a multi-arm config in one process, one loop, one supervisor.
+
+The arms are built by :func:`hebictl.wiring.multi.arms_from_multi_config` (on ``sim``: one MuJoCo
+scene; each arm's collision world holds the other arms) and run under one
+:class:`~hebictl.control.group.ArmGroup` at one rate: every cycle reads every arm, gives each arm's
+collision world the others' measured joint positions, lets the group supervise (a fault, stop or
+e-stop of any arm stops every arm, with one group event naming the arm and the cause; nothing
+resumes by itself), moves each arm through its phases (its config's home, then its
+``--arm-goal``, each admitted by that arm's own admission, the other arms included as obstacles,
+when it starts; a refused goal leaves that arm holding, and is reported), and sends every command.
+Ctrl-C or SIGTERM stops every arm with the hold behaviour, holds ``--stop-hold`` s (default
+:data:`~hebictl.cli.run_cmd.TERM_HOLD_S`) and exits with the summary of every arm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import signal
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hebictl.cli.output import console, tolerant
+from hebictl.errors import CommandRejected, UsageError
+
+
+@dataclass
+class ArmPlan:
+    """One arm's moves, in order: (phase name, target [rad]); the phase it is in; what was refused."""
+
+    moves: list[tuple[str, np.ndarray]]
+    phase: str = "start"
+    refused: list[str] = field(default_factory=list)
+
+
+def arm_goals(args: argparse.Namespace, names: list[str], dofs: dict[str, int]) -> dict[str, np.ndarray]:
+    """``--arm-goal NAME RAD...`` (repeatable) checked against the arms' names and joint counts."""
+    goals: dict[str, np.ndarray] = {}
+    for entry in args.arm_goal or []:
+        name, values = entry[0], entry[1:]
+        if name not in dofs:
+            raise UsageError(f"--arm-goal {name}: no such arm (the config's arms: {', '.join(names)})")
+        try:
+            target = np.array([float(v) for v in values])
+        except ValueError:
+            raise UsageError(f"--arm-goal {name}: positions must be numbers, got {' '.join(values)}") from None
+        if target.shape != (dofs[name],) or not np.isfinite(target).all():
+            raise UsageError(f"--arm-goal {name} needs {dofs[name]} finite positions [rad], got {len(values)}")
+        goals[name] = target
+    return goals
+
+
+class MultiRun:
+    """The cycle of a multi-arm run (module doc): ``step()`` returns False when the run is over."""
+
+    def __init__(self, multi: Any, plans: dict[str, ArmPlan], clock: Any, hold: float, stop_hold: float, *,
+                 guard: bool = True) -> None:
+        from hebictl.control.group import ArmGroup
+
+        self.multi, self.plans, self.clock = multi, plans, clock
+        self.group = ArmGroup(multi.arms)
+        self.hold, self.stop_hold = hold, stop_hold
+        self.idle_since: float | None = None
+        self.exit_at: float | None = None
+        self.signal: int | None = None
+        self.guard = guard   # hold a moving arm closing in on another (False: tests of what it prevents)
+        self.gaps: dict[str, float] = {}   # [m] each moving arm's last distance beyond clearance to another arm
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        if self.signal is not None:
+            self.exit_at = -math.inf   # a second one: leave now
+        self.signal = signum
+
+    def step(self) -> bool:
+        g = self.group
+        g.update()
+        self.multi.observe()   # every arm's collision world sees the others where they are now
+        g.supervise()
+        if self.signal is not None and self.exit_at is None:
+            self._stop_all()
+        if g.tripped is None and self.exit_at is None:
+            for name in g.arms:
+                self._guard(name)
+                self._advance(name)
+        elif self.exit_at is None:
+            self.exit_at = self.clock.now() + self.stop_hold
+        g.send()
+        return self._going_on()
+
+    def _going_on(self) -> bool:
+        now = self.clock.now()
+        if self.exit_at is not None:
+            return now < self.exit_at
+        if any(p.moves or p.phase in ("start", "home", "goal") for p in self.plans.values()):
+            self.idle_since = None
+            return True
+        self.idle_since = now if self.idle_since is None else self.idle_since
+        return now - self.idle_since < self.hold
+
+    def _stop_all(self) -> None:
+        from hebictl.control.safety import EventKind, StopBehaviour
+
+        sigterm = self.signal == signal.SIGTERM
+        for arm in self.group.arms.values():
+            arm.stop(EventKind.TERMINATE if sigterm else EventKind.INTERRUPT,
+                     f"{'SIGTERM' if sigterm else 'Ctrl-C'}: braking every arm, then holding",
+                     behaviour=StopBehaviour.HOLD)
+        self.group.tripped = self.group.note("stop", "", "operator stop of every arm", trip=True)
+        self.exit_at = self.clock.now() + self.stop_hold
+
+    def _guard(self, name: str) -> None:
+        """An arm following a goal that closes in on another arm (which may have moved since the
+        goal was admitted) within the slow-down threshold is held (braked within its rated
+        deceleration), its remaining moves dropped: a ``held`` group event, not a fault."""
+        arm, plan = self.group.arms[name], self.plans[name]
+        world = self.multi.world(name)
+        if not self.guard or world is None or not world.others or plan.phase not in ("home", "goal") or arm.at_goal:
+            self.gaps.pop(name, None)
+            return
+        near = world.other_arms_distance(arm.last_feedback.position)
+        gap = near.distance if near is not None else math.inf
+        before = self.gaps.get(name, math.inf)
+        self.gaps[name] = gap
+        if near is None or gap >= world.workspace.slowdown_workspace or gap >= before:
+            return
+        detail = (f"{plan.phase} held: {near.a} and {near.b} {near.gap * 1e3:.1f} mm apart and closing "
+                  f"(arm clearance plus {world.workspace.slowdown_workspace * 1e3:.0f} mm)")
+        self.group.hold(name, detail)
+        self.group.note("held", name, detail)
+        plan.moves.clear()
+        plan.phase = "held"
+
+    def _advance(self, name: str) -> None:
+        """Start ``name``'s next move once it has feedback and reached the last one."""
+        from hebictl.control.goal import Goal
+
+        arm, plan = self.group.arms[name], self.plans[name]
+        if not self.group.fresh[name]:
+            return
+        if plan.phase == "held" or (plan.phase not in ("start", "hold") and not arm.at_goal):
+            return
+        if not plan.moves:
+            plan.phase = "hold"
+            return
+        phase, target = plan.moves.pop(0)
+        goal = Goal(arm.dof)
+        goal.add_waypoint(position=target)
+        try:
+            arm.set_goal(goal)
+            self.group.running(name)
+            plan.phase = phase
+        except CommandRejected as exc:   # this arm holds where it is; the others go on
+            plan.refused.append(f"{phase}: {exc.reason}: {exc.detail}")
+            self.group.note("refused", name, f"{phase} refused: {exc.reason}: {exc.detail}")
+            plan.moves.clear()
+            plan.phase = "hold"
+
+
+def build_plans(multi: Any, args: argparse.Namespace, home_position: Any) -> dict[str, ArmPlan]:
+    """Each arm's moves: its config's home (``home_position(cfg, dof)``, unless ``--no-home``), then
+    its ``--arm-goal``."""
+    names = list(multi.arms)
+    goals = arm_goals(args, names, {n: a.dof for n, a in multi.arms.items()})
+    plans = {}
+    for entry in multi.config.arms:
+        arm = multi.arms[entry.name]
+        home = None if args.no_home else home_position(entry.config, arm.dof)
+        moves = ([("home", home)] if home is not None else []) + \
+            ([("goal", goals[entry.name])] if entry.name in goals else [])
+        plans[entry.name] = ArmPlan(moves)
+    return plans
+
+
+def cmd_run_multi(args: argparse.Namespace, clock: Any, stop_hold: float, home_position: Any) -> int:
+    """``hebictl run`` on a multi-arm config (module doc), on ``clock``; ``stop_hold`` [s] unless
+    ``--stop-hold`` says; ``home_position(cfg, dof)`` reads an arm's home (``hebictl.cli.run_cmd``'s)."""
+    from hebictl.control.arm import Arm
+    from hebictl.control.loop import FixedRateLoop
+    from hebictl.wiring.multi import arms_from_multi_config
+
+    if args.goal is not None:
+        raise UsageError("--goal is for one arm; give each arm's goal with --arm-goal NAME RAD...")
+    for flag in ("record", "plot"):
+        if getattr(args, flag, None) is not None:
+            raise UsageError(f"--{flag} records one arm; not available with a multi-arm config yet")
+    multi = arms_from_multi_config(Arm, args.config, args.backend, clock=clock,
+                                   obstacles=not getattr(args, "no_arm_obstacles", False))
+    t_start = clock.now()
+    try:
+        plans = build_plans(multi, args, home_position)
+        rate = args.rate or max(e.config.feedback_frequency for e in multi.config.arms)
+        run = MultiRun(multi, plans, clock, args.hold, args.stop_hold if args.stop_hold is not None else stop_hold)
+        loop = FixedRateLoop(run.step, rate, clock)
+        old = {s: signal.signal(s, run.on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            loop.run()
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+    finally:
+        multi.close()
+    with tolerant("stdout"):
+        summary(run, rate, clock.now() - t_start, args.backend)
+    tripped = run.group.tripped is not None and run.signal is None
+    return 1 if tripped or any(p.refused for p in plans.values()) else 0
+
+
+def summary(run: MultiRun, rate: float, elapsed: float, backend: str) -> None:
+    """One block per arm (state, phase, final position, its events), then the group's events."""
+    from rich.markup import escape
+
+    c = console(soft_wrap=True)
+    t0 = run.group.events[0].time if run.group.events else None
+    c.print(f"[bold]done[/bold] after {elapsed:.2f} s: {len(run.group.arms)} arms on {backend}, one loop at "
+            f"{rate:.0f} Hz under one arm group")
+    for name, arm in run.group.arms.items():
+        plan = run.plans[name]
+        c.print(f"arm {name} ({arm.model.name}): state={arm.state.value}, phase={plan.phase}, "
+                f"final position \\[rad]: {' '.join(f'{x:+.4f}' for x in arm.last_feedback.position)}")
+        for e in arm.events.events:
+            c.print(f"  {name} event {e.kind} -> {e.state.value}: {escape(e.detail)}")
+    for g in run.group.events:
+        when = f"t={g.time - t0:.3f} s " if t0 is not None else ""
+        c.print(f"group event {when}{g.kind} {g.arm or '-'}: {escape(g.detail)}")
+
+
+__all__ = ["ArmPlan", "MultiRun", "arm_goals", "build_plans", "cmd_run_multi", "summary"]
