@@ -2,7 +2,7 @@
 item 4: "real contacts are still caught ... within the cycle after touch", checked with "the same
 scenarios with a real obstacle": stalls and late cycles).
 
-The fastest goal into a 5 cm sphere the config does not declare (``test_contact_busy._sphere_in_path``);
+The fastest goal into a 5 cm sphere the config does not declare (``rig.sphere_in_path``);
 an on-time run finds when the tool touches it, then each scenario runs the same goal with:
 
 - one stall of 20, 50 or 100 ms before ``update()`` (a late cycle: the sample read after it is
@@ -29,8 +29,7 @@ import pytest
 from hebictl.control.goal import Goal
 from hebictl.control.safety import EventKind
 from sim_backend.obstacles import contact_force
-from tests.control.monitors.rig import CONFIGS, sim_arm
-from tests.control.monitors.test_contact_busy import _sphere_in_path
+from tests.control.monitors.rig import CONFIGS, sim_arm, sphere_in_path
 
 pytest.importorskip("mujoco")
 
@@ -55,7 +54,7 @@ class Caught:
 
 
 def run(config: str, plan: Plan, seed: int = 0) -> Caught:
-    arm, clock, home = sim_arm(config, before_start=_sphere_in_path, settle=120)
+    arm, clock, home = sim_arm(config, before_start=sphere_in_path, settle=120)
     rng = np.random.default_rng(seed)
     with arm:
         arm.set_goal(Goal(arm.dof).add_waypoint(position=home + np.eye(arm.dof)[0] * 1.5))
