@@ -344,7 +344,10 @@ class Arm:
             amax = self.brake_planner.deceleration(p, self.loads.gravity_vector(),
                                                    self.last_feedback.effort if self.cycle.have_feedback else None)
         lo, hi = self._ramp_bounds(now, p, v, amax, chase)
-        ramp = Brake(now, p, v, amax, self.limits.velocity_max, lo, hi)
+        # the arm does not follow a ramp from the measured state, or with a load the model does not know, exactly:
+        # its deceleration ends more gently (docs/supervisor.md, "The brake ramp")
+        ramp = Brake(now, p, v, amax, self.limits.velocity_max, lo, hi, hold=self.cycle.nominal,
+                     taper=Brake.taper_for(chase, self.brake_planner.payload_mass != 0.0))
         return Braking(ramp, chase=chase, overrun=overrun, rebrakes=again.rebrakes + 1 if again is not None else 0)
 
     def _ramp_bounds(self, now: float, p: FloatArray, v: FloatArray, amax: FloatArray,

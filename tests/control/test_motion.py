@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from hebictl.control.motion import Brake, RateLimiter, shrink_recovery
 from hebictl.control.safety import Limits
@@ -27,23 +28,33 @@ def test_rate_limiter_moves_at_most_rated_speed_and_starts_from_the_measurement(
     assert pos[0] == 0.52  # restarts from the new measurement: no step back to the old command
 
 
-def test_brake_is_smooth_synchronised_and_within_rated_deceleration():
+def test_brake_decelerates_at_the_planned_rate_synchronised_and_stops_within_its_distance():
+    """Every joint's deceleration stays within its planned one, the joint that sets the ramp's length
+    brakes at exactly its own (x6 0.2 s at a = 10 rad/s², v = 2 rad/s) and the travel is the
+    constant-deceleration distance v² / (2a) plus the end taper's TAPER² / 12 of it (computed here
+    from the kinematics of the profile: constant a, then a falling linearly to 0 over TAPER v / a)."""
     p0, v0 = np.array([0.0, 1.0, 2.0]), np.array([2.0, -1.0, 0.5])
     amax, vmax = np.array([10.0, 10.0, 1.0]), np.array([4.0, 4.0, 4.0])
     b = Brake(5.0, p0, v0, amax, vmax, np.full(3, -np.inf), np.full(3, np.inf))
-    t = np.linspace(5.0, b.end_time, 2001)
+    t = np.linspace(5.0, b.end_time, 20001)
     states = [b.state(x) for x in t]
     p = np.array([s[0] for s in states])
     v = np.array([s[1] for s in states])
     a = np.array([s[2] for s in states])
     np.testing.assert_allclose(v[0], v0)
-    np.testing.assert_allclose(a[0], 0.0, atol=1e-12)  # deceleration starts at zero (no kick)
-    np.testing.assert_allclose(v[-1], 0.0, atol=1e-12)  # every joint at rest at the same moment
+    np.testing.assert_allclose(v[-1], 0.0, atol=1e-6)  # every joint at rest at the same moment
     assert np.all(np.abs(a).max(axis=0) <= amax * (1 + 1e-9))
-    assert np.isclose(np.abs(a[:, 2]).max(), amax[2], rtol=1e-3)  # the slowest-braking joint sets T
+    np.testing.assert_allclose(a[0, 2], -amax[2] * np.sign(v0[2]))  # the setting joint brakes at its own a at once
+    t_const = 0.5 / 1.0  # joint 2: |v| / a, the longest
+    assert b.duration == pytest.approx(t_const * (1.0 + Brake.TAPER / 2.0))
     np.testing.assert_allclose(np.gradient(p, t, axis=0)[1:-1], v[1:-1], atol=1e-3)  # p, v consistent
-    np.testing.assert_allclose(b.state(b.end_time + 1.0)[0], p0 + 0.5 * v0 * b.duration)
+    np.testing.assert_allclose(np.gradient(v, t, axis=0)[2:-2], a[2:-2], atol=2e-2 * amax.max())  # v, a consistent
+    distance = v0 * t_const / 2.0 * (1.0 + Brake.TAPER ** 2 / 12.0)
+    np.testing.assert_allclose(b.state(b.end_time + 1.0)[0] - p0, distance, rtol=1e-12)
+    np.testing.assert_allclose(p[-1] - p0, distance, rtol=1e-6)
+    assert abs(distance[2]) <= v0[2] ** 2 / (2 * amax[2]) * (1.0 + Brake.TAPER ** 2 / 12.0 + 1e-12)
     assert np.all(np.sign(v[:-1]) == np.sign(v0))  # never reverses
+    assert Brake.TAPER ** 2 / 12.0 < 0.005  # the taper costs under 0.5 % of the distance
 
 
 def test_brake_speed_fraction_is_every_joints_speed_over_its_start_speed():
@@ -74,3 +85,20 @@ def test_recovery_range_keeps_the_command_while_the_joint_swings_back():
     lo, hi = shrink_recovery((lo, hi), lim, measured)  # without the command: down to where the arm is
     assert hi[0] == 2.0
     assert shrink_recovery((lo, hi), lim, np.zeros(2), np.zeros(2)) is None  # all back inside
+
+
+def test_brake_feeds_forward_the_mean_deceleration_over_the_cycle_the_command_is_held():
+    """With ``hold`` (the control period) the acceleration is the ramp's velocity change over the next
+    ``hold`` seconds / ``hold``: a ramp shorter than a cycle (from a nearly still arm) feeds forward that
+    small change, not its whole deceleration for the cycle, and the last cycle of a ramp only its rest."""
+    v0, amax = np.array([1e-4, -2e-4]), np.array([50.0, 50.0])
+    b = Brake(0.0, np.zeros(2), v0, amax, np.ones(2), np.full(2, -1.0), np.full(2, 1.0), hold=0.005)
+    assert b.duration < 1e-5
+    np.testing.assert_allclose(b.state(0.0)[2], -v0 / 0.005)  # v0 -> 0 within the cycle held
+    v0 = np.array([2.0, -1.0])
+    b = Brake(0.0, np.zeros(2), v0, np.array([10.0, 10.0]), np.full(2, 4.0), np.full(2, -9.0), np.full(2, 9.0),
+              hold=0.005)
+    for t in np.linspace(0.0, b.end_time - 1e-9, 57):
+        after = b.state(t + 0.005)[1] if t + 0.005 < b.end_time else np.zeros(2)
+        np.testing.assert_allclose(b.state(t)[2], (after - b.state(t)[1]) / 0.005, atol=1e-9)
+        assert np.all(np.abs(b.state(t)[2]) <= 10.0 * (1 + 1e-9))

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from hebictl.control.arm import Arm
+from hebictl.control.motion import Brake
 from hebictl.control.plugins import ArmPlugin
 from hebictl.control.safety import ArmState
 from hebictl.hardware.clock import SimClock
@@ -156,10 +157,12 @@ def test_jog_integrates_velocity_and_expires_after_ttl(rig):
     # the Arm's brake ramp from the jog's last command (v, position): it stops v T / 2 further on
     brake = arm.supervisor.motion.after  # the ramp the hold came from
     assert brake is not None and brake.v0[0] == pytest.approx(v, rel=1e-9)
-    assert held[0] == pytest.approx(runner.jog.position[0] + 0.5 * v * brake.duration, abs=1e-9)
     decel = arm.brake_planner.deceleration(brake.p0)[0]  # at most rated, less where effort is short
     assert decel <= arm.limits.acceleration_max[0]
-    assert brake.duration == pytest.approx(1.5 * v / decel, rel=1e-9)  # smooth ramp peaking at decel
+    # constant deceleration at decel, its last TAPER v / decel falling linearly to 0: v² / (2 decel) on
+    distance = v * v / (2.0 * decel) * (1.0 + Brake.TAPER ** 2 / 12.0)
+    assert held[0] == pytest.approx(runner.jog.position[0] + distance, abs=1e-9)
+    assert brake.duration == pytest.approx(v / decel * (1.0 + Brake.TAPER / 2.0), rel=1e-9)
     steps(runner, 10)
     np.testing.assert_array_equal(arm.pending_command.position, held)
     np.testing.assert_allclose(arm.last_feedback.position, held, atol=1e-12)

@@ -20,6 +20,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from hebictl.config import load_config
+from hebictl.control.motion import Brake
 from hebictl.control.safety import ArmState
 from hebictl.teleop.jog import FULL_SPEED_DIRECTION_ERROR, MAX_TTL, JogSample
 from hebictl.teleop.server import TeleopServer
@@ -218,8 +219,8 @@ def test_jog_stream_stop_holds_within_ttl_plus_one_cycle(broker, make_server):
     assert last.expiry < braking and expiry_cycles <= 2, (braking - last.expiry, expiry_cycles)
     # the commanded velocity ramps to v (jog.MAX_ACCEL: the runner asks 8 rad/s², the jog caps its ramp
     # at 3 since issue 19) and stays there until braking; from the last
-    # command before the brake the arm brakes on the Arm's smooth ramp (peak deceleration a, the
-    # braking deceleration at that pose: duration 1.5 v / a) and travels v T / 2 (the distance
+    # command before the brake the arm brakes on the Arm's ramp (constant deceleration a, the braking
+    # deceleration at that pose, tapering to 0 at the end) and travels v² / (2a) (x 1 + TAPER² / 12; the distance
     # covered at v depends on how regularly a loaded machine runs the loop: integration never jumps ahead)
     t_w, p_all, v_all, dt_w = writes.arrays()
     v_w, p_w = v_all[:, 0], p_all[:, 0]
@@ -239,7 +240,8 @@ def test_jog_stream_stop_holds_within_ttl_plus_one_cycle(broker, make_server):
           f"hold's last write; longest cycle {dt_w[s:b].max() * 1000:.1f} ms, the jog's "
           f"{(p_w[b - 1] - p_w[s - 1]) * 1000:.2f} mrad")
     # the travel from the last full-speed write: at most v until the ramp starts, then the ramp's
-    # distance 0.75 v0² / a. The ramp starts from the measured speed v0 (between the jog's slowed
+    # distance v0² / (2a) (x 1 + TAPER² / 12, the end taper's share). The ramp starts from the
+    # measured speed v0 (between the jog's slowed
     # speed in the expiry cycle and v) in the cycle after that slower write at the latest (the runner
     # supervises the jog before the arm's update). How long the full-speed part lasts is the arm's own
     # time of those cycles (its clock at each write: the cycle's time)
@@ -247,10 +249,11 @@ def test_jog_stream_stop_holds_within_ttl_plus_one_cycle(broker, make_server):
     before_brake = p_w[i - 1]
     decel = server.arm.brake_planner.deceleration(q1)[0]
     travel = q1[0] - before_brake
-    low = 0.75 * v_w[i] ** 2 / decel
-    high = 0.75 * v * v / decel + v * (t_w[i + 1] - t_w[i - 1]) + 1e-9
+    ramp_distance = (1.0 + Brake.TAPER ** 2 / 12.0) / (2.0 * decel)  # x v0²
+    low = ramp_distance * v_w[i] ** 2
+    high = ramp_distance * v * v + v * (t_w[i + 1] - t_w[i - 1]) + 1e-9
     print(f"expiry brake: travel {travel * 1000:.2f} mm from the last full-speed write, ramp "
-          f"{0.75 * v * v / decel * 1000:.2f} mm; the bound {low * 1000:.2f}-{high * 1000:.2f} mm "
+          f"{ramp_distance * v * v * 1000:.2f} mm; the bound {low * 1000:.2f}-{high * 1000:.2f} mm "
           f"takes in {(t_w[i + 1] - t_w[i - 1]) * 1000:.1f} ms of writes")
     assert low - 1e-9 <= travel <= high
     np.testing.assert_allclose(q1[1:], q0[1:], atol=1e-12)      # only joint 1 was jogged

@@ -84,3 +84,11 @@ def sphere_obstacle(arm: Arm, center: np.ndarray, radius: float, tool_radius: fl
     m.geom_size[g] = (radius, 0.0, 0.0)
     m.geom_rbound[g] = radius
     m.geom_aabb[g] = (0.0, 0.0, 0.0, radius, radius, radius)
+
+
+def sphere_in_path(arm) -> None:
+    """A 5 cm sphere 0.6 rad ahead of the tool along the base rotation."""
+    q = arm.backend.true_state()[0]
+    ee = arm.model.end_effector(q)[:3, 3]
+    c, s = np.cos(0.6), np.sin(0.6)
+    sphere_obstacle(arm, np.array([c * ee[0] - s * ee[1], s * ee[0] + c * ee[1], ee[2]]), 0.05)

@@ -17,7 +17,7 @@ from hebictl.control.goal import Goal
 from hebictl.control.safety import EventKind
 from sim_backend.obstacles import contact_force
 from tests.control.monitors.busy import busy_delays, late_delays, run_busy
-from tests.control.monitors.rig import CONFIGS, sim_arm, sphere_obstacle
+from tests.control.monitors.rig import CONFIGS, sim_arm, sphere_in_path
 
 pytest.importorskip("mujoco")
 
@@ -74,14 +74,6 @@ def test_feedback_arriving_late_is_not_a_contact(config):
         assert arm.monitors.feedback_age == pytest.approx(0.02, abs=1e-6)
 
 
-def _sphere_in_path(arm) -> None:
-    """A 5 cm sphere 0.6 rad ahead of the tool along the base rotation."""
-    q = arm.backend.true_state()[0]
-    ee = arm.model.end_effector(q)[:3, 3]
-    c, s = np.cos(0.6), np.sin(0.6)
-    sphere_obstacle(arm, np.array([c * ee[0] - s * ee[1], s * ee[0] + c * ee[1], ee[2]]), 0.05)
-
-
 #: cycles after the first sample showing the touch within which the contact event must come. On
 #: time it is the same or the next cycle (test_contact.py: 0-5 ms at 200 Hz). Measured here: with a
 #: late cycle now and then 0-9 (the slowest are grazes peaking at 7-16 N, whose push builds over
@@ -101,7 +93,7 @@ def test_sphere_obstacle_caught_on_a_late_loop(config, pattern):
     rows, peaks = [], []
     for mass in (0.0, 1.0):
         for seed in (1, 2, 3):
-            arm, clock, home = sim_arm(config, before_start=_sphere_in_path, settle=120,
+            arm, clock, home = sim_arm(config, before_start=sphere_in_path, settle=120,
                                        payload={"mass": mass, "com": COM} if mass else None)
             rng = np.random.default_rng(seed)
             with arm:
