@@ -116,11 +116,11 @@ class Park:
     def step(self) -> bool:
         """One cycle of the park; False once the run should exit."""
         now = self.clock.now()
-        if now >= self.started + PARK_BOUND_S:
-            self.outcome = self.outcome if self.phase in ("parked", "hold") else f"bound of {PARK_BOUND_S:g} s reached"
+        late = now >= self.started + PARK_BOUND_S
+        if late and self.phase in ("parked", "hold"):
             return False
-        if self.abort and self.phase != "aborted":
-            self._end_now()
+        if (self.abort or late) and self.phase != "aborted":
+            self._end_now("a second signal" if self.abort else f"its bound of {PARK_BOUND_S:g} s")
         handler = {"brake": self._brake, "move": self._move}.get(self.phase)
         if handler is not None:
             handler(now)
@@ -129,11 +129,13 @@ class Park:
             return bool(self.arm.braking)
         return now < (self.exit_at or math.inf)
 
-    def _end_now(self) -> None:
+    def _end_now(self, cause: str) -> None:
+        """Brake (a ``hold`` stop) and exit once the brake has ended: a second signal, or the bound
+        reached while still braking or moving (never an exit with the arm moving)."""
         self.phase = "aborted"
-        self.outcome = "ended by a second signal; braked"
-        self.arm.stop(EventKind.TERMINATE, f"{self.why}: park ended by a second signal; braking, then exiting at "
-                      f"{_measured(self.arm)} (measured)")
+        self.outcome = f"ended by {cause}; braked"
+        self.arm.stop(EventKind.TERMINATE, f"{self.why}: park ended by {cause}; braking, then exiting at "
+                      f"{_measured(self.arm)} (measured)", behaviour="hold")
 
     def _brake(self, now: float) -> None:
         arm = self.arm

@@ -190,3 +190,21 @@ def test_an_unattended_safety_stop_parks_an_estop_keeps_holding():
     assert park is not None and park.phase == "parked" and far <= REST_TOLERANCE and code == 1
     park, far, code = result[EventKind.ESTOP]
     assert park is None and far > 0.1 and code == 1
+
+
+def test_the_bound_reached_mid_move_brakes_before_the_exit(monkeypatch):
+    """Were the bound reached while the arm still moves (here PARK_BOUND_S lowered to 1.5 s, so it comes
+    during the park move), the park brakes (a 'terminate' hold stop) and the run exits once the brake
+    has ended, never with the arm moving."""
+    import hebictl.control.park as park_module
+
+    monkeypatch.setattr(park_module, "PARK_BOUND_S", 1.5)
+    arm, clock, run, loop = _sim_run(BUNDLED_CONFIGS[IDS.index("x-series-6dof")])
+    marks = _drive(arm, clock, run, loop, lambda now, m: _sigterm_mid_goal(run, now, m))
+    speed = float(np.abs(np.asarray(arm.last_feedback.velocity, dtype=float)).max())
+    took = marks["ended"] - marks["term"]
+    print(f"\nbound 1.5 s: {run.park.outcome}; exited {took:.3f} s after SIGTERM (simulated), measured speed "
+          f"{speed:.4f} rad/s")
+    assert run.park.phase == "aborted" and "its bound of 1.5 s" in run.park.outcome
+    assert any("park ended by its bound" in e.detail for e in arm.events.events)
+    assert 1.5 <= took <= 2.5 and speed < 0.05
