@@ -45,7 +45,7 @@ DEFAULT_COMMAND_LIFETIME_S = 0.1
 #: Keys every plugin entry may carry whatever its type (``hebi.arm.create_from_config``).
 COMMON_PLUGIN_KEYS: frozenset[str] = frozenset({"type", "name", "enabled", "ramp_time"})
 #: ``user_data`` keys holding one value per joint (hebictl reads them; HEBI's kits use them).
-PER_JOINT_USER_DATA: tuple[str, ...] = ("home_position", "ik_seed_pos")
+PER_JOINT_USER_DATA: tuple[str, ...] = ("home_position", "rest_position", "ik_seed_pos")
 #: ``user_data`` sections whose list values have one entry per joint, or one for all.
 PER_JOINT_SECTIONS: Mapping[str, tuple[str, ...]] = {
     "joint_limits": ("position_min", "position_max", "velocity_max", "acceleration_max"),

@@ -11,9 +11,12 @@ hold under gravity compensation), then:
 
 * Ctrl-C (SIGINT), an operator at a terminal: holds until a second Ctrl-C, or ``--stop-hold`` s;
 * SIGTERM (systemd, ``docker stop``, ``timeout``): holds ``--stop-hold`` s, by default
-  :data:`TERM_HOLD_S`, well inside systemd's 90 s stop timeout, then exits with the summary;
+  :data:`TERM_HOLD_S`, well inside systemd's 90 s stop timeout, then exits with the summary; when
+  the config has ``user_data.rest_position`` and no ``--stop-hold`` is given it parks there instead
+  (a slow move through the admission, then a short hold, bounded: :mod:`hebictl.control.park`);
 * a safety stop or an error: as Ctrl-C when stdin is a terminal, else as SIGTERM (an unattended
-  run never waits for a keystroke); a SIGTERM during that hold ends it within :data:`TERM_HOLD_S`.
+  run never waits for a keystroke; it parks only after a stop that left the arm controllable,
+  ``hebictl.control.park.PARK_AFTER``); a SIGTERM during that hold ends it within :data:`TERM_HOLD_S`.
 
 After the process exits the modules' command lifetime ends and a brakeless arm goes limp (see
 the README's Safety section). Progress and loop statistics are shown live with rich.
@@ -72,8 +75,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--no-home", action="store_true", help="skip the move to user_data.home_position")
     run.add_argument("--stop-hold", type=float, default=None, metavar="S",
                      help="after Ctrl-C/SIGTERM, an error or a safety stop, hold this many seconds before "
-                          f"exiting (default: Ctrl-C until a second Ctrl-C; SIGTERM {TERM_HOLD_S:g} s; a safety "
-                          f"stop as Ctrl-C on a terminal, else {TERM_HOLD_S:g} s)")
+                          f"exiting (default: Ctrl-C until a second Ctrl-C; SIGTERM {TERM_HOLD_S:g} s, or, when "
+                          "the config has user_data.rest_position, a slow park there and exit within 60 s; a "
+                          f"safety stop as Ctrl-C on a terminal, else {TERM_HOLD_S:g} s or the park; "
+                          "docs/stopping.md). Given, it holds instead of parking")
     add_realtime_flags(run)
     add_paced_clock_flag(run)
     run.add_argument("--quiet", action="store_true", help="no live display, no notice of a stop you asked for "
@@ -185,14 +190,18 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             if role != "default" and g.width not in (1, model.dof):
                 raise ConfigError(f"gains file {g.path} has {g.width} values per gain, the model has "
                                   f"{model.dof} joints", file=cfg.path, key=f"gains.{role}")
-        home = home_position(cfg, model.dof)
-        if home is not None:
+        from hebictl.control.park import rest_position
+
+        for key, pose, then in (("home_position", home_position(cfg, model.dof), "run will stop at the limit"),
+                                ("rest_position", rest_position(cfg, model.dof), "a SIGTERM will hold, not park")):
+            if pose is None:
+                continue
             lo, hi = parts.limits.position_min, parts.limits.position_max
-            outside = [i for i in range(model.dof) if not lo[i] <= home[i] <= hi[i]]
+            outside = [i for i in range(model.dof) if not lo[i] <= pose[i] <= hi[i]]
             if outside:
-                config_warning(cfg.path, "user_data.home_position", "outside the joint limits at joint(s) "
-                               + ", ".join(f"{i} ({home[i]:g} not in [{lo[i]:g}, {hi[i]:g}])" for i in outside)
-                               + "; run will stop at the limit")
+                config_warning(cfg.path, f"user_data.{key}", "outside the joint limits at joint(s) "
+                               + ", ".join(f"{i} ({pose[i]:g} not in [{lo[i]:g}, {hi[i]:g}])" for i in outside)
+                               + f"; {then}")
     finally:
         parts.backend.close()
     if "sim" in cfg.user_data and importlib.util.find_spec("mujoco") is not None:
@@ -307,7 +316,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         npz = args.record is not None and args.record.suffix != ".mcap"
         rec = Recorder(arm.dof, arm.model.joint_names) if (args.plot or npz) else None
         mcap = _mcap_recorder(args, arm, cfg, rate)  # opened before the loop: a file that fails has moved nothing
-        run = RunSteps(arm, phases, clock, rec, args)
+        from hebictl.control.park import rest_position
+
+        run = RunSteps(arm, phases, clock, rec, args, rest_position(cfg, arm.dof))
         loop.step = run.step
         run.mcap = mcap
         run.npz_file = _npz_file(args) if npz else None  # made before the loop too, written at the end
@@ -325,6 +336,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     assert run is not None  # set before the loop; an exception before it has propagated
     run.mcap_done = mcap_done
     _finish(arm, cfg, run, loop, windows, rate, clock.now() - t_start, rec, args, paced)
+    return exit_code(arm, run)
+
+
+def exit_code(arm: Any, run: RunSteps) -> int:
+    """``hebictl run``'s exit status: 2 after an error, 1 after a safety stop (or any event not one
+    an operator or a stop asked for: a park's clear and goal included as normal), else 0."""
     if run.error is not None:
         return 2
     normal = ("interrupt", "terminate", "release", "hold", "goal", "cleared")
@@ -420,10 +437,14 @@ class RunSteps:
     The signal handler only sets a flag; the stop happens in the cycle, so it never depends on a
     write succeeding or on where the main thread was interrupted."""
 
-    def __init__(self, arm: Any, phases: list[Phase], clock: Any, rec: Any, args: argparse.Namespace) -> None:
+    def __init__(self, arm: Any, phases: list[Phase], clock: Any, rec: Any, args: argparse.Namespace,
+                 rest: np.ndarray | None = None) -> None:
         from hebictl.control.recorder import RecorderFeed
 
         self.arm, self.phases, self.clock, self.rec, self.args = arm, phases, clock, rec, args
+        #: the config's user_data.rest_position (None: none; SIGTERM then holds): hebictl.control.park
+        self.rest = rest
+        self.park: Any = None              # the park under way (hebictl.control.park.Park)
         #: the loop hands each sample to a writer thread that records it into ``rec`` (close() it after the loop)
         self.feed = RecorderFeed(rec) if rec is not None else None
         self.phase = 0
@@ -443,6 +464,10 @@ class RunSteps:
         self.attended = bool(sys.stdin is not None and sys.stdin.isatty())
 
     def on_signal(self, signum: int, frame: Any) -> None:
+        park = self.park
+        if park is not None and park.phase in ("brake", "move"):
+            park.abort = True  # a second signal during the park: brake, then exit (hebictl.control.park)
+            return
         if self.signal is not None:
             self.exit_now = True  # second signal: leave the loop (the last command stays a hold)
             return
@@ -482,12 +507,17 @@ class RunSteps:
         from hebictl.control.safety import EventKind
 
         arm = self.arm
+        if self.park is not None:
+            return not self.exit_now and bool(self.park.step())
         if self.exit_at is not None:
             self._signal_while_holding()
             return self._still_holding()
         if self.signal is not None:
             self.answered = True
             sigterm = self.signal == signal.SIGTERM
+            if sigterm and self._parks():
+                self._start_park(EventKind.TERMINATE, "SIGTERM", "SIGTERM: braking, then parking")
+                return True
             self._hold_then_exit(EventKind.TERMINATE if sigterm else EventKind.INTERRUPT,
                                  f"{'SIGTERM' if sigterm else 'Ctrl-C'}: braking, then holding under gravity "
                                  f"compensation ({self._hold_words(self.stop_hold())})",
@@ -497,6 +527,10 @@ class RunSteps:
             self.failed = True
             last = arm.events.last
             cause = f"{last.kind}: {last.detail}" if last is not None else "a safety event"
+            if last is not None and last.kind in self._park_after() and not self.attended and self._parks():
+                self._start_park(None, f"after the safety stop ({last.kind})",
+                                 f"hebictl: the arm stopped ({cause}); braking, then parking")
+                return True
             self.exit_at = self._hold_end(f"hebictl: the arm stopped ({cause}); holding it")
             return self._still_holding()
         if self.phase_start is None:
@@ -525,6 +559,30 @@ class RunSteps:
             goal = Goal(self.arm.dof)
             goal.add_waypoint(t=p.duration, position=p.target)
             self.arm.set_goal(goal, admitted=p.admitted)
+
+    def _parks(self) -> bool:
+        """A stop parks at the rest pose (hebictl.control.park) when the config has one and no
+        --stop-hold asks for a hold instead."""
+        return self.rest is not None and self.args.stop_hold is None
+
+    @staticmethod
+    def _park_after() -> frozenset[str]:
+        from hebictl.control.park import PARK_AFTER
+
+        return PARK_AFTER
+
+    def _start_park(self, kind: Any, why: str, notice: str) -> None:
+        """Brake (a ``hold`` stop, unless the arm stopped itself already), then park (hebictl.control.park)."""
+        from hebictl.control.park import PARK_BOUND_S, Park
+        from hebictl.control.safety import StopBehaviour
+
+        assert self.rest is not None  # _parks() said so
+        if kind is not None:
+            self.arm.stop(kind, f"{notice} at user_data.rest_position", behaviour=StopBehaviour.HOLD)
+        self.park = Park(self.arm, self.rest, self.clock, why, TERM_HOLD_S)
+        if not (self.args.quiet and kind is not None):
+            say(f"{notice} at user_data.rest_position (at most {PARK_BOUND_S:g} s, then exiting; a second "
+                "Ctrl-C/SIGTERM brakes and exits at once)")
 
     def _hold_then_exit(self, kind: Any, detail: str, notice: str) -> None:
         from hebictl.control.safety import StopBehaviour
@@ -718,6 +776,8 @@ def _summary(arm: Any, run: RunSteps, loop: Any, windows: list, rate: float, ela
                 f"work p50 {float(np.median([w.work_p50 for w in ws])) * 1e3:.3f} ms, worst p99 "
                 f"{max(w.work_p99 for w in ws) * 1e3:.3f} ms; waiting for feedback p50 "
                 f"{float(np.median([w.wait_p50 for w in ws])) * 1e3:.3f} ms")
+    if run.park is not None:
+        c.print(escape(f"park ({run.park.why}): {run.park.outcome}"))
     if run.realtime is not None:
         c.print(escape(run.realtime.line()))
     feed = run.feed

@@ -122,7 +122,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_paced_clock_flag(p)
     p.add_argument("--stop-hold", type=float, default=None, metavar="S",
                    help="after Ctrl-C/SIGTERM, hold the arm this many seconds before exiting (default: Ctrl-C "
-                        f"until a second Ctrl-C; SIGTERM {TERM_HOLD_S:g} s)")
+                        f"until a second Ctrl-C; SIGTERM {TERM_HOLD_S:g} s, or, when the config has "
+                        "user_data.rest_position, a slow park there and exit within 60 s: docs/stopping.md). "
+                        "Given, it holds instead of parking")
     add_realtime_flags(p)
     p.add_argument("--record", type=Path, metavar="DIR",
                    help="record the session (arm, MQTT commands and acks) as MCAP into DIR: one file per session, "
@@ -229,6 +231,9 @@ def cmd_teleop(args: argparse.Namespace) -> int:
     arm = Arm.from_config(cfg, backend=args.backend, clock=clock)
     recorder = None
     try:
+        from hebictl.control.park import rest_position
+
+        rest = rest_position(cfg, arm.dof)  # SIGTERM parks there (no --stop-hold): docs/stopping.md
         gripper = attach_gripper(arm, cfg, args.backend)
         app, mobile_io = _app(args, arm, cfg)
         fleet = _fleet(args, cfg)
@@ -278,6 +283,11 @@ def cmd_teleop(args: argparse.Namespace) -> int:
                 stopping.append(loop.create_task(stop_bridge_once_braking(kind)))
                 hold = _signal_hold(args, sig)
                 server.runner.shutdown_hold = hold
+                if sig == signal.SIGTERM and rest is not None and args.stop_hold is None:
+                    _park(server.runner, rest)
+                    _tell(f"{name}: stopping teleop; the arm brakes, then parks at user_data.rest_position (at "
+                          f"most {server.runner.shutdown_hold:g} s, then exits; SIGTERM/Ctrl-C again: brake and exit)")
+                    return
                 endless = hold == math.inf
                 shown = _tell(f"{name}: stopping teleop; the arm brakes and holds under gravity compensation ("
                               + ("Ctrl-C again to exit" if endless else f"for {hold:g} s, then exits")
@@ -302,6 +312,16 @@ def cmd_teleop(args: argparse.Namespace) -> int:
             _tell(f"recorded {done.written} of {done.cycles} cycles ({done.dropped} items dropped) to "
                   + (", ".join(str(f) for f in done.files) or "the live view only"))
     return 0
+
+
+def _park(runner: Any, rest: Any) -> None:
+    """The shutdown parks at ``rest`` (:mod:`hebictl.control.park`): the runner's close waits up to
+    the park's bound, and falls back to TERM_HOLD_S where the park is refused."""
+    from hebictl.control.park import PARK_BOUND_S
+
+    runner.park_rest = rest
+    runner.park_fallback_hold = TERM_HOLD_S
+    runner.shutdown_hold = PARK_BOUND_S
 
 
 def _signal_hold(args: argparse.Namespace, sig: int) -> float:

@@ -182,6 +182,11 @@ class ArmRunner:
         self.teleop_clock = clock
         self.rate_hz = float(rate_hz or arm.backend.feedback_frequency or 200.0)
         self.shutdown_hold = shutdown_hold
+        #: [rad] where the shutdown parks (``hebictl teleop`` sets the config's user_data.rest_position
+        #: on SIGTERM: :mod:`hebictl.control.park`); None: the shutdown brakes and holds
+        self.park_rest: Any = None
+        self.park: Any = None  # the park under way (hebictl.control.park.Park)
+        self.park_fallback_hold = 5.0  # [s] the hold where the park falls back (the CLI's TERM_HOLD_S)
         self.max_goal_duration = float(max_goal_duration)
         if gripper is None:
             plugin = arm.plugin("Gripper")
@@ -420,11 +425,27 @@ class ArmRunner:
         arm.send()
         self._cycle += 1
         self.snapshot = self._make_snapshot()
+        if self.park_rest is not None:
+            return self._park_step()
         now, closing = self.clock.now(), (self._closing or 0.0)
         if now < closing:
             return True
         # past the hold time: finish the brake first, but never wait on it for more than 2 s
         return arm.braking and now < closing + 2.0
+
+    def _park_step(self) -> bool:
+        """The shutdown as a park at ``park_rest`` (:class:`hebictl.control.park.Park`, bounded by its
+        PARK_BOUND_S): :meth:`end_hold` (a second signal) brakes during the brake or the move and
+        ends the loop once the brake has ended, or at once during the final hold."""
+        from hebictl.control.park import Park
+
+        if self.park is None:
+            self.park = Park(self.arm, self.park_rest, self.clock, "SIGTERM", self.park_fallback_hold)
+        if self._end_now:
+            if self.park.phase in ("parked", "hold"):
+                return False
+            self.park.abort = True
+        return bool(self.park.step())
 
     def _make_snapshot(self) -> ArmSnapshot:
         arm = self.arm

@@ -146,12 +146,13 @@ def test_signal_with_stop_hold_exits_after_holding():
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc to see the signal handlers")
 def test_one_sigterm_brakes_holds_and_exits_with_the_summary():
-    """What systemd, ``docker stop`` and ``timeout`` send: one SIGTERM to an endless ``run`` (no
-    --stop-hold): the stop notice (with its bounded hold) comes first, then the process exits by
+    """What systemd, ``docker stop`` and ``timeout`` send: one SIGTERM to an endless ``run`` (with
+    ``--stop-hold 5``, the hold a config without a rest pose gets by default): the stop notice
+    (with its bounded hold) comes first, then the process exits by
     itself with exit 0, its summary showing the 'terminate' hold stop and the real-time line. (It
     held until a second signal before; under ``timeout`` that was 25 minutes until SIGKILL.) The
     hold's length is checked in simulated time above; here only the order and the exit."""
-    run = _Run()
+    run = _Run("--stop-hold", "5")  # without it the bundled config's rest pose is parked at: tests/control/test_park.py
     try:
         run.wait_for(lambda: _handles_sigterm(run.proc.pid), "signal handlers (run loop started)")
         run.proc.send_signal(signal.SIGTERM)
@@ -369,6 +370,10 @@ def _config_with(tmp_path: Path, old: str, new: str) -> Path:
      "'GravityCompensationEffort'?)"),
     ("home_position: [0.0, 1.2, 1.8, 2.2, -1.57, 0.0]", "home_position: [0.0, 1.2, 1.8, 2.2, -1.57]",
      ":{line} [user_data.home_position]: has 5 values, the arm has 6 joints"),
+    ("rest_position: [0.0, 0.6, 1.0, 2.1, -1.57, 0.0]", "rest_position: [0.0, 0.6, 1.0, 2.1, -1.57]",
+     ":{line} [user_data.rest_position]: has 5 values, the arm has 6 joints"),
+    ("rest_position: [0.0, 0.6, 1.0, 2.1, -1.57, 0.0]", "rest_position: [0.0, 0.6, folded, 2.1, -1.57, 0.0]",
+     ":{line} [user_data.rest_position[2]]: "),
     ("    ramp_time: 1\n\n  - type: DynamicsCompensationEffort",
      "    ramp_tme: 1\n\n  - type: DynamicsCompensationEffort",
      "(did you mean 'ramp_time'?); allowed: enabled, imu_feedback_index, imu_frame_index, imu_rotation_offset, "

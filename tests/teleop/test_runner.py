@@ -420,3 +420,60 @@ def test_a_finding_the_arm_only_reports_keeps_the_operators_mode_and_a_hold_disa
     arm.events.record(clock.now(), EventKind.TRACKING_ERROR, ArmState.HOLD, "tracking error")
     steps(runner, 3)
     assert runner.mode == "idle"
+
+
+@pytest.mark.parametrize("second_signal", [False, True], ids=["parks", "second-signal"])
+def test_a_sigterm_shutdown_parks_at_the_rest_pose_on_the_sim(second_signal):
+    """``hebictl teleop``'s SIGTERM with a config that has ``user_data.rest_position`` (the CLI sets
+    ``park_rest``): the arm thread brakes, moves to the rest pose slowly (hebictl.control.park) and
+    ends the loop by itself after the hold there; ``close`` returns. On the MuJoCo sim, x-series-6dof,
+    the arm thread on a SimClock (times are simulated, the wall clock only guards against a hang).
+    A second signal (``end_hold``) during the move brakes and ends the loop short of the rest pose."""
+    import threading
+    import time
+
+    pytest.importorskip("mujoco")
+    from hebictl.config import load_config
+    from hebictl.control.park import PARK_BOUND_S, PARK_SPEED_FRACTION, rest_position
+
+    cfg = load_config(KIT6)
+    clock = SimClock()
+    arm = Arm.from_config(cfg, backend="sim", clock=clock, initial_position=HOME)
+    runner = ArmRunner(arm, rate_hz=200.0, shutdown_hold=PARK_BOUND_S)
+    runner.park_rest = rest_position(cfg, arm.dof)
+    runner.start()
+    closer = threading.Thread(target=runner.close, kwargs={"reason": "terminate"}, daemon=True)
+    peak = np.zeros(arm.dof)
+    try:
+        guard = time.monotonic() + 120.0  # hang guard only
+        while clock.now() < 0.2 and time.monotonic() < guard:
+            time.sleep(0.005)
+        started = clock.now()
+        closer.start()
+        while closer.is_alive() and time.monotonic() < guard:
+            park = runner.park
+            if park is not None and park.phase == "move":
+                peak = np.maximum(peak, np.abs(runner.snapshot.velocity) / arm.limits.velocity_max)
+                if second_signal and clock.now() - park.move_end + park.duration >= 0.5:
+                    runner.end_hold()
+            time.sleep(0.001)
+        closer.join(120.0)
+        assert not closer.is_alive() and not runner.running
+        took = clock.now() - started
+        error = float(np.abs(arm.last_feedback.position - runner.park_rest).max())
+        speed = float(np.abs(arm.last_feedback.velocity).max())
+        print(f"\nteleop SIGTERM on the sim ({'second signal' if second_signal else 'one signal'}): "
+              f"{runner.park.outcome}; {error * 1e3:.3f} mrad from the rest pose, measured speed at exit "
+              f"{speed:.4f} rad/s, peak {peak.max():.3f} of rated; loop ended {took:.3f} s (simulated) after close")
+        assert took <= PARK_BOUND_S
+        assert speed < 0.05
+        if second_signal:
+            assert runner.park.phase == "aborted" and error > 0.05
+        else:
+            assert runner.park.phase == "parked" and error <= 0.01
+            assert peak.max() <= 1.2 * PARK_SPEED_FRACTION
+            assert "cleared" in arm.events.kinds()
+    finally:
+        runner.end_hold()
+        closer.join(120.0)
+        arm.close()
