@@ -17,7 +17,8 @@ exit, is bounded by :data:`PARK_BOUND_S` (brake included), well under systemd's 
 ``TimeoutStopSec``. A rest pose the admission refuses, one too far to reach within the cap, one not
 reached in time, or a safety stop during the move, falls back to the hold of before (brake, hold
 ``fallback_hold``, exit); the event says why. A second SIGTERM or Ctrl-C ends the park at once: the
-arm brakes (the ``hold`` stop) and the run exits once the brake has ended.
+arm brakes (the ``hold`` stop) and the run exits once the brake has ended and the arm is measured
+still (at most :data:`ABORT_SETTLE_S` later).
 
 Why a quarter of the rated speed: an unattended move, watched by nobody, should be slow enough that
 a person or object in the way is pushed gently and the contact monitor (which stays on) catches it
@@ -53,6 +54,13 @@ PARK_HOLD_S = 2.0
 #: [s] from the signal to the exit, whatever happens (brake, move, settle, hold, or a fall-back hold):
 #: well under systemd's 90 s TimeoutStopSec
 PARK_BOUND_S = 60.0
+#: after a park ended early (a second signal, the bound), the run exits once the brake has ended and the
+#: arm is measured still: every joint below STILL_RAD_S for STILL_SAMPLES samples in a row (one sample
+#: is never trusted), or ABORT_SETTLE_S after the brake's end at the latest (the arm's hold goes on in
+#: the modules for their command lifetime either way)
+STILL_RAD_S = 0.02
+STILL_SAMPLES = 3
+ABORT_SETTLE_S = 0.5
 #: the minimum-jerk (quintic, rest to rest) peak speed over mean speed, and peak acceleration x T^2 / d
 MIN_JERK_PEAK_SPEED = 1.875
 MIN_JERK_PEAK_ACCEL = 10.0 / math.sqrt(3.0)
@@ -112,6 +120,8 @@ class Park:
         self.abort = False            # a second SIGTERM/Ctrl-C
         self.outcome = "braking"
         self.duration: float | None = None
+        self.brake_end: float | None = None   # when the early end's brake ended (phase "aborted")
+        self.still = 0                        # samples in a row with every joint below STILL_RAD_S
 
     def step(self) -> bool:
         """One cycle of the park; False once the run should exit."""
@@ -126,12 +136,23 @@ class Park:
             handler(now)
             return True
         if self.phase == "aborted":
-            return bool(self.arm.braking)
+            return self._settling(now)
         return now < (self.exit_at or math.inf)
 
+    def _settling(self, now: float) -> bool:
+        """After an early end: go on while the brake runs, then until the arm is measured still (or
+        ABORT_SETTLE_S after the brake ended)."""
+        if self.arm.braking:
+            return True
+        if self.brake_end is None:
+            self.brake_end = now
+        speed = np.abs(np.asarray(self.arm.last_feedback.velocity, dtype=float))
+        self.still = self.still + 1 if bool(np.all(speed < STILL_RAD_S)) else 0
+        return self.still < STILL_SAMPLES and now < self.brake_end + ABORT_SETTLE_S
+
     def _end_now(self, cause: str) -> None:
-        """Brake (a ``hold`` stop) and exit once the brake has ended: a second signal, or the bound
-        reached while still braking or moving (never an exit with the arm moving)."""
+        """Brake (a ``hold`` stop) and exit once the brake has ended and the arm is still (:meth:`_settling`):
+        a second signal, or the bound reached while still braking or moving."""
         self.phase = "aborted"
         self.outcome = f"ended by {cause}; braked"
         self.arm.stop(EventKind.TERMINATE, f"{self.why}: park ended by {cause}; braking, then exiting at "

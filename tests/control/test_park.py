@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from hebictl.config import load_config
+from hebictl.control.park import STILL_RAD_S
 from tests._support.paths import BUNDLED_CONFIGS
 
 pytest.importorskip("mujoco")
@@ -162,7 +163,7 @@ def test_a_second_sigterm_ends_the_park_with_a_brake(config):
           f"speed at exit {speed:.4f} rad/s, {far:.3f} rad from the rest pose")
     assert run.park.phase == "aborted"
     assert any("park ended by a second signal" in e.detail for e in arm.events.events)
-    assert took <= 1.0 and speed < 0.05 and far > 0.05
+    assert took <= 1.0 and speed < STILL_RAD_S and far > 0.05  # exits braked and measured still
 
 
 def test_an_unattended_safety_stop_parks_an_estop_keeps_holding():
@@ -207,4 +208,4 @@ def test_the_bound_reached_mid_move_brakes_before_the_exit(monkeypatch):
           f"{speed:.4f} rad/s")
     assert run.park.phase == "aborted" and "its bound of 1.5 s" in run.park.outcome
     assert any("park ended by its bound" in e.detail for e in arm.events.events)
-    assert 1.5 <= took <= 2.5 and speed < 0.05
+    assert 1.5 <= took <= 2.5 and speed < STILL_RAD_S
