@@ -31,10 +31,15 @@ from hebictl.control.safety import ArmState, EventKind
 
 if TYPE_CHECKING:
     from hebictl.control.modes.context import ModeContext
+    from hebictl.hardware.base import Command
 
 #: [rad or m] a moving joint's brake starts from its measured position only if its command lags or leads
 #: it by more than this (below, the step is not worth it: the ramp starts from the command exactly)
 LAG_MIN_RAD = 1e-3
+#: [cycles] a blind brake ramp is commanded this far ahead of the cycle's time (x the blind cycle's
+#: length, at least the nominal period): the middle of the time the modules hold each command for
+#: (see :func:`hebictl.control.modes.command.position_command`)
+BLIND_LEAD = 0.5
 #: a brake from the measured state that ends with a joint faster than this x the at-goal velocity
 #: tolerance brakes again from the measured state, at most ``REBRAKES`` times
 REBRAKE_SPEED = 2.0
@@ -108,6 +113,17 @@ class Braking:
             over = moving & ((measured - target) * self.ramp.v0 > 0.0) & off
         np.copyto(target, measured, where=over)
         return target, over
+
+    def position_command(self, ctx: ModeContext, now: float, cmd: Command, blind: bool) -> None:
+        """The mode's position and velocity this cycle: the ramp's (:meth:`step`), ``BLIND_LEAD`` of the
+        cycle ahead when ``blind`` (see :func:`hebictl.control.modes.command.position_command`); once the
+        ramp has ended, the command of the mode it ended in (a hold, then maybe a damp or release)."""
+        state = self.step(ctx, now, BLIND_LEAD * max(ctx.cycle.dt, ctx.cycle.nominal) if blind else 0.0)
+        if state is not None:
+            cmd.position[:] = state[0]
+            cmd.velocity[:] = state[1]
+            return
+        ctx.supervisor.motion.position_command(ctx, now, cmd, blind)
 
     def step(self, ctx: ModeContext, now: float, lead: float = 0.0) -> State | None:
         """The brake ramp at ``now + lead`` (:meth:`sample`); once it has ended, brake again

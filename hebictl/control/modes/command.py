@@ -2,12 +2,16 @@
 the command filter every mode's command goes through.
 
 ``Arm.update`` reads, runs the monitors, then asks the mode (the value the supervisor holds) for its
-command through these functions, which dispatch to the mode values' own laws
-(:meth:`Follow.command <hebictl.control.modes.follow.Follow.command>`,
+command through these functions. The interface every mode value implements is
+``position_command(ctx, now, cmd, blind)``: write the mode's position and velocity into ``cmd`` and
+set ``ctx.reference`` (the trajectory's or the ramp's state, else None), from the measured state in
+``ctx`` (:class:`~hebictl.control.modes.context.ModeContext`). The laws behind it live beside each
+value (:meth:`Follow.command <hebictl.control.modes.follow.Follow.command>`,
 :meth:`Braking.step <hebictl.control.modes.brake.Braking.step>`,
 :meth:`Holding.command <hebictl.control.modes.hold.Holding.command>`,
 :meth:`Jogging.step <hebictl.control.modes.jog.Jogging.step>` (run by the Arm among the plugins),
-:meth:`Damp.command <hebictl.control.modes.effort.Damp.command>`, ...), in one of three settings:
+:meth:`Damp.command <hebictl.control.modes.effort.Damp.command>`, ...). The cycle asks in one of
+three settings:
 
 * running (:func:`position_command`, the plugins, :func:`running_efforts`, :func:`finish`);
 * latched (:func:`latched_command`: the stop's mode, no plugins but those that mirror the command);
@@ -21,9 +25,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hebictl.control.modes.brake import Braking
+from hebictl.control.modes.brake import BLIND_LEAD, Braking
 from hebictl.control.modes.effort import Damp, Release
-from hebictl.control.modes.follow import Follow
 from hebictl.control.modes.hold import Holding
 from hebictl.control.modes.jog import Jogging
 from hebictl.control.modes.kinds import Mode, Resync, Trigger
@@ -35,16 +38,14 @@ if TYPE_CHECKING:
 
 __all__ = ["BLIND_LEAD", "blind_command", "finish", "latched_command", "position_command", "running_efforts"]
 
-#: [cycles] a blind brake ramp is commanded this far ahead of the cycle's time (x the blind cycle's
-#: length, at least the nominal period): the middle of the time the modules hold each command for
-#: (see :func:`position_command`)
-BLIND_LEAD = 0.5
 # Enum member lookups go through a descriptor on every access; the hot path compares against these.
 _FOLLOW, _JOG, _BRAKE, _HOLDING, _GRAVCOMP = Mode.FOLLOW, Mode.JOG, Mode.BRAKE, Mode.HOLD, Mode.GRAVCOMP
 
 
 def position_command(ctx: ModeContext, now: float, cmd: Command, *, blind: bool = False) -> None:
-    """Position and velocity of the mode's command (FOLLOW, BRAKE, HOLD; JOG's last); NaN otherwise.
+    """Position and velocity of the mode's command (FOLLOW, BRAKE, HOLD; JOG's last); NaN otherwise:
+    the current mode value's ``position_command``, except while an M-stop is pressed (a hold or brake
+    then stays where the arm was last measured).
 
     ``blind`` (no fresh feedback this cycle): a brake ramp is commanded at the middle of the
     period the modules will hold the command for (:data:`BLIND_LEAD` of the cycle ahead: a blind
@@ -65,26 +66,7 @@ def position_command(ctx: ModeContext, now: float, cmd: Command, *, blind: bool 
         cmd.position[:] = ctx.rate.last
         cmd.velocity.fill(0.0)
         return
-    if isinstance(m, Braking):
-        state = m.step(ctx, now, BLIND_LEAD * max(ctx.cycle.dt, ctx.cycle.nominal) if blind else 0.0)
-        if state is not None:
-            cmd.position[:] = state[0]
-            cmd.velocity[:] = state[1]
-            return
-        m = ctx.supervisor.motion
-    if isinstance(m, Follow):
-        ctx.reference = m.command(now, cmd)
-        return
-    ctx.reference = None
-    if isinstance(m, Holding):
-        m.command(ctx.feedback.position, cmd)
-    elif isinstance(m, Jogging):  # the jog's last command; its law runs among the plugins (Arm._run_plugins)
-        m.placeholder(cmd)
-        if blind:
-            cmd.velocity.fill(0.0)
-    else:
-        cmd.position.fill(math.nan)
-        cmd.velocity.fill(math.nan)
+    m.position_command(ctx, now, cmd, blind)
 
 
 def running_efforts(ctx: ModeContext, fb: Feedback) -> None:

@@ -88,6 +88,14 @@ class Jogging:
         None if it is not finite (the Arm then holds where the arm is)."""
         return self.law.step(self, now, dt, period, measured, measured_velocity, cmd)
 
+    def position_command(self, ctx: ModeContext, now: float, cmd: Command, blind: bool) -> None:
+        """The mode's position and velocity ahead of its law, which runs among the plugins (:meth:`step`,
+        from ``Arm._run_plugins``): the jog's last command (at rest when ``blind``: no law runs then)."""
+        ctx.reference = None
+        self.placeholder(cmd)
+        if blind:
+            cmd.velocity.fill(0.0)
+
     def placeholder(self, cmd: Command) -> None:
         """The jog's last command (what the plugins before the jog's turn in the cycle see)."""
         cmd.position[:] = self.position
