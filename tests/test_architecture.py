@@ -328,7 +328,6 @@ ARM_FIELDS: dict[str, str] = {
     "extra_modules": "more modules on the backend type (a double shoulder's mirror)",
     "limits": "joint limits (set_joint_limits changes them; no mode state)",
     "safety": "safety settings (stop behaviour, tolerances, damping)",
-    "_damping": "the stop damping gain, from the settings",
     "watchdog_timeout": "setting: no fresh feedback this long stops the arm",
     "missed_feedback_limit": "setting: missed samples tolerated before a hold",
     "feedback_timeout": "setting: how long a read waits",
@@ -344,11 +343,9 @@ ARM_FIELDS: dict[str, str] = {
     "pending_command": "the command buffer each cycle writes and send() sends",
     "last_feedback": "the last fresh sample",
     "_fbk": "the read buffer swapped with last_feedback (no copy)",
-    "trajectory_state": "ArmView: this cycle's reference sample of the mode's law, for plugins and the recorder; "
-                        "rewritten every cycle, never read to choose a mode",
-    "_rate": "the command filter (rated speed, limit approach) and the last command, the anchor every mode "
-             "starts from: shared by all modes",
-    "_velocities": "the samples' velocities judged for plausibility (control/plausible.py)",
+    "mode_context": "what the modes' laws see of the arm (control/modes/context.py): the parts above, the "
+                    "command filter and last command every mode starts from, the plausible velocities, the "
+                    "stop damping and this cycle's reference state (Arm.trajectory_state reads it)",
     "_input_frames": "the FK input frames, computed once per cycle on demand",
     "_input_frames_valid": "whether _input_frames is this cycle's",
     # the cycle's clock

@@ -34,12 +34,13 @@ every entry into a mode starts from the measured state; see ``docs/supervisor.md
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum, StrEnum
+from enum import StrEnum
 
 from hebictl._typing import FloatArray
 from hebictl.control.modes import Mode, MotionMode, at_rest
+from hebictl.control.modes.kinds import IdleBehaviour, Resync, Trigger
 from hebictl.control.safety import ArmState, StopBehaviour
-from hebictl.errors import ConfigError, HebictlError
+from hebictl.errors import HebictlError
 
 __all__ = ["ALLOWED_MODES", "LEVEL_TABLE", "MODE_TABLE", "IdleBehaviour", "IllegalTransition", "Latch", "Level",
            "Mode", "Resync", "Supervisor", "Trigger", "markdown"]
@@ -47,44 +48,6 @@ __all__ = ["ALLOWED_MODES", "LEVEL_TABLE", "MODE_TABLE", "IdleBehaviour", "Illeg
 
 class IllegalTransition(HebictlError):
     """The Arm asked for a mode change the supervisor's table does not allow (a bug, not a fault)."""
-
-
-class IdleBehaviour(StrEnum):
-    """What the arm commands with no goal (the Arm's ``idle``; the strings are what configs and the
-    public API always took)."""
-
-    HOLD = "hold"          # hold the last position
-    GRAVCOMP = "gravcomp"  # hand-guiding: no position or velocity, plugin efforts only
-
-    @classmethod
-    def parse(cls, value: IdleBehaviour | str) -> IdleBehaviour:
-        try:
-            return cls(value)
-        except ValueError:
-            raise ConfigError(f"idle must be 'hold' or 'gravcomp', got {value!r}", key="idle") from None
-
-
-class Resync(IntEnum):
-    """How the next fresh sample re-anchors a hold or a brake (the modules were not following the
-    command): ordered, the stronger one wins."""
-
-    NONE = 0    # the modules follow the command
-    JOINTS = 1  # a sample or a write was lost: joints off their command by more than STALE_RAD start there
-    ALL = 2     # an M-stop: the modules ran their own strategy; every joint starts where it is
-
-
-class Trigger(StrEnum):
-    """Why the mode changes."""
-
-    GOAL = "goal"          # set_goal() accepted a goal
-    JOG = "jog"            # a jog started (Arm.start_jog: a dead-man sample from the operator)
-    BRAKE = "brake"        # cancel_goal(), hold(), stop(hold), clear_fault() or a fault while moving
-    HOLD_AT = "hold_at"    # hold a given or the measured position now (the arm is still, or it is not
-    #                        the controller that moves it: M-stop pressed, a module's return)
-    STILL = "still"        # the brake ramp ended: hold where the arm stopped
-    DAMP = "damp"          # stop(damp), the arm still
-    GRAVCOMP = "gravcomp"  # set_idle("gravcomp") while idle
-    RELEASE = "release"    # stop(release), the arm still
 
 
 class Level(StrEnum):

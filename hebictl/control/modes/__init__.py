@@ -14,6 +14,14 @@ it, so stale data cannot outlive its mode. Which value may follow which is the s
 * :class:`Jogging`: a streamed velocity's stream, sample, integrated command, learned sag
   (its law: :mod:`hebictl.control.jog_law`);
 * :class:`Damp`, :class:`GravComp`, :class:`Release`: no data, effort only or nothing.
+
+Each value's ``position_command(ctx, now, cmd, blind)`` is what the cycle asks it for (its position
+and velocity this cycle, and the cycle's reference state); the laws behind it live beside the values
+(``brake.py``: the ramp's start, construction, sample, braking again and end; ``jog.py``: the jog's
+step). ``start.py`` enters a brake or a hold from the measured state, ``command.py`` holds the
+cycle's questions to the mode (running, latched and blind), and ``context.py`` the
+:class:`~hebictl.control.modes.context.ModeContext`, the narrow view of the arm the laws get instead
+of the Arm (import them from their modules: this package exports the values only).
 """
 
 from __future__ import annotations

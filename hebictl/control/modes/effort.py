@@ -12,7 +12,15 @@ from hebictl._typing import FloatArray
 from hebictl.control.modes.kinds import Mode
 
 if TYPE_CHECKING:
+    from hebictl.control.modes.context import ModeContext
     from hebictl.hardware.base import Command
+
+
+def no_position(ctx: ModeContext, cmd: Command) -> None:
+    """No position or velocity command (NaN: the modules' position and velocity loops are off)."""
+    ctx.reference = None
+    cmd.position.fill(math.nan)
+    cmd.velocity.fill(math.nan)
 
 
 @dataclass(frozen=True)
@@ -33,6 +41,9 @@ class Damp:
             cmd.velocity.fill(0.0)
             cmd.effort[:] = gravity
 
+    def position_command(self, ctx: ModeContext, now: float, cmd: Command, blind: bool) -> None:
+        no_position(ctx, cmd)
+
 
 @dataclass(frozen=True)
 class GravComp:
@@ -44,6 +55,9 @@ class GravComp:
         cmd.position.fill(math.nan)
         cmd.velocity.fill(math.nan)
 
+    def position_command(self, ctx: ModeContext, now: float, cmd: Command, blind: bool) -> None:
+        no_position(ctx, cmd)
+
 
 @dataclass(frozen=True)
 class Release:
@@ -53,3 +67,6 @@ class Release:
 
     def command(self, cmd: Command) -> None:
         cmd.clear()
+
+    def position_command(self, ctx: ModeContext, now: float, cmd: Command, blind: bool) -> None:
+        no_position(ctx, cmd)

@@ -11,6 +11,7 @@ from hebictl._typing import FloatArray
 from hebictl.control.modes.kinds import Mode
 
 if TYPE_CHECKING:
+    from hebictl.control.modes.context import ModeContext
     from hebictl.hardware.base import Command
     from hebictl.trajectory import Trajectory
 
@@ -30,6 +31,11 @@ class Follow:
         cmd.position[:] = p
         cmd.velocity[:] = v
         return p, v, a
+
+    def position_command(self, ctx: ModeContext, now: float, cmd: Command, blind: bool) -> None:
+        """The mode's position and velocity this cycle (:func:`hebictl.control.modes.command.position_command`):
+        the trajectory at ``now``, its state the cycle's reference."""
+        ctx.reference = self.command(now, cmd)
 
     def progress(self, now: float) -> float:
         """The trajectory's time fraction at ``now``, 0..1 (1 once its time is up, reached or not)."""

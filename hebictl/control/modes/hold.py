@@ -15,6 +15,7 @@ from hebictl.control.modes.kinds import Mode
 from hebictl.control.motion import Brake
 
 if TYPE_CHECKING:
+    from hebictl.control.modes.context import ModeContext
     from hebictl.hardware.base import Command
 
 
@@ -39,3 +40,9 @@ class Holding:
             self.target = measured.copy()
         cmd.position[:] = self.target
         cmd.velocity.fill(0.0)
+
+    def position_command(self, ctx: ModeContext, now: float, cmd: Command, blind: bool) -> None:
+        """The mode's position and velocity this cycle: the target (anchored at the measured position
+        if it has none yet), at zero velocity; no reference state."""
+        ctx.reference = None
+        self.command(ctx.feedback.position, cmd)

@@ -15,10 +15,12 @@ import numpy as np
 
 from hebictl._typing import FloatArray
 from hebictl.control.jog_law import REST_SPEED, SAG_TIME_CONSTANT, JogLaw, JogSample, JogStream
-from hebictl.control.modes.kinds import Mode
+from hebictl.control.modes.hold import Holding
+from hebictl.control.modes.kinds import Mode, Trigger
 
 if TYPE_CHECKING:
-    from hebictl.hardware.base import Command
+    from hebictl.control.modes.context import ModeContext
+    from hebictl.hardware.base import Command, Feedback
 
 
 @dataclass(eq=False)
@@ -86,7 +88,31 @@ class Jogging:
         None if it is not finite (the Arm then holds where the arm is)."""
         return self.law.step(self, now, dt, period, measured, measured_velocity, cmd)
 
+    def position_command(self, ctx: ModeContext, now: float, cmd: Command, blind: bool) -> None:
+        """The mode's position and velocity ahead of its law, which runs among the plugins (:meth:`step`,
+        from ``Arm._run_plugins``): the jog's last command (at rest when ``blind``: no law runs then)."""
+        ctx.reference = None
+        self.placeholder(cmd)
+        if blind:
+            cmd.velocity.fill(0.0)
+
     def placeholder(self, cmd: Command) -> None:
         """The jog's last command (what the plugins before the jog's turn in the cycle see)."""
         cmd.position[:] = self.position
         cmd.velocity[:] = self.velocity
+
+    def step(self, ctx: ModeContext, fb: Feedback, now: float) -> None:
+        """The jog's command (:meth:`command`), with its acceleration fed forward: the rigid-body
+        dynamics at the commanded state, less what the feed-forward plugins added (without it the
+        joints lag by their own inertia while speeding up and overshoot after stopping, and the end
+        effector leaves its direction), and the unknown load's inertia. A result that is not finite is
+        never commanded: the arm holds where it is instead."""
+        cmd = ctx.command
+        accel = self.command(now, ctx.cycle.dt, ctx.cycle.nominal, fb.position, fb.velocity, cmd)
+        if accel is None:
+            cmd.position[:] = fb.position
+            cmd.velocity.fill(0.0)
+            ctx.fire(Trigger.HOLD_AT, Holding(fb.position.copy()))
+            return
+        cmd.effort += ctx.planner.missing_effort((self.position, self.velocity, accel), ctx.plugins)
+        ctx.loads.feedforward.accelerate(accel)
