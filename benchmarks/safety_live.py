@@ -262,7 +262,8 @@ def teleop_signal_row(backend: str, sig: signal.Signals) -> Row:
     kinds = [w for w in ("interrupt", "terminate", "teleop_shutdown", "release") if w in out]
     name_ = "Ctrl-C" if sig is signal.SIGINT else "SIGTERM"
     want = "interrupt" if sig is signal.SIGINT else "terminate"
-    if f"{name_}: stopping teleop; the arm brakes and holds" in out and want not in kinds:
+    # "the arm brakes and holds", or "the arm brakes, then parks at user_data.rest_position" (docs/stopping.md)
+    if f"{name_}: stopping teleop; the arm brakes" in out and want not in kinds:
         kinds.insert(0, want)  # the operator message names the stop (the event log is not printed)
     row.event = ",".join(kinds) or "-"
     row.state = f"exit {proc.returncode}"
