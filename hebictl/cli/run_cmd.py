@@ -221,15 +221,28 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
         out = render_layout(args.recording, args.output)
     elif args.recording.suffix == ".mcap":
-        from hebictl.recording.reader import load_recorder
+        from hebictl.recording.reader import load_recorder, read_run, recorded_arms
 
-        rec, events = load_recorder(args.recording)
-        marked = [e for e in events if e.level != "INFO" or e.source != "hebictl.recording"]  # not start/close
-        out = plot_recording(rec, args.output, title=str(args.recording), events=marked)
+        run = read_run(args.recording)
+        arms = recorded_arms(run)
+        if arms:  # a multi-arm recording: one figure per arm, OUT-<arm>.png
+            for arm in arms:
+                rec, events = load_recorder(args.recording, arm, run)
+                out = args.output.with_name(f"{args.output.stem}-{arm}{args.output.suffix or '.png'}")
+                plot_recording(rec, out, title=f"{args.recording}: arm {arm}", events=_marked(events))
+                print(f"wrote {out}")
+            return 0
+        rec, events = load_recorder(args.recording, run=run)
+        out = plot_recording(rec, args.output, title=str(args.recording), events=_marked(events))
     else:
         out = plot_recording(Recorder.load(args.recording), args.output, title=str(args.recording))
     print(f"wrote {out}")
     return 0
+
+
+def _marked(events: list[Any]) -> list[Any]:
+    """The events a plot marks: all but the recorder's own start and close notes."""
+    return [e for e in events if e.level != "INFO" or e.source != "hebictl.recording"]
 
 
 def home_position(cfg: Any, dof: int) -> np.ndarray | None:

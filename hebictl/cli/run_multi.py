@@ -67,6 +67,8 @@ class MultiRun:
         self.signal: int | None = None
         self.guard = guard   # hold a moving arm closing in on another (False: tests of what it prevents)
         self.gaps: dict[str, float] = {}   # [m] each moving arm's last distance beyond clearance to another arm
+        #: --record RUN.mcap: the recorder (hebictl.recording.writer.McapRecorder, every arm), or None
+        self.mcap: Any = None
 
     def on_signal(self, signum: int, frame: Any) -> None:
         if self.signal is not None:
@@ -74,7 +76,9 @@ class MultiRun:
         self.signal = signum
 
     def step(self) -> bool:
-        g = self.group
+        g, mcap = self.group, self.mcap
+        if mcap is not None:
+            mcap.cycle_start()
         g.update()
         self.multi.observe()   # every arm's collision world sees the others where they are now
         g.supervise()
@@ -87,6 +91,8 @@ class MultiRun:
         elif self.exit_at is None:
             self.exit_at = self.clock.now() + self.stop_hold
         g.send()
+        if mcap is not None:   # every arm's cycle and the group's new events, handed to the writer thread
+            mcap.sample()
         return self._going_on()
 
     def _going_on(self) -> bool:
@@ -182,17 +188,21 @@ def cmd_run_multi(args: argparse.Namespace, clock: Any, stop_hold: float, home_p
 
     if args.goal is not None:
         raise UsageError("--goal is for one arm; give each arm's goal with --arm-goal NAME RAD...")
-    for flag in ("record", "plot"):
-        if getattr(args, flag, None) is not None:
-            raise UsageError(f"--{flag} records one arm; not available with a multi-arm config yet")
+    if getattr(args, "plot", None) is not None:
+        raise UsageError("--plot plots one arm; with a multi-arm config, --record RUN.mcap and then "
+                         "hebictl plot RUN.mcap")
+    if args.record is not None and args.record.suffix != ".mcap":
+        raise UsageError(f"--record {args.record}: a multi-arm run records to .mcap (every arm in one file)")
     multi = arms_from_multi_config(Arm, args.config, args.backend, clock=clock,
                                    obstacles=not getattr(args, "no_arm_obstacles", False))
     t_start = clock.now()
+    mcap: Any = None
     try:
         plans = build_plans(multi, args, home_position)
         rate = args.rate or max(e.config.feedback_frequency for e in multi.config.arms)
         run = MultiRun(multi, plans, clock, args.hold, args.stop_hold if args.stop_hold is not None else stop_hold)
-        loop = FixedRateLoop(run.step, rate, clock)
+        run.mcap = mcap = multi_recorder(args, multi, run.group, rate)  # before the loop: a bad file moved nothing
+        loop = FixedRateLoop(run.step, rate, clock, report=mcap.loop_stats if mcap is not None else None)
         old = {s: signal.signal(s, run.on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             loop.run()
@@ -201,10 +211,35 @@ def cmd_run_multi(args: argparse.Namespace, clock: Any, stop_hold: float, home_p
                 signal.signal(s, h)
     finally:
         multi.close()
+        if mcap is not None:   # the writer thread drains and closes the file
+            done = mcap.close()
     with tolerant("stdout"):
         summary(run, rate, clock.now() - t_start, args.backend)
+        if mcap is not None:
+            print(f"recording: {args.record} ({done.written} of {done.cycles} cycles, every arm; "
+                  f"{done.dropped} dropped)")
     tripped = run.group.tripped is not None and run.signal is None
     return 1 if tripped or any(p.refused for p in plans.values()) else 0
+
+
+def multi_recorder(args: argparse.Namespace, multi: Any, group: Any, rate: float) -> Any:
+    """``--record RUN.mcap``: one MCAP recorder for every arm (each arm's topics under ``/NAME``, the
+    group's events on ``/group/events``; docs/recording.md), the multi-arm config's text in the
+    metadata and attached with each arm's robot config; None without ``--record``."""
+    if args.record is None:
+        return None
+    from hebictl.recording.mcapfile import parse_mode
+    from hebictl.recording.writer import McapRecorder
+
+    text = multi.config.path.read_bytes()
+    attachments = {"arms.multi.yaml": ("application/yaml", text)}
+    for entry in multi.config.arms:
+        attachments[f"{entry.name}/robot.cfg.yaml"] = ("application/yaml", entry.config.path.read_bytes())
+    return McapRecorder(args.record, None, arms=multi.arms, group=group, bases=multi.bases,
+                        mode=parse_mode(getattr(args, "record_mode", "0600")), attachments=attachments,
+                        metadata={"command": "run", "backend_name": args.backend, "rate_hz": f"{rate:g}",
+                                  "config": str(multi.config.path),
+                                  "multi_config": text.decode("utf-8", "replace")})
 
 
 def summary(run: MultiRun, rate: float, elapsed: float, backend: str) -> None:
@@ -226,4 +261,4 @@ def summary(run: MultiRun, rate: float, elapsed: float, backend: str) -> None:
         c.print(f"group event {when}{g.kind} {g.arm or '-'}: {escape(g.detail)}")
 
 
-__all__ = ["ArmPlan", "MultiRun", "arm_goals", "build_plans", "cmd_run_multi", "summary"]
+__all__ = ["ArmPlan", "MultiRun", "arm_goals", "build_plans", "cmd_run_multi", "multi_recorder", "summary"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -151,3 +153,135 @@ def test_two_goals_that_meet_hold_both_arms_short_of_each_other(tmp_path, config
           f"{apart * 1e3:.1f} mm apart (sim), no contact. Without the guard: {bare_touching[0]} cycles in contact, "
           f"deepest {bare_touching[1] * 1e3:.1f} mm; group "
           f"{trip.kind + ' ' + trip.arm + ': ' + trip.detail if trip else 'running'}")
+
+
+# ---------------------------------------------------------------- --record RUN.mcap: every arm in one file
+
+
+def _mcap_messages(path):
+    """(topic, log time [ns], decoded message) of every message, read with the ``mcap`` package's own
+    reader and decoders (not hebictl's), and the file's metadata and attachment names."""
+    import json as json_
+
+    from mcap.reader import make_reader
+    from mcap_protobuf.decoder import DecoderFactory
+
+    factory, decoders = DecoderFactory(), {}
+    with open(path, "rb") as f:
+        reader = make_reader(f)
+        msgs = []
+        for schema, channel, message in reader.iter_messages(log_time_order=False):
+            if channel.id not in decoders:
+                decoders[channel.id] = (json_.loads if channel.message_encoding == "json"
+                                        else factory.decoder_for(channel.message_encoding, schema))
+            msgs.append((channel.topic, message.log_time, decoders[channel.id](message.data)))
+        f.seek(0)
+        meta = {m.name: dict(m.metadata) for m in make_reader(f).iter_metadata()}
+        f.seek(0)
+        attachments = sorted(a.name for a in make_reader(f).iter_attachments())
+    return msgs, meta, attachments
+
+
+def _recorded_sim_run(tmp_path, config, seconds, during):
+    """Two arms of ``config`` on the sim under one MultiRun recorded to one MCAP; returns the run, the
+    file and, per arm, {clock time [ns]: measured position} taken from the arm after each cycle."""
+    from hebictl.cli.run_multi import multi_recorder
+
+    clock = SimClock()
+    multi = arms_from_multi_config(Arm, pair_config(tmp_path, config), "sim", clock=clock)
+    path = tmp_path / "run.mcap"
+    measured = {name: {} for name in multi.arms}
+    try:
+        run = MultiRun(multi, build_plans(multi, run_args(), home_position), clock, 1.0, 0.5)
+        run.mcap = multi_recorder(run_args(record=path), multi, run.group, 200.0)
+
+        def step():
+            going = run.step()
+            t_ns = round(clock.now() * 1e9)
+            for name, arm in multi.arms.items():
+                measured[name][t_ns] = np.array(arm.last_feedback.position)
+            during(clock.now(), multi)
+            return going
+
+        FixedRateLoop(step, 200.0, clock).run(duration=seconds)
+    finally:
+        multi.close()
+        done = run.mcap.close()
+    assert done.dropped == 0 and done.written == done.cycles
+    return run, path, measured
+
+
+@pytest.mark.parametrize("config", BUNDLED_CONFIGS, ids=CONFIG_IDS)
+def test_the_recording_holds_every_arm_per_cycle_as_measured_and_the_group_event_of_an_m_stop(tmp_path, config):
+    pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
+    pressed = {}
+
+    def press(now, multi):
+        if now >= 1.0 and not pressed:
+            multi.arms["right"].backend.press_mstop()
+            pressed["at"] = now
+
+    run, path, measured = _recorded_sim_run(tmp_path, config, 2.0, press)
+    msgs, meta, attachments = _mcap_messages(path)
+    for name in ("left", "right"):
+        states = {t: m for topic, t, m in msgs if topic == f"/{name}/joint_states"}
+        assert sorted(states) == sorted(measured[name]), f"{name}: a cycle missing or extra"
+        worst = max(float(np.max(np.abs(np.array([j.position for j in states[t].joints]) - q)))
+                    for t, q in measured[name].items())
+        assert worst == 0.0, f"{name}: recorded position differs from the measured one by {worst}"
+        assert [j.name for j in states[min(states)].joints] == list(run.group.arms[name].model.joint_names)
+        assert f"{name}/robot.urdf" in attachments and f"{name}/robot.cfg.yaml" in attachments
+    assert not any(topic == "/joint_states" for topic, _, _ in msgs)   # no arm's topics unprefixed
+    group = [(t, m) for topic, t, m in msgs if topic == "/group/events"]
+    trip = run.group.tripped
+    assert trip is not None and trip.arm == "right"
+    assert [m.message for _, m in group] == [f"fault right: {trip.detail}"]
+    assert group[0][0] == round(trip.time * 1e9) and group[0][1].level == 3   # WARNING, at the trip's time
+    right_events = [m.message for topic, _, m in msgs if topic == "/right/events"]
+    assert any("mstop" in e for e in right_events), right_events
+    left_events = [m.message for topic, _, m in msgs if topic == "/left/events"]
+    assert any("arm group: right faulted" in e for e in left_events), left_events
+    run_meta = meta["hebictl.run"]
+    assert json.loads(run_meta["arms"]) == ["left", "right"]
+    assert run_meta["multi_config"] == (tmp_path / f"{config.name.split('.')[0]}-pair.multi.yaml").read_text()
+    print(f"\n{config.name}: {len(measured['left'])} cycles of both arms recorded, equal to the measured "
+          f"positions; M-stop at {pressed['at']:.3f} s, group event at {trip.time:.3f} s")
+
+
+def test_run_record_then_log_info_and_plot_show_every_arm(tmp_path, capsys):
+    import argparse
+
+    from hebictl.cli.log_cmd import cmd_info
+    from hebictl.cli.run_cmd import cmd_plot
+    from hebictl.config import load_config
+    from hebictl.errors import RecordingError, UsageError
+    from hebictl.recording.reader import load_recorder
+
+    pytest.importorskip("matplotlib", reason="hebictl plot needs matplotlib (pip install 'hebictl[plot]')")
+    out = tmp_path / "run.mcap"
+    with pytest.raises(UsageError, match=r"records to \.mcap"):
+        cmd_run_multi(run_args(backend="mock", config=EXAMPLE, record=tmp_path / "run.npz"), SimClock(), TERM_HOLD_S,
+                      home_position)
+    code = cmd_run_multi(run_args(backend="mock", config=EXAMPLE, hold=0.5, record=out), SimClock(), TERM_HOLD_S,
+                         home_position)
+    text = capsys.readouterr().out
+    assert code == 0, text
+    cycles = int(text.split(f"recording: {out} (")[1].split(" of ")[0])
+    assert cmd_info(argparse.Namespace(recording=out, urdf=None, json=False)) == 0
+    info = capsys.readouterr().out
+    assert "arms: left, right" in info and "complete" in info
+    for name in ("left", "right"):
+        for topic in ("joint_states", "joint_commands"):
+            assert f"/{name}/{topic} " in info and f" {cycles} " in info.split(f"/{name}/{topic} ")[1].split("\n")[0]
+    assert "/group/events" in info
+    png = tmp_path / "run.png"
+    assert cmd_plot(argparse.Namespace(recording=out, output=png, layout=False)) == 0
+    home = home_position(load_config(CONFIGS_DIR / "x-series-6dof.cfg.yaml"), 6)   # both arms' config
+    for name in ("left", "right"):
+        assert (tmp_path / f"run-{name}.png").stat().st_size > 10_000
+        rec, _ = load_recorder(out, name)
+        assert len(rec) == cycles
+        np.testing.assert_allclose(rec.series("position")[-1], home, atol=1e-3)   # each arm ended at its home
+    with pytest.raises(RecordingError, match="multi-arm recording"):
+        cmd_plot(argparse.Namespace(recording=out, output=tmp_path / "layout.png", layout=True))
+
