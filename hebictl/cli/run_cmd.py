@@ -666,7 +666,7 @@ def live_panel(run: RunSteps, windows: list, rate: float) -> Any:
     t.add_row("position \\[rad]", _numbers(arm.last_feedback.position, 3))
     t.add_row("effort \\[N·m]", _numbers(arm.pending_command.effort, 2))
     if windows:
-        t.add_row("loop", _loop_line(windows[-1], rate))
+        t.add_row("loop", loop_line(windows[-1], rate))
     if arm.events.last is not None:
         e = arm.events.last
         t.add_row("last event", escape(f"{e.kind}: {e.detail}"))
@@ -678,7 +678,7 @@ def _numbers(values: Any, digits: int) -> str:
     return " ".join(f"{x:+.{digits}f}" for x in np.asarray(values, dtype=float))
 
 
-def _loop_line(s: Any, rate: float) -> str:
+def loop_line(s: Any, rate: float) -> str:
     return (f"{rate:.0f} Hz: period p50 {s.period_p50 * 1e3:.3f} ms, max {s.period_max * 1e3:.3f} ms; "
             f"work p99 {s.work_p99 * 1e3:.3f} ms; waiting for feedback p50 {s.wait_p50 * 1e3:.3f} ms; "
             f"deadline misses {s.deadline_misses}, overruns {s.overruns}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import math
 import signal
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +70,8 @@ class MultiRun:
         self.gaps: dict[str, float] = {}   # [m] each moving arm's last distance beyond clearance to another arm
         #: --record RUN.mcap: the recorder (hebictl.recording.writer.McapRecorder, every arm), or None
         self.mcap: Any = None
+        #: the loop's once-a-second statistics (hebictl.control.loop.LoopStats), for the status
+        self.windows: list[Any] = []
 
     def on_signal(self, signum: int, frame: Any) -> None:
         if self.signal is not None:
@@ -202,10 +205,10 @@ def cmd_run_multi(args: argparse.Namespace, clock: Any, stop_hold: float, home_p
         rate = args.rate or max(e.config.feedback_frequency for e in multi.config.arms)
         run = MultiRun(multi, plans, clock, args.hold, args.stop_hold if args.stop_hold is not None else stop_hold)
         run.mcap = mcap = multi_recorder(args, multi, run.group, rate)  # before the loop: a bad file moved nothing
-        loop = FixedRateLoop(run.step, rate, clock, report=mcap.loop_stats if mcap is not None else None)
+        loop = FixedRateLoop(run.step, rate, clock, report=run.windows.append)
         old = {s: signal.signal(s, run.on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            loop.run()
+            run_with_status(loop, run, rate, args)
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
@@ -220,6 +223,75 @@ def cmd_run_multi(args: argparse.Namespace, clock: Any, stop_hold: float, home_p
                   f"{done.dropped} dropped)")
     tripped = run.group.tripped is not None and run.signal is None
     return 1 if tripped or any(p.refused for p in plans.values()) else 0
+
+
+def shows_status(args: argparse.Namespace) -> bool:
+    """A live status table: not with ``--quiet``, and only on a terminal (as for one arm)."""
+    return not getattr(args, "quiet", False) and sys.stdout is not None and sys.stdout.isatty()
+
+
+def run_with_status(loop: Any, run: MultiRun, rate: float, args: argparse.Namespace) -> None:
+    """``loop.run()`` with, where :func:`shows_status`, the live table of every arm
+    (:func:`status_table`) refreshed with the loop's statistics once a second; each second's
+    statistics also go to the recording."""
+    live = None
+    if shows_status(args):
+        from rich.live import Live
+
+        live = Live(status_table(run, rate, args.backend), refresh_per_second=8, transient=False)
+        live.start()
+    shown, windows_append = live, run.windows.append
+
+    def report(stats: Any) -> None:
+        windows_append(stats)
+        if run.mcap is not None:
+            run.mcap.loop_stats(stats)
+        if shown is not None:
+            shown.update(status_table(run, rate, args.backend))
+
+    loop.report = report
+    try:
+        loop.run()
+    finally:
+        if live is not None:
+            with tolerant("stdout"):
+                live.update(status_table(run, rate, args.backend))
+                live.stop()
+
+
+def position_error(arm: Any) -> float:
+    """[rad] The largest |commanded - measured| position over the arm's joints (NaN when the arm
+    commands no position: damping, release, or no feedback yet)."""
+    err = np.abs(np.asarray(arm.pending_command.position, dtype=float) - arm.last_feedback.position)
+    return float(err.max()) if err.size and np.isfinite(err).all() else math.nan
+
+
+def status_table(run: MultiRun, rate: float, backend: str) -> Any:
+    """The live status (rich): one row per arm (state, mode, phase, goal progress, position error,
+    its last event), then the loop's last second and the group's last event."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from hebictl.cli.run_cmd import loop_line
+
+    g = run.group
+    t = Table(title=f"hebictl run: {len(g.arms)} arms on {backend}, one loop at {rate:.0f} Hz under one arm group")
+    for column in ("arm", "state", "mode", "phase", "goal", "position error \\[mrad]", "last event"):
+        t.add_column(column)
+    for name, arm in g.arms.items():
+        err = position_error(arm)
+        last = arm.events.last
+        t.add_row(name, arm.state.value, str(arm.mode.value), run.plans[name].phase,
+                  f"{100 * arm.goal_progress:5.1f} %", "-" if math.isnan(err) else f"{err * 1e3:.3f}",
+                  escape(f"{last.kind}: {last.detail}") if last is not None else "")
+    captions = []
+    if run.windows:
+        captions.append(f"loop {loop_line(run.windows[-1], rate)}")
+    if g.events:
+        e = g.events[-1]
+        captions.append(escape(f"group: {e.kind} {e.arm or '-'}: {e.detail}"))
+    t.caption = "\n".join(captions) or None
+    return t
 
 
 def multi_recorder(args: argparse.Namespace, multi: Any, group: Any, rate: float) -> Any:
@@ -261,4 +333,5 @@ def summary(run: MultiRun, rate: float, elapsed: float, backend: str) -> None:
         c.print(f"group event {when}{g.kind} {g.arm or '-'}: {escape(g.detail)}")
 
 
-__all__ = ["ArmPlan", "MultiRun", "arm_goals", "build_plans", "cmd_run_multi", "multi_recorder", "summary"]
+__all__ = ["ArmPlan", "MultiRun", "arm_goals", "build_plans", "cmd_run_multi", "multi_recorder", "position_error",
+           "run_with_status", "shows_status", "status_table", "summary"]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
 
 import numpy as np
 import pytest
@@ -285,3 +287,72 @@ def test_run_record_then_log_info_and_plot_show_every_arm(tmp_path, capsys):
     with pytest.raises(RecordingError, match="multi-arm recording"):
         cmd_plot(argparse.Namespace(recording=out, output=tmp_path / "layout.png", layout=True))
 
+
+# ---------------------------------------------------------------- the live status of every arm
+
+
+def _table_text(table) -> str:
+    from rich.console import Console
+
+    c = Console(record=True, width=220, file=open("/dev/null", "w"))  # noqa: SIM115  # closed with the console
+    c.print(table)
+    c.file.close()
+    return c.export_text()
+
+
+def _row(text: str, name: str) -> list[str]:
+    line = next(ln for ln in text.splitlines() if ln.strip("│ ").startswith(f"{name} "))
+    return [cell.strip() for cell in line.strip().strip("│").split("│")]
+
+
+def test_the_status_shows_every_arm_moving_then_both_stopped_by_one_m_stop(tmp_path):
+    pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
+    from hebictl.cli.run_multi import status_table
+
+    seen = {}
+
+    def watch(now, multi):
+        if abs(now - 0.5) < 1e-9:   # mid-way home: every arm following, lagging its command on the sim
+            seen["moving"] = _table_text(status_table(watch.run, 200.0, "sim"))
+        if abs(now - 1.0) < 1e-9:
+            multi.arms["right"].backend.press_mstop()
+
+    clock = SimClock()
+    multi = arms_from_multi_config(Arm, pair_config(tmp_path, BUNDLED_CONFIGS[0]), "sim", clock=clock)
+    try:
+        watch.run = run = MultiRun(multi, build_plans(multi, run_args(), home_position), clock, 1.0, 0.5)
+
+        def step():
+            going = run.step()
+            watch(clock.now(), multi)
+            return going
+
+        FixedRateLoop(step, 200.0, clock).run(duration=1.2)
+        stopped = _table_text(status_table(run, 200.0, "sim"))
+    finally:
+        multi.close()
+    for name in ("left", "right"):
+        arm, state, mode, phase, goal, error, _ = _row(seen["moving"], name)
+        assert (state, mode, phase) == ("running", "follow", "home"), seen["moving"]
+        assert 0.0 < float(goal.rstrip(" %")) < 100.0
+        assert 0.0 < float(error) < 100.0, f"{name}: a tracking lag on the sim, in mrad: {error}"
+        _, state, mode, phase, _, _, last = _row(stopped, name)
+        assert state == "stopped", stopped
+    assert "mstop" in _row(stopped, "right")[6] and "arm group: right" in _row(stopped, "left")[6]
+    assert "group: fault right: mstop" in stopped
+    print(f"\nstatus mid-way home:\n{seen['moving']}\nafter right's M-stop:\n{stopped}")
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_quiet_shows_no_status_as_for_one_arm(quiet, capsys, monkeypatch):
+    from hebictl.cli.run_multi import shows_status
+
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)   # as on a terminal
+    assert shows_status(run_args(quiet=quiet)) is not quiet
+    code = cmd_run_multi(run_args(backend="mock", config=EXAMPLE, hold=0.2, quiet=quiet), SimClock(), TERM_HOLD_S,
+                         home_position)
+    out = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", capsys.readouterr().out)   # a terminal's colours
+    assert code == 0 and "done after" in out   # the closing summary either way
+    assert ("position error" in out) is not quiet, out
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)   # piped: never a live table
+    assert not shows_status(run_args(quiet=False))
