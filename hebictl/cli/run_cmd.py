@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from hebictl.cli.output import console, say, tolerant
+from hebictl.cli.output import console, loop_line, say, tolerant
 from hebictl.errors import CommandRejected, ConfigError, HardwareError, HebictlError, InstallationError, UsageError
 from hebictl.hardware.registry import available_backends
 
@@ -221,6 +221,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
         out = render_layout(args.recording, args.output)
     elif args.recording.suffix == ".mcap":
+        from hebictl.cli.run_multi import plot_path
         from hebictl.recording.reader import load_recorder, read_run, recorded_arms
 
         run = read_run(args.recording)
@@ -228,7 +229,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
         if arms:  # a multi-arm recording: one figure per arm, OUT-<arm>.png
             for arm in arms:
                 rec, events = load_recorder(args.recording, arm, run)
-                out = args.output.with_name(f"{args.output.stem}-{arm}{args.output.suffix or '.png'}")
+                out = plot_path(args.output, arm)
                 plot_recording(rec, out, title=f"{args.recording}: arm {arm}", events=_marked(events))
                 print(f"wrote {out}")
             return 0
@@ -676,12 +677,6 @@ def live_panel(run: RunSteps, windows: list, rate: float) -> Any:
 def _numbers(values: Any, digits: int) -> str:
     """``+0.123 -1.200 ...`` on one line (numpy's repr wraps and brackets)."""
     return " ".join(f"{x:+.{digits}f}" for x in np.asarray(values, dtype=float))
-
-
-def loop_line(s: Any, rate: float) -> str:
-    return (f"{rate:.0f} Hz: period p50 {s.period_p50 * 1e3:.3f} ms, max {s.period_max * 1e3:.3f} ms; "
-            f"work p99 {s.work_p99 * 1e3:.3f} ms; waiting for feedback p50 {s.wait_p50 * 1e3:.3f} ms; "
-            f"deadline misses {s.deadline_misses}, overruns {s.overruns}")
 
 
 def _mcap_recorder(args: argparse.Namespace, arm: Any, cfg: Any, rate: float) -> Any:

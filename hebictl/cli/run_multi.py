@@ -19,11 +19,12 @@ import math
 import signal
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from hebictl.cli.output import console, tolerant
+from hebictl.cli.output import console, loop_line, tolerant
 from hebictl.errors import CommandRejected, UsageError
 
 
@@ -72,6 +73,8 @@ class MultiRun:
         self.mcap: Any = None
         #: the loop's once-a-second statistics (hebictl.control.loop.LoopStats), for the status
         self.windows: list[Any] = []
+        #: --plot: per arm, the feed to a writer thread filling its Recorder (hebictl.control.recorder)
+        self.feeds: dict[str, Any] = {}
 
     def on_signal(self, signum: int, frame: Any) -> None:
         if self.signal is not None:
@@ -96,7 +99,14 @@ class MultiRun:
         g.send()
         if mcap is not None:   # every arm's cycle and the group's new events, handed to the writer thread
             mcap.sample()
+        for name, feed in self.feeds.items():
+            self._feed(g.arms[name], feed)
         return self._going_on()
+
+    def _feed(self, arm: Any, feed: Any) -> None:
+        fb, cmd = arm.last_feedback, arm.pending_command
+        if np.isfinite(fb.position).all():
+            feed.put(self.clock.now(), cmd.position, fb.position, cmd.velocity, fb.velocity, cmd.effort, fb.effort)
 
     def _going_on(self) -> bool:
         now = self.clock.now()
@@ -191,20 +201,19 @@ def cmd_run_multi(args: argparse.Namespace, clock: Any, stop_hold: float, home_p
 
     if args.goal is not None:
         raise UsageError("--goal is for one arm; give each arm's goal with --arm-goal NAME RAD...")
-    if getattr(args, "plot", None) is not None:
-        raise UsageError("--plot plots one arm; with a multi-arm config, --record RUN.mcap and then "
-                         "hebictl plot RUN.mcap")
     if args.record is not None and args.record.suffix != ".mcap":
         raise UsageError(f"--record {args.record}: a multi-arm run records to .mcap (every arm in one file)")
     multi = arms_from_multi_config(Arm, args.config, args.backend, clock=clock,
                                    obstacles=not getattr(args, "no_arm_obstacles", False))
     t_start = clock.now()
     mcap: Any = None
+    run: MultiRun | None = None
     try:
         plans = build_plans(multi, args, home_position)
         rate = args.rate or max(e.config.feedback_frequency for e in multi.config.arms)
         run = MultiRun(multi, plans, clock, args.hold, args.stop_hold if args.stop_hold is not None else stop_hold)
         run.mcap = mcap = multi_recorder(args, multi, run.group, rate)  # before the loop: a bad file moved nothing
+        run.feeds = plot_feeds(args, multi)
         loop = FixedRateLoop(run.step, rate, clock, report=run.windows.append)
         old = {s: signal.signal(s, run.on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
@@ -216,8 +225,13 @@ def cmd_run_multi(args: argparse.Namespace, clock: Any, stop_hold: float, home_p
         multi.close()
         if mcap is not None:   # the writer thread drains and closes the file
             done = mcap.close()
+        for feed in run.feeds.values() if run is not None else ():
+            feed.close()
+    plots = plot_arms(args, run)
     with tolerant("stdout"):
         summary(run, rate, clock.now() - t_start, args.backend)
+        for out in plots:
+            print(f"plot: {out}")
         if mcap is not None:
             print(f"recording: {args.record} ({done.written} of {done.cycles} cycles, every arm; "
                   f"{done.dropped} dropped)")
@@ -272,8 +286,6 @@ def status_table(run: MultiRun, rate: float, backend: str) -> Any:
     from rich.markup import escape
     from rich.table import Table
 
-    from hebictl.cli.run_cmd import loop_line
-
     g = run.group
     t = Table(title=f"hebictl run: {len(g.arms)} arms on {backend}, one loop at {rate:.0f} Hz under one arm group")
     for column in ("arm", "state", "mode", "phase", "goal", "position error \\[mrad]", "last event"):
@@ -292,6 +304,40 @@ def status_table(run: MultiRun, rate: float, backend: str) -> Any:
         captions.append(escape(f"group: {e.kind} {e.arm or '-'}: {e.detail}"))
     t.caption = "\n".join(captions) or None
     return t
+
+
+def plot_feeds(args: argparse.Namespace, multi: Any) -> dict[str, Any]:
+    """``--plot OUT.png``: per arm a :class:`~hebictl.control.recorder.Recorder` filled off the loop
+    thread through its :class:`~hebictl.control.recorder.RecorderFeed` (as for one arm)."""
+    if getattr(args, "plot", None) is None:
+        return {}
+    from hebictl.control.recorder import Recorder, RecorderFeed
+
+    return {name: RecorderFeed(Recorder(arm.dof, arm.model.joint_names)) for name, arm in multi.arms.items()}
+
+
+def plot_path(out: Path, arm: str) -> Path:
+    """Arm ``arm``'s figure of ``--plot OUT.png`` (and of ``hebictl plot RUN.mcap -o OUT.png``): OUT-arm.png."""
+    return out.with_name(f"{out.stem}-{arm}{out.suffix or '.png'}")
+
+
+def plot_arms(args: argparse.Namespace, run: MultiRun) -> list[Path]:
+    """One figure per arm (the single-arm figure), the group's events marked on each."""
+    if not run.feeds:
+        return []
+    from types import SimpleNamespace
+
+    from hebictl.plot import plot_recording
+
+    marks = [SimpleNamespace(time=e.time, text=f"group {e.kind} {e.arm or '-'}",
+                             level="INFO" if e.kind in ("cleared", "stop") else "WARNING") for e in run.group.events]
+    written = []
+    for name, feed in run.feeds.items():
+        if len(feed.recorder) == 0:
+            continue
+        written.append(plot_recording(feed.recorder, plot_path(args.plot, name),
+                                      title=f"{args.config.name}: arm {name} on {args.backend}", events=marks))
+    return written
 
 
 def multi_recorder(args: argparse.Namespace, multi: Any, group: Any, rate: float) -> Any:
@@ -333,5 +379,5 @@ def summary(run: MultiRun, rate: float, elapsed: float, backend: str) -> None:
         c.print(f"group event {when}{g.kind} {g.arm or '-'}: {escape(g.detail)}")
 
 
-__all__ = ["ArmPlan", "MultiRun", "arm_goals", "build_plans", "cmd_run_multi", "multi_recorder", "position_error",
-           "run_with_status", "shows_status", "status_table", "summary"]
+__all__ = ["ArmPlan", "MultiRun", "arm_goals", "build_plans", "cmd_run_multi", "multi_recorder", "plot_arms",
+           "plot_feeds", "plot_path", "position_error", "run_with_status", "shows_status", "status_table", "summary"]

@@ -356,3 +356,44 @@ def test_quiet_shows_no_status_as_for_one_arm(quiet, capsys, monkeypatch):
     assert ("position error" in out) is not quiet, out
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False)   # piped: never a live table
     assert not shows_status(run_args(quiet=False))
+
+
+# ---------------------------------------------------------------- --plot OUT.png: one figure per arm
+
+
+def test_plot_draws_one_figure_per_arm_from_what_each_arm_measured(tmp_path, capsys):
+    pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
+    pytest.importorskip("matplotlib", reason="--plot needs matplotlib (pip install 'hebictl[plot]')")
+    from hebictl.cli.run_multi import plot_arms, plot_feeds
+
+    clock = SimClock()
+    config = pair_config(tmp_path, BUNDLED_CONFIGS[0])
+    multi = arms_from_multi_config(Arm, config, "sim", clock=clock)
+    args = run_args(plot=tmp_path / "run.png", config=config)
+    measured = {name: [] for name in multi.arms}
+    try:
+        run = MultiRun(multi, build_plans(multi, args, home_position), clock, 0.5, 0.5)
+        run.feeds = plot_feeds(args, multi)
+
+        def step():
+            going = run.step()
+            for name, arm in multi.arms.items():
+                measured[name].append(np.array(arm.last_feedback.position))
+            return going
+
+        FixedRateLoop(step, 200.0, clock).run(duration=1.0)
+    finally:
+        multi.close()
+        for feed in run.feeds.values():
+            feed.close()
+    written = plot_arms(args, run)
+    assert written == [tmp_path / "run-left.png", tmp_path / "run-right.png"]
+    for name, out in zip(("left", "right"), written, strict=True):
+        assert out.stat().st_size > 10_000
+        rec = run.feeds[name].recorder
+        assert run.feeds[name].dropped == 0 and len(rec) == len(measured[name])
+        np.testing.assert_array_equal(rec.series("position"), np.array(measured[name]))
+    code = cmd_run_multi(run_args(backend="mock", config=EXAMPLE, hold=0.2, plot=tmp_path / "mock.png"), SimClock(),
+                         TERM_HOLD_S, home_position)
+    out = capsys.readouterr().out
+    assert code == 0 and f"plot: {tmp_path / 'mock-left.png'}" in out and f"plot: {tmp_path / 'mock-right.png'}" in out
