@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_info(args: argparse.Namespace) -> int:
     from hebictl.recording import schemas
-    from hebictl.recording.reader import read_run
+    from hebictl.recording.reader import read_run, recorded_arms
 
     run = read_run(args.recording)
     if args.urdf is not None:
@@ -60,8 +60,8 @@ def cmd_info(args: argparse.Namespace) -> int:
             "topics": {t: {"schema": run.schema_of.get(t, ""), "count": run.counts[t]} for t in sorted(run.counts)},
             "declared_topics": sorted(run.schema_of), "attachments": sorted(run.attachments),
             "metadata": run.metadata,
-            "events": [{"time": e.time - start, "level": e.level, "source": e.source, "text": e.text}
-                       for e in run.events]}, indent=2))
+            "events": [{"time": e.time - start, "level": e.level, "source": e.source, "text": e.text,
+                        **({"arm": e.arm} if e.arm else {})} for e in run.events]}, indent=2))
         return 0
     print(f"{run.path}: {_state(run)}; duration {run.duration:.3f} s")
     meta = run.metadata.get(schemas.RUN_METADATA, {})
@@ -71,6 +71,9 @@ def cmd_info(args: argparse.Namespace) -> int:
     if summary:
         print(f"  recorder: {summary.get('written', '?')} of {summary.get('cycles', '?')} cycles written, "
               f"{summary.get('dropped', '?')} items dropped")
+    arms = recorded_arms(run)
+    if arms:
+        print(f"  arms: {', '.join(arms)} (each one's topics under /NAME; group events on /group/events)")
     print(f"  {'topic':<24} {'schema':<28} {'messages':>9} {'rate [Hz]':>10}")
     for topic in sorted(run.schema_of):
         n = run.counts[topic]
@@ -81,7 +84,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         print("  attachments: " + ", ".join(f"{k} ({len(v)} bytes)" for k, v in sorted(run.attachments.items())))
     print(f"  events: {len(run.events)}")
     for e in run.events:
-        print(f"    t={e.time - start:9.3f} s  {e.level:<7} {e.text}")
+        print(f"    t={e.time - start:9.3f} s  {e.level:<7} {f'[{e.arm}] ' if e.arm else ''}{e.text}")
     return 0
 
 

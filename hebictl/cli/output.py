@@ -85,3 +85,11 @@ def console(**options: Any) -> Any:
             silence("stderr" if self.stderr else "stdout")
 
     return _Quiet(**options)
+
+
+def loop_line(s: Any, rate: float) -> str:
+    """One second of the control loop's statistics (:class:`hebictl.control.loop.LoopStats`) on one
+    line, for the live status of ``run`` (one arm or several)."""
+    return (f"{rate:.0f} Hz: period p50 {s.period_p50 * 1e3:.3f} ms, max {s.period_max * 1e3:.3f} ms; "
+            f"work p99 {s.work_p99 * 1e3:.3f} ms; waiting for feedback p50 {s.wait_p50 * 1e3:.3f} ms; "
+            f"deadline misses {s.deadline_misses}, overruns {s.overruns}")

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from hebictl.cli.output import console, say, tolerant
+from hebictl.cli.output import console, loop_line, say, tolerant
 from hebictl.errors import CommandRejected, ConfigError, HardwareError, HebictlError, InstallationError, UsageError
 from hebictl.hardware.registry import available_backends
 
@@ -230,15 +230,29 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
         out = render_layout(args.recording, args.output)
     elif args.recording.suffix == ".mcap":
-        from hebictl.recording.reader import load_recorder
+        from hebictl.cli.run_multi import plot_path
+        from hebictl.recording.reader import load_recorder, read_run, recorded_arms
 
-        rec, events = load_recorder(args.recording)
-        marked = [e for e in events if e.level != "INFO" or e.source != "hebictl.recording"]  # not start/close
-        out = plot_recording(rec, args.output, title=str(args.recording), events=marked)
+        run = read_run(args.recording)
+        arms = recorded_arms(run)
+        if arms:  # a multi-arm recording: one figure per arm, OUT-<arm>.png
+            for arm in arms:
+                rec, events = load_recorder(args.recording, arm, run)
+                out = plot_path(args.output, arm)
+                plot_recording(rec, out, title=f"{args.recording}: arm {arm}", events=_marked(events))
+                print(f"wrote {out}")
+            return 0
+        rec, events = load_recorder(args.recording, run=run)
+        out = plot_recording(rec, args.output, title=str(args.recording), events=_marked(events))
     else:
         out = plot_recording(Recorder.load(args.recording), args.output, title=str(args.recording))
     print(f"wrote {out}")
     return 0
+
+
+def _marked(events: list[Any]) -> list[Any]:
+    """The events a plot marks: all but the recorder's own start and close notes."""
+    return [e for e in events if e.level != "INFO" or e.source != "hebictl.recording"]
 
 
 def home_position(cfg: Any, dof: int) -> np.ndarray | None:
@@ -711,7 +725,7 @@ def live_panel(run: RunSteps, windows: list, rate: float) -> Any:
     t.add_row("position \\[rad]", _numbers(arm.last_feedback.position, 3))
     t.add_row("effort \\[N·m]", _numbers(arm.pending_command.effort, 2))
     if windows:
-        t.add_row("loop", _loop_line(windows[-1], rate))
+        t.add_row("loop", loop_line(windows[-1], rate))
     if arm.events.last is not None:
         e = arm.events.last
         t.add_row("last event", escape(f"{e.kind}: {e.detail}"))
@@ -721,12 +735,6 @@ def live_panel(run: RunSteps, windows: list, rate: float) -> Any:
 def _numbers(values: Any, digits: int) -> str:
     """``+0.123 -1.200 ...`` on one line (numpy's repr wraps and brackets)."""
     return " ".join(f"{x:+.{digits}f}" for x in np.asarray(values, dtype=float))
-
-
-def _loop_line(s: Any, rate: float) -> str:
-    return (f"{rate:.0f} Hz: period p50 {s.period_p50 * 1e3:.3f} ms, max {s.period_max * 1e3:.3f} ms; "
-            f"work p99 {s.work_p99 * 1e3:.3f} ms; waiting for feedback p50 {s.wait_p50 * 1e3:.3f} ms; "
-            f"deadline misses {s.deadline_misses}, overruns {s.overruns}")
 
 
 def _mcap_recorder(args: argparse.Namespace, arm: Any, cfg: Any, rate: float) -> Any:

@@ -17,12 +17,14 @@ from __future__ import annotations
 import argparse
 import math
 import signal
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from hebictl.cli.output import console, tolerant
+from hebictl.cli.output import console, loop_line, tolerant
 from hebictl.errors import CommandRejected, UsageError
 
 
@@ -67,6 +69,12 @@ class MultiRun:
         self.signal: int | None = None
         self.guard = guard   # hold a moving arm closing in on another (False: tests of what it prevents)
         self.gaps: dict[str, float] = {}   # [m] each moving arm's last distance beyond clearance to another arm
+        #: --record RUN.mcap: the recorder (hebictl.recording.writer.McapRecorder, every arm), or None
+        self.mcap: Any = None
+        #: the loop's once-a-second statistics (hebictl.control.loop.LoopStats), for the status
+        self.windows: list[Any] = []
+        #: --plot: per arm, the feed to a writer thread filling its Recorder (hebictl.control.recorder)
+        self.feeds: dict[str, Any] = {}
 
     def on_signal(self, signum: int, frame: Any) -> None:
         if self.signal is not None:
@@ -74,7 +82,9 @@ class MultiRun:
         self.signal = signum
 
     def step(self) -> bool:
-        g = self.group
+        g, mcap = self.group, self.mcap
+        if mcap is not None:
+            mcap.cycle_start()
         g.update()
         self.multi.observe()   # every arm's collision world sees the others where they are now
         g.supervise()
@@ -87,7 +97,16 @@ class MultiRun:
         elif self.exit_at is None:
             self.exit_at = self.clock.now() + self.stop_hold
         g.send()
+        if mcap is not None:   # every arm's cycle and the group's new events, handed to the writer thread
+            mcap.sample()
+        for name, feed in self.feeds.items():
+            self._feed(g.arms[name], feed)
         return self._going_on()
+
+    def _feed(self, arm: Any, feed: Any) -> None:
+        fb, cmd = arm.last_feedback, arm.pending_command
+        if np.isfinite(fb.position).all():
+            feed.put(self.clock.now(), cmd.position, fb.position, cmd.velocity, fb.velocity, cmd.effort, fb.effort)
 
     def _going_on(self) -> bool:
         now = self.clock.now()
@@ -182,29 +201,163 @@ def cmd_run_multi(args: argparse.Namespace, clock: Any, stop_hold: float, home_p
 
     if args.goal is not None:
         raise UsageError("--goal is for one arm; give each arm's goal with --arm-goal NAME RAD...")
-    for flag in ("record", "plot"):
-        if getattr(args, flag, None) is not None:
-            raise UsageError(f"--{flag} records one arm; not available with a multi-arm config yet")
+    if args.record is not None and args.record.suffix != ".mcap":
+        raise UsageError(f"--record {args.record}: a multi-arm run records to .mcap (every arm in one file)")
     multi = arms_from_multi_config(Arm, args.config, args.backend, clock=clock,
                                    obstacles=not getattr(args, "no_arm_obstacles", False))
     t_start = clock.now()
+    mcap: Any = None
+    run: MultiRun | None = None
     try:
         plans = build_plans(multi, args, home_position)
         rate = args.rate or max(e.config.feedback_frequency for e in multi.config.arms)
         run = MultiRun(multi, plans, clock, args.hold, args.stop_hold if args.stop_hold is not None else stop_hold)
-        loop = FixedRateLoop(run.step, rate, clock)
+        run.mcap = mcap = multi_recorder(args, multi, run.group, rate)  # before the loop: a bad file moved nothing
+        run.feeds = plot_feeds(args, multi)
+        loop = FixedRateLoop(run.step, rate, clock, report=run.windows.append)
         old = {s: signal.signal(s, run.on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            loop.run()
+            run_with_status(loop, run, rate, args)
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
     finally:
         multi.close()
+        if mcap is not None:   # the writer thread drains and closes the file
+            done = mcap.close()
+        for feed in run.feeds.values() if run is not None else ():
+            feed.close()
+    plots = plot_arms(args, run)
     with tolerant("stdout"):
         summary(run, rate, clock.now() - t_start, args.backend)
+        for out in plots:
+            print(f"plot: {out}")
+        if mcap is not None:
+            print(f"recording: {args.record} ({done.written} of {done.cycles} cycles, every arm; "
+                  f"{done.dropped} dropped)")
     tripped = run.group.tripped is not None and run.signal is None
     return 1 if tripped or any(p.refused for p in plans.values()) else 0
+
+
+def shows_status(args: argparse.Namespace) -> bool:
+    """A live status table: not with ``--quiet``, and only on a terminal (as for one arm)."""
+    return not getattr(args, "quiet", False) and sys.stdout is not None and sys.stdout.isatty()
+
+
+def run_with_status(loop: Any, run: MultiRun, rate: float, args: argparse.Namespace) -> None:
+    """``loop.run()`` with, where :func:`shows_status`, the live table of every arm
+    (:func:`status_table`) refreshed with the loop's statistics once a second; each second's
+    statistics also go to the recording."""
+    live = None
+    if shows_status(args):
+        from rich.live import Live
+
+        live = Live(status_table(run, rate, args.backend), refresh_per_second=8, transient=False)
+        live.start()
+    shown, windows_append = live, run.windows.append
+
+    def report(stats: Any) -> None:
+        windows_append(stats)
+        if run.mcap is not None:
+            run.mcap.loop_stats(stats)
+        if shown is not None:
+            shown.update(status_table(run, rate, args.backend))
+
+    loop.report = report
+    try:
+        loop.run()
+    finally:
+        if live is not None:
+            with tolerant("stdout"):
+                live.update(status_table(run, rate, args.backend))
+                live.stop()
+
+
+def position_error(arm: Any) -> float:
+    """[rad] The largest |commanded - measured| position over the arm's joints (NaN when the arm
+    commands no position: damping, release, or no feedback yet)."""
+    err = np.abs(np.asarray(arm.pending_command.position, dtype=float) - arm.last_feedback.position)
+    return float(err.max()) if err.size and np.isfinite(err).all() else math.nan
+
+
+def status_table(run: MultiRun, rate: float, backend: str) -> Any:
+    """The live status (rich): one row per arm (state, mode, phase, goal progress, position error,
+    its last event), then the loop's last second and the group's last event."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    g = run.group
+    t = Table(title=f"hebictl run: {len(g.arms)} arms on {backend}, one loop at {rate:.0f} Hz under one arm group")
+    for column in ("arm", "state", "mode", "phase", "goal", "position error \\[mrad]", "last event"):
+        t.add_column(column)
+    for name, arm in g.arms.items():
+        err = position_error(arm)
+        last = arm.events.last
+        t.add_row(name, arm.state.value, str(arm.mode.value), run.plans[name].phase,
+                  f"{100 * arm.goal_progress:5.1f} %", "-" if math.isnan(err) else f"{err * 1e3:.3f}",
+                  escape(f"{last.kind}: {last.detail}") if last is not None else "")
+    captions = []
+    if run.windows:
+        captions.append(f"loop {loop_line(run.windows[-1], rate)}")
+    if g.events:
+        e = g.events[-1]
+        captions.append(escape(f"group: {e.kind} {e.arm or '-'}: {e.detail}"))
+    t.caption = "\n".join(captions) or None
+    return t
+
+
+def plot_feeds(args: argparse.Namespace, multi: Any) -> dict[str, Any]:
+    """``--plot OUT.png``: per arm a :class:`~hebictl.control.recorder.Recorder` filled off the loop
+    thread through its :class:`~hebictl.control.recorder.RecorderFeed` (as for one arm)."""
+    if getattr(args, "plot", None) is None:
+        return {}
+    from hebictl.control.recorder import Recorder, RecorderFeed
+
+    return {name: RecorderFeed(Recorder(arm.dof, arm.model.joint_names)) for name, arm in multi.arms.items()}
+
+
+def plot_path(out: Path, arm: str) -> Path:
+    """Arm ``arm``'s figure of ``--plot OUT.png`` (and of ``hebictl plot RUN.mcap -o OUT.png``): OUT-arm.png."""
+    return out.with_name(f"{out.stem}-{arm}{out.suffix or '.png'}")
+
+
+def plot_arms(args: argparse.Namespace, run: MultiRun) -> list[Path]:
+    """One figure per arm (the single-arm figure), the group's events marked on each."""
+    if not run.feeds:
+        return []
+    from types import SimpleNamespace
+
+    from hebictl.plot import plot_recording
+
+    marks = [SimpleNamespace(time=e.time, text=f"group {e.kind} {e.arm or '-'}",
+                             level="INFO" if e.kind in ("cleared", "stop") else "WARNING") for e in run.group.events]
+    written = []
+    for name, feed in run.feeds.items():
+        if len(feed.recorder) == 0:
+            continue
+        written.append(plot_recording(feed.recorder, plot_path(args.plot, name),
+                                      title=f"{args.config.name}: arm {name} on {args.backend}", events=marks))
+    return written
+
+
+def multi_recorder(args: argparse.Namespace, multi: Any, group: Any, rate: float) -> Any:
+    """``--record RUN.mcap``: one MCAP recorder for every arm (each arm's topics under ``/NAME``, the
+    group's events on ``/group/events``; docs/recording.md), the multi-arm config's text in the
+    metadata and attached with each arm's robot config; None without ``--record``."""
+    if args.record is None:
+        return None
+    from hebictl.recording.mcapfile import parse_mode
+    from hebictl.recording.writer import McapRecorder
+
+    text = multi.config.path.read_bytes()
+    attachments = {"arms.multi.yaml": ("application/yaml", text)}
+    for entry in multi.config.arms:
+        attachments[f"{entry.name}/robot.cfg.yaml"] = ("application/yaml", entry.config.path.read_bytes())
+    return McapRecorder(args.record, None, arms=multi.arms, group=group, bases=multi.bases,
+                        mode=parse_mode(getattr(args, "record_mode", "0600")), attachments=attachments,
+                        metadata={"command": "run", "backend_name": args.backend, "rate_hz": f"{rate:g}",
+                                  "config": str(multi.config.path),
+                                  "multi_config": text.decode("utf-8", "replace")})
 
 
 def summary(run: MultiRun, rate: float, elapsed: float, backend: str) -> None:
@@ -226,4 +379,5 @@ def summary(run: MultiRun, rate: float, elapsed: float, backend: str) -> None:
         c.print(f"group event {when}{g.kind} {g.arm or '-'}: {escape(g.detail)}")
 
 
-__all__ = ["ArmPlan", "MultiRun", "arm_goals", "build_plans", "cmd_run_multi", "summary"]
+__all__ = ["ArmPlan", "MultiRun", "arm_goals", "build_plans", "cmd_run_multi", "multi_recorder", "plot_arms",
+           "plot_feeds", "plot_path", "position_error", "run_with_status", "shows_status", "status_table", "summary"]

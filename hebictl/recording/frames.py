@@ -56,7 +56,11 @@ class LinkFrames:
             out[child, :3, 3] = (Rp_t @ (world[child, :3, 3] - world[parent, :3, 3])[:, :, None])[:, :, 0]
         return out
 
-    def message(self, q: FloatArray, stamp_ns: int) -> FrameTransforms:
+    def message(self, q: FloatArray, stamp_ns: int, *, prefix: str = "",
+                base: FloatArray | None = None) -> FrameTransforms:
+        """Every link's transform at ``q``. ``prefix`` (a multi-arm recording's ``NAME/``) goes before
+        every frame name, the root's too; the prefixed root is then placed in ``world`` at ``base``
+        (4x4, identity if None)."""
         rel = self.relative_poses(q)
         quats = Rotation.from_matrix(rel[:, :3, :3]).as_quat()  # x, y, z, w
         msg = FrameTransforms()
@@ -66,10 +70,19 @@ class LinkFrames:
             parent = self.names[p] if p >= 0 else self.root  # top-level links hang off the world
             if parent == name:
                 continue
-            tf = msg.transforms.add()
-            tf.timestamp.seconds, tf.timestamp.nanos = sec, nsec
-            tf.parent_frame_id = parent
-            tf.child_frame_id = name
-            tf.translation.x, tf.translation.y, tf.translation.z = (float(x) for x in rel[i, :3, 3])
-            tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w = (float(x) for x in quats[i])
+            _transform(msg, sec, nsec, prefix + parent, prefix + name, rel[i, :3, 3], quats[i])
+        if prefix:
+            pose = np.eye(4) if base is None else np.asarray(base, dtype=float)
+            _transform(msg, sec, nsec, WORLD, prefix + self.root, pose[:3, 3],
+                       Rotation.from_matrix(pose[:3, :3]).as_quat())
         return msg
+
+
+def _transform(msg: FrameTransforms, sec: int, nsec: int, parent: str, child: str, xyz: FloatArray,
+               quat: FloatArray) -> None:
+    tf = msg.transforms.add()
+    tf.timestamp.seconds, tf.timestamp.nanos = sec, nsec
+    tf.parent_frame_id = parent
+    tf.child_frame_id = child
+    tf.translation.x, tf.translation.y, tf.translation.z = (float(x) for x in xyz)
+    tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w = (float(x) for x in quat)

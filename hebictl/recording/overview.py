@@ -17,7 +17,7 @@ from scipy.spatial.transform import Rotation
 
 from hebictl.errors import InstallationError, RecordingError
 from hebictl.recording import schemas
-from hebictl.recording.reader import iter_messages, read_run
+from hebictl.recording.reader import iter_messages, read_run, recorded_arms
 
 
 def _world_points(tf_message: Any) -> tuple[dict[str, np.ndarray], dict[str, tuple[str, np.ndarray]]]:
@@ -52,6 +52,9 @@ def render_layout(path: str | Path, out: str | Path, snapshots: int = 5) -> Path
     except ImportError as exc:
         raise InstallationError("plotting needs matplotlib: pip install 'hebictl[plot]'") from exc
     run = read_run(path)
+    if recorded_arms(run):
+        raise RecordingError(f"{path}: a multi-arm recording; --layout draws one arm's (plot it without --layout: "
+                             "one figure per arm)")
     topics = {schemas.JOINT_STATES.name, schemas.JOINT_COMMANDS.name, schemas.TF.name, schemas.MODE.name}
     series: dict[str, list] = {t: [] for t in topics}
     for topic, t_ns, msg in iter_messages(path, topics):

@@ -38,12 +38,19 @@ from hebictl.recording import schemas
 
 @dataclass
 class Event:
-    """One line of ``/events``: a safety event or a note of the recorder."""
+    """One line of ``/events`` (a safety event or a note of the recorder); in a multi-arm recording
+    also of an arm's ``/NAME/events`` and of ``/group/events``."""
 
     time: float    # s, the recorded clock
     level: str
     source: str
     text: str
+    topic: str = schemas.EVENTS.name
+
+    @property
+    def arm(self) -> str:
+        """The arm of a multi-arm recording's event (``/left/events``: left; ``group``; "" for /events)."""
+        return self.topic[1:-len(schemas.EVENTS.name)] if self.topic != schemas.EVENTS.name else ""
 
 
 #: the most one chunk may decompress to (hebictl writes 1 MiB chunks; a hostile file may claim any size)
@@ -213,8 +220,8 @@ def read_run(path: str | Path) -> Run:
             run.counts[topic] += 1
             run.first.setdefault(topic, rec.log_time)
             run.last[topic] = rec.log_time
-            if topic == schemas.EVENTS.name:
-                run.events.append(_event(dec, rec))
+            if topic.endswith(schemas.EVENTS.name) and run.schema_of.get(topic) == "foxglove.Log":
+                run.events.append(_event(dec, rec, topic))
         elif isinstance(rec, Metadata):
             run.metadata[rec.name] = dict(rec.metadata)
         elif isinstance(rec, Attachment):
@@ -224,34 +231,58 @@ def read_run(path: str | Path) -> Run:
     return run
 
 
-def _event(dec: _Decoder, rec: Message) -> Event:
+def _event(dec: _Decoder, rec: Message, topic: str) -> Event:
     try:
         m = dec.decode(rec)
     except (DecodeError, RecordingError, ValueError) as exc:
-        return Event(rec.log_time * 1e-9, "UNKNOWN", "", f"(an /events line that does not decode: {exc})")
-    return Event(rec.log_time * 1e-9, _LEVELS.get(m.level, str(m.level)), m.name, m.message)
+        return Event(rec.log_time * 1e-9, "UNKNOWN", "", f"(an {topic} line that does not decode: {exc})", topic)
+    return Event(rec.log_time * 1e-9, _LEVELS.get(m.level, str(m.level)), m.name, m.message, topic)
 
 
-def load_recorder(path: str | Path) -> tuple[Recorder, list[Event]]:
-    """The joint series of a recording as a :class:`Recorder` (what ``hebictl plot`` draws), and its events."""
-    path = Path(path)
-    run = read_run(path)
+def recorded_arms(run: Run) -> list[str]:
+    """The arms of a multi-arm recording (metadata ``arms``), in the config's order; [] for one arm."""
     meta = run.metadata.get(schemas.RUN_METADATA, {})
-    names: tuple[str, ...] = tuple(json.loads(meta["joint_names"])) if "joint_names" in meta else ()
+    try:
+        arms = json.loads(meta.get("arms", "[]"))
+    except ValueError:
+        return []
+    return [a for a in arms if isinstance(a, str)] if isinstance(arms, list) else []
+
+
+def load_recorder(path: str | Path, arm: str | None = None, run: Run | None = None) -> tuple[Recorder, list[Event]]:
+    """The joint series of a recording as a :class:`Recorder` (what ``hebictl plot`` draws), and its
+    events; ``arm``: that arm's series of a multi-arm recording (``/ARM/joint_states``), and the
+    events of that arm, of the group and of the recorder. ``run``: :func:`read_run`'s answer, if read."""
+    path = Path(path)
+    run = run if run is not None else read_run(path)
+    meta = run.metadata.get(schemas.RUN_METADATA, {})
+    prefix = f"/{arm}" if arm is not None else ""
+    names: tuple[str, ...] = _joint_names(meta, arm)
+    states, commands = prefix + schemas.JOINT_STATES.name, prefix + schemas.JOINT_COMMANDS.name
     measured: dict[int, tuple[list[float], list[float], list[float]]] = {}
     commanded: dict[int, tuple[list[float], list[float], list[float]]] = {}
-    for topic, t_ns, msg in iter_messages(path, {schemas.JOINT_STATES.name, schemas.JOINT_COMMANDS.name}):
-        series = measured if topic == schemas.JOINT_STATES.name else commanded
+    for topic, t_ns, msg in iter_messages(path, {states, commands}):
+        series = measured if topic == states else commanded
         if not names:
             names = tuple(j.name for j in msg.joints)
         series[t_ns] = ([j.position for j in msg.joints], [j.velocity for j in msg.joints],
                         [j.effort for j in msg.joints])
     times = sorted(set(measured) & set(commanded))
     if not times:
-        raise RecordingError(f"{path}: no joint states recorded")
+        raise RecordingError(f"{path}: no joint states recorded{f' for arm {arm}' if arm else ''}")
     rec = Recorder(len(names), names, chunk=len(times))
     for t in times:
         fp, fv, fe = (np.asarray(x) for x in measured[t])
         cp, cv, ce = (np.asarray(x) for x in commanded[t])
         rec.record(t * 1e-9, cp, fp, cv, fv, ce, fe)
-    return rec, run.events
+    events = run.events if arm is None else [e for e in run.events if e.arm in ("", "group", arm)]
+    return rec, events
+
+
+def _joint_names(meta: dict[str, str], arm: str | None) -> tuple[str, ...]:
+    try:
+        if arm is None:
+            return tuple(json.loads(meta["joint_names"])) if "joint_names" in meta else ()
+        return tuple(json.loads(meta.get("arm_joint_names", "{}")).get(arm, ()))
+    except (ValueError, AttributeError, TypeError):
+        return ()

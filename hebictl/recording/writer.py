@@ -41,7 +41,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -59,7 +59,14 @@ from hebictl.version import __version__
 
 log = logging.getLogger(__name__)
 
-_CYCLE, _EVENT, _MODE, _STATS, _COMMAND, _ACK, _NOTE, _EXTRA = range(8)
+_CYCLE, _EVENT, _MODE, _STATS, _COMMAND, _ACK, _NOTE, _EXTRA, _GROUP = range(9)
+
+#: the channel of a multi-arm recording's group events (:class:`hebictl.control.group.GroupEvent`)
+GROUP_EVENTS = schemas.Topic("/group/events", "foxglove.Log", "protobuf",
+                             "every event of the arm group (a fault of one arm holding all, a stop, a hold, a "
+                             "refused goal), as a log line: '<kind> <arm>: <detail>'")
+#: group event kinds that are an operator's act or routine, logged at INFO (the others at WARNING)
+GROUP_INFO_KINDS = frozenset({"cleared", "stop"})
 
 
 @dataclass(frozen=True)
@@ -90,6 +97,53 @@ def _mode_of(arm: Any) -> str:
     return str(getattr(mode, "value", mode))
 
 
+class ArmLane:
+    """One arm's part of a recording: the prefix of its topics ("" for a single arm, ``/NAME`` in a
+    multi-arm recording), its joint names and link frames, and what the recorder tracks of it."""
+
+    def __init__(self, arm: Any, prefix: str = "") -> None:
+        self.arm = arm
+        self.prefix = prefix
+        self.name = prefix.lstrip("/")
+        self.names = tuple(arm.model.joint_names)
+        # a model URDF cannot express (HRDF gear ratios, ball joints) is recorded without the 3D view
+        self.frames: LinkFrames | None = None
+        self.no_frames = ""
+        try:
+            self.frames = LinkFrames(arm.model)
+        except FormatError as exc:
+            self.no_frames = f"{self.name + ': ' if self.name else ''}no URDF, so no /tf and no 3D view: {exc}"
+        # control-thread state
+        self.events_seen = arm.events.dropped + len(arm.events.events)
+        self.mode: tuple[str, str, str | None] | None = None
+        self.n_plugins = -1
+        self.effort_plugins: list[Any] = []
+        self.effort_names: tuple[str, ...] = ()
+        # writer-thread state
+        self.last_tf = -math.inf
+        self.last_mode_item: tuple[Any, ...] | None = None
+
+    def topic(self, topic: schemas.Topic) -> str:
+        return self.prefix + topic.name
+
+    def cycle_arrays(self) -> tuple[np.ndarray, bool, tuple[str, ...]]:
+        """This cycle's feedback, command, effort plugins' efforts and reference, in one copy."""
+        arm = self.arm
+        fb, cmd = arm.last_feedback, arm.pending_command
+        ref = arm.trajectory_state
+        if len(arm.plugins) != self.n_plugins:
+            self.n_plugins = len(arm.plugins)
+            self.effort_plugins = [p for p in arm.plugins if isinstance(getattr(p, "efforts", None), np.ndarray)
+                                   and p.efforts.shape == (arm.dof,)]
+            self.effort_names = tuple(p.name for p in self.effort_plugins)
+        # one copy of everything (one C call, not one per array): the writer slices it back by dof
+        arrays = [fb.position, fb.velocity, fb.effort, cmd.position, cmd.velocity, cmd.effort]
+        arrays.extend(p.efforts for p in self.effort_plugins)
+        if ref is not None:
+            arrays.extend(ref)
+        return np.concatenate(arrays), ref is not None, self.effort_names
+
+
 class McapRecorder:
     """Records one arm to MCAP: call :meth:`sample` once per control cycle (after ``send``).
 
@@ -107,13 +161,24 @@ class McapRecorder:
                  transform_rate: float = 50.0, rotate_bytes: int | None = None,
                  rotate_seconds: float | None = None, teleop: bool = False,
                  compression: CompressionType = CompressionType.ZSTD, live: Any = None,
-                 extra_topics: Sequence[schemas.Topic] = (), mode: int = 0o600) -> None:
+                 extra_topics: Sequence[schemas.Topic] = (), mode: int = 0o600,
+                 arms: Mapping[str, Any] | None = None, group: Any = None, bases: Mapping[str, Any] | None = None,
+                 attachments: Mapping[str, tuple[str, bytes]] | None = None) -> None:
         self.path = Path(path) if path is not None else None
         #: a :class:`hebictl.recording.live.LiveView` that also gets every message, or None
         self.live = live
-        self.arm = arm
-        self.clock = arm.clock
-        self.names = tuple(arm.model.joint_names)
+        #: several arms (``arms``, by name): each one's topics under ``/NAME`` (multi-arm recording)
+        self.multi = arms is not None
+        self.lanes = [ArmLane(a, f"/{n}") for n, a in arms.items()] if arms is not None else [ArmLane(arm)]
+        if not self.lanes:
+            raise RecordingError("a recording needs at least one arm")
+        #: an :class:`hebictl.control.group.ArmGroup` whose events go to ``/group/events``, or None
+        self.group = group
+        self._group_seen = len(group.events) if group is not None else 0
+        self.bases = {n: np.asarray(b, dtype=float) for n, b in (bases or {}).items()}
+        self.arm = self.lanes[0].arm
+        self.clock = self.arm.clock
+        self.names = self.lanes[0].names
         self.capacity = int(capacity)
         self.flush_interval = float(flush_interval)
         self.transform_period = 1.0 / transform_rate if transform_rate > 0 else math.inf
@@ -121,22 +186,12 @@ class McapRecorder:
         self.rotate_seconds = rotate_seconds
         self.compression = compression
         self.mode = mode
-        # a model URDF cannot express (HRDF gear ratios, ball joints) is recorded without the 3D view
-        self.frames: LinkFrames | None = None
-        no_frames = ""
-        try:
-            self.frames = LinkFrames(arm.model)
-        except FormatError as exc:
-            no_frames = f"no URDF, so no /tf and no 3D view: {exc}"
-        spatial = {schemas.TF.name, schemas.ROBOT_DESCRIPTION.name}
-        self.topics = tuple(t for t in schemas.TOPICS if (teleop or not t.teleop_only)
-                            and (self.frames is not None or t.name not in spatial)) + tuple(extra_topics)
+        self.frames = self.lanes[0].frames
+        self.topics = self._topics(teleop) + tuple(extra_topics)
         self.config_text = Path(config_path).read_bytes() if config_path is not None else None
-        self.metadata = {"hebictl_version": __version__,
-                         "model": arm.model.name or "", "dof": str(arm.dof),
-                         "joint_names": json.dumps(list(self.names)),
-                         "links": json.dumps(list(self.frames.frame_ids()) if self.frames else []),
-                         "backend": repr(getattr(arm, "backend", "")), "clock": type(self.clock).__name__,
+        self.attachments = dict(attachments or {})
+        self.metadata = {"hebictl_version": __version__, **self._arm_metadata(),
+                         "backend": repr(getattr(self.arm, "backend", "")), "clock": type(self.clock).__name__,
                          "start_wall_time": f"{time.time():.6f}", "start_clock_time": f"{self.clock.now():.9f}",
                          "topics": json.dumps([t.name for t in self.topics]), **dict(metadata or {})}
         # control-thread state
@@ -146,19 +201,12 @@ class McapRecorder:
         self._cycle_start = math.nan
         self._last_start = math.nan
         self._last_work = math.nan
-        self._events_seen = arm.events.dropped + len(arm.events.events)
-        self._mode: tuple[str, str, str | None] | None = None
-        self._n_plugins = -1
-        self._effort_plugins: list[Any] = []
-        self._effort_names: tuple[str, ...] = ()
         # writer-thread state
         self.state = "open"
         self.files: list[Path] = []
         self.written = 0
         self.messages = 0
         self._dropped_reported = 0
-        self._last_tf = -math.inf
-        self._last_mode_item: tuple[Any, ...] | None = None
         self._file: McapFile | None = None
         self._span_start = math.nan  # recording-clock time of the first item written since the last commit
         self._fresh = False          # a file without a cycle committed yet
@@ -171,10 +219,43 @@ class McapRecorder:
             self._open_file(self._next_path())  # fail here, in the caller, on a bad path
         self._thread = threading.Thread(target=self._run, name="hebictl-recorder", daemon=True)
         self._thread.start()
-        if no_frames:
-            self.note(no_frames, Log.WARNING)
-        self.note(f"recording {self.arm.model.name or 'the arm'} ({arm.dof} joints) with {type(self.clock).__name__} "
-                  f"time to {self.path or 'the live view only'}")
+        for lane in self.lanes:
+            if lane.no_frames:
+                self.note(lane.no_frames, Log.WARNING)
+        what = (", ".join(f"{ln.name} ({ln.arm.dof} joints)" for ln in self.lanes) if self.multi
+                else f"{self.arm.model.name or 'the arm'} ({self.arm.dof} joints)")
+        self.note(f"recording {what} with {type(self.clock).__name__} time to {self.path or 'the live view only'}")
+
+    def _topics(self, teleop: bool) -> tuple[schemas.Topic, ...]:
+        """The channels: a single arm's as in :data:`schemas.TOPICS`; several arms' per-arm topics
+        (joint states and commands, reference, plugin efforts, mode, events, /tf, robot description)
+        under ``/NAME``, the loop's and the teleop ones once, the group's events on ``/group/events``."""
+        spatial = {schemas.TF.name, schemas.ROBOT_DESCRIPTION.name}
+        wanted = [t for t in schemas.TOPICS if teleop or not t.teleop_only]
+        if not self.multi:
+            return tuple(t for t in wanted if self.frames is not None or t.name not in spatial)
+        per_arm = {t.name for t in (schemas.JOINT_STATES, schemas.JOINT_COMMANDS, schemas.REFERENCE,
+                                    schemas.PLUGIN_EFFORTS, schemas.MODE, schemas.EVENTS, schemas.TF,
+                                    schemas.ROBOT_DESCRIPTION)}
+        out = [replace(t, name=lane.topic(t)) for lane in self.lanes for t in wanted
+               if t.name in per_arm and (lane.frames is not None or t.name not in spatial)]
+        # the recorder's own notes stay on /events (no arm's)
+        out += [t for t in wanted if t.name not in per_arm or t.name == schemas.EVENTS.name]
+        return (*out, GROUP_EVENTS)
+
+    def _arm_metadata(self) -> dict[str, str]:
+        if not self.multi:
+            lane = self.lanes[0]
+            return {"model": lane.arm.model.name or "", "dof": str(lane.arm.dof),
+                    "joint_names": json.dumps(list(lane.names)),
+                    "links": json.dumps(list(lane.frames.frame_ids()) if lane.frames else [])}
+        return {"model": ", ".join(f"{ln.name}: {ln.arm.model.name or '?'}" for ln in self.lanes),
+                "dof": str(sum(ln.arm.dof for ln in self.lanes)),
+                "arms": json.dumps([ln.name for ln in self.lanes]),
+                "arm_joint_names": json.dumps({ln.name: list(ln.names) for ln in self.lanes}),
+                "arm_links": json.dumps({ln.name: [f"{ln.name}/{f}" for f in ln.frames.frame_ids()]
+                                         if ln.frames else [] for ln in self.lanes}),
+                "arm_bases": json.dumps({n: b.tolist() for n, b in self.bases.items()})}
 
     # ------------------------------------------------------------------ control thread
     def cycle_start(self) -> None:
@@ -182,8 +263,7 @@ class McapRecorder:
         self._cycle_start = time.perf_counter()
 
     def sample(self, teleop_mode: str | None = None) -> None:
-        """Hand this cycle's data to the writer; call after ``arm.send()``. Never blocks."""
-        arm = self.arm
+        """Hand this cycle's data to the writer; call after ``arm.send()`` (every arm's). Never blocks."""
         now = self.clock.now()
         wall = time.perf_counter()
         start = self._cycle_start if not math.isnan(self._cycle_start) else wall
@@ -191,32 +271,29 @@ class McapRecorder:
         work = wall - start if not math.isnan(self._cycle_start) else math.nan
         wait = period - self._last_work
         self._last_start, self._last_work, self._cycle_start = start, work, math.nan
-        fb, cmd = arm.last_feedback, arm.pending_command
-        ref = arm.trajectory_state
-        if len(arm.plugins) != self._n_plugins:
-            self._n_plugins = len(arm.plugins)
-            self._effort_plugins = [p for p in arm.plugins if isinstance(getattr(p, "efforts", None), np.ndarray)
-                                    and p.efforts.shape == (arm.dof,)]
-            self._effort_names = tuple(p.name for p in self._effort_plugins)
         self.cycles += 1
-        # one copy of everything (one C call, not one per array): the writer slices it back by dof
-        arrays = [fb.position, fb.velocity, fb.effort, cmd.position, cmd.velocity, cmd.effort]
-        arrays.extend(p.efforts for p in self._effort_plugins)
-        if ref is not None:
-            arrays.extend(ref)
-        self._put((_CYCLE, now, self.cycles, period, work, wait, np.concatenate(arrays), ref is not None,
-                   self._effort_names))
+        self._put((_CYCLE, now, self.cycles, period, work, wait, tuple(lane.cycle_arrays() for lane in self.lanes)))
+        for i, lane in enumerate(self.lanes):
+            self._sample_events(i, lane, now, teleop_mode)
+        group = self.group
+        if group is not None and len(group.events) != self._group_seen:
+            for ev in group.events[self._group_seen:]:
+                self._put((_GROUP, ev.time, ev.kind, ev.arm, ev.detail))
+            self._group_seen = len(group.events)
+
+    def _sample_events(self, i: int, lane: ArmLane, now: float, teleop_mode: str | None) -> None:
+        arm = lane.arm
         events = arm.events
         total = events.dropped + len(events.events)
-        if total != self._events_seen:
-            new = min(total - self._events_seen, len(events.events))
+        if total != lane.events_seen:
+            new = min(total - lane.events_seen, len(events.events))
             for ev in list(events.events)[-new:]:
-                self._put((_EVENT, ev.time, ev.kind.value, ev.state.value, ev.detail))
-            self._events_seen = total
+                self._put((_EVENT, ev.time, i, ev.kind.value, ev.state.value, ev.detail))
+            lane.events_seen = total
         mode = (_mode_of(arm), arm.state.value, teleop_mode)
-        if mode != self._mode:
-            self._mode = mode
-            self._put((_MODE, now, *mode))
+        if mode != lane.mode:
+            lane.mode = mode
+            self._put((_MODE, now, i, *mode))
 
     def loop_stats(self, stats: Any) -> None:
         """The loop's once-a-second statistics (its ``report`` callback): every numeric field."""
@@ -295,11 +372,14 @@ class McapRecorder:
         self._channels = {t.name: schemas.register(writer, t) for t in self.topics}
         now_ns = _ns(self.clock.now())
         writer.add_metadata(schemas.RUN_METADATA, {**self.metadata, "file_index": str(len(self.files) + 1)})
-        if self.frames is not None:
-            writer.add_attachment(now_ns, now_ns, schemas.URDF_ATTACHMENT, "application/xml",
-                                  self.frames.urdf.encode())
+        for lane in self.lanes:  # a multi-arm recording: NAME/robot.urdf
+            if lane.frames is not None:
+                writer.add_attachment(now_ns, now_ns, f"{lane.name}/" * self.multi + schemas.URDF_ATTACHMENT,
+                                      "application/xml", lane.frames.urdf.encode())
         if self.config_text is not None:
             writer.add_attachment(now_ns, now_ns, schemas.CONFIG_ATTACHMENT, "application/yaml", self.config_text)
+        for name, (media, data) in self.attachments.items():
+            writer.add_attachment(now_ns, now_ns, name, media, data)
         writer.flush()
         try:
             file.commit()
@@ -308,12 +388,14 @@ class McapRecorder:
         self._file, self._writer = file, writer
         self._fresh = True
         self._file_started = time.monotonic()
-        self._last_tf = -math.inf
         self.files.append(file.path)
-        if self.frames is not None:
-            self._emit(schemas.ROBOT_DESCRIPTION.name, now_ns, json.dumps({"data": self.frames.urdf}).encode())
-        if self._last_mode_item is not None:  # each file of a session says which mode it starts in
-            self._write(self._last_mode_item)
+        for lane in self.lanes:
+            lane.last_tf = -math.inf
+            if lane.frames is not None:
+                self._emit(lane.topic(schemas.ROBOT_DESCRIPTION), now_ns,
+                           json.dumps({"data": lane.frames.urdf}).encode())
+            if lane.last_mode_item is not None:  # each file of a session says which mode it starts in
+                self._write(lane.last_mode_item)
 
     def _finish_file(self) -> None:
         """The file's final metadata, summary and footer: it is then complete."""
@@ -414,44 +496,68 @@ class McapRecorder:
             self.live.emit(topic, t_ns, data)
         self.messages += 1
 
-    def _joints(self, t_ns: int, p: Any, v: Any, e: Any, *, effort_is_acceleration: bool = False) -> bytes:
-        return joint_states(self.names, t_ns, p, v, e, effort_is_acceleration=effort_is_acceleration)
-
     def _write(self, item: tuple[Any, ...]) -> None:
         kind, t = item[0], item[1]
         t_ns = _ns(t)
         if kind == _CYCLE:
-            _, _, cycle, period, work, wait, flat, has_ref, effort_names = item
-            rows = flat.reshape(-1, len(self.names))
-            fp, fv, fe, cp, cv, ce = rows[:6]
-            efforts = zip(effort_names, rows[6:6 + len(effort_names)], strict=True)
-            ref = rows[6 + len(effort_names):] if has_ref else None
-            self._emit(schemas.JOINT_STATES.name, t_ns, self._joints(t_ns, fp, fv, fe))
-            self._emit(schemas.JOINT_COMMANDS.name, t_ns, self._joints(t_ns, cp, cv, ce))
-            if ref is not None:
-                self._emit(schemas.REFERENCE.name, t_ns, self._joints(t_ns, *ref, effort_is_acceleration=True))
-            self._emit(schemas.PLUGIN_EFFORTS.name, t_ns, json.dumps(
-                {"timestamp": t, "plugins": {name: _finite(x) for name, x in efforts}}).encode())
+            _, _, cycle, period, work, wait, lanes = item
+            measured = [self._write_arm(lane, t, t_ns, *data) for lane, data in zip(self.lanes, lanes, strict=True)]
             self._emit(schemas.LOOP.name, t_ns, json.dumps(
                 {"cycle": cycle, "period": _finite([period])[0], "work": _finite([work])[0],
                  "wait": _finite([wait])[0], "dropped": self.dropped}).encode())
-            if self.frames is not None and t - self._last_tf >= self.transform_period * 0.999 \
-                    and np.isfinite(fp).all():
-                self._last_tf = t
-                self._emit(schemas.TF.name, t_ns, self.frames.message(fp, t_ns).SerializeToString())
+            for lane, fp in zip(self.lanes, measured, strict=True):
+                self._write_tf(lane, t, t_ns, fp)
             self.written += 1
         elif kind == _EVENT:
-            _, _, ev_kind, state, detail = item
+            _, _, i, ev_kind, state, detail = item
             level = Log.INFO if ev_kind in OPERATOR_EVENTS else Log.WARNING
-            self._emit(schemas.EVENTS.name, t_ns, self._log(t_ns, level, "hebictl.safety",
-                                                            f"{ev_kind} -> {state}: {detail}"))
+            self._emit(self.lanes[i].topic(schemas.EVENTS), t_ns, self._log(t_ns, level, "hebictl.safety",
+                                                                            f"{ev_kind} -> {state}: {detail}"))
         elif kind == _NOTE:
             self._emit(schemas.EVENTS.name, t_ns, self._log(t_ns, item[2], "hebictl.recording", item[3]))
+        elif kind == _GROUP:
+            _, _, g_kind, arm, detail = item
+            level = Log.INFO if g_kind in GROUP_INFO_KINDS else Log.WARNING
+            self._emit(GROUP_EVENTS.name, t_ns, self._log(t_ns, level, "hebictl.group",
+                                                          f"{g_kind} {arm or '-'}: {detail}"))
         elif kind == _MODE:
-            self._last_mode_item = item
-            self._emit(schemas.MODE.name, t_ns, json.dumps(
-                {"mode": item[2], "state": item[3], "teleop_mode": item[4]}).encode())
-        elif kind == _STATS:
+            lane = self.lanes[item[2]]
+            lane.last_mode_item = item
+            self._emit(lane.topic(schemas.MODE), t_ns, json.dumps(
+                {"mode": item[3], "state": item[4], "teleop_mode": item[5]}).encode())
+        else:
+            self._write_other(kind, t_ns, item)
+
+    def _write_arm(self, lane: ArmLane, t: float, t_ns: int, flat: np.ndarray, has_ref: bool,
+                   effort_names: tuple[str, ...]) -> np.ndarray:
+        """One arm's joint states, commands, reference and plugin efforts of a cycle; returns its
+        measured position."""
+        names = lane.names
+        rows = flat.reshape(-1, len(names))
+        fp, fv, fe, cp, cv, ce = rows[:6]
+        efforts = zip(effort_names, rows[6:6 + len(effort_names)], strict=True)
+        ref = rows[6 + len(effort_names):] if has_ref else None
+        self._emit(lane.topic(schemas.JOINT_STATES), t_ns, joint_states(names, t_ns, fp, fv, fe))
+        self._emit(lane.topic(schemas.JOINT_COMMANDS), t_ns, joint_states(names, t_ns, cp, cv, ce))
+        if ref is not None:
+            self._emit(lane.topic(schemas.REFERENCE), t_ns,
+                       joint_states(names, t_ns, *ref, effort_is_acceleration=True))
+        self._emit(lane.topic(schemas.PLUGIN_EFFORTS), t_ns, json.dumps(
+            {"timestamp": t, "plugins": {name: _finite(x) for name, x in efforts}}).encode())
+        return fp
+
+    def _write_tf(self, lane: ArmLane, t: float, t_ns: int, fp: np.ndarray) -> None:
+        """``/tf`` at ``transform_rate``; a multi-arm recording's frames are ``NAME/<link>``, each arm's
+        root placed at its base pose in ``world``."""
+        if lane.frames is None or t - lane.last_tf < self.transform_period * 0.999 or not np.isfinite(fp).all():
+            return
+        lane.last_tf = t
+        msg = (lane.frames.message(fp, t_ns, prefix=f"{lane.name}/", base=self.bases.get(lane.name))
+               if self.multi else lane.frames.message(fp, t_ns))
+        self._emit(lane.topic(schemas.TF), t_ns, msg.SerializeToString())
+
+    def _write_other(self, kind: int, t_ns: int, item: tuple[Any, ...]) -> None:
+        if kind == _STATS:
             self._emit(schemas.LOOP_STATS.name, t_ns, json.dumps(
                 {k: (v if math.isfinite(v) else None) for k, v in item[2].items()}).encode())
         elif kind == _COMMAND:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import re
+import sys
+
 import numpy as np
 import pytest
 
@@ -151,3 +155,245 @@ def test_two_goals_that_meet_hold_both_arms_short_of_each_other(tmp_path, config
           f"{apart * 1e3:.1f} mm apart (sim), no contact. Without the guard: {bare_touching[0]} cycles in contact, "
           f"deepest {bare_touching[1] * 1e3:.1f} mm; group "
           f"{trip.kind + ' ' + trip.arm + ': ' + trip.detail if trip else 'running'}")
+
+
+# ---------------------------------------------------------------- --record RUN.mcap: every arm in one file
+
+
+def _mcap_messages(path):
+    """(topic, log time [ns], decoded message) of every message, read with the ``mcap`` package's own
+    reader and decoders (not hebictl's), and the file's metadata and attachment names."""
+    import json as json_
+
+    from mcap.reader import make_reader
+    from mcap_protobuf.decoder import DecoderFactory
+
+    factory, decoders = DecoderFactory(), {}
+    with open(path, "rb") as f:
+        reader = make_reader(f)
+        msgs = []
+        for schema, channel, message in reader.iter_messages(log_time_order=False):
+            if channel.id not in decoders:
+                decoders[channel.id] = (json_.loads if channel.message_encoding == "json"
+                                        else factory.decoder_for(channel.message_encoding, schema))
+            msgs.append((channel.topic, message.log_time, decoders[channel.id](message.data)))
+        f.seek(0)
+        meta = {m.name: dict(m.metadata) for m in make_reader(f).iter_metadata()}
+        f.seek(0)
+        attachments = sorted(a.name for a in make_reader(f).iter_attachments())
+    return msgs, meta, attachments
+
+
+def _recorded_sim_run(tmp_path, config, seconds, during):
+    """Two arms of ``config`` on the sim under one MultiRun recorded to one MCAP; returns the run, the
+    file and, per arm, {clock time [ns]: measured position} taken from the arm after each cycle."""
+    from hebictl.cli.run_multi import multi_recorder
+
+    clock = SimClock()
+    multi = arms_from_multi_config(Arm, pair_config(tmp_path, config), "sim", clock=clock)
+    path = tmp_path / "run.mcap"
+    measured = {name: {} for name in multi.arms}
+    try:
+        run = MultiRun(multi, build_plans(multi, run_args(), home_position), clock, 1.0, 0.5)
+        run.mcap = multi_recorder(run_args(record=path), multi, run.group, 200.0)
+
+        def step():
+            going = run.step()
+            t_ns = round(clock.now() * 1e9)
+            for name, arm in multi.arms.items():
+                measured[name][t_ns] = np.array(arm.last_feedback.position)
+            during(clock.now(), multi)
+            return going
+
+        FixedRateLoop(step, 200.0, clock).run(duration=seconds)
+    finally:
+        multi.close()
+        done = run.mcap.close()
+    assert done.dropped == 0 and done.written == done.cycles
+    return run, path, measured
+
+
+@pytest.mark.parametrize("config", BUNDLED_CONFIGS, ids=CONFIG_IDS)
+def test_the_recording_holds_every_arm_per_cycle_as_measured_and_the_group_event_of_an_m_stop(tmp_path, config):
+    pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
+    pressed = {}
+
+    def press(now, multi):
+        if now >= 1.0 and not pressed:
+            multi.arms["right"].backend.press_mstop()
+            pressed["at"] = now
+
+    run, path, measured = _recorded_sim_run(tmp_path, config, 2.0, press)
+    msgs, meta, attachments = _mcap_messages(path)
+    for name in ("left", "right"):
+        states = {t: m for topic, t, m in msgs if topic == f"/{name}/joint_states"}
+        assert sorted(states) == sorted(measured[name]), f"{name}: a cycle missing or extra"
+        worst = max(float(np.max(np.abs(np.array([j.position for j in states[t].joints]) - q)))
+                    for t, q in measured[name].items())
+        assert worst == 0.0, f"{name}: recorded position differs from the measured one by {worst}"
+        assert [j.name for j in states[min(states)].joints] == list(run.group.arms[name].model.joint_names)
+        assert f"{name}/robot.urdf" in attachments and f"{name}/robot.cfg.yaml" in attachments
+    assert not any(topic == "/joint_states" for topic, _, _ in msgs)   # no arm's topics unprefixed
+    group = [(t, m) for topic, t, m in msgs if topic == "/group/events"]
+    trip = run.group.tripped
+    assert trip is not None and trip.arm == "right"
+    assert [m.message for _, m in group] == [f"fault right: {trip.detail}"]
+    assert group[0][0] == round(trip.time * 1e9) and group[0][1].level == 3   # WARNING, at the trip's time
+    right_events = [m.message for topic, _, m in msgs if topic == "/right/events"]
+    assert any("mstop" in e for e in right_events), right_events
+    left_events = [m.message for topic, _, m in msgs if topic == "/left/events"]
+    assert any("arm group: right faulted" in e for e in left_events), left_events
+    run_meta = meta["hebictl.run"]
+    assert json.loads(run_meta["arms"]) == ["left", "right"]
+    assert run_meta["multi_config"] == (tmp_path / f"{config.name.split('.')[0]}-pair.multi.yaml").read_text()
+    print(f"\n{config.name}: {len(measured['left'])} cycles of both arms recorded, equal to the measured "
+          f"positions; M-stop at {pressed['at']:.3f} s, group event at {trip.time:.3f} s")
+
+
+def test_run_record_then_log_info_and_plot_show_every_arm(tmp_path, capsys):
+    import argparse
+
+    from hebictl.cli.log_cmd import cmd_info
+    from hebictl.cli.run_cmd import cmd_plot
+    from hebictl.config import load_config
+    from hebictl.errors import RecordingError, UsageError
+    from hebictl.recording.reader import load_recorder
+
+    pytest.importorskip("matplotlib", reason="hebictl plot needs matplotlib (pip install 'hebictl[plot]')")
+    out = tmp_path / "run.mcap"
+    with pytest.raises(UsageError, match=r"records to \.mcap"):
+        cmd_run_multi(run_args(backend="mock", config=EXAMPLE, record=tmp_path / "run.npz"), SimClock(), TERM_HOLD_S,
+                      home_position)
+    code = cmd_run_multi(run_args(backend="mock", config=EXAMPLE, hold=0.5, record=out), SimClock(), TERM_HOLD_S,
+                         home_position)
+    text = capsys.readouterr().out
+    assert code == 0, text
+    cycles = int(text.split(f"recording: {out} (")[1].split(" of ")[0])
+    assert cmd_info(argparse.Namespace(recording=out, urdf=None, json=False)) == 0
+    info = capsys.readouterr().out
+    assert "arms: left, right" in info and "complete" in info
+    for name in ("left", "right"):
+        for topic in ("joint_states", "joint_commands"):
+            assert f"/{name}/{topic} " in info and f" {cycles} " in info.split(f"/{name}/{topic} ")[1].split("\n")[0]
+    assert "/group/events" in info
+    png = tmp_path / "run.png"
+    assert cmd_plot(argparse.Namespace(recording=out, output=png, layout=False)) == 0
+    home = home_position(load_config(CONFIGS_DIR / "x-series-6dof.cfg.yaml"), 6)   # both arms' config
+    for name in ("left", "right"):
+        assert (tmp_path / f"run-{name}.png").stat().st_size > 10_000
+        rec, _ = load_recorder(out, name)
+        assert len(rec) == cycles
+        np.testing.assert_allclose(rec.series("position")[-1], home, atol=1e-3)   # each arm ended at its home
+    with pytest.raises(RecordingError, match="multi-arm recording"):
+        cmd_plot(argparse.Namespace(recording=out, output=tmp_path / "layout.png", layout=True))
+
+
+# ---------------------------------------------------------------- the live status of every arm
+
+
+def _table_text(table) -> str:
+    from rich.console import Console
+
+    c = Console(record=True, width=220, file=open("/dev/null", "w"))  # noqa: SIM115  # closed with the console
+    c.print(table)
+    c.file.close()
+    return c.export_text()
+
+
+def _row(text: str, name: str) -> list[str]:
+    line = next(ln for ln in text.splitlines() if ln.strip("│ ").startswith(f"{name} "))
+    return [cell.strip() for cell in line.strip().strip("│").split("│")]
+
+
+def test_the_status_shows_every_arm_moving_then_both_stopped_by_one_m_stop(tmp_path):
+    pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
+    from hebictl.cli.run_multi import status_table
+
+    seen = {}
+
+    def watch(now, multi):
+        if abs(now - 0.5) < 1e-9:   # mid-way home: every arm following, lagging its command on the sim
+            seen["moving"] = _table_text(status_table(watch.run, 200.0, "sim"))
+        if abs(now - 1.0) < 1e-9:
+            multi.arms["right"].backend.press_mstop()
+
+    clock = SimClock()
+    multi = arms_from_multi_config(Arm, pair_config(tmp_path, BUNDLED_CONFIGS[0]), "sim", clock=clock)
+    try:
+        watch.run = run = MultiRun(multi, build_plans(multi, run_args(), home_position), clock, 1.0, 0.5)
+
+        def step():
+            going = run.step()
+            watch(clock.now(), multi)
+            return going
+
+        FixedRateLoop(step, 200.0, clock).run(duration=1.2)
+        stopped = _table_text(status_table(run, 200.0, "sim"))
+    finally:
+        multi.close()
+    for name in ("left", "right"):
+        arm, state, mode, phase, goal, error, _ = _row(seen["moving"], name)
+        assert (state, mode, phase) == ("running", "follow", "home"), seen["moving"]
+        assert 0.0 < float(goal.rstrip(" %")) < 100.0
+        assert 0.0 < float(error) < 100.0, f"{name}: a tracking lag on the sim, in mrad: {error}"
+        _, state, mode, phase, _, _, last = _row(stopped, name)
+        assert state == "stopped", stopped
+    assert "mstop" in _row(stopped, "right")[6] and "arm group: right" in _row(stopped, "left")[6]
+    assert "group: fault right: mstop" in stopped
+    print(f"\nstatus mid-way home:\n{seen['moving']}\nafter right's M-stop:\n{stopped}")
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_quiet_shows_no_status_as_for_one_arm(quiet, capsys, monkeypatch):
+    from hebictl.cli.run_multi import shows_status
+
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)   # as on a terminal
+    assert shows_status(run_args(quiet=quiet)) is not quiet
+    code = cmd_run_multi(run_args(backend="mock", config=EXAMPLE, hold=0.2, quiet=quiet), SimClock(), TERM_HOLD_S,
+                         home_position)
+    out = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", capsys.readouterr().out)   # a terminal's colours
+    assert code == 0 and "done after" in out   # the closing summary either way
+    assert ("position error" in out) is not quiet, out
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)   # piped: never a live table
+    assert not shows_status(run_args(quiet=False))
+
+
+# ---------------------------------------------------------------- --plot OUT.png: one figure per arm
+
+
+def test_plot_draws_one_figure_per_arm_from_what_each_arm_measured(tmp_path, capsys):
+    pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
+    pytest.importorskip("matplotlib", reason="--plot needs matplotlib (pip install 'hebictl[plot]')")
+    from hebictl.cli.run_multi import plot_arms, plot_feeds
+
+    clock = SimClock()
+    config = pair_config(tmp_path, BUNDLED_CONFIGS[0])
+    multi = arms_from_multi_config(Arm, config, "sim", clock=clock)
+    args = run_args(plot=tmp_path / "run.png", config=config)
+    measured = {name: [] for name in multi.arms}
+    try:
+        run = MultiRun(multi, build_plans(multi, args, home_position), clock, 0.5, 0.5)
+        run.feeds = plot_feeds(args, multi)
+
+        def step():
+            going = run.step()
+            for name, arm in multi.arms.items():
+                measured[name].append(np.array(arm.last_feedback.position))
+            return going
+
+        FixedRateLoop(step, 200.0, clock).run(duration=1.0)
+    finally:
+        multi.close()
+        for feed in run.feeds.values():
+            feed.close()
+    written = plot_arms(args, run)
+    assert written == [tmp_path / "run-left.png", tmp_path / "run-right.png"]
+    for name, out in zip(("left", "right"), written, strict=True):
+        assert out.stat().st_size > 10_000
+        rec = run.feeds[name].recorder
+        assert run.feeds[name].dropped == 0 and len(rec) == len(measured[name])
+        np.testing.assert_array_equal(rec.series("position"), np.array(measured[name]))
+    code = cmd_run_multi(run_args(backend="mock", config=EXAMPLE, hold=0.2, plot=tmp_path / "mock.png"), SimClock(),
+                         TERM_HOLD_S, home_position)
+    out = capsys.readouterr().out
+    assert code == 0 and f"plot: {tmp_path / 'mock-left.png'}" in out and f"plot: {tmp_path / 'mock-right.png'}" in out

@@ -44,47 +44,48 @@ SEED = int(os.environ.get("HEBICTL_CRASH_SEED", "34"))
 ENV = {**os.environ, "PYTHONWARNINGS": "ignore"}
 
 
-def _joint_states(path: Path) -> list[int]:
-    """Log times [ns] of /joint_states, read with make_reader (raises if the file does not open)."""
+def _joint_states(path: Path, topic: str = "/joint_states") -> list[int]:
+    """Log times [ns] of ``topic`` (/joint_states; a multi-arm run's /NAME/joint_states), read with
+    make_reader (raises if the file does not open)."""
     with path.open("rb") as f:
         return [m.log_time for _, ch, m in make_reader(f).iter_messages(log_time_order=False)
-                if ch.topic == "/joint_states"]
+                if ch.topic == topic]
 
 
-def _live_joint_states(path: Path) -> list[int]:
+def _live_joint_states(path: Path, topic: str = "/joint_states") -> list[int]:
     """:func:`_joint_states` of a file being written: a read can race a commit (the seeking reader
     takes the end's footer, then reads from the start), so a failed read is tried once more, and
     must work then."""
     try:
-        return _joint_states(path)
+        return _joint_states(path, topic)
     except Exception:
-        return _joint_states(path)
+        return _joint_states(path, topic)
 
 
-def _recorded_seconds(folder: Path, min_files: int) -> float:
+def _recorded_seconds(folder: Path, min_files: int, topic: str = "/joint_states") -> float:
     """How much run the newest file holds so far (0 before there are ``min_files``)."""
     files = sorted(folder.glob("*.mcap"))
     if len(files) < min_files:
         return 0.0
-    times = _live_joint_states(files[-1])
+    times = _live_joint_states(files[-1], topic)
     return (times[-1] - times[0]) * 1e-9 if times else 0.0
 
 
 def _kill_after(cmd: list[str], folder: Path, seconds: float, extra: float,
-                min_files: int = 1) -> tuple[float, dict[Path, list[int]]]:
+                min_files: int = 1, topic: str = "/joint_states") -> tuple[float, dict[Path, list[int]]]:
     """Start ``cmd``, SIGKILL it about ``extra`` s after its newest file holds ``seconds`` of run:
     (the kill time, the /joint_states times each file held right before the kill)."""
     proc = subprocess.Popen(cmd, cwd=tempfile.gettempdir(), env=ENV, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 180  # a hang guard
-        while _recorded_seconds(folder, min_files) < seconds:
+        while _recorded_seconds(folder, min_files, topic) < seconds:
             assert proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.stderr else ""
             if time.monotonic() > deadline:
                 pytest.fail(f"nothing recorded in 180 s: {cmd}")
             time.sleep(0.3)
         time.sleep(extra)  # a random moment, not a wait for anything
-        committed = {path: _live_joint_states(path) for path in sorted(folder.glob("*.mcap"))}
+        committed = {path: _live_joint_states(path, topic) for path in sorted(folder.glob("*.mcap"))}
         killed_at = time.perf_counter()
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
@@ -96,7 +97,8 @@ def _kill_after(cmd: list[str], folder: Path, seconds: float, extra: float,
     return killed_at, committed
 
 
-def _check(folder: Path, killed_at: float, committed: dict[Path, list[int]], label: str) -> None:
+def _check(folder: Path, killed_at: float, committed: dict[Path, list[int]], label: str,
+           topic: str = "/joint_states") -> None:
     """Every file opens in both readers and holds what it held before the kill; each recovers with a summary."""
     from hebictl.recording.recover import recover
 
@@ -109,7 +111,7 @@ def _check(folder: Path, killed_at: float, committed: dict[Path, list[int]], lab
         assert isinstance(records[-1], Footer)
         with path.open("rb") as f:
             streamed = sum(1 for _ in make_reader(f).iter_messages(log_time_order=False))
-        times = _joint_states(path)
+        times = _joint_states(path, topic)
         before = committed.get(path, [])
         assert times[:len(before)] == before, f"{path.name}: messages committed before the kill are gone"
         last = max([last, *times])
@@ -145,6 +147,22 @@ def test_sigkill_of_hebictl_run_leaves_files_the_mcap_readers_open(tmp_path, bac
                                            extra)
         _check(folder, killed_at, committed,
                f"hebictl run --backend {backend} (seed {SEED}, kill {seconds + extra:.2f} s in)")
+
+
+def test_sigkill_of_a_multi_arm_run_leaves_one_file_every_arm_readable(tmp_path):
+    """``hebictl run ARMS.multi.yaml --record``: the same McapFile, so the same guarantee; each arm's
+    joint states committed before the kill are there, as many for one arm as for the other."""
+    from tests._support.paths import CONFIGS_DIR
+
+    rng = random.Random(f"{SEED}-multi")
+    seconds, extra = rng.uniform(1.0, 3.0), rng.uniform(0.0, 0.5)
+    cmd = [sys.executable, "-m", "hebictl", "run", str(CONFIGS_DIR / "two-x-series-6dof.multi.yaml"), "--backend",
+           "mock", "--record", str(tmp_path / "run.mcap"), "--hold", "inf", "--stop-hold", "inf", "--quiet"]
+    killed_at, committed = _kill_after(cmd, tmp_path, seconds, extra, topic="/right/joint_states")
+    label = f"hebictl run two-x-series-6dof.multi.yaml --backend mock (seed {SEED}, kill {seconds + extra:.2f} s in)"
+    _check(tmp_path, killed_at, committed, label, topic="/right/joint_states")
+    left, right = (_joint_states(tmp_path / "run.mcap", f"/{arm}/joint_states") for arm in ("left", "right"))
+    assert left == right, "a cycle holds every arm's joint states, or none"
 
 
 @pytest.mark.broker
