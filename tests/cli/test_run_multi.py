@@ -68,15 +68,22 @@ def _sim_run(tmp_path, config, *, goal=None, obstacles=True, seconds=8.0, during
     return run, multi, touching
 
 
+
+def m_stop_of_right_at(t: float):
+    """A ``during`` callback pressing the right arm's M-stop at ``t`` [s, simulated], and the dict that
+    gets the time it was pressed (``"at"``)."""
+    pressed: dict[str, float] = {}
+
+    def press(now, multi):
+        if now >= t and not pressed:
+            multi.arms["right"].backend.press_mstop()
+            pressed["at"] = now
+    return press, pressed
+
 @pytest.mark.parametrize("config", BUNDLED_CONFIGS, ids=CONFIG_IDS)
 def test_an_m_stop_on_one_arm_holds_both_with_one_event_naming_it(tmp_path, config):
     pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
-    pressed = {}
-
-    def press(now, multi):
-        if now >= 1.0 and not pressed:
-            multi.arms["right"].backend.press_mstop()
-            pressed["at"] = now
+    press, pressed = m_stop_of_right_at(1.0)
 
     run, multi, _ = _sim_run(tmp_path, config, seconds=3.0, during=press)
     trips = [e for e in run.group.events if e.kind == "fault"]
@@ -216,12 +223,7 @@ def _recorded_sim_run(tmp_path, config, seconds, during):
 @pytest.mark.parametrize("config", BUNDLED_CONFIGS, ids=CONFIG_IDS)
 def test_the_recording_holds_every_arm_per_cycle_as_measured_and_the_group_event_of_an_m_stop(tmp_path, config):
     pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
-    pressed = {}
-
-    def press(now, multi):
-        if now >= 1.0 and not pressed:
-            multi.arms["right"].backend.press_mstop()
-            pressed["at"] = now
+    press, pressed = m_stop_of_right_at(1.0)
 
     run, path, measured = _recorded_sim_run(tmp_path, config, 2.0, press)
     msgs, meta, attachments = _mcap_messages(path)
