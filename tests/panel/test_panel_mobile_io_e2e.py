@@ -324,6 +324,38 @@ def test_gravcomp_toggle_layout_button_switches_gravity_compensation_and_quits(r
     assert page.errors == []
 
 
+def _ar_pose_streaming(page: Any, tap: Tap, t0: float) -> None:
+    """Mode ``app``, the emulator on and "AR pose" ticked, until the broker delivers a sample carrying
+    the phone's pose (level, quality 1). On a loaded machine the stream has once not started (CI, load
+    from 4 workers of sim tests; cause not found): after 40 s without such a sample the page's and the
+    arm's state are printed and the set-up is done once more, then it must work (a hang guard)."""
+    def posed() -> bool:
+        return any((b.get("pose") or {}).get("quality") == 1 for b in inputs(tap, "armA", t0))
+
+    for attempt in range(2):
+        if tap.status("armA").get("mode") != "app":
+            _app_mode(page, tap, "armA")
+        elif not page.is_checked("#mio_on"):
+            page.check("#mio_on")
+        page.check("#mio_pose")
+        page.wait_for_function("window.panelState.mio.phone && window.panelState.mio.phoneScreen",
+                               timeout=HANG * 1000)
+        try:
+            tap.wait(posed, 40.0 if attempt == 0 else HANG, "a sample with the phone's pose")
+            return
+        except AssertionError:
+            if attempt:
+                raise
+            st = tap.status("armA")
+            seen = inputs(tap, "armA", t0)
+            print(f"\nno posed sample after 40 s: mode {st.get('mode')}, app {st.get('app')}; {len(seen)} samples "
+                  f"on cmd/input; page: allowed.input "
+                  f"{page.evaluate('window.panelState.allowed.input')}, emulator on "
+                  f"{page.is_checked('#mio_on')}, pose {page.is_checked('#mio_pose')}; setting up again")
+            page.uncheck("#mio_pose")
+            page.uncheck("#mio_on")
+
+
 def test_ar_app_follows_the_emulated_phone_dragged_in_the_3d_view(rig: Any, browser: Any) -> None:
     """Issue 31: the emulator's AR pose. With "AR pose" ticked the samples carry the violet phone's
     pose; B3 (AR control) takes it as the baseline, and dragging the phone in the 3D view moves the
@@ -332,12 +364,7 @@ def test_ar_app_follows_the_emulated_phone_dragged_in_the_3d_view(rig: Any, brow
     tap, url, _ = rig
     page = _page(browser, url, "armA")
     t0 = time.time()
-    _app_mode(page, tap, "armA")
-    page.check("#mio_pose")
-    page.wait_for_function("window.panelState.mio.phone && window.panelState.mio.phoneScreen", timeout=HANG * 1000)
-    # the samples on cmd/input now carry the pose (level, quality 1)
-    tap.wait(lambda: any((b.get("pose") or {}).get("quality") == 1 for b in inputs(tap, "armA", t0)), HANG,
-             "a sample with the phone's pose")
+    _ar_pose_streaming(page, tap, t0)
     # the app homes (softstart), then waits for B3; a start without samples for 1 s holds it
     # disconnected until the stream is back (it is: the emulator is on)
     tap.wait_status("armA", lambda s: (s.get("app") or {}).get("state") == "waiting", HANG, since=t0)
