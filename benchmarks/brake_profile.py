@@ -17,7 +17,7 @@ feedback) and ``a`` the deceleration the brake planned per joint
   [mrad]; ``ring``: the end effector's largest distance from its rest after the ramp's end [mm];
   ``ee``: its displacement after standstill (the safety matrix's figure).
 
-``python benchmarks/brake_profile.py`` prints the table; ``tests/control/test_braking_sim.py`` asserts
+``python benchmarks/brake_profile.py`` prints the table; ``tests/control/test_motion_sim.py`` asserts
 the travel bound on it.
 """
 
