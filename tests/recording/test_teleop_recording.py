@@ -32,6 +32,10 @@ from .helpers import Readback
 
 pytestmark = pytest.mark.broker
 
+#: a hang guard for a whole session of eight waits, each guarded by HANG_S (one CI run on a loaded machine
+#: took longer than one HANG_S for all of them)
+SESSION_HANG_S = 4 * HANG_S
+
 CONFIG = KIT6_CONFIG
 HOME = list(KIT6_HOME)
 
@@ -55,7 +59,7 @@ def test_teleop_session_records_cycles_commands_and_acks(broker, tmp_path):
     server.runner.recorder = rec
     server.start_background(HANG_S)
     try:
-        asyncio.run(asyncio.wait_for(_session(broker.url, "rec1"), HANG_S))
+        asyncio.run(asyncio.wait_for(_session(broker.url, "rec1"), SESSION_HANG_S))
     finally:
         server.stop_background(HANG_S)
         arm.close()
@@ -90,7 +94,7 @@ def test_teleop_process_records_a_session_file(broker, tmp_path):
                              *(["--foxglove", "--foxglove-port", "0"] if find_spec("websockets") else [])],
                             cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        asyncio.run(asyncio.wait_for(_session(broker.url, "rec2"), HANG_S))
+        asyncio.run(asyncio.wait_for(_session(broker.url, "rec2"), SESSION_HANG_S))
         proc.send_signal(signal.SIGINT)
         assert proc.wait(HANG_S) == 0, proc.stderr.read().decode()[-2000:]
     finally:
