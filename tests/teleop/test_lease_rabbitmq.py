@@ -13,18 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import shutil
-import signal
-import subprocess
 import time
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
-from hebictl.teleop.broker import free_port
 from hebictl.teleop.lease import (
     LEASE_TIMEOUT,
     LEASE_TOPIC,
@@ -35,137 +27,12 @@ from hebictl.teleop.lease import (
     publish_heartbeats,
 )
 from tests._support.extras import extra_missing
-from tests._support.ordering import HANG, until, wait_until
+from tests._support.ordering import HANG, until
+from tests._support.rabbitmq import rabbitmq_cluster, requires_rabbitmq
 
-RABBIT_BIN = Path("/usr/lib/rabbitmq/bin")
 #: [s] the MQTT keepalive of every client here: far beyond any wait, so keepalive never decides a hold
 KEEPALIVE = 600
-pytestmark = [
-    pytest.mark.skipif(not (RABBIT_BIN / "rabbitmq-server").exists() or shutil.which("epmd") is None,
-                       reason="rabbitmq-server not installed (apt-get install rabbitmq-server)"),
-]
-
-
-class Cluster:
-    """Three RabbitMQ nodes with the MQTT plugin, clustered, on their own epmd port and cookie."""
-
-    def __init__(self, base: Path) -> None:
-        self.base = base
-        self.epmd = free_port()
-        tag = f"h{os.getpid()}x{time.time_ns() % 1_000_000}"
-        self.names = [f"{tag}n{i}@localhost" for i in range(3)]
-        self.mqtt = [free_port() for _ in range(3)]
-        self.env = {**os.environ, "HOME": str(base), "ERL_EPMD_PORT": str(self.epmd)}
-        cookie = base / ".erlang.cookie"
-        cookie.write_text(f"hebictl{os.getpid()}{time.time_ns()}")
-        cookie.chmod(0o400)
-        self.servers: list[subprocess.Popen[bytes]] = []
-        self.epmd_process: subprocess.Popen[bytes] | None = None
-        self.os_pids: list[int] = []
-        self.timings: dict[str, float] = {}
-
-    def ctl(self, node: int, *args: str, timeout: float = 4 * HANG) -> str:
-        out = self.try_ctl(node, *args, timeout=timeout)
-        assert out.returncode == 0, f"rabbitmqctl {' '.join(args)}: {out.stdout}{out.stderr}"
-        return out.stdout
-
-    def try_ctl(self, node: int, *args: str, timeout: float = 4 * HANG) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(RABBIT_BIN / "rabbitmqctl"), "-n", self.names[node], *args], env=self.env,
-                              capture_output=True, text=True, timeout=timeout, check=False)
-
-    def await_node(self, node: int, within: float = 8 * HANG) -> None:
-        """Until the node answers (await_startup fails at once while it has not reached epmd yet)."""
-        end = time.monotonic() + within
-        while self.try_ctl(node, "await_startup", "--timeout", str(int(2 * HANG))).returncode != 0:
-            assert self.servers[node].poll() is None, f"node {node} exited: see {self.base}/n{node}/out.log"
-            assert time.monotonic() < end, f"hang guard: node {node} did not start within {within} s"
-            time.sleep(0.5)
-
-    def join(self, node: int) -> None:
-        """Join ``node`` to node 0 by hand (when peer discovery let it boot on its own)."""
-        self.ctl(node, "stop_app")
-        self.ctl(node, "join_cluster", self.names[0])
-        self.ctl(node, "start_app")
-
-    def launch(self, i: int) -> None:
-        """Start node ``i``; nodes 1 and 2 find node 0 by peer discovery (``classic_config``) and join
-        it as they boot, with no stop_app / join_cluster / start_app round of rabbitmqctl VMs
-        afterwards (which took 15 s to 2 min of a loaded machine)."""
-        name = self.names[i]
-        d = self.base / f"n{i}"
-        d.mkdir()
-        join = "" if i == 0 else (
-            "cluster_formation.peer_discovery_backend = classic_config\n"
-            f"cluster_formation.classic_config.nodes.1 = {self.names[0]}\n"
-            "cluster_formation.discovery_retry_limit = 240\ncluster_formation.discovery_retry_interval = 1000\n")
-        (d / "rabbitmq.conf").write_text(
-            f"listeners.tcp.default = {free_port()}\nmqtt.listeners.tcp.default = {self.mqtt[i]}\n"
-            "mqtt.allow_anonymous = true\nloopback_users = none\n" + join)
-        (d / "enabled_plugins").write_text("[rabbitmq_mqtt].\n")
-        env = {**self.env, "RABBITMQ_NODENAME": name, "RABBITMQ_DIST_PORT": str(free_port()),
-               "RABBITMQ_MNESIA_BASE": str(d / "mnesia"), "RABBITMQ_LOG_BASE": str(d / "log"),
-               "RABBITMQ_CONFIG_FILE": str(d / "rabbitmq.conf"),
-               "RABBITMQ_ENABLED_PLUGINS_FILE": str(d / "enabled_plugins"),
-               "RABBITMQ_PLUGINS_EXPAND_DIR": str(d / "expand"), "RABBITMQ_PID_FILE": str(d / "pid")}
-        with open(d / "out.log", "wb") as log:
-            self.servers.append(subprocess.Popen([str(RABBIT_BIN / "rabbitmq-server")], env=env, stdout=log,
-                                                 stderr=subprocess.STDOUT, start_new_session=True))
-
-    def start(self) -> None:
-        t0 = time.monotonic()
-        # the cluster's own epmd, a child of the test (not a daemon the nodes would leave behind)
-        self.epmd_process = subprocess.Popen([shutil.which("epmd") or "epmd", "-port", str(self.epmd)], env=self.env,
-                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                             start_new_session=True)
-        wait_until(lambda: subprocess.run(["epmd", "-port", str(self.epmd), "-names"], env=self.env,
-                                          capture_output=True, timeout=HANG).returncode == 0, "epmd listening")
-        # node 0 first; then 1 and 2 boot beside each other and find it up (booting all three at once was
-        # 30 % faster at load 20, but at load 60 a node booting beside the others once exited on its own)
-        self.launch(0)
-        self.await_node(0)
-        self.timings["boot"] = time.monotonic() - t0
-        self.launch(1)
-        self.launch(2)
-        with ThreadPoolExecutor(2) as pool:    # each rabbitmqctl is an Erlang VM of its own
-            list(pool.map(self.await_node, (1, 2)))
-        status = self.ctl(0, "cluster_status")
-        for i in (1, 2):
-            if self.names[i] not in status:   # discovery gave up before node 0 was up: join by hand
-                self.join(i)
-                status = self.ctl(0, "cluster_status")
-        assert all(n in status for n in self.names), status
-        self.timings["cluster"] = time.monotonic() - t0
-        self.os_pids = [int((self.base / f"n{i}" / "pid").read_text().strip()) for i in range(3)]
-
-    def freeze(self, node: int) -> None:
-        os.kill(self.os_pids[node], signal.SIGSTOP)
-
-    def thaw(self, node: int) -> None:
-        os.kill(self.os_pids[node], signal.SIGCONT)
-
-    def stop(self) -> None:
-        """Throw-away nodes: killed with their process groups (wrapper, Erlang VM, children), no shutdown."""
-        for pid in self.os_pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGCONT)
-        for p in self.servers:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGKILL)
-        for p in self.servers:
-            p.wait(timeout=HANG)
-        if self.epmd_process is not None:
-            self.epmd_process.kill()
-            self.epmd_process.wait(timeout=HANG)
-
-
-@contextlib.contextmanager
-def cluster(base: Path) -> Iterator[Cluster]:
-    c = Cluster(base)
-    try:
-        c.start()
-        yield c
-    finally:
-        c.stop()
+pytestmark = [requires_rabbitmq]
 
 
 def test_a_frozen_node_holds_its_arms_by_the_lease_and_the_others_keep_theirs(tmp_path):
@@ -173,7 +40,7 @@ def test_a_frozen_node_holds_its_arms_by_the_lease_and_the_others_keep_theirs(tm
     held and takes no lease until the thaw, while arm0 and arm1 keep taking leases; after the thaw
     arm2 is leased again but moves only after a command. The station's node frozen: every arm held."""
     aiomqtt = pytest.importorskip("aiomqtt", reason=extra_missing("aiomqtt"))
-    with cluster(tmp_path) as c:
+    with rabbitmq_cluster(tmp_path) as c:
         arms = {f"arm{i}": LeaseGate(FleetLease(f"arm{i}", {"station"})) for i in range(3)}
         held: dict[str, float] = {}
         taken: dict[str, list[float]] = {name: [] for name in arms}   # when each arm took a lease
@@ -252,7 +119,7 @@ def test_a_frozen_node_holds_its_arms_by_the_lease_and_the_others_keep_theirs(tm
 
         out = asyncio.run(asyncio.wait_for(scenario(), 4 * HANG))
         timings = dict(c.timings)
-    print(f"3-node RabbitMQ cluster (booted in {timings['boot']:.1f} s, clustered at {timings['cluster']:.1f} s): "
+    print(f"3-node RabbitMQ cluster (started in {timings['start']:.1f} s): "
           f"node 2 frozen -> arm2 held after {out['freeze_to_hold']:.3f} s ({out['last_lease_to_hold']:.3f} s after "
           f"its last lease; timeout {LEASE_TIMEOUT} s, keepalive {KEEPALIVE} s), {out['arm2_leases_while_frozen']} "
           f"leases taken while frozen; arms on nodes 0, 1 kept taking leases (held meanwhile: "
