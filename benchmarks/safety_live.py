@@ -183,6 +183,28 @@ def run_signal_row(backend: str, sig: signal.Signals) -> Row:
     return judge(row, extra=proc.returncode == 0 and want in kinds and "release" not in kinds)
 
 
+def _read_trace(trace_file: Path) -> np.ndarray:
+    """The sim's trace rows so far (simulated time, wall time, 6 positions, 6 velocities); a row the
+    sim is still writing is left out."""
+    if not trace_file.exists():
+        return np.empty((0, 14))
+    data = np.fromfile(trace_file, dtype=np.float64)
+    return data[: data.size // 14 * 14].reshape(-1, 14)
+
+
+async def _sim_time_after(trace_file: Path, wall: float, seconds: float, proc: subprocess.Popen[str], *,
+                          hang: float) -> None:
+    """Until the trace holds ``seconds`` of simulated time after the first sample taken at or after
+    wall time ``wall``, the process has exited, or ``hang`` seconds of wall time have passed."""
+    end = time.perf_counter() + hang
+    while time.perf_counter() < end and proc.poll() is None:
+        data = _read_trace(trace_file)
+        after = np.flatnonzero(data[:, 1] >= wall)
+        if after.size and data[-1, 0] >= data[after[0], 0] + seconds:
+            return
+        await asyncio.sleep(0.05)
+
+
 def teleop_signal_row(backend: str, sig: signal.Signals) -> Row:
     """``sig`` to a ``hebictl teleop`` process while an operator jogs: the arm must stop and the
     process exit 0."""
@@ -231,12 +253,15 @@ def teleop_signal_row(backend: str, sig: signal.Signals) -> Row:
                 await asyncio.sleep(0.02)
             tr.t_stop = time.perf_counter()
             proc.send_signal(sig)
-            await asyncio.sleep(2.5)
+            # the stop is judged over 2 s of the sim's own time after the signal (metrics): wait for that
+            # much of it in the trace, not for wall time (--paced-clock stretches it on a loaded machine;
+            # a fixed 2.5 s of wall time once held only part of the window). 60 s: a hang guard
+            await _sim_time_after(trace_file, tr.t_stop, 2.1, proc, hang=60.0)
             watcher.cancel()
 
     row = Row(name, backend, target=f"holds, no release; {STD}")
     try:
-        asyncio.run(asyncio.wait_for(operate(), 90.0))
+        asyncio.run(asyncio.wait_for(operate(), 180.0))  # a hang guard over the waits inside
     except Exception as exc:
         row.note = f"{type(exc).__name__}: {exc}"[:120]
     finally:
@@ -248,9 +273,8 @@ def teleop_signal_row(backend: str, sig: signal.Signals) -> Row:
             proc.kill()
             out, _ = proc.communicate()
         broker.stop()
-    if trace_file.exists() and trace_file.stat().st_size:
-        data = np.fromfile(trace_file, dtype=np.float64)
-        data = data[: data.size // 14 * 14].reshape(-1, 14)
+    data = _read_trace(trace_file)
+    if data.size:
         after = np.flatnonzero(data[:, 1] >= tr.t_stop)  # samples taken once the signal was sent
         sim = Trace(t_stop=float(data[after[0], 0]) if after.size else math.nan)
         for row_ in data:
@@ -258,7 +282,7 @@ def teleop_signal_row(backend: str, sig: signal.Signals) -> Row:
         tr = sim
     row.peak, row.still, row.ee_mm = metrics(tr, model, vmax)
     if not row.note and not np.isfinite(row.ee_mm):
-        row.note = "no arm state for 2 s after the signal: the process stopped"
+        row.note = "no 2 s of the arm's state after the signal (60 s hang guard): the process stopped or stalled"
     kinds = [w for w in ("interrupt", "terminate", "teleop_shutdown", "release") if w in out]
     name_ = "Ctrl-C" if sig is signal.SIGINT else "SIGTERM"
     want = "interrupt" if sig is signal.SIGINT else "terminate"
