@@ -75,10 +75,18 @@ def _records(blob: bytes) -> list[tuple[int, int, int]]:
 
 
 def _cuts(records: list[tuple[int, int, int]]) -> list[int]:
-    """At each record's start, inside its opcode/length, inside its body, and one byte short."""
+    """At a record's start, inside its opcode/length, inside its body, and one byte short: in every
+    record of a kind the file has few of, and in the first three, the last three and every eighth of
+    the kinds it has hundreds of (chunks, message indexes). Every record of every kind was 2,939 cuts
+    and 190 s of a loaded suite; these are the same positions in each kind of record, about one in six."""
+    by_kind: dict[int, list[tuple[int, int]]] = {}
+    for start, end, op in records[1:]:
+        by_kind.setdefault(op, []).append((start, end))
     cuts = set()
-    for start, end, _ in records[1:]:
-        cuts.update({start, start + 1, start + 5, (start + end) // 2, end - 1})
+    for spans in by_kind.values():
+        for k, (start, end) in enumerate(spans):
+            if k < 3 or k >= len(spans) - 3 or k % 8 == 0:
+                cuts.update({start, start + 1, start + 5, (start + end) // 2, end - 1})
     return sorted(c for c in cuts if c > records[0][1])
 
 
