@@ -28,7 +28,8 @@ CONFIG_IDS = [p.name.split(".")[0] for p in BUNDLED_CONFIGS]
 def run_args(**flags: Any) -> argparse.Namespace:
     """``hebictl run``'s flags as a multi-arm run reads them."""
     args = argparse.Namespace(no_home=False, arm_goal=None, hold=0.5, stop_hold=0.5, rate=None, goal=None,
-                              record=None, plot=None, no_arm_obstacles=False, backend="sim")
+                              record=None, plot=None, no_arm_obstacles=False, backend="sim",
+                              quiet=False, rt_priority=0, cpu=None)
     vars(args).update(flags)
     return args
 
