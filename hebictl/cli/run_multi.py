@@ -316,10 +316,11 @@ def cmd_run_multi(args: argparse.Namespace, clock: Any, stop_hold: float, home_p
 
 
 def exit_code(run: MultiRun) -> int:
-    """1 when the group tripped (a fault, not an operator's stop) or a goal was refused, else 0 (a
-    SIGTERM's park, parked or fallen back to the hold, is an operator's stop)."""
-    tripped = run.group.tripped is not None and run.signal is None
-    return 1 if tripped or any(p.refused for p in run.plans.values()) else 0
+    """1 when an arm faulted (a group ``fault`` event: before or after a signal, during a park too) or
+    a goal was refused, else 0 (a SIGTERM's park, parked or fallen back to the hold, is an operator's
+    stop, as is the hold after Ctrl-C)."""
+    faulted = any(e.kind == "fault" for e in run.group.events)
+    return 1 if faulted or any(p.refused for p in run.plans.values()) else 0
 
 
 def rest_poses(multi: Any) -> dict[str, np.ndarray]:

@@ -411,7 +411,7 @@ def test_plot_draws_one_figure_per_arm_from_what_each_arm_measured(tmp_path, cap
 REST_TOLERANCE = 0.01
 
 
-def _parking_run(tmp_path, config, *, second_signal_after=None, limit=120.0, rests=None):
+def _parking_run(tmp_path, config, *, second_signal_after=None, limit=120.0, rests=None, during=None):
     """Two arms of ``config`` on the sim (one scene), home, then each turns its base 0.8 rad away from
     the other; SIGTERM 0.5 s into the goals (and, with ``second_signal_after`` [s], another signal that
     long after it). Runs in simulated time until the run ends; returns the run, the multi arms, the
@@ -454,6 +454,8 @@ def _parking_run(tmp_path, config, *, second_signal_after=None, limit=120.0, res
                     v = np.abs(np.asarray(arm.last_feedback.velocity, dtype=float)) / arm.limits.velocity_max
                     marks["peak"][name] = np.maximum(marks["peak"][name], np.where(np.isfinite(v), v, 0.0))
             marks["contact"] += contacts_between(multi.physics, "left", "right")[0] > 0
+            if during is not None:
+                during(now, run, multi, marks)
             return going
 
         FixedRateLoop(step, 200.0, clock).run(duration=limit)
@@ -580,3 +582,35 @@ def test_the_group_loop_gets_rt_priority_and_measures_every_arms_feedback_wait(c
     for w in run.windows:
         assert w.wait_p50 == pytest.approx(0.003, abs=1e-9) and w.wait_p99 == pytest.approx(0.003, abs=1e-9)
         assert w.work_p99 == pytest.approx(0.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("config", BUNDLED_CONFIGS, ids=CONFIG_IDS)
+def test_an_m_stop_during_the_parks_ends_every_park_in_the_hold(tmp_path, config):
+    """Right's M-stop pressed 1.0 s after the SIGTERM (both arms on their park move): right stops
+    (its own latched stop), left's park ends in the fall-back hold naming right, one group fault
+    event; the run exits by itself within the park's bound, exit 1 (an arm faulted)."""
+    pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
+    from hebictl.control.park import PARK_BOUND_S
+
+    def press(now, run, multi, marks):
+        if "term" in marks and "pressed" not in marks and now - marks["term"] >= 1.0:
+            marks["pressed"] = now
+            marks["phases"] = {n: p.phase for n, p in run.parks.items()}
+            multi.arms["right"].backend.press_mstop()
+
+    run, multi, marks, code = _parking_run(tmp_path, config, during=press)
+    left, right = run.parks["left"], run.parks["right"]
+    faults = [e for e in run.group.events if e.kind == "fault"]
+    speed = float(np.abs(marks["velocity"]["left"]).max())
+    print(f"\n{config.name}: M-stop of right {marks['pressed'] - marks['term']:.3f} s after the SIGTERM (parks "
+          f"{marks['phases']}); group: {[f'{e.kind} {e.arm}: {e.detail}' for e in faults]}; left: {left.outcome}; "
+          f"right: {right.outcome}; exit {marks['ended'] - marks['term']:.3f} s after the SIGTERM, left at "
+          f"{speed:.4f} rad/s; cycles with the arms in contact {marks['contact']}; exit code {code}")
+    assert marks["phases"] == {"left": "move", "right": "move"}
+    assert len(faults) == 1 and faults[0].arm == "right" and "mstop" in faults[0].detail
+    assert left.phase == "hold" and "arm right stopped during its park" in left.outcome
+    assert right.phase == "hold" and "a safety stop during the park move" in right.outcome
+    assert multi.arms["right"].state is ArmState.STOPPED and multi.arms["left"].state is ArmState.STOPPED
+    # contacts between the arms are printed, not asserted: after its M-stop the sim's right arm is no longer
+    # commanded by hebictl (x-series-7dof-double-shoulder: measured at 10-14 rad/s after it, and touching left)
+    assert marks["ended"] - marks["term"] <= PARK_BOUND_S and code == 1 and speed < 0.02
