@@ -11,6 +11,7 @@ import pytest
 
 from hebictl.cli.run_cmd import TERM_HOLD_S, home_position
 from hebictl.cli.run_multi import MultiRun, build_plans, cmd_run_multi
+from hebictl.config import load_config
 from hebictl.control.arm import Arm
 from hebictl.control.loop import FixedRateLoop
 from hebictl.control.safety import ArmState
@@ -411,10 +412,12 @@ def test_plot_draws_one_figure_per_arm_from_what_each_arm_measured(tmp_path, cap
 REST_TOLERANCE = 0.01
 
 
-def _parking_run(tmp_path, config, *, second_signal_after=None, limit=120.0, rests=None, during=None):
-    """Two arms of ``config`` on the sim (one scene), home, then each turns its base 0.8 rad away from
-    the other; SIGTERM 0.5 s into the goals (and, with ``second_signal_after`` [s], another signal that
-    long after it). Runs in simulated time until the run ends; returns the run, the multi arms, the
+def _parking_run(tmp_path, config, *, second_signal_after=None, limit=120.0, rests=None, during=None,
+                 turns=(0.8, -0.8), signal_in_goal=True, guard=True):
+    """Two arms of ``config`` on the sim (one scene), home, then each turns its base by ``turns`` (by
+    default 0.8 rad away from the other); SIGTERM 0.5 s into the goals (``signal_in_goal``), else once
+    both arms hold at their goals (and, with ``second_signal_after`` [s], another signal that long
+    after it). Runs in simulated time until the run ends; returns the run, the multi arms, the
     marks (signal times, per arm the peak measured speed / rated speed during its park move, the
     measured end positions and velocities, contacts between the arms) and the run's exit code."""
     import signal
@@ -427,21 +430,21 @@ def _parking_run(tmp_path, config, *, second_signal_after=None, limit=120.0, res
     marks = {"peak": {n: np.zeros(a.dof) for n, a in multi.arms.items()}, "contact": 0}
     try:
         goals = []
-        for entry, turn in zip(multi.config.arms, (0.8, -0.8), strict=True):
+        for entry, turn in zip(multi.config.arms, turns, strict=True):
             q = home_position(entry.config, multi.arms[entry.name].dof).copy()
             q[0] += turn
             goals.append([entry.name, *map(str, q)])
         run = MultiRun(multi, build_plans(multi, run_args(arm_goal=goals), home_position), clock, 60.0, TERM_HOLD_S)
-        run.rests, run.quiet = rest_poses(multi), True
+        run.rests, run.quiet, run.guard = rest_poses(multi), True, guard
         run.rests.update(rests or {})
         started = {}
 
         def step():
             going = run.step()
             now = clock.now()
-            if all(p.phase == "goal" for p in run.plans.values()):
+            if all(p.phase == ("goal" if signal_in_goal else "hold") for p in run.plans.values()):
                 started.setdefault("goal", now)
-            if "goal" in started and now - started["goal"] >= 0.5 and "term" not in marks:
+            if "goal" in started and now - started["goal"] >= 0.5 * signal_in_goal and "term" not in marks:
                 marks["term"] = now
                 run.on_signal(signal.SIGTERM, None)
             if second_signal_after is not None and "term" in marks and "again" not in marks \
@@ -614,3 +617,36 @@ def test_an_m_stop_during_the_parks_ends_every_park_in_the_hold(tmp_path, config
     # contacts between the arms are printed, not asserted: after its M-stop the sim's right arm is no longer
     # commanded by hebictl (x-series-7dof-double-shoulder: measured at 10-14 rad/s after it, and touching left)
     assert marks["ended"] - marks["term"] <= PARK_BOUND_S and code == 1 and speed < 0.02
+
+
+@pytest.mark.parametrize("config", BUNDLED_CONFIGS, ids=CONFIG_IDS)
+def test_parks_that_meet_are_held_short_of_each_other(tmp_path, config):
+    """Right is turned 2 rad away on its base and left holds at home when the SIGTERM comes; left's rest
+    pose is the seeded search's pose inside right at its home (its path clear of right turned away:
+    admitted), right's is its home. Both park toward each other; the run's per-cycle guard holds the
+    park that closes in on the other arm short of it (fall-back hold, a group ``held`` event)."""
+    pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
+    from sim_backend.world import arm_distance
+
+    inside = through_the_other_arm(config, tmp_path, away=-2.0)
+    apart = {}
+
+    def distance(now, run, multi, marks):
+        if "term" in marks:
+            apart["min"] = min(apart.get("min", np.inf), arm_distance(multi.physics, "left", "right"))
+
+    home = home_position(load_config(config), len(inside))
+    run, multi, marks, code = _parking_run(tmp_path, config, rests={"left": inside, "right": home}, during=distance,
+                                           turns=(0.0, -2.0), signal_in_goal=False)
+    held = [e for e in run.group.events if e.kind == "held"]
+    closest = apart.pop("min")
+    bare_run, _, bare, _ = _parking_run(tmp_path, config, rests={"left": inside, "right": home}, during=distance,
+                                        turns=(0.0, -2.0), signal_in_goal=False, guard=False)
+    print(f"\n{config.name}: " + "; ".join(f"{n}: {p.outcome}" for n, p in run.parks.items()) +
+          f"; group held: {[f'{e.arm}: {e.detail}' for e in held]}; closest {closest * 1e3:.1f} mm (sim), "
+          f"contacts {marks['contact']}; exit {marks['ended'] - marks['term']:.3f} s after the SIGTERM, code {code}. "
+          f"Without the guard: {bare['contact']} cycles in contact; " +
+          "; ".join(f"{n}: {p.outcome}" for n, p in bare_run.parks.items()))
+    assert held and all("park held" in run.parks[e.arm].outcome for e in held)
+    assert marks["contact"] == 0 and closest > 0.0 and code == 0
+    assert bare["contact"] > 0
