@@ -392,8 +392,9 @@ def position_error(arm: Any) -> float:
 
 
 def status_table(run: MultiRun, rate: float, backend: str) -> Any:
-    """The live status (rich): one row per arm (state, mode, phase, goal progress, position error,
-    its last event), then the loop's last second and the group's last event."""
+    """The live status (rich): one row per arm (state, mode, phase (``park brake``, ``park move``, ...
+    during a SIGTERM's park), goal progress, position error, its last event), then the loop's last
+    second and the group's last event."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -404,7 +405,8 @@ def status_table(run: MultiRun, rate: float, backend: str) -> Any:
     for name, arm in g.arms.items():
         err = position_error(arm)
         last = arm.events.last
-        t.add_row(name, arm.state.value, str(arm.mode.value), run.plans[name].phase,
+        park = run.parks.get(name)
+        t.add_row(name, arm.state.value, str(arm.mode.value), f"park {park.phase}" if park else run.plans[name].phase,
                   f"{100 * arm.goal_progress:5.1f} %", "-" if math.isnan(err) else f"{err * 1e3:.3f}",
                   escape(f"{last.kind}: {last.detail}") if last is not None else "")
     captions = []

@@ -476,10 +476,16 @@ def test_sigterm_mid_goal_parks_every_arm_at_its_rest_pose(tmp_path, config):
     0.25 of its rated speed (measured on the sim), holds there and the run ends by itself within the
     park's bound, exit 0; the arms never touch."""
     pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
+    from hebictl.cli.run_multi import status_table
     from hebictl.control.park import PARK_BOUND_S, PARK_HOLD_S, PARK_SPEED_FRACTION
 
-    run, multi, marks, code = _parking_run(tmp_path, config)
+    def watch(now, run, multi, marks):
+        if "term" in marks and "table" not in marks and now - marks["term"] >= 1.0:
+            marks["table"] = _table_text(status_table(run, 200.0, "sim"))
+
+    run, multi, marks, code = _parking_run(tmp_path, config, during=watch)
     took = marks["ended"] - marks["term"]
+    assert all(_row(marks["table"], n)[3] == "park move" for n in ("left", "right")), marks["table"]
     lines = []
     for name, park in run.parks.items():
         error = np.abs(marks["position"][name] - run.rests[name])
