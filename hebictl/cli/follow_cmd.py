@@ -2,10 +2,16 @@
 the demonstrations optionally recorded as a LeRobot v3.0 dataset (hebictl.datasets).
 
 One config gives both arms (two instances of it: on simulated backends); two give the leader and the
-follower. The leader idles in gravity compensation (a hand moves it) and feels the follower's
-contacts; the follower aligns (GELLO's gate, then a minimum-jerk goal) and follows. Every period
-of following is one episode of ``--record-dataset`` (its frames at ``--fps``, its health judged by
-ALOHA's rule); a fault of either arm holds both, ends the episode and exits 1.
+follower; a multi-arm config (docs/multi_arm.md) gives two named arms (``--leader NAME --follower
+NAME``, by default the arms named ``leader`` and ``follower``), built as ``hebictl run`` builds them:
+on ``sim`` in one MuJoCo scene at their base poses, and each arm's collision world holding the other
+(updated every cycle from its measured joints), so the follower's alignment goal is refused and its
+follow steps slow and stop short where they would run into the leader.
+
+The leader idles in gravity compensation (a hand moves it) and feels the follower's contacts; the
+follower aligns (GELLO's gate, then a minimum-jerk goal) and follows. Every period of following is
+one episode of ``--record-dataset`` (its frames at ``--fps``, its health judged by ALOHA's rule); a
+fault of either arm holds both, ends the episode and exits 1.
 
 The operator says when to follow and what to keep with one-letter commands on stdin (``--keys``)
 or with the buttons of an input device (``--input``: a real Mobile IO, the MQTT input topic, a
@@ -32,8 +38,13 @@ from hebictl.hardware.registry import available_backends
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("follow", help="leader-follower: a follower arm takes a leader arm's joint positions")
-    p.add_argument("leader", type=Path, help="the leader's robot config (alone: both arms from it)")
+    p.add_argument("leader", type=Path, help="the leader's robot config (alone: both arms from it), or a multi-arm "
+                                             "config (ARMS.multi.yaml) naming both arms")
     p.add_argument("follower", type=Path, nargs="?", help="the follower's robot config (default: the leader's)")
+    p.add_argument("--leader", dest="leader_arm", default=None, metavar="NAME",
+                   help="with a multi-arm config: the leader arm's name (default: leader)")
+    p.add_argument("--follower", dest="follower_arm", default=None, metavar="NAME",
+                   help="with a multi-arm config: the follower arm's name (default: follower)")
     p.add_argument("--backend", default="mock", choices=available_backends(), help="backend of both arms")
     p.add_argument("--seconds", type=float, default=None, help="stop after this long (default: until Ctrl-C)")
     p.add_argument("--align-threshold", type=float, default=0.8,
@@ -135,22 +146,83 @@ class DemoRecorder:
             self.recording = False
 
 
-def cmd_follow(args: argparse.Namespace) -> int:
+class FollowArms:
+    """The two arms ``hebictl follow`` runs, their robot configs, and (from a multi-arm config) the
+    :class:`~hebictl.wiring.multi.MultiArms` they belong to."""
+
+    def __init__(self, leader: Any, follower: Any, leader_cfg: Any, follower_cfg: Any, multi: Any = None) -> None:
+        self.leader, self.follower, self.leader_cfg, self.follower_cfg = leader, follower, leader_cfg, follower_cfg
+        self.multi = multi
+
+    @property
+    def observe(self) -> Any:
+        """What :class:`~hebictl.control.follow.LeaderFollower` calls each cycle (None: one-arm configs)."""
+        return self.multi.observe if self.multi is not None else None
+
+    def close(self) -> None:
+        if self.multi is not None:
+            self.multi.close()
+            return
+        self.leader.close()
+        self.follower.close()
+
+
+def multi_arm_names(args: argparse.Namespace, names: list[str]) -> tuple[str, str]:
+    """The leader's and the follower's names in a multi-arm config of ``names`` (``--leader``,
+    ``--follower``; by default ``leader`` and ``follower``); a UsageError naming the config's arms."""
+    leader, follower = args.leader_arm or "leader", args.follower_arm or "follower"
+    listed = ", ".join(names)
+    for flag, name in (("--leader", leader), ("--follower", follower)):
+        if name not in names:
+            raise UsageError(f"{flag} {name}: no such arm in {args.leader} (its arms: {listed}); name the "
+                             "leader and the follower with --leader NAME --follower NAME")
+    if leader == follower:
+        raise UsageError(f"--leader and --follower are both {leader}: two different arms are needed")
+    if len(names) != 2:
+        raise UsageError(f"{args.leader} has {len(names)} arms ({listed}); hebictl follow runs a config of two")
+    return leader, follower
+
+
+def open_follow_arms(args: argparse.Namespace, clock: Any) -> FollowArms:
+    """The leader and the follower on ``args.backend``: from one or two robot configs, or from a
+    multi-arm config (module doc: one scene on ``sim``, each arm an obstacle for the other)."""
     from hebictl.config import load_config
     from hebictl.control.arm import Arm
-    from hebictl.control.follow import FollowSettings, FollowState, JointMap, LeaderFollower
-    from hebictl.hardware.clock import MonotonicClock
+    from hebictl.multi_config import is_multi_arm_config, load_multi_arm_config
 
-    source = check_follow_flags(args)
+    if is_multi_arm_config(args.leader):
+        from hebictl.wiring.multi import arms_from_multi_config
+
+        if args.follower is not None:
+            raise UsageError(f"{args.leader} is a multi-arm config: name its arms with --leader NAME --follower "
+                             f"NAME, not a second config ({args.follower})")
+        mcfg = load_multi_arm_config(args.leader)
+        lead, follow = multi_arm_names(args, [a.name for a in mcfg.arms])
+        multi = arms_from_multi_config(Arm, mcfg, args.backend, clock=clock)
+        cfgs = {a.name: a.config for a in mcfg.arms}
+        return FollowArms(multi.arms[lead], multi.arms[follow], cfgs[lead], cfgs[follow], multi)
+    if args.leader_arm is not None or args.follower_arm is not None:
+        raise UsageError("--leader/--follower name the arms of a multi-arm config; "
+                         f"{args.leader} is a robot config")
     leader_cfg = load_config(args.leader)
     follower_cfg = load_config(args.follower) if args.follower is not None else leader_cfg
-    clock = MonotonicClock()
     leader = Arm.from_config(leader_cfg, backend=args.backend, clock=clock)
     try:
         follower = Arm.from_config(follower_cfg, backend=args.backend, clock=clock)
     except BaseException:
         leader.close()
         raise
+    return FollowArms(leader, follower, leader_cfg, follower_cfg)
+
+
+def cmd_follow(args: argparse.Namespace) -> int:
+    from hebictl.control.follow import FollowSettings, FollowState, JointMap, LeaderFollower
+    from hebictl.hardware.clock import MonotonicClock
+
+    source = check_follow_flags(args)
+    clock = MonotonicClock()
+    arms = open_follow_arms(args, clock)
+    leader, follower, follower_cfg = arms.leader, arms.follower, arms.follower_cfg
     recorder = None
     try:
         jmap = JointMap.build(leader.dof, follower.dof, source)
@@ -161,7 +233,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
             writer = LeRobotWriter(args.record_dataset, fps=args.fps, joint_names=follower.model.joint_names,
                                    task=args.task, robot_type=f"hebi:{Path(follower_cfg.path).stem}")
         leader.set_idle("gravcomp")   # a hand moves the leader
-        lf = LeaderFollower(leader, follower, joint_map=jmap, settings=FollowSettings(
+        lf = LeaderFollower(leader, follower, joint_map=jmap, observe=arms.observe, settings=FollowSettings(
             align_threshold=args.align_threshold, max_relative_target=args.max_step, haptic_gain=args.haptic_gain))
         recorder = DemoRecorder(writer, lf) if writer is not None else None
         buttons = None
@@ -181,8 +253,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
         if recorder is not None:
             recorder.stop()
             recorder.writer.close()
-        leader.close()
-        follower.close()
+        arms.close()
     for e in lf.events:
         print(f"{e.time - lf.events[0].time:8.3f} s  {e.kind:10s} {e.arm:9s} {e.detail}")
     if recorder is not None:

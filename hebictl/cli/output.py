@@ -93,3 +93,14 @@ def loop_line(s: Any, rate: float) -> str:
     return (f"{rate:.0f} Hz: period p50 {s.period_p50 * 1e3:.3f} ms, max {s.period_max * 1e3:.3f} ms; "
             f"work p99 {s.work_p99 * 1e3:.3f} ms; waiting for feedback p50 {s.wait_p50 * 1e3:.3f} ms; "
             f"deadline misses {s.deadline_misses}, overruns {s.overruns}")
+
+
+def grant_notice(args: Any) -> Any:
+    """A control loop's ``on_grant`` for ``hebictl run`` (one arm or several): on the loop thread,
+    before its first cycle, says what the thread was granted (``hebictl run: real-time: ...``) unless
+    ``--quiet`` or real-time is off (the summary repeats it)."""
+    def granted(grant: Any) -> None:
+        if not getattr(args, "quiet", False) and not grant.requested.off:
+            say(f"hebictl run: {grant.line()}")
+    return granted
+

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from hebictl.cli.output import console, loop_line, say, tolerant
+from hebictl.cli.output import console, grant_notice, loop_line, say, tolerant
 from hebictl.errors import CommandRejected, ConfigError, HardwareError, HebictlError, InstallationError, UsageError
 from hebictl.hardware.registry import available_backends
 
@@ -287,7 +287,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.config is not None and is_multi_arm_config(args.config):
         from hebictl.cli.run_multi import cmd_run_multi
 
-        return cmd_run_multi(args, loop_clock(args), TERM_HOLD_S, home_position)
+        return cmd_run_multi(args, loop_clock(args), TERM_HOLD_S, home_position, realtime_request(args))
     clock = loop_clock(args)
     t_start = clock.now()  # event times and the summary count from here
     cfg = load_config(args.config or bundled_config())
@@ -307,10 +307,6 @@ def cmd_run(args: argparse.Namespace) -> int:
             if mcap is not None:
                 mcap.loop_stats(stats)
 
-        def granted(grant: Any) -> None:  # on the loop thread, before its first cycle (the summary repeats it)
-            if not args.quiet and not grant.requested.off:
-                say(f"hebictl run: {grant.line()}")
-
         meter = WaitMeter(clock)
         # time waiting for feedback, apart from work: this one backend's read is wrapped on purpose
         arm.backend.read = meter.wrap(arm.backend.read)  # type: ignore[method-assign]  # instance-level wrap
@@ -321,7 +317,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         waits = getattr(arm.backend, "read_waits_for_feedback", True)
         paced = waits and rate >= arm.backend.feedback_frequency * (1 - 1e-9)
         loop = FixedRateLoop(lambda: False, rate, clock, paced_by_step=paced, wait=meter, report=report,
-                             realtime=realtime_request(args), on_grant=granted)
+                             realtime=realtime_request(args), on_grant=grant_notice(args))
         # memory locked and the heap frozen now, before the moves are planned from the last feedback
         # read: that read is not followed by this set-up's 0.4 s or more before the first cycle
         # (the scheduling itself is granted when the loop starts, on its thread)

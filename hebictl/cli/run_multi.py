@@ -9,7 +9,14 @@ resumes by itself), moves each arm through its phases (its config's home, then i
 ``--arm-goal``, each admitted by that arm's own admission, the other arms included as obstacles,
 when it starts; a refused goal leaves that arm holding, and is reported), and sends every command.
 Ctrl-C or SIGTERM stops every arm with the hold behaviour, holds ``--stop-hold`` s (default
-:data:`~hebictl.cli.run_cmd.TERM_HOLD_S`) and exits with the summary of every arm.
+:data:`~hebictl.cli.run_cmd.TERM_HOLD_S`) and exits with the summary of every arm. A SIGTERM without
+``--stop-hold`` parks every arm whose robot config has ``user_data.rest_position`` there, all at
+once, each by a :class:`~hebictl.control.park.Park` as one arm parks (brake, a slow move through its
+admission with the other arms as obstacles, bounded; docs/stopping.md); a park that closes in on
+another arm, or a safety stop of any arm during the parks, ends the others' parks in the fall-back
+hold, saying why; a second signal brakes every arm and exits once each is measured still.
+The loop thread gets ``--rt-priority`` (:mod:`hebictl.control.realtime`), and every arm's feedback
+read is timed as waiting (:class:`~hebictl.control.loop.WaitMeter`), as for one arm.
 """
 
 from __future__ import annotations
@@ -75,10 +82,20 @@ class MultiRun:
         self.windows: list[Any] = []
         #: --plot: per arm, the feed to a writer thread filling its Recorder (hebictl.control.recorder)
         self.feeds: dict[str, Any] = {}
+        #: the arms' user_data.rest_position (empty with --stop-hold): a SIGTERM parks these arms there
+        self.rests: dict[str, np.ndarray] = {}
+        #: the parks under way after a SIGTERM (hebictl.control.park.Park), and those that have ended
+        self.parks: dict[str, Any] = {}
+        self.parked: set[str] = set()
+        self.again = False   # a second signal came
+        self.quiet = False   # --quiet: no stop notice on stderr
+        #: what the loop thread was granted (hebictl.control.realtime.RealtimeGrant), for the summary
+        self.realtime: Any = None
 
     def on_signal(self, signum: int, frame: Any) -> None:
         if self.signal is not None:
-            self.exit_at = -math.inf   # a second one: leave now
+            self.again = True          # a second one: parks brake and end once still (in the cycle)
+            self.exit_at = -math.inf   # every arm not parking: leave now
         self.signal = signum
 
     def step(self) -> bool:
@@ -88,9 +105,11 @@ class MultiRun:
         g.update()
         self.multi.observe()   # every arm's collision world sees the others where they are now
         g.supervise()
-        if self.signal is not None and self.exit_at is None:
+        if self.signal is not None and self.exit_at is None and not self.parks:
             self._stop_all()
-        if g.tripped is None and self.exit_at is None:
+        if self.parks:
+            self._parking()
+        elif g.tripped is None and self.exit_at is None:
             for name in g.arms:
                 self._guard(name)
                 self._advance(name)
@@ -110,6 +129,9 @@ class MultiRun:
 
     def _going_on(self) -> bool:
         now = self.clock.now()
+        if self.parks:   # until every park has ended, and the other arms' hold
+            holding = len(self.parks) < len(self.group.arms) and now < (self.exit_at or math.inf)
+            return len(self.parked) < len(self.parks) or holding
         if self.exit_at is not None:
             return now < self.exit_at
         if any(p.moves or p.phase in ("start", "home", "goal") for p in self.plans.values()):
@@ -119,37 +141,84 @@ class MultiRun:
         return now - self.idle_since < self.hold
 
     def _stop_all(self) -> None:
+        """Brake every arm (a latched ``hold`` stop); after a SIGTERM, park the arms with a rest pose."""
+        from hebictl.control.park import Park
         from hebictl.control.safety import EventKind, StopBehaviour
 
         sigterm = self.signal == signal.SIGTERM
-        for arm in self.group.arms.values():
+        parking = self.rests if sigterm else {}
+        for name, arm in self.group.arms.items():
+            then = "parking at user_data.rest_position" if name in parking else "holding"
             arm.stop(EventKind.TERMINATE if sigterm else EventKind.INTERRUPT,
-                     f"{'SIGTERM' if sigterm else 'Ctrl-C'}: braking every arm, then holding",
+                     f"{'SIGTERM' if sigterm else 'Ctrl-C'}: braking every arm, then {then}",
                      behaviour=StopBehaviour.HOLD)
-        self.group.tripped = self.group.note("stop", "", "operator stop of every arm", trip=True)
+        self.group.tripped = self.group.note("stop", "", "operator stop of every arm" +
+                                             (f"; parking {', '.join(parking)}" if parking else ""), trip=True)
         self.exit_at = self.clock.now() + self.stop_hold
+        self.parks = {name: Park(self.group.arms[name], rest, self.clock, "SIGTERM", self.stop_hold)
+                      for name, rest in parking.items()}
+        if parking and not self.quiet:
+            from hebictl.cli.output import say
+            from hebictl.control.park import PARK_BOUND_S
+
+            say(f"SIGTERM: braking every arm, then parking {', '.join(parking)} at user_data.rest_position (at "
+                f"most {PARK_BOUND_S:g} s, then exiting; a second Ctrl-C/SIGTERM brakes and exits at once)")
+
+    def _parking(self) -> None:
+        """One cycle of every park: a second signal ends the parks still braking or moving; a safety
+        stop of an arm during its park move, or a park move closing in on another arm, ends the
+        other parks (or that one) in the fall-back hold; a park that has ended stays ended."""
+        for name, park in self.parks.items():
+            arm = park.arm
+            if self.again and park.phase in ("brake", "move"):
+                park.abort = True
+            elif park.phase == "move" and arm.state.value == "stopped":   # its own safety stop
+                cause = f"{arm.latch.cause}: {arm.latch.detail}" if arm.latch is not None else "stopped"
+                self.group.note("fault", name, f"during its park: {cause}")
+                for other in self.parks.values():
+                    if other is not park:
+                        other.stop_short(f"arm {name} stopped during its park ({cause})")
+            elif park.phase == "move" and not arm.at_goal:
+                detail = self._closing(name, "park")
+                if detail is not None:
+                    park.stop_short(detail)
+                    self.group.note("held", name, detail)
+        for name, park in self.parks.items():
+            if name not in self.parked and (not park.step() or (self.again and park.phase in ("parked", "hold"))):
+                self.parked.add(name)
 
     def _guard(self, name: str) -> None:
         """An arm following a goal that closes in on another arm (which may have moved since the
         goal was admitted) within the slow-down threshold is held (braked within its rated
         deceleration), its remaining moves dropped: a ``held`` group event, not a fault."""
         arm, plan = self.group.arms[name], self.plans[name]
-        world = self.multi.world(name)
-        if not self.guard or world is None or not world.others or plan.phase not in ("home", "goal") or arm.at_goal:
+        if plan.phase not in ("home", "goal") or arm.at_goal:
             self.gaps.pop(name, None)
             return
-        near = world.other_arms_distance(arm.last_feedback.position)
-        gap = near.distance if near is not None else math.inf
-        before = self.gaps.get(name, math.inf)
-        self.gaps[name] = gap
-        if near is None or gap >= world.workspace.slowdown_workspace or gap >= before:
+        detail = self._closing(name, plan.phase)
+        if detail is None:
             return
-        detail = (f"{plan.phase} held: {near.a} and {near.b} {near.gap * 1e3:.1f} mm apart and closing "
-                  f"(arm clearance plus {world.workspace.slowdown_workspace * 1e3:.0f} mm)")
         self.group.hold(name, detail)
         self.group.note("held", name, detail)
         plan.moves.clear()
         plan.phase = "held"
+
+    def _closing(self, name: str, what: str) -> str | None:
+        """Why moving arm ``name`` (in its ``what``: home, goal, park) is to be held: it is within the
+        slow-down threshold beyond the arm clearance of another arm (at that arm's measured pose) and
+        closer than the cycle before; None otherwise (or without the guard or other arms)."""
+        world = self.multi.world(name)
+        if not self.guard or world is None or not world.others:
+            self.gaps.pop(name, None)
+            return None
+        near = world.other_arms_distance(self.group.arms[name].last_feedback.position)
+        gap = near.distance if near is not None else math.inf
+        before = self.gaps.get(name, math.inf)
+        self.gaps[name] = gap
+        if near is None or gap >= world.workspace.slowdown_workspace or gap >= before:
+            return None
+        return (f"{what} held: {near.a} and {near.b} {near.gap * 1e3:.1f} mm apart and closing "
+                f"(arm clearance plus {world.workspace.slowdown_workspace * 1e3:.0f} mm)")
 
     def _advance(self, name: str) -> None:
         """Start ``name``'s next move once it has feedback and reached the last one."""
@@ -192,11 +261,13 @@ def build_plans(multi: Any, args: argparse.Namespace, home_position: Any) -> dic
     return plans
 
 
-def cmd_run_multi(args: argparse.Namespace, clock: Any, stop_hold: float, home_position: Any) -> int:
+def cmd_run_multi(args: argparse.Namespace, clock: Any, stop_hold: float, home_position: Any,
+                  realtime: Any = None) -> int:
     """``hebictl run`` on a multi-arm config (module doc), on ``clock``; ``stop_hold`` [s] unless
-    ``--stop-hold`` says; ``home_position(cfg, dof)`` reads an arm's home (``hebictl.cli.run_cmd``'s)."""
+    ``--stop-hold`` says; ``home_position(cfg, dof)`` reads an arm's home (``hebictl.cli.run_cmd``'s);
+    ``realtime``: the loop thread's :class:`~hebictl.control.realtime.RealtimeRequest` (from
+    ``--rt-priority``/``--cpu``: ``hebictl.cli.run_cmd.realtime_request``; None: none asked for)."""
     from hebictl.control.arm import Arm
-    from hebictl.control.loop import FixedRateLoop
     from hebictl.wiring.multi import arms_from_multi_config
 
     if args.goal is not None:
@@ -208,20 +279,26 @@ def cmd_run_multi(args: argparse.Namespace, clock: Any, stop_hold: float, home_p
     t_start = clock.now()
     mcap: Any = None
     run: MultiRun | None = None
+    loop: Any = None
     try:
         plans = build_plans(multi, args, home_position)
         rate = args.rate or max(e.config.feedback_frequency for e in multi.config.arms)
         run = MultiRun(multi, plans, clock, args.hold, args.stop_hold if args.stop_hold is not None else stop_hold)
+        run.rests = rest_poses(multi) if args.stop_hold is None else {}
+        run.quiet = bool(getattr(args, "quiet", False))
         run.mcap = mcap = multi_recorder(args, multi, run.group, rate)  # before the loop: a bad file moved nothing
         run.feeds = plot_feeds(args, multi)
-        loop = FixedRateLoop(run.step, rate, clock, report=run.windows.append)
+        loop = multi_loop(run, clock, rate, args, realtime)
         old = {s: signal.signal(s, run.on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             run_with_status(loop, run, rate, args)
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
+            run.realtime = loop.grant
     finally:
+        if loop is not None:
+            loop.release()
         multi.close()
         if mcap is not None:   # the writer thread drains and closes the file
             done = mcap.close()
@@ -235,8 +312,42 @@ def cmd_run_multi(args: argparse.Namespace, clock: Any, stop_hold: float, home_p
         if mcap is not None:
             print(f"recording: {args.record} ({done.written} of {done.cycles} cycles, every arm; "
                   f"{done.dropped} dropped)")
-    tripped = run.group.tripped is not None and run.signal is None
-    return 1 if tripped or any(p.refused for p in plans.values()) else 0
+    return exit_code(run)
+
+
+def exit_code(run: MultiRun) -> int:
+    """1 when an arm faulted (a group ``fault`` event: before or after a signal, during a park too) or
+    a goal was refused, else 0 (a SIGTERM's park, parked or fallen back to the hold, is an operator's
+    stop, as is the hold after Ctrl-C)."""
+    faulted = any(e.kind == "fault" for e in run.group.events)
+    return 1 if faulted or any(p.refused for p in run.plans.values()) else 0
+
+
+def rest_poses(multi: Any) -> dict[str, np.ndarray]:
+    """Each arm's ``user_data.rest_position`` (:func:`hebictl.control.park.rest_position`), for the
+    arms whose robot config gives one."""
+    from hebictl.control.park import rest_position
+
+    poses = {e.name: rest_position(e.config, multi.arms[e.name].dof) for e in multi.config.arms}
+    return {name: pose for name, pose in poses.items() if pose is not None}
+
+
+def multi_loop(run: MultiRun, clock: Any, rate: float, args: argparse.Namespace, realtime: Any = None) -> Any:
+    """The group's :class:`~hebictl.control.loop.FixedRateLoop`: ``realtime`` (a
+    :class:`~hebictl.control.realtime.RealtimeRequest`, None: none) asked for its thread, the grant
+    line said as for one arm (:func:`hebictl.cli.output.grant_notice`); every arm's feedback read
+    timed as waiting by one :class:`~hebictl.control.loop.WaitMeter` (the cycle's wait is the sum over
+    the arms). Memory is locked and the heap frozen here (``prepare``); the caller ``release()``s it."""
+    from hebictl.cli.output import grant_notice
+    from hebictl.control.loop import FixedRateLoop, WaitMeter
+
+    meter = WaitMeter(clock)
+    for arm in run.group.arms.values():   # this one backend's read wrapped on purpose, as for one arm
+        arm.backend.read = meter.wrap(arm.backend.read)  # type: ignore[method-assign]  # instance-level wrap
+    loop = FixedRateLoop(run.step, rate, clock, report=run.windows.append, wait=meter, realtime=realtime,
+                         on_grant=grant_notice(args))
+    loop.prepare()
+    return loop
 
 
 def shows_status(args: argparse.Namespace) -> bool:
@@ -281,8 +392,9 @@ def position_error(arm: Any) -> float:
 
 
 def status_table(run: MultiRun, rate: float, backend: str) -> Any:
-    """The live status (rich): one row per arm (state, mode, phase, goal progress, position error,
-    its last event), then the loop's last second and the group's last event."""
+    """The live status (rich): one row per arm (state, mode, phase (``park brake``, ``park move``, ...
+    during a SIGTERM's park), goal progress, position error, its last event), then the loop's last
+    second and the group's last event."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -293,7 +405,8 @@ def status_table(run: MultiRun, rate: float, backend: str) -> Any:
     for name, arm in g.arms.items():
         err = position_error(arm)
         last = arm.events.last
-        t.add_row(name, arm.state.value, str(arm.mode.value), run.plans[name].phase,
+        park = run.parks.get(name)
+        t.add_row(name, arm.state.value, str(arm.mode.value), f"park {park.phase}" if park else run.plans[name].phase,
                   f"{100 * arm.goal_progress:5.1f} %", "-" if math.isnan(err) else f"{err * 1e3:.3f}",
                   escape(f"{last.kind}: {last.detail}") if last is not None else "")
     captions = []
@@ -374,10 +487,20 @@ def summary(run: MultiRun, rate: float, elapsed: float, backend: str) -> None:
                 f"final position \\[rad]: {' '.join(f'{x:+.4f}' for x in arm.last_feedback.position)}")
         for e in arm.events.events:
             c.print(f"  {name} event {e.kind} -> {e.state.value}: {escape(e.detail)}")
+        if name in run.parks:
+            c.print(escape(f"  {name} park ({run.parks[name].why}): {run.parks[name].outcome}"))
+    ws = [w for w in run.windows if w.cycles]
+    if ws:
+        c.print(f"loop: waiting for feedback (every arm's read) p50 "
+                f"{float(np.median([w.wait_p50 for w in ws])) * 1e3:.3f} ms, work worst p99 "
+                f"{max(w.work_p99 for w in ws) * 1e3:.3f} ms")
+    if run.realtime is not None:
+        c.print(escape(run.realtime.line()))
     for g in run.group.events:
         when = f"t={g.time - t0:.3f} s " if t0 is not None else ""
         c.print(f"group event {when}{g.kind} {g.arm or '-'}: {escape(g.detail)}")
 
 
-__all__ = ["ArmPlan", "MultiRun", "arm_goals", "build_plans", "cmd_run_multi", "multi_recorder", "plot_arms",
-           "plot_feeds", "plot_path", "position_error", "run_with_status", "shows_status", "status_table", "summary"]
+__all__ = ["ArmPlan", "MultiRun", "arm_goals", "build_plans", "cmd_run_multi", "exit_code", "multi_loop",
+           "multi_recorder", "plot_arms", "plot_feeds", "plot_path", "position_error", "rest_poses", "run_with_status",
+           "shows_status", "status_table", "summary"]

@@ -26,7 +26,7 @@ minimum-jerk goal to the leader's pose, planned and admitted by :meth:`Arm.set_g
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -249,8 +249,14 @@ class LeaderFollower:
     :meth:`request_exit`; :attr:`state` and :attr:`events` say what happened."""
 
     def __init__(self, leader: Arm, follower: Arm, *, joint_map: JointMap | None = None,
-                 settings: FollowSettings | None = None, names: tuple[str, str] = ("leader", "follower")) -> None:
+                 settings: FollowSettings | None = None, names: tuple[str, str] = ("leader", "follower"),
+                 observe: Callable[[], None] | None = None) -> None:
+        """``observe``: called each cycle after the leader's update and before the follower's: two arms
+        of a multi-arm config (:meth:`hebictl.wiring.multi.MultiArms.observe`) give the follower's
+        collision world the leader where it is measured now, so the follower's goals and steps treat
+        the leader as the obstacle it is."""
         self.leader, self.follower = leader, follower
+        self.observe = observe
         self.map = joint_map or JointMap.build(leader.dof, follower.dof)
         self.settings = settings or FollowSettings()
         self.names = names
@@ -309,6 +315,8 @@ class LeaderFollower:
         self.cycles += 1
         self.haptics.effort[:] = self._haptic_effort()
         self.group.update_one(self.names[0])
+        if self.observe is not None:
+            self.observe()
         if self.state is S.FOLLOW:
             self._following()   # the follower takes the leader's sample of this same cycle
         self.group.update_one(self.names[1])

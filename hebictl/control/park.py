@@ -199,6 +199,12 @@ class Park:
         if now > (self.move_end or 0.0) + PARK_SETTLE_S:
             self._fall_back(now, f"the rest pose was not reached within {PARK_SETTLE_S:g} s of the move's end")
 
+    def stop_short(self, reason: str) -> None:
+        """End a park still braking or moving from outside (another arm of a multi-arm run stopped, or
+        closes in on this one): the fall-back hold, its event saying ``reason``. No-op once it ended."""
+        if self.phase in ("brake", "move"):
+            self._fall_back(self.clock.now(), reason)
+
     def _fall_back(self, now: float, reason: str, *, stop: bool = True) -> None:
         hold = self.fallback_hold
         self.phase = "hold"

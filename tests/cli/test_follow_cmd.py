@@ -132,3 +132,39 @@ def test_input_buttons_follow_discard_rerecord_and_quit_in_simulated_time(tmp_pa
     assert kinds.count("follow") == 2 and kinds.count("stop") == 1 and "clear" not in kinds
     assert eps["episode_index"] == [0, 1] and all(abs(n - 50) <= 1 for n in eps["length"])
     assert clock.now() < 6.0 and device.shown[:1] == ["yellow"] and "green" in device.shown
+
+
+# ---------------------------------------------------------------- a multi-arm config: two named arms
+
+
+def test_a_multi_arm_config_names_its_leader_and_follower(tmp_path, capsys):
+    """Wrong or missing names, a second config after a multi-arm config, --leader with a robot config:
+    one line each naming what to give, exit 2, before any arm opens."""
+    from tests._support.multi import pair_config
+
+    pair = str(pair_config(tmp_path, REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml"))   # arms left, right
+    for argv, words in (([pair], "(its arms: left, right); name the leader and the follower with --leader"),
+                        ([pair, "--leader", "left"], "--follower follower: no such arm"),
+                        ([pair, "--leader", "left", "--follower", "left"], "both left"),
+                        ([pair, CONFIG, "--leader", "left", "--follower", "right"], "not a second config"),
+                        ([CONFIG, "--leader", "left"], "is a robot config")):
+        assert main(["follow", *argv, "--seconds", "1"]) == 2, argv
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1 and "Traceback" not in err, err
+
+
+def test_follow_on_a_multi_arm_config_in_one_sim_scene(tmp_path, capsys, simulated_time):
+    """``hebictl follow PAIR.multi.yaml --backend sim``: the arms named leader and follower by default,
+    built in one scene; the follower aligns and follows, exit 0 (2.5 simulated seconds)."""
+    pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
+    from tests._support.multi import pair_config
+
+    pair = pair_config(tmp_path, REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml", names=("leader", "follower"))
+    code = main(["follow", str(pair), "--backend", "sim", "--seconds", "2.5"])
+    out = capsys.readouterr().out
+    print(out)
+    assert code == 0 and "aligning -> follow" in out, out
+    lr = pair_config(tmp_path, REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml")
+    code = main(["follow", str(lr), "--leader", "right", "--follower", "left", "--backend", "sim", "--seconds", "2.5"])
+    out = capsys.readouterr().out
+    assert code == 0 and "aligning -> follow" in out, out

@@ -11,6 +11,7 @@ import pytest
 
 from hebictl.cli.run_cmd import TERM_HOLD_S, home_position
 from hebictl.cli.run_multi import MultiRun, build_plans, cmd_run_multi
+from hebictl.config import load_config
 from hebictl.control.arm import Arm
 from hebictl.control.loop import FixedRateLoop
 from hebictl.control.safety import ArmState
@@ -23,10 +24,14 @@ EXAMPLE = CONFIGS_DIR / "two-x-series-6dof.multi.yaml"
 
 
 def test_run_homes_every_arm_holds_and_the_summary_shows_each(capsys):
-    code = cmd_run_multi(run_args(backend="mock", config=EXAMPLE, hold=0.5), SimClock(), TERM_HOLD_S, home_position)
+    from hebictl.cli.run_cmd import realtime_request
+
+    args = run_args(backend="mock", config=EXAMPLE, hold=0.5)
+    code = cmd_run_multi(args, SimClock(), TERM_HOLD_S, home_position, realtime_request(args))
     out = capsys.readouterr().out
     assert code == 0, out
     assert "2 arms on mock, one loop at 200 Hz under one arm group" in out
+    assert "waiting for feedback (every arm's read) p50" in out and "real-time: off (--rt-priority 0)" in out
     for name in ("left", "right"):
         line = next(ln for ln in out.splitlines() if ln.startswith(f"arm {name} "))
         assert "state=running, phase=hold" in line and "+1.2000 +1.8000 +2.2000 -1.5700" in line, line
@@ -399,3 +404,255 @@ def test_plot_draws_one_figure_per_arm_from_what_each_arm_measured(tmp_path, cap
                          TERM_HOLD_S, home_position)
     out = capsys.readouterr().out
     assert code == 0 and f"plot: {tmp_path / 'mock-left.png'}" in out and f"plot: {tmp_path / 'mock-right.png'}" in out
+
+
+# ---------------------------------------------------------------- SIGTERM parks every arm at its rest pose
+
+#: [rad] each arm must end within this of its rest pose (the at-goal tolerance of user_data.safety)
+REST_TOLERANCE = 0.01
+
+
+def _parking_run(tmp_path, config, *, second_signal_after=None, limit=120.0, rests=None, during=None,
+                 turns=(0.8, -0.8), signal_in_goal=True, guard=True):
+    """Two arms of ``config`` on the sim (one scene), home, then each turns its base by ``turns`` (by
+    default 0.8 rad away from the other); SIGTERM 0.5 s into the goals (``signal_in_goal``), else once
+    both arms hold at their goals (and, with ``second_signal_after`` [s], another signal that long
+    after it). Runs in simulated time until the run ends; returns the run, the multi arms, the
+    marks (signal times, per arm the peak measured speed / rated speed during its park move, the
+    measured end positions and velocities, contacts between the arms) and the run's exit code."""
+    import signal
+
+    from hebictl.cli.run_multi import exit_code, rest_poses
+    from sim_backend.world import contacts_between
+
+    clock = SimClock()
+    multi = arms_from_multi_config(Arm, pair_config(tmp_path, config), "sim", clock=clock)
+    marks = {"peak": {n: np.zeros(a.dof) for n, a in multi.arms.items()}, "contact": 0}
+    try:
+        goals = []
+        for entry, turn in zip(multi.config.arms, turns, strict=True):
+            q = home_position(entry.config, multi.arms[entry.name].dof).copy()
+            q[0] += turn
+            goals.append([entry.name, *map(str, q)])
+        run = MultiRun(multi, build_plans(multi, run_args(arm_goal=goals), home_position), clock, 60.0, TERM_HOLD_S)
+        run.rests, run.quiet, run.guard = rest_poses(multi), True, guard
+        run.rests.update(rests or {})
+        started = {}
+
+        def step():
+            going = run.step()
+            now = clock.now()
+            if all(p.phase == ("goal" if signal_in_goal else "hold") for p in run.plans.values()):
+                started.setdefault("goal", now)
+            if "goal" in started and now - started["goal"] >= 0.5 * signal_in_goal and "term" not in marks:
+                marks["term"] = now
+                run.on_signal(signal.SIGTERM, None)
+            if second_signal_after is not None and "term" in marks and "again" not in marks \
+                    and now - marks["term"] >= second_signal_after:
+                marks["again"] = now
+                run.on_signal(signal.SIGTERM, None)
+            for name, park in run.parks.items():
+                if park.phase == "move":
+                    arm = park.arm
+                    v = np.abs(np.asarray(arm.last_feedback.velocity, dtype=float)) / arm.limits.velocity_max
+                    marks["peak"][name] = np.maximum(marks["peak"][name], np.where(np.isfinite(v), v, 0.0))
+            marks["contact"] += contacts_between(multi.physics, "left", "right")[0] > 0
+            if during is not None:
+                during(now, run, multi, marks)
+            return going
+
+        FixedRateLoop(step, 200.0, clock).run(duration=limit)
+        marks["ended"] = clock.now()
+        marks["position"] = {n: np.array(a.last_feedback.position) for n, a in multi.arms.items()}
+        marks["velocity"] = {n: np.array(a.last_feedback.velocity) for n, a in multi.arms.items()}
+    finally:
+        multi.close()
+    return run, multi, marks, exit_code(run)
+
+
+@pytest.mark.parametrize("config", BUNDLED_CONFIGS, ids=CONFIG_IDS)
+def test_sigterm_mid_goal_parks_every_arm_at_its_rest_pose(tmp_path, config):
+    """SIGTERM 0.5 s into both arms' goals: every arm brakes, moves to its config's rest pose at most
+    0.25 of its rated speed (measured on the sim), holds there and the run ends by itself within the
+    park's bound, exit 0; the arms never touch."""
+    pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
+    from hebictl.cli.run_multi import status_table
+    from hebictl.control.park import PARK_BOUND_S, PARK_HOLD_S, PARK_SPEED_FRACTION
+
+    def watch(now, run, multi, marks):
+        if "term" in marks and "table" not in marks and now - marks["term"] >= 1.0:
+            marks["table"] = _table_text(status_table(run, 200.0, "sim"))
+
+    run, multi, marks, code = _parking_run(tmp_path, config, during=watch)
+    took = marks["ended"] - marks["term"]
+    assert all(_row(marks["table"], n)[3] == "park move" for n in ("left", "right")), marks["table"]
+    lines = []
+    for name, park in run.parks.items():
+        error = np.abs(marks["position"][name] - run.rests[name])
+        peak = marks["peak"][name]
+        lines.append(f"{name}: park move {park.duration:.2f} s, measured peak speed {peak.max():.3f} of rated "
+                     f"(joint {int(peak.argmax())}), final |error| max {error.max() * 1e3:.3f} mrad")
+        assert park.phase == "parked", (name, park.outcome, [str(e) for e in multi.arms[name].events.events])
+        assert error.max() <= REST_TOLERANCE
+        assert peak.max() <= 1.2 * PARK_SPEED_FRACTION   # the sim's tracking may overshoot the plan a little
+        kinds = [e.kind for e in multi.arms[name].events.events]
+        assert "terminate" in kinds and "cleared" in kinds, kinds
+    print(f"\n{config.name}: SIGTERM at {marks['term']:.3f} s mid-goal; " + "; ".join(lines) +
+          f"; SIGTERM to exit {took:.3f} s simulated (bound {PARK_BOUND_S:g} s); contacts {marks['contact']}; "
+          f"exit code {code}")
+    assert sorted(run.parks) == ["left", "right"]
+    assert PARK_HOLD_S <= took <= PARK_BOUND_S < 90.0
+    assert code == 0 and marks["contact"] == 0
+    assert [e.kind for e in run.group.events] == ["stop"]
+
+
+@pytest.mark.parametrize("config", BUNDLED_CONFIGS, ids=CONFIG_IDS)
+def test_a_second_sigterm_during_the_parks_brakes_every_arm_and_exits_once_still(tmp_path, config):
+    """A second SIGTERM 1.0 s after the first (both arms braking or on their park move): every park
+    ends, each arm brakes and the run exits once every arm is measured still (park.py's rule: below
+    STILL_RAD_S for STILL_SAMPLES samples, at most ABORT_SETTLE_S after the brake)."""
+    pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
+    from hebictl.control.park import ABORT_SETTLE_S, STILL_RAD_S
+
+    run, multi, marks, code = _parking_run(tmp_path, config, second_signal_after=1.0)
+    took = marks["ended"] - marks["again"]
+    speeds = {n: float(np.abs(v).max()) for n, v in marks["velocity"].items()}
+    print(f"\n{config.name}: second SIGTERM {marks['again'] - marks['term']:.3f} s after the first; exit "
+          f"{took:.3f} s later (simulated); measured speed at exit " +
+          ", ".join(f"{n} {s:.4f} rad/s" for n, s in speeds.items()) + f"; exit code {code}")
+    assert all(p.phase == "aborted" for p in run.parks.values()), {n: p.outcome for n, p in run.parks.items()}
+    assert all(s < STILL_RAD_S for s in speeds.values()) or took >= ABORT_SETTLE_S
+    assert took <= 2.0 and code == 0 and marks["contact"] == 0
+
+
+@pytest.mark.parametrize("config", BUNDLED_CONFIGS, ids=CONFIG_IDS)
+def test_a_rest_pose_inside_the_other_arm_is_not_parked_at(tmp_path, config):
+    """The other arm stays an obstacle during the parks: left's rest pose set inside right (the seeded
+    search's pose) is refused by left's admission (collision with right's shapes); left falls back to
+    the hold, saying why, right parks, the arms never touch, exit 0."""
+    pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
+    inside = through_the_other_arm(config, tmp_path)
+    run, multi, marks, code = _parking_run(tmp_path, config, rests={"left": inside})
+    left, right = run.parks["left"], run.parks["right"]
+    apart = float(np.abs(marks["position"]["left"] - inside).max())   # [rad] left's end from that pose
+    print(f"\n{config.name}: left's rest pose inside right: {left.outcome}; right: {right.outcome}; "
+          f"contacts {marks['contact']}; SIGTERM to exit {marks['ended'] - marks['term']:.3f} s; exit code {code}")
+    assert left.phase == "hold" and "refused: collision" in left.outcome and "right/" in left.outcome
+    assert right.phase == "parked" and marks["contact"] == 0 and code == 0 and apart > 0.1
+
+
+# ---------------------------------------------------------------- the group's loop: --rt-priority, the wait meter
+
+
+def test_the_group_loop_gets_rt_priority_and_measures_every_arms_feedback_wait(capsys):
+    """The multi-arm loop asks for --rt-priority/--cpu on its thread, as one arm's does: inside the
+    cycle the thread is pinned to the CPU asked for, and runs SCHED_FIFO exactly when the grant says so;
+    the grant line is printed before the first cycle. The arms' feedback reads count as waiting, not
+    work: the mock arms' feedback comes on a 200 Hz grid (0, 5, 10 ms, ...) and the loop's deadlines
+    are 2 ms after it (started at 2 ms), so each cycle waits 3 ms for the first arm's sample (the
+    second arm's is then due): the loop must report 3 ms waiting per cycle and no work."""
+    import os
+
+    from hebictl.cli.run_cmd import realtime_request
+    from hebictl.cli.run_multi import multi_loop
+
+    clock = SimClock()
+    multi = arms_from_multi_config(Arm, EXAMPLE, "mock", clock=clock)
+    cpu = min(os.sched_getaffinity(0))
+    seen = []
+    try:
+        for arm in multi.arms.values():
+            def read(*a, _read=arm.backend.read, **k):
+                seen.append((frozenset(os.sched_getaffinity(0)), os.sched_getscheduler(0)))
+                return _read(*a, **k)
+
+            arm.backend.read = read
+        args = run_args(backend="mock", rt_priority=1, cpu=cpu)
+        run = MultiRun(multi, build_plans(multi, args, home_position), clock, 60.0, TERM_HOLD_S)
+        loop = multi_loop(run, clock, 200.0, args, realtime_request(args))
+        clock.advance(0.002)
+        try:
+            loop.run(duration=3.0)
+        finally:
+            loop.release()
+    finally:
+        multi.close()
+    grant = loop.grant
+    err = capsys.readouterr().err
+    fifo = {policy == os.SCHED_FIFO for _, policy in seen}
+    w = run.windows[-1]
+    print(f"\n{grant.line()}\nloop thread in the cycle: CPUs {sorted(set().union(*(c for c, _ in seen)))}, "
+          f"SCHED_FIFO {fifo}; waiting for feedback p50 {w.wait_p50 * 1e3:.3f} ms, p99 {w.wait_p99 * 1e3:.3f} ms, "
+          f"work p99 {w.work_p99 * 1e3:.3f} ms, period p50 {w.period_p50 * 1e3:.3f} ms, {loop.cycles} cycles")
+    assert f"hebictl run: {grant.line()}" in err
+    assert grant.cpu == cpu and all(c == {cpu} for c, _ in seen)
+    assert fifo == {grant.priority > 0}
+    assert loop.cycles == 600 and loop.total.late == 0
+    for w in run.windows:
+        assert w.wait_p50 == pytest.approx(0.003, abs=1e-9) and w.wait_p99 == pytest.approx(0.003, abs=1e-9)
+        assert w.work_p99 == pytest.approx(0.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("config", BUNDLED_CONFIGS, ids=CONFIG_IDS)
+def test_an_m_stop_during_the_parks_ends_every_park_in_the_hold(tmp_path, config):
+    """Right's M-stop pressed 1.0 s after the SIGTERM (both arms on their park move): right stops
+    (its own latched stop), left's park ends in the fall-back hold naming right, one group fault
+    event; the run exits by itself within the park's bound, exit 1 (an arm faulted)."""
+    pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
+    from hebictl.control.park import PARK_BOUND_S
+
+    def press(now, run, multi, marks):
+        if "term" in marks and "pressed" not in marks and now - marks["term"] >= 1.0:
+            marks["pressed"] = now
+            marks["phases"] = {n: p.phase for n, p in run.parks.items()}
+            multi.arms["right"].backend.press_mstop()
+
+    run, multi, marks, code = _parking_run(tmp_path, config, during=press)
+    left, right = run.parks["left"], run.parks["right"]
+    faults = [e for e in run.group.events if e.kind == "fault"]
+    speed = float(np.abs(marks["velocity"]["left"]).max())
+    print(f"\n{config.name}: M-stop of right {marks['pressed'] - marks['term']:.3f} s after the SIGTERM (parks "
+          f"{marks['phases']}); group: {[f'{e.kind} {e.arm}: {e.detail}' for e in faults]}; left: {left.outcome}; "
+          f"right: {right.outcome}; exit {marks['ended'] - marks['term']:.3f} s after the SIGTERM, left at "
+          f"{speed:.4f} rad/s; cycles with the arms in contact {marks['contact']}; exit code {code}")
+    assert marks["phases"] == {"left": "move", "right": "move"}
+    assert len(faults) == 1 and faults[0].arm == "right" and "mstop" in faults[0].detail
+    assert left.phase == "hold" and "arm right stopped during its park" in left.outcome
+    assert right.phase == "hold" and "a safety stop during the park move" in right.outcome
+    assert multi.arms["right"].state is ArmState.STOPPED and multi.arms["left"].state is ArmState.STOPPED
+    # contacts between the arms are printed, not asserted: after its M-stop the sim's right arm is no longer
+    # commanded by hebictl (x-series-7dof-double-shoulder: measured at 10-14 rad/s after it, and touching left)
+    assert marks["ended"] - marks["term"] <= PARK_BOUND_S and code == 1 and speed < 0.02
+
+
+@pytest.mark.parametrize("config", BUNDLED_CONFIGS, ids=CONFIG_IDS)
+def test_parks_that_meet_are_held_short_of_each_other(tmp_path, config):
+    """Right is turned 2 rad away on its base and left holds at home when the SIGTERM comes; left's rest
+    pose is the seeded search's pose inside right at its home (its path clear of right turned away:
+    admitted), right's is its home. Both park toward each other; the run's per-cycle guard holds the
+    park that closes in on the other arm short of it (fall-back hold, a group ``held`` event)."""
+    pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
+    from sim_backend.world import arm_distance
+
+    inside = through_the_other_arm(config, tmp_path, away=-2.0)
+    apart = {}
+
+    def distance(now, run, multi, marks):
+        if "term" in marks:
+            apart["min"] = min(apart.get("min", np.inf), arm_distance(multi.physics, "left", "right"))
+
+    home = home_position(load_config(config), len(inside))
+    run, multi, marks, code = _parking_run(tmp_path, config, rests={"left": inside, "right": home}, during=distance,
+                                           turns=(0.0, -2.0), signal_in_goal=False)
+    held = [e for e in run.group.events if e.kind == "held"]
+    closest = apart.pop("min")
+    bare_run, _, bare, _ = _parking_run(tmp_path, config, rests={"left": inside, "right": home}, during=distance,
+                                        turns=(0.0, -2.0), signal_in_goal=False, guard=False)
+    print(f"\n{config.name}: " + "; ".join(f"{n}: {p.outcome}" for n, p in run.parks.items()) +
+          f"; group held: {[f'{e.arm}: {e.detail}' for e in held]}; closest {closest * 1e3:.1f} mm (sim), "
+          f"contacts {marks['contact']}; exit {marks['ended'] - marks['term']:.3f} s after the SIGTERM, code {code}. "
+          f"Without the guard: {bare['contact']} cycles in contact; " +
+          "; ".join(f"{n}: {p.outcome}" for n, p in bare_run.parks.items()))
+    assert held and all("park held" in run.parks[e.arm].outcome for e in held)
+    assert marks["contact"] == 0 and closest > 0.0 and code == 0
+    assert bare["contact"] > 0

@@ -347,3 +347,48 @@ def test_teleop_reports_its_real_time_grant_and_exits_after_one_sigterm(broker):
     assert final["status"] == "offline", final
     event = final["last_event"]
     assert event["kind"] == "terminate" and event["state"] == "stopped" and "[hold]" in event["detail"], final
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc to see the signal handlers")
+@pytest.mark.skipif(__import__("importlib.util").util.find_spec("mujoco") is None,
+                    reason="needs the sim extra (mujoco)")
+def test_a_multi_arm_run_parks_every_arm_after_one_sigterm(tmp_path):
+    """``hebictl run two-x-series-6dof.multi.yaml --backend sim --hold inf``: once both arms are home
+    (seen in the live recording), one SIGTERM: the notice names both arms, every arm parks at its
+    rest pose and the process exits 0 by itself, its summary with each arm's park line and the loop
+    thread's real-time line. Order only; the park's figures are measured in simulated time
+    (tests/cli/test_run_multi.py)."""
+    pytest.importorskip("mcap", reason=extra_missing("mcap"))
+    pytest.importorskip("foxglove_schemas_protobuf", reason=extra_missing("foxglove_schemas_protobuf"))
+    from hebictl.config import load_config
+    from hebictl.recording.reader import iter_messages
+
+    home = np.array(load_config(REPO / "configs" / "x-series-6dof.cfg.yaml").user_data["home_position"])
+    record = tmp_path / "run.mcap"
+
+    def both_home() -> bool:
+        last = {}
+        if record.exists():
+            for topic, _, msg in iter_messages(record, {"/left/joint_states", "/right/joint_states"}):
+                last[topic] = np.array([j.position for j in msg.joints])
+        return len(last) == 2 and all(float(np.abs(q - home).max()) < 0.01 for q in last.values())
+
+    cell = REPO / "configs" / "two-x-series-6dof.multi.yaml"
+    proc = subprocess.Popen([sys.executable, "-m", "hebictl", "run", str(cell), "--backend", "sim", "--hold", "inf",
+                             "--record", str(record), "--paced-clock"],
+                            cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        _wait(lambda: _handles_sigterm(proc.pid) and both_home(), "both arms home", lambda: proc.poll() is None)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=HANG)   # a hang guard; the park is bounded at 60 s of the run's time
+    finally:
+        proc.kill()
+        proc.wait(10)
+    text = out.decode()
+    print(text[-3000:])
+    assert proc.returncode == 0, text[-2000:]
+    notice = text.index("SIGTERM: braking every arm, then parking left, right at user_data.rest_position")
+    assert notice < text.index("done after"), text[-2000:]
+    for name in ("left", "right"):
+        assert f"  {name} park (SIGTERM): parked at the rest pose, measured" in text, text[-2000:]
+    assert "real-time: " in text and "waiting for feedback (every arm's read)" in text

@@ -364,3 +364,104 @@ def test_a_leader_pushed_through_the_table_leaves_the_follower_above_it(config, 
           f"z = {min(zf):+.3f} m (table at 0); follower held back up to {held_back:.3f} rad from the leader")
     assert min(zl) < -0.1
     assert min(zf) > 0.0 and held_back > 0.3
+
+
+# ---------------------------------------------------------------- two arms of a multi-arm config: one scene
+
+
+def multi_pair(tmp_path, config: str, *, obstacles: bool = True, settle: int = 80):
+    """Leader (y = +0.3 m) and follower (y = -0.3 m) of ``config`` from a multi-arm config, on the sim
+    in ONE MuJoCo scene at their base poses (hebictl.wiring.multi), both starting at home, each arm's
+    collision world holding the other (``obstacles``); the LeaderFollower observes the leader for the
+    follower's world every cycle, as ``hebictl follow ARMS.multi.yaml`` does."""
+    from hebictl.wiring.multi import arms_from_multi_config
+    from tests._support.multi import pair_config
+
+    path = REPO_ROOT / "configs" / f"{config}.cfg.yaml"
+    home = np.array(load_config(path).user_data["home_position"], dtype=float)
+    clock = SimClock()
+    multi = arms_from_multi_config(Arm, pair_config(tmp_path, path, names=("leader", "follower")), "sim",
+                                   clock=clock, obstacles=obstacles, initial_position=home)
+    for _ in range(settle):
+        for arm in multi.arms.values():
+            arm.update()
+            arm.send()
+    lf = LeaderFollower(multi.arms["leader"], multi.arms["follower"], observe=multi.observe)
+    return multi, clock, home, lf
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_a_multi_arm_pair_in_one_scene_follows(tmp_path, config):
+    """The follower tracks a scripted leader as two separate sims do, both arms in one scene 0.6 m apart."""
+    from sim_backend.world import arm_distance, contacts_between
+
+    multi, clock, home, lf = multi_pair(tmp_path, config)
+    try:
+        leader, follower = lf.leader, lf.follower
+        until(lf, clock, FollowState.IDLE)
+        lf.request_follow()
+        until(lf, clock, FollowState.FOLLOW)
+        delta = np.zeros(leader.dof)
+        delta[:3] = [0.4, 0.25, -0.25]
+        leader.set_goal(Goal(leader.dof).add_waypoint(t=2.0, position=home + delta))
+        errs = np.array(run(lf, clock, 3.0, lambda: np.abs(true_q(follower) - true_q(leader))))
+        apart = arm_distance(multi.physics, "leader", "follower")
+        touching = contacts_between(multi.physics, "leader", "follower")[0]
+        moved = float(np.max(np.abs(true_q(leader) - home)))
+    finally:
+        multi.close()
+    print(f"\n{config}: one scene; leader moved {moved:.3f} rad in 2 s; follower - leader (true joints): max "
+          f"{errs.max() * 1e3:.1f} mrad, at the end {errs[-1].max() * 1e3:.2f} mrad; arms {apart * 1e3:.0f} mm "
+          f"apart (sim), {touching} contacts")
+    assert lf.state is FollowState.FOLLOW and follower.state is ArmState.RUNNING
+    assert moved > 0.35 and errs.max() < 0.02 and errs[-1].max() < 0.01
+    assert multi.physics is not None and apart > 0.0 and touching == 0
+
+
+def _into_the_leader(tmp_path, config: str, q: np.ndarray, obstacles: bool) -> dict:
+    """Following, then the leader moves (its own admitted goal, 4 s) to ``q``, where the follower at
+    ``q`` would be inside the leader; 6 s of the pair. Returns the figures measured on the sim."""
+    from sim_backend.world import arm_distance, contacts_between
+
+    multi, clock, home, lf = multi_pair(tmp_path, config, obstacles=obstacles)
+    out = {"contact": 0, "deepest": 0.0, "closest": np.inf}
+    try:
+        leader, follower = lf.leader, lf.follower
+        until(lf, clock, FollowState.IDLE)
+        lf.request_follow()
+        until(lf, clock, FollowState.FOLLOW)
+        leader.set_goal(Goal(leader.dof).add_waypoint(t=4.0, position=q))
+        end = clock.now() + 6.0
+        while clock.now() < end:
+            lf.step()
+            n, depth = contacts_between(multi.physics, "leader", "follower")
+            out["contact"] += n > 0
+            out["deepest"] = max(out["deepest"], depth)
+            out["closest"] = min(out["closest"], arm_distance(multi.physics, "leader", "follower"))
+        out["short"] = float(np.max(np.abs(true_q(follower) - q)))   # [rad] the follower's end from q
+        out["leader_at"] = float(np.max(np.abs(true_q(leader) - q)))
+        out["state"] = (lf.state.value, follower.state.value)
+        out["events"] = [f"{e.kind} {e.arm}: {e.detail}" for e in lf.events if e.kind in ("fault", "goal_refused")]
+    finally:
+        multi.close()
+    return out
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_a_follower_led_into_the_leader_stops_short_of_it(tmp_path, config):
+    """The leader moves to a pose (a seeded search's) where the follower, following joint for joint,
+    would be >= 2 cm inside it. The follower's steps slow and stop short of the leader (its collision
+    world holds the leader where it is measured); without the leader in its world the two touch."""
+    from tests._support.multi import follower_into_leader
+
+    q = follower_into_leader(REPO_ROOT / "configs" / f"{config}.cfg.yaml", tmp_path)
+    guarded = _into_the_leader(tmp_path, config, q, obstacles=True)
+    bare = _into_the_leader(tmp_path, config, q, obstacles=False)
+    print(f"\n{config}: leader to {np.round(q, 2).tolist()} (reached within {guarded['leader_at'] * 1e3:.1f} mrad): "
+          f"follower stopped {guarded['short']:.3f} rad short, closest {guarded['closest'] * 1e3:.1f} mm (sim), "
+          f"{guarded['contact']} cycles in contact, states {guarded['state']} {guarded['events']}. Without the "
+          f"leader in its world: {bare['contact']} cycles in contact, deepest {bare['deepest'] * 1e3:.1f} mm, "
+          f"closest {bare['closest'] * 1e3:.1f} mm, states {bare['state']} {bare['events']}")
+    assert guarded["contact"] == 0 and guarded["closest"] > 0.0 and guarded["short"] > 0.01
+    assert guarded["state"] == ("follow", "running")
+    assert bare["contact"] > 0
