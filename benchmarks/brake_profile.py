@@ -17,7 +17,8 @@ feedback) and ``a`` the deceleration the brake planned per joint
   [mrad]; ``ring``: the end effector's largest distance from its rest after the ramp's end [mm];
   ``ee``: its displacement after standstill (the safety matrix's figure).
 
-``python benchmarks/brake_profile.py`` prints the table; ``tests/control/test_motion_sim.py`` asserts
+``python benchmarks/brake_profile.py [TAPER] [PAYLOADS] [COMS]`` prints the table (``COMS``: centres of
+mass [m, end-effector frame] separated by ``;``, default ``0,0,0.05``); ``tests/control/test_motion_sim.py`` asserts
 the travel bound on it.
 """
 
@@ -41,6 +42,7 @@ from hebictl.control.modes.brake import Braking  # noqa: E402
 from hebictl.control.motion import Brake  # noqa: E402
 
 PAYLOADS = (0.0, 0.5, 1.5)
+COM = (0.0, 0.0, 0.05)  # [m, end-effector frame] the payload's centre of mass (argv[3]: others)
 MOVING = 0.2  # [rad/s] a joint slower than this at the stop is not judged on its travel
 SETTLE_MM = 0.5
 
@@ -77,8 +79,9 @@ def _travel(q: np.ndarray, q0: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.max((q - q0) * np.sign(v), axis=0)
 
 
-def measure(key: str, payload: float, *, fraction: float = 0.95, seconds: float = 2.0) -> BrakeRow:
-    rig = SupRig(key, payload)
+def measure(key: str, payload: float, *, fraction: float = 0.95, seconds: float = 2.0,
+            com: tuple[float, float, float] = (0.0, 0.0, 0.05)) -> BrakeRow:
+    rig = SupRig(key, payload, com)
     try:
         rig.move(fraction)
         arm = rig.arm
@@ -133,9 +136,14 @@ def main() -> None:
     logging.getLogger("hebictl").setLevel(logging.ERROR)
     print(f"stop() at 0.95x rated; travel from the true speed at the stop; standstill |v| < {STILL_V} rad/s")
     payloads = tuple(float(x) for x in sys.argv[2].split(",")) if len(sys.argv) > 2 else PAYLOADS
+    coms = [COM]
+    if len(sys.argv) > 3:  # e.g. "0,0,0.05;0.05,0,0.05": each centre of mass [m, end-effector frame]
+        coms = [tuple(float(x) for x in c.split(",")) for c in sys.argv[3].split(";")]
     for key in CONFIGS:
         for mass in payloads:
-            print(measure(key, mass).line(), flush=True)
+            for com in coms if mass > 0.0 else coms[:1]:
+                row = measure(key, mass, com=com)  # type: ignore[arg-type]
+                print(row.line() + (f"  com {com}" if len(coms) > 1 else ""), flush=True)
 
 
 if __name__ == "__main__":

@@ -45,16 +45,17 @@ TARGET = f"still<{STILL_T}s, EE after<{EE_TOL:g}mm, step<={STEP_TOL}x, event nam
 
 class SupRig:
     """One bundled config on the sim at its home pose, an unknown ``payload`` [kg] on the end
-    effector, its physical state and written commands traced every cycle."""
+    effector (its centre of mass at ``com`` [m, end-effector frame]), its physical state and written
+    commands traced every cycle."""
 
-    def __init__(self, key: str, payload: float = 0.0) -> None:
+    def __init__(self, key: str, payload: float = 0.0, com: tuple[float, float, float] = (0.0, 0.0, 0.05)) -> None:
         cfg = load_config(REPO / "configs" / f"{CONFIGS[key]}.cfg.yaml")
         self.key = key
         self.home = np.array(cfg.user_data["home_position"], dtype=float)
         self.clock = SimClock()
         opts: dict[str, Any] = {"initial_position": self.home}
         if payload > 0.0:
-            opts["payload"] = {"mass": payload, "com": [0.0, 0.0, 0.05]}
+            opts["payload"] = {"mass": payload, "com": list(com)}
         self.arm = Arm.from_config(cfg, backend="sim", clock=self.clock, **opts)
         self.be: Any = self.arm.backend
         self.vmax = np.asarray(self.arm.limits.velocity_max, dtype=float)

@@ -588,10 +588,20 @@ class Arm:
         ctx = self.mode_context
         if not latched_command(ctx, now, feedback_ok):
             return  # a release commands nothing
+        self._mirror_command()
+        finish(ctx, self.last_feedback.position)
+
+    def _mirror_command(self) -> None:
+        """Run the plugins that only mirror the arm's own command (``runs_while_stopped``: a double
+        shoulder's second module) on a cycle that runs no others and commands fresh efforts: a latched
+        stop's or a blind hold's or brake's (a late sample's carried-on goal keeps the last efforts, which
+        the mirror halved already, and its last command: at most ``missed_feedback_limit`` cycles). Not
+        run on the blind cycles, the mirror module kept the last command before the feedback froze (x7:
+        52 mrad and 0.55 rad/s from the primary's blind brake, at the full effort on the primary) until the
+        watchdog's stop synced it, and the shoulder swung at up to 0.14 rad/s in the hold after that."""
         for plugin in self.plugins:
             if plugin.runs_while_stopped:
                 plugin.update(self, self.cycle.dt)
-        finish(ctx, self.last_feedback.position)
 
     def update(self) -> bool:
         """Read feedback and compute the pending command. False when no usable feedback came.
@@ -773,6 +783,7 @@ class Arm:
                       detail=f"no fresh feedback for {self._missed} cycles")
         if self.cycle.have_feedback or self.mode_context.hold_target() is not None:
             blind_command(self.mode_context, now)
+            self._mirror_command()
         return False
 
     def _keepalive(self) -> None:

@@ -24,13 +24,14 @@ torque the ramp needs instead of finding it through their position error.
 
 An end-effector load the model does not know (the model-mismatch monitor's estimate at rest, fed
 forward in every position mode by :mod:`hebictl.control.payload_feedforward`) is taken into the
-brake's plan as a point mass ``m`` at the end effector (:attr:`BrakePlanner.payload_mass`, the fed
-mass when the brake starts): its weight counts against the spare effort and ``m |J_v,i|^2`` is added
-to each joint's inertia when the deceleration is planned; the arm feeds its weight and inertia
-``m J_v^T (J_v a + dJ_v v - g)`` forward along the ramp. Without it the joints hold the load through
-their position error only (a sag of 40-60 mrad with 1 kg on the r-series arm): a brake that lands
-the command on the measured position drops that error and the load swings, and the ramp's
-feed-forward misses the load's inertia, so the arm overruns the ramp and rings for ~1 s.
+brake's plan as a point mass ``m`` at its estimated centre of mass (:attr:`BrakePlanner.payload_mass`
+and ``payload_com``, the fed mass and centre of mass when the brake starts): its weight counts against
+the spare effort and ``m |J_c,i|^2`` is added to each joint's inertia when the deceleration is planned;
+the arm feeds its weight and inertia ``m J_c^T (J_c a + dJ_c v - g)`` forward along the ramp (``J_c``
+the centre of mass's linear Jacobian; both were the end effector's until 2026-12-02). Without it the
+joints hold the load through their position error only (a sag of 40-60 mrad with 1 kg on the
+r-series arm): a brake that lands the command on the measured position drops that error and the load
+swings, and the ramp's feed-forward misses the load's inertia, so the arm overruns the ramp and rings for ~1 s.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ import numpy as np
 
 from hebictl._typing import FloatArray
 from hebictl.control import cycle_kernels
-from hebictl.control.payload_feedforward import MIN_MASS_KG, point_mass_effort
+from hebictl.control.payload_feedforward import MIN_MASS_KG, point_jacobian, point_mass_effort
 from hebictl.control.safety import Limits
 
 if TYPE_CHECKING:
@@ -93,27 +94,33 @@ class BrakePlanner:
         self._id = np.empty(model.dof)
         #: [kg] the unknown end-effector load the current brake (and the hold after it) carries
         self.payload_mass = 0.0
+        #: [m, end-effector frame] its centre of mass (None: at the end effector)
+        self.payload_com: FloatArray | None = None
         self._has_ee = model.frame_count("end_effector") > 0
 
-    def set_payload_mass(self, mass: float) -> None:
-        """Take an estimated end-effector load [kg] the model does not know into the next brake
-        (0 below ``PAYLOAD_MIN_KG`` or when the model has no end effector)."""
+    def set_payload_mass(self, mass: float, com: FloatArray | None = None) -> None:
+        """Take an estimated end-effector load [kg] the model does not know, at its centre of mass
+        ``com`` [m, end-effector frame; None: the end effector], into the next brake (0 below
+        ``PAYLOAD_MIN_KG`` or when the model has no end effector)."""
         m = float(mass) if np.isfinite(mass) else 0.0
         self.payload_mass = m if self._has_ee and abs(m) >= PAYLOAD_MIN_KG else 0.0
+        c = None if com is None else np.asarray(com, dtype=np.float64)
+        self.payload_com = c.copy() if c is not None and c.shape == (3,) and np.all(np.isfinite(c)) else None
 
     def payload_inertia(self, q: FloatArray) -> FloatArray:
-        """``m |J_v,i(q)|^2`` per joint: the unknown load's share of each joint's inertia."""
+        """``m |J_c,i(q)|^2`` per joint (``J_c`` the linear Jacobian of the load's centre of mass):
+        the unknown load's share of each joint's inertia."""
         if self.payload_mass == 0.0:
             return np.zeros(self.model.dof)
-        jv = self.model.jacobian_end_effector(q)[:3]
-        return abs(self.payload_mass) * (jv * jv).sum(axis=0)
+        jc = point_jacobian(self.model, q, self.payload_com)
+        return abs(self.payload_mass) * (jc * jc).sum(axis=0)
 
     def payload_effort(self, q: FloatArray, v: FloatArray, a: FloatArray, gravity: FloatArray) -> FloatArray:
         """Effort [N·m] that holds and moves the unknown load the brake plans with (a point mass at
-        the end effector) along (q, v, a): :func:`~hebictl.control.payload_feedforward.point_mass_effort`."""
+        its centre of mass) along (q, v, a): :func:`~hebictl.control.payload_feedforward.point_mass_effort`."""
         if self.payload_mass == 0.0:
             return np.zeros(self.model.dof)
-        return point_mass_effort(self.model, self.payload_mass, q, v, a, gravity)
+        return point_mass_effort(self.model, self.payload_mass, q, v, a, gravity, self.payload_com)
 
     def effort_deceleration(self, q: FloatArray, gravity: FloatArray | None = None,
                             effort: FloatArray | None = None) -> FloatArray:

@@ -23,15 +23,21 @@ the law (:meth:`JogLaw.step`)
    the arm sags away from it, from the measured arm; a Cartesian jog slowed below
    :data:`CREEP_FRACTION` stops instead of creeping. (MoveIt Servo's scale is exponential; this
    one is linear, and bounded by :data:`STOP_DECELERATION`.)
-5. slews the commanded velocity toward it (``accel`` [rad/s²] speeding up, :data:`BRAKE_FACTOR`
-   times that slowing down), uniformly in Cartesian jog;
+5. slews the commanded velocity toward it (``accel`` [rad/s²] speeding up, rounded off over
+   :data:`SETTLE_TIME` before the target speed, :data:`BRAKE_FACTOR` times that slowing down),
+   uniformly in Cartesian jog;
 6. integrates it into the jog position (clamped at the joint limits) and writes both; the Arm feeds
    the jog's acceleration forward (:meth:`JogLaw.step` returns it).
 
 After a late cycle (longer than :data:`CATCH_UP` x the loop's nominal period) the jog goes on from
 the measured state, not from its old command: its position restarts where the arm is (plus the sag
 it learned) and its speed from the arm's (never above the jog's own), and no cycle integrates more
-than :data:`CATCH_UP` periods (tests/teleop/test_jog_sim.py, test_no_catch_up_after_a_stall).
+than :data:`CATCH_UP` periods (tests/teleop/test_jog_sim.py, test_no_catch_up_after_a_stall). Until
+the arm is back up to the jog's speed (:data:`PACE`, at most :data:`REJOIN_TIME`) the position keeps
+restarting where the arm is: the modules held the old command through the gap and the arm swings back
+from it for a few cycles (measured: the x5 base at -0.37x the jog's speed), and the lag a command
+running on from there built was caught up at up to 1.14x the commanded end-effector speed afterwards
+(joint jog after a 200 ms stall; 1.04x at most with it, every config: tests/teleop/test_jog_speed_sim.py).
 """
 
 from __future__ import annotations
@@ -85,6 +91,19 @@ CREEP_RESUME = 0.25
 CATCH_UP = 1.05
 #: [rad] an arm this far from its command on any joint is also collision-checked where it is
 SAG_CHECK = 0.005
+#: [s] speeding up, the last of the slew to the target speed is rounded off (an exponential approach
+#: with this time constant): the position servo lags a ramp and caught the lag up at its end (measured
+#: on the sim, Cartesian jog from rest: x5 1.065x, x6 1.054x the commanded end-effector speed; 0.999x,
+#: 1.009x with it; tests/teleop/test_jog_speed_sim.py)
+SETTLE_TIME = 0.03
+#: ... but never slower than this fraction of ``accel``: the target speed is reached, in a finite time
+SETTLE_FLOOR = 0.02
+#: after a late cycle the arm counts as caught up once its measured speed along the jog is this close
+#: (a fraction of the command's) to the jog's commanded speed
+PACE = 0.1
+#: [s] ... and for at most this long after the late cycle the jog's position restarts where the arm is
+#: every cycle until then (see :meth:`JogLaw.step`)
+REJOIN_TIME = 0.2
 #: [s] the collision check looks this far ahead along the commanded velocity to tell approach from retreat
 LOOKAHEAD = 0.02
 
@@ -169,6 +188,9 @@ class JogLaw:
         length, up to max_dt, from the command before it, the arm caught up at up to 1.5x the jog's speed)."""
         if dt > CATCH_UP * period:
             self.rejoin(jog, measured, measured_velocity)
+            jog.rejoin_until = now + REJOIN_TIME
+        elif now < jog.rejoin_until:
+            self.anchor(jog, measured, self.behind(jog, measured_velocity))
         dt = min(dt, self.max_dt, CATCH_UP * period)
         target = self.target_velocity(jog, now, measured, measured_velocity, dt)
         previous = jog.velocity.copy()
@@ -195,9 +217,7 @@ class JogLaw:
         moving against the jog while the shoulder goes on), so a per-joint speed bends the joint
         velocity away from the twist, and the next slew's snap back to it fed forward an
         acceleration that drove the end effector to 1.20x the commanded speed (1.04x this way)."""
-        if np.all(np.isfinite(measured)):
-            np.copyto(jog.position, np.clip(measured + jog.offset, self.limits.position_min,
-                                            self.limits.position_max))
+        self.anchor(jog, measured)
         v = np.nan_to_num(measured_velocity)
         if jog.cartesian:
             J = self.model.jacobian_end_effector(jog.position)
@@ -208,6 +228,28 @@ class JogLaw:
             return
         same_way = v * jog.velocity > 0.0
         np.copyto(jog.velocity, np.where(same_way, np.sign(v) * np.minimum(np.abs(v), np.abs(jog.velocity)), 0.0))
+
+    def anchor(self, jog: Jogging, measured: FloatArray, joints: FloatArray | bool = True) -> None:
+        """The jog's position restarts where the arm is measured (plus the sag it learned), on ``joints``
+        (a mask; all by default)."""
+        if np.all(np.isfinite(measured)):
+            anchored = np.clip(measured + jog.offset, self.limits.position_min, self.limits.position_max)
+            np.copyto(jog.position, anchored, where=np.asarray(joints, dtype=bool))
+
+    def behind(self, jog: Jogging, measured_velocity: FloatArray) -> FloatArray | bool:
+        """The joints whose command restarts where the arm is while it catches up after a late cycle:
+        the arm's measured speed along the jog's target is below 1 - :data:`PACE` of the command's (or
+        negative). Per jogged joint in a joint jog (the others keep their command: re-anchored as they
+        swung from the gap, they drifted on); all joints or none in a Cartesian jog (measured at the end
+        effector)."""
+        if not np.all(np.isfinite(measured_velocity)):
+            return False
+        if not jog.cartesian:
+            sign = np.sign(jog.target)
+            return (sign != 0.0) & (measured_velocity * sign < (1.0 - PACE) * jog.velocity * sign)
+        J = self.model.jacobian_end_effector(jog.position)
+        way = J @ jog.target
+        return float((J @ measured_velocity) @ way) < (1.0 - PACE) * float((J @ jog.velocity) @ way)
 
     def target_velocity(self, jog: Jogging, now: float, measured: FloatArray, measured_velocity: FloatArray,
                         dt: float) -> FloatArray:
@@ -297,12 +339,15 @@ class JogLaw:
         return scale
 
     def slew(self, v: FloatArray, target: FloatArray, dt: float, *, uniform: bool) -> None:
-        """Move the commanded velocity ``v`` (in place) toward ``target``: ``accel`` speeding up,
+        """Move the commanded velocity ``v`` (in place) toward ``target``: ``accel`` speeding up (no
+        more than ``1/SETTLE_TIME`` of what is left per second: the end of the ramp is rounded off),
         BRAKE_FACTOR x slowing."""
         dv = target - v
         slowing = (np.abs(target) <= np.abs(v)) & (target * v >= 0)
         step = self.accel * dt * np.where(slowing, BRAKE_FACTOR, 1.0)
-        if not uniform:
+        if not uniform:  # per joint; speeding up is rounded off over SETTLE_TIME before the target speed
+            step = np.where(slowing, step, np.minimum(step, np.maximum(np.abs(dv) * min(1.0, dt / SETTLE_TIME),
+                                                                       SETTLE_FLOOR * step)))
             v += np.clip(dv, -step, step)
             return
         # Cartesian: the velocity always points the way the current solve says (which met the
@@ -315,4 +360,8 @@ class JogLaw:
         unit = target / size
         now = float(v @ unit)  # the current speed along the new direction
         per_unit = float(np.min(step / np.maximum(np.abs(unit), 1e-12)))  # joint accel <= accel (or brake)
-        np.multiply(unit, min(size, now + per_unit) if size > now else max(size, now - per_unit), out=v)
+        if size > now:  # speeding up: ``accel``, rounded off over SETTLE_TIME before the target speed
+            up = now + min(per_unit, max((size - now) * min(1.0, dt / SETTLE_TIME), SETTLE_FLOOR * per_unit))
+            np.multiply(unit, min(size, up), out=v)
+        else:
+            np.multiply(unit, max(size, now - per_unit), out=v)

@@ -15,10 +15,12 @@ how much load that is:
   step: what the model now includes leaves the feed-forward in the same cycle, so it is never
   counted twice; the monitor's next estimate is of the remaining mismatch.
 
-The effort is the load's weight at its estimated centre of mass ``c`` (the monitor fits it with the
-mass; 0 for a point mass) and its inertia as a point mass, ``m (J_c^T (-g) + J_v^T (J_v a + dJ_v v))``
-with ``J_c = J_v - [R c]x J_w`` (hebi-py's gravity sign: efforts that hold the load against ``g``),
-``dJ_v v`` from a difference along ``v``. Modes without an acceleration (hold) pass zeros: weight
+The effort is the load's weight and inertia as a point mass at its estimated centre of mass ``c``
+(the monitor fits it with the mass; 0: at the end effector), ``m J_c^T (J_c a + dJ_c v - g)`` with
+``J_c = J_v - [R c]x J_w`` (hebi-py's gravity sign: efforts that hold the load against ``g``),
+``dJ_c v`` from a difference along ``v``. The inertia was the end effector's point mass
+(``J_v^T (J_v a + dJ_v v)``) until 2026-12-02: a brake with 1.5 kg 5 cm out on x7 ran its base
+1.124x v²/2a (see docs/supervisor.md, "The brake ramp"). Modes without an acceleration (hold) pass zeros: weight
 only. Why the centre of mass: r6 with 1 kg 3 cm out along its end effector, fed forward as a point
 mass, left ~0.07 N·m of moment on the pitch joints to the position loop: the arm crept 1.1 mm after the
 ramp, and a jog starting then drifted 0.24 mm sideways in its first millimetre (13.4 deg off).
@@ -42,7 +44,8 @@ import numpy as np
 
 from hebictl._typing import FloatArray
 
-__all__ = ["COM_RATE", "MASS_RATE", "MIN_MASS_KG", "REFINE_DEADBAND", "PayloadFeedForward", "point_mass_effort"]
+__all__ = ["COM_RATE", "MASS_RATE", "MIN_MASS_KG", "REFINE_DEADBAND", "PayloadFeedForward", "point_jacobian",
+           "point_mass_effort"]
 
 #: [kg] an estimated unknown load below this is not fed forward (estimate noise; a negative
 #: estimate is never a load, see :meth:`PayloadFeedForward._take`)
@@ -59,25 +62,29 @@ REFINE_DEADBAND = 0.1
 _JDOT_STEP = 1e-4
 
 
+def point_jacobian(model: Any, q: FloatArray, com: FloatArray | None) -> FloatArray:
+    """The linear Jacobian (3, n) of the point ``com`` [m, end-effector frame] fixed to the end
+    effector: ``J_v - [R c]x J_w`` (``J_v`` itself without a ``com``)."""
+    J = model.jacobian_end_effector(q)
+    if com is None or not np.any(com):
+        return J[:3]
+    c = model.end_effector(q)[:3, :3] @ com
+    return J[:3] - np.cross(c, J[3:].T).T
+
+
 def point_mass_effort(model: Any, mass: float, q: FloatArray, v: FloatArray | None,
                       a: FloatArray | None, gravity: FloatArray, com: FloatArray | None = None) -> FloatArray:
-    """Effort [N·m] that holds and moves a point ``mass`` [kg] at the end effector along (q, v, a):
-    ``m J_v^T (J_v a + dJ_v v - g)``; ``a`` None: no acceleration, ``v`` None: no velocity-product
-    term. ``dJ_v v`` by a forward difference along ``v`` (one more Jacobian; its O(h |v|) error is
-    ~1e-4 of the term). ``com`` [m, end-effector frame]: the weight acts there (``J_c^T``), the
-    inertia stays the point mass's."""
-    J = model.jacobian_end_effector(q)
-    jv = J[:3]
-    acc = np.zeros(3) if a is None else jv @ a
+    """Effort [N·m] that holds and moves a point ``mass`` [kg] at ``com`` [m, end-effector frame;
+    None or 0: the end effector] along (q, v, a): ``m J_c^T (J_c a + dJ_c v - g)``, ``J_c`` the
+    point's linear Jacobian (:func:`point_jacobian`); ``a`` None: no acceleration, ``v`` None: no
+    velocity-product term. ``dJ_c v`` by a forward difference along ``v`` (one more Jacobian; its
+    O(h |v|) error is ~1e-4 of the term). The load's own rotational inertia is not included."""
+    jc = point_jacobian(model, q, com)
+    acc = np.zeros(3) if a is None else jc @ a
     if v is not None and v.any():
         h = _JDOT_STEP
-        ahead = model.jacobian_end_effector(q + h * v)[:3]
-        acc = acc + (ahead - jv) @ v / h
-    if com is None or not np.any(com):
-        return mass * (jv.T @ (acc - gravity))
-    c = model.end_effector(q)[:3, :3] @ com
-    jc = jv - np.cross(c, J[3:].T).T
-    return mass * (jv.T @ acc - jc.T @ gravity)
+        acc = acc + (point_jacobian(model, q + h * v, com) - jc) @ v / h
+    return mass * (jc.T @ (acc - gravity))
 
 
 class PayloadFeedForward:

@@ -223,3 +223,44 @@ def test_status_flags_are_plain_python_values():
     cycle(arm, 2)
     assert arm.m_stopped
     check()
+
+
+def test_a_blind_brake_is_mirrored_to_a_double_shoulders_second_module():
+    """x7 (double shoulder) on the sim, its feedback frozen mid-move: every blind cycle (the hold's brake
+    without feedback, then the watchdog's latched stop) sends the mirror module the shoulder's own
+    command, negated, with half the joint's effort on each module. It kept the last command before the
+    freeze until the watchdog's stop synced it (52 mrad and 0.55 rad/s off the primary's brake, the
+    primary at the joint's full effort), and the shoulder swung at up to 0.14 rad/s in the hold after
+    that (safety matrix, x7 "feedback frozen mid-move": still after 0.52 s; 0.20 s since)."""
+    pytest.importorskip("mujoco")
+    cfg = REPO_ROOT / "configs" / "x-series-7dof-double-shoulder.cfg.yaml"
+    clock = SimClock()
+    home = np.array([0.0, -1.0, 0.0, 2.0, 1.0, 1.57, 0.0])
+    arm = Arm.from_config(cfg, backend="sim", clock=clock, initial_position=home)
+    mirror = next(p for p in arm.plugins if type(p).__name__ == "DoubledJointMirror")
+    i = mirror.index
+    with arm:
+        for _ in range(300):  # gravity compensation ramps in
+            arm.update()
+            arm.send()
+        target = home.copy()
+        target[1] -= 0.3
+        arm.set_goal(Goal(7).add_waypoint(t=1.0, position=target))
+        for _ in range(60):
+            arm.update()
+            arm.send()
+        arm.backend.faults.freeze_feedback()
+        worst = 0.0
+        for _ in range(100):  # 0.5 s: the blind hold, then the watchdog's stop
+            arm.update()
+            arm.send()
+            cmd = arm.pending_command
+            if arm.state in (ArmState.HOLD, ArmState.STOPPED):
+                assert mirror.command.position[0] == mirror.sign * cmd.position[i]
+                assert mirror.command.velocity[0] == mirror.sign * cmd.velocity[i]
+                assert mirror.command.effort[0] == mirror.sign * cmd.effort[i]
+                worst = max(worst, abs(mirror.sign * mirror.command.position[0] - cmd.position[i]))
+        kinds = [e.kind for e in arm.events.events]
+        print(f"\nx7 feedback frozen: mirror off the shoulder's blind command by {worst * 1e3:.3f} mrad at most; "
+              f"events {[k.value for k in kinds]}")
+        assert EventKind.FEEDBACK_LOST in kinds and EventKind.WATCHDOG in kinds

@@ -67,6 +67,39 @@ def test_weight_at_an_offset_centre_of_mass_is_the_gradient_of_its_potential_ene
     np.testing.assert_allclose(ours, ref, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("name", CONFIGS)
+def test_inertia_at_an_offset_centre_of_mass_is_its_point_acceleration(name):
+    """Moving (q, v, a), the effort of a point mass at ``c`` is ``m J_c^T (p_c'' - g)``, ``p_c`` the point
+    p_ee(q) + R(q) c: its Jacobian and its acceleration along q(t) = q + v t + a t²/2 both by central
+    differences of that point's position (independent of the code's Jacobians). Every bundled config; the
+    end effector's point mass (what the brake fed forward before) printed against it."""
+    arm, _, home = sim_arm(name, settle=0)
+    with arm:
+        g = np.array([0.0, 0.0, -9.81])
+        n = arm.dof
+        q = home + np.linspace(0.1, -0.2, n)
+        v = np.linspace(1.0, -0.5, n)
+        a = np.linspace(-3.0, 2.0, n)
+        com = np.array([0.05, 0.0, 0.05])
+
+        def point(x):
+            T = arm.model.end_effector(x)
+            return T[:3, 3] + T[:3, :3] @ com
+
+        h = 1e-5
+        jc = np.column_stack([(point(q + h * e) - point(q - h * e)) / (2 * h) for e in np.eye(n)])
+        t = 1e-4
+        acc = (point(q + v * t + a * t * t / 2) - 2 * point(q) + point(q - v * t + a * t * t / 2)) / (t * t)
+        ref = 1.5 * jc.T @ (acc - g)
+        ours = point_mass_effort(arm.model, 1.5, q, v, a, g, com)
+        at_ee = point_mass_effort(arm.model, 1.5, q, v, a, g)
+        weight_only = point_mass_effort(arm.model, 1.5, q, None, None, g, com)
+        print(f"\n{name} 1.5 kg at {com} m: ours {np.round(ours, 4)}, by differences {np.round(ref, 4)}; its inertia "
+              f"{np.round(ours - weight_only, 4)}, the end effector's point mass "
+              f"{np.round(at_ee - point_mass_effort(arm.model, 1.5, q, None, None, g), 4)}")
+        np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-4)
+
+
 def test_estimate_ramps_in_refines_and_drops_without_a_step(x6):
     """The fed mass moves at most MASS_RATE x dt per cycle toward the estimate; a refinement within
     REFINE_DEADBAND is not taken; the estimate gone (None) ramps it out; set_payload's share leaves it at

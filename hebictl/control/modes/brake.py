@@ -177,7 +177,7 @@ def new_brake(ctx: ModeContext, now: float, p: FloatArray, chase: bool = False,
     if ff.measured:
         ff.retarget(ctx.payload_estimate())
     planner = ctx.planner
-    planner.set_payload_mass(ff.mass)
+    planner.set_payload_mass(ff.mass, ff.com)
     v = ctx.measured_velocity(now)
     overrun = again.overrun if again is not None else False
     if chase:  # started from the measured state: the modules were not following the command (a module came

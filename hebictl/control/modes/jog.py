@@ -8,6 +8,7 @@ cycle scaled the jog by. The command law is :class:`hebictl.control.jog_law.JogL
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
@@ -40,6 +41,7 @@ class Jogging:
     cartesian: bool = False
     target: FloatArray = field(default_factory=lambda: np.zeros(0))
     scales: dict[str, float] = field(default_factory=lambda: {"direction": 1.0, "limits": 1.0, "collision": 1.0})
+    rejoin_until: float = -math.inf
     kind: ClassVar[Mode] = Mode.JOG
 
     @classmethod

@@ -35,7 +35,7 @@ def to_brake(ctx: ModeContext, now: float, measured: bool = False) -> None:
         if measured:
             sup.restart_brake(new_brake(ctx, now, ctx.anchor(True), chase=True))
         return
-    ctx.planner.set_payload_mass(ctx.loads.feedforward.mass)  # the ramp plans with the load
+    ctx.planner.set_payload_mass(ctx.loads.feedforward.mass, ctx.loads.feedforward.com)  # the ramp plans with the load
     start = brake_start(ctx, now) if ctx.live() and not measured else ctx.anchor(measured)
     ctx.fire(Trigger.BRAKE, new_brake(ctx, now, start, chase=measured))
 
