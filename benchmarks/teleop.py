@@ -36,7 +36,9 @@ many presses did not engage within 10 s. Target (issue 33): p95 <= 200 ms, none 
 prints the arm's cycles under that load as its modules see them (median / p99 / max between writes)
 and its control gaps (cycles later than the 250 ms command lifetime): the figure
 tests/teleop/test_teleop_security.py used to bound against this machine's scheduling statistics,
-and now only prints.
+and now only prints. ``--bridge process|thread|both`` (default both: one run of each, the child
+process first) puts the MQTT bridge in a child process, as ``hebictl teleop`` does by default
+(hebictl/teleop/bridge_process.py), or in a thread of the arm's process, as before.
 """
 
 from __future__ import annotations
@@ -311,7 +313,14 @@ class EstopProbe:
 
 
 def estop_under_load(args: argparse.Namespace) -> int:
-    """The e-stop latency run (``--estop-load``)."""
+    """The e-stop latency run (``--estop-load``), once per ``--bridge`` mode."""
+    modes = ("process", "thread") if args.bridge == "both" else (args.bridge,)
+    codes = [estop_run(args, mode) for mode in modes]
+    return max(codes)
+
+
+def estop_run(args: argparse.Namespace, bridge: str) -> int:
+    """One e-stop latency run with the bridge in a child process or in a thread of the arm's."""
     users = {"operator": "op-secret", "operator2": "op2-secret", "arm-bench": "arm-secret"}
     with tempfile.TemporaryDirectory() as tmp:
         plugin = doc_plugin(tmp)
@@ -322,7 +331,7 @@ def estop_under_load(args: argparse.Namespace) -> int:
                                   initial_position=[0.0, 1.2, 1.8, 2.2, -1.57, 0.0])  # kit home, off the table
             settings = parse_broker(broker.url, username="arm-bench", password="arm-secret")
             realtime = RealtimeRequest(priority=args.rt_priority, lock_memory=args.rt_priority > 0)
-            server = TeleopServer(arm, settings, "bench", runner_options={"realtime": realtime})
+            server = TeleopServer(arm, settings, "bench", runner_options={"realtime": realtime}, bridge=bridge)
             probe = EstopProbe(arm, lambda: server.runner.estop_latched)
             server.start_background()
             home = server.runner.snapshot.position.copy()
@@ -339,6 +348,7 @@ def estop_under_load(args: argparse.Namespace) -> int:
                 proc = ctx.Process(target=goal_sender, args=(broker.port, "bench", "operator2", users["operator2"],
                                                              seconds, targets, child))
             load = StandardLoad() if args.standard_load else contextlib.nullcontext()
+            load_start = os.getloadavg()[0]
             press_parent, press_child = ctx.Pipe(duplex=False)
             presser = ctx.Process(target=estop_presser, args=(broker.port, "bench", users["operator"], args.presses,
                                                               press_child))
@@ -369,9 +379,10 @@ def estop_under_load(args: argparse.Namespace) -> int:
     ok = lost == 0 and p95 <= 200.0
     with_plugin = "yes" if plugin else "NO: gcc or mosquitto's headers missing"
     grant = server.runner.snapshot.realtime
+    print(f"bridge: {bridge} ({'a child process' if bridge == 'process' else 'a thread of the arm process'})")
     print(f"  arm thread: {grant.line() if grant is not None else 'no grant recorded'}; "
           f"standard load (2 busy + 1 allocating process): {'yes' if args.standard_load else 'no'}; "
-          f"load average {os.getloadavg()[0]:.1f}")
+          f"load average {os.getloadavg()[0]:.1f} at the end, {load_start:.1f} at the start")
     print(f"teleop e-stop under load '{args.estop_load}' (broker plugin: {with_plugin}): {args.presses} presses, "
           f"{lost} not engaged within 10 s; {unanswered} mode commands or releases not answered within 10 s; load sent "
           f"{sent} messages")
@@ -379,6 +390,10 @@ def estop_under_load(args: argparse.Namespace) -> int:
           f"max {mx:.1f} ms; bridge decoded {st['received']}, dropped undecoded {st['flood_dropped']} (account "
           f"rate) + {st['queue_dropped_jog']} (queue, jog); accepted {st['accepted']}, rejected {st['rejected']}; "
           f"disconnects {st['disconnects']} -> {'PASS' if ok else 'FAIL'}")
+    if bridge == "process":
+        port = server.bridge.port  # type: ignore[union-attr]
+        print(f"  link to the bridge process: {port.commands.sent} messages sent by the arm thread, {port.dropped} "
+              "dropped (socket full)")
     cycles = np.diff(np.array(probe.writes)) * 1e3
     if cycles.size:
         nominal = 1e3 / server.runner.rate_hz
@@ -403,6 +418,9 @@ def main() -> int:
     ap.add_argument("--rt-priority", type=int, default=0,
                     help="--estop-load: the arm thread's SCHED_FIFO priority as `hebictl teleop --rt-priority` "
                          "(0: normal scheduling)")
+    ap.add_argument("--bridge", choices=("process", "thread", "both"), default="both",
+                    help="--estop-load: the MQTT bridge in a child process (hebictl teleop's default), in a thread of "
+                         "the arm's process (--bridge thread), or one run of each, process first")
     ap.add_argument("--standard-load", action="store_true",
                     help="--estop-load: beside loop_latency.py's standard load (2 busy + 1 allocating process)")
     args = ap.parse_args()

@@ -1,13 +1,14 @@
 """``hebictl teleop`` (serve an arm over MQTT) and ``hebictl teleop-send`` (a small operator client).
 
-``teleop`` runs the arm's fixed-rate loop in a thread and the MQTT bridge in the main thread's
-event loop; the arm thread runs at SCHED_FIFO where the system grants it (``--rt-priority``,
-``--cpu``). On Ctrl-C or SIGTERM the bridge disconnects (``offline``) and the arm stops with the
-``hold`` behaviour: it brakes within the rated deceleration and holds under gravity compensation
-for ``--stop-hold`` seconds, by default until a second Ctrl-C after Ctrl-C, and
-:data:`~hebictl.cli.run_cmd.TERM_HOLD_S` after SIGTERM (a service manager's stop); it is never
-released. After the process exits, the modules keep the hold for their command lifetime and then
-stop driving.
+``teleop`` runs the arm's fixed-rate loop in a thread and the MQTT bridge in a child process
+(``--bridge process``, the default: :mod:`hebictl.teleop.bridge_process`; ``--bridge thread``, and
+``--app``, keep it in the main thread's event loop); the arm thread runs at SCHED_FIFO where the
+system grants it (``--rt-priority``, ``--cpu``). On Ctrl-C or SIGTERM the bridge disconnects
+(``offline``) and the arm stops with the ``hold`` behaviour: it brakes within the rated
+deceleration and holds under gravity compensation for ``--stop-hold`` seconds, by default until
+a second Ctrl-C after Ctrl-C, and :data:`~hebictl.cli.run_cmd.TERM_HOLD_S` after SIGTERM (a
+service manager's stop); it is never released. After the process exits, the modules keep the
+hold for their command lifetime and then stop driving.
 A config with ``user_data.has_gripper`` gets its gripper opened with the arm
 (:mod:`hebictl.control.gripper`). ``teleop-send`` publishes one command (or streams a jog for a
 while) and prints its ack as one JSON line (a jog: one line per rejection plus a summary line);
@@ -143,6 +144,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--app", choices=("ar", "teach", "gravcomp", "jog"), default=None,
                    help="a Mobile IO app (docs/mobile_io.md) that mode 'app' runs from the cmd/input stream "
                         "(the panel's Mobile IO emulator, a phone bridge, any MQTT client)")
+    p.add_argument("--bridge", choices=("process", "thread"), default="process",
+                   help="where the MQTT bridge runs: a child process (default: a command flood's Python work "
+                        "then never holds the arm thread's GIL) or a thread of this process; --app keeps it "
+                        "in this process (docs/teleop.md)")
     p.add_argument("--account-tags", choices=("auto", "on", "off"), default="auto",
                    help="on: the broker runs the plugin of docs/teleop.md, refuse commands without its account tag; "
                         "auto (default): find out at the first connection")
@@ -237,6 +242,8 @@ def cmd_teleop(args: argparse.Namespace) -> int:
         gripper = attach_gripper(arm, cfg, args.backend)
         app, mobile_io = _app(args, arm, cfg)
         fleet = _fleet(args, cfg)
+        if app is not None and args.bridge == "process":
+            _tell("--app: the MQTT bridge runs in this process (mode app takes cmd/input here; docs/teleop.md)")
         server = TeleopServer(arm, settings, args.arm_id, rate_hz=args.rate or cfg.feedback_frequency,
                               state_rate_hz=args.state_rate, max_age=args.max_age, clock=SYSTEM_CLOCK,
                               gripper=gripper,
@@ -246,7 +253,8 @@ def cmd_teleop(args: argparse.Namespace) -> int:
                               bridge_options={"description": {"config_name": cfg.path.name, "backend": args.backend,
                                                               "extra": mobile_io},
                                               "account_tags": _ACCOUNT_TAGS[args.account_tags],
-                                              "supervisors": frozenset(args.estop_supervisor)})
+                                              "supervisors": frozenset(args.estop_supervisor)},
+                              bridge="thread" if app is not None else args.bridge)
         recorder = _session_recorder(args, arm, cfg, inputs=app is not None)
         server.runner.recorder = recorder
         if recorder is not None and app is not None:

@@ -69,7 +69,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hebictl.errors import CommandRejected
+from hebictl.errors import CommandRejected, TeleopError
 from hebictl.tasks import cancel_and_wait
 from hebictl.teleop.acks import AckQueue
 from hebictl.teleop.admission import Admission
@@ -80,6 +80,7 @@ from hebictl.teleop.feasibility import check_reach, solve_cartesian
 from hebictl.teleop.inbound import InboundGate, estop_queue_type, filter_paho, inbound_queue_type
 from hebictl.teleop.lease import ESTOP_TOPIC, LEASE_TOPIC, LeaseGate
 from hebictl.teleop.messages import Ack, ee_pose_payload, joints_payload, status_payload
+from hebictl.teleop.runner import ArmRunner
 from hebictl.teleop.schema import (
     CartesianGoalCommand,
     CommandSchema,
@@ -98,7 +99,7 @@ from hebictl.teleop.topics import Topics
 if TYPE_CHECKING:
     import aiomqtt
 
-    from hebictl.teleop.runner import ArmRunner
+    from hebictl.teleop.runner_proxy import RunnerProxy
     from hebictl.teleop.snapshot import ArmSnapshot
 
 log = logging.getLogger(__name__)
@@ -131,7 +132,9 @@ def check_client_account(client: str, account: str | None) -> None:
 
 
 class MqttBridge:
-    """Connects one :class:`~hebictl.teleop.runner.ArmRunner` to a broker.
+    """Connects one :class:`~hebictl.teleop.runner.ArmRunner` to a broker (in the arm's process), or
+    its :class:`~hebictl.teleop.runner_proxy.RunnerProxy` (in the bridge process of
+    :mod:`~hebictl.teleop.bridge_process`).
 
     ``state_rate_hz`` [Hz] of ``state/joints`` and ``state/ee_pose``; ``status_period`` [s]
     between retained status refreshes (a change is published at once); ``backoff_initial`` /
@@ -152,7 +155,7 @@ class MqttBridge:
     another account is refused only by the plugin); ``supervisors``: accounts whose release with
     ``"override": true`` releases an e-stop another account engaged (logged)."""
 
-    def __init__(self, runner: ArmRunner, settings: BrokerSettings, arm_id: str, *,
+    def __init__(self, runner: ArmRunner | RunnerProxy, settings: BrokerSettings, arm_id: str, *,
                  schema: CommandSchema | None = None, admission: Admission | None = None,
                  state_rate_hz: float = 50.0, status_period: float = 0.5, backoff_initial: float = 0.1,
                  backoff_max: float = 5.0, reject_ack_period: float = 0.2, identifier: str | None = None,
@@ -344,7 +347,7 @@ class MqttBridge:
                     await estop_client.unsubscribe([ESTOP_TOPIC, LEASE_TOPIC], timeout=2.0)
             with contextlib.suppress(Exception):
                 await client.publish(self.topics.state("status"),
-                                     self._status(self.runner.snapshot, online=False, bridge=self._bridge_stats()),
+                                     self._status(self.runner.snapshot, online=False, bridge=self.stats_now()),
                                      qos=1, retain=True, timeout=2.0)
             return
         for t in done:
@@ -556,8 +559,8 @@ class MqttBridge:
         self.acks.put(ack, throttle=self.reject_ack_period if name in ("jog", "input") else 0.0)
 
     # ------------------------------------------------------------------ outbound
-    def _bridge_stats(self) -> dict[str, int]:
-        """The counters published in ``state/status`` (``bridge``)."""
+    def stats_now(self) -> dict[str, int]:
+        """The counters published in ``state/status`` (``bridge``), as they are now."""
         self.stats["acks_coalesced"] = self.acks.coalesced
         self.stats["acks_dropped"] = self.acks.dropped
         self.stats.update(self.gate.stats)
@@ -585,16 +588,23 @@ class MqttBridge:
 
     async def _publish_status(self, client: aiomqtt.Client) -> None:
         try:
-            payload = self._status(self.runner.snapshot, online=True, bridge=self._bridge_stats())
+            payload = self._status(self.runner.snapshot, online=True, bridge=self.stats_now())
         except Exception:  # never let a payload bug take the bridge down; the next tick retries
             log.exception("could not build the status payload")
             return
         await client.publish(self.topics.state("status"), payload, qos=1, retain=True, timeout=5.0)
 
+    def use_description(self, payload: bytes) -> None:
+        """Publish ``payload`` as ``state/description`` (built where the arm is: the bridge process
+        of :mod:`~hebictl.teleop.bridge_process` has only the model)."""
+        self._description = payload, hashlib.sha256(payload).hexdigest()
+
     def description_bytes(self) -> tuple[bytes, str]:
         """The exact ``state/description`` payload and its hex SHA-256 (built once: it does not
         change while the process runs)."""
         if self._description is None:
+            if not isinstance(self.runner, ArmRunner):  # the bridge process is given it (use_description)
+                raise TeleopError("the bridge process has no description: use_description() first")
             payload = description_payload(self.runner, self.topics.arm_id, default_ttl=self.schema.default_ttl,
                                           **self.description)
             self._description = payload, hashlib.sha256(payload).hexdigest()

@@ -217,6 +217,10 @@ class ArmRunner:
         self._end_now = False
         #: an MCAP recorder (hebictl.recording.writer.McapRecorder) or None: every cycle, command and ack
         self.recorder: Any = None
+        #: the link to a bridge process (:class:`~hebictl.teleop.bridge_port.BridgePort`) or None (the
+        #: bridge calls the thread-safe API from a thread of this process): read at the start of every
+        #: cycle, written after its acks
+        self.port: Any = None
         # realtime: the loop thread's scheduling (hebictl.control.realtime), asked for on that thread
         self._loop = FixedRateLoop(self.step, self.rate_hz, self.clock, report=self._on_stats,
                                    realtime=realtime, on_grant=on_grant)
@@ -232,11 +236,15 @@ class ArmRunner:
     def estop_latched(self) -> bool:
         return self.state.estop
 
-    def submit(self, topic: str, command: TeleopCommand) -> None:
-        """Queue a command for the next cycle; its ack comes through :attr:`on_result`."""
+    def submit(self, topic: str, command: TeleopCommand, arrival: int | None = None) -> None:
+        """Queue a command for the next cycle; its ack comes through :attr:`on_result`.
+
+        ``arrival`` (here and in :meth:`engage_estop`, :meth:`link_lost`): the order the bridge
+        received it in, when the bridge counts (the bridge process of :mod:`~hebictl.teleop.bridge_port`,
+        whose e-stops and commands come over two channels); None: numbered here, on arrival."""
         if self.recorder is not None:
             self.recorder.command(topic, command)
-        self._queue.put((topic, command, next(self._arrivals)))
+        self._queue.put((topic, command, next(self._arrivals) if arrival is None else arrival))
 
     def offer_jog(self, command: JogCommand, received: float) -> None:
         """Hand a jog sample received at ``received`` [s, arm clock] to the loop (latest wins)."""
@@ -244,11 +252,12 @@ class ArmRunner:
             self.recorder.command("jog", command)
         self.mailbox.offer(command, received)
 
-    def engage_estop(self, command: EstopCommand | None, detail: str = "") -> None:
+    def engage_estop(self, command: EstopCommand | None, detail: str = "", arrival: int | None = None) -> None:
         """Stop the arm at the next cycle start, ahead of anything queued (latched)."""
         if self.recorder is not None and command is not None:
             self.recorder.command("estop", command)
-        arrival = next(self._arrivals)
+        if arrival is None:
+            arrival = next(self._arrivals)
         self._priority.append(lambda: EstopEngaged(command, detail, arrival, self._latest_jog_index()))
 
     def begin_shutdown(self, reason: EventKind | str = EventKind.TELEOP_SHUTDOWN) -> None:
@@ -258,9 +267,10 @@ class ArmRunner:
         kind = EventKind(reason).value
         self._priority.append(lambda: ShutdownBegun(kind, self._latest_jog_index()))
 
-    def link_lost(self, detail: str) -> None:
+    def link_lost(self, detail: str, arrival: int | None = None) -> None:
         """The broker is gone: brake, hold, and require a new mode command afterwards."""
-        arrival = next(self._arrivals)
+        if arrival is None:
+            arrival = next(self._arrivals)
         self._priority.append(lambda: LinkLost(detail, arrival, self._latest_jog_index()))
 
     def note_error(self, reason: str, detail: str) -> None:
@@ -328,6 +338,9 @@ class ArmRunner:
         snapshot (and the recorder's sample, if one is attached). The arm thread calls it; tests
         may call it directly on a SimClock arm."""
         recorder = self.recorder
+        port = self.port
+        if port is not None:
+            port.poll()  # the bridge process's e-stops, link losses and commands, queued for this cycle
         if recorder is None:
             go_on = self._cycle_step()
         else:
@@ -335,6 +348,8 @@ class ArmRunner:
             go_on = self._cycle_step()
             recorder.sample(self.mode)
         self._flush_acks()
+        if port is not None:
+            port.flush()  # the snapshot (when due, and before any ack), then this cycle's acks
         return go_on
 
     def _flush_acks(self) -> None:

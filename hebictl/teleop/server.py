@@ -14,10 +14,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from hebictl.control.arm import Arm
+from hebictl.errors import TeleopError
 from hebictl.teleop.admission import Admission, RateLimit
 from hebictl.teleop.bridge import MqttBridge
+from hebictl.teleop.bridge_process import BridgeProcess
 from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 from hebictl.teleop.connection import BrokerSettings
+from hebictl.teleop.description import description_payload
 from hebictl.teleop.runner import ArmRunner
 from hebictl.teleop.schema import CommandSchema
 
@@ -41,14 +44,28 @@ class TeleopServer:
                  rate_limits: Mapping[str, RateLimit] | None = None,
                  runner_options: Mapping[str, Any] | None = None, schema_options: Mapping[str, Any] | None = None,
                  bridge_options: Mapping[str, Any] | None = None, clock: TeleopClock = SYSTEM_CLOCK,
-                 gripper: Any = None) -> None:
+                 gripper: Any = None, bridge: str = "thread") -> None:
         self.arm = arm
         self.runner = ArmRunner(arm, rate_hz=rate_hz, clock=clock, gripper=gripper, **dict(runner_options or {}))
         self.schema = CommandSchema(arm.dof, arm.limits, **dict(schema_options or {}))
         self.admission = Admission(max_age=max_age, rate_limits=rate_limits, wall_clock=clock.wall,
                                    monotonic=clock.monotonic)
-        self.bridge = MqttBridge(self.runner, settings, arm_id, schema=self.schema, admission=self.admission,
-                                 state_rate_hz=state_rate_hz, clock=clock, **dict(bridge_options or {}))
+        self.bridge: MqttBridge | BridgeProcess
+        if bridge == "thread":
+            self.bridge = MqttBridge(self.runner, settings, arm_id, schema=self.schema, admission=self.admission,
+                                     state_rate_hz=state_rate_hz, clock=clock, **dict(bridge_options or {}))
+        elif bridge == "process":
+            if clock is not SYSTEM_CLOCK or self.runner.app is not None:
+                raise TeleopError("the bridge process runs on the system clocks and without a Mobile IO app: "
+                                  "use bridge='thread' for an injected clock or mode 'app'")
+            options = dict(bridge_options or {})
+            description = description_payload(self.runner, arm_id, default_ttl=self.schema.default_ttl,
+                                              **options.get("description", {}))
+            self.bridge = BridgeProcess(self.runner, settings, arm_id, description=description,
+                                        state_rate_hz=state_rate_hz, max_age=max_age, rate_limits=rate_limits,
+                                        schema_options=schema_options, bridge_options=options)
+        else:
+            raise ValueError(f"bridge must be 'thread' or 'process', got {bridge!r}")
         self.stop_reason = "teleop_shutdown"
         self.stopping = False   # stop() was called (a second signal then ends the hold)
         self._thread: threading.Thread | None = None
@@ -87,7 +104,11 @@ class TeleopServer:
         def main() -> None:
             async def go() -> None:
                 async def watch() -> None:
-                    await self.bridge.connected.wait()
+                    if isinstance(self.bridge, MqttBridge):
+                        await self.bridge.connected.wait()
+                    else:  # a threading.Event the arm thread sets
+                        while not self.bridge.connected.is_set():
+                            await asyncio.sleep(0.02)
                     connected.set()
 
                 watcher = asyncio.create_task(watch())

@@ -392,3 +392,34 @@ def test_a_multi_arm_run_parks_every_arm_after_one_sigterm(tmp_path):
     for name in ("left", "right"):
         assert f"  {name} park (SIGTERM): parked at the rest pose, measured" in text, text[-2000:]
     assert "real-time: " in text and "waiting for feedback (every arm's read)" in text
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_teleop_sigterm_stops_the_arm_then_the_bridge_process(backend, broker):
+    """`hebictl teleop` runs its MQTT bridge in a child process (the default, ``--bridge process``):
+    one SIGTERM to the parent brakes the arm and parks or holds it, the child publishes the offline
+    status with that stop and is gone, and the parent exits 0 by itself."""
+    proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--backend", backend, "--broker",
+                             broker.url, "--arm-id", "split1", "--paced-clock", "--bridge", "process"], cwd=REPO,
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        online = asyncio.run(_status(broker.url, "split1", lambda s: s["status"] == "online"
+                                     and s.get("cycles", 0) > 0, HANG))
+        assert online["state"] == "running"
+        bridges = [k for k in _children(proc.pid) if "hebictl.teleop.bridge_process" in _cmdline(k)]
+        assert len(bridges) == 1, [_cmdline(k) for k in _children(proc.pid)]
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=HANG)
+    finally:
+        proc.kill()
+        proc.wait(10)
+    text = out.decode()
+    assert proc.returncode == 0, text[-2000:]
+    assert not Path(f"/proc/{bridges[0]}").exists() or "hebictl.teleop.bridge_process" not in _cmdline(bridges[0])
+    final = asyncio.run(_status(broker.url, "split1", lambda s: True, HANG))
+    assert final["status"] == "offline", final
+    event = final["last_event"]
+    assert event["kind"] == "terminate" and event["state"] == "stopped" and "[hold]" in event["detail"], final
+    print(f"\n[{backend}] SIGTERM: bridge process {bridges[0]} gone, offline status with {event['kind']}: "
+          f"{event['detail']}")

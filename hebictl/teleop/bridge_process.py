@@ -1,0 +1,236 @@
+"""The MQTT bridge in a process of its own (``hebictl teleop --bridge process``, the default).
+
+Why: with the bridge in a thread of the arm's process, a flood of commands keeps that thread busy,
+and the arm thread (even at SCHED_FIFO) waits for the GIL whenever the bridge thread was preempted
+holding it: control gaps of 355 and 369 ms were measured that way (docs/security.md). In a process of
+its own, the flood's Python work runs under another GIL; the arm process keeps only the arm thread
+busy, which reads the bridge's messages itself, inside its cycle (:mod:`~hebictl.teleop.bridge_port`).
+
+The parent side is :class:`BridgeProcess`: it starts ``python -m hebictl.teleop.bridge_process``
+(fork and exec, like multiprocessing's "spawn" context, never a bare fork of a process with hebi and
+MuJoCo threads; a plain subprocess rather than multiprocessing so that the parent's ``__main__``, a
+benchmark script or pytest, is not imported again) with this process's ends of the two socket pairs
+(:mod:`~hebictl.teleop.link`), and writes the start-up values to its stdin, pickled once: broker
+settings, the bridge's, schema's and admission's options, the model with its limits and collision
+world, the first snapshot and the ``state/description`` payload (built here, where the arm is). The
+child runs the unchanged :class:`~hebictl.teleop.bridge.MqttBridge` against a
+:class:`~hebictl.teleop.runner_proxy.RunnerProxy`.
+
+Lifetimes: the child is in a session of its own (a Ctrl-C at the terminal goes to the parent only,
+which brakes first, as before, then stops the child with SIGTERM: the child publishes ``offline`` and
+disconnects). The child ending by itself (a crash, SIGKILL) is a lost link for the arm (it brakes and
+holds) and :meth:`BridgeProcess.run` raises, as a failed bridge thread does. The parent ending
+closes the sockets: the child sees it and stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import pickle
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hebictl.errors import TeleopError
+from hebictl.hardware.clock import MonotonicClock
+from hebictl.teleop.bridge_port import BridgePort
+from hebictl.teleop.link import Channel, socket_pair
+from hebictl.teleop.topics import Topics
+
+if TYPE_CHECKING:
+    from hebictl.teleop.admission import RateLimit
+    from hebictl.teleop.connection import BrokerSettings
+    from hebictl.teleop.runner import ArmRunner
+
+log = logging.getLogger(__name__)
+
+#: [s] how long :meth:`BridgeProcess.run` gives a stopped child to publish ``offline`` and exit
+STOP_TIMEOUT_S = 10.0
+#: messages the child keeps while its socket to the arm is full (priority, commands), beyond: dropped
+PRIORITY_BACKLOG = 4096
+COMMAND_BACKLOG = 1024
+
+
+class BridgeProcess:
+    """The bridge as a child process, with the surface :class:`~hebictl.teleop.server.TeleopServer`
+    uses of an :class:`~hebictl.teleop.bridge.MqttBridge`: :meth:`run`, :meth:`stop`, ``connected``
+    (a :class:`threading.Event`), ``settings``, ``topics``, ``stats`` (as the child last reported
+    them: about once a second, and as it stops).
+
+    Attaches a :class:`~hebictl.teleop.bridge_port.BridgePort` to ``runner`` (before it starts).
+    ``description``: the ``state/description`` payload; the other arguments are those of
+    :class:`~hebictl.teleop.server.TeleopServer` for the bridge, its schema and its admission."""
+
+    def __init__(self, runner: ArmRunner, settings: BrokerSettings, arm_id: str, *, description: bytes,
+                 state_rate_hz: float = 50.0, max_age: float = 1.0,
+                 rate_limits: Mapping[str, RateLimit] | None = None,
+                 schema_options: Mapping[str, Any] | None = None,
+                 bridge_options: Mapping[str, Any] | None = None) -> None:
+        self.runner = runner
+        self.settings = settings
+        self.topics = Topics(arm_id)
+        self._options = {"settings": settings, "arm_id": arm_id, "description": description,
+                         "state_rate_hz": state_rate_hz, "max_age": max_age,
+                         "rate_limits": None if rate_limits is None else dict(rate_limits),
+                         "schema_options": dict(schema_options or {}),
+                         "bridge_options": {k: v for k, v in (bridge_options or {}).items() if k != "description"}}
+        self._priority, self._child_priority = socket_pair()
+        self._commands, self._child_commands = socket_pair()
+        self.port = BridgePort(runner, Channel(self._priority), Channel(self._commands), state_rate_hz=state_rate_hz,
+                               shared_clock=isinstance(runner.clock, MonotonicClock))
+        runner.port = self.port
+        self.connected = self.port.connected
+        self.process: subprocess.Popen[bytes] | None = None
+        self._stop_requested = False
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return self.port.bridge_stats
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.process is None else self.process.pid
+
+    def start(self) -> None:
+        """Start the child (once); it connects to the broker on its own."""
+        if self.process is not None:
+            raise RuntimeError("bridge process already started")
+        from hebictl.collision.attach import world_of
+
+        arm = self.runner.arm
+        init = {**self._options, "model": arm.model, "limits": arm.limits, "world": world_of(arm.model),
+                "snapshot": self.runner.snapshot, "max_goal_duration": self.runner.max_goal_duration,
+                "fleet": self.runner.fleet is not None, "recorder": self.runner.recorder is not None,
+                "log_level": logging.getLogger().getEffectiveLevel()}
+        fds = (self._child_priority.fileno(), self._child_commands.fileno())
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parents[2])  # the child imports this same hebictl
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+        self.process = subprocess.Popen([sys.executable, "-m", "hebictl.teleop.bridge_process", *map(str, fds)],
+                                        stdin=subprocess.PIPE, pass_fds=fds, env=env, start_new_session=True)
+        self.port.name = f"the MQTT bridge process (pid {self.process.pid})"
+        self._child_priority.close()
+        self._child_commands.close()
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(pickle.dumps(init, protocol=pickle.HIGHEST_PROTOCOL))
+            self.process.stdin.close()
+        except OSError as exc:  # it died at once: run() reports how
+            log.error("could not start the bridge process: %s", exc)
+
+    def stop(self) -> None:
+        """Ask the child to publish ``offline``, disconnect and exit (thread-safe, idempotent)."""
+        process = self.process
+        if process is not None and process.poll() is not None:
+            return  # it ended before being asked: run() reports that (the arm holds for the lost link)
+        self._stop_requested = True
+        self.port.expect_end()
+        if process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGTERM)
+
+    async def run(self) -> None:
+        """Start the child, wait until it exits; raise :class:`TeleopError` if it ended without
+        :meth:`stop` (the arm thread has then seen the lost link and holds)."""
+        if self.process is None:
+            self.start()
+        process = self.process
+        assert process is not None
+        try:
+            while process.poll() is None:
+                await asyncio.sleep(0.05)
+        finally:
+            if process.poll() is None:  # cancelled: stop the child, then make sure it is gone
+                self.stop()
+                await asyncio.to_thread(self._reap, process)
+        if not self._stop_requested:
+            code = process.returncode
+            how = f"signal {-code}" if code < 0 else f"exit code {code}"
+            raise TeleopError(f"{self.port.name} ended ({how})")
+
+    @staticmethod
+    def _reap(process: subprocess.Popen[bytes]) -> None:
+        try:
+            process.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            log.error("the bridge process (pid %d) did not stop within %g s: killed", process.pid, STOP_TIMEOUT_S)
+            process.kill()
+            process.wait()
+
+
+# ---------------------------------------------------------------------- the child
+def main(argv: list[str] | None = None) -> int:
+    """The child: ``python -m hebictl.teleop.bridge_process PRIORITY_FD COMMANDS_FD``, start-up
+    values pickled on stdin."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops us when the arm brakes
+    args = sys.argv[1:] if argv is None else argv
+    init = pickle.load(sys.stdin.buffer)
+    logging.basicConfig(level=init["log_level"], format="%(levelname)s %(name)s: %(message)s")
+    priority = Channel(socket.socket(fileno=int(args[0])))
+    commands = Channel(socket.socket(fileno=int(args[1])))
+    asyncio.run(_serve(init, priority, commands))
+    return 0
+
+
+async def _serve(init: dict[str, Any], priority_channel: Channel, command_channel: Channel) -> None:
+    from hebictl.collision.attach import attach
+    from hebictl.teleop.admission import Admission
+    from hebictl.teleop.bridge import MqttBridge
+    from hebictl.teleop.runner_proxy import ArmModel, Outbox, RunnerProxy
+    from hebictl.teleop.schema import CommandSchema
+
+    loop = asyncio.get_running_loop()
+    model, limits = init["model"], init["limits"]
+    attach(model, init["world"])  # IK solutions are checked against the arm and its workspace here too
+    priority, commands = Outbox(priority_channel, PRIORITY_BACKLOG), Outbox(command_channel, COMMAND_BACKLOG)
+    priority.attach(loop)
+    commands.attach(loop)
+    proxy = RunnerProxy(priority, commands, ArmModel(model, limits), init["snapshot"],
+                        max_goal_duration=init["max_goal_duration"], fleet=init["fleet"], recorder=init["recorder"])
+    admission = Admission(max_age=init["max_age"], rate_limits=init["rate_limits"])
+    bridge = MqttBridge(proxy, init["settings"], init["arm_id"], schema=CommandSchema(proxy.arm.dof, limits,
+                                                                                      **init["schema_options"]),
+                        admission=admission, state_rate_hz=init["state_rate_hz"], **init["bridge_options"])
+    bridge.use_description(init["description"])
+    loop.add_signal_handler(signal.SIGTERM, bridge.stop)
+
+    def from_arm() -> None:
+        for message in command_channel.receive(256):
+            proxy.receive(message)
+        if command_channel.closed:  # the arm process is gone: nothing to serve
+            log.error("the arm process closed the link: the bridge stops")
+            loop.remove_reader(command_channel.fileno())
+            bridge.stop()
+
+    loop.add_reader(command_channel.fileno(), from_arm)
+
+    async def report() -> None:
+        """The broker connection as it changes, the bridge's counters once a second."""
+        up = False
+        next_stats = loop.time()
+        while True:
+            if bridge.connected.is_set() != up:
+                up = not up
+                proxy.connected(up)
+            if loop.time() >= next_stats:
+                next_stats += 1.0
+                proxy.bridge_stats(bridge.stats_now())
+            await asyncio.sleep(0.02)
+
+    reporter = asyncio.create_task(report())
+    try:
+        await bridge.run()
+    finally:
+        reporter.cancel()
+        proxy.bridge_stats(bridge.stats_now())  # the final counts, before the sockets close
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""The MQTT bridge in a child process (``TeleopServer(bridge="process")``, ``hebictl teleop``'s
+default): plumbing and ordering through a real mosquitto, the arm on the mock backend on a paced
+clock (tests/_support/paced.py). No wall-clock claim: every wait is for an event with a hang guard;
+the figures under a flood are benchmarks/teleop.py's.
+
+What is shown: a jog moves the arm; the e-stop engages and holds the arm where it was; only the
+account that engaged it releases it; acks come back through the arm process; SIGKILL of the bridge
+process is a lost link (the arm brakes and holds, the event names the bridge process) and the
+server's run ends with an error, as a failed bridge thread does. SIGTERM of ``hebictl teleop`` (the
+parent) is in tests/cli/test_teleop_bridge_process.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from hebictl.errors import TeleopError
+from hebictl.teleop.bridge_process import BridgeProcess
+from tests._support.accounts import OPERATOR2, accounts_broker, compile_doc_plugin
+from tests._support.ordering import HANG, PatientClient, until
+from tests._support.paced import paced_servers
+from tests._support.teleop import ARM_ID, ARM_USER, HOME, OPERATOR, run
+
+pytest.importorskip("aiomqtt")
+pytestmark = pytest.mark.broker
+
+
+def _client(url: str, name: str = "op") -> PatientClient:
+    return PatientClient(url, ARM_ID, name=name)
+
+
+def test_jog_moves_the_arm_and_estop_holds_it(broker):
+    """A jog through the bridge process moves joint 1 the way it was asked; the e-stop then stops it
+    (latched, mode idle) and the arm holds: the position it commands stays where it came to rest."""
+    with paced_servers() as make:
+        server = make(broker.url, bridge="process")
+        assert isinstance(server.bridge, BridgeProcess) and server.bridge.pid != os.getpid()
+
+        async def go():
+            async with _client(broker.url) as c:
+                st = await c.wait_status(lambda s: s["status"] == "online")
+                assert st["mode"] == "idle"
+                ack = await c.mode("jog")
+                assert ack.accepted, ack  # an ack the arm thread made, back through the bridge process
+                await c.wait_status(lambda s: s["mode"] == "jog")
+                start = np.array(server.runner.snapshot.position)
+                velocity = [0.3, 0.0, 0.0, 0.0, 0.0, 0.0]
+                while abs(server.runner.snapshot.position[0] - start[0]) < 0.02:
+                    await c.jog(velocity, ttl=0.5, wait=False)
+                    await asyncio.sleep(0.02)
+                moved = np.array(server.runner.snapshot.position) - start
+                assert moved[0] > 0.02 and np.abs(moved[1:]).max() < 1e-6, moved
+                assert (await c.estop(True)).accepted
+                st = await c.wait_status(lambda s: s["estop"] and s["state"] == "stopped")
+                assert st["mode"] == "idle"
+                await until(lambda: not server.runner.snapshot.braking and server.arm.mode.value == "hold",
+                            "the brake to end in a hold")
+                rest = np.array(server.runner.snapshot.command_position)
+                # jog samples after the e-stop move nothing: a goal sent after them is refused for the e-stop
+                for _ in range(5):
+                    await c.jog(velocity, ttl=0.5, wait=False)
+                assert (await c.joint_goal(HOME)).reason == "estop_engaged"
+                np.testing.assert_allclose(server.runner.snapshot.command_position, rest, atol=1e-12)
+                assert server.arm.mode.value == "hold"
+                assert (await c.estop(False)).accepted
+                await c.wait_status(lambda s: not s["estop"])
+
+        run(go(), timeout=4 * HANG)
+        print(f"\n[bridge process] jogged joint 1 and held it at {server.runner.snapshot.position[0]:.4f} rad "
+              f"after the e-stop; link messages to the bridge dropped: {server.bridge.port.dropped}")
+
+
+def test_estop_release_needs_the_owning_account(tmp_path):
+    """Accounts (the broker plugin of docs/teleop.md) through the bridge process: another operator's
+    release is refused ``estop_owner`` and leaves the e-stop engaged; the account that engaged it
+    releases it."""
+    plugin = compile_doc_plugin(tmp_path)
+    with accounts_broker(tmp_path / "b", [plugin]) as b, paced_servers() as make:
+        make(b.url, username=ARM_USER[0], password=ARM_USER[1], bridge="process")
+
+        async def go():
+            async with _account(b.port, OPERATOR) as op, _account(b.port, OPERATOR2) as op2:
+                await op.wait_status(lambda s: s["status"] == "online")
+                assert (await op.estop(True)).accepted
+                await op.wait_status(lambda s: s["estop"] is True)
+                ack = await op2.estop(False)
+                assert not ack.accepted and ack.reason == "estop_owner" and OPERATOR[0] in ack.detail, ack
+                assert (await op2.mode("position")).reason == "estop_engaged"  # still engaged after the refusal
+                assert (await op.estop(False)).accepted
+                await op.wait_status(lambda s: s["estop"] is False)
+
+        run(go(), timeout=4 * HANG)
+
+
+def _account(port: int, account: tuple[str, str]) -> PatientClient:
+    return PatientClient(f"mqtt://127.0.0.1:{port}", ARM_ID, name=f"{account[0]}:console", username=account[0],
+                         password=account[1])
+
+
+def test_sigkill_of_the_bridge_process_is_a_lost_link(broker):
+    """SIGKILL of the bridge process: the arm brakes and holds (event ``teleop_link_lost`` naming the
+    bridge process, mode idle), and the server's run ends with a TeleopError that says so."""
+    with paced_servers() as make:
+        server = make(broker.url, bridge="process")
+
+        async def go():
+            async with _client(broker.url) as c:
+                assert (await c.mode("position")).accepted
+                assert (await c.joint_goal(list(np.add(HOME, 0.3)), duration=3.0)).accepted
+                await c.wait_for(lambda n, b: n == "joints" and abs(b["position"][0] - HOME[0]) > 0.01)
+
+        run(go(), timeout=4 * HANG)
+        pid = server.bridge.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + HANG
+        while not [e for e in server.arm.events.events if e.kind.value == "teleop_link_lost"]:
+            assert time.monotonic() < deadline, "no teleop_link_lost event after SIGKILL of the bridge process"
+            time.sleep(0.01)
+        event = next(e for e in server.arm.events.events if e.kind.value == "teleop_link_lost")
+        assert f"pid {pid}" in event.detail and "ended" in event.detail, event.detail
+        # the server's run ends as with a failed bridge thread: the arm brakes, holds and the loop ends
+        with pytest.raises(TeleopError, match=f"pid {pid}.*signal 9"):
+            server.stop_background(HANG)
+        assert server.runner.mode == "idle" and server.runner.snapshot.state == "stopped"
+        assert server.arm.mode.value == "hold" and not server.runner.snapshot.braking
+        assert np.isfinite(server.arm.pending_command.position).all()
+        kinds = [e.kind.value for e in server.arm.events.events]
+        assert "release" not in kinds[kinds.index("teleop_link_lost"):], kinds
+        print(f"\n[bridge process] SIGKILL -> {event.kind.value}: {event.detail}; events after it: "
+              f"{kinds[kinds.index('teleop_link_lost'):]}")
