@@ -65,6 +65,8 @@ class BridgePort:
         self.ending = False
         #: the bridge's counters as it last reported them (about once a second, and as it stops)
         self.bridge_stats: dict[str, int] = {}
+        #: whether the broker runs the account plugin, as the bridge last reported (None: not known yet)
+        self.account_tags: bool | None = None
         self._acks: list[Ack] = []
         self._next_snapshot = -math.inf
         self._key: tuple[Any, ...] | None = None
@@ -151,7 +153,8 @@ class BridgePort:
         if recorder is not None:
             recorder.ack(ack)
 
-    def _connected(self, up: bool) -> None:
+    def _connected(self, up: bool, account_tags: bool | None) -> None:
+        self.account_tags = account_tags
         if up:
             self.connected.set()
         else:

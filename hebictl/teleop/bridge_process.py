@@ -30,6 +30,7 @@ import contextlib
 import logging
 import os
 import pickle
+import secrets
 import signal
 import socket
 import subprocess
@@ -40,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from hebictl.errors import TeleopError
 from hebictl.hardware.clock import MonotonicClock
+from hebictl.teleop.bridge import arm_client_id
 from hebictl.teleop.bridge_port import BridgePort
 from hebictl.teleop.link import Channel, socket_pair
 from hebictl.teleop.topics import Topics
@@ -76,11 +78,17 @@ class BridgeProcess:
         self.runner = runner
         self.settings = settings
         self.topics = Topics(arm_id)
+        options = {k: v for k, v in (bridge_options or {}).items() if k != "description"}
+        # chosen here, so the parent knows them: the status's session, the arm's MQTT client ids
+        self.session: str = options.setdefault("session", secrets.token_hex(8))
+        self.identifier: str = options.setdefault("identifier", arm_client_id(arm_id, settings.username,
+                                                                              secrets.token_hex(16)))
+        self.estop_identifier = f"{self.identifier}-estop"
         self._options = {"settings": settings, "arm_id": arm_id, "description": description,
                          "state_rate_hz": state_rate_hz, "max_age": max_age,
                          "rate_limits": None if rate_limits is None else dict(rate_limits),
                          "schema_options": dict(schema_options or {}),
-                         "bridge_options": {k: v for k, v in (bridge_options or {}).items() if k != "description"}}
+                         "bridge_options": options}
         self._priority, self._child_priority = socket_pair()
         self._commands, self._child_commands = socket_pair()
         self.port = BridgePort(runner, Channel(self._priority), Channel(self._commands), state_rate_hz=state_rate_hz,
@@ -93,6 +101,11 @@ class BridgeProcess:
     @property
     def stats(self) -> dict[str, int]:
         return self.port.bridge_stats
+
+    @property
+    def account_tags(self) -> bool | None:
+        """Whether the broker runs the account plugin, as the bridge last reported (None: not known)."""
+        return self.port.account_tags
 
     @property
     def pid(self) -> int | None:
@@ -218,7 +231,7 @@ async def _serve(init: dict[str, Any], priority_channel: Channel, command_channe
         while True:
             if bridge.connected.is_set() != up:
                 up = not up
-                proxy.connected(up)
+                proxy.connected(up, bridge.account_tags)
             if loop.time() >= next_stats:
                 next_stats += 1.0
                 proxy.bridge_stats(bridge.stats_now())

@@ -30,7 +30,7 @@ SOCKET_BUFFER = 1024 * 1024
 #: bridge -> arm, priority pair: ("estop", arrival, EstopCommand | None, detail),
 #: ("link_lost", arrival, detail), ("fleet", topic, payload, retained, received | None)
 #: bridge -> arm, command pair: ("submit", arrival, topic, command), ("jog", JogCommand, received | None),
-#: ("note_error", reason, detail), ("record_ack", Ack), ("connected", bool), ("bridge_stats", dict)
+#: ("note_error", reason, detail), ("record_ack", Ack), ("connected", bool, account_tags), ("bridge_stats", dict)
 TO_ARM = ("estop", "link_lost", "fleet", "submit", "jog", "note_error", "record_ack", "connected", "bridge_stats")
 #: arm -> bridge, command pair: ("snapshot", ArmSnapshot, fleet status | None), ("ack", Ack)
 TO_BRIDGE = ("snapshot", "ack")

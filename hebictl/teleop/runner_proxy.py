@@ -18,11 +18,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import time
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from hebictl.hardware.clock import MonotonicClock
 from hebictl.teleop.link import Channel, encode
 
 if TYPE_CHECKING:
@@ -81,15 +81,6 @@ class ArmModel:
         self.dof = len(model.joint_names)
 
 
-class PerfClock:
-    """``now()`` = ``time.perf_counter()``: the arm's :class:`~hebictl.hardware.clock.MonotonicClock`,
-    system-wide on Linux, so a stamp taken here means the same in the arm process."""
-
-    @staticmethod
-    def now() -> float:
-        return time.perf_counter()
-
-
 class FleetProxy:
     """The fleet lease as the bridge sees it: its messages go to the arm process (priority channel),
     its status is the one sent with the newest snapshot."""
@@ -128,7 +119,9 @@ class RunnerProxy:
         self.arm = arm
         self.snapshot = snapshot
         self.max_goal_duration = max_goal_duration
-        self.clock = PerfClock()
+        # the arm's MonotonicClock (time.perf_counter, system-wide on Linux): a stamp taken here means
+        # the same in the arm process (which reads its own clock instead when it runs on another one)
+        self.clock = MonotonicClock()
         self.app = None  # mode app keeps the bridge in the arm's process (hebictl teleop --app)
         self.fleet = FleetProxy(priority) if fleet else None
         self.recorder = RecorderProxy(commands) if recorder else None
@@ -160,9 +153,10 @@ class RunnerProxy:
     def note_error(self, reason: str, detail: str) -> None:
         self.commands.put(("note_error", reason, detail))
 
-    def connected(self, up: bool) -> None:
-        """Tell the arm process whether the bridge has a broker connection."""
-        self.commands.put(("connected", up))
+    def connected(self, up: bool, account_tags: bool | None) -> None:
+        """Tell the arm process whether the bridge has a broker connection (and whether the broker
+        runs the account plugin, as far as the bridge knows)."""
+        self.commands.put(("connected", up, account_tags))
 
     def bridge_stats(self, stats: dict[str, int]) -> None:
         """Hand the bridge's counters (those of ``state/status``) to the arm process."""

@@ -38,6 +38,7 @@ from tests._support.teleop import (
     TEST_BRIDGE_OPTIONS,
     TEST_RUNNER_OPTIONS,
     WriteRecorder,
+    bridge_for,
     paced_kit6_arm,
 )
 
@@ -55,6 +56,7 @@ def paced_server(arm: Arm, url: str, *, rate_hz: float | None = LOOP_HZ, usernam
     options.setdefault("bridge_options", dict(TEST_BRIDGE_OPTIONS))
     options.setdefault("runner_options", dict(TEST_RUNNER_OPTIONS))
     options.setdefault("max_age", MAX_AGE)
+    options.setdefault("bridge", bridge_for(options))
     return TeleopServer(arm, settings, ARM_ID, rate_hz=rate_hz, **options)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
@@ -36,6 +37,20 @@ ARM_USER = ("arm-t1", "arm-secret")
 #: a bridge that reconnects quickly and a runner that holds briefly on shutdown: tests stay short
 TEST_BRIDGE_OPTIONS = {"backoff_initial": 0.05, "backoff_max": 0.5}
 TEST_RUNNER_OPTIONS = {"shutdown_hold": 0.05}
+#: where the test servers run their MQTT bridge (TeleopServer's ``bridge``): ``thread`` (the class's
+#: default), or ``process`` with HEBICTL_TEST_BRIDGE=process, to run the in-process teleop tests
+#: against the bridge process of ``hebictl teleop`` (servers with an injected clock or an app stay
+#: on the thread: the process runs on the system clocks)
+TEST_BRIDGE = os.environ.get("HEBICTL_TEST_BRIDGE", "thread")
+
+
+def bridge_for(options: dict[str, Any]) -> str:
+    """The ``bridge`` for a test server built with ``options`` (see :data:`TEST_BRIDGE`)."""
+    if "clock" in options or (options.get("runner_options") or {}).get("app") is not None:
+        return "thread"
+    return TEST_BRIDGE
+
+
 #: [s] a guard against a hang, never a timing claim: how long a plumbing test waits for an event
 HANG_S = 120.0
 #: [s] the oldest command a plumbing test's arm accepts: on a loaded machine a command can spend more
@@ -52,6 +67,7 @@ def teleop_server(arm: Arm, url: str, arm_id: str = ARM_ID, *, rate_hz: float = 
     settings = parse_broker(url, username=username, password=password, tls_ca=tls_ca)
     options.setdefault("bridge_options", dict(TEST_BRIDGE_OPTIONS))
     options.setdefault("runner_options", dict(TEST_RUNNER_OPTIONS))
+    options.setdefault("bridge", bridge_for(options))
     return TeleopServer(arm, settings, arm_id, rate_hz=rate_hz, **options)
 
 
