@@ -168,6 +168,13 @@ class BridgeProcess:
             how = f"signal {-code}" if code < 0 else f"exit code {code}"
             raise TeleopError(f"{self.port.name} ended ({how})")
 
+    def close(self) -> None:
+        """Close this process's ends of the link, once the arm loop has ended (it reads them)."""
+        self.port.priority.close()
+        self.port.commands.close()
+        self._child_priority.close()
+        self._child_commands.close()
+
     @staticmethod
     def _reap(process: subprocess.Popen[bytes]) -> None:
         try:

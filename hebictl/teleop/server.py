@@ -85,6 +85,8 @@ class TeleopServer:
             raise
         finally:
             await asyncio.to_thread(self.runner.close, reason=self.stop_reason)
+            if isinstance(self.bridge, BridgeProcess) and not self.runner.running:
+                self.bridge.close()  # the link's sockets, once the arm thread no longer reads them
 
     def stop(self, reason: str = "teleop_shutdown") -> None:
         """Ask :meth:`run` to finish (thread-safe); ``reason`` is the stop's event kind
