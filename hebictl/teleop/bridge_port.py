@@ -63,7 +63,7 @@ class BridgePort:
         self.lost_detail = ""
         #: set by :meth:`expect_end`: the bridge was asked to stop, its end is no lost link
         self.ending = False
-        #: the bridge's counters as it last reported them (about once a second, and as it stops)
+        #: the bridge's counters as it last reported them (every 0.2 s, and as it stops)
         self.bridge_stats: dict[str, int] = {}
         #: whether the broker runs the account plugin, as the bridge last reported (None: not known yet)
         self.account_tags: bool | None = None

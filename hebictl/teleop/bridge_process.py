@@ -55,6 +55,8 @@ log = logging.getLogger(__name__)
 
 #: [s] how long :meth:`BridgeProcess.run` gives a stopped child to publish ``offline`` and exit
 STOP_TIMEOUT_S = 10.0
+#: [s] between the child's reports of the bridge's counters (``BridgeProcess.stats``)
+STATS_PERIOD_S = 0.2
 #: messages the child keeps while its socket to the arm is full (priority, commands), beyond: dropped
 PRIORITY_BACKLOG = 4096
 COMMAND_BACKLOG = 1024
@@ -64,7 +66,7 @@ class BridgeProcess:
     """The bridge as a child process, with the surface :class:`~hebictl.teleop.server.TeleopServer`
     uses of an :class:`~hebictl.teleop.bridge.MqttBridge`: :meth:`run`, :meth:`stop`, ``connected``
     (a :class:`threading.Event`), ``settings``, ``topics``, ``stats`` (as the child last reported
-    them: about once a second, and as it stops).
+    them: every :data:`STATS_PERIOD_S`, at each connection change, and as it stops).
 
     Attaches a :class:`~hebictl.teleop.bridge_port.BridgePort` to ``runner`` (before it starts).
     ``description``: the ``state/description`` payload; the other arguments are those of
@@ -232,15 +234,16 @@ async def _serve(init: dict[str, Any], priority_channel: Channel, command_channe
     loop.add_reader(command_channel.fileno(), from_arm)
 
     async def report() -> None:
-        """The broker connection as it changes, the bridge's counters once a second."""
+        """The broker connection as it changes, the bridge's counters with it and every STATS_PERIOD_S."""
         up = False
         next_stats = loop.time()
         while True:
             if bridge.connected.is_set() != up:
                 up = not up
                 proxy.connected(up, bridge.account_tags)
+                next_stats = loop.time()
             if loop.time() >= next_stats:
-                next_stats += 1.0
+                next_stats = loop.time() + STATS_PERIOD_S
                 proxy.bridge_stats(bridge.stats_now())
             await asyncio.sleep(0.02)
 

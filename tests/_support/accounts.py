@@ -51,9 +51,10 @@ def accounts_broker(directory: Path, plugins: list[Path]) -> LocalBroker:
                        operators=[OPERATOR[0], OPERATOR2[0]], viewers=[VIEWER[0]], plugins=plugins)
 
 
-def arm_server(make_server: Any, broker: LocalBroker) -> Any:
-    """A teleop server (``make_server`` fixture) on ``broker`` as the arm's account, once connected."""
-    server = make_server(broker.url, username=ARM_USER[0], password=ARM_USER[1])
+def arm_server(make_server: Any, broker: LocalBroker, **options: Any) -> Any:
+    """A teleop server (``make_server`` fixture) on ``broker`` as the arm's account, once connected
+    (``options`` to ``make_server``)."""
+    server = make_server(broker.url, username=ARM_USER[0], password=ARM_USER[1], **options)
     deadline = time.monotonic() + 10.0
     while not server.bridge.connected.is_set():
         assert time.monotonic() < deadline, "the arm did not connect"

@@ -171,7 +171,7 @@ def test_names_are_bound_to_accounts_and_seq_far_ahead_cannot_lock_the_panel_out
             return out
 
     with accounts_broker(tmp_path / "b", [plugin]) as b:
-        server = arm_server(make_server, b)
+        server = arm_server(make_server, b, bridge="thread")  # the bridge's live stats
         out = run(go(), timeout=4 * HANG)
     print("\n" + json.dumps(out))
     assert out["foreign account as the panel"] == [(False, "wrong_client")]

@@ -467,7 +467,7 @@ def _record_rate_checks(server, name: str) -> list[float]:
 
 def test_goal_rate_limit(broker, make_server):
     """A burst of 30 goals: the bucket (20/s, burst 5) lets about 5 through, the rest are rate_limited."""
-    server = make_server(broker.url)
+    server = make_server(broker.url, bridge="thread")  # wraps the admission of the bridge in this process
     takes = _record_rate_checks(server, "joint_goal")
     limit = server.admission.buckets["joint_goal"]
     assert (limit.rate, limit.burst) == (20.0, 5.0)

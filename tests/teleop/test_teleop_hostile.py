@@ -113,7 +113,7 @@ def test_ack_flood_is_coalesced_not_dropped(broker, make_server):
     Since issue 33 an account's goals beyond the flood guard (:data:`hebictl.teleop.inbound.FLOOD_LIMITS`)
     are dropped before decoding and counted in the status instead (``bridge.flood_dropped``): every
     message is either answered or counted there."""
-    server = make_server(broker.url)
+    server = make_server(broker.url, bridge="thread")  # the bridge's live stats
     n = 2000
 
     async def go():
@@ -248,7 +248,7 @@ def test_hostile_numbers_and_shapes_are_dropped_counted_and_close_nothing(broker
     8-value orientations, integer overflow, deep nesting and repeated fields are each rejected
     with an ack; a jog whose direction is NaN never becomes a jog; the operator's connection and
     the arm's stay up (no reconnect), and the next valid jog is accepted and moves the arm."""
-    server = make_server(broker.url)
+    server = make_server(broker.url, bridge="thread")  # the bridge's live stats
     writes = ArmWrites(server.arm)
     topics = Topics(ARM_ID)
     port = int(broker.url.rsplit(":", 1)[1])

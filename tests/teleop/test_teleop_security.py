@@ -211,7 +211,7 @@ def test_a_jog_flood_from_another_account_loses_no_estop_and_costs_the_bridge_no
     presses = 5
     flood_rate, flood_burst = FLOOD_LIMITS["jog"].rate, FLOOD_LIMITS["jog"].burst
     with accounts_broker(tmp_path / "b", [plugin]) as b:
-        server = arm_server(make_server, b)
+        server = arm_server(make_server, b, bridge="thread")  # wraps the bridge's gate
         gate_log = GateLog(server.bridge.gate)
         t_start = time.monotonic()
         flood = _flood(b.port)
@@ -407,7 +407,7 @@ def test_only_the_engaging_account_releases_the_estop_and_a_supervisor_override_
     operator2 a supervisor, its plain release is still refused, its release with ``override`` works
     and is logged as an override; operator releases its own e-stop."""
     with accounts_broker(tmp_path / "b", [plugin]) as b:
-        server = make_server(b.url, username=ARM_USER[0], password=ARM_USER[1],
+        server = make_server(b.url, username=ARM_USER[0], password=ARM_USER[1], bridge="thread",  # its live stats
                              bridge_options={"backoff_initial": 0.05, "backoff_max": 0.5,
                                              "supervisors": {OPERATOR2[0]}})
         q0 = server.runner.snapshot.position.copy()
@@ -482,7 +482,7 @@ def test_an_estop_published_while_the_bridge_reconnects_is_delivered(tmp_path, m
     returns) must come after the bridge noticed and before it reconnected; where a starved test
     worker published only after the reconnect, the e-stop engaged live, and the attempt is repeated."""
     with accounts_broker(tmp_path / "b", [plugin]) as b:
-        server = make_server(b.url, username=ARM_USER[0], password=ARM_USER[1],
+        server = make_server(b.url, username=ARM_USER[0], password=ARM_USER[1], bridge="thread",  # its live stats
                              bridge_options={"backoff_initial": 2.0, "backoff_max": 2.0})
         wait_until(server.bridge.connected.is_set, "the bridge connecting")
 
@@ -525,7 +525,7 @@ def test_untagged_commands_are_refused_where_the_plugin_runs(tmp_path, make_serv
     ``untagged`` (an e-stop engage is still taken); without the plugin the bridge says it does not
     run and takes untagged commands (docs/teleop.md lists what is lost)."""
     with accounts_broker(tmp_path / "b", [plugin]) as b:
-        server = arm_server(make_server, b)
+        server = arm_server(make_server, b, bridge="thread")  # calls the bridge in its loop
         bridge = server.bridge
         assert bridge.account_tags is True
 
@@ -585,7 +585,8 @@ def test_on_the_sim_a_jog_flood_neither_delays_the_estop_nor_lets_another_accoun
         return float(np.max(np.abs(joints["velocity"])))
 
     with accounts_broker(tmp_path / "b", [plugin]) as b:
-        server = paced_server(arm, b.url, username=ARM_USER[0], password=ARM_USER[1], rate_hz=None)
+        server = paced_server(arm, b.url, username=ARM_USER[0], password=ARM_USER[1], rate_hz=None,
+                              bridge="thread")  # wraps the bridge's gate
         with serving(server):
             gate_log = GateLog(server.bridge.gate)
             flood = _flood(b.port, dof)
