@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.teleop.test_jog_sim import CONFIGS, jog_arm, start
+from tests.teleop.jog_rig import CONFIGS, jog_arm, start
 
 pytest.importorskip("mujoco")
 
