@@ -676,6 +676,7 @@ class Arm:
                       detail=f"NaN/inf feedback from module {bad} ({self.backend.names[bad]})")
         if self.supervisor.level is _HOLD:
             blind_command(self.mode_context, now)
+            self._mirror_command()  # as on a cycle without feedback (x7's NaN row: still 0.455 s without it)
         else:
             self._latched_command(now, feedback_ok=False)
         return False

@@ -225,13 +225,16 @@ def test_status_flags_are_plain_python_values():
     check()
 
 
-def test_a_blind_brake_is_mirrored_to_a_double_shoulders_second_module():
-    """x7 (double shoulder) on the sim, its feedback frozen mid-move: every blind cycle (the hold's brake
-    without feedback, then the watchdog's latched stop) sends the mirror module the shoulder's own
-    command, negated, with half the joint's effort on each module. It kept the last command before the
-    freeze until the watchdog's stop synced it (52 mrad and 0.55 rad/s off the primary's brake, the
-    primary at the joint's full effort), and the shoulder swung at up to 0.14 rad/s in the hold after
-    that (safety matrix, x7 "feedback frozen mid-move": still after 0.52 s; 0.20 s since)."""
+@pytest.mark.parametrize("fault", ["frozen", "nan"])
+def test_a_blind_brake_is_mirrored_to_a_double_shoulders_second_module(fault):
+    """x7 (double shoulder) on the sim, its feedback frozen mid-move, or module 2's position reading NaN:
+    every blind cycle (the hold's brake without usable feedback, then, frozen, the watchdog's latched
+    stop) sends the mirror module the shoulder's own command, negated, with half the joint's effort on
+    each module. Frozen, it kept the last command before the freeze until the watchdog's stop synced it
+    (52 mrad and 0.55 rad/s off the primary's brake, the primary at the joint's full effort), and the
+    shoulder swung at up to 0.14 rad/s in the hold after that (safety matrix, x7 "feedback frozen
+    mid-move": still after 0.52 s; 0.20 s since). NaN, nothing synced it (x7 "feedback NaN (elbow)
+    mid-move": still after 0.455 s, 0.19-0.21 s on the other configs)."""
     pytest.importorskip("mujoco")
     cfg = REPO_ROOT / "configs" / "x-series-7dof-double-shoulder.cfg.yaml"
     clock = SimClock()
@@ -249,7 +252,10 @@ def test_a_blind_brake_is_mirrored_to_a_double_shoulders_second_module():
         for _ in range(60):
             arm.update()
             arm.send()
-        arm.backend.faults.freeze_feedback()
+        if fault == "frozen":
+            arm.backend.faults.freeze_feedback()
+        else:
+            arm.backend.faults.nan_feedback(2, ("position",))
         worst = 0.0
         for _ in range(100):  # 0.5 s: the blind hold, then the watchdog's stop
             arm.update()
@@ -261,6 +267,9 @@ def test_a_blind_brake_is_mirrored_to_a_double_shoulders_second_module():
                 assert mirror.command.effort[0] == mirror.sign * cmd.effort[i]
                 worst = max(worst, abs(mirror.sign * mirror.command.position[0] - cmd.position[i]))
         kinds = [e.kind for e in arm.events.events]
-        print(f"\nx7 feedback frozen: mirror off the shoulder's blind command by {worst * 1e3:.3f} mrad at most; "
+        print(f"\nx7 feedback {fault}: mirror off the shoulder's blind command by {worst * 1e3:.3f} mrad at most; "
               f"events {[k.value for k in kinds]}")
-        assert EventKind.FEEDBACK_LOST in kinds and EventKind.WATCHDOG in kinds
+        if fault == "frozen":
+            assert EventKind.FEEDBACK_LOST in kinds and EventKind.WATCHDOG in kinds
+        else:
+            assert EventKind.FEEDBACK_NAN in kinds
