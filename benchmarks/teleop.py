@@ -374,6 +374,7 @@ def estop_run(args: argparse.Namespace, bridge: str) -> int:
             lost = len(presses) - len(latencies)
             st = server.bridge.stats
             gaps = [e.detail.split(" (")[0] for e in arm.events.events if e.kind.value == "control_gap"]
+            links_lost = [e.detail for e in arm.events.events if e.kind.value == "teleop_link_lost"]
     ms = np.array(latencies)
     med, p95, mx = (float(np.percentile(ms, q)) if ms.size else float("nan") for q in (50, 95, 100))
     ok = lost == 0 and p95 <= 200.0
@@ -393,7 +394,8 @@ def estop_run(args: argparse.Namespace, bridge: str) -> int:
     if bridge == "process":
         port = server.bridge.port  # type: ignore[union-attr]
         print(f"  link to the bridge process: {port.commands.sent} messages sent by the arm thread, {port.dropped} "
-              "dropped (socket full)")
+              f"dropped (socket full); lost: {'; '.join(links_lost) if links_lost else 'never'} (the bridge silent "
+              "for 2 s under the flood would be a lost link and a hold)")
     cycles = np.diff(np.array(probe.writes)) * 1e3
     if cycles.size:
         nominal = 1e3 / server.runner.rate_hz

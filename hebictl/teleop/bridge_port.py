@@ -37,6 +37,12 @@ log = logging.getLogger(__name__)
 #: messages read per cycle on the priority and on the command channel (the rest wait a cycle)
 PRIORITY_PER_CYCLE = 16
 COMMANDS_PER_CYCLE = 32
+#: [s] on the arm's clock: the bridge reports its counters every 0.2 s from its start, so this long
+#: without any message from it, once it has been heard, is a bridge that is alive but wedged (stopped,
+#: hung): no e-stop could reach the arm, which brakes and holds as for a lost broker. Ten reports: a
+#: starved but running child is not a hold (under the 4k msg/s flood beside the standard load it
+#: dropped no link message, benchmarks/teleop.py)
+SILENCE_LIMIT_S = 2.0
 
 
 class BridgePort:
@@ -60,14 +66,18 @@ class BridgePort:
         self.connected = threading.Event()
         #: set once the link is lost (the bridge process ended); the detail in :attr:`lost_detail`
         self.lost = threading.Event()
+        self._losing = threading.Lock()
         self.lost_detail = ""
         #: set by :meth:`expect_end`: the bridge was asked to stop, its end is no lost link
         self.ending = False
+        #: the link was lost because the bridge, alive, fell silent (:data:`SILENCE_LIMIT_S`)
+        self.wedged = False
         #: the bridge's counters as it last reported them (every 0.2 s, and as it stops)
         self.bridge_stats: dict[str, int] = {}
         #: whether the broker runs the account plugin, as the bridge last reported (None: not known yet)
         self.account_tags: bool | None = None
         self._acks: list[Ack] = []
+        self._heard: float | None = None   # when the bridge last sent anything (arm's clock); None: not yet
         self._next_snapshot = -math.inf
         self._key: tuple[Any, ...] | None = None
         self._last_arrival = 0
@@ -91,21 +101,38 @@ class BridgePort:
         """Read what the bridge sent (bounded, priority first); never raises, never waits."""
         if self.lost.is_set():
             return
+        heard = False
         try:
             for message in self.priority.receive(PRIORITY_PER_CYCLE):
+                heard = True
                 self._apply(message)
             for message in self.commands.receive(COMMANDS_PER_CYCLE):
+                heard = True
                 self._apply(message)
         except Exception as exc:  # an unreadable message: the link is not to be trusted any more
             log.exception("could not read the bridge process's messages")
-            self._lose(f"{self.name} sent an unreadable message ({type(exc).__name__}: {exc})")
+            self.lose(f"{self.name} sent an unreadable message ({type(exc).__name__}: {exc})")
             return
         if self.priority.closed or self.commands.closed:
             if self.ending:
                 self.lost.set()
                 log.info("%s ended as asked", self.name)
             else:
-                self._lose(f"{self.name} ended")
+                self.lose(f"{self.name} ended")
+            return
+        self._judge_silence(heard)
+
+    def _judge_silence(self, heard: bool) -> None:
+        """A bridge heard before and silent for SILENCE_LIMIT_S is wedged: a lost link."""
+        now = self.runner.clock.now()
+        if heard or self._heard is None:
+            self._heard = now if heard else None
+            return
+        silent = now - self._heard
+        if silent > SILENCE_LIMIT_S and not self.ending:
+            self.wedged = True
+            self.lose(f"{self.name} sent nothing for {silent:.1f} s (it reports every 0.2 s): it is stopped "
+                       "or hung")
 
     def _apply(self, message: tuple[Any, ...]) -> None:
         handler = self._handlers.get(message[0])
@@ -114,9 +141,15 @@ class BridgePort:
             return
         handler(*message[1:])
 
-    def _lose(self, detail: str) -> None:
-        self.lost_detail = detail
-        self.lost.set()
+    def lose(self, detail: str) -> None:
+        """The link is lost (thread-safe, once): the arm brakes and holds at its next cycle. The arm
+        thread calls it from :meth:`poll`; the parent's event loop too when it sees the child exit, so
+        the lost link is queued before the shutdown that follows it, whichever notices first."""
+        with self._losing:
+            if self.lost.is_set():
+                return
+            self.lost_detail = detail
+            self.lost.set()
         self.connected.clear()
         log.error("%s: the arm brakes and holds", detail)
         self.runner.link_lost(detail, arrival=self._last_arrival + 1)

@@ -159,15 +159,24 @@ class BridgeProcess:
         process = self.process
         assert process is not None
         try:
-            while process.poll() is None:
+            while process.poll() is None and not self.port.wedged:
                 await asyncio.sleep(0.05)
         finally:
-            if process.poll() is None:  # cancelled: stop the child, then make sure it is gone
+            if process.poll() is None:  # cancelled, or wedged: stop the child, then make sure it is gone
+                wedged = self.port.wedged
                 self.stop()
+                if wedged:  # it would neither publish offline nor exit when asked
+                    with contextlib.suppress(ProcessLookupError):
+                        process.kill()
                 await asyncio.to_thread(self._reap, process)
+                if wedged:  # the arm holds for the lost link already; the run ends as for a dead child
+                    raise TeleopError(self.port.lost_detail)
         if not self._stop_requested:
             code = process.returncode
             how = f"signal {-code}" if code < 0 else f"exit code {code}"
+            # the lost link ahead of the shutdown the raise leads to (the arm thread may not have read the
+            # closed socket yet: the shutdown's brake would then have been recorded instead of the cause)
+            self.port.lose(f"{self.port.name} ended")
             raise TeleopError(f"{self.port.name} ended ({how})")
 
     def close(self) -> None:

@@ -13,6 +13,7 @@ parent) is in tests/cli/test_teleop_bridge_process.py.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -23,7 +24,7 @@ import pytest
 from hebictl.errors import TeleopError
 from hebictl.teleop.bridge_process import BridgeProcess
 from tests._support.accounts import OPERATOR2, accounts_broker, compile_doc_plugin
-from tests._support.ordering import HANG, PatientClient, until
+from tests._support.ordering import HANG, PatientClient, until, wait_until
 from tests._support.paced import paced_servers
 from tests._support.teleop import ARM_ID, ARM_USER, HOME, OPERATOR, run
 
@@ -135,3 +136,41 @@ def test_sigkill_of_the_bridge_process_is_a_lost_link(broker):
         assert "release" not in kinds[kinds.index("teleop_link_lost"):], kinds
         print(f"\n[bridge process] SIGKILL -> {event.kind.value}: {event.detail}; events after it: "
               f"{kinds[kinds.index('teleop_link_lost'):]}")
+
+
+def test_a_stopped_bridge_process_is_a_lost_link(broker):
+    """SIGSTOP of the bridge process (alive, silent: no e-stop could reach the arm): after
+    SILENCE_LIMIT_S of the arm's clock without a message (it reports every 0.2 s) the arm brakes and
+    holds (``teleop_link_lost``: "sent nothing"), the child is killed and the server's run ends with a
+    TeleopError that says so. Order only (the limit, exactly: tests/teleop/test_bridge_port.py)."""
+    with paced_servers() as make:
+        server = make(broker.url, bridge="process")
+
+        async def go():
+            async with _client(broker.url) as c:
+                assert (await c.mode("position")).accepted
+                assert (await c.joint_goal(list(np.add(HOME, 0.3)), duration=3.0)).accepted
+                await c.wait_for(lambda n, b: n == "joints" and abs(b["position"][0] - HOME[0]) > 0.01)
+
+        run(go(), timeout=4 * HANG)
+        pid = server.bridge.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        stopped_at = server.runner.clock.now()
+        try:
+            wait_until(lambda: any(e.kind.value == "teleop_link_lost" for e in server.arm.events.events),
+                  "a teleop_link_lost event after SIGSTOP of the bridge process")
+            event = next(e for e in server.arm.events.events if e.kind.value == "teleop_link_lost")
+            assert f"pid {pid}" in event.detail and "sent nothing" in event.detail, event.detail
+            with pytest.raises(TeleopError, match="sent nothing"):
+                server.stop_background(HANG)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        assert server.bridge.process is not None and server.bridge.process.poll() is not None   # killed, reaped
+        assert server.runner.mode == "idle" and server.runner.snapshot.state == "stopped"
+        assert server.arm.mode.value == "hold" and not server.runner.snapshot.braking
+        kinds = [e.kind.value for e in server.arm.events.events]
+        assert "release" not in kinds[kinds.index("teleop_link_lost"):], kinds
+        print(f"\n[bridge process] SIGSTOP -> {event.kind.value} {event.time - stopped_at:.2f} s of the arm's "
+              f"clock later: {event.detail}; events after it: {kinds[kinds.index('teleop_link_lost'):]}")

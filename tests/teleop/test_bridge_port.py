@@ -1,0 +1,83 @@
+"""The arm thread's end of the link to the bridge process (hebictl/teleop/bridge_port.py), in
+simulated time: a real ArmRunner on the mock backend, stepped by hand, and real socket pairs whose
+other ends the test writes as the bridge process would.
+
+What is shown, exactly: a bridge that has been heard and then sends nothing for SILENCE_LIMIT_S of
+the arm's clock (stopped or hung: no e-stop could reach the arm) is a lost link in the first cycle
+after the limit; one that reports every 0.2 s is never judged silent; before the bridge's first
+message (its start) nothing is judged. The end-to-end case (SIGSTOP of the real child) is in
+tests/teleop/test_bridge_process.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from hebictl.control.arm import Arm
+from hebictl.hardware.clock import SimClock
+from hebictl.teleop.bridge_port import SILENCE_LIMIT_S, BridgePort
+from hebictl.teleop.link import Channel, socket_pair
+from hebictl.teleop.runner import ArmRunner
+from tests._support.paths import KIT6_CONFIG as KIT6
+
+RATE = 200.0
+DT = 1.0 / RATE
+
+
+@pytest.fixture
+def linked():
+    """(runner, clock, port, the bridge's end of the command channel)."""
+    clock = SimClock()
+    arm = Arm.from_config(KIT6, backend="mock", clock=clock)
+    runner = ArmRunner(arm, rate_hz=RATE)
+    arm_priority, bridge_priority = socket_pair()
+    arm_commands, bridge_commands = socket_pair()
+    port = BridgePort(runner, Channel(arm_priority), Channel(arm_commands), state_rate_hz=50.0)
+    runner.port = port
+    yield runner, clock, port, Channel(bridge_commands)
+    for s in (bridge_priority, bridge_commands):
+        s.close()
+    port.priority.close()
+    port.commands.close()
+    arm.close()
+
+
+def _step_until(runner: ArmRunner, clock: SimClock, seconds: float, stop=lambda: False) -> float:
+    """Step for ``seconds`` of the arm's clock or until ``stop()``; returns the clock at the start of
+    the last step (when its poll ran)."""
+    end = clock.now() + seconds
+    started = clock.now()
+    while clock.now() < end and not stop():
+        started = clock.now()
+        runner.step()
+    return started
+
+
+def test_a_bridge_heard_then_silent_for_the_limit_is_a_lost_link(linked):
+    runner, clock, port, bridge = linked
+    runner.step()
+    _step_until(runner, clock, 3 * SILENCE_LIMIT_S)   # not heard yet (the child is starting): no judgement
+    assert not port.lost.is_set()
+    assert bridge.send(("bridge_stats", {"received": 0}))
+    heard = clock.now()
+    runner.step()                                       # its poll, at ``heard``, reads the report
+    lost_at = _step_until(runner, clock, 10 * SILENCE_LIMIT_S, stop=port.lost.is_set)
+    silent = lost_at - heard
+    print(f"\nsilent bridge: lost link after {silent:.3f} s of the arm's clock (limit {SILENCE_LIMIT_S} s, "
+          f"cycle {DT * 1e3:.0f} ms): {port.lost_detail}")
+    assert port.lost.is_set() and port.wedged
+    assert SILENCE_LIMIT_S < silent <= SILENCE_LIMIT_S + DT + 1e-9
+    assert "sent nothing" in port.lost_detail
+    runner.step()                                       # the lost link is applied: brake, hold, mode idle
+    kinds = [e.kind.value for e in runner.arm.events.events]
+    assert "teleop_link_lost" in kinds and "release" not in kinds
+    assert runner.mode == "idle"
+
+
+def test_a_bridge_that_reports_every_0_2_s_is_never_silent(linked):
+    runner, clock, port, bridge = linked
+    runner.step()
+    for _ in range(50):                                 # 10 s of reports, 0.2 s apart
+        assert bridge.send(("bridge_stats", {"received": 0}))
+        _step_until(runner, clock, 0.2)
+    assert not port.lost.is_set() and not port.wedged
+    assert port.bridge_stats == {"received": 0}
