@@ -104,21 +104,28 @@ def _account(port: int, account: tuple[str, str]) -> PatientClient:
                          password=account[1])
 
 
+def _moving_through_the_bridge_process(make, url: str):
+    """A server with the bridge in a child process and its arm moving to a goal sent through it:
+    (server, the child's pid)."""
+    server = make(url, bridge="process")
+
+    async def go():
+        async with _client(url) as c:
+            assert (await c.mode("position")).accepted
+            assert (await c.joint_goal(list(np.add(HOME, 0.3)), duration=3.0)).accepted
+            await c.wait_for(lambda n, b: n == "joints" and abs(b["position"][0] - HOME[0]) > 0.01)
+
+    run(go(), timeout=4 * HANG)
+    pid = server.bridge.pid
+    assert pid is not None
+    return server, pid
+
+
 def test_sigkill_of_the_bridge_process_is_a_lost_link(broker):
     """SIGKILL of the bridge process: the arm brakes and holds (event ``teleop_link_lost`` naming the
     bridge process, mode idle), and the server's run ends with a TeleopError that says so."""
     with paced_servers() as make:
-        server = make(broker.url, bridge="process")
-
-        async def go():
-            async with _client(broker.url) as c:
-                assert (await c.mode("position")).accepted
-                assert (await c.joint_goal(list(np.add(HOME, 0.3)), duration=3.0)).accepted
-                await c.wait_for(lambda n, b: n == "joints" and abs(b["position"][0] - HOME[0]) > 0.01)
-
-        run(go(), timeout=4 * HANG)
-        pid = server.bridge.pid
-        assert pid is not None
+        server, pid = _moving_through_the_bridge_process(make, broker.url)
         os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + HANG
         while not [e for e in server.arm.events.events if e.kind.value == "teleop_link_lost"]:
@@ -144,17 +151,7 @@ def test_a_stopped_bridge_process_is_a_lost_link(broker):
     holds (``teleop_link_lost``: "sent nothing"), the child is killed and the server's run ends with a
     TeleopError that says so. Order only (the limit, exactly: tests/teleop/test_bridge_port.py)."""
     with paced_servers() as make:
-        server = make(broker.url, bridge="process")
-
-        async def go():
-            async with _client(broker.url) as c:
-                assert (await c.mode("position")).accepted
-                assert (await c.joint_goal(list(np.add(HOME, 0.3)), duration=3.0)).accepted
-                await c.wait_for(lambda n, b: n == "joints" and abs(b["position"][0] - HOME[0]) > 0.01)
-
-        run(go(), timeout=4 * HANG)
-        pid = server.bridge.pid
-        assert pid is not None
+        server, pid = _moving_through_the_bridge_process(make, broker.url)
         os.kill(pid, signal.SIGSTOP)
         stopped_at = server.runner.clock.now()
         try:
