@@ -12,7 +12,10 @@ The bound per joint: the threshold (per joint as Franka's users set theirs, ``th
 by default max(``threshold_min``, ``threshold_fraction`` x rated effort)), widened by what the
 model knows it does not know: an end-effector payload's uncertainty (:mod:`.payload`: the
 estimate's mass error and an unknown lever arm, at the payload's measured acceleration) and what
-a late cycle explains (the observer's ``slack``). Model: the arm's model plus the reflected rotor
+a late cycle explains (the observer's ``slack``). Beside it the observer's re-baselined residual
+(``r_on``: on-time intervals only) is judged against the threshold widened by the payload's
+uncertainty and the on-time intervals' share of the slack alone: a push that goes on after a gap
+is caught as on time instead of waiting for the gap's widening to decay. Model: the arm's model plus the reflected rotor
 inertia of each module (``motor_time_constant`` x rated effort / rated speed, as the simulator's
 actuator model and a geared DC motor's mechanics give) and the payloads as point masses (weight
 and inertia), so an unknown load is a model mismatch, not a contact. Detection is armed after the
@@ -47,27 +50,46 @@ class ContactMonitor(Monitor):
         self.armed = False
         self.latched = False
         self.detected_at: float | None = None
+        n = len(effort_max)
         self.bound = self.threshold.copy()  # [N·m] the last check's bound per joint
-        self.external = np.zeros(len(effort_max))  # the residual judged [N·m]
+        self.external = np.zeros(n)  # the residual judged [N·m]
+        self.rebased = np.zeros(n)  # [N·m] the re-baselined residual judged (on-time intervals only)
+        self.bound_rebased = self.threshold.copy()  # [N·m] its bound
+        self.over = np.zeros(n)  # [N·m] per joint, |residual| - bound (> 0: beyond)
+        self.over_rebased = np.zeros(n)  # the same for the re-baselined residual
+
+    @property
+    def ratio(self) -> float:
+        """The last check's largest residual / bound of both checks (>= 1: a contact)."""
+        return max(float(np.max(np.abs(self.external) / self.bound)),
+                   float(np.max(np.abs(self.rebased) / self.bound_rebased)))
 
     def check(self, arm: Any, fb: Feedback, now: float, residual: FloatArray,
-              widen: FloatArray | None = None) -> Finding | None:
+              widen: FloatArray | None = None, rebased: FloatArray | None = None,
+              widen_rebased: FloatArray | None = None) -> Finding | None:
         """``residual``: the external torque estimate (payloads already modelled); ``widen``
-        [N·m per joint]: what the bound grows by this cycle (None: nothing)."""
+        [N·m per joint]: what the bound grows by this cycle (None: nothing). ``rebased``: the
+        residual of on-time intervals only, judged against the threshold plus ``widen_rebased``
+        (None: judged like ``residual``)."""
         ext = self.external
         np.copyto(ext, residual)
+        np.copyto(self.rebased, residual if rebased is None else rebased)
         if not self.armed:
             return None
-        bound = self.bound
-        np.copyto(bound, self.threshold)
-        if widen is not None:
-            bound += widen
-        over = np.abs(ext) - bound
+        bound = self._bound(self.bound, widen)
+        bound_on = self._bound(self.bound_rebased, widen if rebased is None else widen_rebased)
+        over, over_on = self.over, self.over_rebased
+        np.subtract(np.abs(ext), bound, out=over)
+        np.subtract(np.abs(self.rebased), bound_on, out=over_on)
         j = int(np.argmax(over))
+        k = int(np.argmax(over_on))
         if self.latched:  # one event per contact: re-arm once the arm runs again and the push is gone
-            if arm.state is ArmState.RUNNING and over[j] < -0.5 * bound[j]:
+            if arm.state is ArmState.RUNNING and over[j] < -0.5 * bound[j] and over_on[k] < -0.5 * bound_on[k]:
                 self.latched = False
             return None
+        on = over_on[k] > over[j]  # the re-baselined residual is the one beyond (or nearer) its bound
+        if on:
+            j, ext, bound, over = k, self.rebased, bound_on, over_on
         if over[j] <= 0.0:
             return None
         self.latched = True
@@ -75,9 +97,17 @@ class ContactMonitor(Monitor):
         force = _end_effector_force(arm.model, fb.position, ext)
         return self.finding(
             f"joint {j} ({arm.model.joint_names[j]}): effort residual {ext[j]:+.2f} N·m beyond "
-            f"±{bound[j]:.2f} N·m (end-effector force estimate {force:.1f} N)",
+            f"±{bound[j]:.2f} N·m{' (on-time samples since a late cycle)' if on else ''} "
+            f"(end-effector force estimate {force:.1f} N)",
             joint=j, residual=ext.tolist(), threshold=bound.tolist(), force_estimate_N=force,
-            hold_position=fb.position.copy(), time=now)
+            hold_position=fb.position.copy(), time=now, rebased=on)
+
+    def _bound(self, out: FloatArray, widen: FloatArray | None) -> FloatArray:
+        """The threshold plus ``widen``, written into ``out`` (kept: the tests and the status read it)."""
+        np.copyto(out, self.threshold)
+        if widen is not None:
+            out += widen
+        return out
 
 
 def contact_thresholds(settings: dict[str, Any], effort_max: FloatArray) -> FloatArray:

@@ -15,8 +15,9 @@ from hebictl import jit
 _VEC = "f8[::1]"
 
 
-@jit.kernel(f"{_VEC}, {_VEC}, {_VEC}, {_VEC}, {_VEC}, {_VEC}, f8, f8, {_VEC}, {_VEC}, {_VEC}, b1", cache=jit.CACHE)
-def observer_step(n_row, Md, Md_prev, rotor, dqd, tau, dt, gain, f_prev, jump, r, start):
+@jit.kernel(f"{_VEC}, {_VEC}, {_VEC}, {_VEC}, {_VEC}, {_VEC}, f8, f8, {_VEC}, {_VEC}, {_VEC}, {_VEC}, b1, b1",
+            cache=jit.CACHE)
+def observer_step(n_row, Md, Md_prev, rotor, dqd, tau, dt, gain, f_prev, jump, r, r_on, start, on_time):
     """One step of the momentum observer (De Luca's residual) over the interval ``dt`` [s]
     between two samples, however long.
 
@@ -35,7 +36,10 @@ def observer_step(n_row, Md, Md_prev, rotor, dqd, tau, dt, gain, f_prev, jump, r
     gain dt > 1 and diverges beyond 2: 17 and 33 ms at the default gain). ``jump`` [N·m] is the
     change of tau - RNEA over the interval, per joint: what the end-point rule may be off by when
     the efforts changed in ways the two samples do not show (``f_prev`` keeps the previous value).
-    ``start``: (re)initialise here (r = 0, nothing judged).
+    ``r_on``: the same filter fed by on-time intervals only (``on_time``); over any other interval
+    it decays as without input, so it holds nothing of what a late interval's two samples cannot
+    show (the re-baselined residual the contact check judges beside ``r``).
+    ``start``: (re)initialise here (r = r_on = 0, nothing judged).
     Three inverse-dynamics rows instead of the n + 2 the full mass matrix would take.
     """
     n = dqd.shape[0]
@@ -45,6 +49,7 @@ def observer_step(n_row, Md, Md_prev, rotor, dqd, tau, dt, gain, f_prev, jump, r
             jump[i] = 0.0
             if start:
                 r[i] = 0.0
+                r_on[i] = 0.0
         return
     alpha = math.exp(-gain * dt)
     for i in range(n):
@@ -52,6 +57,7 @@ def observer_step(n_row, Md, Md_prev, rotor, dqd, tau, dt, gain, f_prev, jump, r
         e = (0.5 * (Md[i] + Md_prev[i]) + rotor[i] * dqd[i]) / dt - f
         jump[i] = abs(f - f_prev[i])
         r[i] = alpha * r[i] + (1.0 - alpha) * e
+        r_on[i] = alpha * r_on[i] + ((1.0 - alpha) * e if on_time else 0.0)
         f_prev[i] = f
 
 

@@ -94,6 +94,8 @@ class MonitorSuite:
         self.sending: list[Monitor] = [m for m in (self.delivery, self.mirror) if m is not None]
         self.tau = np.zeros(n)
         self.widen = np.zeros(n)  # [N·m] the payload's share of the contact bound's widening, filtered
+        self.widen_all = np.zeros(n)  # [N·m] the residual's bound's widening: payload and late cycles
+        self.widen_on = np.zeros(n)  # [N·m] the re-baselined residual's: payload and on-time effort changes
         self.carried = 0.0  # [kg] the estimated unknown load the observer models
         self.last_time: float | None = None
         self._payload: Any = None
@@ -207,7 +209,10 @@ class MonitorSuite:
         valid = observer.update(fb.position, fb.velocity, tau, g, timing.interval, late=timing.late, skip=skip)
         if valid:
             self.contact.armed = self.measures_effort and self.mismatch.rested_once
-            f = self.contact.check(arm, fb, now, observer.r, self._widening(fb, g, estimated, declared, fresh))
+            widen = self._widening(fb, g, estimated, declared, fresh)
+            np.add(widen, observer.slack, out=self.widen_all)
+            np.add(widen, observer.slack_on, out=self.widen_on)
+            f = self.contact.check(arm, fb, now, observer.r, self.widen_all, observer.r_on, self.widen_on)
             if f is not None:
                 out.append(f)
                 if f.reaction != "event":
@@ -221,8 +226,9 @@ class MonitorSuite:
 
     def _widening(self, fb: Feedback, g: FloatArray, estimated: float, declared: float,
                   fresh: bool = False) -> FloatArray:
-        """[N·m per joint] the contact bound's widening: what the last late cycle explains, and
-        the payload's uncertainty (filtered like the residual it bounds). ``fresh``: the observer
+        """[N·m per joint] the payload's share of the contact bound's widening: its uncertainty,
+        filtered like the residual it bounds (what a late cycle explains, the observer's
+        ``slack`` and ``slack_on``, the caller adds). ``fresh``: the observer
         took a new estimate over this sample, which steps the residual to the load modelled at
         once, so the uncertainty of that load counts in full at once too (filtered up from its
         old value, rosie-t's elbow residual stepped to 3.59 N·m against a bound still at 2.11)."""
@@ -232,7 +238,7 @@ class MonitorSuite:
         widen *= alpha
         if estimated != 0.0 or declared != 0.0:
             widen += (1.0 - alpha) * self._payload_uncertainty(fb, g, estimated, declared)
-        return widen + observer.slack
+        return widen
 
     def _payload_uncertainty(self, fb: Feedback, g: FloatArray, estimated: float, declared: float) -> FloatArray:
         """[N·m per joint] what the payloads the observer models may exert beyond it

@@ -157,7 +157,7 @@ def test_a_torque_no_load_explains_is_no_contact_and_a_push_is_still_caught():
             arm.update()
             arm.send()
             if t_push is None and arm.monitors.contact.armed:
-                ratio = max(ratio, float(np.max(np.abs(arm.monitors.contact.external) / arm.monitors.contact.bound)))
+                ratio = max(ratio, arm.monitors.contact.ratio)
         mass = arm.payload_estimate["extra_mass_kg"]
         t_contact = first_event(arm, EventKind.CONTACT)
         print(f"rosie-t + gas spring: estimate {mass:+.2f} kg, residual/bound at rest {ratio:.2f}; "

@@ -13,9 +13,13 @@ an on-time run finds when the tool touches it, then each scenario runs the same 
 
 Measured: the cycles from the first sample that shows the touch (MuJoCo's contact force on the tool
 > 1 N, at the sample just read: the physics advances only as the clock does) to the ``contact`` event,
-that time in simulated ms, and MuJoCo's force at the detecting sample and its peak. References: the
-contact force is MuJoCo's (independent of the controller's estimate); the no-contact runs with the
-same lateness are tests/control/monitors/test_contact_busy.py's (0 spurious stops).
+that time in simulated ms, the cycles from the first on-time sample (its interval not late) at or
+after that one, and MuJoCo's force at the detecting sample and its peak; each row twice: with the
+monitor as it is, and with its re-baselined check (the residual of on-time intervals only,
+:mod:`hebictl.control.monitors.observer`) left out, which is the monitor before that check (the
+residual and its widened bound are the same). References: the contact force is MuJoCo's
+(independent of the controller's estimate); the no-contact runs with the same lateness are
+tests/control/monitors/test_contact_busy.py's (0 spurious stops).
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ Plan = Callable[[float, np.random.Generator], tuple[float, float]]
 class Caught:
     touched: int | None          # the cycle whose sample first showed the touch
     t_touch: float               # its sample's time [s into the goal]
+    on_time: int | None          # the first cycle from ``touched`` on whose sample's interval was not late,
+    #                              after the last late one before the event
     detected: int | None         # the cycle of the contact event
     t_detect: float
     force: float                 # [N] MuJoCo's force at the detecting sample
@@ -52,14 +58,27 @@ class Caught:
         assert self.touched is not None and self.detected is not None
         return max(self.detected - self.touched, 0)  # (caught before a sample showed 1 N: 0)
 
+    @property
+    def after_on_time(self) -> int | None:
+        """Cycles from the first on-time sample showing the touch after the last gap before the
+        event (None: the event came at a late sample)."""
+        if self.detected is None or self.on_time is None:
+            return None
+        return self.detected - self.on_time
 
-def run(config: str, plan: Plan, seed: int = 0) -> Caught:
+
+def run(config: str, plan: Plan, seed: int = 0, rebased: bool = True) -> Caught:
+    """``rebased`` False: the contact check without its re-baselined residual (the monitor before it)."""
     arm, clock, home = sim_arm(config, before_start=sphere_in_path, settle=120)
+    if not rebased:
+        contact = arm.monitors.contact
+        check = contact.check
+        contact.check = lambda arm_, fb, now, residual, widen=None, *_: check(arm_, fb, now, residual, widen)
     rng = np.random.default_rng(seed)
     with arm:
         arm.set_goal(Goal(arm.dof).add_waypoint(position=home + np.eye(arm.dof)[0] * 1.5))
         start = clock.now()
-        out = Caught(None, np.nan, None, np.nan, np.nan, 0.0)
+        out = Caught(None, np.nan, None, None, np.nan, np.nan, 0.0)
         cycle = 0
         while clock.now() < start + 4.0 and (out.detected is None or cycle < out.detected + 10):
             before, between = plan(clock.now() - start, rng)
@@ -73,6 +92,11 @@ def run(config: str, plan: Plan, seed: int = 0) -> Caught:
             out.peak = max(out.peak, force)
             if out.touched is None and force > TOUCH_N:
                 out.touched, out.t_touch = cycle, sampled
+            timing = arm.monitors.clock.timing
+            if out.detected is None and timing.late > 0.0:
+                out.on_time = None  # a gap: the first on-time sample after it counts
+            elif out.detected is None and out.touched is not None and out.on_time is None and timing.known:
+                out.on_time = cycle
             if out.detected is None and EventKind.CONTACT in arm.events.kinds():
                 out.detected, out.t_detect, out.force = cycle, sampled, force
         return out
@@ -114,13 +138,24 @@ def scenarios(t_touch: float, period: float) -> list[tuple[str, Plan, int]]:
 
 
 #: [cycles] after the first sample showing the touch, the contact event comes within this many cycles
-#: (the issue's target is 1: the same cycle or the next). Measured 2026-12-02 (see the printed rows and
-#: docs/monitors.md): on time 0-1 on every config; 0-1 in 44 of the 60 stalled or late rows, the others
-#: 2-6 (6: x6 and x7 in a run of late cycles). What holds it back: the late interval's own widening
-#: (up to ``late_widening`` x the threshold at >= 50 ms late, decaying at the observer's gain) and, for
-#: 50 ms after it, the widening by each interval's effort change, which the contact's own push grows
-#: too: together they hold the bound above a light contact's residual for a few cycles.
-WITHIN = 6
+#: (the issue's target is 1: the same cycle or the next), and within ON_TIME cycles of the first
+#: on-time sample after a stall. Measured 2026-12-03 (the printed rows, docs/monitors.md): on time 0-1
+#: on every config; 51 of the 60 stalled or late rows within 1 (44 before the re-baselined check), the
+#: others 2-6: a 100 ms stall between ``update()`` and ``send()`` on x6, x5 and x7 (3-4; 1-2 from the
+#: first on-time sample: the effort step with which the modules take up the late command widens the
+#: re-baselined bound too, and a graze's push builds over the filter's time constant) and every cycle
+#: late on x6 and x7, seed 1 (6: no interval is on time, so only the widened residual judges).
+WITHIN = {"stall": 4, "sustained": 6}
+ON_TIME = 2
+
+
+def row_line(name: str, before: Caught, after: Caught) -> str:
+    def one(c: Caught) -> str:
+        if c.touched is None or c.detected is None:
+            return f"touched {c.touched}, detected {c.detected}, peak {c.peak:.1f} N"
+        since = "at a late sample" if c.after_on_time is None else f"{c.after_on_time} from on time"
+        return f"{c.cycles} ({since}), {c.force:.1f} N"
+    return f"  {name}: before {one(before)} | now {one(after)}; peak {after.peak:.1f} N"
 
 
 @pytest.mark.parametrize("config", CONFIGS)
@@ -128,21 +163,32 @@ def test_a_real_contact_is_caught_when_the_loop_stalls_around_the_touch(config):
     on_time = run(config, lambda t, rng: (0.0, 0.0))
     assert on_time.touched is not None and on_time.detected is not None, on_time
     period = 0.005
-    rows = [("on time", on_time)]
-    for name, plan, seed in scenarios(on_time.t_touch, period):
-        rows.append((name, run(config, plan, seed)))
-    lines = []
-    for name, c in rows:
-        if c.touched is None or c.detected is None:
-            lines.append(f"  {name}: touched {c.touched}, detected {c.detected}, peak {c.peak:.1f} N")
-            continue
-        lines.append(f"  {name}: detected {c.cycles} cycle(s) ({(c.t_detect - c.t_touch) * 1e3:.0f} ms of samples) "
-                     f"after the first sample showing the touch; force at detection {c.force:.1f} N, "
-                     f"peak {c.peak:.1f} N")
-    print(f"\n{config}: the fastest goal into an undeclared 5 cm sphere\n" + "\n".join(lines))
-    for name, c in rows:
-        assert c.touched is not None, f"{config} {name}: the tool never touched the sphere"
-        assert c.detected is not None, f"{config} {name}: not detected, peak {c.peak:.1f} N"
+    rows = [("on time", run(config, lambda t, rng: (0.0, 0.0), rebased=False), on_time)]
+    # (a plan is used up by its run: each run gets its own)
+    for (name, plan, seed), (_, again, _) in zip(scenarios(on_time.t_touch, period),
+                                                 scenarios(on_time.t_touch, period), strict=True):
+        rows.append((name, run(config, plan, seed, rebased=False), run(config, again, seed)))
+    print(f"\n{config}: the fastest goal into an undeclared 5 cm sphere; cycles from the first sample showing "
+          "the touch to the contact event (from the first on-time sample showing it), force at detection\n"
+          + "\n".join(row_line(name, b, a) for name, b, a in rows))
+    late = rows[1:]
+    n_before = sum(b.cycles <= 1 for _, b, _ in late if b.detected is not None)
+    n_after = sum(a.cycles <= 1 for _, _, a in late if a.detected is not None)
+    stalls = [(b, a) for name, b, a in late if not name.startswith("every cycle")]
+    on_before = sum(b.after_on_time is None or b.after_on_time <= 1 for b, _ in stalls)
+    on_after = sum(a.after_on_time is None or a.after_on_time <= 1 for _, a in stalls)
+    print(f"  within 1 cycle of the first sample showing the touch: {n_before} of {len(late)} stalled or late "
+          f"rows before, {n_after} now; of the {len(stalls)} one-stall rows, within 1 cycle of the first on-time "
+          f"sample after the stall (or caught at the late one): {on_before} before, {on_after} now")
+    for name, b, a in rows:
+        for c in (b, a):
+            assert c.touched is not None, f"{config} {name}: the tool never touched the sphere"
+            assert c.detected is not None, f"{config} {name}: not detected, peak {c.peak:.1f} N"
+        assert a.detected is not None and b.detected is not None and a.detected <= b.detected, \
+            f"{config} {name}: later with the re-baselined check"
     assert on_time.cycles <= 1
-    worst = max(c.cycles for _, c in rows)
-    assert worst <= WITHIN, worst
+    for name, _, a in late:
+        sustained = name.startswith("every cycle")
+        assert a.cycles <= WITHIN["sustained" if sustained else "stall"], (name, a)
+        if not sustained:  # a stall: from the first on-time sample after it (None: caught at the late one)
+            assert a.after_on_time is None or a.after_on_time <= ON_TIME, (name, a)
