@@ -169,7 +169,7 @@ def test_a_real_contact_is_caught_when_the_loop_stalls_around_the_touch(config):
                                                  scenarios(on_time.t_touch, period), strict=True):
         rows.append((name, run(config, plan, seed, rebased=False), run(config, again, seed)))
     print(f"\n{config}: the fastest goal into an undeclared 5 cm sphere; cycles from the first sample showing "
-          "the touch to the contact event (from the first on-time sample showing it), force at detection\n"
+          "the touch to the contact event (and from the first on-time sample after the last gap), force at detection\n"
           + "\n".join(row_line(name, b, a) for name, b, a in rows))
     late = rows[1:]
     n_before = sum(b.cycles <= 1 for _, b, _ in late if b.detected is not None)
