@@ -123,13 +123,25 @@ OWN_EVENT_KINDS = frozenset({"goal", "cleared", "estop", "release", "teleop_stop
 
 class AppDriver(Protocol):
     """What mode ``app`` needs of a Mobile IO app (``hebictl.inputs.teleop_app.TeleopApp``; the
-    inputs layer builds it, teleop only drives it). ``offer`` is called by the bridge (any thread:
-    validates, drops and counts), the rest by the arm thread only."""
+    inputs layer builds it, teleop only drives it). ``offer`` is called by the bridge thread
+    (validates, drops and counts); with the bridge in a process of its own, ``input_check`` makes that
+    process's checks and the arm thread hands their results to ``take`` and ``refuse``
+    (:class:`~hebictl.teleop.bridge_port.BridgePort`); the rest is the arm thread's only."""
 
     name: str
 
     def offer(self, payload: bytes | bytearray | str) -> tuple[bool, str, str]:
         """Take one ``cmd/input`` payload: (accepted, reason, detail)."""
+
+    def input_check(self) -> Callable[[bytes | bytearray | str, float], tuple[Any, str, str]]:
+        """``offer``'s checks for the bridge process, picklable: ``check(payload, received)`` gives
+        (the sample, "", "") or (None, reason, detail)."""
+
+    def take(self, sample: Any, received: float) -> None:
+        """A sample the bridge process's check accepted, taken in at ``received`` [s, arm clock]."""
+
+    def refuse(self, reason: str, detail: str) -> None:
+        """A sample the bridge process's check dropped, counted by ``reason``."""
 
     def begin(self) -> None:
         """Mode ``app`` entered: a fresh app and input guard (nothing from before carries over)."""
