@@ -417,11 +417,15 @@ def estop_run(args: argparse.Namespace, bridge: str) -> int:
         print(f"  link to the bridge process: {port.commands.sent} messages sent by the arm thread, {port.dropped} "
               f"dropped (socket full); lost: {'; '.join(links_lost) if links_lost else 'never'} (the bridge silent "
               "for 2 s under the flood would be a lost link and a hold)")
+    else:
+        print(f"  the bridge thread's heartbeat: lost: {'; '.join(links_lost) if links_lost else 'never'} (its event "
+              "loop silent for 2 s under the flood would be a lost link and a hold)")
     if app is not None:
         accepted, dropped = app.source.counts()
         print(f"  the app ({args.app}) took in {accepted} cmd/input samples and counted {sum(dropped.values())} "
-              f"dropped {dropped or ''}; it ran {app.runs} times (one per press); the bridge refused the rest of "
-              "the flood before the app (rate, mode)")
+              f"dropped{f' {dropped}' if dropped else ''}; it ran {app.runs} times (one per press); the bridge "
+              "refused the rest of the flood before the app (rate, mode); its accepted count also has the "
+              "presser's modes, engages and releases")
     cycles = np.diff(np.array(probe.writes)) * 1e3
     if cycles.size:
         nominal = 1e3 / server.runner.rate_hz
