@@ -229,9 +229,10 @@ class ArmRunner:
         self._end_now = False
         #: an MCAP recorder (hebictl.recording.writer.McapRecorder) or None: every cycle, command and ack
         self.recorder: Any = None
-        #: the link to a bridge process (:class:`~hebictl.teleop.bridge_port.BridgePort`) or None (the
-        #: bridge calls the thread-safe API from a thread of this process): read at the start of every
-        #: cycle, written after its acks
+        #: the link to a bridge process (:class:`~hebictl.teleop.bridge_port.BridgePort`), the bridge
+        #: thread's heartbeat (:class:`~hebictl.teleop.silence.ThreadWatch`: that bridge calls the
+        #: thread-safe API itself), or None: read (``poll``) at the start of every cycle, written
+        #: (``flush``) after its acks; either judges the bridge's silence (hebictl.teleop.silence)
         self.port: Any = None
         # realtime: the loop thread's scheduling (hebictl.control.realtime), asked for on that thread
         self._loop = FixedRateLoop(self.step, self.rate_hz, self.clock, report=self._on_stats,
@@ -352,7 +353,7 @@ class ArmRunner:
         recorder = self.recorder
         port = self.port
         if port is not None:
-            port.poll()  # the bridge process's e-stops, link losses and commands, queued for this cycle
+            port.poll()  # the bridge process's e-stops, link losses and commands queued; the silence rule
         if recorder is None:
             go_on = self._cycle_step()
         else:
