@@ -38,7 +38,12 @@ and its control gaps (cycles later than the 250 ms command lifetime): the figure
 tests/teleop/test_teleop_security.py used to bound against this machine's scheduling statistics,
 and now only prints. ``--bridge process|thread|both`` (default both: one run of each, the child
 process first) puts the MQTT bridge in a child process, as ``hebictl teleop`` does by default
-(hebictl/teleop/bridge_process.py), or in a thread of the arm's process, as before.
+(hebictl/teleop/bridge_process.py), or in a thread of the arm's process, as before. ``--app NAME``
+runs that Mobile IO app as ``hebictl teleop --app NAME`` does (each press then comes in mode ``app``),
+and ``--estop-load input`` floods it: fresh, valid ``cmd/input`` samples (every button up, the axes
+centred) as fast as a child process publishes them, so that what passes the account's and the
+topic's rate limits is checked (in the bridge process, with ``--bridge process``) and handed to the
+app (over the link); the run then prints what the app took in and counted dropped.
 """
 
 from __future__ import annotations
@@ -194,8 +199,12 @@ def flood(args: argparse.Namespace) -> int:
     return 1 if args.strict and not ok else 0
 
 
-def jog_flooder(port: int, arm_id: str, user: str, password: str, seconds: float, conn: Connection) -> None:
-    """Child process: stale jog samples as fast as paho publishes them (QoS 0); sends back the count."""
+def jog_flooder(port: int, arm_id: str, user: str, password: str, seconds: float, conn: Connection,
+                kind: str = "jog") -> None:
+    """Child process: as fast as paho publishes them (QoS 0), stale jog samples (``kind`` jog), or
+    fresh, valid Mobile IO samples (``kind`` input: every button up, the axes centred, so what passes
+    the account's and the topic's rate limits reaches the app, over the link with the bridge process,
+    and moves nothing); sends back the count."""
     import json
 
     import paho.mqtt.client as mqtt
@@ -206,12 +215,16 @@ def jog_flooder(port: int, arm_id: str, user: str, password: str, seconds: float
     c.connect("127.0.0.1", port)
     c.loop_start()
     seq, n, end = int(time.time() * 1e6) - 10_000_000, 0, time.monotonic() + seconds
+    client = f"{user}:flood"
     while time.monotonic() < end:
         for _ in range(200):
             seq += 1
-            c.publish(f"hebictl/v1/{arm_id}/cmd/jog", json.dumps(
-                {"seq": seq, "ts": time.time() - 30.0, "client": f"{user}:flood", "velocity": [0.3, 0, 0, 0, 0, 0],
-                 "space": "joint"}), qos=0)
+            if kind == "input":
+                body = {"seq": seq, "ts": time.time(), "client": client, "buttons": [0] * 8, "axes": [0.0] * 8}
+            else:
+                body = {"seq": seq, "ts": time.time() - 30.0, "client": client, "velocity": [0.3, 0, 0, 0, 0, 0],
+                        "space": "joint"}
+            c.publish(f"hebictl/v1/{arm_id}/cmd/{kind}", json.dumps(body), qos=0)
             n += 1
         time.sleep(0.001)
     c.loop_stop()
@@ -234,9 +247,10 @@ def goal_sender(port: int, arm_id: str, user: str, password: str, seconds: float
     conn.send(asyncio.run(go()))
 
 
-def estop_presser(port: int, arm_id: str, password: str, presses: int, conn: Connection) -> None:
-    """Child process: the operator presses the e-stop ``presses`` times (mode ``position`` and 1 s
-    before each, release once it engaged) and sends back the time just before each press was
+def estop_presser(port: int, arm_id: str, password: str, presses: int, conn: Connection,
+                  mode: str = "position") -> None:
+    """Child process: the operator presses the e-stop ``presses`` times (``mode``, ``position`` or
+    ``app``, and 1 s before each, release once it engaged) and sends back the time just before each press was
     published. A process of its own, as an operator's console is: in the arm's process its event
     loop would take the GIL from the arm thread as no real operator does."""
     unanswered: list[float] = []
@@ -248,7 +262,7 @@ def estop_presser(port: int, arm_id: str, password: str, presses: int, conn: Con
             await op.wait_status(lambda s: s["status"] == "online", timeout=10.0)
             for _ in range(presses):
                 try:
-                    await op.mode("position", timeout=10.0)
+                    await op.mode(mode, timeout=10.0)
                 except TimeoutError:  # the acks topic carries every client's answers: a flood's too
                     unanswered.append(time.perf_counter())
                 await asyncio.sleep(1.0)
@@ -331,7 +345,13 @@ def estop_run(args: argparse.Namespace, bridge: str) -> int:
                                   initial_position=[0.0, 1.2, 1.8, 2.2, -1.57, 0.0])  # kit home, off the table
             settings = parse_broker(broker.url, username="arm-bench", password="arm-secret")
             realtime = RealtimeRequest(priority=args.rt_priority, lock_memory=args.rt_priority > 0)
-            server = TeleopServer(arm, settings, "bench", runner_options={"realtime": realtime}, bridge=bridge)
+            app = None
+            if args.app is not None:  # hebictl teleop --app NAME: the presser sets mode app before each press
+                from hebictl.inputs.teleop_app import TeleopApp
+
+                app = TeleopApp(arm, args.app)
+            server = TeleopServer(arm, settings, "bench", runner_options={"realtime": realtime, "app": app},
+                                  bridge=bridge)
             probe = EstopProbe(arm, lambda: server.runner.estop_latched)
             server.start_background()
             home = server.runner.snapshot.position.copy()
@@ -341,9 +361,9 @@ def estop_run(args: argparse.Namespace, bridge: str) -> int:
             ctx = multiprocessing.get_context("spawn")
             parent, child = ctx.Pipe(duplex=False)
             proc = None
-            if args.estop_load == "jog":
+            if args.estop_load in ("jog", "input"):
                 proc = ctx.Process(target=jog_flooder, args=(broker.port, "bench", "operator2", users["operator2"],
-                                                             seconds, child))
+                                                             seconds, child, args.estop_load))
             elif args.estop_load == "cartesian":
                 proc = ctx.Process(target=goal_sender, args=(broker.port, "bench", "operator2", users["operator2"],
                                                              seconds, targets, child))
@@ -351,7 +371,7 @@ def estop_run(args: argparse.Namespace, bridge: str) -> int:
             load_start = os.getloadavg()[0]
             press_parent, press_child = ctx.Pipe(duplex=False)
             presser = ctx.Process(target=estop_presser, args=(broker.port, "bench", users["operator"], args.presses,
-                                                              press_child))
+                                                              press_child, "position" if app is None else "app"))
             try:
                 if proc is not None:
                     proc.start()
@@ -380,7 +400,8 @@ def estop_run(args: argparse.Namespace, bridge: str) -> int:
     ok = lost == 0 and p95 <= 200.0
     with_plugin = "yes" if plugin else "NO: gcc or mosquitto's headers missing"
     grant = server.runner.snapshot.realtime
-    print(f"bridge: {bridge} ({'a child process' if bridge == 'process' else 'a thread of the arm process'})")
+    print(f"bridge: {bridge} ({'a child process' if bridge == 'process' else 'a thread of the arm process'})"
+          + ("" if app is None else f"; --app {args.app}, each press in mode app"))
     print(f"  arm thread: {grant.line() if grant is not None else 'no grant recorded'}; "
           f"standard load (2 busy + 1 allocating process): {'yes' if args.standard_load else 'no'}; "
           f"load average {os.getloadavg()[0]:.1f} at the end, {load_start:.1f} at the start")
@@ -396,6 +417,15 @@ def estop_run(args: argparse.Namespace, bridge: str) -> int:
         print(f"  link to the bridge process: {port.commands.sent} messages sent by the arm thread, {port.dropped} "
               f"dropped (socket full); lost: {'; '.join(links_lost) if links_lost else 'never'} (the bridge silent "
               "for 2 s under the flood would be a lost link and a hold)")
+    else:
+        print(f"  the bridge thread's heartbeat: lost: {'; '.join(links_lost) if links_lost else 'never'} (its event "
+              "loop silent for 2 s under the flood would be a lost link and a hold)")
+    if app is not None:
+        accepted, dropped = app.source.counts()
+        print(f"  the app ({args.app}) took in {accepted} cmd/input samples and counted {sum(dropped.values())} "
+              f"dropped{f' {dropped}' if dropped else ''}; it ran {app.runs} times (one per press); the bridge "
+              "refused the rest of the flood before the app (rate, mode); its accepted count also has the "
+              "presser's modes, engages and releases")
     cycles = np.diff(np.array(probe.writes)) * 1e3
     if cycles.size:
         nominal = 1e3 / server.runner.rate_hz
@@ -414,8 +444,12 @@ def main() -> int:
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--flood", type=float, default=None, metavar="RATE",
                     help="instead: flood the arm with stale goals at RATE msg/s and check every one is answered")
-    ap.add_argument("--estop-load", choices=("none", "jog", "cartesian"), default=None,
-                    help="instead: e-stop latency under a jog flood or 20 Cartesian goals/s from another account")
+    ap.add_argument("--estop-load", choices=("none", "jog", "cartesian", "input"), default=None,
+                    help="instead: e-stop latency under a jog flood, 20 Cartesian goals/s or (input, with --app) a "
+                         "Mobile IO sample flood from another account")
+    ap.add_argument("--app", choices=("ar", "teach", "gravcomp", "jog"), default=None,
+                    help="--estop-load: the arm runs this Mobile IO app (hebictl teleop --app NAME) and every press "
+                         "comes in mode app")
     ap.add_argument("--presses", type=int, default=20, help="e-stop presses of --estop-load")
     ap.add_argument("--rt-priority", type=int, default=0,
                     help="--estop-load: the arm thread's SCHED_FIFO priority as `hebictl teleop --rt-priority` "
@@ -426,6 +460,8 @@ def main() -> int:
     ap.add_argument("--standard-load", action="store_true",
                     help="--estop-load: beside loop_latency.py's standard load (2 busy + 1 allocating process)")
     args = ap.parse_args()
+    if args.estop_load == "input" and args.app is None:
+        ap.error("--estop-load input floods the app's cmd/input: give --app NAME")
     logging.getLogger("hebictl.safety").setLevel(logging.ERROR)  # jog release/hold events are expected
     if find_mosquitto() is None:
         print("mosquitto not found: apt-get install mosquitto", file=sys.stderr)

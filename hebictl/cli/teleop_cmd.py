@@ -1,8 +1,9 @@
 """``hebictl teleop`` (serve an arm over MQTT) and ``hebictl teleop-send`` (a small operator client).
 
 ``teleop`` runs the arm's fixed-rate loop in a thread and the MQTT bridge in a child process
-(``--bridge process``, the default: :mod:`hebictl.teleop.bridge_process`; ``--bridge thread``, and
-``--app``, keep it in the main thread's event loop); the arm thread runs at SCHED_FIFO where the
+(``--bridge process``, the default: :mod:`hebictl.teleop.bridge_process`, ``--app``'s ``cmd/input``
+included; ``--bridge thread`` keeps it in the main thread's event loop, held to the same silence
+rule: :mod:`hebictl.teleop.silence`); the arm thread runs at SCHED_FIFO where the
 system grants it (``--rt-priority``, ``--cpu``). On Ctrl-C or SIGTERM the bridge disconnects
 (``offline``) and the arm stops with the ``hold`` behaviour: it brakes within the rated
 deceleration and holds under gravity compensation for ``--stop-hold`` seconds, by default until
@@ -146,8 +147,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(the panel's Mobile IO emulator, a phone bridge, any MQTT client)")
     p.add_argument("--bridge", choices=("process", "thread"), default="process",
                    help="where the MQTT bridge runs: a child process (default: a command flood's Python work "
-                        "then never holds the arm thread's GIL) or a thread of this process; --app keeps it "
-                        "in this process (docs/teleop.md)")
+                        "then never holds the arm thread's GIL; --app's cmd/input too) or a thread of this "
+                        "process (docs/teleop.md)")
     p.add_argument("--account-tags", choices=("auto", "on", "off"), default="auto",
                    help="on: the broker runs the plugin of docs/teleop.md, refuse commands without its account tag; "
                         "auto (default): find out at the first connection")
@@ -242,8 +243,6 @@ def cmd_teleop(args: argparse.Namespace) -> int:
         gripper = attach_gripper(arm, cfg, args.backend)
         app, mobile_io = _app(args, arm, cfg)
         fleet = _fleet(args, cfg)
-        if app is not None and args.bridge == "process":
-            _tell("--app: the MQTT bridge runs in this process (mode app takes cmd/input here; docs/teleop.md)")
         server = TeleopServer(arm, settings, args.arm_id, rate_hz=args.rate or cfg.feedback_frequency,
                               state_rate_hz=args.state_rate, max_age=args.max_age, clock=SYSTEM_CLOCK,
                               gripper=gripper,
@@ -254,7 +253,7 @@ def cmd_teleop(args: argparse.Namespace) -> int:
                                                               "extra": mobile_io},
                                               "account_tags": _ACCOUNT_TAGS[args.account_tags],
                                               "supervisors": frozenset(args.estop_supervisor)},
-                              bridge="thread" if app is not None else args.bridge)
+                              bridge=args.bridge)
         recorder = _session_recorder(args, arm, cfg, inputs=app is not None)
         server.runner.recorder = recorder
         if recorder is not None and app is not None:

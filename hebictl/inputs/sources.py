@@ -102,20 +102,40 @@ class MailboxSource:
 
     def offer(self, payload: bytes | bytearray | str) -> bool:
         """Validate and keep ``payload``; False if it was dropped (and counted)."""
+        return self.admit(payload)[0] is not None
+
+    def admit(self, payload: bytes | bytearray | str,
+              received: float | None = None) -> tuple[InputState | None, str, str]:
+        """Validate and keep ``payload``, taken in at ``received`` [s] (default: this source's clock):
+        (the sample, "", "") or, dropped and counted, (None, reason, detail)."""
         try:
-            state = parse_input(payload, self.clock.now())
+            state = parse_input(payload, self.clock.now() if received is None else received)
         except CommandRejected as exc:
-            return self._drop(exc.reason, exc.detail)
+            self.drop(exc.reason, exc.detail)
+            return None, exc.reason, exc.detail
         client = json.loads(payload).get("client", "")
         with self._lock:
             last = self._seq.get(client)
-            stale = last is not None and state.seq <= last
-            if not stale:
-                self._accept(client, state)
-            else:
-                self.rejected["stale_seq"] += 1
-                self.last_rejection = ("stale_seq", f"seq {state.seq} of {client!r} is not above {last}")
-        return not stale
+            if last is not None and state.seq <= last:
+                reason, detail = "stale_seq", f"seq {state.seq} of {client!r} is not above {last}"
+                self.rejected[reason] += 1
+                self.last_rejection = (reason, detail)
+                return None, reason, detail
+            self._accept(client, state)
+        return state, "", ""
+
+    def keep(self, state: InputState) -> None:
+        """Keep a sample validated elsewhere (by an :class:`InputCheck` in ``hebictl teleop``'s bridge
+        process) as the newest, counted as accepted."""
+        with self._lock:
+            self._latest = state
+            self.accepted += 1
+
+    def drop(self, reason: str, detail: str) -> None:
+        """Count a dropped sample (here, or by an :class:`InputCheck` elsewhere) by its reason."""
+        with self._lock:
+            self.rejected[reason] += 1
+            self.last_rejection = (reason, detail)
 
     def _accept(self, client: str, state: InputState) -> None:
         """Keep ``state`` as the newest sample (the lock held)."""
@@ -125,12 +145,6 @@ class MailboxSource:
             self._seq.pop(next(iter(self._seq)))
         self._latest = state
         self.accepted += 1
-
-    def _drop(self, reason: str, detail: str) -> bool:
-        with self._lock:
-            self.rejected[reason] += 1
-            self.last_rejection = (reason, detail)
-        return False
 
     def poll(self, now: float) -> InputState | None:
         with self._lock:
@@ -147,6 +161,23 @@ class MailboxSource:
 
     def close(self) -> None:
         return None
+
+
+class InputCheck:
+    """A :class:`MailboxSource`'s checks without its mailbox, for another process: ``hebictl teleop
+    --app`` with the MQTT bridge in a child process validates ``cmd/input`` there (the schema, each
+    sender's order, exactly as :meth:`MailboxSource.admit`) and sends the sample, or the drop, over
+    its link to the app's own source (:meth:`MailboxSource.keep`, :meth:`MailboxSource.drop`).
+    Picklable: it is made in the arm's process and sent to the child, where its source is made."""
+
+    def __init__(self) -> None:
+        self._source: MailboxSource | None = None
+
+    def __call__(self, payload: bytes | bytearray | str, received: float) -> tuple[InputState | None, str, str]:
+        """One payload taken in at ``received`` [s, the arm's clock]: as :meth:`MailboxSource.admit`."""
+        if self._source is None:
+            self._source = MailboxSource(None, name="cmd/input")
+        return self._source.admit(payload, received)
 
 
 # ---------------------------------------------------------------------- files

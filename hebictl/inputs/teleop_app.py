@@ -4,7 +4,11 @@
 (:class:`hebictl.teleop.runner.ArmRunner`, as its ``AppDriver``). The bridge passes every
 ``cmd/input`` payload that passed its command checks (topic, account, envelope, freshness, order,
 rate) to :meth:`TeleopApp.offer`, i.e. to a :class:`~hebictl.inputs.sources.MailboxSource`, which
-validates it against the topic's one schema and drops and counts what fails. The arm thread calls
+validates it against the topic's one schema and drops and counts what fails. With the bridge in a
+process of its own (``--bridge process``, the default) the same checks run there
+(:meth:`TeleopApp.input_check`, a :class:`~hebictl.inputs.sources.InputCheck` sent to the child),
+and what they accepted or dropped comes over the link to :meth:`TeleopApp.take` and
+:meth:`TeleopApp.refuse`, read by the arm thread: the app's source ends up the same. The arm thread calls
 :meth:`TeleopApp.cycle` between the feedback read and the send while the mode is ``app``: the same
 poll, guard and app step as :func:`hebictl.inputs.runner.run_app`, so the safety path (stale input
 holds, nothing moves after a reconnect until the enable button, every pose through the arm's
@@ -19,13 +23,15 @@ runner's own stop then acts on the arm.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hebictl.inputs.apps.base import App
 from hebictl.inputs.guard import InputGuard
 from hebictl.inputs.runner import lifetime_of, make_app
-from hebictl.inputs.sources import MailboxSource
+from hebictl.inputs.sources import InputCheck, MailboxSource
+from hebictl.inputs.state import InputState
 
 if TYPE_CHECKING:
     from hebictl.control.arm import Arm
@@ -58,10 +64,13 @@ class TeleopApp:
     # ------------------------------------------------------------------ the bridge's side (any thread)
     def offer(self, payload: bytes | bytearray | str) -> tuple[bool, str, str]:
         """Validate and keep one ``cmd/input`` payload: (accepted, reason, detail)."""
-        if self.source.offer(payload):
-            return True, "", ""
-        reason, detail = self.source.last_rejection or ("invalid", "")
-        return False, reason, detail
+        sample, reason, detail = self.source.admit(payload)
+        return sample is not None, reason, detail
+
+    def input_check(self) -> InputCheck:
+        """:meth:`offer`'s checks for the bridge process (picklable), which hands the result over the
+        link to :meth:`take` or :meth:`refuse`."""
+        return InputCheck()
 
     def record_to(self, recorder: Any) -> None:
         """Record every sample an app run takes in on ``recorder``'s input channel
@@ -74,6 +83,17 @@ class TeleopApp:
         self.recorder = recorder
 
     # ------------------------------------------------------------------ the arm thread's side
+    def take(self, sample: InputState, received: float) -> None:
+        """A sample the bridge process's :meth:`input_check` accepted, taken in at ``received`` [s,
+        the arm's clock]: kept as the newest, as :meth:`offer` keeps one."""
+        if sample.t != received:
+            sample = dataclasses.replace(sample, t=received)
+        self.source.keep(sample)
+
+    def refuse(self, reason: str, detail: str) -> None:
+        """A sample the bridge process's :meth:`input_check` dropped: counted by ``reason``."""
+        self.source.drop(reason, detail)
+
     def begin(self) -> None:
         now = self.arm.clock.now()
         self.source.poll(now)  # a sample that waited from before this run is not part of it

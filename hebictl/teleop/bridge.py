@@ -65,6 +65,7 @@ import hashlib
 import logging
 import random
 import secrets
+import threading
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -94,12 +95,14 @@ from hebictl.teleop.schema import (
     loose_ids,
     salvage_ids,
 )
+from hebictl.teleop.silence import REPORT_PERIOD_S
 from hebictl.teleop.topics import Topics
 
 if TYPE_CHECKING:
     import aiomqtt
 
     from hebictl.teleop.runner_proxy import RunnerProxy
+    from hebictl.teleop.silence import ThreadWatch
     from hebictl.teleop.snapshot import ArmSnapshot
 
 log = logging.getLogger(__name__)
@@ -209,6 +212,11 @@ class MqttBridge:
         self._stop_requested = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cleared: set[str] = set()   # command topics whose retained message we just cleared
+        #: the arm thread's silence rule over this bridge's event loop (``--bridge thread``: set by
+        #: :class:`~hebictl.teleop.server.TeleopServer`), which :meth:`run` then beats; None: no heartbeat
+        #: (the bridge process's child, whose link reports for it; a test's bare bridge)
+        self.watch: ThreadWatch | None = None
+        self._failure: TeleopError | None = None
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -219,12 +227,17 @@ class MqttBridge:
     def stop(self) -> None:
         """End :meth:`run` (thread-safe): publish ``offline``, disconnect, return."""
         self._stop_requested = True
+        if self.watch is not None:
+            self.watch.expect_end()  # the teardown may keep the loop busy: no silence judged from here on
         loop, stopping = self._loop, self._stopping
         if loop is not None and stopping is not None:
-            loop.call_soon_threadsafe(stopping.set)
+            with contextlib.suppress(RuntimeError):  # its loop closed: run() has ended already (it failed)
+                loop.call_soon_threadsafe(stopping.set)
 
     async def run(self) -> None:
-        """Connect, serve and reconnect until :meth:`stop` is called (or the task is cancelled)."""
+        """Connect, serve and reconnect until :meth:`stop` is called (or the task is cancelled). With a
+        :attr:`watch`, beat it every REPORT_PERIOD_S, and end with a :class:`TeleopError` once the arm
+        thread judged this loop wedged (it holds for the lost link already)."""
         import aiomqtt
 
         self._loop = asyncio.get_running_loop()
@@ -235,6 +248,8 @@ class MqttBridge:
         self.runner.on_result = self._post_ack_threadsafe
         backoff = self.backoff_initial
         failures = 0
+        heartbeat = None if self.watch is None else asyncio.create_task(self._heartbeat(self.watch),
+                                                                          name="teleop-heartbeat")
         try:
             while not self._stopping.is_set():
                 was_connected = False
@@ -288,6 +303,29 @@ class MqttBridge:
                 backoff = min(backoff * 2.0, self.backoff_max)
         finally:
             self.runner.on_result = None
+            if heartbeat is not None:
+                assert self.watch is not None
+                self.watch.expect_end()  # the loop serves no more: its silence is no lost link
+                await cancel_and_wait([heartbeat])
+        if self._failure is not None:
+            raise self._failure
+
+    async def _heartbeat(self, watch: ThreadWatch) -> None:
+        """The silence rule's reports (hebictl.teleop.silence): a beat every REPORT_PERIOD_S while this
+        loop runs. A loop that finds itself judged wedged (blocked past the limit: the arm brakes and
+        holds for the lost link) ends the bridge, as a wedged bridge process is killed: it does not
+        resume serving an arm that no longer follows it."""
+        thread = threading.current_thread().name
+        while True:
+            if watch.wedged:
+                self._failure = TeleopError(watch.lost_detail)
+                log.error("the MQTT bridge's event loop ran again after it was judged wedged (%s): the bridge "
+                          "stops", watch.lost_detail)
+                assert self._stopping is not None
+                self._stopping.set()
+                return
+            watch.beat(thread)
+            await asyncio.sleep(REPORT_PERIOD_S)
 
     async def _probe_plugin(self) -> bool | None:
         """Does the broker run the plugin of docs/teleop.md? Only the plugin refuses a client id

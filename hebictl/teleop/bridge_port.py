@@ -11,7 +11,9 @@ after an ack sees its effect) and the cycle's acks, dropping and counting what d
 
 The bridge process ending for any reason (a crash, SIGKILL, a broken pipe) is a lost link: the arm
 brakes and holds (``teleop_link_lost``, the detail names the bridge process) as for a lost broker,
-and nothing more is read.
+and nothing more is read. So is the bridge process alive but silent (stopped, hung): the silence rule
+of :mod:`~hebictl.teleop.silence`, shared with the bridge thread (a :class:`BridgePort` is its
+:class:`~hebictl.teleop.silence.LinkWatch`; every message read is a report).
 
 Order: the bridge numbers what it hands over (one counter for both channels), and the runner queues
 each command and e-stop with that number, so a release read after an engage on the other channel
@@ -27,6 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hebictl.teleop.link import Channel
+from hebictl.teleop.silence import LinkWatch
 
 if TYPE_CHECKING:
     from hebictl.teleop.messages import Ack
@@ -37,15 +40,9 @@ log = logging.getLogger(__name__)
 #: messages read per cycle on the priority and on the command channel (the rest wait a cycle)
 PRIORITY_PER_CYCLE = 16
 COMMANDS_PER_CYCLE = 32
-#: [s] on the arm's clock: the bridge reports its counters every 0.2 s from its start, so this long
-#: without any message from it, once it has been heard, is a bridge that is alive but wedged (stopped,
-#: hung): no e-stop could reach the arm, which brakes and holds as for a lost broker. Ten reports: a
-#: starved but running child is not a hold (under the 4k msg/s flood beside the standard load it
-#: dropped no link message, benchmarks/teleop.py)
-SILENCE_LIMIT_S = 2.0
 
 
-class BridgePort:
+class BridgePort(LinkWatch):
     """Attach with ``runner.port = BridgePort(runner, ...)`` before the runner starts.
 
     ``priority`` and ``commands`` are this process's ends of the two socket pairs; ``state_rate_hz``
@@ -56,45 +53,32 @@ class BridgePort:
 
     def __init__(self, runner: ArmRunner, priority: Channel, commands: Channel, *, state_rate_hz: float = 50.0,
                  shared_clock: bool = False, name: str = "the MQTT bridge process") -> None:
-        self.runner = runner
+        super().__init__(runner, name)
         self.priority = priority
         self.commands = commands
         self.state_period = 1.0 / state_rate_hz
         self.shared_clock = shared_clock
-        self.name = name
         #: set while the bridge reports a broker connection (any thread may wait on it)
         self.connected = threading.Event()
-        #: set once the link is lost (the bridge process ended); the detail in :attr:`lost_detail`
-        self.lost = threading.Event()
-        self._losing = threading.Lock()
-        self.lost_detail = ""
-        #: set by :meth:`expect_end`: the bridge was asked to stop, its end is no lost link
-        self.ending = False
-        #: the link was lost because the bridge, alive, fell silent (:data:`SILENCE_LIMIT_S`)
-        self.wedged = False
         #: the bridge's counters as it last reported them (every 0.2 s, and as it stops)
         self.bridge_stats: dict[str, int] = {}
         #: whether the broker runs the account plugin, as the bridge last reported (None: not known yet)
         self.account_tags: bool | None = None
         self._acks: list[Ack] = []
-        self._heard: float | None = None   # when the bridge last sent anything (arm's clock); None: not yet
         self._next_snapshot = -math.inf
         self._key: tuple[Any, ...] | None = None
         self._last_arrival = 0
         self._handlers: dict[str, Callable[..., None]] = {
             "estop": self._estop, "link_lost": self._link_lost, "fleet": self._fleet, "submit": self._submit,
             "jog": self._jog, "note_error": self._note_error, "record_ack": self._record_ack,
-            "connected": self._connected, "bridge_stats": self._bridge_stats}
+            "connected": self._connected, "bridge_stats": self._bridge_stats, "input": self._input,
+            "input_dropped": self._input_dropped}
         runner.on_result = self._acks.append
 
     @property
     def dropped(self) -> int:
         """Messages to the bridge dropped because its socket was full."""
         return self.commands.dropped
-
-    def expect_end(self) -> None:
-        """The bridge was asked to stop (thread-safe): its end is then no lost link."""
-        self.ending = True
 
     # ------------------------------------------------------------------ inbound (cycle start)
     def poll(self) -> None:
@@ -120,19 +104,7 @@ class BridgePort:
             else:
                 self.lose(f"{self.name} ended")
             return
-        self._judge_silence(heard)
-
-    def _judge_silence(self, heard: bool) -> None:
-        """A bridge heard before and silent for SILENCE_LIMIT_S is wedged: a lost link."""
-        now = self.runner.clock.now()
-        if heard or self._heard is None:
-            self._heard = now if heard else None
-            return
-        silent = now - self._heard
-        if silent > SILENCE_LIMIT_S and not self.ending:
-            self.wedged = True
-            self.lose(f"{self.name} sent nothing for {silent:.1f} s (it reports every 0.2 s): it is stopped "
-                       "or hung")
+        self.judge_silence(heard)  # heard nothing for SILENCE_LIMIT_S: wedged (hebictl.teleop.silence)
 
     def _apply(self, message: tuple[Any, ...]) -> None:
         handler = self._handlers.get(message[0])
@@ -141,18 +113,15 @@ class BridgePort:
             return
         handler(*message[1:])
 
-    def lose(self, detail: str) -> None:
+    def lose(self, detail: str, arrival: int | None = None) -> bool:
         """The link is lost (thread-safe, once): the arm brakes and holds at its next cycle. The arm
         thread calls it from :meth:`poll`; the parent's event loop too when it sees the child exit, so
-        the lost link is queued before the shutdown that follows it, whichever notices first."""
-        with self._losing:
-            if self.lost.is_set():
-                return
-            self.lost_detail = detail
-            self.lost.set()
+        the lost link is queued before the shutdown that follows it, whichever notices first. Ordered
+        after everything the bridge handed over so far."""
+        if not super().lose(detail, self._last_arrival + 1 if arrival is None else arrival):
+            return False
         self.connected.clear()
-        log.error("%s: the arm brakes and holds", detail)
-        self.runner.link_lost(detail, arrival=self._last_arrival + 1)
+        return True
 
     def _received(self, stamp: float | None) -> float:
         return stamp if self.shared_clock and stamp is not None else self.runner.clock.now()
@@ -177,6 +146,16 @@ class BridgePort:
 
     def _jog(self, command: Any, received: float | None) -> None:
         self.runner.offer_jog(command, self._received(received))
+
+    def _input(self, sample: Any, received: float | None) -> None:
+        app = self.runner.app
+        if app is not None:
+            app.take(sample, self._received(received))
+
+    def _input_dropped(self, reason: str, detail: str) -> None:
+        app = self.runner.app
+        if app is not None:
+            app.refuse(reason, detail)
 
     def _note_error(self, reason: str, detail: str) -> None:
         self.runner.note_error(reason, detail)

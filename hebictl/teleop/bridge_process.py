@@ -44,6 +44,7 @@ from hebictl.hardware.clock import MonotonicClock
 from hebictl.teleop.bridge import arm_client_id
 from hebictl.teleop.bridge_port import BridgePort
 from hebictl.teleop.link import Channel, socket_pair
+from hebictl.teleop.silence import REPORT_PERIOD_S
 from hebictl.teleop.topics import Topics
 
 if TYPE_CHECKING:
@@ -55,8 +56,6 @@ log = logging.getLogger(__name__)
 
 #: [s] how long :meth:`BridgeProcess.run` gives a stopped child to publish ``offline`` and exit
 STOP_TIMEOUT_S = 10.0
-#: [s] between the child's reports of the bridge's counters (``BridgeProcess.stats``)
-STATS_PERIOD_S = 0.2
 #: messages the child keeps while its socket to the arm is full (priority, commands), beyond: dropped
 PRIORITY_BACKLOG = 4096
 COMMAND_BACKLOG = 1024
@@ -66,7 +65,7 @@ class BridgeProcess:
     """The bridge as a child process, with the surface :class:`~hebictl.teleop.server.TeleopServer`
     uses of an :class:`~hebictl.teleop.bridge.MqttBridge`: :meth:`run`, :meth:`stop`, ``connected``
     (a :class:`threading.Event`), ``settings``, ``topics``, ``stats`` (as the child last reported
-    them: every :data:`STATS_PERIOD_S`, at each connection change, and as it stops).
+    them: every :data:`~hebictl.teleop.silence.REPORT_PERIOD_S`, at each connection change, and as it stops).
 
     Attaches a :class:`~hebictl.teleop.bridge_port.BridgePort` to ``runner`` (before it starts).
     ``description``: the ``state/description`` payload; the other arguments are those of
@@ -123,6 +122,7 @@ class BridgeProcess:
         init = {**self._options, "model": arm.model, "limits": arm.limits, "world": world_of(arm.model),
                 "snapshot": self.runner.snapshot, "max_goal_duration": self.runner.max_goal_duration,
                 "fleet": self.runner.fleet is not None, "recorder": self.runner.recorder is not None,
+                "app_check": None if self.runner.app is None else self.runner.app.input_check(),
                 "log_level": logging.getLogger().getEffectiveLevel()}
         fds = (self._child_priority.fileno(), self._child_commands.fileno())
         env = dict(os.environ)
@@ -224,7 +224,8 @@ async def _serve(init: dict[str, Any], priority_channel: Channel, command_channe
     priority.attach(loop)
     commands.attach(loop)
     proxy = RunnerProxy(priority, commands, ArmModel(model, limits), init["snapshot"],
-                        max_goal_duration=init["max_goal_duration"], fleet=init["fleet"], recorder=init["recorder"])
+                        max_goal_duration=init["max_goal_duration"], fleet=init["fleet"], recorder=init["recorder"],
+                        app_check=init["app_check"])
     admission = Admission(max_age=init["max_age"], rate_limits=init["rate_limits"])
     bridge = MqttBridge(proxy, init["settings"], init["arm_id"], schema=CommandSchema(proxy.arm.dof, limits,
                                                                                       **init["schema_options"]),
@@ -243,7 +244,8 @@ async def _serve(init: dict[str, Any], priority_channel: Channel, command_channe
     loop.add_reader(command_channel.fileno(), from_arm)
 
     async def report() -> None:
-        """The broker connection as it changes, the bridge's counters with it and every STATS_PERIOD_S."""
+        """The broker connection as it changes, the bridge's counters with it and every REPORT_PERIOD_S:
+        the reports the arm's silence rule waits for (hebictl.teleop.silence)."""
         up = False
         next_stats = loop.time()
         while True:
@@ -252,7 +254,7 @@ async def _serve(init: dict[str, Any], priority_channel: Channel, command_channe
                 proxy.connected(up, bridge.account_tags)
                 next_stats = loop.time()
             if loop.time() >= next_stats:
-                next_stats = loop.time() + STATS_PERIOD_S
+                next_stats = loop.time() + REPORT_PERIOD_S
                 proxy.bridge_stats(bridge.stats_now())
             await asyncio.sleep(0.02)
 

@@ -7,8 +7,9 @@ than :data:`MAX_MESSAGE` bytes (a snapshot is a few kB).
 
 * the **priority** pair carries e-stop engages, lost broker links and the fleet lease's messages
   (bridge -> arm only): the arm thread reads it first, every cycle;
-* the **command** pair carries everything else: commands, jog samples and refusals the bridge made
-  (bridge -> arm), and snapshots and acks (arm -> bridge).
+* the **command** pair carries everything else: commands, jog samples, Mobile IO input samples (and
+  the count of those dropped) and refusals the bridge made (bridge -> arm), and snapshots and acks
+  (arm -> bridge).
 
 A send never waits: a full socket drops the message and counts it (:attr:`Channel.dropped`); the arm
 thread must never block on the bridge. A closed peer (the other process ended) shows as
@@ -30,8 +31,10 @@ SOCKET_BUFFER = 1024 * 1024
 #: bridge -> arm, priority pair: ("estop", arrival, EstopCommand | None, detail),
 #: ("link_lost", arrival, detail), ("fleet", topic, payload, retained, received | None)
 #: bridge -> arm, command pair: ("submit", arrival, topic, command), ("jog", JogCommand, received | None),
-#: ("note_error", reason, detail), ("record_ack", Ack), ("connected", bool, account_tags), ("bridge_stats", dict)
-TO_ARM = ("estop", "link_lost", "fleet", "submit", "jog", "note_error", "record_ack", "connected", "bridge_stats")
+#: ("note_error", reason, detail), ("record_ack", Ack), ("connected", bool, account_tags), ("bridge_stats", dict),
+#: ("input", InputState, received), ("input_dropped", reason, detail) (``cmd/input`` for ``--app``)
+TO_ARM = ("estop", "link_lost", "fleet", "submit", "jog", "note_error", "record_ack", "connected", "bridge_stats",
+          "input", "input_dropped")
 #: arm -> bridge, command pair: ("snapshot", ArmSnapshot, fleet status | None), ("ack", Ack)
 TO_BRIDGE = ("snapshot", "ack")
 

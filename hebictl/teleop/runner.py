@@ -123,13 +123,25 @@ OWN_EVENT_KINDS = frozenset({"goal", "cleared", "estop", "release", "teleop_stop
 
 class AppDriver(Protocol):
     """What mode ``app`` needs of a Mobile IO app (``hebictl.inputs.teleop_app.TeleopApp``; the
-    inputs layer builds it, teleop only drives it). ``offer`` is called by the bridge (any thread:
-    validates, drops and counts), the rest by the arm thread only."""
+    inputs layer builds it, teleop only drives it). ``offer`` is called by the bridge thread
+    (validates, drops and counts); with the bridge in a process of its own, ``input_check`` makes that
+    process's checks and the arm thread hands their results to ``take`` and ``refuse``
+    (:class:`~hebictl.teleop.bridge_port.BridgePort`); the rest is the arm thread's only."""
 
     name: str
 
     def offer(self, payload: bytes | bytearray | str) -> tuple[bool, str, str]:
         """Take one ``cmd/input`` payload: (accepted, reason, detail)."""
+
+    def input_check(self) -> Callable[[bytes | bytearray | str, float], tuple[Any, str, str]]:
+        """``offer``'s checks for the bridge process, picklable: ``check(payload, received)`` gives
+        (the sample, "", "") or (None, reason, detail)."""
+
+    def take(self, sample: Any, received: float) -> None:
+        """A sample the bridge process's check accepted, taken in at ``received`` [s, arm clock]."""
+
+    def refuse(self, reason: str, detail: str) -> None:
+        """A sample the bridge process's check dropped, counted by ``reason``."""
 
     def begin(self) -> None:
         """Mode ``app`` entered: a fresh app and input guard (nothing from before carries over)."""
@@ -217,9 +229,10 @@ class ArmRunner:
         self._end_now = False
         #: an MCAP recorder (hebictl.recording.writer.McapRecorder) or None: every cycle, command and ack
         self.recorder: Any = None
-        #: the link to a bridge process (:class:`~hebictl.teleop.bridge_port.BridgePort`) or None (the
-        #: bridge calls the thread-safe API from a thread of this process): read at the start of every
-        #: cycle, written after its acks
+        #: the link to a bridge process (:class:`~hebictl.teleop.bridge_port.BridgePort`), the bridge
+        #: thread's heartbeat (:class:`~hebictl.teleop.silence.ThreadWatch`: that bridge calls the
+        #: thread-safe API itself), or None: read (``poll``) at the start of every cycle, written
+        #: (``flush``) after its acks; either judges the bridge's silence (hebictl.teleop.silence)
         self.port: Any = None
         # realtime: the loop thread's scheduling (hebictl.control.realtime), asked for on that thread
         self._loop = FixedRateLoop(self.step, self.rate_hz, self.clock, report=self._on_stats,
@@ -340,7 +353,7 @@ class ArmRunner:
         recorder = self.recorder
         port = self.port
         if port is not None:
-            port.poll()  # the bridge process's e-stops, link losses and commands, queued for this cycle
+            port.poll()  # the bridge process's e-stops, link losses and commands queued; the silence rule
         if recorder is None:
             go_on = self._cycle_step()
         else:

@@ -106,14 +106,39 @@ class RecorderProxy:
         self._commands.put(("record_ack", ack))
 
 
+class AppProxy:
+    """The Mobile IO app (``hebictl teleop --app``) as the bridge sees it: ``cmd/input`` payloads that
+    passed the bridge's command checks are validated here by the app's own check (``check``, from
+    :meth:`~hebictl.teleop.runner.AppDriver.input_check`: the input schema, each sender's order),
+    and the accepted sample or the drop goes to the arm process on the command channel (bounded,
+    dropped and counted when full, as every message there), where the arm thread hands it to the app."""
+
+    def __init__(self, check: Callable[[bytes | bytearray | str, float], tuple[Any, str, str]], commands: Outbox,
+                 clock: MonotonicClock) -> None:
+        self._check = check
+        self._commands = commands
+        self._clock = clock
+
+    def offer(self, payload: bytes | bytearray | str) -> tuple[bool, str, str]:
+        received = self._clock.now()
+        sample, reason, detail = self._check(payload, received)
+        if sample is None:
+            self._commands.put(("input_dropped", reason, detail))
+            return False, reason, detail
+        self._commands.put(("input", sample, received))
+        return True, "", ""
+
+
 class RunnerProxy:
     """Stands in for the :class:`~hebictl.teleop.runner.ArmRunner` in the bridge process.
 
     ``snapshot``: the arm's state when the process started; ``fleet`` / ``recorder``: whether the
-    arm process has a fleet lease / a recorder; ``max_goal_duration`` [s] as the runner's."""
+    arm process has a fleet lease / a recorder; ``max_goal_duration`` [s] as the runner's;
+    ``app_check``: the Mobile IO app's input check (:class:`AppProxy`), None without an app."""
 
     def __init__(self, priority: Outbox, commands: Outbox, arm: ArmModel, snapshot: ArmSnapshot, *,
-                 max_goal_duration: float, fleet: bool = False, recorder: bool = False) -> None:
+                 max_goal_duration: float, fleet: bool = False, recorder: bool = False,
+                 app_check: Callable[[bytes | bytearray | str, float], tuple[Any, str, str]] | None = None) -> None:
         self.priority = priority
         self.commands = commands
         self.arm = arm
@@ -122,7 +147,7 @@ class RunnerProxy:
         # the arm's MonotonicClock (time.perf_counter, system-wide on Linux): a stamp taken here means
         # the same in the arm process (which reads its own clock instead when it runs on another one)
         self.clock = MonotonicClock()
-        self.app = None  # mode app keeps the bridge in the arm's process (hebictl teleop --app)
+        self.app = None if app_check is None else AppProxy(app_check, commands, self.clock)
         self.fleet = FleetProxy(priority) if fleet else None
         self.recorder = RecorderProxy(commands) if recorder else None
         self.on_result: Callable[[Ack], None] | None = None

@@ -23,6 +23,7 @@ from hebictl.teleop.connection import BrokerSettings
 from hebictl.teleop.description import description_payload
 from hebictl.teleop.runner import ArmRunner
 from hebictl.teleop.schema import CommandSchema
+from hebictl.teleop.silence import ThreadWatch
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +55,12 @@ class TeleopServer:
         if bridge == "thread":
             self.bridge = MqttBridge(self.runner, settings, arm_id, schema=self.schema, admission=self.admission,
                                      state_rate_hz=state_rate_hz, clock=clock, **dict(bridge_options or {}))
+            # the silence rule of the bridge process, for the thread's event loop (hebictl.teleop.silence)
+            self.bridge.watch = self.runner.port = ThreadWatch(self.runner)
         elif bridge == "process":
-            if clock is not SYSTEM_CLOCK or self.runner.app is not None:
-                raise TeleopError("the bridge process runs on the system clocks and without a Mobile IO app: "
-                                  "use bridge='thread' for an injected clock or mode 'app'")
+            if clock is not SYSTEM_CLOCK:
+                raise TeleopError("the bridge process runs on the system clocks: use bridge='thread' for an "
+                                  "injected clock")
             options = dict(bridge_options or {})
             description = description_payload(self.runner, arm_id, default_ttl=self.schema.default_ttl,
                                               **options.get("description", {}))

@@ -64,14 +64,24 @@ def paced_server(arm: Arm, url: str, *, rate_hz: float | None = LOOP_HZ, usernam
 def paced_servers() -> Iterator[Callable[..., TeleopServer]]:
     """Factory of started TeleopServers on :func:`tests._support.teleop.paced_kit6_arm` arms with
     this module's keepalive and freshness window (the signature of tests/teleop/conftest.py's
-    ``make_server``, ``joint_limits`` included); all stopped and closed at the end."""
+    ``make_server``, ``joint_limits`` included, and ``app``: the Mobile IO app of ``hebictl teleop
+    --app NAME``, with its ``mobile_io`` in the description as the command gives it); all stopped and
+    closed at the end."""
     started: list[tuple[TeleopServer, Arm]] = []
 
     def make(url: str, *, rate_hz: float = LOOP_HZ, joint_limits: tuple[Any, Any] | None = None,
-             start: Any = HOME, config: Path = KIT6_CONFIG, **options: Any) -> TeleopServer:
+             start: Any = HOME, config: Path = KIT6_CONFIG, app: str | None = None, **options: Any) -> TeleopServer:
         arm = paced_kit6_arm(config=config, start=start, rate_hz=rate_hz)
         if joint_limits is not None:  # the bundled kit's joints are unlimited
             arm.set_joint_limits(*joint_limits)
+        if app is not None:
+            from hebictl.inputs.teleop_app import TeleopApp, describe
+
+            driver = TeleopApp(arm, app)
+            options["runner_options"] = {**TEST_RUNNER_OPTIONS, **options.get("runner_options", {}), "app": driver}
+            bridge_options = {**TEST_BRIDGE_OPTIONS, **options.get("bridge_options", {})}
+            bridge_options["description"] = {"extra": {"mobile_io": describe(driver, None)}}
+            options["bridge_options"] = bridge_options
         server = paced_server(arm, url, rate_hz=rate_hz, **options)
         started.append((server, arm))
         server.start_background()

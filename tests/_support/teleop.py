@@ -39,16 +39,14 @@ TEST_BRIDGE_OPTIONS = {"backoff_initial": 0.05, "backoff_max": 0.5}
 TEST_RUNNER_OPTIONS = {"shutdown_hold": 0.05}
 #: where the test servers run their MQTT bridge (TeleopServer's ``bridge``): ``thread`` (the class's
 #: default), or ``process`` with HEBICTL_TEST_BRIDGE=process, to run the in-process teleop tests
-#: against the bridge process of ``hebictl teleop`` (servers with an injected clock or an app stay
-#: on the thread: the process runs on the system clocks)
+#: against the bridge process of ``hebictl teleop`` (servers with an injected clock stay on the
+#: thread: the process runs on the system clocks)
 TEST_BRIDGE = os.environ.get("HEBICTL_TEST_BRIDGE", "thread")
 
 
 def bridge_for(options: dict[str, Any]) -> str:
     """The ``bridge`` for a test server built with ``options`` (see :data:`TEST_BRIDGE`)."""
-    if "clock" in options or (options.get("runner_options") or {}).get("app") is not None:
-        return "thread"
-    return TEST_BRIDGE
+    return "thread" if "clock" in options else TEST_BRIDGE
 
 
 #: [s] a guard against a hang, never a timing claim: how long a plumbing test waits for an event

@@ -4,7 +4,9 @@ clock (tests/_support/paced.py). No wall-clock claim: every wait is for an event
 the figures under a flood are benchmarks/teleop.py's.
 
 What is shown: a jog moves the arm; the e-stop engages and holds the arm where it was; only the
-account that engaged it releases it; acks come back through the arm process; SIGKILL of the bridge
+account that engaged it releases it; acks come back through the arm process; with a Mobile IO app
+(``hebictl teleop --app``) ``cmd/input`` samples are checked in the child and move the arm in mode
+``app``, a bad one refused with the input schema's reason and counted in the app's status; SIGKILL of the bridge
 process is a lost link (the arm brakes and holds, the event names the bridge process) and the
 server's run ends with an error, as a failed bridge thread does. SIGTERM of ``hebictl teleop`` (the
 parent) is in tests/cli/test_teleop_bridge_process.py.
@@ -97,6 +99,54 @@ def test_estop_release_needs_the_owning_account(tmp_path):
                 await op.wait_status(lambda s: s["estop"] is False)
 
         run(go(), timeout=4 * HANG)
+
+
+def test_cmd_input_moves_the_arm_in_mode_app_through_the_bridge_process(broker):
+    """``hebictl teleop --app jog`` with the bridge process (the default): the jog app's joystick (A8
+    full forward) streamed on ``cmd/input`` through the broker moves the end effector along +x. The
+    samples are validated in the child and reach the app in the arm's process over the link: a
+    sample that fails the input schema is refused there with the schema's reason (``out_of_range``)
+    and counted in the app's status, as with the bridge thread; the description carries
+    ``mobile_io``. On a loaded machine a gap in the stream pauses the app (stale input holds): B1
+    re-arms it, as HEBI's flow asks of the operator (tests/inputs/apps/test_jog.py, exactly)."""
+    with paced_servers() as make:
+        server = make(broker.url, bridge="process", app="jog")
+        assert isinstance(server.bridge, BridgeProcess) and server.bridge.pid != os.getpid()
+        model = server.arm.model
+
+        def ee() -> np.ndarray:
+            return np.asarray(model.end_effector(np.array(server.runner.snapshot.position))[:3, 3])
+
+        async def go():
+            async with _client(broker.url) as c:
+                await c.wait_status(lambda s: s["status"] == "online")
+                description = await c.wait_for(lambda n, b: n == "description")   # republished every 5 s
+                assert description["mobile_io"]["app"] == "jog", description.get("mobile_io")
+                assert (await c.mode("app")).accepted
+                await c.wait_status(lambda s: s["mode"] == "app" and s["app"]["running"])
+                start = ee()
+                forward = [0.0] * 7 + [1.0]                      # A8: the right joystick forward (+x)
+                b1 = 0
+                states: list[str] = []
+                while ee()[0] - start[0] < 0.02:
+                    state = server.runner.snapshot.app["state"]
+                    if not states or states[-1] != state:
+                        states.append(state)
+                    b1 = 1 - b1 if state in ("paused", "disconnected") else 0   # B1 down, up: re-arm, home
+                    await c.send("input", {"buttons": [b1] + [0] * 7, "axes": forward}, wait=False)
+                    await asyncio.sleep(0.02)
+                moved = ee() - start
+                assert moved[0] > 0.02, moved
+                ack = await c.send("input", {"buttons": [2] + [0] * 7, "axes": [0.0] * 8})
+                assert ack is not None and not ack.accepted and ack.reason == "out_of_range", ack
+                st = await c.wait_status(lambda s: s["app"]["input_dropped"].get("out_of_range", 0) >= 1)
+                assert st["app"]["input_accepted"] > 0 and st["mode"] == "app", st["app"]
+                return moved, states, st["app"]
+
+        moved, states, app = run(go(), timeout=4 * HANG)
+        print(f"\n[bridge process, --app jog] cmd/input moved the end effector by {np.round(moved * 1e3, 1)} mm; "
+              f"app states {' -> '.join(states)}; inputs accepted {app['input_accepted']}, dropped "
+              f"{app['input_dropped']}; link messages to the bridge dropped: {server.bridge.port.dropped}")
 
 
 def _account(port: int, account: tuple[str, str]) -> PatientClient:
