@@ -238,36 +238,45 @@ async def _position(client: TeleopClient) -> np.ndarray:
     return np.asarray(msg["position"], dtype=float)
 
 
+#: [rad] how far the arm not sent a goal may move meanwhile: nothing on the mock; on the sim it holds
+#: under physics (gravity, the other arm's motion through the shared table) with its position loop
+STILL_ATOL = {"mock": 1e-9, "sim": 1e-4}
+
+
 @pytest.mark.broker
-@pytest.mark.parametrize("bridge", ["process", "thread"])
-def test_teleop_on_a_multi_arm_config_serves_each_arm_and_one_estop_holds_both(broker, spawned, bridge):
+@pytest.mark.parametrize(("bridge", "backend"), [("process", "mock"), ("thread", "mock"), ("process", "sim")])
+def test_teleop_on_a_multi_arm_config_serves_each_arm_and_one_estop_holds_both(broker, spawned, bridge, backend):
     """``hebictl teleop configs/two-x-series-6dof.multi.yaml --arm-id cell``: arms ``cell-left`` and
     ``cell-right`` on their own topics. A goal to left moves left only; right's e-stop holds both (each
     status, read by an independent client, says stopped, held by cell-right); left's mode is refused
     while right holds; SIGTERM ends the process (exit 0) with both arms stopped and offline, neither
     parked (right's e-stop still holds every arm)."""
+    if backend == "sim":
+        pytest.importorskip("mujoco", reason="the sim backend needs mujoco (pip install 'hebictl[sim]')")
     ids = ("cell-left", "cell-right")
-    proc = spawn_teleop(broker.url, str(MULTI), "--arm-id", "cell", "--bridge", bridge)
+    proc = spawn_teleop(broker.url, str(MULTI), "--arm-id", "cell", "--bridge", bridge, "--backend", backend)
     spawned.append(proc)
     err = StderrLines(proc)
     online = _statuses(broker.url, ids, lambda s: s["status"] == "online" and s.get("cycles", 0) > 0)
     assert all(s["group"]["arms"] == list(ids) and not s["group"]["held"] for s in online.values()), online
 
-    async def drive() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    async def drive() -> tuple[np.ndarray, ...]:
         async with TeleopClient(broker.url, "cell-left", name="op-l") as left, \
                 TeleopClient(broker.url, "cell-right", name="op-r") as right:
             assert (await left.mode("position", timeout=HANG_S)).accepted
             assert (await right.mode("position", timeout=HANG_S)).accepted
-            right_before = await _position(right)
+            left_before, right_before = await _position(left), await _position(right)
             assert (await left.joint_goal(HOME, duration=1.5, timeout=HANG_S)).accepted
             await left.wait_status(lambda s: s["at_goal"], timeout=HANG_S)
             left_after, right_after = await _position(left), await _position(right)
             assert (await right.estop(True, timeout=HANG_S)).accepted
-            return right_before, left_after, right_after
+            return left_before, right_before, left_after, right_after
 
-    right_before, left_after, right_after = run(drive(), timeout=HANG_S)
-    np.testing.assert_allclose(left_after, HOME, atol=1e-3)
-    np.testing.assert_allclose(right_after, right_before, atol=1e-9)
+    left_before, right_before, left_after, right_after = run(drive(), timeout=HANG_S)
+    np.testing.assert_allclose(left_after, HOME, atol=1e-3 if backend == "mock" else 2e-2)
+    print(f"\n{backend}, bridge {bridge}: right moved {np.abs(right_after - right_before).max():.2e} rad while left "
+          f"went home (up to {np.abs(left_after - left_before).max():.2f} rad)")
+    np.testing.assert_allclose(right_after, right_before, atol=STILL_ATOL[backend])
     held = _statuses(broker.url, ids, lambda s: s.get("state") == "stopped" and (s.get("group") or {}).get("held"))
     for s in held.values():
         assert s["group"]["by"] == "cell-right" and "e-stop" in s["group"]["cause"], s
