@@ -3,9 +3,10 @@
 Each arm keeps its own :class:`~hebictl.teleop.runner.ArmRunner` (its commands, e-stop, jog, fleet
 lease, acks and status, on its own MQTT topics), but the runners do not run threads of their own:
 :class:`RunnerGroup` steps them all in **one** :class:`~hebictl.control.loop.FixedRateLoop`, phase
-by phase (:meth:`ArmRunner.cycle_begin` for every arm: e-stops first, then the commands; then every
-arm's ``update()``; then the cycle's supervision across the arms; then every arm's ``send()``), so
-the arms share one cycle, as ``hebictl run`` on a multi-arm config runs them.
+by phase (every arm's e-stop, lost link and fleet hold, :meth:`ArmRunner.cycle_begin`; then every
+arm's commands; then every arm's ``update()``; then the cycle's supervision across the arms; then
+every arm's ``send()``), so the arms share one cycle, as ``hebictl run`` on a multi-arm config runs
+them, and no arm's command in a cycle comes before another arm's e-stop in it.
 
 The rule across the arms is :class:`~hebictl.control.group.ArmGroup`'s: the first arm found holding
 for a cause of its own (a latched stop: its e-stop, a lost link or lease, a hardware error, an
@@ -20,6 +21,11 @@ after releasing its e-stop where it has one, as for one arm), and a mode other t
 refused (``group_hold``) on any arm while another arm still holds for its own cause: no arm moves
 while the cause of the hold is there. Once no arm holds for its own cause the group is ready to trip
 again; arms the group stopped stay stopped until their own command.
+
+The shutdown (Ctrl-C, SIGTERM) is one operator stop of every arm (one group event ``stop``); during a
+SIGTERM's parks the parks are watched across the arms as ``hebictl run`` watches them
+(:func:`~hebictl.control.park.watch_parks`: an arm's safety stop during its park ends the other parks
+in the fall-back hold; a park closing in on another arm is held short, :class:`ClosingGuard`).
 """
 
 from __future__ import annotations
@@ -28,8 +34,9 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hebictl.control.group import ArmGroup
+from hebictl.control.group import ArmGroup, ClosingGuard
 from hebictl.control.loop import FixedRateLoop, LoopStats
+from hebictl.control.park import watch_parks
 from hebictl.control.realtime import RealtimeGrant, RealtimeRequest
 from hebictl.control.safety import ArmState, EventKind
 from hebictl.errors import CommandRejected
@@ -88,6 +95,8 @@ class RunnerGroup:
             raise ValueError("a runner group needs at least one runner")
         self.runners = dict(runners)
         self.group = TeleopArmGroup(self.runners)
+        #: during a SIGTERM's parks: a park closing in on another arm is held short (as ``hebictl run``'s)
+        self.closing = ClosingGuard(self.group.arms)
         self.observe = observe
         self.teleop_clock = clock
         self.clock = next(iter(self.runners.values())).clock
@@ -108,7 +117,9 @@ class RunnerGroup:
         """One cycle of every arm: inputs, updates, supervision, sends (module doc)."""
         runners = self.runners.values()
         for runner in runners:
-            runner.cycle_begin()
+            runner.cycle_begin()   # every arm's e-stop, lost link, fleet hold, shutdown ...
+        for runner in runners:
+            runner.cycle_commands()   # ... before any arm's command
         for runner in runners:
             runner.cycle_update()
         if self.observe is not None:
@@ -124,9 +135,11 @@ class RunnerGroup:
         for name in list(g.held):
             if g.arms[name].state is not ArmState.STOPPED:
                 g.held.discard(name)   # its operator cleared it
-        if self.stopping:
+        if self.stopping:   # (may_park as the signal found it)
+            parks = {name: r.park for name, r in self.runners.items() if r.park is not None}
+            watch_parks(parks, g.note, lambda name: self.closing.closing(name, "park"))
             self._publish_status()
-            return   # (may_park as the signal found it)
+            return
         if g.tripped is not None and not self.culprits():
             g.tripped = None
             g.note("cleared", "", "no arm holds for a cause of its own: the group may trip again")

@@ -343,24 +343,31 @@ class ArmRunner:
     def step(self) -> bool:
         """One cycle: priority items, queued commands, jog supervision, ``update``, ``send``,
         snapshot (and the recorder's sample, if one is attached). The arm thread calls it; tests
-        may call it directly on a SimClock arm. It is :meth:`cycle_begin`, :meth:`cycle_update` and
-        :meth:`cycle_end` in a row: a group of runners in one loop (:mod:`hebictl.teleop.group`) runs
-        each phase for every arm in turn, so that it supervises every arm between the updates and
-        the sends of one cycle."""
+        may call it directly on a SimClock arm. It is :meth:`cycle_begin`, :meth:`cycle_commands`,
+        :meth:`cycle_update` and :meth:`cycle_end` in a row: a group of runners in one loop
+        (:mod:`hebictl.teleop.group`) runs each phase for every arm in turn, so that every arm's
+        e-stop comes before any arm's command and the group supervises every arm between the
+        updates and the sends of one cycle."""
         self.cycle_begin()
+        self.cycle_commands()
         self.cycle_update()
         return self.cycle_end()
 
     def cycle_begin(self) -> None:
-        """The cycle's inputs: the bridge process's link, the fleet lease, the priority items
-        (e-stop, lost link, shutdown), then the queued commands."""
+        """The cycle's stops: the bridge process's link, the fleet lease, the priority items (e-stop,
+        lost link, shutdown). A group takes every arm's before any arm's commands."""
         if self.port is not None:
             self.port.poll()  # the bridge process's e-stops, link losses and commands, queued for this cycle
         if self.recorder is not None:
             self.recorder.cycle_start()
         self._failed = False
         self._shutting = self._closing is not None
-        self._guarded(self._take_inputs)
+        self._guarded(self._take_stops)
+
+    def cycle_commands(self) -> None:
+        """The cycle's queued commands (after the stops)."""
+        if not self._failed:
+            self._guarded(self._take_commands)
 
     def cycle_update(self) -> None:
         """The arm's ``update()`` (feedback, then the command of this cycle), not yet sent."""
@@ -412,11 +419,13 @@ class ArmRunner:
             except Exception:
                 log.exception("ack callback failed")
 
-    def _take_inputs(self) -> None:
+    def _take_stops(self) -> None:
         if self.fleet is not None:  # a fleet e-stop or an expired lease: before anything queued
             self._poll_fleet()
         while self._priority:
             self.dispatch(self._priority.popleft()())
+
+    def _take_commands(self) -> None:
         while True:
             try:
                 topic, cmd, arrival = self._queue.get_nowait()

@@ -111,6 +111,17 @@ def test_an_estop_of_one_arm_holds_both_in_its_cycle_and_each_status_names_it(pa
     np.testing.assert_allclose(right.arm.last_feedback.position, right_before, atol=1e-12)
 
 
+def test_an_estop_of_one_arm_comes_before_the_other_arms_commands_of_its_cycle(pair):
+    """Left's mode queued first, right's e-stop after it, taken in one cycle: every arm's e-stop comes
+    before any arm's command, so left's mode is refused and nothing of it is applied."""
+    group, runners, acks, clock = pair
+    runners["left"].submit("mode", ModeCommand(env(), "position"))
+    runners["right"].engage_estop(EstopCommand(env(), True))
+    cycles(group, clock, 1)
+    assert acks["left"][-1].reason == GROUP_HOLD and runners["left"].mode == "idle"
+    assert all(r.arm.state is ArmState.STOPPED for r in runners.values())
+
+
 def test_a_plain_stop_holds_only_that_arm_and_a_second_estop_trips_again(pair):
     """``cmd/stop`` (the operator's plain hold) is not a fault: the other arm goes on. An e-stop after
     the group was cleared trips it again, naming the new arm."""
@@ -184,6 +195,39 @@ def test_a_sigterm_parks_every_arm_at_its_rest_pose_and_after_an_estop_none(pair
         assert r.park is not None and r.park.phase == "parked", r.park.outcome
         np.testing.assert_allclose(r.arm.last_feedback.position, r.park_rest, atol=1e-3)
     print(f"\ntwo arms on the mock: SIGTERM at home, both parked; loop ended {steps / RATE:.2f} s (simulated) later")
+
+
+def test_an_m_stop_during_the_parks_ends_the_other_park_in_the_hold(pair):
+    """As ``hebictl run``'s parks: right's M-stop 1.0 s after the SIGTERM (both arms on their park
+    move) ends left's park in the fall-back hold naming right, with one group fault event."""
+    from hebictl.control.park import rest_position
+    from hebictl.multi_config import load_multi_arm_config
+
+    group, runners, _, clock = pair
+    for r in runners.values():
+        r.submit("mode", ModeCommand(env(), "position"))
+        r.submit("joint_goal", goal(HOME))
+    cycles(group, clock, int(1.6 * RATE))
+    for entry in load_multi_arm_config(MULTI).arms:
+        runners[entry.name].park_rest = rest_position(entry.config, runners[entry.name].arm.dof)
+    group.begin_shutdown("terminate")
+    for r in runners.values():
+        r.request_close("terminate", 60.0)
+    cycles(group, clock, int(1.0 * RATE))
+    phases = {n: r.park.phase for n, r in runners.items()}
+    runners["right"].arm.backend.press_mstop()
+    steps = 0
+    while group.step() and steps < int(70 * RATE):   # a bound on simulated cycles, not a wait
+        clock.sleep_until(clock.now() + DT)
+        steps += 1
+    left, right = runners["left"].park, runners["right"].park
+    faults = [e for e in group.group.events if e.kind == "fault"]
+    print(f"\nmock: right's M-stop 1.0 s after the SIGTERM (parks {phases}); left: {left.outcome}; right: "
+          f"{right.outcome}; loop ended {steps / RATE:.2f} s (simulated) after the M-stop")
+    assert phases == {"left": "move", "right": "move"}
+    assert len(faults) == 1 and faults[0].arm == "right" and "during its park" in faults[0].detail
+    assert left.phase == "hold" and "arm right stopped during its park" in left.outcome
+    assert all(r.arm.state is ArmState.STOPPED for r in runners.values())
 
 
 def test_on_the_sim_an_estop_mid_goal_brakes_both_arms_from_the_same_cycle():
