@@ -93,6 +93,15 @@ class MultiRun:
         #: what the loop thread was granted (hebictl.control.realtime.RealtimeGrant), for the summary
         self.realtime: Any = None
 
+    @property
+    def guard(self) -> bool:
+        """Hold a moving arm closing in on another (False: tests of what it prevents)."""
+        return self.closing.enabled
+
+    @guard.setter
+    def guard(self, on: bool) -> None:
+        self.closing.enabled = on
+
     def on_signal(self, signum: int, frame: Any) -> None:
         if self.signal is not None:
             self.again = True          # a second one: parks brake and end once still (in the cycle)
