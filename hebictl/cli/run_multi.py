@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from hebictl.cli.output import console, loop_line, tolerant
+from hebictl.control.group import ClosingGuard
 from hebictl.errors import CommandRejected, UsageError
 
 
@@ -74,8 +75,8 @@ class MultiRun:
         self.idle_since: float | None = None
         self.exit_at: float | None = None
         self.signal: int | None = None
-        self.guard = guard   # hold a moving arm closing in on another (False: tests of what it prevents)
-        self.gaps: dict[str, float] = {}   # [m] each moving arm's last distance beyond clearance to another arm
+        #: holds a moving arm closing in on another (``guard`` False: tests of what it prevents)
+        self.closing = ClosingGuard(self.group.arms, guard)
         #: --record RUN.mcap: the recorder (hebictl.recording.writer.McapRecorder, every arm), or None
         self.mcap: Any = None
         #: the loop's once-a-second statistics (hebictl.control.loop.LoopStats), for the status
@@ -91,6 +92,15 @@ class MultiRun:
         self.quiet = False   # --quiet: no stop notice on stderr
         #: what the loop thread was granted (hebictl.control.realtime.RealtimeGrant), for the summary
         self.realtime: Any = None
+
+    @property
+    def guard(self) -> bool:
+        """Hold a moving arm closing in on another (False: tests of what it prevents)."""
+        return self.closing.enabled
+
+    @guard.setter
+    def guard(self, on: bool) -> None:
+        self.closing.enabled = on
 
     def on_signal(self, signum: int, frame: Any) -> None:
         if self.signal is not None:
@@ -167,22 +177,15 @@ class MultiRun:
     def _parking(self) -> None:
         """One cycle of every park: a second signal ends the parks still braking or moving; a safety
         stop of an arm during its park move, or a park move closing in on another arm, ends the
-        other parks (or that one) in the fall-back hold; a park that has ended stays ended."""
-        for name, park in self.parks.items():
-            arm = park.arm
-            if self.again and park.phase in ("brake", "move"):
-                park.abort = True
-            elif park.phase == "move" and arm.state.value == "stopped":   # its own safety stop
-                cause = f"{arm.latch.cause}: {arm.latch.detail}" if arm.latch is not None else "stopped"
-                self.group.note("fault", name, f"during its park: {cause}")
-                for other in self.parks.values():
-                    if other is not park:
-                        other.stop_short(f"arm {name} stopped during its park ({cause})")
-            elif park.phase == "move" and not arm.at_goal:
-                detail = self._closing(name, "park")
-                if detail is not None:
-                    park.stop_short(detail)
-                    self.group.note("held", name, detail)
+        other parks (or that one) in the fall-back hold (:func:`~hebictl.control.park.watch_parks`);
+        a park that has ended stays ended."""
+        from hebictl.control.park import watch_parks
+
+        if self.again:
+            for park in self.parks.values():
+                if park.phase in ("brake", "move"):
+                    park.abort = True
+        watch_parks(self.parks, self.group.note, lambda name: self.closing.closing(name, "park"))
         for name, park in self.parks.items():
             if name not in self.parked and (not park.step() or (self.again and park.phase in ("parked", "hold"))):
                 self.parked.add(name)
@@ -193,32 +196,15 @@ class MultiRun:
         deceleration), its remaining moves dropped: a ``held`` group event, not a fault."""
         arm, plan = self.group.arms[name], self.plans[name]
         if plan.phase not in ("home", "goal") or arm.at_goal:
-            self.gaps.pop(name, None)
+            self.closing.forget(name)
             return
-        detail = self._closing(name, plan.phase)
+        detail = self.closing.closing(name, plan.phase)
         if detail is None:
             return
         self.group.hold(name, detail)
         self.group.note("held", name, detail)
         plan.moves.clear()
         plan.phase = "held"
-
-    def _closing(self, name: str, what: str) -> str | None:
-        """Why moving arm ``name`` (in its ``what``: home, goal, park) is to be held: it is within the
-        slow-down threshold beyond the arm clearance of another arm (at that arm's measured pose) and
-        closer than the cycle before; None otherwise (or without the guard or other arms)."""
-        world = self.multi.world(name)
-        if not self.guard or world is None or not world.others:
-            self.gaps.pop(name, None)
-            return None
-        near = world.other_arms_distance(self.group.arms[name].last_feedback.position)
-        gap = near.distance if near is not None else math.inf
-        before = self.gaps.get(name, math.inf)
-        self.gaps[name] = gap
-        if near is None or gap >= world.workspace.slowdown_workspace or gap >= before:
-            return None
-        return (f"{what} held: {near.a} and {near.b} {near.gap * 1e3:.1f} mm apart and closing "
-                f"(arm clearance plus {world.workspace.slowdown_workspace * 1e3:.0f} mm)")
 
     def _advance(self, name: str) -> None:
         """Start ``name``'s next move once it has feedback and reached the last one."""

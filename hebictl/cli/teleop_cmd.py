@@ -111,8 +111,12 @@ _ACCOUNT_TAGS: dict[str, bool | None] = {"auto": None, "on": True, "off": False}
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("teleop", help="serve an arm over MQTT (goals, jog, e-stop; state at a fixed rate)")
-    p.add_argument("config", type=Path, nargs="?", help="robot config YAML (default: the bundled 6-DoF kit)")
+    p.add_argument("config", type=Path, nargs="?",
+                   help="robot config YAML (default: the bundled 6-DoF kit), or a multi-arm config ARMS.multi.yaml: "
+                        "every arm served on its own topics, in one loop under one supervisor (docs/multi_arm.md)")
     _add_options(p, _BROKER_OPTIONS)
+    # None: "arm", or with a multi-arm config each arm's name (--arm-id PREFIX: PREFIX-NAME)
+    p.set_defaults(arm_id=None)
     p.add_argument("--backend", default="mock", choices=available_backends(),
                    help="mock: simulated in Python; sim: MuJoCo; hebi: real modules; hebi-imitation: hebi-py's")
     p.add_argument("--rate", type=float, default=None, metavar="HZ",
@@ -220,17 +224,17 @@ def cmd_teleop(args: argparse.Namespace) -> int:
     from hebictl.config import load_config
     from hebictl.control.arm import Arm
     from hebictl.control.gripper import attach_gripper
-    from hebictl.control.safety import EventKind
+    from hebictl.multi_config import is_multi_arm_config
     from hebictl.resources import bundled_config
-    from hebictl.teleop.server import TeleopServer
-    from hebictl.teleop.topics import check_arm_id
 
-    check_arm_id(args.arm_id)
     settings = _settings(args)
     if args.state_rate <= 0 or (args.rate is not None and args.rate <= 0):
         raise UsageError("--rate and --state-rate must be > 0 Hz")
     if args.stop_hold is not None and not args.stop_hold >= 0:
         raise UsageError("--stop-hold must be >= 0 s (inf: until a second Ctrl-C/SIGTERM)")
+    if args.config is not None and is_multi_arm_config(args.config):
+        return _teleop_multi(args, settings)
+    args.arm_id = _arm_id(args.arm_id or "arm")
     realtime = realtime_request(args)
     cfg = load_config(args.config or bundled_config())
     clock = loop_clock(args)  # after the config: a PacedClock starts on the wall clock when made
@@ -242,76 +246,18 @@ def cmd_teleop(args: argparse.Namespace) -> int:
         rest = rest_position(cfg, arm.dof)  # SIGTERM parks there (no --stop-hold): docs/stopping.md
         gripper = attach_gripper(arm, cfg, args.backend)
         app, mobile_io = _app(args, arm, cfg)
-        fleet = _fleet(args, cfg)
-        server = TeleopServer(arm, settings, args.arm_id, rate_hz=args.rate or cfg.feedback_frequency,
-                              state_rate_hz=args.state_rate, max_age=args.max_age, clock=SYSTEM_CLOCK,
-                              gripper=gripper,
-                              runner_options={"shutdown_hold": _first_hold(args), "realtime": realtime,
-                                              "on_grant": lambda grant: _tell(grant.line()), "app": app,
-                                              "fleet": fleet},
-                              bridge_options={"description": {"config_name": cfg.path.name, "backend": args.backend,
-                                                              "extra": mobile_io},
-                                              "account_tags": _ACCOUNT_TAGS[args.account_tags],
-                                              "supervisors": frozenset(args.estop_supervisor)},
-                              bridge=args.bridge)
+        server = _server(args, settings, arm, cfg, args.arm_id, rate_hz=args.rate or cfg.feedback_frequency,
+                         gripper=gripper, app=app, mobile_io=mobile_io,
+                         realtime={"realtime": realtime, "on_grant": lambda grant: _tell(grant.line())})
         recorder = _session_recorder(args, arm, cfg, inputs=app is not None)
         server.runner.recorder = recorder
         if recorder is not None and app is not None:
             app.record_to(recorder)  # the cmd/input samples the app takes in: replayable (--input replay:)
-        # the slow part of the arm thread's real-time set-up (locking memory, freezing the heap) now,
-        # not between the arm's last feedback read and its first cycle (the thread takes the rest)
-        from hebictl.control.realtime import CycleGc, lock_memory
-
-        lock_memory(realtime)
-        CycleGc.prefreeze()
-
-        async def main() -> None:
-            loop = asyncio.get_running_loop()
-            signals = {signal.SIGINT: (EventKind.INTERRUPT, "Ctrl-C"), signal.SIGTERM: (EventKind.TERMINATE, "SIGTERM")}
-
-            stopping: list[asyncio.Task[None]] = []
-
-            async def stop_bridge_once_braking(kind: EventKind) -> None:
-                """The offline status shows the stop: the bridge is stopped once the arm thread has
-                applied it (at most 0.5 s later; it brakes in its next cycle either way)."""
-                deadline = loop.time() + 0.5
-                while server.runner.snapshot.state != "stopped" and loop.time() < deadline:
-                    await asyncio.sleep(0.005)
-                server.stop(kind)
-
-            def on_signal(sig: signal.Signals) -> None:
-                # the arm first: a failed write (stderr closed) must never keep it from stopping
-                kind, name = signals[sig]
-                if stopping:  # second signal: end the hold and exit
-                    server.runner.end_hold()
-                    _tell(f"{name} again: exiting; the modules keep the hold for their command lifetime")
-                    return
-                server.runner.begin_shutdown(kind)  # before any write or task: the arm brakes in its next cycle
-                stopping.append(loop.create_task(stop_bridge_once_braking(kind)))
-                hold = _signal_hold(args, sig)
-                server.runner.shutdown_hold = hold
-                if sig == signal.SIGTERM and rest is not None and args.stop_hold is None:
-                    _park(server.runner, rest)
-                    _tell(f"{name}: stopping teleop; the arm brakes, then parks at user_data.rest_position (at "
-                          f"most {server.runner.shutdown_hold:g} s, then exits; SIGTERM/Ctrl-C again: brake and exit)")
-                    return
-                endless = hold == math.inf
-                shown = _tell(f"{name}: stopping teleop; the arm brakes and holds under gravity compensation ("
-                              + ("Ctrl-C again to exit" if endless else f"for {hold:g} s, then exits")
-                              + "; once the process has exited a brakeless arm sinks when the modules' command "
-                                "lifetime ends)")
-                if not shown and endless:  # nobody can be asked for a second Ctrl-C: a bounded hold
-                    server.runner.shutdown_hold = UNATTENDED_HOLD_S
-
-            for sig in signals:
-                with contextlib.suppress(NotImplementedError, RuntimeError):
-                    loop.add_signal_handler(sig, on_signal, sig)
-            say(f"hebictl teleop: {cfg.path.name} on {args.backend} at {server.runner.rate_hz:g} Hz"
-                f"{' with its gripper' if gripper is not None else ''}; broker {settings.url}, "
-                f"topics {server.bridge.topics.root}/ (Ctrl-C to stop)")
-            await server.run()
-
-        asyncio.run(main())
+        _prepare_realtime(realtime)
+        banner = (f"hebictl teleop: {cfg.path.name} on {args.backend} at {server.runner.rate_hz:g} Hz"
+                  f"{' with its gripper' if gripper is not None else ''}; broker {settings.url}, "
+                  f"topics {server.bridge.topics.root}/ (Ctrl-C to stop)")
+        asyncio.run(_serve(server, args, {args.arm_id: rest}, banner))
     finally:
         arm.close()
         if recorder is not None:
@@ -319,6 +265,154 @@ def cmd_teleop(args: argparse.Namespace) -> int:
             _tell(f"recorded {done.written} of {done.cycles} cycles ({done.dropped} items dropped) to "
                   + (", ".join(str(f) for f in done.files) or "the live view only"))
     return 0
+
+
+def _arm_id(arm_id: str) -> str:
+    """``arm_id`` checked as one topic level (a bad one is a usage error naming --arm-id)."""
+    from hebictl.teleop.topics import check_arm_id
+
+    try:
+        return check_arm_id(arm_id)
+    except ConfigError as exc:
+        raise UsageError(f"--arm-id: {exc.message}") from exc
+
+
+def _server(args: argparse.Namespace, settings: Any, arm: Any, cfg: Any, arm_id: str, *, rate_hz: float,
+            gripper: Any, app: Any = None, mobile_io: dict[str, Any] | None = None,
+            realtime: dict[str, Any] | None = None) -> Any:
+    """One arm's :class:`~hebictl.teleop.server.TeleopServer` as the flags ask (alone, or one of a
+    multi-arm config's, whose loop is the group's: ``realtime`` then None)."""
+    from hebictl.teleop.server import TeleopServer
+
+    return TeleopServer(arm, settings, arm_id, rate_hz=rate_hz, state_rate_hz=args.state_rate, max_age=args.max_age,
+                        clock=SYSTEM_CLOCK, gripper=gripper,
+                        runner_options={"shutdown_hold": _first_hold(args), **(realtime or {}), "app": app,
+                                        "fleet": _fleet(args, cfg, arm_id)},
+                        bridge_options={"description": {"config_name": cfg.path.name, "backend": args.backend,
+                                                        "extra": mobile_io},
+                                        "account_tags": _ACCOUNT_TAGS[args.account_tags],
+                                        "supervisors": frozenset(args.estop_supervisor)},
+                        bridge=args.bridge)
+
+
+def _prepare_realtime(realtime: Any) -> None:
+    """The slow part of the arm thread's real-time set-up (locking memory, freezing the heap) now,
+    not between the arm's last feedback read and its first cycle (the thread takes the rest)."""
+    from hebictl.control.realtime import CycleGc, lock_memory
+
+    lock_memory(realtime)
+    CycleGc.prefreeze()
+
+
+#: flags of ``hebictl teleop`` a multi-arm config does not take yet (flag, given?)
+_NOT_ON_MULTI = (("--app", lambda a: a.app is not None), ("--record", lambda a: a.record is not None),
+                 ("--foxglove", lambda a: a.foxglove))
+
+
+def _teleop_multi(args: argparse.Namespace, settings: Any) -> int:
+    """``hebictl teleop ARMS.multi.yaml``: every arm of a multi-arm config (docs/multi_arm.md) built
+    as ``hebictl run`` builds them (one clock; on ``sim`` one scene; each arm an obstacle in the
+    others' collision worlds), each served on its own topics ``hebictl/v1/<NAME>/`` (``--arm-id
+    PREFIX``: ``PREFIX-NAME``) by its own bridge, all stepped in one loop under one supervisor
+    (:class:`~hebictl.teleop.server.GroupServer`, :mod:`hebictl.teleop.group`)."""
+    from hebictl.control.arm import Arm
+    from hebictl.control.park import rest_position
+    from hebictl.multi_config import load_multi_arm_config
+    from hebictl.teleop.server import GroupServer
+    from hebictl.wiring.multi import arms_from_multi_config
+
+    refused = [flag for flag, given in _NOT_ON_MULTI if given(args)]
+    if refused:
+        raise UsageError(f"{', '.join(refused)}: not yet with a multi-arm config ({args.config.name}); serve its "
+                         "arms without it, or one arm's robot config with it (docs/multi_arm.md)")
+    realtime = realtime_request(args)
+    mcfg = load_multi_arm_config(args.config)
+    ids = {e.name: _arm_id(f"{args.arm_id}-{e.name}" if args.arm_id else e.name) for e in mcfg.arms}
+    rate = args.rate or max(e.config.feedback_frequency for e in mcfg.arms)
+    clock = loop_clock(args)  # after the config: a PacedClock starts on the wall clock when made
+    multi = arms_from_multi_config(Arm, mcfg, args.backend, clock=clock)
+    try:
+        servers, rests = {}, {}
+        for entry in mcfg.arms:
+            arm, arm_id = multi.arms[entry.name], ids[entry.name]
+            rests[arm_id] = rest_position(entry.config, arm.dof)  # SIGTERM parks there, as hebictl run's arms
+            servers[arm_id] = _server(args, settings, arm, entry.config, arm_id, rate_hz=rate,
+                                      gripper=multi.grippers.get(entry.name))
+        server = GroupServer(servers, rate_hz=rate, observe=multi.observe, realtime=realtime,
+                             on_grant=lambda grant: _tell(grant.line()))
+        _prepare_realtime(realtime)
+        banner = (f"hebictl teleop: {mcfg.path.name}: {len(servers)} arms on {args.backend}, one loop at {rate:g} Hz "
+                  f"under one arm group; broker {settings.url}, topics "
+                  + ", ".join(f"{s.bridge.topics.root}/" for s in servers.values()) + " (Ctrl-C to stop)")
+        asyncio.run(_serve(server, args, rests, banner))
+        for arm_id, runner in server.runners.items():   # what each arm was left doing, then the group's events
+            park = runner.park
+            _tell(f"arm {arm_id}: {runner.arm.state.value}" + (f", park: {park.outcome}" if park is not None else
+                                                               f", holding ({runner.arm.mode.value})"))
+        for event in server.group.group.events:
+            _tell(f"group event {event.kind} {event.arm or '-'}: {event.detail}")
+    finally:
+        multi.close()
+    return 0
+
+
+async def _serve(server: Any, args: argparse.Namespace, rests: dict[str, Any], banner: str) -> None:
+    """Run ``server`` (a :class:`~hebictl.teleop.server.TeleopServer` or, every arm of a multi-arm
+    config, a :class:`~hebictl.teleop.server.GroupServer`) until Ctrl-C/SIGTERM: the first signal
+    brakes every arm (then each holds, or parks at its ``rests[arm_id]`` after a SIGTERM without
+    ``--stop-hold``), the second ends the hold."""
+    from hebictl.control.safety import EventKind
+
+    loop = asyncio.get_running_loop()
+    runners, lead = server.runners, server.loop_runner
+    signals = {signal.SIGINT: (EventKind.INTERRUPT, "Ctrl-C"), signal.SIGTERM: (EventKind.TERMINATE, "SIGTERM")}
+    the_arm = "the arm" if len(runners) == 1 else "every arm"
+    stopping: list[asyncio.Task[None]] = []
+
+    async def stop_bridge_once_braking(kind: EventKind) -> None:
+        """The offline status shows the stop: the bridge is stopped once the arm thread has
+        applied it (at most 0.5 s later; it brakes in its next cycle either way)."""
+        deadline = loop.time() + 0.5
+        while any(r.snapshot.state != "stopped" for r in runners.values()) and loop.time() < deadline:
+            await asyncio.sleep(0.005)
+        server.stop(kind)
+
+    def on_signal(sig: signal.Signals) -> None:
+        # the arm first: a failed write (stderr closed) must never keep it from stopping
+        kind, name = signals[sig]
+        if stopping:  # second signal: end the hold and exit
+            lead.end_hold()
+            _tell(f"{name} again: exiting; the modules keep the hold for their command lifetime")
+            return
+        lead.begin_shutdown(kind)  # before any write or task: every arm brakes in its next cycle
+        stopping.append(loop.create_task(stop_bridge_once_braking(kind)))
+        hold = _signal_hold(args, sig)
+        for runner in runners.values():
+            runner.shutdown_hold = hold
+        may_park = server.parkable() if sig == signal.SIGTERM and args.stop_hold is None else set()
+        parking = {arm_id: rest for arm_id, rest in rests.items() if rest is not None and arm_id in may_park}
+        for arm_id, rest in parking.items():
+            _park(runners[arm_id], rest)
+        if parking:
+            parks = "parks" if len(runners) == 1 else f"{', '.join(parking)} park"
+            bound = max(runners[arm_id].shutdown_hold for arm_id in parking)
+            _tell(f"{name}: stopping teleop; {the_arm} brakes, then {parks} at user_data.rest_position (at "
+                  f"most {bound:g} s, then exits; SIGTERM/Ctrl-C again: brake and exit)")
+            return
+        endless = hold == math.inf
+        shown = _tell(f"{name}: stopping teleop; {the_arm} brakes and holds under gravity compensation ("
+                      + ("Ctrl-C again to exit" if endless else f"for {hold:g} s, then exits")
+                      + "; once the process has exited a brakeless arm sinks when the modules' command "
+                        "lifetime ends)")
+        if not shown and endless:  # nobody can be asked for a second Ctrl-C: a bounded hold
+            for runner in runners.values():
+                runner.shutdown_hold = UNATTENDED_HOLD_S
+
+    for sig in signals:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, on_signal, sig)
+    say(banner)
+    await server.run()
 
 
 def _park(runner: Any, rest: Any) -> None:
@@ -363,7 +457,7 @@ def _app(args: argparse.Namespace, arm: Any, cfg: Any) -> tuple[Any, dict[str, A
     return app, {"mobile_io": describe(app, layout)}
 
 
-def _fleet(args: argparse.Namespace, cfg: Any) -> Any:
+def _fleet(args: argparse.Namespace, cfg: Any, arm_id: str) -> Any:
     """The arm's fleet :class:`~hebictl.teleop.lease.LeaseGate` (``user_data.fleet`` and the flags), or
     None without a fleet; a bad value names its flag, or the config's file, key and line."""
     from hebictl.config import yaml_key_line
@@ -380,7 +474,7 @@ def _fleet(args: argparse.Namespace, cfg: Any) -> Any:
         return None
     _tell(f"fleet lease: the arm moves only while a station of {', '.join(settings.stations)} leases it "
           f"(timeout {settings.lease_timeout:g} s; docs/fleet.md)")
-    return settings.gate(args.arm_id)
+    return settings.gate(arm_id)
 
 
 def _session_recorder(args: argparse.Namespace, arm: Any, cfg: Any, *, inputs: bool = False) -> Any:

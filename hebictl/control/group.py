@@ -11,10 +11,12 @@ operator's act) clears every arm, which then holds where it is.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from hebictl.collision.attach import world_of
 from hebictl.control.safety import ArmState, EventKind
 
 if TYPE_CHECKING:
@@ -125,3 +127,36 @@ class ArmGroup:
         if trip:
             self.tripped = ev
         return ev
+
+
+class ClosingGuard:
+    """Which moving arm closes in on another: each arm's collision world holds the other arms at their
+    measured poses (:mod:`hebictl.wiring.multi`); an arm within its slow-down threshold beyond the arm
+    clearance of another, and closer than the cycle before, is to be held. ``hebictl run`` holds goals
+    and parks this way, ``hebictl teleop`` parks; ``enabled`` False: never (tests of what it prevents)."""
+
+    def __init__(self, arms: Mapping[str, Arm], enabled: bool = True) -> None:
+        self.arms = arms
+        self.enabled = enabled
+        self.gaps: dict[str, float] = {}   # [m] each watched arm's last distance beyond clearance to another arm
+
+    def forget(self, name: str) -> None:
+        """``name`` no longer moves: its next approach starts afresh."""
+        self.gaps.pop(name, None)
+
+    def closing(self, name: str, what: str) -> str | None:
+        """Why moving arm ``name`` (in its ``what``: home, goal, park) is to be held: it is within the
+        slow-down threshold beyond the arm clearance of another arm (at that arm's measured pose) and
+        closer than the cycle before; None otherwise (or without the guard or other arms)."""
+        world = world_of(self.arms[name].model)
+        if not self.enabled or world is None or not world.others:
+            self.gaps.pop(name, None)
+            return None
+        near = world.other_arms_distance(self.arms[name].last_feedback.position)
+        gap = near.distance if near is not None else math.inf
+        before = self.gaps.get(name, math.inf)
+        self.gaps[name] = gap
+        if near is None or gap >= world.workspace.slowdown_workspace or gap >= before:
+            return None
+        return (f"{what} held: {near.a} and {near.b} {near.gap * 1e3:.1f} mm apart and closing "
+                f"(arm clearance plus {world.workspace.slowdown_workspace * 1e3:.0f} mm)")

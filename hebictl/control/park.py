@@ -32,6 +32,7 @@ The events report measured positions only (the last feedback), never the command
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -213,3 +214,27 @@ class Park:
         if stop:
             self.arm.stop(EventKind.TERMINATE, f"{self.why}: not parking: {reason}; holding at {_measured(self.arm)} "
                           f"(measured) for {hold:g} s, then exiting")
+
+
+def watch_parks(parks: Mapping[str, Park], note: Callable[[str, str, str], Any],
+                closing: Callable[[str], str | None]) -> None:
+    """One cycle's look across several arms' parks (a multi-arm ``hebictl run`` or ``teleop``): an arm
+    stopped by a safety stop during its park move ends every other park still braking or moving in
+    the fall-back hold (``note("fault", arm, ...)``); a park move that ``closing(arm)`` says closes in
+    on another arm is held short (``note("held", arm, why)``). Parks told to end (``abort``) are left
+    to end."""
+    for name, park in parks.items():
+        arm = park.arm
+        if park.abort:
+            continue
+        if park.phase == "move" and arm.state.value == "stopped":   # its own safety stop
+            cause = f"{arm.latch.cause}: {arm.latch.detail}" if arm.latch is not None else "stopped"
+            note("fault", name, f"during its park: {cause}")
+            for other in parks.values():
+                if other is not park:
+                    other.stop_short(f"arm {name} stopped during its park ({cause})")
+        elif park.phase == "move" and not arm.at_goal:
+            detail = closing(name)
+            if detail is not None:
+                park.stop_short(detail)
+                note("held", name, detail)

@@ -138,6 +138,8 @@ def status_payload(snap: ArmSnapshot | None, arm_id: str, *, online: bool, ts: f
             body["app"] = snap.app
         if fleet is not None:
             body["fleet"] = fleet
+        if snap.group is not None:
+            body["group"] = snap.group
     if bridge is not None:
         body["bridge"] = bridge
     return dumps(body)

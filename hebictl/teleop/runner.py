@@ -110,7 +110,7 @@ from hebictl.teleop.snapshot import ArmSnapshot, ErrorRecord, GripperLike, Gripp
 log = logging.getLogger(__name__)
 
 
-__all__ = ["OWN_EVENT_KINDS", "ArmRunner", "Mode", "OperatorMode"]
+__all__ = ["OWN_EVENT_KINDS", "ArmRunner", "Mode", "OperatorMode", "join_closing"]
 
 #: the old name of :class:`~hebictl.teleop.events.OperatorMode`, kept for existing callers
 Mode = OperatorMode
@@ -234,8 +234,15 @@ class ArmRunner:
         #: thread-safe API itself), or None: read (``poll``) at the start of every cycle, written
         #: (``flush``) after its acks; either judges the bridge's silence (hebictl.teleop.silence)
         self.port: Any = None
+        #: a group's check of each queued command before the runner decides on it (raises
+        #: CommandRejected: :class:`hebictl.teleop.group.RunnerGroup`), or None
+        self.admit: Callable[[TeleopCommand], None] | None = None
+        #: the status's ``group`` object (which arms run together, which one holds them all), or None
+        self.group_status: dict[str, Any] | None = None
+        self._failed = False    # a phase of this cycle failed (the rest of it is skipped)
+        self._shutting = False  # this cycle is a shutdown cycle
         # realtime: the loop thread's scheduling (hebictl.control.realtime), asked for on that thread
-        self._loop = FixedRateLoop(self.step, self.rate_hz, self.clock, report=self._on_stats,
+        self.loop = FixedRateLoop(self.step, self.rate_hz, self.clock, report=self.report_stats,
                                    realtime=realtime, on_grant=on_grant)
         self._thread: threading.Thread | None = None
         self.snapshot: ArmSnapshot = self._make_snapshot()
@@ -299,7 +306,7 @@ class ArmRunner:
 
     def _run(self) -> None:
         try:
-            self._loop.run()
+            self.loop.run()
         except BaseException:  # pragma: no cover - the step catches everything itself
             log.exception("arm loop crashed")
             raise
@@ -319,20 +326,20 @@ class ArmRunner:
         brakeless arm then sinks or falls unless supported: see docs/teleop.md)."""
         if self._thread is None:
             return
+        self.request_close(reason, hold)
+        join_closing(self._thread, self.loop, lambda: self._closing, self.clock, timeout)
+
+    def request_close(self, reason: EventKind | str = EventKind.TELEOP_SHUTDOWN, hold: float | None = None) -> None:
+        """:meth:`close` without the wait: the shutdown begins and its hold's end is set (once)."""
         if self._closing is None:
             self.begin_shutdown(reason)  # a no-op if begin_shutdown() came first
             hold_s = self.shutdown_hold if hold is None else hold
             self._closing = self.clock.now() + (0.0 if self._end_now else hold_s)  # inf: until end_hold()
-        while self._thread.is_alive():
-            remaining = self._closing - self.clock.now()
-            if math.isinf(remaining):
-                self._thread.join(0.1)
-                continue
-            self._thread.join(timeout + max(0.0, remaining))
-            break
-        if self._thread.is_alive():
-            self._loop.stop()
-            self._thread.join(timeout)
+
+    @property
+    def closing_at(self) -> float | None:
+        """[s, arm clock] when the shutdown's hold ends (inf: at :meth:`end_hold`); None: not closing."""
+        return self._closing
 
     def end_hold(self) -> None:
         """End the shutdown hold now (a second Ctrl-C/SIGTERM); thread-safe."""
@@ -340,7 +347,7 @@ class ArmRunner:
         if self._closing is not None:
             self._closing = self.clock.now()
 
-    def _on_stats(self, stats: LoopStats) -> None:
+    def report_stats(self, stats: LoopStats) -> None:
         self._stats = stats
         if self.recorder is not None:
             self.recorder.loop_stats(stats)
@@ -349,21 +356,66 @@ class ArmRunner:
     def step(self) -> bool:
         """One cycle: priority items, queued commands, jog supervision, ``update``, ``send``,
         snapshot (and the recorder's sample, if one is attached). The arm thread calls it; tests
-        may call it directly on a SimClock arm."""
-        recorder = self.recorder
-        port = self.port
-        if port is not None:
-            port.poll()  # the bridge process's e-stops, link losses and commands queued; the silence rule
-        if recorder is None:
-            go_on = self._cycle_step()
+        may call it directly on a SimClock arm. It is :meth:`cycle_begin`, :meth:`cycle_commands`,
+        :meth:`cycle_update` and :meth:`cycle_end` in a row: a group of runners in one loop
+        (:mod:`hebictl.teleop.group`) runs each phase for every arm in turn, so that every arm's
+        e-stop comes before any arm's command and the group supervises every arm between the
+        updates and the sends of one cycle."""
+        self.cycle_begin()
+        self.cycle_commands()
+        self.cycle_update()
+        return self.cycle_end()
+
+    def cycle_begin(self) -> None:
+        """The cycle's stops: the bridge process's link, the fleet lease, the priority items (e-stop,
+        lost link, shutdown). A group takes every arm's before any arm's commands."""
+        if self.port is not None:
+            self.port.poll()  # the bridge's e-stops, link losses and commands queued for this cycle; the silence rule
+        if self.recorder is not None:
+            self.recorder.cycle_start()
+        self._failed = False
+        self._shutting = self._closing is not None
+        self._guarded(self._take_stops)
+
+    def cycle_commands(self) -> None:
+        """The cycle's queued commands (after the stops)."""
+        if not self._failed:
+            self._guarded(self._take_commands)
+
+    def cycle_update(self) -> None:
+        """The arm's ``update()`` (feedback, then the command of this cycle), not yet sent."""
+        if not self._failed:
+            self._guarded(self._update_phase)
+
+    def cycle_end(self) -> bool:
+        """``send()``, the arm's new events, the snapshot, the recorder's sample, the acks; False
+        when the shutdown's hold (or park) is over."""
+        go_on = True
+        if not self._failed:
+            go_on = bool(self._guarded(self._send_phase))
+        if self._failed and self._shutting:  # shutting down: a failing step must not keep the loop alive
+            self._cycle += 1
+            go_on = self.clock.now() < (self._closing or 0.0) + 2.0
         else:
-            recorder.cycle_start()
-            go_on = self._cycle_step()
-            recorder.sample(self.mode)
+            self._cycle += 1
+            self.snapshot = self._make_snapshot()
+        if self.recorder is not None:
+            self.recorder.sample(self.mode)
         self._flush_acks()
-        if port is not None:
-            port.flush()  # the snapshot (when due, and before any ack), then this cycle's acks
+        if self.port is not None:
+            self.port.flush()  # the snapshot (when due, and before any ack), then this cycle's acks
         return go_on
+
+    def _guarded(self, phase: Callable[[], Any]) -> Any:
+        """``phase()``; a bug there must not leave the modules with a stale or NaN command: the
+        runner holds (:class:`~hebictl.teleop.events.InternalError`) and skips the cycle's rest."""
+        try:
+            return phase()
+        except Exception as exc:
+            log.exception("arm thread step failed")
+            self._failed = True
+            self.dispatch(InternalError(f"{type(exc).__name__}: {exc}"))
+            return None
 
     def _flush_acks(self) -> None:
         """Hand this cycle's answers to ``on_result``, after the snapshot that includes what they
@@ -380,39 +432,50 @@ class ArmRunner:
             except Exception:
                 log.exception("ack callback failed")
 
-    def _cycle_step(self) -> bool:
+    def _take_stops(self) -> None:
+        if self.fleet is not None:  # a fleet e-stop or an expired lease: before anything queued
+            self._poll_fleet()
+        while self._priority:
+            self.dispatch(self._priority.popleft()())
+
+    def _take_commands(self) -> None:
+        while True:
+            try:
+                topic, cmd, arrival = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if not self._refuses(topic, cmd):
+                self.dispatch(CommandArrived(topic, cmd, arrival, self._facts()))
+        self._shutting = self._closing is not None
+
+    def _update_phase(self) -> None:
         arm = self.arm
-        try:
-            if self.fleet is not None:  # a fleet e-stop or an expired lease: before anything queued
-                self._poll_fleet()
-            while self._priority:
-                self.dispatch(self._priority.popleft()())
-            while True:
-                try:
-                    topic, cmd, arrival = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if self.fleet is None or not self._fleet_refuses(topic, cmd):
-                    self.dispatch(CommandArrived(topic, cmd, arrival, self._facts()))
-            if self._closing is not None:
-                return self._shutdown_step()
-            if self.state.mode is OperatorMode.JOG and self.state.phase is Phase.SERVING:
-                self._supervise_jog()
-            arm.update()
-            self._check_command()
-            if self._app_running and self.app is not None:  # after the check of the command update() made:
-                self.app.cycle(self.clock.now())  # what the app sets is commanded from the next update on
-            arm.send()
-            self._check_events()
-        except Exception as exc:  # a bug here must not leave the modules with a stale or NaN command
-            log.exception("arm thread step failed")
-            self.dispatch(InternalError(f"{type(exc).__name__}: {exc}"))
-            if self._closing is not None:  # shutting down: a failing step must not keep the loop alive
-                self._cycle += 1
-                return self.clock.now() < self._closing + 2.0
-        self._cycle += 1
-        self.snapshot = self._make_snapshot()
+        if not self._shutting and self.state.mode is OperatorMode.JOG and self.state.phase is Phase.SERVING:
+            self._supervise_jog()
+        arm.update()
+        self._check_command()
+        if not self._shutting and self._app_running and self.app is not None:  # after the check of the
+            self.app.cycle(self.clock.now())  # command update() made: what the app sets is commanded next
+
+    def _send_phase(self) -> bool:
+        self.arm.send()
+        if self._shutting:
+            return self._shutdown_end()
+        self._check_events()
         return True
+
+    def _refuses(self, topic: str, cmd: TeleopCommand) -> bool:
+        """Refuse (ack) a queued command the fleet lease or the runner's group (:attr:`admit`) does not
+        let through."""
+        if self.fleet is not None and self._fleet_refuses(topic, cmd):
+            return True
+        if self.admit is not None:
+            try:
+                self.admit(cmd)
+            except CommandRejected as exc:
+                self._ack(topic, cmd, False, exc.reason, exc.detail)
+                return True
+        return False
 
     def _poll_fleet(self) -> None:
         """The cycle's look at the fleet lease (:meth:`LeaseGate.poll`, on the arm's clock): the hold
@@ -444,22 +507,16 @@ class ArmRunner:
             return True
         return False
 
-    def _shutdown_step(self) -> bool:
-        """Brake and hold until ``shutdown_hold`` has passed and the brake has ended; then stop
-        the loop with the hold still commanded."""
-        arm = self.arm
-        arm.update()
-        self._check_command()
-        arm.send()
-        self._cycle += 1
-        self.snapshot = self._make_snapshot()
+    def _shutdown_end(self) -> bool:
+        """After the shutdown cycle's send: go on until ``shutdown_hold`` has passed and the brake
+        has ended (or the park has), then stop the loop with the hold still commanded."""
         if self.park_rest is not None:
             return self._park_step()
         now, closing = self.clock.now(), (self._closing or 0.0)
         if now < closing:
             return True
         # past the hold time: finish the brake first, but never wait on it for more than 2 s
-        return arm.braking and now < closing + 2.0
+        return self.arm.braking and now < closing + 2.0
 
     def _park_step(self) -> bool:
         """The shutdown as a park at ``park_rest`` (:class:`hebictl.control.park.Park`, bounded by its
@@ -488,9 +545,9 @@ class ArmRunner:
             goal_progress=arm.goal_progress, at_goal=arm.at_goal, loop=self._stats,
             last_error=self._last_error, last_event=arm.events.last, gripper=self._gripper_state(),
             m_stopped=arm.m_stopped, stop_behaviour=None if behaviour is None else behaviour.value,
-            goal_status=arm.goal_status, commands_delivered=arm.commands_delivered, realtime=self._loop.grant,
+            goal_status=arm.goal_status, commands_delivered=arm.commands_delivered, realtime=self.loop.grant,
             app=None if self.app is None else {**self.app.status(), "running": self._app_running},
-            fleet=None if self.fleet is None else self.fleet.state.value,
+            fleet=None if self.fleet is None else self.fleet.state.value, group=self.group_status,
             **_payload_fields(arm.payload_estimate))
 
     def _gripper_state(self) -> GripperState | None:
@@ -785,6 +842,22 @@ class ArmRunner:
                 arm.hold(start[0], reason="goal", detail="refused goal replaced by a hold")
                 raise
         self._ack(topic, cmd, True)
+
+
+def join_closing(thread: threading.Thread, loop: FixedRateLoop, closing: Callable[[], float | None], clock: Any,
+                 timeout: float) -> None:
+    """Wait for ``thread`` (running ``loop``) to end its shutdown hold, which ends at ``closing()``
+    [s, ``clock``] (inf: until an ``end_hold``), plus ``timeout`` [s]; then end the loop."""
+    while thread.is_alive():
+        remaining = (closing() or 0.0) - clock.now()
+        if math.isinf(remaining):
+            thread.join(0.1)
+            continue
+        thread.join(timeout + max(0.0, remaining))
+        break
+    if thread.is_alive():
+        loop.stop()
+        thread.join(timeout)
 
 
 def _payload_fields(estimate: dict[str, Any] | None) -> dict[str, float | None]:

@@ -1,6 +1,8 @@
 """The teleop service: the arm thread and the MQTT bridge side by side, started and stopped together.
 
-``hebictl teleop`` runs :meth:`TeleopServer.run` in the main thread's event loop. Tests and the
+``hebictl teleop`` runs :meth:`TeleopServer.run` in the main thread's event loop; on a multi-arm
+config, :meth:`GroupServer.run`: every arm's bridge, and one loop for all the arms
+(:class:`~hebictl.teleop.group.RunnerGroup`). Tests and the
 benchmark use :meth:`TeleopServer.start_background`, which runs the same coroutine in a thread of
 its own, so an operator client can live in the caller's event loop as it would in another process.
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hebictl.control.arm import Arm
@@ -21,6 +23,7 @@ from hebictl.teleop.bridge_process import BridgeProcess
 from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 from hebictl.teleop.connection import BrokerSettings
 from hebictl.teleop.description import description_payload
+from hebictl.teleop.group import RunnerGroup
 from hebictl.teleop.runner import ArmRunner
 from hebictl.teleop.schema import CommandSchema
 from hebictl.teleop.silence import ThreadWatch
@@ -99,6 +102,20 @@ class TeleopServer:
         self.runner.begin_shutdown(reason)  # brake now, not after the MQTT teardown
         self.bridge.stop()
 
+    @property
+    def runners(self) -> dict[str, ArmRunner]:
+        """The served arms' runners by arm id (one here; :class:`GroupServer`: every arm)."""
+        return {self.bridge.topics.arm_id: self.runner}
+
+    @property
+    def loop_runner(self) -> ArmRunner:
+        """What runs the arms' loop: its ``begin_shutdown`` and ``end_hold`` act on every arm."""
+        return self.runner
+
+    def parkable(self) -> set[str]:
+        """The arm ids a SIGTERM may park (that have a rest pose): the one arm."""
+        return set(self.runners)
+
     # ------------------------------------------------------------------ background mode
     def start_background(self, timeout: float = 10.0, *, wait_connected: bool = True) -> None:
         """Run :meth:`run` in a thread; return once the bridge is connected (or ``timeout`` [s])."""
@@ -155,3 +172,68 @@ class TeleopServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop_background()
+
+
+class GroupServer:
+    """Several arms served over one broker, each on its own topics, in one loop under one supervisor.
+
+    ``servers``: one :class:`TeleopServer` per arm id, built as for one arm (each its runner, command
+    checks, admission and bridge: a thread or a process of its own); their runners are stepped by one
+    :class:`~hebictl.teleop.group.RunnerGroup` at ``rate_hz`` (``observe``, ``realtime``, ``on_grant``:
+    its own) instead of threads of their own. A bridge that fails stops every arm's bridge and the
+    group, as one arm's failing bridge stops that arm's server."""
+
+    def __init__(self, servers: Mapping[str, TeleopServer], *, rate_hz: float,
+                 observe: Callable[[], None] | None = None, realtime: Any = None, on_grant: Any = None) -> None:
+        self.servers = dict(servers)
+        self.group = RunnerGroup({arm_id: s.runner for arm_id, s in self.servers.items()}, rate_hz=rate_hz,
+                                 observe=observe, realtime=realtime, on_grant=on_grant)
+        self.stop_reason = "teleop_shutdown"
+        self.stopping = False
+
+    @property
+    def runners(self) -> dict[str, ArmRunner]:
+        return dict(self.group.runners)
+
+    @property
+    def loop_runner(self) -> RunnerGroup:
+        return self.group
+
+    def parkable(self) -> set[str]:
+        """The arm ids a SIGTERM may park: none while an arm holds every arm for a cause of its own (its
+        e-stop, a fault: as ``hebictl run`` parks no arm after a fault), else those the group holds not."""
+        return self.group.parkable()
+
+    async def run(self) -> None:
+        """Start the loop and every bridge; serve until :meth:`stop` or a bridge fails; then brake and
+        hold every arm (never release)."""
+        self.group.start()
+        tasks = [asyncio.create_task(s.bridge.run(), name=f"bridge {arm_id}") for arm_id, s in self.servers.items()]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            if not self.stopping:   # a bridge ended by itself: every arm stops (the group holds them already)
+                for s in self.servers.values():
+                    s.bridge.stop()
+            await asyncio.wait(tasks)
+            failed = [t.exception() for t in tasks if not t.cancelled() and t.exception() is not None]
+            if failed:
+                exc = failed[0]
+                if not self.stopping:
+                    log.error("an MQTT bridge failed (%s: %s); every arm stops and holds", type(exc).__name__, exc)
+                raise exc   # type: ignore[misc]  # an exception instance
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.to_thread(self.group.close, reason=self.stop_reason)
+            for s in self.servers.values():
+                if isinstance(s.bridge, BridgeProcess) and not self.group.running:
+                    s.bridge.close()
+
+    def stop(self, reason: str = "teleop_shutdown") -> None:
+        """Ask :meth:`run` to finish (thread-safe): every arm brakes now, every bridge goes offline."""
+        self.stop_reason = reason
+        self.stopping = True
+        self.group.begin_shutdown(reason)
+        for s in self.servers.values():
+            s.bridge.stop()

@@ -87,6 +87,9 @@ class ArmSnapshot:
     realtime: RealtimeGrant | None = None  # what the arm thread was granted (SCHED_FIFO, locked memory, CPU)
     app: dict[str, Any] | None = None  # the Mobile IO app of ``--app`` (mode ``app``): name, state, LED, input counts
     fleet: str | None = None  # the fleet lease's state (no_lease/ready/active/estopped), None without a fleet
+    #: the arm group of ``hebictl teleop ARMS.multi.yaml`` (:mod:`hebictl.teleop.group`): its arms, and the
+    #: arm whose fault, stop or e-stop holds them all; None for an arm served alone
+    group: dict[str, Any] | None = None
 
 
 class GripperStatus(Protocol):

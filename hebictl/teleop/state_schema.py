@@ -100,6 +100,9 @@ STATUS: dict[str, Any] = {
                                                  "maxItems": 64},
             "estop": _TEXT,
             "dropped": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}}},
+        "group": {"type": ["object", "null"], "required": ["arms"], "properties": {
+            "arms": {"type": "array", "items": _STR, "maxItems": 16}, "held": _BOOL,
+            "by": _STR_OR_NULL, "cause": _TEXT, "time": _NUM_OR_NULL}},
     },
 }
 

@@ -10,6 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import queue
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
@@ -24,7 +28,7 @@ from hebictl.hardware.clock import PacedClock
 from hebictl.teleop.connection import parse_broker
 from hebictl.teleop.server import TeleopServer
 from tests._support.arms import kit6_arm
-from tests._support.paths import KIT6_CONFIG, KIT6_HOME, TESTS_DIR
+from tests._support.paths import KIT6_CONFIG, KIT6_HOME, REPO_ROOT, TESTS_DIR
 
 #: the same kit as KIT6_CONFIG with HEBI's kit gripper (user_data.has_gripper, gains "gripper")
 KIT6_GRIPPER = TESTS_DIR / "teleop" / "data" / "x-series-6dof-gripper.cfg.yaml"
@@ -179,3 +183,44 @@ class WriteRecorder:
             if t > after and predicate(v):
                 return t
         return None
+
+
+class StderrLines:
+    """A process's stderr read line by line on a thread, so a test can wait for a line while the
+    process runs (and read everything once it has exited)."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.lines: list[str] = []
+        self._new: queue.Queue[str] = queue.Queue()
+        self._thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        self._thread.start()
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        for raw in proc.stderr:
+            line = raw.decode(errors="replace")
+            self.lines.append(line)
+            self._new.put(line)
+
+    def wait_for(self, text: str, timeout: float = HANG_S) -> str:
+        """The first line (read so far or next) that contains ``text``."""
+        for line in list(self.lines):
+            if text in line:
+                return line
+        while True:
+            line = self._new.get(timeout=timeout)
+            if text in line:
+                return line
+
+    def text(self) -> str:
+        self._thread.join(HANG_S)  # the process has exited: its stderr is closed
+        return "".join(self.lines)
+
+
+def spawn_teleop(url: str, *extra: str) -> subprocess.Popen:
+    """`hebictl teleop` on the mock with a paced clock (a loaded machine stretches its simulated time
+    instead of stopping the arm) and a freshness bound that only guards against a hang."""
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    return subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--broker", url,
+                             "--rate", "200", "--state-rate", "20", "--paced-clock", "--max-age",
+                             str(PLUMBING_MAX_AGE), *extra], cwd=REPO_ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)

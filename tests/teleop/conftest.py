@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from hebictl.teleop.server import TeleopServer
 from tests._support.arms import kit6_arm
 from tests._support.broker import local_broker
 from tests._support.paths import KIT6_CONFIG
-from tests._support.teleop import ARM_ID, ARM_USER, HOME, LOOP_HZ, OPERATOR, teleop_server
+from tests._support.teleop import ARM_ID, ARM_USER, HANG_S, HOME, LOOP_HZ, OPERATOR, teleop_server
 
 
 @pytest.fixture(autouse=True)
@@ -75,3 +76,14 @@ def make_server() -> Iterator[Callable[..., TeleopServer]]:
             stuck.append(server)
         arm.close()
     assert not stuck, "a teleop server's arm thread outlived stop_background()"
+
+
+@pytest.fixture
+def spawned() -> Iterator[list[subprocess.Popen]]:
+    """Processes a test starts; any still running at the end is killed."""
+    procs: list[subprocess.Popen] = []
+    yield procs
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(HANG_S)

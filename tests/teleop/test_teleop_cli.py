@@ -7,20 +7,14 @@ the second Ctrl-C): the arms run on a paced clock, so a loaded machine does not 
 from __future__ import annotations
 
 import json
-import os
-import queue
 import signal
 import subprocess
-import sys
-import threading
-from collections.abc import Iterator
 
 import pytest
 
 from hebictl.cli import main, teleop_cmd
 from hebictl.teleop.client import TeleopClient
-from tests._support.paths import REPO_ROOT as REPO
-from tests._support.teleop import ARM_ID, HANG_S, HOME, PLUMBING_MAX_AGE, paced_servers, run
+from tests._support.teleop import ARM_ID, HANG_S, HOME, StderrLines, paced_servers, run, spawn_teleop
 
 pytestmark = pytest.mark.broker
 
@@ -91,55 +85,7 @@ def test_teleop_send_errors_are_one_line(broker, capsys):
 
 
 def _spawn(url: str, arm_id: str, *extra: str) -> subprocess.Popen:
-    """`hebictl teleop` on the mock with a paced clock (a loaded machine stretches its simulated time
-    instead of stopping the arm) and a freshness bound that only guards against a hang."""
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    return subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--broker", url, "--arm-id", arm_id,
-                             "--rate", "200", "--state-rate", "20", "--paced-clock", "--max-age",
-                             str(PLUMBING_MAX_AGE), *extra], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-class _Stderr:
-    """A process's stderr read line by line on a thread, so a test can wait for a line while the
-    process runs (and read everything once it has exited)."""
-
-    def __init__(self, proc: subprocess.Popen) -> None:
-        self.lines: list[str] = []
-        self._new: queue.Queue[str] = queue.Queue()
-        self._thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
-        self._thread.start()
-
-    def _read(self, proc: subprocess.Popen) -> None:
-        for raw in proc.stderr:
-            line = raw.decode(errors="replace")
-            self.lines.append(line)
-            self._new.put(line)
-
-    def wait_for(self, text: str, timeout: float = HANG_S) -> str:
-        """The first line (read so far or next) that contains ``text``."""
-        for line in list(self.lines):
-            if text in line:
-                return line
-        while True:
-            line = self._new.get(timeout=timeout)
-            if text in line:
-                return line
-
-    def text(self) -> str:
-        self._thread.join(HANG_S)  # the process has exited: its stderr is closed
-        return "".join(self.lines)
-
-
-@pytest.fixture
-def spawned() -> Iterator[list[subprocess.Popen]]:
-    """Processes a test starts; any still running at the end is killed."""
-    procs: list[subprocess.Popen] = []
-    yield procs
-    for proc in procs:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(HANG_S)
+    return spawn_teleop(url, "--arm-id", arm_id, *extra)
 
 
 def test_teleop_process_serves_and_leaves_offline_status(broker, spawned):
@@ -170,7 +116,7 @@ def test_teleop_process_serves_and_leaves_offline_status(broker, spawned):
 
     proc = _spawn(broker.url, "proc2", "--stop-hold", "0.5")
     spawned.append(proc)
-    err = _Stderr(proc)
+    err = StderrLines(proc)
     run(online_and_goal("proc2"), timeout=HANG_S)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(HANG_S) == 0, err.text()[-2000:]
@@ -188,7 +134,7 @@ def test_teleop_ctrl_c_holds_until_a_second_ctrl_c(broker, spawned):
     (tests/teleop/test_runner.py::test_an_endless_shutdown_hold_lasts_until_end_hold)."""
     proc = _spawn(broker.url, "proc3")
     spawned.append(proc)
-    err = _Stderr(proc)
+    err = StderrLines(proc)
 
     async def watch(arm_id: str, status: str) -> dict:
         async with TeleopClient(broker.url, arm_id, name="op") as c:
