@@ -130,6 +130,17 @@ def paced_servers() -> Iterator[Callable[..., TeleopServer]]:
         assert not stuck, "a teleop server's arm thread outlived stop_background()"
 
 
+def step_until(runner: Any, clock: Any, seconds: float, stop: Callable[[], bool] = lambda: False) -> float:
+    """Step a runner on a SimClock arm for ``seconds`` of the arm's clock or until ``stop()``; returns
+    the clock at the start of the last step (when its poll ran)."""
+    end = clock.now() + seconds
+    started = clock.now()
+    while clock.now() < end and not stop():
+        started = clock.now()
+        runner.step()
+    return started
+
+
 def run(coro: Coroutine[Any, Any, Any], timeout: float = 20.0) -> Any:
     """Run an operator-side coroutine to completion (the server lives in its own thread)."""
     return asyncio.run(asyncio.wait_for(coro, timeout))

@@ -26,6 +26,7 @@ from hebictl.teleop.runner import ArmRunner
 from hebictl.teleop.schema import Envelope, ModeCommand
 from hebictl.teleop.silence import SILENCE_LIMIT_S
 from tests._support.paths import KIT6_CONFIG as KIT6
+from tests._support.teleop import step_until
 
 RATE = 200.0
 DT = 1.0 / RATE
@@ -49,26 +50,16 @@ def linked():
     arm.close()
 
 
-def _step_until(runner: ArmRunner, clock: SimClock, seconds: float, stop=lambda: False) -> float:
-    """Step for ``seconds`` of the arm's clock or until ``stop()``; returns the clock at the start of
-    the last step (when its poll ran)."""
-    end = clock.now() + seconds
-    started = clock.now()
-    while clock.now() < end and not stop():
-        started = clock.now()
-        runner.step()
-    return started
-
 
 def test_a_bridge_heard_then_silent_for_the_limit_is_a_lost_link(linked):
     runner, clock, port, bridge = linked
     runner.step()
-    _step_until(runner, clock, 3 * SILENCE_LIMIT_S)   # not heard yet (the child is starting): no judgement
+    step_until(runner, clock, 3 * SILENCE_LIMIT_S)   # not heard yet (the child is starting): no judgement
     assert not port.lost.is_set()
     assert bridge.send(("bridge_stats", {"received": 0}))
     heard = clock.now()
     runner.step()                                       # its poll, at ``heard``, reads the report
-    lost_at = _step_until(runner, clock, 10 * SILENCE_LIMIT_S, stop=port.lost.is_set)
+    lost_at = step_until(runner, clock, 10 * SILENCE_LIMIT_S, stop=port.lost.is_set)
     silent = lost_at - heard
     print(f"\nsilent bridge: lost link after {silent:.3f} s of the arm's clock (limit {SILENCE_LIMIT_S} s, "
           f"cycle {DT * 1e3:.0f} ms): {port.lost_detail}")
@@ -86,7 +77,7 @@ def test_a_bridge_that_reports_every_0_2_s_is_never_silent(linked):
     runner.step()
     for _ in range(50):                                 # 10 s of reports, 0.2 s apart
         assert bridge.send(("bridge_stats", {"received": 0}))
-        _step_until(runner, clock, 0.2)
+        step_until(runner, clock, 0.2)
     assert not port.lost.is_set() and not port.wedged
     assert port.bridge_stats == {"received": 0}
 

@@ -29,7 +29,7 @@ from hebictl.teleop.silence import REPORT_PERIOD_S, SILENCE_LIMIT_S, ThreadWatch
 from tests._support.ordering import HANG, PatientClient, wait_until
 from tests._support.paced import paced_servers
 from tests._support.paths import KIT6_CONFIG as KIT6
-from tests._support.teleop import ARM_ID, HOME, run
+from tests._support.teleop import ARM_ID, HOME, run, step_until
 
 RATE = 200.0
 DT = 1.0 / RATE
@@ -47,26 +47,16 @@ def watched():
     arm.close()
 
 
-def _step_until(runner: ArmRunner, clock: SimClock, seconds: float, stop=lambda: False) -> float:
-    """Step for ``seconds`` of the arm's clock or until ``stop()``; the clock at the start of the last
-    step (when its poll ran)."""
-    end = clock.now() + seconds
-    started = clock.now()
-    while clock.now() < end and not stop():
-        started = clock.now()
-        runner.step()
-    return started
-
 
 def test_a_bridge_thread_heard_then_silent_for_the_limit_is_a_lost_link(watched):
     runner, clock, watch = watched
     runner.step()
-    _step_until(runner, clock, 3 * SILENCE_LIMIT_S)   # no beat yet (the loop is starting): no judgement
+    step_until(runner, clock, 3 * SILENCE_LIMIT_S)   # no beat yet (the loop is starting): no judgement
     assert not watch.lost.is_set()
     watch.beat("hebictl-teleop")
     heard = clock.now()
     runner.step()                                       # its poll, at ``heard``, sees the beat
-    lost_at = _step_until(runner, clock, 10 * SILENCE_LIMIT_S, stop=watch.lost.is_set)
+    lost_at = step_until(runner, clock, 10 * SILENCE_LIMIT_S, stop=watch.lost.is_set)
     silent = lost_at - heard
     print(f"\nsilent bridge thread: lost link after {silent:.3f} s of the arm's clock (limit {SILENCE_LIMIT_S} s, "
           f"cycle {DT * 1e3:.0f} ms): {watch.lost_detail}")
@@ -78,7 +68,7 @@ def test_a_bridge_thread_heard_then_silent_for_the_limit_is_a_lost_link(watched)
     lost = [e for e in events if e.kind.value == "teleop_link_lost"]
     assert len(lost) == 1 and lost[0].detail.startswith(watch.lost_detail)
     assert "release" not in [e.kind.value for e in events] and runner.mode == "idle"
-    _step_until(runner, clock, 3 * SILENCE_LIMIT_S)     # judged once: no second loss
+    step_until(runner, clock, 3 * SILENCE_LIMIT_S)     # judged once: no second loss
     assert len([e for e in runner.arm.events.events if e.kind.value == "teleop_link_lost"]) == 1
 
 
@@ -87,7 +77,7 @@ def test_a_bridge_thread_that_beats_every_report_period_is_never_silent(watched)
     runner.step()
     for _ in range(50):                                 # 10 s of beats, REPORT_PERIOD_S apart
         watch.beat()
-        _step_until(runner, clock, REPORT_PERIOD_S)
+        step_until(runner, clock, REPORT_PERIOD_S)
     assert not watch.lost.is_set() and not watch.wedged
 
 
@@ -99,7 +89,7 @@ def test_a_bridge_thread_asked_to_stop_is_not_judged(watched):
     watch.beat()
     runner.step()
     watch.expect_end()
-    _step_until(runner, clock, 5 * SILENCE_LIMIT_S)
+    step_until(runner, clock, 5 * SILENCE_LIMIT_S)
     assert not watch.lost.is_set() and not watch.wedged
 
 
