@@ -65,7 +65,8 @@ class RunnerState:
     """Everything the runner decides with. ``estop_arrival``/``link_lost_arrival``: arrival
     number of the latest e-stop engage / link loss (-1: none); ``jog_floor``: jog samples with a
     mailbox index up to this cannot (re)start a jog; ``close_kind``: the event kind of the
-    shutdown stop."""
+    shutdown stop; ``estop``: the operator's e-stop is engaged (phase ``estopped``, or a shutdown that
+    began or went on with it engaged: a release is refused then, and the shutdown must not park)."""
 
     phase: Phase = Phase.SERVING
     mode: OperatorMode = OperatorMode.IDLE
@@ -73,10 +74,7 @@ class RunnerState:
     link_lost_arrival: int = -1
     jog_floor: int = 0
     close_kind: str = EventKind.TELEOP_SHUTDOWN.value
-
-    @property
-    def estop(self) -> bool:
-        return self.phase is Phase.ESTOPPED
+    estop: bool = False
 
 
 # ---------------------------------------------------------------------- events
@@ -266,7 +264,7 @@ def _who(command: TeleopCommand | None) -> str:
 def _engage(state: RunnerState, ev: EstopEngaged) -> Decision:
     """Latch the e-stop: latched hold stop, mode idle, ack."""
     detail = ev.detail or f"e-stop engaged by {_who(ev.command)}"
-    new = replace(state, phase=Phase.ESTOPPED, mode=OperatorMode.IDLE,
+    new = replace(state, phase=Phase.ESTOPPED, mode=OperatorMode.IDLE, estop=True,
                   estop_arrival=max(state.estop_arrival, ev.arrival), jog_floor=max(state.jog_floor, ev.jog_index))
     actions: list[Action] = [SafetyStop(EventKind.ESTOP.value, detail), EnterIdle(), RecordError("estop", detail)]
     if ev.command is not None:
@@ -280,7 +278,8 @@ def _engage_while_closing(state: RunnerState, ev: EstopEngaged) -> Decision:
     actions: list[Action] = [SafetyStop(EventKind.ESTOP.value, detail), RecordError("estop", detail)]
     if ev.command is not None:
         actions.append(Answer("estop", ev.command, True, "", "e-stop engaged (latched): braking, then holding"))
-    return replace(state, mode=OperatorMode.IDLE, estop_arrival=max(state.estop_arrival, ev.arrival)), tuple(actions)
+    return replace(state, mode=OperatorMode.IDLE, estop=True,
+                   estop_arrival=max(state.estop_arrival, ev.arrival)), tuple(actions)
 
 
 def _link_lost(state: RunnerState, ev: LinkLost) -> Decision:
@@ -368,7 +367,7 @@ def _command_estopped(state: RunnerState, ev: CommandArrived) -> Decision:
     if ev.arrival < state.estop_arrival:  # an e-stop pressed after this release was sent
         return state, (Answer(ev.topic, cmd, False, "estop_engaged",
                            "an e-stop engaged after this release was sent stays engaged; release again"),)
-    return replace(state, phase=Phase.SERVING, mode=OperatorMode.IDLE), (
+    return replace(state, phase=Phase.SERVING, mode=OperatorMode.IDLE, estop=False), (
         Answer(ev.topic, cmd, True, "", "e-stop released; send cmd/mode to resume"),)
 
 

@@ -526,11 +526,24 @@ class ArmRunner:
 
         if self.park is None:
             self.park = Park(self.arm, self.park_rest, self.clock, "SIGTERM", self.park_fallback_hold)
+        veto = self.park_veto()
+        if veto is not None:   # an e-stop says "do not move": a park still braking or moving holds instead
+            self.park.stop_short(veto)
         if self._end_now:
             if self.park.phase in ("parked", "hold"):
                 return False
             self.park.abort = True
         return bool(self.park.step())
+
+    def park_veto(self) -> str | None:
+        """Why the shutdown must not park (an engaged e-stop, the operator's or the fleet's: both say
+        the arm must not move, and a park is a move), or None. Judged every cycle of the park, on the
+        loop thread, so an e-stop engaged during its brake or move ends it in the hold too."""
+        if self.state.estop:
+            return "the e-stop is engaged"
+        if self.fleet is not None and self.fleet.state is LeaseState.ESTOPPED:
+            return f"the fleet e-stop is engaged ({self.fleet.lease.estop_reason})"
+        return None
 
     def _make_snapshot(self) -> ArmSnapshot:
         arm = self.arm

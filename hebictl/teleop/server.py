@@ -113,8 +113,9 @@ class TeleopServer:
         return self.runner
 
     def parkable(self) -> set[str]:
-        """The arm ids a SIGTERM may park (that have a rest pose): the one arm."""
-        return set(self.runners)
+        """The arm ids a SIGTERM may park (that have a rest pose): the one arm, unless an e-stop holds
+        it (:meth:`ArmRunner.park_veto`; the arm thread judges that again every cycle of a park)."""
+        return set() if self.runner.park_veto() is not None else set(self.runners)
 
     # ------------------------------------------------------------------ background mode
     def start_background(self, timeout: float = 10.0, *, wait_connected: bool = True) -> None:

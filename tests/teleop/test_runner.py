@@ -22,6 +22,7 @@ from hebictl.teleop.schema import (
     ModeCommand,
     StopCommand,
 )
+from tests._support.paths import BUNDLED_CONFIGS
 from tests._support.paths import KIT6_CONFIG as KIT6
 from tests._support.teleop import HOME
 
@@ -476,4 +477,52 @@ def test_a_sigterm_shutdown_parks_at_the_rest_pose_on_the_sim(second_signal):
     finally:
         runner.end_hold()
         closer.join(120.0)
+        arm.close()
+
+
+@pytest.mark.parametrize("when", ["before", "during"], ids=["estop-then-sigterm", "estop-during-park"])
+@pytest.mark.parametrize("config", BUNDLED_CONFIGS, ids=[p.name.split(".")[0] for p in BUNDLED_CONFIGS])
+def test_an_engaged_estop_is_never_parked(config, when):
+    """An e-stop says the arm must not move, and a park is a move: ``hebictl teleop``'s SIGTERM with
+    a rest pose does not park an e-stopped arm (the shutdown's fall-back hold instead), and an
+    e-stop engaged during the park's move ends it in that hold short of the rest pose. On the MuJoCo
+    sim, every bundled config, in simulated time; the measured travel after the e-stop is printed."""
+    pytest.importorskip("mujoco")
+    from hebictl.config import load_config
+    from hebictl.control.park import PARK_BOUND_S, rest_position
+
+    cfg = load_config(config)
+    clock = SimClock()
+    home = np.asarray(cfg.user_data["home_position"], dtype=float)
+    arm = Arm.from_config(cfg, backend="sim", clock=clock, initial_position=home)
+    runner = ArmRunner(arm, rate_hz=RATE, shutdown_hold=PARK_BOUND_S)
+    rest = rest_position(cfg, arm.dof)
+    try:
+        steps(runner, int(0.5 * RATE))
+        if when == "before":
+            runner.engage_estop(EstopCommand(env(), True))
+            steps(runner, int(0.5 * RATE))
+        runner.park_rest = rest
+        runner.park_fallback_hold = 5.0
+        runner.request_close("terminate", PARK_BOUND_S)
+        if when == "during":
+            while runner.park is None or runner.park.phase != "move":
+                assert runner.step() and clock.now() < 10.0
+            steps(runner, int(0.5 * RATE))   # half a second into the move
+            runner.engage_estop(EstopCommand(env(), True))
+        pressed = np.array(arm.last_feedback.position, dtype=float)
+        cycles = 0
+        while runner.step() and cycles < int(70 * RATE):   # a bound on simulated cycles, not a wait
+            cycles += 1
+        final = np.array(arm.last_feedback.position, dtype=float)
+        travel = float(np.abs(final - pressed).max())
+        print(f"\n{config.name}, e-stop {when} the park: {runner.park.outcome}; joints moved {travel * 1e3:.2f} "
+              f"mrad after the e-stop; {float(np.abs(final - rest).max()):.3f} rad from the rest pose; loop "
+              f"ended {cycles / RATE:.2f} s (simulated) later")
+        assert runner.park.phase == "hold" and "e-stop is engaged" in runner.park.outcome
+        assert float(np.abs(final - rest).max()) > 0.05, "the arm went on to the rest pose"
+        assert cycles / RATE <= 5.0 + 1.0
+        assert travel < (0.002 if when == "before" else 0.03)   # measured: 0.02 and 6 mrad at most
+        assert float(np.abs(np.asarray(arm.last_feedback.velocity, dtype=float)).max()) < 0.05
+    finally:
         arm.close()
