@@ -104,7 +104,7 @@ class ArmGroup:
     def _trip(self, culprit: str, cause: str) -> GroupEvent:
         for name, arm in self.arms.items():
             if name != culprit and arm.state is not ArmState.STOPPED:
-                arm.stop(EventKind.ESTOP, f"arm group: {culprit} faulted ({cause}); holding every arm")
+                arm.stop(EventKind.ESTOP, f"arm group: {culprit} stopped ({cause}); holding every arm")
         return self.note("fault", culprit, cause, trip=True)
 
     def clear(self, detail: str = "arm group: cleared by the operator; holding where the arm is") -> bool:

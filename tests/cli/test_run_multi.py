@@ -95,7 +95,7 @@ def test_an_m_stop_on_one_arm_holds_both_with_one_event_naming_it(tmp_path, conf
     assert (len(trips) == 1 and trips[0].arm == "right" and "M-stop" in trips[0].detail) or "mstop" in trips[0].detail
     assert all(a.state is ArmState.STOPPED for a in multi.arms.values())
     left = multi.arms["left"].events.events
-    assert any("arm group: right faulted" in e.detail for e in left)
+    assert any("arm group: right stopped" in e.detail for e in left)
     print(f"\n{config.name}: M-stop of right at {pressed['at']:.3f} s; group event at {trips[0].time:.3f} s "
           f"(+{(trips[0].time - pressed['at']) * 1e3:.0f} ms): {trips[0].detail}")
     assert trips[0].time - pressed["at"] <= 0.0101
@@ -249,7 +249,7 @@ def test_the_recording_holds_every_arm_per_cycle_as_measured_and_the_group_event
     right_events = [m.message for topic, _, m in msgs if topic == "/right/events"]
     assert any("mstop" in e for e in right_events), right_events
     left_events = [m.message for topic, _, m in msgs if topic == "/left/events"]
-    assert any("arm group: right faulted" in e for e in left_events), left_events
+    assert any("arm group: right stopped" in e for e in left_events), left_events
     run_meta = meta["hebictl.run"]
     assert json.loads(run_meta["arms"]) == ["left", "right"]
     assert run_meta["multi_config"] == (tmp_path / f"{config.name.split('.')[0]}-pair.multi.yaml").read_text()
