@@ -29,4 +29,6 @@ def test_a_sleeping_test_costs_wait_not_cpu(tmp_path: Path, workers: list[str]) 
     wall, cpu, wait = float(sleepy["wall_s"]), float(sleepy["cpu_s"]), float(sleepy["wait_s"])
     print(f"\n{SLEEPY} ({sleepy['worker']}): wall {wall:.3f} s, cpu {cpu:.3f} s, wait {wait:.3f} s")
     assert wall >= 0.049 and wait >= 0.045 and cpu < 0.02
+    assert "top by peak memory rise" in r.stdout
+    assert all(float(row["rss_mb"]) > 10 and float(row["peak_rise_mb"]) >= 0 for row in rows.values())
     assert {row["worker"] for row in rows.values()} <= ({"gw0", "gw1"} if workers else {"main"})
