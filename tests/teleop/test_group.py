@@ -176,6 +176,45 @@ def test_a_recorded_group_cycle_has_every_arm_and_each_phase_in_order(tmp_path):
     assert times == sorted(times), "log times go back"
 
 
+def test_a_rotated_group_session_leaves_files_that_each_open_alone_with_every_arm(tmp_path):
+    """A group session rotated at every commit (``--record-rotate-mb`` tiny; a new file's first cycle is
+    committed at once, so here every file holds about one cycle): many files ``-001``, ``-002`` ..., each
+    complete and opening alone with every arm's URDF and commands' channels (each after the first with
+    every arm's mode); every cycle of every arm in exactly one of them."""
+    pytest.importorskip("foxglove_schemas_protobuf", reason="recording needs the record extra")
+    from hebictl.cli.run_multi import multi_arm_recorder
+    from hebictl.recording.reader import read_run, recorded_arms
+    from hebictl.recording.writer import session_path
+
+    clock = SimClock()
+    multi = arms_from_multi_config(Arm, MULTI, "mock", clock=clock)
+    try:
+        runners = {name: ArmRunner(arm, rate_hz=RATE) for name, arm in multi.arms.items()}
+        group = RunnerGroup(runners, rate_hz=RATE, observe=multi.observe)
+        rec = multi_arm_recorder(session_path(tmp_path, arm_id="left_right"), multi, group.group, teleop=True,
+                                 rotate_bytes=1, rotate_seconds=3600.0, metadata={"command": "teleop"})
+        group.record_to(rec)
+        runners["left"].submit("mode", ModeCommand(env(), "position"))
+        cycles(group, clock, int(0.6 * RATE))
+    finally:
+        multi.close()
+    done = rec.close()
+    assert len(done.files) >= 2 and [f.stem[-4:] for f in done.files[:2]] == ["-001", "-002"], done.files
+    counts = {"left": 0, "right": 0}
+    for k, f in enumerate(done.files):
+        run = read_run(f)
+        assert run.complete and recorded_arms(run) == ["left", "right"], f
+        assert {"left/robot.urdf", "right/robot.urdf", "arms.multi.yaml"} <= set(run.attachments), f
+        assert {"/left/teleop/commands", "/right/teleop/acks"} <= set(run.schema_of), f
+        for name in counts:
+            assert run.counts[f"/{name}/robot_description"] == 1, f
+            # (the first file, cut after its first cycle here, ends before that cycle's mode was written)
+            assert k == 0 or run.counts[f"/{name}/supervisor/mode"] >= 1, f
+            counts[name] += run.counts[f"/{name}/joint_states"]
+    assert counts == {"left": done.cycles, "right": done.cycles}, (counts, done)
+    print(f"\n{done.cycles} cycles in {len(done.files)} files")
+
+
 def test_a_plain_stop_holds_only_that_arm_and_a_second_estop_trips_again(pair):
     """``cmd/stop`` (the operator's plain hold) is not a fault: the other arm goes on. An e-stop after
     the group was cleared trips it again, naming the new arm."""
