@@ -440,23 +440,34 @@ def plot_arms(args: argparse.Namespace, run: MultiRun) -> list[Path]:
 
 
 def multi_recorder(args: argparse.Namespace, multi: Any, group: Any, rate: float) -> Any:
-    """``--record RUN.mcap``: one MCAP recorder for every arm (each arm's topics under ``/NAME``, the
-    group's events on ``/group/events``; docs/recording.md), the multi-arm config's text in the
-    metadata and attached with each arm's robot config; None without ``--record``."""
+    """``--record RUN.mcap``: one MCAP recorder for every arm (:func:`multi_arm_recorder`); None
+    without ``--record``."""
     if args.record is None:
         return None
     from hebictl.recording.mcapfile import parse_mode
+
+    return multi_arm_recorder(args.record, multi, group, mode=parse_mode(getattr(args, "record_mode", "0600")),
+                              metadata={"command": "run", "backend_name": args.backend, "rate_hz": f"{rate:g}"})
+
+
+def multi_arm_recorder(path: Any, multi: Any, group: Any, *, names: dict[str, str] | None = None,
+                       metadata: dict[str, str], **options: Any) -> Any:
+    """One MCAP recorder for every arm of ``multi`` (each arm's topics under ``/NAME``, the group's
+    events on ``/group/events``; docs/recording.md), the multi-arm config's text in the metadata and
+    attached with each arm's robot config. ``names``: the name each arm is recorded under by its
+    config name (``hebictl teleop --arm-id PREFIX``: its arm ids; default the config's names);
+    ``options`` go to :class:`~hebictl.recording.writer.McapRecorder` (mode, rotation, ``teleop``)."""
     from hebictl.recording.writer import McapRecorder
 
+    names = names or {name: name for name in multi.arms}
     text = multi.config.path.read_bytes()
     attachments = {"arms.multi.yaml": ("application/yaml", text)}
     for entry in multi.config.arms:
-        attachments[f"{entry.name}/robot.cfg.yaml"] = ("application/yaml", entry.config.path.read_bytes())
-    return McapRecorder(args.record, None, arms=multi.arms, group=group, bases=multi.bases,
-                        mode=parse_mode(getattr(args, "record_mode", "0600")), attachments=attachments,
-                        metadata={"command": "run", "backend_name": args.backend, "rate_hz": f"{rate:g}",
-                                  "config": str(multi.config.path),
-                                  "multi_config": text.decode("utf-8", "replace")})
+        attachments[f"{names[entry.name]}/robot.cfg.yaml"] = ("application/yaml", entry.config.path.read_bytes())
+    return McapRecorder(path, None, arms={names[n]: arm for n, arm in multi.arms.items()}, group=group,
+                        bases={names[n]: base for n, base in multi.bases.items()}, attachments=attachments,
+                        metadata={**metadata, "config": str(multi.config.path),
+                                  "multi_config": text.decode("utf-8", "replace")}, **options)
 
 
 def summary(run: MultiRun, rate: float, elapsed: float, backend: str) -> None:
@@ -487,6 +498,6 @@ def summary(run: MultiRun, rate: float, elapsed: float, backend: str) -> None:
         c.print(f"group event {when}{g.kind} {g.arm or '-'}: {escape(g.detail)}")
 
 
-__all__ = ["ArmPlan", "MultiRun", "arm_goals", "build_plans", "cmd_run_multi", "exit_code", "multi_loop",
-           "multi_recorder", "plot_arms", "plot_feeds", "plot_path", "position_error", "rest_poses", "run_with_status",
-           "shows_status", "status_table", "summary"]
+__all__ = ["ArmPlan", "MultiRun", "arm_goals", "build_plans", "cmd_run_multi", "exit_code", "multi_arm_recorder",
+           "multi_loop", "multi_recorder", "plot_arms", "plot_feeds", "plot_path", "position_error",
+           "rest_poses", "run_with_status", "shows_status", "status_table", "summary"]

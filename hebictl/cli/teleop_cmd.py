@@ -133,8 +133,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "Given, it holds instead of parking")
     add_realtime_flags(p)
     p.add_argument("--record", type=Path, metavar="DIR",
-                   help="record the session (arm, MQTT commands and acks) as MCAP into DIR: one file per session, "
-                        "rotated by size or time (docs/recording.md)")
+                   help="record the session (arm, MQTT commands and acks; a multi-arm config: every arm and the "
+                        "group's events) as MCAP into DIR: one file per session, rotated by size or time "
+                        "(docs/recording.md)")
     p.add_argument("--record-rotate-mb", type=float, default=512.0, help="start the next file at this size [MB]")
     p.add_argument("--record-rotate-min", type=float, default=60.0, help="start the next file after [minutes]")
     p.add_argument("--record-mode", default="0600", metavar="MODE",
@@ -260,11 +261,16 @@ def cmd_teleop(args: argparse.Namespace) -> int:
         asyncio.run(_serve(server, args, {args.arm_id: rest}, banner))
     finally:
         arm.close()
-        if recorder is not None:
-            done = recorder.close()
-            _tell(f"recorded {done.written} of {done.cycles} cycles ({done.dropped} items dropped) to "
-                  + (", ".join(str(f) for f in done.files) or "the live view only"))
+        _close_recorder(recorder)
     return 0
+
+
+def _close_recorder(recorder: Any) -> None:
+    """Close the session's recorder (None: none) and say what it wrote."""
+    if recorder is not None:
+        done = recorder.close()
+        _tell(f"recorded {done.written} of {done.cycles} cycles ({done.dropped} items dropped) to "
+              + (", ".join(str(f) for f in done.files) or "the live view only"))
 
 
 def _arm_id(arm_id: str) -> str:
@@ -305,8 +311,7 @@ def _prepare_realtime(realtime: Any) -> None:
 
 
 #: flags of ``hebictl teleop`` a multi-arm config does not take yet (flag, given?)
-_NOT_ON_MULTI = (("--app", lambda a: a.app is not None), ("--record", lambda a: a.record is not None),
-                 ("--foxglove", lambda a: a.foxglove))
+_NOT_ON_MULTI = (("--app", lambda a: a.app is not None), ("--foxglove", lambda a: a.foxglove))
 
 
 def _teleop_multi(args: argparse.Namespace, settings: Any) -> int:
@@ -314,7 +319,8 @@ def _teleop_multi(args: argparse.Namespace, settings: Any) -> int:
     as ``hebictl run`` builds them (one clock; on ``sim`` one scene; each arm an obstacle in the
     others' collision worlds), each served on its own topics ``hebictl/v1/<NAME>/`` (``--arm-id
     PREFIX``: ``PREFIX-NAME``) by its own bridge, all stepped in one loop under one supervisor
-    (:class:`~hebictl.teleop.server.GroupServer`, :mod:`hebictl.teleop.group`)."""
+    (:class:`~hebictl.teleop.server.GroupServer`, :mod:`hebictl.teleop.group`). ``--record DIR``: one
+    session recording of every arm (:func:`_group_recorder`)."""
     from hebictl.control.arm import Arm
     from hebictl.control.park import rest_position
     from hebictl.multi_config import load_multi_arm_config
@@ -325,12 +331,14 @@ def _teleop_multi(args: argparse.Namespace, settings: Any) -> int:
     if refused:
         raise UsageError(f"{', '.join(refused)}: not yet with a multi-arm config ({args.config.name}); serve its "
                          "arms without it, or one arm's robot config with it (docs/multi_arm.md)")
+    record = _record_options(args) if args.record is not None else None   # a bad flag before any arm opens
     realtime = realtime_request(args)
     mcfg = load_multi_arm_config(args.config)
     ids = {e.name: _arm_id(f"{args.arm_id}-{e.name}" if args.arm_id else e.name) for e in mcfg.arms}
     rate = args.rate or max(e.config.feedback_frequency for e in mcfg.arms)
     clock = loop_clock(args)  # after the config: a PacedClock starts on the wall clock when made
     multi = arms_from_multi_config(Arm, mcfg, args.backend, clock=clock)
+    recorder = None
     try:
         servers, rests = {}, {}
         for entry in mcfg.arms:
@@ -340,6 +348,9 @@ def _teleop_multi(args: argparse.Namespace, settings: Any) -> int:
                                       gripper=multi.grippers.get(entry.name))
         server = GroupServer(servers, rate_hz=rate, observe=multi.observe, realtime=realtime,
                              on_grant=lambda grant: _tell(grant.line()))
+        if record is not None:
+            recorder = _group_recorder(args, multi, server, ids, rate, record)
+            server.group.record_to(recorder)
         _prepare_realtime(realtime)
         banner = (f"hebictl teleop: {mcfg.path.name}: {len(servers)} arms on {args.backend}, one loop at {rate:g} Hz "
                   f"under one arm group; broker {settings.url}, topics "
@@ -353,7 +364,35 @@ def _teleop_multi(args: argparse.Namespace, settings: Any) -> int:
             _tell(f"group event {event.kind} {event.arm or '-'}: {event.detail}")
     finally:
         multi.close()
+        _close_recorder(recorder)
     return 0
+
+
+def _group_recorder(args: argparse.Namespace, multi: Any, server: Any, ids: dict[str, str], rate: float,
+                    options: dict[str, Any]) -> Any:
+    """``--record DIR`` on a multi-arm config: one session recording of every arm, in ``hebictl run``'s
+    multi-arm layout (:func:`~hebictl.cli.run_multi.multi_arm_recorder`: each arm's topics, its MQTT
+    commands and acks among them, under ``/ARM_ID``; the group's events on ``/group/events``), named,
+    made and rotated as one arm's session (``DIR/teleop-<arm ids>-<time>-001.mcap``; ``options``:
+    :func:`_record_options`)."""
+    from hebictl.cli.run_multi import multi_arm_recorder
+    from hebictl.recording.writer import session_path
+
+    path = session_path(args.record, arm_id="_".join(ids.values()))
+    return multi_arm_recorder(path, multi, server.group.group, names=ids, teleop=True, **options,
+                              metadata={"command": "teleop", "backend_name": args.backend, "rate_hz": f"{rate:g}",
+                                        "arm_ids": json.dumps(list(ids.values()))})
+
+
+def _record_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The recorder's file mode and rotation from ``--record-mode``, ``--record-rotate-mb`` and
+    ``--record-rotate-min`` (checked)."""
+    if not (args.record_rotate_mb > 0 and args.record_rotate_min > 0):
+        raise ConfigError("--record-rotate-mb and --record-rotate-min must be > 0")
+    from hebictl.recording.mcapfile import parse_mode
+
+    return {"mode": parse_mode(args.record_mode), "rotate_bytes": int(args.record_rotate_mb * 1e6),
+            "rotate_seconds": args.record_rotate_min * 60.0}
 
 
 async def _serve(server: Any, args: argparse.Namespace, rests: dict[str, Any], banner: str) -> None:
@@ -482,9 +521,7 @@ def _session_recorder(args: argparse.Namespace, arm: Any, cfg: Any, *, inputs: b
     ``inputs``: with the Mobile IO input channel (``--app``)."""
     if args.record is None and not args.foxglove:
         return None
-    if not (args.record_rotate_mb > 0 and args.record_rotate_min > 0):
-        raise ConfigError("--record-rotate-mb and --record-rotate-min must be > 0")
-    from hebictl.recording.mcapfile import parse_mode
+    options = _record_options(args)
     from hebictl.recording.writer import McapRecorder, session_path
 
     live = None
@@ -497,15 +534,13 @@ def _session_recorder(args: argparse.Namespace, arm: Any, cfg: Any, *, inputs: b
                         origins=args.foxglove_origin, max_clients=args.foxglove_max_clients)
         _tell(f"Foxglove live view on {live.url} (read-only; its token is printed below, never logged)")
         print(f"Foxglove: open {live.secret_url}", file=sys.stderr, flush=True)  # the token: terminal only
-    mode = parse_mode(args.record_mode)
     path = session_path(args.record, arm_id=args.arm_id) if args.record is not None else None
     extra_topics: tuple[Any, ...] = ()
     if inputs:
         from hebictl.inputs.recording import INPUT
 
         extra_topics = (INPUT,)
-    return McapRecorder(path, arm, config_path=cfg.path, teleop=True, live=live, mode=mode, extra_topics=extra_topics,
-                        rotate_bytes=int(args.record_rotate_mb * 1e6), rotate_seconds=args.record_rotate_min * 60.0,
+    return McapRecorder(path, arm, config_path=cfg.path, teleop=True, live=live, extra_topics=extra_topics, **options,
                         metadata={"command": "teleop", "backend_name": args.backend, "arm_id": args.arm_id,
                                   "config": str(cfg.path)})
 

@@ -116,6 +116,8 @@ class ArmLane:
         # control-thread state
         self.events_seen = arm.events.dropped + len(arm.events.events)
         self.mode: tuple[str, str, str | None] | None = None
+        #: the arm's teleop mode as its runner last gave it (a multi-arm teleop session: :class:`LaneRecorder`)
+        self.teleop_mode: str | None = None
         self.n_plugins = -1
         self.effort_plugins: list[Any] = []
         self.effort_names: tuple[str, ...] = ()
@@ -229,14 +231,15 @@ class McapRecorder:
     def _topics(self, teleop: bool) -> tuple[schemas.Topic, ...]:
         """The channels: a single arm's as in :data:`schemas.TOPICS`; several arms' per-arm topics
         (joint states and commands, reference, plugin efforts, mode, events, /tf, robot description)
-        under ``/NAME``, the loop's and the teleop ones once, the group's events on ``/group/events``."""
+        under ``/NAME``, with a teleop session's commands and acks: each arm has its own MQTT topics),
+        the loop's once, the group's events on ``/group/events``."""
         spatial = {schemas.TF.name, schemas.ROBOT_DESCRIPTION.name}
         wanted = [t for t in schemas.TOPICS if teleop or not t.teleop_only]
         if not self.multi:
             return tuple(t for t in wanted if self.frames is not None or t.name not in spatial)
         per_arm = {t.name for t in (schemas.JOINT_STATES, schemas.JOINT_COMMANDS, schemas.REFERENCE,
                                     schemas.PLUGIN_EFFORTS, schemas.MODE, schemas.EVENTS, schemas.TF,
-                                    schemas.ROBOT_DESCRIPTION)}
+                                    schemas.ROBOT_DESCRIPTION, schemas.COMMANDS, schemas.ACKS)}
         out = [replace(t, name=lane.topic(t)) for lane in self.lanes for t in wanted
                if t.name in per_arm and (lane.frames is not None or t.name not in spatial)]
         # the recorder's own notes stay on /events (no arm's)
@@ -263,7 +266,8 @@ class McapRecorder:
         self._cycle_start = time.perf_counter()
 
     def sample(self, teleop_mode: str | None = None) -> None:
-        """Hand this cycle's data to the writer; call after ``arm.send()`` (every arm's). Never blocks."""
+        """Hand this cycle's data to the writer; call after ``arm.send()`` (every arm's). Never blocks.
+        ``teleop_mode``: the (one) arm's teleop mode; else each arm's as its :class:`LaneRecorder` got it."""
         now = self.clock.now()
         wall = time.perf_counter()
         start = self._cycle_start if not math.isnan(self._cycle_start) else wall
@@ -273,27 +277,46 @@ class McapRecorder:
         self._last_start, self._last_work, self._cycle_start = start, work, math.nan
         self.cycles += 1
         self._put((_CYCLE, now, self.cycles, period, work, wait, tuple(lane.cycle_arrays() for lane in self.lanes)))
+        self.phase_done()
         for i, lane in enumerate(self.lanes):
-            self._sample_events(i, lane, now, teleop_mode)
+            arm = lane.arm
+            mode = (_mode_of(arm), arm.state.value, teleop_mode if teleop_mode is not None else lane.teleop_mode)
+            if mode != lane.mode:
+                lane.mode = mode
+                self._put((_MODE, now, i, *mode))
+
+    def phase_done(self, *, group_first: bool = False) -> None:
+        """Hand on the events every arm and then the group made since the last call (:meth:`sample`
+        calls it too). A loop that runs its cycle in phases (:class:`hebictl.teleop.group.RunnerGroup`)
+        calls it after each phase, so the file has the cycle's events in the order they happened (one
+        arm's e-stop, then the acks of the commands after it, then the group's trip), at the cost of a
+        length comparison per arm when nothing happened. ``group_first``: after a supervision phase, where
+        the group decides first and then stops the other arms. Never blocks."""
+        if group_first:
+            self._group_events()
+        for i, lane in enumerate(self.lanes):
+            events = lane.arm.events
+            total = events.dropped + len(events.events)
+            if total != lane.events_seen:
+                new = min(total - lane.events_seen, len(events.events))
+                for ev in list(events.events)[-new:]:
+                    self._put((_EVENT, ev.time, i, ev.kind.value, ev.state.value, ev.detail))
+                lane.events_seen = total
+        self._group_events()
+
+    def _group_events(self) -> None:
         group = self.group
         if group is not None and len(group.events) != self._group_seen:
             for ev in group.events[self._group_seen:]:
                 self._put((_GROUP, ev.time, ev.kind, ev.arm, ev.detail))
             self._group_seen = len(group.events)
 
-    def _sample_events(self, i: int, lane: ArmLane, now: float, teleop_mode: str | None) -> None:
-        arm = lane.arm
-        events = arm.events
-        total = events.dropped + len(events.events)
-        if total != lane.events_seen:
-            new = min(total - lane.events_seen, len(events.events))
-            for ev in list(events.events)[-new:]:
-                self._put((_EVENT, ev.time, i, ev.kind.value, ev.state.value, ev.detail))
-            lane.events_seen = total
-        mode = (_mode_of(arm), arm.state.value, teleop_mode)
-        if mode != lane.mode:
-            lane.mode = mode
-            self._put((_MODE, now, i, *mode))
+    def lane(self, name: str) -> LaneRecorder:
+        """Arm ``name``'s handle on a multi-arm recording, for that arm's teleop runner."""
+        for i, lane in enumerate(self.lanes):
+            if lane.name == name:
+                return LaneRecorder(self, i)
+        raise RecordingError(f"no arm {name!r} in this recording (arms: {', '.join(ln.name for ln in self.lanes)})")
 
     def loop_stats(self, stats: Any) -> None:
         """The loop's once-a-second statistics (its ``report`` callback): every numeric field."""
@@ -302,18 +325,19 @@ class McapRecorder:
                                               if isinstance(v, int | float | np.number)}))
 
     # ------------------------------------------------------------------ any thread
-    def command(self, topic: str, command: Any) -> None:
-        """An MQTT command handed to the arm thread (``command.envelope`` carries client and seq)."""
+    def command(self, topic: str, command: Any, lane: int = 0) -> None:
+        """An MQTT command handed to the arm thread (``command.envelope`` carries client and seq);
+        ``lane``: the arm's index in a multi-arm recording (its ``/NAME/teleop/commands``)."""
         env = getattr(command, "envelope", None)
         body = ({f.name: getattr(command, f.name) for f in fields(command) if f.name != "envelope"}
                 if is_dataclass(command) else {})
-        self._put((_COMMAND, self.clock.now(), topic, getattr(env, "client", None), getattr(env, "seq", None),
+        self._put((_COMMAND, self.clock.now(), lane, topic, getattr(env, "client", None), getattr(env, "seq", None),
                    body))
 
-    def ack(self, ack: Any) -> None:
-        """An ack the arm thread sent (:class:`hebictl.teleop.messages.Ack`)."""
-        self._put((_ACK, self.clock.now(), ack.topic, ack.client, ack.seq, bool(ack.accepted), ack.reason or "",
-                   ack.detail or ""))
+    def ack(self, ack: Any, lane: int = 0) -> None:
+        """An ack the arm thread sent (:class:`hebictl.teleop.messages.Ack`); ``lane`` as for :meth:`command`."""
+        self._put((_ACK, self.clock.now(), lane, ack.topic, ack.client, ack.seq, bool(ack.accepted),
+                   ack.reason or "", ack.detail or ""))
 
     def publish(self, topic: str, payload: Mapping[str, Any]) -> None:
         """A JSON message on one of the ``extra_topics`` given at construction (e.g. the input state of
@@ -561,14 +585,14 @@ class McapRecorder:
             self._emit(schemas.LOOP_STATS.name, t_ns, json.dumps(
                 {k: (v if math.isfinite(v) else None) for k, v in item[2].items()}).encode())
         elif kind == _COMMAND:
-            _, _, topic, client, seq, body = item
-            self._emit(schemas.COMMANDS.name, t_ns, json.dumps(
+            _, _, i, topic, client, seq, body = item
+            self._emit(self.lanes[i].topic(schemas.COMMANDS), t_ns, json.dumps(
                 {"topic": topic, "client": client, "seq": seq, "body": body}, default=_jsonable).encode())
         elif kind == _EXTRA:
             self._emit(item[2], t_ns, json.dumps(item[3], default=_jsonable).encode())
         elif kind == _ACK:
-            _, _, topic, client, seq, accepted, reason, detail = item
-            self._emit(schemas.ACKS.name, t_ns, json.dumps(
+            _, _, i, topic, client, seq, accepted, reason, detail = item
+            self._emit(self.lanes[i].topic(schemas.ACKS), t_ns, json.dumps(
                 {"topic": topic, "client": client, "seq": seq, "accepted": accepted, "reason": reason,
                  "detail": detail}).encode())
 
@@ -577,6 +601,36 @@ class McapRecorder:
         msg = Log(level=level, message=text, name=name)  # type: ignore[arg-type]  # protobuf enums are ints
         msg.timestamp.FromNanoseconds(t_ns)
         return msg.SerializeToString()
+
+
+class LaneRecorder:
+    """One arm's handle on a multi-arm :class:`McapRecorder`, in the place of the recorder an
+    :class:`~hebictl.teleop.runner.ArmRunner` records to (``hebictl teleop ARMS.multi.yaml --record``).
+
+    Its commands and acks go to the arm's ``/NAME/teleop/commands`` and ``/NAME/teleop/acks``, as the
+    arm has its own MQTT topics; its teleop mode is kept for the group's sample. The cycle itself
+    (``cycle_start``, ``sample``) and the loop's statistics are the loop's, once a cycle for every arm
+    (:class:`hebictl.teleop.group.RunnerGroup`): here they cost the runner nothing."""
+
+    def __init__(self, recorder: McapRecorder, index: int) -> None:
+        self.recorder = recorder
+        self.index = index
+        self._lane = recorder.lanes[index]
+
+    def command(self, topic: str, command: Any) -> None:
+        self.recorder.command(topic, command, self.index)
+
+    def ack(self, ack: Any) -> None:
+        self.recorder.ack(ack, self.index)
+
+    def sample(self, teleop_mode: str | None = None) -> None:
+        self._lane.teleop_mode = teleop_mode
+
+    def cycle_start(self) -> None:
+        """The group marks its cycle's start once, before every arm's."""
+
+    def loop_stats(self, stats: Any) -> None:
+        """The group's loop reports its statistics once, not once per arm."""
 
 
 def joint_states(names: tuple[str, ...], t_ns: int, p: Any, v: Any, e: Any, *,

@@ -111,21 +111,50 @@ class RunnerGroup:
             runner.admit = self._admission(arm_id)
         self._publish_status()
         self._thread: threading.Thread | None = None
+        #: the session's multi-arm recorder (:meth:`record_to`), or None
+        self.recorder: Any = None
+
+    def record_to(self, recorder: Any) -> None:
+        """Record the session to ``recorder`` (a multi-arm :class:`~hebictl.recording.writer.McapRecorder`
+        whose arms are named by arm id, with this group's :attr:`group` for ``/group/events``): each
+        runner records its commands and acks through its arm's
+        :class:`~hebictl.recording.writer.LaneRecorder`; the loop records each cycle once, with the
+        events of every phase in order (:meth:`step`). Before :meth:`start`."""
+        if self._thread is not None:
+            raise RuntimeError("record_to before start")
+        for arm_id, runner in self.runners.items():
+            runner.recorder = recorder.lane(arm_id)
+        self.recorder = recorder
 
     # ------------------------------------------------------------------ the cycle
     def step(self) -> bool:
-        """One cycle of every arm: inputs, updates, supervision, sends (module doc)."""
+        """One cycle of every arm: inputs, updates, supervision, sends (module doc). With a recorder
+        (:meth:`record_to`) the events of each phase are handed to it after the phase, and the cycle
+        (every arm's feedback and sent command) once after the sends."""
         runners = self.runners.values()
+        rec = self.recorder
+        if rec is not None:
+            rec.cycle_start()
         for runner in runners:
             runner.cycle_begin()   # every arm's e-stop, lost link, fleet hold, shutdown ...
+        if rec is not None:
+            rec.phase_done()
         for runner in runners:
             runner.cycle_commands()   # ... before any arm's command
+        if rec is not None:
+            rec.phase_done()
         for runner in runners:
             runner.cycle_update()
         if self.observe is not None:
             self.observe()
+        if rec is not None:
+            rec.phase_done()
         self.supervise()
+        if rec is not None:
+            rec.phase_done(group_first=True)   # the group trips, then stops the other arms
         going = [runner.cycle_end() for runner in runners]
+        if rec is not None:
+            rec.sample()
         return any(going)
 
     def supervise(self) -> None:
@@ -197,6 +226,8 @@ class RunnerGroup:
     def _report(self, stats: LoopStats) -> None:
         for runner in self.runners.values():
             runner.report_stats(stats)
+        if self.recorder is not None:
+            self.recorder.loop_stats(stats)
 
     # ------------------------------------------------------------------ lifecycle (a runner's)
     def start(self) -> None:

@@ -122,6 +122,99 @@ def test_an_estop_of_one_arm_comes_before_the_other_arms_commands_of_its_cycle(p
     assert all(r.arm.state is ArmState.STOPPED for r in runners.values())
 
 
+def test_a_recorded_group_cycle_has_every_arm_and_each_phase_in_order(tmp_path):
+    """A RunnerGroup recording to one multi-arm MCAP (``hebictl teleop ARMS.multi.yaml --record``), stepped
+    on a SimClock: left's mode and right's e-stop taken in one cycle. The file, read back in file order,
+    has each arm's commands and acks on its own ``/NAME/teleop/...``, one cycle per arm per step, and the
+    phases of that cycle in the order they ran: right's e-stop (ack, then its event), then left's refused
+    mode (group_hold), then the group's trip naming right, then left's stop by the group. The arms are
+    recorded under their arm ids (``--arm-id cell``: ``cell-left``, ``cell-right``)."""
+    pytest.importorskip("foxglove_schemas_protobuf", reason="recording needs the record extra")
+    from hebictl.cli.run_multi import multi_arm_recorder
+    from hebictl.recording.reader import iter_messages, read_run, recorded_arms
+
+    clock = SimClock()
+    multi = arms_from_multi_config(Arm, MULTI, "mock", clock=clock)
+    try:
+        ids = {name: f"cell-{name}" for name in multi.arms}
+        runners = {ids[name]: ArmRunner(arm, rate_hz=RATE) for name, arm in multi.arms.items()}
+        group = RunnerGroup(runners, rate_hz=RATE, observe=multi.observe)
+        rec = multi_arm_recorder(tmp_path / "group.mcap", multi, group.group, names=ids, teleop=True,
+                                 metadata={"command": "test"})
+        group.record_to(rec)
+        cycles(group, clock, 2)
+        runners["cell-left"].submit("mode", ModeCommand(env(), "position"))
+        runners["cell-right"].engage_estop(EstopCommand(env(), True))
+        cycles(group, clock, 3)
+    finally:
+        multi.close()
+    done = rec.close()
+    assert done.cycles == 5 and done.written == 5 and done.dropped == 0, done
+    run = read_run(done.files[0])
+    assert run.complete and recorded_arms(run) == ["cell-left", "cell-right"]
+    assert {"cell-left/robot.cfg.yaml", "cell-right/robot.urdf"} <= set(run.attachments)
+    for name in ("cell-left", "cell-right"):
+        assert run.counts[f"/{name}/joint_states"] == run.counts[f"/{name}/joint_commands"] == 5
+    assert "/teleop/commands" not in run.counts and "/teleop/acks" not in run.counts
+    order = list(iter_messages(done.files[0]))
+
+    def first(topic: str, predicate) -> int:
+        return next(i for i, (t, _, m) in enumerate(order) if t == topic and predicate(m))
+
+    estop_cmd = first("/cell-right/teleop/commands", lambda m: m["topic"] == "estop")
+    mode_cmd = first("/cell-left/teleop/commands", lambda m: m["topic"] == "mode")
+    estop_ack = first("/cell-right/teleop/acks", lambda m: m["topic"] == "estop" and m["accepted"])
+    estop_event = first("/cell-right/events", lambda m: "estop" in m.message)
+    refused = first("/cell-left/teleop/acks", lambda m: m["topic"] == "mode" and m["reason"] == GROUP_HOLD)
+    trip = first("/group/events", lambda m: m.message.startswith("fault cell-right"))
+    held = first("/cell-left/events", lambda m: "cell-right" in m.message)
+    cycle = next(i for i, (t, _, _m) in enumerate(order) if t == "/cell-left/joint_states" and i > held)
+    print(f"\nfile order: commands {mode_cmd}, {estop_cmd}; e-stop ack {estop_ack}, event {estop_event}; "
+          f"left refused {refused}; group trip {trip}; left held {held}; that cycle's /left/joint_states {cycle}")
+    assert max(mode_cmd, estop_cmd) < estop_ack < estop_event < refused < trip < held < cycle
+    times = [t for _, t, _m in order]
+    assert times == sorted(times), "log times go back"
+
+
+def test_a_rotated_group_session_leaves_files_that_each_open_alone_with_every_arm(tmp_path):
+    """A group session rotated at every commit (``--record-rotate-mb`` tiny; a new file's first cycle is
+    committed at once, so here every file holds about one cycle): many files ``-001``, ``-002`` ..., each
+    complete and opening alone with every arm's URDF and commands' channels (each after the first with
+    every arm's mode); every cycle of every arm in exactly one of them."""
+    pytest.importorskip("foxglove_schemas_protobuf", reason="recording needs the record extra")
+    from hebictl.cli.run_multi import multi_arm_recorder
+    from hebictl.recording.reader import read_run, recorded_arms
+    from hebictl.recording.writer import session_path
+
+    clock = SimClock()
+    multi = arms_from_multi_config(Arm, MULTI, "mock", clock=clock)
+    try:
+        runners = {name: ArmRunner(arm, rate_hz=RATE) for name, arm in multi.arms.items()}
+        group = RunnerGroup(runners, rate_hz=RATE, observe=multi.observe)
+        rec = multi_arm_recorder(session_path(tmp_path, arm_id="left_right"), multi, group.group, teleop=True,
+                                 rotate_bytes=1, rotate_seconds=3600.0, metadata={"command": "teleop"})
+        group.record_to(rec)
+        runners["left"].submit("mode", ModeCommand(env(), "position"))
+        cycles(group, clock, int(0.6 * RATE))
+    finally:
+        multi.close()
+    done = rec.close()
+    assert len(done.files) >= 2 and [f.stem[-4:] for f in done.files[:2]] == ["-001", "-002"], done.files
+    counts = {"left": 0, "right": 0}
+    for k, f in enumerate(done.files):
+        run = read_run(f)
+        assert run.complete and recorded_arms(run) == ["left", "right"], f
+        assert {"left/robot.urdf", "right/robot.urdf", "arms.multi.yaml"} <= set(run.attachments), f
+        assert {"/left/teleop/commands", "/right/teleop/acks"} <= set(run.schema_of), f
+        for name in counts:
+            assert run.counts[f"/{name}/robot_description"] == 1, f
+            # (the first file, cut after its first cycle here, ends before that cycle's mode was written)
+            assert k == 0 or run.counts[f"/{name}/supervisor/mode"] >= 1, f
+            counts[name] += run.counts[f"/{name}/joint_states"]
+    assert counts == {"left": done.cycles, "right": done.cycles}, (counts, done)
+    print(f"\n{done.cycles} cycles in {len(done.files)} files")
+
+
 def test_a_plain_stop_holds_only_that_arm_and_a_second_estop_trips_again(pair):
     """``cmd/stop`` (the operator's plain hold) is not a fault: the other arm goes on. An e-stop after
     the group was cleared trips it again, naming the new arm."""
@@ -346,11 +439,121 @@ def test_teleop_on_a_multi_arm_config_serves_each_arm_and_one_estop_holds_both(b
         assert f"arm {arm_id}: stopped, holding" in text, text[-3000:]
 
 
-@pytest.mark.parametrize("flag", [["--app", "jog"], ["--record", "rec"], ["--foxglove"]])
+# ---------------------------------------------------------------- hebictl teleop ARMS.multi.yaml --record DIR
+async def _group_session(url: str) -> None:
+    """Both arms set to position and sent a goal each; right's e-stop holds both (each status says so);
+    left's mode is then refused (group_hold)."""
+    async with TeleopClient(url, "left", name="op-l") as left, TeleopClient(url, "right", name="op-r") as right:
+        for c in (left, right):
+            await c.wait_status(lambda s: s["status"] == "online", timeout=HANG_S)
+            assert (await c.mode("position", timeout=HANG_S)).accepted
+        assert (await left.joint_goal(list(np.add(HOME, 0.1)), timeout=HANG_S)).accepted
+        assert (await right.joint_goal(list(np.add(HOME, -0.1)), timeout=HANG_S)).accepted
+        assert (await right.estop(True, timeout=HANG_S)).accepted
+        for c in (left, right):
+            await c.wait_status(lambda s: (s.get("group") or {}).get("held") and s["state"] == "stopped",
+                                timeout=HANG_S)
+        ack = await left.mode("position", timeout=HANG_S)
+        assert not ack.accepted and ack.reason == "group_hold", ack
+
+
+@pytest.mark.broker
+def test_teleop_on_a_multi_arm_config_records_every_arm_in_one_session_file(broker, spawned, tmp_path, capsys):
+    """``hebictl teleop configs/two-x-series-6dof.multi.yaml --record DIR`` as a real process (mock, paced
+    clock): commands to both arms, right's e-stop holding both, left's refused mode, then SIGTERM. One
+    session file ``teleop-left_right-*-001.mcap`` (0600 in a 0700 folder), read back with the ``mcap``
+    package's reader and hebictl's: every arm's cycles (as many as the recorder counted), each arm's
+    commands and acks on its own ``/NAME/teleop/...``, right's e-stop, the group's trip naming right and
+    left's stop by it, in that order, then the SIGTERM's stop of every arm; ``hebictl log info`` lists
+    both arms, ``hebictl plot`` draws one figure per arm."""
+    import argparse
+    import stat
+    from importlib.util import find_spec
+
+    pytest.importorskip("foxglove_schemas_protobuf", reason="recording needs the record extra")
+    from hebictl.cli.log_cmd import cmd_info
+    from hebictl.recording import schemas
+    from hebictl.recording.reader import iter_messages, load_recorder, read_run, recorded_arms
+    from tests.recording.helpers import Readback
+
+    folder = tmp_path / "sessions"
+    proc = spawn_teleop(broker.url, str(MULTI), "--record", str(folder), "--stop-hold", "0.2")
+    spawned.append(proc)
+    err = StderrLines(proc)
+    asyncio.run(asyncio.wait_for(_group_session(broker.url), 4 * HANG_S))
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(HANG_S) == 0, err.text()[-3000:]
+    text = err.text()
+    files = sorted(folder.glob("*.mcap"))
+    assert [f.name.rsplit("-", 3)[0] for f in files] == ["teleop-left_right"] and files[0].stem.endswith("-001"), files
+    assert "recorded" in text and str(files[0]) in text, text[-3000:]
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700 and stat.S_IMODE(files[0].stat().st_mode) == 0o600
+
+    back = Readback(files[0])   # the mcap package's reader, through the file's index
+    summary = back.metadata[schemas.FINAL_METADATA]
+    cycles = int(summary["written"])
+    assert summary["dropped"] == "0" and cycles == int(summary["cycles"]) > 0, summary
+    meta = back.metadata[schemas.RUN_METADATA]
+    assert meta["command"] == "teleop" and meta["arms"] == '["left", "right"]', meta
+    attached = {"arms.multi.yaml", "left/robot.cfg.yaml", "right/robot.cfg.yaml", "left/robot.urdf"}
+    assert attached <= set(back.attachments), sorted(back.attachments)
+    for name in ("left", "right"):
+        assert len(back.messages[f"/{name}/joint_states"]) == len(back.messages[f"/{name}/joint_commands"]) == cycles
+        sent = [m["topic"] for _, m in back.messages[f"/{name}/teleop/commands"]]
+        assert sent[:2] == ["mode", "joint_goal"], sent
+    assert not back.messages["/teleop/commands"] and "/teleop/acks" not in back.declared
+    right_sent = [m["topic"] for _, m in back.messages["/right/teleop/commands"]]
+    assert right_sent == ["mode", "joint_goal", "estop"], right_sent
+    left_acks = [(m["topic"], m["accepted"], m["reason"]) for _, m in back.messages["/left/teleop/acks"]]
+    assert left_acks == [("mode", True, ""), ("joint_goal", True, ""), ("mode", False, "group_hold")], left_acks
+    assert [m["topic"] for _, m in back.messages["/right/teleop/acks"]] == ["mode", "joint_goal", "estop"]
+
+    run = read_run(files[0])   # hebictl's reader, in file order
+    assert run.complete and recorded_arms(run) == ["left", "right"]
+    order = list(iter_messages(files[0]))
+
+    def first(topic: str, predicate) -> int:
+        return next(i for i, (t, _, m) in enumerate(order) if t == topic and predicate(m))
+
+    estop = first("/right/events", lambda m: m.message.startswith("estop"))
+    trip = first("/group/events", lambda m: m.message.startswith("fault right"))
+    held = first("/left/events", lambda m: "arm group: right stopped" in m.message)
+    refused = first("/left/teleop/acks", lambda m: m["reason"] == "group_hold")
+    stop = first("/group/events", lambda m: m.message.startswith("stop -: terminate"))
+    assert first("/right/teleop/acks", lambda m: m["topic"] == "estop") < estop < trip < held < refused < stop
+    times = [t for _, t, _m in order]
+    assert times == sorted(times), "log times go back"
+    with capsys.disabled():
+        print(f"\n{cycles} cycles of each arm recorded; file order: e-stop {estop}, group trip {trip}, left held "
+              f"{held}, left refused {refused}, SIGTERM's stop {stop} of {len(order)} messages")
+
+    assert cmd_info(argparse.Namespace(recording=files[0], urdf=None, json=False)) == 0
+    info = capsys.readouterr().out
+    assert "recorded by teleop" in info and "arms: left, right" in info and "complete" in info, info
+    for topic in ("/left/teleop/acks", "/right/teleop/commands", "/group/events"):
+        assert f"  {topic} " in info, info
+    if find_spec("matplotlib") is not None:
+        from hebictl.cli.run_cmd import cmd_plot
+
+        assert cmd_plot(argparse.Namespace(recording=files[0], output=tmp_path / "s.png", layout=False)) == 0
+        for name in ("left", "right"):
+            assert (tmp_path / f"s-{name}.png").stat().st_size > 10_000
+            assert len(load_recorder(files[0], name)[0]) == cycles
+
+
+@pytest.mark.parametrize("flag", [["--app", "jog"], ["--foxglove"]])
 def test_flags_a_multi_arm_config_does_not_take_yet_are_refused_before_any_arm_opens(flag, capsys):
     assert main(["teleop", str(MULTI), *flag]) == 2
     err = capsys.readouterr().err
     assert flag[0] in err and "multi-arm config" in err, err
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--record-rotate-mb", "0"), ("--record-mode", "0777")])
+def test_a_bad_recording_flag_on_a_multi_arm_config_is_refused_before_any_arm_opens(flag, value, tmp_path, capsys):
+    assert main(["teleop", str(MULTI), "--record", str(tmp_path / "rec"), flag, value]) == 2
+    err = capsys.readouterr().err
+    assert flag in err, err
+    assert not (tmp_path / "rec").exists()
 
 
 def test_a_status_with_the_group_object_passes_the_status_schema():
