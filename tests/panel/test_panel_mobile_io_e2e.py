@@ -314,9 +314,12 @@ def test_gravcomp_toggle_layout_button_switches_gravity_compensation_and_quits(r
     assert _states(tap, "armG", t0)[-3:] == ["gravcomp_on", "gravcomp_off", "gravcomp_on"]
     page.wait_for_function("getComputedStyle(document.querySelector('#mio_led')).backgroundColor "
                            "=== 'rgb(49, 130, 206)'", timeout=HANG * 1000)   # the page's LED shows the app's (blue)
-    # B1 quits (HEBI's layout label ❌). A stream gap on the loaded machine pauses the app (stale input
-    # holds) and the first sample after it is a baseline that carries no edge: a press lost that way is
-    # made again, as an operator would (CI saw it once: paused, the quit never seen)
+    # B1 quits (HEBI's layout label ❌). On the loaded machine a momentary press can be lost: a stream gap
+    # pauses the app (stale input holds) and the first sample after it is a baseline with no edge, or the
+    # samples reach the arm in a burst and its mailbox keeps only the newest per cycle (the press's down
+    # and up in one cycle; issue noted in the closing note of stop 38). An operator presses again: so
+    # does the test, once 50 more samples (2.5 s of the emulator's stream) reached the broker without the
+    # exit. CI's pass 2 saw the lost press twice.
     st: dict[str, Any] | None = None
     for _ in range(5):
         t_quit = time.time()
@@ -325,8 +328,7 @@ def test_gravcomp_toggle_layout_button_switches_gravity_compensation_and_quits(r
         def outcome(t: float = t_quit) -> Any:
             done = next((s for _, s in tap.get("armG", "state/status", t)
                          if (s.get("app") or {}).get("state") == "exit"), None)
-            lost = _app(tap, "armG").get("state") == "paused" and len(inputs(tap, "armG", t)) >= 10
-            return done or ("lost" if lost else None)
+            return done or ("lost" if len(inputs(tap, "armG", t)) >= 50 else None)
 
         got = tap.wait(outcome, HANG, "the app's exit, or the press lost to a paused app")
         if got != "lost":
