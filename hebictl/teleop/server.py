@@ -216,12 +216,11 @@ class GroupServer:
                 for s in self.servers.values():
                     s.bridge.stop()
             await asyncio.wait(tasks)
-            failed = [t.exception() for t in tasks if not t.cancelled() and t.exception() is not None]
-            if failed:
-                exc = failed[0]
+            exc = next((e for t in tasks if not t.cancelled() and (e := t.exception()) is not None), None)
+            if exc is not None:
                 if not self.stopping:
                     log.error("an MQTT bridge failed (%s: %s); every arm stops and holds", type(exc).__name__, exc)
-                raise exc   # type: ignore[misc]  # an exception instance
+                raise exc
         finally:
             for t in tasks:
                 t.cancel()
