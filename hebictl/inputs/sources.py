@@ -2,7 +2,11 @@
 recording (hebictl's MCAP input channel, or a hebi-py ``.hebilog`` of a Mobile IO group).
 
 A source has one method the control loop calls every cycle, ``poll(now)``: the newest sample
-that arrived since the last poll, or None. Sources never decide anything: staleness, reconnects
+that arrived since the last poll, or None. Where several samples arrive between two polls (a
+burst from a busy broker or bridge, a replay faster than the loop) the axes and the pose are the
+newest's, but no button state is skipped (:class:`Coalescer`): a press whose down and up reached the
+controller inside one cycle is delivered as a press in one cycle and its release in the next,
+instead of vanishing. Sources never decide anything: staleness, reconnects
 and the enable edge are :mod:`hebictl.inputs.guard`'s, the same for all of them. The real phone is
 :class:`hebictl.inputs.mobile_io.MobileIOSource`.
 
@@ -12,10 +16,11 @@ instructions): ``indicate(led, text)``; sources without a screen ignore it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -45,10 +50,68 @@ class InputSource(Protocol):
     def close(self) -> None: ...
 
 
+#: at most this many button states wait to be delivered, one per cycle (a Mobile IO at 50 Hz makes
+#: at most a few between two cycles; beyond it the oldest waiting state is dropped and counted)
+MAX_BUTTON_BACKLOG = 8
+
+
+class Coalescer:
+    """Many samples in, one per poll out, without losing a button state.
+
+    Axes and pose are continuous: the newest wins. Buttons are events: every change of the button
+    tuple is kept in order (a burst of down, up between two polls is a press, then a release), so each
+    poll delivers the newest sample with the oldest button state not yet delivered. A backlog beyond
+    :data:`MAX_BUTTON_BACKLOG` drops its oldest state (``dropped``): a flood of toggling buttons costs
+    at most that many cycles of button delay, never memory or the newest axes. Not thread-safe: the
+    owner locks."""
+
+    def __init__(self) -> None:
+        self._newest: InputState | None = None
+        self._buttons: deque[tuple[int, ...]] = deque()
+        self._delivered: tuple[int, ...] | None = None
+        self._waiting = False
+        #: button states dropped from a full backlog
+        self.dropped = 0
+
+    def add(self, state: InputState) -> None:
+        """Take ``state`` in as the newest sample."""
+        tail = self._buttons[-1] if self._buttons else self._delivered
+        if state.buttons != tail:
+            if len(self._buttons) >= MAX_BUTTON_BACKLOG:
+                self._buttons.popleft()
+                self.dropped += 1
+            self._buttons.append(state.buttons)
+        self._newest = state
+        self._waiting = True
+
+    @property
+    def waiting(self) -> bool:
+        """Something not yet delivered (a sample, or button states of the backlog)."""
+        return self._waiting
+
+    def take(self) -> InputState | None:
+        """The sample of this poll (None: nothing since the last one)."""
+        newest = self._newest
+        if newest is None or not self._waiting:
+            return None
+        buttons = self._buttons.popleft() if self._buttons else newest.buttons
+        self._delivered = buttons
+        self._waiting = bool(self._buttons)
+        return newest if buttons == newest.buttons else dataclasses.replace(newest, buttons=buttons)
+
+    def clear(self) -> None:
+        """Forget what waits (the last delivered button state stays the reference)."""
+        if self._newest is not None:
+            self._delivered = self._newest.buttons
+        self._buttons.clear()
+        self._waiting = False
+
+
 class TimedSource:
     """Samples delivered at their times: each state's ``t`` is seconds after the source's start (the
-    first poll); a poll returns the newest one due, restamped with the arm's time ``now``. Scripts
-    and replays are this; ``exhausted`` once the last sample is out."""
+    first poll); a poll returns the newest one due (with every button state due, one per poll:
+    :class:`Coalescer`), restamped with the arm's time ``now``. Scripts and replays are this;
+    ``exhausted`` once the last sample is out and delivered."""
 
     def __init__(self, samples: Sequence[InputState], name: str = "script") -> None:
         self.name = name
@@ -57,18 +120,19 @@ class TimedSource:
         #: [s, arm clock] the first poll (the script's time 0), None before it
         self.started_at: float | None = None
         self.indications: list[tuple[str | None, str | None]] = []
+        self._due = Coalescer()
 
     @property
     def exhausted(self) -> bool:
-        return self._next >= len(self.samples)
+        return self._next >= len(self.samples) and not self._due.waiting
 
     def poll(self, now: float) -> InputState | None:
         if self.started_at is None:
             self.started_at = now
-        due: InputState | None = None
         while self._next < len(self.samples) and self.samples[self._next].t <= now - self.started_at + 1e-9:
-            due = self.samples[self._next]
+            self._due.add(self.samples[self._next])
             self._next += 1
+        due = self._due.take()
         if due is None:
             return None
         return InputState(now, due.buttons, due.axes, due.position, due.orientation, due.quality,
@@ -82,7 +146,8 @@ class TimedSource:
 
 
 class MailboxSource:
-    """The newest valid sample handed in from another thread (the MQTT subscriber's).
+    """The newest valid sample handed in from another thread (the MQTT subscriber's), with every
+    button state since the last poll delivered one per poll (:class:`Coalescer`).
 
     ``offer`` validates the payload with :func:`hebictl.inputs.schema.parse_input`; a bad one is
     dropped and counted by reason in ``rejected`` (with the last reason and detail in
@@ -96,7 +161,7 @@ class MailboxSource:
         self.last_rejection: tuple[str, str] | None = None
         self.accepted = 0
         self._lock = threading.Lock()
-        self._latest: InputState | None = None
+        self._pending = Coalescer()
         self._seq: dict[str, int] = {}
         self._client: dict[int, str] = {}
 
@@ -128,7 +193,7 @@ class MailboxSource:
         """Keep a sample validated elsewhere (by an :class:`InputCheck` in ``hebictl teleop``'s bridge
         process) as the newest, counted as accepted."""
         with self._lock:
-            self._latest = state
+            self._pending.add(state)
             self.accepted += 1
 
     def drop(self, reason: str, detail: str) -> None:
@@ -143,18 +208,32 @@ class MailboxSource:
         self._seq[client] = state.seq
         if len(self._seq) > 64:  # bounded: the least recently heard senders are forgotten
             self._seq.pop(next(iter(self._seq)))
-        self._latest = state
+        self._pending.add(state)
         self.accepted += 1
 
     def poll(self, now: float) -> InputState | None:
         with self._lock:
-            state, self._latest = self._latest, None
-        return state
+            return self._pending.take()
+
+    def clear(self) -> None:
+        """Forget every sample that waits (a new run starts from what comes next)."""
+        with self._lock:
+            self._pending.clear()
+
+    @property
+    def buttons_dropped(self) -> int:
+        """Button states dropped from a full backlog (a flood of toggling buttons)."""
+        with self._lock:
+            return self._pending.dropped
 
     def counts(self) -> tuple[int, dict[str, int]]:
-        """(accepted, dropped by reason), read together (another thread may be offering)."""
+        """(accepted, dropped by reason), read together (another thread may be offering); button
+        states dropped from a full backlog count as ``button_backlog``."""
         with self._lock:
-            return self.accepted, dict(self.rejected)
+            dropped = dict(self.rejected)
+            if self._pending.dropped:
+                dropped["button_backlog"] = self._pending.dropped
+            return self.accepted, dropped
 
     def indicate(self, led: str | None, text: str | None) -> None:
         return None

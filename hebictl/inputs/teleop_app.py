@@ -96,7 +96,7 @@ class TeleopApp:
 
     def begin(self) -> None:
         now = self.arm.clock.now()
-        self.source.poll(now)  # a sample that waited from before this run is not part of it
+        self.source.clear()  # a sample that waited from before this run is not part of it
         plugin = self.arm.plugin("GravityCompensationEffort")
         self._gravcomp_was = None if plugin is None else bool(plugin.enabled)
         app = make_app(self.name, self.arm, box=self.box, path_file=self.path_file)

@@ -84,6 +84,34 @@ def test_quitting_a_hand_guided_app_holds_a_finite_position(rig):
     assert runner.mode == "app"
 
 
+@pytest.mark.parametrize("path", ["offer", "take"])
+def test_a_quit_tap_that_reaches_the_arm_in_one_burst_still_quits(rig, path):
+    # a busy PC: the tap's down and up (and samples around them) land between two cycles, through the
+    # thread bridge (offer) or the bridge process's link (take); the app must still see the press
+    runner, arm, app, acks = rig
+    runner.submit("mode", ModeCommand(Envelope(next(_seq), 0.0, "op"), "app"))
+    run(runner, 3, [0] * 8)
+    quit_down = [1, 0, 0, 0, 0, 0, 0, 0]
+    for buttons in ([0] * 8, quit_down, quit_down, [0] * 8, [0] * 8):
+        if path == "offer":
+            assert app.offer(payload(buttons))[0]
+        else:
+            app.take(json_state(buttons), arm.clock.now())
+    states = []
+    for _ in range(3):
+        runner.step()
+        states.append(runner.snapshot.app["state"])
+    print(f"app state over the 3 cycles after the burst ({path}): {states}")
+    assert states[-1] == "exit"
+    assert runner.snapshot.app["input_dropped"] == {}
+
+
+def json_state(buttons):
+    from hebictl.inputs.schema import parse_input
+
+    return parse_input(payload(buttons), 0.0)
+
+
 def test_the_bridge_takes_cmd_input_only_in_mode_app_and_acks_refusals_with_the_sources_reason(rig):
     import asyncio
     import time
