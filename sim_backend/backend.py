@@ -484,6 +484,13 @@ class SimBackend(ModuleGroup):
         self._sign = np.concatenate([self._sign, signs])
         dadr = self.scene.dadr[joints]
         np.add.at(self._m.dof_armature, dadr, self.rotor_inertia[joints])  # the second rotor
+        # and its torque: the exported joint's actuatorfrcrange bounds one module's effort, and MuJoCo
+        # clips the joint's summed actuator force to it (x7's double shoulder applied 44 of the 71
+        # N·m its two modules reported once a brake asked for more than one module's worth)
+        jnt = self._m.dof_jntid[dadr]
+        extra = self.actuators.motor[2, first:]
+        np.add.at(self._m.jnt_actfrcrange[:, 0], jnt, -extra)
+        np.add.at(self._m.jnt_actfrcrange[:, 1], jnt, extra)
         self._bind()
         if self.safety is not None:
             self.firmware.apply(self.safety, self._joint, self._sign)

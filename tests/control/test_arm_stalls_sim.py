@@ -219,3 +219,38 @@ def test_a_stall_inside_a_path_check_sends_no_old_command_and_is_a_latched_gap(k
         assert back < BACK_TOL_MM
     finally:
         rig.close()
+
+
+@pytest.mark.parametrize(("phase", "payload"), [("rest", 0.0), ("move", 0.0), ("rest", 1.5), ("move", 1.5)])
+@pytest.mark.parametrize("key", KEYS)
+def test_after_a_long_fall_no_joint_is_pulled_back_toward_where_it_fell_from(key, phase, payload):
+    """An 800 ms stall (at rest or mid-goal, an unknown 1.5 kg or none): the limp arm falls and the
+    controller comes back to joints at 2-5x their rated speed. The brake from the measured state stops
+    them with the lag of its ramp (capped at the rated speed) while they outrun it, then lands the
+    command on each joint that has slowed below its ramp and follows it to rest: no cycle commands a
+    joint back toward where it fell from. Before, the trailing ramp pulled the stopped joints back
+    (the end effector came back 13-233 mm from the furthest it got; 25-82 cycles per run pulled a
+    joint back). Judged per joint on the physical state: a cycle where the command is more than 10
+    mrad behind the joint along the way it was moving at the gap's end while it moves back faster
+    than 0.05 rad/s."""
+    rig = SupRig(key, payload=payload)
+    try:
+        arm = rig.arm
+        rig.move() if phase == "move" else rig.settle(0.3)
+        rig.clear()
+        rig.clock.advance(0.8)
+        rig.settle(1.5)
+        q, c, v = np.array(rig.q), np.array(rig.cmd), np.array(rig.v)
+        way = np.sign(v[0])
+        pulled = ((c - q) * way < -0.01) & (v * way < -0.05)
+        ee = np.array([rig.ee(x) for x in q])
+        reach = np.linalg.norm(ee - ee[0], axis=1)
+        path = float(np.linalg.norm(np.diff(ee, axis=0), axis=1).sum())
+        print(f"\n{key} {phase} {payload:g} kg, 0.8 s stall: {np.max(np.abs(v[0]) / rig.vmax):.1f}x rated at the "
+              f"first sample; end effector {path * 1e3:.0f} mm of path, {reach.max() * 1e3:.0f} mm at most from "
+              f"there, {(reach.max() - reach[-1]) * 1e3:.1f} mm back from that; cycles pulling a joint back "
+              f"{pulled.sum(axis=0).tolist()}; events {rig.events_since(rig.t[0])}")
+        assert arm.state is ArmState.STOPPED and EventKind.CONTROL_GAP in arm.events.kinds()
+        assert not pulled.any()
+    finally:
+        rig.close()

@@ -65,6 +65,42 @@ def test_extra_modules_are_checked_and_add_a_rotor():
     assert after[1] == pytest.approx(2 * armature[1]) and after[0] == armature[0]
 
 
+def test_both_shoulder_modules_torque_reaches_the_joint_beyond_one_modules_worth():
+    """Past one module's rated effort, MuJoCo applies what both modules exert: the exported joint's
+    actuatorfrcrange (one module's effort) is widened by the second module's. It was not: x7's
+    double shoulder applied 44 of the 71 N·m its two modules reported during a brake, so the arm
+    was weaker than the real one and the contact observer saw 25 N·m that nobody applied."""
+    from hebictl.control.arm import Arm
+
+    clock = SimClock()
+    arm = Arm.from_config(DOUBLE, backend="sim", clock=clock)
+    be = arm.backend
+    m, d = be.mj_model, be.mj_data
+    j = int(m.dof_jntid[be.scene.dadr[1]])
+    one = float(arm.limits.effort_max[1])
+    assert m.jnt_actfrcrange[j].tolist() == [-2 * one, 2 * one]
+    for _ in range(300):
+        arm.update()
+        arm.send()
+    clock.advance(0.8)   # a stall: the limp arm falls, then the brake asks the shoulder for all it has
+    mirror = Feedback.empty(1)
+    worst, both = 0.0, 0.0
+    for _ in range(40):
+        arm.update()
+        arm.send()
+        be.extra[0].read(mirror)
+        fb = arm.last_feedback
+        reported = fb.effort[1] - mirror.effort[0]   # the mirrored module's effort, in joint coordinates
+        applied = float(d.qfrc_actuator[be.scene.dadr[1]])
+        worst = max(worst, abs(applied - reported))
+        both = max(both, abs(reported))
+    print(f"\nx7 shoulder after an 0.8 s fall: both modules up to {both:.1f} N·m (one module's rated "
+          f"{one:.0f}); applied - reported at most {worst:.2e} N·m")
+    assert both > 1.2 * one   # the brake did need more than one module's worth
+    assert worst < 0.01 * both   # (the samples and the physics step are not the same instant; was 27 N·m)
+    arm.close()
+
+
 def test_mirrored_module_alone_moves_the_joint_the_other_way():
     """A mirrored module commanded +0.1 rad in its own coordinates moves the joint to -0.1 rad."""
     be = open_backend("sim", config=CONFIG, clock=SimClock(), initial_position=np.zeros(6),

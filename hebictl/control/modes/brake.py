@@ -58,6 +58,9 @@ class Braking:
     overrun: bool = False
     rebrakes: int = 0
     clock: tuple[float, float] | None = None
+    #: [rad] per joint, where a joint that ran ahead of an overrun brake's ramp came to rest (NaN:
+    #: still on the ramp; None: none yet): see :meth:`land`
+    landed: FloatArray | None = None
     kind: ClassVar[Mode] = Mode.BRAKE
 
     def ramp_time(self, now: float, lead: float = 0.0) -> float:
@@ -122,8 +125,53 @@ class Braking:
         if state is not None:
             cmd.position[:] = state[0]
             cmd.velocity[:] = state[1]
+            if self.overrun and not blind:
+                self.land(ctx, now, cmd)
             return
         ctx.supervisor.motion.position_command(ctx, now, cmd, blind)
+
+    def land(self, ctx: ModeContext, now: float, cmd: Command) -> None:
+        """An overrun brake (the arm fell or was flung faster than the rated speed its ramp starts
+        from): a joint that ran ahead of the ramp along its braking direction and is now slower than
+        the ramp there is held where it is, the command landing on it and following it on along that
+        direction until it stops (velocity command zero: the modules' loops brake it), never pulled
+        back onto the ramp that trails it (or onto the command the rate limiter carries on from before
+        a control gap). While the arm is faster than its ramp, the ramp's lag is what stops the fall
+        (the position loop pulls against it); once the ramp is the faster, the same lag drives the
+        joint back toward where it fell from (r6 after an 800 ms stall mid-goal: the ramp 0.27 rad
+        behind a shoulder that had stopped, the end effector pulled back 12.9 mm; an elbow pulled
+        back dragged the shoulder on, 45 mm). A command step onto the measured position, along the
+        motion, commands no motion."""
+        if not ctx.fresh():
+            return
+        direction = np.sign(self.ramp.v0)
+        meas = ctx.feedback.position
+        along = ctx.measured_velocity(now, math.inf) * direction
+        if self.landed is None:
+            self.landed = np.full(ctx.dof, np.nan)
+        landed = self.landed
+        last = ctx.rate.last  # what the modules hold: after a gap the rate limiter carries it from before
+        commanded = np.where(np.isfinite(last), last, cmd.position)
+        ahead = (direction != 0.0) & ((meas - commanded) * direction > LAG_MIN_RAD)
+        new = ahead & (along <= np.abs(cmd.velocity)) & np.isnan(landed)
+        np.copyto(landed, meas, where=new)
+        np.copyto(landed, meas, where=(meas - landed) * direction > 0.0)  # (NaN: False) it went on: follow
+        held = np.isfinite(landed)
+        if not bool(held.any()):
+            return
+        np.copyto(cmd.position, landed, where=held)
+        np.copyto(cmd.velocity, 0.0, where=held)
+        np.copyto(ctx.rate.last, landed, where=held)  # the rate limiter starts the held joints there
+        lim = ctx.limits  # held where it fell, even past a limit (the others: as they are)
+        ctx.allow_outside(np.where(held, landed, np.clip(meas, lim.position_min, lim.position_max)))
+        if ctx.reference is not None:  # what is fed forward (gravity, the ramp's deceleration): there too;
+            # a held joint still moving on keeps the ramp's deceleration (the braking the lag gave), a
+            # stopped one none (nothing pushes it back)
+            p, v, a = (x.copy() for x in ctx.reference)
+            np.copyto(p, landed, where=held)
+            v[held] = 0.0
+            a[held & (along <= ctx.safety.at_goal_velocity_tolerance)] = 0.0
+            ctx.reference = (p, v, a)
 
     def step(self, ctx: ModeContext, now: float, lead: float = 0.0) -> State | None:
         """The brake ramp at ``now + lead`` (:meth:`sample`); once it has ended, brake again

@@ -90,6 +90,15 @@ def all_below(x, limit):
     return True
 
 
+@jit.kernel(f"{_VEC}, {_VEC}", cache=jit.CACHE)
+def any_beyond(x, bound):
+    """True when some |x[i]| > ``bound[i]`` (a NaN entry is not beyond: not measured)."""
+    for i in range(x.shape[0]):  # noqa: SIM110  (a loop numba compiles; any() of a generator it does not)
+        if abs(x[i]) > bound[i]:
+            return True
+    return False
+
+
 @jit.kernel(f"{_VEC}, {_VEC}, {_VEC}, f8[:, :, ::1], i8, i8, {_VEC}, {_VEC}", cache=jit.CACHE)
 def echo_status(pos, vel, eff, ring, count, head, tol_abs, tol_rel):
     """Which of the last ``count`` commands sent (``ring`` (K, 3, n), newest at ``head``) the
