@@ -207,7 +207,7 @@ function onArms(m) {
   }
   for (const o of sel.options) {
     const a = m.arms.find((x) => x.id === o.value);
-    o.textContent = `${a.id} (${armWords(a)}${a.backend ? ", " + a.backend : ""}${a.config ? ", " + a.config : ""})`;
+    o.textContent = armWords(a);
   }
   showOverview(m);
   if (!S.arm && m.arms.length) select(m.arms[0].id);
@@ -215,13 +215,14 @@ function onArms(m) {
   else if (S.ws && S.ws.readyState === 1) { $("conn").textContent = "broker connected"; $("conn").className = "pill ok"; }
 }
 
-// one arm's state in a few words: the selector's and the overview card's
+// one arm in a line for the selector: "left (online, sim, left.cfg.yaml) – position · running · HELD by right"
 function armWords(a) {
   const link = a.offline ? "offline" : (a.stale ? "STALE" : (a.status || "?"));
-  if (a.offline) return link;
+  const where = `${a.id} (${link}${a.backend ? ", " + a.backend : ""}${a.config ? ", " + a.config : ""})`;
+  if (a.offline) return where;
   const flags = [a.estop ? "E-STOP" : "", a.m_stopped ? "M-STOP" : "",
     a.held ? (a.held_by === a.id ? "HOLDS ITS GROUP" : `HELD by ${a.held_by || "the group"}`) : ""].filter(Boolean);
-  return [link, a.mode || "–", a.state || "–", ...flags].join(" · ");
+  return `${where} – ${[a.mode || "–", a.state || "–", ...flags].join(" · ")}`;
 }
 // every arm at a glance, the arms of one group (one process, one supervisor) in one box; a click selects
 function showOverview(m) {
