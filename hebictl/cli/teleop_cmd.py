@@ -285,17 +285,23 @@ def _arm_id(arm_id: str) -> str:
 
 def _server(args: argparse.Namespace, settings: Any, arm: Any, cfg: Any, arm_id: str, *, rate_hz: float,
             gripper: Any, app: Any = None, mobile_io: dict[str, Any] | None = None,
-            realtime: dict[str, Any] | None = None) -> Any:
+            realtime: dict[str, Any] | None = None, world_base: Any = None) -> Any:
     """One arm's :class:`~hebictl.teleop.server.TeleopServer` as the flags ask (alone, or one of a
-    multi-arm config's, whose loop is the group's: ``realtime`` then None)."""
+    multi-arm config's, whose loop is the group's: ``realtime`` then None, and ``world_base`` the arm's
+    base pose in the config's world frame, published in its description so a viewer can draw the
+    group's arms in one scene)."""
     from hebictl.teleop.server import TeleopServer
+
+    extra = dict(mobile_io or {})
+    if world_base is not None:
+        extra["world_base"] = [[float(v) for v in row] for row in world_base]
 
     return TeleopServer(arm, settings, arm_id, rate_hz=rate_hz, state_rate_hz=args.state_rate, max_age=args.max_age,
                         clock=SYSTEM_CLOCK, gripper=gripper,
                         runner_options={"shutdown_hold": _first_hold(args), **(realtime or {}), "app": app,
                                         "fleet": _fleet(args, cfg, arm_id)},
                         bridge_options={"description": {"config_name": cfg.path.name, "backend": args.backend,
-                                                        "extra": mobile_io},
+                                                        "extra": extra or None},
                                         "account_tags": _ACCOUNT_TAGS[args.account_tags],
                                         "supervisors": frozenset(args.estop_supervisor)},
                         bridge=args.bridge)
@@ -345,7 +351,7 @@ def _teleop_multi(args: argparse.Namespace, settings: Any) -> int:
             arm, arm_id = multi.arms[entry.name], ids[entry.name]
             rests[arm_id] = rest_position(entry.config, arm.dof)  # SIGTERM parks there, as hebictl run's arms
             servers[arm_id] = _server(args, settings, arm, entry.config, arm_id, rate_hz=rate,
-                                      gripper=multi.grippers.get(entry.name))
+                                      gripper=multi.grippers.get(entry.name), world_base=multi.bases[entry.name])
         server = GroupServer(servers, rate_hz=rate, observe=multi.observe, realtime=realtime,
                              on_grant=lambda grant: _tell(grant.line()))
         if record is not None:

@@ -49,6 +49,7 @@ REASON_WORDS: dict[str, str] = {
     "estop_engaged": "the e-stop is engaged", "stale": "arrived too late (check the clocks)",
     "out_of_order": "out of order", "rate_limited": "too many commands", "wrong_mode": "not in this mode",
     "infeasible": "no way to get there",
+    "group_hold": "another arm of its group holds them all",
 }
 
 
@@ -76,7 +77,11 @@ def status_events(old: dict[str, Any] | None, new: dict[str, Any]) -> list[dict[
         if words is not None:
             out.append(_event(ts, words[0], words[1], ev.get("detail") or ""))
     err, old_err = new.get("last_error"), old.get("last_error")
-    if err and err != old_err:
+    if err and err != old_err and err["reason"] == "group_hold":
+        # the group's stop of this arm, or a mode refused while another arm still holds them all
+        # (hebictl/teleop/group.py): either way this arm waits for the arm named in the detail
+        out.append(_event(ts, "fault", "Held by the group", err.get("detail") or ""))
+    elif err and err != old_err:
         words = EVENT_WORDS.get(err["reason"])
         if words is None and err["reason"] not in EVENT_WORDS:
             text = f"Refused: {REASON_WORDS.get(err['reason'], err['reason'])}"

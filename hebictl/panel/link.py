@@ -55,6 +55,9 @@ INBOUND_MESSAGES = 2000               # messages waiting to be handled
 MAX_PACKET = state_schema.MAX_BYTES["description"] + 4096   # MQTT v5 Maximum Packet Size: the broker sends no larger
 RESEND_WITHIN = 5.0                   # s: a command refused as out of order later than this is not sent again
 DESCRIPTION_PARSE_EVERY = 2.0         # s: at most one new (never seen) description parsed per arm in this time
+#: the ack reason of an arm refusing a mode while another arm of its group holds them all (hebictl.teleop.group,
+#: not imported here: it pulls in the control loop)
+GROUP_HOLD = "group_hold"
 
 def _arm_id_ok(arm_id: str) -> bool:
     try:
@@ -87,6 +90,7 @@ class ArmView:
     writable: bool | None = None          # None: not probed yet
     events: collections.deque[dict[str, Any]] = field(default_factory=lambda: collections.deque(maxlen=20))
     invalid: int = 0                      # messages dropped by the schema
+    group_dropped: int = 0                # statuses whose ``group`` failed its check (dropped, the status kept)
     last_invalid: dict[str, Any] | None = None   # topic, reason, detail, at (monotonic s)
     last_fresh: float | None = None       # monotonic s of the last valid joints/status
     description_verified: bool = False
@@ -95,6 +99,9 @@ class ArmView:
     _latest_sha: str | None = None         # sha256 of the latest description payload received
     _parsed_at: float = -math.inf          # monotonic s of the last new description parsed
     estop_seen_at: float = -math.inf       # monotonic s of the latest status with the e-stop engaged
+    #: the latest command this arm refused because another arm of its group holds them all (anyone's:
+    #: every client's acks come on the arm's state/ack), while the group is held: topic, detail, ts
+    group_refusal: dict[str, Any] | None = None
 
     def held_description(self, sha256: str) -> dict[str, Any] | None:
         return self._candidates.get(sha256)
@@ -129,6 +136,8 @@ class ArmView:
             self.events.appendleft(ev)
         if body.get("estop"):
             self.estop_seen_at = time.monotonic()   # whoever engaged it: nothing older is sent again
+        if not (body.get("group") or {}).get("held"):
+            self.group_refusal = None   # the group's hold is over: so is what it refused
         self.status = body
         self._settle_description()
 
@@ -162,6 +171,12 @@ class ArmView:
         else:
             self.description_refused = None
 
+    def note_group_refusal(self, ack: dict[str, Any]) -> None:
+        """A ``group_hold`` refusal (a validated ack), shown on the arm's card and banner until its
+        group's hold ends."""
+        self.group_refusal = {"topic": ack.get("topic"), "detail": ack.get("detail") or "",
+                              "ts": ack.get("ts") if ack.get("ts") is not None else time.time()}
+
     def note_invalid(self, topic: str, exc: StateRejected) -> None:
         self.invalid += 1
         self.last_invalid = {"topic": topic, "reason": exc.reason, "detail": exc.detail, "at": time.monotonic()}
@@ -178,7 +193,7 @@ class ArmView:
         return {"offline": self.offline,
                 "stale": not self.offline and (self.last_fresh is None or now - self.last_fresh > STALE_AFTER),
                 "age": None if self.last_fresh is None else now - self.last_fresh,
-                "invalid": self.invalid,
+                "invalid": self.invalid, "group_dropped": self.group_dropped,
                 "invalid_recent": None if inv is None or now - inv["at"] > INVALID_SHOWN else
                 {k: inv[k] for k in ("topic", "reason", "detail")},
                 "description_verified": self.description_verified,
@@ -485,8 +500,12 @@ class PanelLink:
             if view is not None and held is not None:
                 view.note_description(held, sha)
                 return
+        group_error = None
         try:
-            body = state_schema.validate(kind, data)
+            if kind == "status":   # its group is checked apart: a bad one is dropped, the status kept
+                body, group_error = state_schema.validate_status(data, arm_id)
+            else:
+                body = state_schema.validate(kind, data)
         except StateRejected as exc:
             self.dropped += 1
             if view is None:
@@ -497,18 +516,30 @@ class PanelLink:
         if view is None:
             view = self.arms[arm_id] = ArmView(arm_id)
             self._spawn_probe(arm_id)
+        if group_error is not None:
+            self.dropped += 1
+            view.group_dropped += 1
+            view.note_invalid(topic, group_error)
+            self._log_invalid(topic, group_error)
+        self._keep(view, kind, body, sha or (state_schema.payload_sha256(data) if kind == "description" else None))
+
+    def _keep(self, view: ArmView, kind: str, body: dict[str, Any], sha: str | None) -> None:
+        """A validated message kept in its arm's view (:meth:`receive`) and passed to the listeners."""
+        arm_id = view.arm_id
         now = time.monotonic()
         if kind == "status":
             view.note_status(body)
             view.last_fresh = now
-        elif kind == "description":
-            view.note_description(body, sha or state_schema.payload_sha256(data))
+        elif kind == "description" and sha is not None:
+            view.note_description(body, sha)
         elif kind == "joints":
             view.joints = body
             view.last_fresh = now
         elif kind == "ee_pose":
             view.ee_pose = body
         elif kind == "ack":
+            if body.get("reason") == GROUP_HOLD and not body.get("accepted"):
+                view.note_group_refusal(body)
             self._recover(arm_id, body)
         for listener in list(self.listeners):
             try:

@@ -50,6 +50,7 @@ import numpy as np
 from hebictl.errors import ConfigError
 from hebictl.panel import commands
 from hebictl.panel.auth import Gate, Operator
+from hebictl.panel.groups import confirmed_members, overview
 from hebictl.panel.kinematics import DescribedArm
 from hebictl.panel.link import PanelLink
 from hebictl.panel.session import JOG_PERIOD_MS, JOG_TTL, Session, json_safe
@@ -354,12 +355,11 @@ class PanelServer:
     def _tick_once(self, now: float, arms_due: bool) -> None:
         sessions = list(self.sessions)
         if arms_due:
-            arms = json.dumps({"t": "arms", "arms": [
-                {"id": a, "status": (v.status or {}).get("status"), "writable": v.writable,
-                 "offline": v.offline, "backend": (v.description or {}).get("backend"),
-                 "config": (v.description or {}).get("config")}
-                for a, v in sorted(self.link.arms.items())], "connected": self.link.connected.is_set(),
-                "warnings": self.link.warnings, "dropped": self.link.dropped})
+            # every arm's card and the confirmed groups (hebictl/panel/groups.py): the overview of every arm
+            arms = json.dumps(json_safe({"t": "arms", **overview(self.link.arms, now),
+                                         "connected": self.link.connected.is_set(),
+                                         "warnings": self.link.warnings, "dropped": self.link.dropped}),
+                              allow_nan=False)
             for s in sessions:   # only when it changed (or every 5 s): 300 tabs x 2/s was half the traffic
                 if s.last_arms != arms or now - s.last_arms_at > 5.0:
                     s.last_arms, s.last_arms_at = arms, now
@@ -410,7 +410,50 @@ class PanelServer:
                     frame["shapes"] = self._posed_shapes(view.description or {}, poses)
             except (ValueError, IndexError, TypeError) as exc:
                 log.warning("panel: cannot draw %s: %s", arm_id, exc)
+        others = self._group_scene(arm_id)
+        if others:
+            frame["others"] = others
         return json.dumps(json_safe(frame), allow_nan=False)
+
+    def _group_scene(self, arm_id: str) -> list[dict[str, Any]]:
+        """The other arms of ``arm_id``'s confirmed group (:func:`~hebictl.panel.groups.confirmed_members`)
+        as stick figures in ``arm_id``'s base frame: each at its measured joints, placed by the
+        descriptions' ``world_base`` (the multi-arm config's base poses in its shared world frame);
+        with each arm's e-stop and group hold, to colour it. An arm without a world base, joints or a
+        description that can be drawn is left out."""
+        view = self.link.arms.get(arm_id)
+        own = (view.description or {}).get("world_base") if view is not None else None
+        members = confirmed_members(self.link.arms, arm_id)
+        if own is None or not members:
+            return []
+        try:
+            to_own = np.linalg.inv(np.asarray(own, dtype=np.float64))
+        except np.linalg.LinAlgError:
+            return []
+        out = []
+        for other_id in members:
+            other = self.link.arms[other_id]
+            base = (other.description or {}).get("world_base")
+            q = (other.joints or {}).get("position")
+            kin = self.kinematics(other_id)
+            if other_id == arm_id or base is None or not q or kin is None:
+                continue
+            T = to_own @ np.asarray(base, dtype=np.float64)
+            if not np.all(np.isfinite(T)):
+                continue
+            try:
+                poses = kin.body_poses(q)
+                segs = np.asarray(kin.segments(poses), dtype=np.float64).reshape(-1, 2, 3)
+                pts = np.asarray(kin.joint_points(poses), dtype=np.float64).reshape(-1, 3)
+            except (ValueError, IndexError, TypeError) as exc:
+                log.warning("panel: cannot draw %s beside %s: %s", other_id, arm_id, exc)
+                continue
+            st = other.status or {}
+            out.append({"arm": other_id, "segs": (segs @ T[:3, :3].T + T[:3, 3]).reshape(-1, 6).tolist(),
+                        "pts": (pts @ T[:3, :3].T + T[:3, 3]).tolist(), "base": T[:3, 3].tolist(),
+                        "estop": bool(st.get("estop")), "held": bool((st.get("group") or {}).get("held")),
+                        "offline": other.offline})
+        return out
 
     @staticmethod
     def _posed_shapes(description: dict[str, Any], poses: Any) -> list[dict[str, Any]]:

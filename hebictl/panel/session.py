@@ -29,6 +29,7 @@ from hebictl.errors import CommandRejected, HebictlError
 from hebictl.panel import commands
 from hebictl.panel.auth import Operator
 from hebictl.panel.commands import BadRequest
+from hebictl.panel.groups import confirmed_members
 from hebictl.panel.policy import allowed
 from hebictl.teleop.admission import TokenBucket
 from hebictl.teleop.state_schema import SCHEMAS
@@ -55,6 +56,8 @@ class Session:
         self.ws = ws
         self.operator = operator
         self.arm: str | None = None
+        self.watching: list[str] = []         # arms whose joints this tab reads: the selected one and its group
+        self._watch_lock = asyncio.Lock()
         self.offset: float | None = None     # panel clock - browser clock [s]
         self.best_rtt = math.inf
         self.jogging = False
@@ -93,6 +96,8 @@ class Session:
         view = self.link.arms.get(self.arm or "")
         if view is None:
             return
+        if not self._watch_lock.locked() and self.wanted() != self.watching:
+            self._spawn(self.rewatch())   # the selected arm's group was confirmed (or dissolved) since
         d = view.description
         if d is not None and self._sent_description != id(d):
             self._sent_description = id(d)
@@ -149,8 +154,7 @@ class Session:
                 t.cancel()
             await self.release_jog()
             self.ended = True
-            if self.arm is not None:
-                await self.link.watch(self.arm, on=False)
+            await self.rewatch()   # nothing wanted any more
 
     async def receive(self, raw: str | bytes) -> None:
         """One message from the browser: an e-stop at once; anything else within the rate limit."""
@@ -212,17 +216,39 @@ class Session:
             await self.command(msg["name"], msg.get("body") or {})
 
     async def select(self, arm: str | None) -> None:
+        """Show ``arm``: its joints and pose are read (:meth:`PanelLink.watch`), and those of the
+        other arms of its confirmed group (:func:`~hebictl.panel.groups.confirmed_members`), which the
+        scene draws beside it."""
         await self.release_jog()
         if arm is not None and arm not in self.link.arms:
             raise BadRequest(f"no arm {arm[:64]!r} on the broker")
-        if self.arm is not None:
-            await self.link.watch(self.arm, on=False)
         self.arm = arm
-        if arm is not None:
-            await self.link.watch(arm)
+        await self.rewatch()
         self._sent_description = None
         self.ghost = None
         self.next_frame = 0.0
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def wanted(self) -> list[str]:
+        """The arms this tab needs the joints of: the selected one and the others of its confirmed group."""
+        arm = self.arm
+        return [] if arm is None else [arm] + [m for m in confirmed_members(self.link.arms, arm) if m != arm]
+
+    async def rewatch(self) -> None:
+        """Watch what :meth:`wanted` says, no more (on a select, and when the selected arm's group is
+        confirmed or dissolved later: :meth:`put_frame` asks for it). One at a time (the lock), so the
+        link's per-arm counts stay right."""
+        async with self._watch_lock:
+            want = self.wanted() if not self.ended else []
+            for old in [a for a in self.watching if a not in want]:
+                await self.link.watch(old, on=False)
+            for new in [a for a in want if a not in self.watching]:
+                await self.link.watch(new)
+            self.watching = want
 
     def _ghost(self, q: Any) -> dict[str, Any] | None:
         """The ghost arm (drawn where the sliders would take it), computed once per change."""

@@ -61,6 +61,19 @@ _SIZE = {"type": "array", "maxItems": 3, "items": {"type": "number", "minimum": 
 _SHAPE_PROPS = {"name": _STR_OR_NULL, "pose": _POSE, "size": _SIZE}
 _SHA256 = {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$", "maxLength": 64}
 
+#: an arm id as a topic level (hebictl.teleop.topics.check_arm_id's rule)
+_ARM_ID = {"type": "string", "maxLength": 64, "pattern": "^[A-Za-z0-9_.-]{1,64}$"}
+MAX_GROUP_ARMS = 16
+
+#: a status's ``group`` (an arm of a multi-arm config, hebictl/teleop/group.py): the arm ids served in one
+#: process under one supervisor, whether an arm holds them all (``by``, null while none does or when the
+#: process stops every arm), and why. Checked apart from the rest of the status (:func:`validate_status`)
+GROUP: dict[str, Any] = {
+    "type": ["object", "null"], "required": ["arms"], "properties": {
+        "arms": {"type": "array", "items": _ARM_ID, "minItems": 1, "maxItems": MAX_GROUP_ARMS}, "held": _BOOL,
+        "by": {"type": ["string", "null"], "maxLength": 64, "pattern": "^[A-Za-z0-9_.-]{1,64}$"}, "cause": _TEXT,
+        "time": _NUM_OR_NULL}}
+
 STATUS: dict[str, Any] = {
     "type": "object", "required": ["status"],
     "properties": {
@@ -100,9 +113,7 @@ STATUS: dict[str, Any] = {
                                                  "maxItems": 64},
             "estop": _TEXT,
             "dropped": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}}},
-        "group": {"type": ["object", "null"], "required": ["arms"], "properties": {
-            "arms": {"type": "array", "items": _STR, "maxItems": 16}, "held": _BOOL,
-            "by": _STR_OR_NULL, "cause": _TEXT, "time": _NUM_OR_NULL}},
+        "group": GROUP,
     },
 }
 
@@ -155,6 +166,10 @@ DESCRIPTION: dict[str, Any] = {
         "urdf": {"type": ["string", "null"], "maxLength": MAX_BYTES["description"]},
         "gripper": _BOOL,
         "loop_rate": _NUM_OR_NULL,
+        # an arm of a multi-arm config: its base frame in the config's shared world frame (the config's
+        # ``base``), so a viewer can draw the arms of one group in one scene; null/absent for one arm
+        "world_base": {"type": ["array", "null"], "items": {"type": "array", "items": _COORD, "minItems": 4,
+                                                             "maxItems": 4}, "minItems": 4, "maxItems": 4},
         "stop_behaviours": {"type": ["object", "null"], "properties": {
             "arm_stop": _STR_OR_NULL, "rated_deceleration": _PER_JOINT_OR_NULL}},
         "workspace": {"type": ["object", "null"], "properties": {
@@ -327,6 +342,49 @@ def validate(kind: str, payload: bytes | bytearray | str | Any) -> dict[str, Any
     elif kind == "joints":
         _same_length(out, ("names", "velocity", "effort"), len(out["position"]), "")
     return out
+
+
+def check_group(group: Any, arm_id: str) -> dict[str, Any] | None:
+    """The cleaned ``group`` of ``arm_id``'s status, or None (no group): :data:`GROUP`'s fields, and
+    what a schema cannot say: the arm is a member of its own group, no member twice, ``by`` (the arm
+    holding the group) is a member and the group is then held. Raises StateRejected."""
+    out = check(group, GROUP, "group")
+    if out is None:
+        return None
+    arms = out["arms"]
+    if arm_id not in arms:
+        raise StateRejected("inconsistent", f"group.arms does not name the arm itself ({arm_id})")
+    if len(set(arms)) != len(arms):
+        raise StateRejected("inconsistent", "group.arms names an arm twice")
+    by = out.get("by")
+    if by is not None and by not in arms:
+        raise StateRejected("inconsistent", f"group.by {by!r} is not one of group.arms")
+    if by is not None and out.get("held") is False:
+        raise StateRejected("inconsistent", "group.by names an arm but group.held is false")
+    return out
+
+
+def validate_status(payload: bytes | bytearray | str | Any, arm_id: str) -> tuple[dict[str, Any], StateRejected | None]:
+    """``arm_id``'s ``state/status`` in ``payload``, validated as :func:`validate` does but with its
+    ``group`` checked apart (:func:`check_group`): a group that fails is dropped (``group`` None) and
+    its StateRejected returned beside the status, which is kept: a bad group must not hide the arm's
+    e-stop or mode from a viewer. Anything else that fails raises StateRejected, as :func:`validate`."""
+    value = decode("status", payload) if isinstance(payload, bytes | bytearray | str) else payload
+    if not isinstance(value, dict):
+        raise StateRejected("not_an_object", f"expected a JSON object, got {type(value).__name__}")
+    rest = {k: v for k, v in value.items() if k != "group"}
+    out = validate("status", rest)
+    if "group" not in value:
+        return out, None
+    try:
+        out["group"] = check_group(value["group"], arm_id)
+    except RecursionError:
+        out["group"] = None
+        return out, StateRejected("too_deep", "group: nested too deeply")
+    except StateRejected as exc:
+        out["group"] = None
+        return out, exc
+    return out, None
 
 
 def payload_sha256(payload: bytes | bytearray) -> str:

@@ -151,3 +151,50 @@ def test_workspace_and_collision_shapes_are_bounded() -> None:
             validate("description", json.dumps(bad).encode())
     with pytest.raises(StateRejected, match=r"not allowed"):
         validate("description", json.dumps(d).replace("0.03", "NaN").encode())
+
+
+GROUP = {"arms": ["left", "right"], "held": True, "by": "right", "cause": "estop: e-stop engaged", "time": 1.0}
+
+
+@pytest.mark.parametrize(("group", "why"), [
+    ({**GROUP, "arms": "left"}, "expected array"),                        # not a list
+    ({**GROUP, "arms": []}, "0 items"),                                   # no member
+    ({**GROUP, "arms": ["left", "r/x"]}, "pattern"),                      # not an arm id
+    ({**GROUP, "arms": ["right", "other"]}, "does not name the arm itself"),
+    ({**GROUP, "arms": ["left", "left", "right"]}, "twice"),
+    ({**GROUP, "by": "ghost"}, "is not one of group.arms"),
+    ({**GROUP, "held": False}, "held is false"),
+    ({**GROUP, "arms": [f"a{i}" for i in range(17)] + ["left"]}, "items"),
+    ({"held": True}, "missing arms"),
+    ([1, 2], "expected object"),
+])
+def test_a_bad_group_is_dropped_and_the_rest_of_the_status_kept(group: Any, why: str) -> None:
+    """Issue 32: a status's ``group`` is checked apart (``validate_status``): a bad one is dropped with
+    its reason, while the arm's e-stop and mode still reach the viewer."""
+    body, err = state_schema.validate_status(json.dumps({**STATUS, "estop": True, "group": group}).encode(), "left")
+    assert body["group"] is None and body["estop"] is True and body["mode"] == STATUS["mode"]
+    assert isinstance(err, StateRejected) and why in err.detail, err
+
+
+def test_a_good_group_is_kept_and_a_status_that_fails_elsewhere_is_still_refused() -> None:
+    body, err = state_schema.validate_status(json.dumps({**STATUS, "group": GROUP}).encode(), "left")
+    assert err is None and body["group"] == GROUP
+    stopping = {**GROUP, "by": None}   # the process stops every arm: held by none of them
+    assert state_schema.validate_status({**STATUS, "group": stopping}, "right")[0]["group"] == stopping
+    assert state_schema.validate_status({**STATUS, "group": None}, "left") == ({**STATUS, "group": None}, None)
+    assert "group" not in state_schema.validate_status(json.dumps(STATUS), "left")[0]
+    with pytest.raises(StateRejected):
+        state_schema.validate_status(json.dumps({**STATUS, "estop": "yes", "group": GROUP}), "left")
+    with pytest.raises(StateRejected):
+        state_schema.validate_status(b"[1]", "left")
+
+
+def test_a_description_may_carry_its_arms_world_base_within_bounds() -> None:
+    """The multi-arm config's base pose of the arm (``world_base``), drawn by the panel: a 4x4 of finite
+    coordinates within 1000 m."""
+    base = [[1.0, 0, 0, 0], [0, 1.0, 0, -0.3], [0, 0, 1.0, 0], [0, 0, 0, 1.0]]
+    assert validate("description", json.dumps({**_description(), "world_base": base}))["world_base"] == base
+    assert validate("description", json.dumps({**_description(), "world_base": None}))["world_base"] is None
+    for bad in (base[:3], [[*row[:3], 1e4] for row in base], [[*row[:3], None] for row in base]):
+        with pytest.raises(StateRejected):
+            validate("description", json.dumps({**_description(), "world_base": bad}))

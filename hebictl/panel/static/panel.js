@@ -12,6 +12,7 @@ const S = {
   sentLog: [],   // browser timestamps of jog samples (the e2e test reads them)
   schemas: null, // hebictl.teleop.state_schema.SCHEMAS, sent by the server in "hello"
   invalid: 0,    // messages this page dropped because they failed the schema
+  refusals: {},  // arm -> the operator's latest mode refused "group_hold" (shown in the group banner while held)
   sent: {},      // per command name, the panel's last "sent" (its arrival and PUBACK times: the timing tests read them)
 };
 window.panelState = S;
@@ -118,11 +119,28 @@ const FRAME = { type: "object", required: ["arm", "q"], properties: {
   shapes: { type: "array", maxItems: 256, items: { type: "object", required: ["k", "s", "T"], properties: {
     k: { type: "string", enum: ["capsule", "box", "sphere", "cylinder"] }, s: { type: "array", items: { type: "number" }, maxItems: 3 },
     T: { type: "array", items: { type: "array", items: { type: "number" }, minItems: 4, maxItems: 4 }, minItems: 3, maxItems: 3 } } } },
+  others: { type: "array", maxItems: 16, items: { type: "object", required: ["arm", "segs"], properties: {
+    arm: { type: "string", maxLength: 64 }, segs: { type: "array", items: NUMS, maxItems: 512 }, pts: { type: "array", items: NUMS, maxItems: 512 },
+    base: { type: "array", items: { type: "number" }, minItems: 3, maxItems: 3 }, estop: { type: "boolean" }, held: { type: "boolean" },
+    offline: { type: "boolean" } } } },
   events: { type: "array", maxItems: 50, items: { type: "object", required: ["text"], properties: {
     level: { type: "string", maxLength: 10 }, text: { type: "string", maxLength: 200 }, detail: { type: ["string", "null"], maxLength: 2000 } } } },
 } };
+// the overview (hebictl/panel/groups.py): every arm's card and the confirmed groups, built by the panel server from
+// validated statuses; checked again here, and shown as text only
+const ID = { type: "string", maxLength: 64 };
+const TXT = { type: ["string", "null"], maxLength: 2000 };
+const ARMS = { type: "object", required: ["arms"], properties: {
+  arms: { type: "array", maxItems: 4096, items: { type: "object", required: ["id"], properties: {
+    id: ID, status: TXT, state: TXT, mode: TXT, backend: TXT, config: TXT, held_by: TXT, held_words: TXT,
+    offline: { type: "boolean" }, stale: { type: "boolean" }, estop: { type: "boolean" }, held: { type: "boolean" },
+    group: { type: ["object", "null"], properties: { arms: { type: "array", items: ID, maxItems: 16 } } },
+    refusal: { type: ["object", "null"], properties: { topic: TXT, detail: TXT } } } } },
+  groups: { type: "array", maxItems: 4096, items: { type: "object", required: ["arms"], properties: {
+    arms: { type: "array", items: ID, minItems: 1, maxItems: 16 }, held: { type: "boolean" }, by: TXT, cause: TXT, words: TXT } } },
+} };
 function valid(kind, v) {
-  const sc = kind === "frame" ? FRAME : (S.schemas || {})[kind];
+  const sc = kind === "frame" ? FRAME : kind === "arms" ? ARMS : (S.schemas || {})[kind];
   if (!sc) return true;
   try { check(v, sc, ""); return true; } catch (e) { dropped(kind, e.message); return false; }
 }
@@ -136,7 +154,7 @@ function onMessage(m) {
   switch (m.t) {
     case "hello": S.hello = m; S.schemas = m.schemas; S.jogPeriod = m.jog_period_ms; document.title = `hebictl panel – ${m.broker}`; break;
     case "ping": send({ t: "pong", s: m.s, c: now() }); break;
-    case "arms": onArms(m); break;
+    case "arms": if (valid("arms", m)) onArms(m); break;
     case "description": if (m.arm === S.arm && valid("description", m.d)) onDescription(m.d); break;
     case "frame": {
       const s = m.s;
@@ -161,11 +179,13 @@ function onMessage(m) {
 
 function onAck(m) {
   const what = m.topic === "estop" ? "e-stop" : m.topic;
+  if (!m.accepted && m.reason === "group_hold") S.refusals[m.arm] = { topic: m.topic, detail: m.detail || "" };
   if (m.accepted) toast(`${m.arm}: ${what} accepted${m.detail ? " – " + m.detail : ""}`, m.topic === "estop" ? "estop" : "accepted");
   else toast(`${m.arm}: ${what} refused: ${REASONS[m.reason] || m.reason}${m.detail ? " – " + m.detail : ""}`, "rejected", m.offer);
 }
 const REASONS = { too_fast: "too fast for the arm", out_of_limits: "outside the joint limits", stopped: "the arm is stopped: choose a mode first",
-  estop_engaged: "the e-stop is engaged", stale: "arrived too late (check the clocks)", rate_limited: "too many commands", out_of_order: "out of order" };
+  estop_engaged: "the e-stop is engaged", stale: "arrived too late (check the clocks)", rate_limited: "too many commands", out_of_order: "out of order",
+  group_hold: "held by the group (another arm of it holds them all)" };
 
 function onArms(m) {
   if (!Array.isArray(m.arms)) { dropped("arms", "not a list"); return; }
@@ -187,11 +207,67 @@ function onArms(m) {
   }
   for (const o of sel.options) {
     const a = m.arms.find((x) => x.id === o.value);
-    o.textContent = `${a.id} (${a.offline ? "offline" : (a.status || "?")}${a.backend ? ", " + a.backend : ""}${a.config ? ", " + a.config : ""})`;
+    o.textContent = armWords(a);
   }
+  showOverview(m);
   if (!S.arm && m.arms.length) select(m.arms[0].id);
   if (!m.connected) { $("conn").textContent = "broker unreachable"; $("conn").className = "pill bad"; }
   else if (S.ws && S.ws.readyState === 1) { $("conn").textContent = "broker connected"; $("conn").className = "pill ok"; }
+}
+
+// one arm in a line for the selector: "left (online, sim, left.cfg.yaml) – position · running · HELD by right"
+function armWords(a) {
+  const link = a.offline ? "offline" : (a.stale ? "STALE" : (a.status || "?"));
+  const where = `${a.id} (${link}${a.backend ? ", " + a.backend : ""}${a.config ? ", " + a.config : ""})`;
+  if (a.offline) return where;
+  const flags = [a.estop ? "E-STOP" : "", a.m_stopped ? "M-STOP" : "",
+    a.held ? (a.held_by === a.id ? "HOLDS ITS GROUP" : `HELD by ${a.held_by || "the group"}`) : ""].filter(Boolean);
+  return `${where} – ${[a.mode || "–", a.state || "–", ...flags].join(" · ")}`;
+}
+// every arm at a glance, the arms of one group (one process, one supervisor) in one box; a click selects
+function showOverview(m) {
+  S.armsMsg = m;
+  const key = JSON.stringify([m.arms, m.groups, S.arm]);
+  if (key === S.overviewKey) return;
+  S.overviewKey = key;
+  const box = $("overview");
+  box.textContent = "";
+  const byId = new Map(m.arms.map((a) => [a.id, a]));
+  const placed = new Set();
+  const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; };
+  function card(a) {
+    const c = el("button", "card");
+    c.dataset.arm = a.id;
+    // "is-" classes: the page's own button classes (held: a jog button pressed; estop: the big button) differ
+    c.classList.toggle("is-selected", a.id === S.arm);
+    c.classList.toggle("is-offline", !!a.offline);
+    c.classList.toggle("is-stale", !!a.stale && !a.offline);
+    c.classList.toggle("is-estop", !!a.estop);
+    c.classList.toggle("is-held", !!a.held && !a.estop);
+    c.appendChild(el("span", "name", a.id));
+    c.appendChild(el("span", "link", a.offline ? "OFFLINE" : (a.stale ? "STALE: no fresh data" : "online")));
+    if (!a.offline) c.appendChild(el("span", "mode", `mode ${a.mode || "–"} · ${a.state || "–"}`));
+    const flags = [];
+    if (a.estop) flags.push("E-STOP ENGAGED");
+    if (a.m_stopped) flags.push("M-STOP");
+    if (a.held) flags.push(a.held_by === a.id ? `HOLDS ITS GROUP: ${a.held_words || ""}` : `HELD by the group: ${a.held_words || ""}`);
+    if (a.refusal) flags.push(`refused ${a.refusal.topic} (group_hold)`);
+    if (a.group_unconfirmed) flags.push("group not confirmed by its members");
+    for (const f of flags) c.appendChild(el("span", "flag", f));
+    c.title = a.group && a.group.arms ? `group: ${a.group.arms.join(", ")}` : "not in a group";
+    c.addEventListener("click", () => select(a.id));
+    return c;
+  }
+  for (const g of m.groups || []) {
+    const gel = el("div", "group" + (g.held ? " held" : ""));
+    gel.dataset.group = g.arms.join(",");
+    gel.appendChild(el("span", "gtitle", `group (one process, one supervisor): ${g.arms.join(" + ")}${g.held ? " – HELD: " + (g.words || "") : ""}`));
+    for (const id of g.arms) { const a = byId.get(id); if (a) { gel.appendChild(card(a)); placed.add(id); } }
+    box.appendChild(gel);
+  }
+  const rest = m.arms.filter((a) => !placed.has(a.id));
+  if (rest.length) { const gel = el("div", "group solo"); for (const a of rest) gel.appendChild(card(a)); box.appendChild(gel); }
+  box.hidden = !m.arms.length;
 }
 
 function select(id) {
@@ -201,6 +277,7 @@ function select(id) {
   $("jog").innerHTML = ""; $("sliders").innerHTML = ""; S.sliders = [];   // the new arm's come with its description
   $("arm").value = id;
   send({ t: "select", arm: id });
+  if (S.armsMsg) showOverview(S.armsMsg);   // the selected card at once
 }
 $("arm").addEventListener("change", (e) => select(e.target.value));
 
@@ -355,6 +432,7 @@ function onFrame(f) {
   showMobileIO(st.app);
   $("estop").classList.toggle("engaged", !!st.estop);
   showBanner(f);
+  showGroupBanner(f);
   if (S.held && !S.allowed.jog) stopJog(true);
   const loop = st.loop || {};
   const err = st.last_error;
@@ -369,6 +447,7 @@ function onFrame(f) {
     ["commands", st.commands_delivered === false ? "NOT DELIVERED to the modules (command_lost)" : (st.commands_delivered ? "delivered" : "–")],
     ["loop", loop.period_p50 !== undefined ? `period p50/p99 ${fmt(loop.period_p50 * 1e3, 1)}/${fmt(loop.period_p99 * 1e3, 1)} ms, work p99 ${fmt(loop.work_p99 * 1e3, 1)} ms, overruns ${fmt(loop.overruns, 0)}` : "–"],
     ["last error", err ? `${err.reason}: ${err.detail}` : "–"],
+    ["group", st.group ? `${st.group.arms.join(", ")}${st.group.held ? " – held: " + groupWords(st.group) : " – not held"}` : "–"],
     ["gripper", grip ? Object.entries(grip).filter(([k, v]) => v !== null && !["seq", "client", "time"].includes(k)).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(", ") : "–"],
     ["account", f.writable === false ? "read-only" : (f.writable ? "may command" : "probing…")],
   ];
@@ -416,6 +495,44 @@ function showBanner(f) {
   b.className = cls;
   b.hidden = !text;
   document.body.classList.toggle("greyed", !!(h.offline || h.stale));
+}
+
+// What holds the group, in words (a mirror of hebictl/panel/groups.py group_words)
+function groupWords(g) {
+  if (!g || !g.held) return "";
+  const cause = String(g.cause || "");
+  if (!g.by) return cause ? `every arm stopped (${cause})` : "every arm stopped";
+  if (cause.includes("e-stop") || cause.startsWith("estop")) return `${g.by} e-stopped`;
+  return cause ? `${g.by} stopped: ${cause}` : `${g.by} stopped`;
+}
+// the group banner: the selected arm is held because an arm of its group (maybe itself) holds them all,
+// which arm and why, how each arm resumes, and a "group_hold" refusal of its mode while the cause holds
+function showGroupBanner(f) {
+  const g = (f.status || {}).group, b = $("groupbanner");
+  const held = !!(g && g.held && !(f.health || {}).offline);
+  if (!held) delete S.refusals[f.arm];
+  const key = held ? JSON.stringify([f.arm, g, S.refusals[f.arm], (S.arms.find((a) => a.id === f.arm) || {}).refusal]) : "";
+  if (key === S.groupKey) return;
+  S.groupKey = key;
+  b.textContent = "";
+  b.hidden = !held;
+  if (!held) return;
+  const words = groupWords(g), cause = g.cause ? `: ${g.cause}` : "";
+  const line = (cls, text) => { const e = document.createElement("span"); e.className = cls; e.textContent = text; b.appendChild(e); };
+  if (g.by === f.arm) {
+    line("what", `THIS ARM HOLDS ITS GROUP (${g.arms.join(", ")}): ${words}`);
+    if (cause) line("cause", `cause${cause}`);
+    line("resume", `Resume: clear it here (release the e-stop, set a mode); then each other arm of the group resumes with its own mode.`);
+  } else if (g.by) {
+    line("what", `HELD BY THE GROUP: ${words}`);
+    if (cause) line("cause", `cause${cause}`);
+    line("resume", `Resume: clear ${g.by} first (release its e-stop, set its mode); then set this arm's mode. Until then this arm refuses every mode but idle (group_hold).`);
+  } else {
+    line("what", `HELD BY THE GROUP: ${words}`);
+    line("resume", "Resume: set this arm's mode once its teleop runs again.");
+  }
+  const r = S.refusals[f.arm] || (S.arms.find((a) => a.id === f.arm) || {}).refusal;
+  if (r) line("refusal", `REFUSED (group_hold): cmd/${r.topic} – ${r.detail}`);
 }
 
 // ------------------------------------------------------------------ 3D view (canvas, z up)
@@ -528,6 +645,25 @@ function drawShapes(f, B) {
 for (const id of ["show_ws", "show_shapes"]) $(id).addEventListener("change", () => { S.dirty = true; if (id === "show_shapes") sendView(); });
 function sendView() { send({ t: "view", shapes: $("show_shapes").checked }); }
 
+// the other arms of the selected arm's group, where they stand in the shared world frame (seen from this arm's
+// base): grey, orange while the group holds them, red when e-stopped, with their names at their bases
+function drawOthers(f, B) {
+  if ((f.others || []).length) {   // which arm is which: this one's name at its base too
+    const c = project([0, 0, 0], B);
+    ctx.fillStyle = "#3e4c59"; ctx.font = "bold 12px system-ui, sans-serif"; ctx.fillText(f.arm, c[0] + 6, c[1] + 14);
+  }
+  for (const o of f.others || []) {
+    const color = o.offline ? "rgba(154,165,177,0.5)" : o.estop ? "rgba(197,48,48,0.8)" : o.held ? "rgba(221,107,32,0.8)" : "#9aa5b1";
+    for (const s of o.segs) line(s.slice(0, 3), s.slice(3), B, color, 7);
+    for (const p of o.pts || []) dot(p, B, "#f5f7fa", 3);
+    if (o.base) {
+      const c = project(o.base, B);
+      ctx.fillStyle = color; ctx.font = "bold 12px system-ui, sans-serif";
+      ctx.fillText(`${o.arm}${o.estop ? " (E-STOP)" : o.held ? " (held)" : ""}`, c[0] + 6, c[1] + 14);
+    }
+  }
+}
+
 function draw() {
   const w = canvas.clientWidth, h = canvas.clientHeight;
   if (canvas.width !== w || canvas.height !== h) { canvas.width = w; canvas.height = h; }
@@ -541,6 +677,7 @@ function draw() {
   triad([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]], B, 0.1, 2, 0.6);
   const f = S.frame;
   if (!f) return;
+  drawOthers(f, B);
   for (const s of (f.ghost && f.ghost.segs) || []) line(s.slice(0, 3), s.slice(3), B, "rgba(43,108,176,0.45)", 6, [6, 4]);
   for (const s of f.segs || []) line(s.slice(0, 3), s.slice(3), B, "#3e4c59", 8);
   for (const p of f.pts || []) dot(p, B, "#f5f7fa", 4);
