@@ -16,6 +16,7 @@ on HEBI's modules. Time, feedback and the command follow :class:`~sim_backend.ba
 physics runs on a fixed grid of ``timestep`` s up to the injected clock, advanced by ``read``
 (to the next feedback sample, on a grid of ``feedback_frequency`` Hz) and ``write`` (to now, then the
 new command); with a :class:`~hebictl.hardware.clock.SimClock` a run is deterministic.
+:attr:`SimBase.faults` drops feedback (the mock's :class:`~hebictl.hardware.faults.FaultSchedule`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from hebictl._typing import FloatArray
 from hebictl.errors import CommandRejected, ConfigError, HardwareError
 from hebictl.hardware.base import Command, Feedback
 from hebictl.hardware.clock import Clock, MonotonicClock
+from hebictl.hardware.faults import FaultKind, FaultSchedule
 from hebictl.hardware.group import FeedbackGrid, ModuleGroup, check_read, resolve_modules
 
 __all__ = ["SimBase", "base_xml", "open_sim_base"]
@@ -115,6 +117,8 @@ class SimBase(ModuleGroup):
         self.seq = 0
         self.closed = False
         self.command_lifetime = command_lifetime
+        #: scheduled faults; this base honours dropped feedback (reads time out) only
+        self.faults = FaultSchedule(clock, self._names)
 
     @property
     def clock(self) -> Clock:
@@ -150,7 +154,8 @@ class SimBase(ModuleGroup):
         now = self._clock.now()
         k = self.grid.next_index(now)
         t_k = self.grid.time(k)
-        if t_k > now + timeout_s:
+        if t_k > now + timeout_s or (self.faults and self.faults.first_active(FaultKind.DROPPED, t_k)):
+            self.advance(now + timeout_s)
             self._clock.sleep_until(now + timeout_s)
             return False
         self.advance(t_k)

@@ -8,10 +8,12 @@ goes:
 * **a command carries a ttl** (a dead-man): a non-zero velocity not renewed within its ttl is a
   *stale command*, a fault that stops the base (:meth:`VelocityBase.command`). Holding still
   (:meth:`VelocityBase.hold`) never goes stale: it is the state a stale command ends in.
-* **the command is acceleration-limited from the measured velocity**: each cycle it moves from the
-  wheels' measured velocity towards the target by at most ``max_acceleration x dt``, ``dt`` the time
-  that actually passed since the last command, clipped to :data:`MAX_DT_CYCLES` periods (a late
-  cycle does not catch up with a jump). A velocity reading is taken only where it is physically
+* **the command is acceleration-limited from the measured velocity**: each cycle it moves towards
+  the target by at most ``max_acceleration x dt``, ``dt`` the time that actually passed since the
+  last command, clipped to :data:`MAX_DT_CYCLES` periods (a late cycle does not catch up with a
+  jump), from the previous command held within ``max_acceleration x`` :data:`LEAD_TIME` of the
+  wheels' measured velocity (the lag of their velocity loop: a blocked wheel's command does not run
+  away, and a stop ramps down from where the wheels are). A velocity reading is taken only where it is physically
   possible (:class:`~hebictl.control.plausible.VelocityHistory`, as for an arm's brake: a lone
   transient of full speed on a still wheel would otherwise be commanded); without a fresh
   sample the ramp goes on from the previous command.
@@ -41,7 +43,7 @@ from hebictl.control.plausible import VelocityHistory
 from hebictl.errors import CommandRejected, HardwareError
 from hebictl.hardware.base import Backend, Command, Feedback
 
-__all__ = ["FEEDBACK_TIMEOUT_CYCLES", "MAX_DT_CYCLES", "PLAUSIBLE_ACCELERATION_FACTOR", "BaseEvent", "BaseLimits",
+__all__ = ["FEEDBACK_TIMEOUT_CYCLES", "LEAD_TIME", "MAX_DT_CYCLES", "PLAUSIBLE_ACCELERATION_FACTOR", "BaseEvent", "BaseLimits",
            "BaseState", "VelocityBase"]
 
 #: the ramp's ``dt`` is the time since the last command, at most this many periods: after a late
@@ -54,6 +56,10 @@ FEEDBACK_TIMEOUT_CYCLES = 5
 #: (plus noise) before it is judged implausible: the modules' velocity loop lags and overshoots the
 #: ramp, but not by a factor of three
 PLAUSIBLE_ACCELERATION_FACTOR = 3.0
+#: [s] the command may lead the measured velocity by ``max_acceleration x`` this (a velocity loop
+#: following a ramp lags it by about its time constant, tens of ms on HEBI's modules); further, the
+#: ramp starts again from the measured velocity (a blocked or slipping wheel, a stop from speed)
+LEAD_TIME = 0.05
 #: events kept
 EVENTS_KEPT = 256
 
@@ -232,7 +238,10 @@ class VelocityBase:
         if self.state is BaseState.STOPPED:
             v[:] = 0.0
             return
-        ref = self.measured if self.fresh else v
+        ref = v
+        if self.fresh:   # the command leads the measured velocity by at most what the wheels' loop lags
+            lead = self.limits.max_acceleration * LEAD_TIME
+            ref = np.clip(v, self.measured - lead, self.measured + lead)
         reach = self.limits.max_acceleration * dt
         new = ref + np.clip(self.target - ref, -reach, reach)
         bound = np.abs(v) if self.state is BaseState.STOPPING else self.limits.max_velocity
