@@ -43,8 +43,8 @@ from hebictl.control.plausible import VelocityHistory
 from hebictl.errors import CommandRejected, HardwareError
 from hebictl.hardware.base import Backend, Command, Feedback
 
-__all__ = ["FEEDBACK_TIMEOUT_CYCLES", "LEAD_TIME", "MAX_DT_CYCLES", "PLAUSIBLE_ACCELERATION_FACTOR", "BaseEvent", "BaseLimits",
-           "BaseState", "VelocityBase"]
+__all__ = ["FEEDBACK_TIMEOUT_CYCLES", "LEAD_TIME", "MAX_DT_CYCLES", "PLAUSIBLE_ACCELERATION_FACTOR", "BaseEvent",
+           "BaseLimits", "BaseState", "VelocityBase"]
 
 #: the ramp's ``dt`` is the time since the last command, at most this many periods: after a late
 #: cycle the command moves as after two, it does not catch up

@@ -16,7 +16,7 @@ from hebictl.hardware.base import Command, Feedback
 
 pytest.importorskip("mujoco")
 
-from sim_backend.base import open_sim_base  # noqa: E402
+from sim_backend.base import open_sim_base
 
 
 def make(lifetime: float = 0.25):
