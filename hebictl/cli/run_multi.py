@@ -22,8 +22,8 @@ A config's mobile base (:class:`~hebictl.control.base.VelocityBase`) is read, su
 with the arms under the same group: it holds zero velocity, or drives ``--base-velocity`` (one
 velocity per wheel) for ``--base-time`` s once it has feedback, renewing the command every cycle,
 then holds zero again. A fault of the base holds every arm; any trip, Ctrl-C or SIGTERM stops the
-base (it decelerates to zero at its max acceleration, then commands zero); it is in the status
-and the summary (not in ``--record``'s file, which records arms).
+base (it decelerates to zero at its max acceleration, then commands zero); it is in the status,
+the summary and ``--record``'s file (``/NAME/wheels``, every cycle).
 """
 
 from __future__ import annotations
@@ -169,6 +169,8 @@ class MultiRun:
         g.send()
         if mcap is not None:   # every arm's cycle and the group's new events, handed to the writer thread
             mcap.sample()
+            if g.base is not None:
+                mcap.publish(f"/{g.base.name}/wheels", wheels_message(g.base))
         for name, feed in self.feeds.items():
             self._feed(g.arms[name], feed)
         return self._going_on()
@@ -517,8 +519,34 @@ def multi_recorder(args: argparse.Namespace, multi: Any, group: Any, rate: float
         return None
     from hebictl.recording.mcapfile import parse_mode
 
+    base = getattr(multi, "base", None)
     return multi_arm_recorder(args.record, multi, group, mode=parse_mode(getattr(args, "record_mode", "0600")),
-                              metadata={"command": "run", "backend_name": args.backend, "rate_hz": f"{rate:g}"})
+                              metadata={"command": "run", "backend_name": args.backend, "rate_hz": f"{rate:g}"},
+                              extra_topics=(wheels_topic(base.name),) if base is not None else ())
+
+
+def wheels_topic(name: str) -> Any:
+    """The base's channel of a ``--record`` file, ``/NAME/wheels`` (:func:`wheels_message` every cycle)."""
+    from hebictl.recording.schemas import Topic
+
+    numbers = {"type": "array", "items": {"type": ["number", "null"]}}
+    return Topic(f"/{name}/wheels", "hebictl.BaseWheels", "json",
+                 "the mobile base every cycle: state, wheel position [rad], measured and commanded velocity "
+                 "[rad/s], the latched stop's kind",
+                 {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "hebictl.BaseWheels",
+                  "type": "object", "properties": {"state": {"type": "string"}, "position": numbers,
+                                                   "velocity": numbers, "velocity_command": numbers,
+                                                   "stop": {"type": ["string", "null"]}}})
+
+
+def wheels_message(base: Any) -> dict[str, Any]:
+    """One cycle of the base on :func:`wheels_topic` (NaN as null)."""
+    def nums(a: Any) -> list[float | None]:
+        return [float(x) if math.isfinite(x) else None for x in a]
+
+    return {"state": base.state.value, "position": nums(base.feedback.position),
+            "velocity": nums(base.feedback.velocity), "velocity_command": nums(base.velocity_command),
+            "stop": base.latch.kind if base.latch is not None else None}
 
 
 def multi_arm_recorder(path: Any, multi: Any, group: Any, *, names: dict[str, str] | None = None,
@@ -579,4 +607,5 @@ def summary(run: MultiRun, rate: float, elapsed: float, backend: str) -> None:
 
 __all__ = ["ArmPlan", "BasePlan", "MultiRun", "arm_goals", "base_plan", "build_plans", "cmd_run_multi", "exit_code",
            "multi_arm_recorder", "multi_loop", "multi_recorder", "plot_arms", "plot_feeds", "plot_path",
-           "position_error", "rest_poses", "run_with_status", "shows_status", "status_table", "summary"]
+           "position_error", "rest_poses", "run_with_status", "shows_status", "status_table", "summary",
+           "wheels_message", "wheels_topic"]

@@ -92,3 +92,23 @@ def test_ctrl_c_stops_the_base_too():
         assert not base.velocity_command.any()
     finally:
         multi.close()
+
+
+def test_the_recording_holds_the_base_every_cycle(tmp_path, capsys):
+    import json
+
+    from mcap.reader import make_reader
+
+    out = tmp_path / "run.mcap"
+    args = run_args(backend="mock", config=CONFIG, hold=0.2, base_velocity=[3.0, 3.0, 3.0], base_time=0.5,
+                    record=out, record_mode="0600")
+    assert cmd_run_multi(args, SimClock(), TERM_HOLD_S, home_position) == 0
+    with out.open("rb") as f:
+        reader = make_reader(f)
+        wheels = [json.loads(m.data) for _, ch, m in reader.iter_messages() if ch.topic == "/base/wheels"]
+        f.seek(0)
+        cycles = sum(1 for _, ch, _ in make_reader(f).iter_messages() if ch.topic == "/arm/joint_states")
+    assert len(wheels) == cycles > 100
+    peak = max(max(w["velocity_command"]) for w in wheels)
+    assert peak == pytest.approx(3.0) and wheels[-1]["velocity_command"] == [0.0] * 3
+    assert {w["state"] for w in wheels} == {"running"} and wheels[-1]["stop"] is None
