@@ -190,6 +190,8 @@ class VelocityBase:
         if not self.feedback_alive(now):
             self.stop("feedback_lost", f"no fresh feedback for {now - self.t_fresh:.3f} s "
                                        f"({FEEDBACK_TIMEOUT_CYCLES} periods)")
+        if self.state is BaseState.RUNNING and now > self.expiry:   # seen by the group's supervision this cycle
+            self.stale(now)
         return self.fresh
 
     def take(self, velocity: FloatArray, now: float) -> None:
