@@ -71,7 +71,7 @@ def test_a_stop_from_max_speed_ends_within_v_over_a_and_rolls_about_v2_over_2a(b
           f"after {t_stop * 1e3:.0f} ms (v/a {ideal_t * 1e3:.0f} ms); wheel travel {travel.round(3)} rad "
           f"(v^2/2a {ideal_travel.round(3)} rad)")
     assert [e.kind for e in base.events][-2:] == ["stop", "stopped"]
-    assert t_stop <= ideal_t + 0.1   # the last cycles: the wheels' loop settles within 1 % of rated speed
+    assert t_stop <= ideal_t + 4 * PERIOD   # the last cycles: the wheels' loop settles within 1 % of rated speed
     # rolled at most the ideal plus two cycles at full speed (the ramp starts from the measured velocity)
     assert np.all(travel <= ideal_travel + vmax * 2 * PERIOD) and np.all(travel >= 0.5 * ideal_travel)
     for _ in range(40):   # latched: zero velocity commanded, whatever the owner asks
@@ -94,7 +94,7 @@ def test_a_command_not_renewed_within_its_ttl_is_a_fault_that_stops_the_base(bac
     t_stop = until_still(base, clock)
     print(f"\n[{backend}] a 0.1 s ttl expired: stale after {noticed * 1e3:.1f} ms, at rest {t_stop * 1e3:.0f} ms later")
     assert base.latch.kind == "command_stale" and 0.1 < noticed <= 0.1 + PERIOD + 1e-9
-    assert t_stop <= float(np.max(base.limits.max_velocity / base.limits.max_acceleration)) + 0.1
+    assert t_stop <= float(np.max(base.limits.max_velocity / base.limits.max_acceleration)) + 4 * PERIOD
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
