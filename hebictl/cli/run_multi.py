@@ -334,6 +334,8 @@ def cmd_run_multi(args: argparse.Namespace, clock: Any, stop_hold: float, home_p
     try:
         plans = build_plans(multi, args, home_position)
         rate = args.rate or max(e.config.feedback_frequency for e in multi.config.arms)
+        if multi.base is not None:   # its ramp's dt bound and feedback timeout count the loop's cycles
+            multi.base.period = 1.0 / rate
         run = MultiRun(multi, plans, clock, args.hold, args.stop_hold if args.stop_hold is not None else stop_hold)
         run.base_plan = base_plan(args, multi.base)
         run.rests = rest_poses(multi) if args.stop_hold is None else {}

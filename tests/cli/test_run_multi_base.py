@@ -112,3 +112,21 @@ def test_the_recording_holds_the_base_every_cycle(tmp_path, capsys):
     peak = max(max(w["velocity_command"]) for w in wheels)
     assert peak == pytest.approx(3.0) and wheels[-1]["velocity_command"] == [0.0] * 3
     assert {w["state"] for w in wheels} == {"running"} and wheels[-1]["stop"] is None
+
+
+def test_the_base_counts_the_loops_cycles_at_a_rate_other_than_its_feedback(monkeypatch):
+    """--rate 50 with the wheels' feedback at 200 Hz: the ramp still reaches --base-velocity at
+    max_acceleration (its dt bound is two of the loop's 20 ms cycles, not of the feedback's 5 ms)."""
+    seen = []
+    real = MultiRun.step
+
+    def step(self):
+        going = real(self)
+        seen.append(float(self.group.base.velocity_command[0]))
+        return going
+
+    monkeypatch.setattr(MultiRun, "step", step)
+    args = run_args(backend="mock", config=CONFIG, hold=0.2, base_velocity=[9.6] * 3, base_time=1.0, rate=50.0)
+    assert cmd_run_multi(args, SimClock(), TERM_HOLD_S, home_position) == 0
+    rises = np.diff(seen)
+    assert max(seen) == pytest.approx(9.6) and rises.max() == pytest.approx(19.2 / 50.0)
