@@ -528,7 +528,7 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
     "collision": _BASE | {"model", "trajectory", "jit"},
     "formats": _BASE | {"limits", "yaml_load", "model"},
     "config": _BASE | {"limits", "yaml_load", "plugin_schema", "formats"},  # the config names its HRDF's format
-    "multi_config": _BASE | {"limits", "yaml_load", "config"},  # lists robot configs: read by config
+    "multi_config": _BASE | {"limits", "yaml_load", "config", "formats", "gains"},  # a base: actuator type, gains
     "hardware": _BASE | {"sim_backend"},  # the registry names "sim_backend:open_sim" (see UPWARD_EDGES)
     "sim_backend": _BASE | {"hardware", "model", "gains", "config", "formats", "collision", "jit"},
     "control": _BASE | {"model", "trajectory", "gains", "collision", "hardware", "plugin_schema", "jit",

@@ -197,6 +197,9 @@ def open_follow_arms(args: argparse.Namespace, clock: Any) -> FollowArms:
             raise UsageError(f"{args.leader} is a multi-arm config: name its arms with --leader NAME --follower "
                              f"NAME, not a second config ({args.follower})")
         mcfg = load_multi_arm_config(args.leader)
+        if mcfg.base is not None:   # its wheels would be opened and never commanded
+            raise UsageError(f"{args.leader.name} names a mobile base ({mcfg.base.name}): follow does not run a "
+                             "base; hebictl run holds or drives it (docs/multi_arm.md#a-mobile-base)")
         lead, follow = multi_arm_names(args, [a.name for a in mcfg.arms])
         multi = arms_from_multi_config(Arm, mcfg, args.backend, clock=clock)
         cfgs = {a.name: a.config for a in mcfg.arms}

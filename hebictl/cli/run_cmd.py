@@ -56,6 +56,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--no-arm-obstacles", action="store_true",
                      help="multi-arm config: each arm checks only its own workspace, not the other arms "
                           "(a demonstration of what the check prevents; never on hardware)")
+    run.add_argument("--base-velocity", type=float, nargs="+", metavar="RAD/S",
+                     help="multi-arm config with a base: the wheels' velocity [rad/s, one per wheel] for "
+                          "--base-time s once the base has feedback, then zero (default: the base holds zero)")
+    run.add_argument("--base-time", type=float, default=1.0, metavar="S",
+                     help="multi-arm config with a base: how long --base-velocity is driven (default 1 s)")
     run.add_argument("--goal-time", type=float, default=None, metavar="S",
                      help="seconds for the goal move; refused before moving if faster than the arm may go "
                           "(default: estimated from the limits)")

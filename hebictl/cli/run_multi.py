@@ -17,6 +17,13 @@ another arm, or a safety stop of any arm during the parks, ends the others' park
 hold, saying why; a second signal brakes every arm and exits once each is measured still.
 The loop thread gets ``--rt-priority`` (:mod:`hebictl.control.realtime`), and every arm's feedback
 read is timed as waiting (:class:`~hebictl.control.loop.WaitMeter`), as for one arm.
+
+A config's mobile base (:class:`~hebictl.control.base.VelocityBase`) is read, supervised and sent
+with the arms under the same group: it holds zero velocity, or drives ``--base-velocity`` (one
+velocity per wheel) for ``--base-time`` s once it has feedback, renewing the command every cycle,
+then holds zero again. A fault of the base holds every arm; any trip, Ctrl-C or SIGTERM stops the
+base (it decelerates to zero at its max acceleration, then commands zero); it is in the status,
+the summary and ``--record``'s file (``/NAME/wheels``, every cycle).
 """
 
 from __future__ import annotations
@@ -45,6 +52,37 @@ class ArmPlan:
     refused: list[str] = field(default_factory=list)
 
 
+@dataclass
+class BasePlan:
+    """The base's script: ``velocity`` [rad/s per wheel] for ``seconds`` (None: hold zero), its phase
+    (``start``: waiting for feedback, ``drive``, ``hold``) and when the drive ends [s, clock]."""
+
+    velocity: np.ndarray | None = None
+    seconds: float = 0.0
+    phase: str = "start"
+    until: float = math.inf
+
+
+def base_plan(args: argparse.Namespace, base: Any) -> BasePlan | None:
+    """``--base-velocity RAD/S... --base-time S`` checked against the config's base (None: no base)."""
+    velocity = getattr(args, "base_velocity", None)
+    if base is None:
+        if velocity is not None:
+            raise UsageError("--base-velocity: the config has no base")
+        return None
+    if velocity is None:
+        return BasePlan()
+    v = np.array(velocity, dtype=float)
+    seconds = float(getattr(args, "base_time", 1.0))
+    if v.shape != (base.size,) or not np.isfinite(v).all() or np.any(np.abs(v) > base.limits.max_velocity):
+        bound = " ".join(f"{x:g}" for x in base.limits.max_velocity)
+        raise UsageError(f"--base-velocity needs {base.size} finite wheel velocities within max_velocity "
+                         f"{bound} rad/s, got {' '.join(map(str, velocity))}")
+    if not 0.0 < seconds < math.inf:
+        raise UsageError(f"--base-time must be a positive number of seconds, got {seconds:g}")
+    return BasePlan(v, seconds)
+
+
 def arm_goals(args: argparse.Namespace, names: list[str], dofs: dict[str, int]) -> dict[str, np.ndarray]:
     """``--arm-goal NAME RAD...`` (repeatable) checked against the arms' names and joint counts."""
     goals: dict[str, np.ndarray] = {}
@@ -70,7 +108,9 @@ class MultiRun:
         from hebictl.control.group import ArmGroup
 
         self.multi, self.plans, self.clock = multi, plans, clock
-        self.group = ArmGroup(multi.arms)
+        self.group = ArmGroup(multi.arms, getattr(multi, "base", None))
+        #: the base's script (None: no base); ``hebictl run`` sets it from --base-velocity
+        self.base_plan: BasePlan | None = BasePlan() if self.group.base is not None else None
         self.hold, self.stop_hold = hold, stop_hold
         self.idle_since: float | None = None
         self.exit_at: float | None = None
@@ -123,11 +163,14 @@ class MultiRun:
             for name in g.arms:
                 self._guard(name)
                 self._advance(name)
+            self._drive_base()
         elif self.exit_at is None:
             self.exit_at = self.clock.now() + self.stop_hold
         g.send()
         if mcap is not None:   # every arm's cycle and the group's new events, handed to the writer thread
             mcap.sample()
+            if g.base is not None:
+                mcap.publish(f"/{g.base.name}/wheels", wheels_message(g.base))
         for name, feed in self.feeds.items():
             self._feed(g.arms[name], feed)
         return self._going_on()
@@ -144,11 +187,30 @@ class MultiRun:
             return len(self.parked) < len(self.parks) or holding
         if self.exit_at is not None:
             return now < self.exit_at
-        if any(p.moves or p.phase in ("start", "home", "goal") for p in self.plans.values()):
+        driving = self.base_plan is not None and self.base_plan.phase in ("start", "drive") and \
+            self.base_plan.velocity is not None
+        if driving or any(p.moves or p.phase in ("start", "home", "goal") for p in self.plans.values()):
             self.idle_since = None
             return True
         self.idle_since = now if self.idle_since is None else self.idle_since
         return now - self.idle_since < self.hold
+
+    def _drive_base(self) -> None:
+        """The base's cycle while the group runs: ``--base-velocity`` renewed every cycle from its
+        first feedback until ``--base-time`` has passed, then (and without a script) zero."""
+        base, plan = self.group.base, self.base_plan
+        if base is None or plan is None or base.latch is not None:
+            return
+        now = self.clock.now()
+        if plan.phase == "start" and base.had_feedback:
+            plan.phase = "drive" if plan.velocity is not None else "hold"
+            plan.until = now + plan.seconds
+        if plan.phase == "drive" and now < plan.until and plan.velocity is not None:
+            base.command(plan.velocity)
+            return
+        if plan.phase == "drive":
+            plan.phase = "hold"
+        base.hold()
 
     def _stop_all(self) -> None:
         """Brake every arm (a latched ``hold`` stop); after a SIGTERM, park the arms with a rest pose."""
@@ -162,6 +224,9 @@ class MultiRun:
             arm.stop(EventKind.TERMINATE if sigterm else EventKind.INTERRUPT,
                      f"{'SIGTERM' if sigterm else 'Ctrl-C'}: braking every arm, then {then}",
                      behaviour=StopBehaviour.HOLD)
+        if self.group.base is not None:
+            self.group.base.stop("terminate" if sigterm else "interrupt",
+                                 f"{'SIGTERM' if sigterm else 'Ctrl-C'}: stopping the base")
         self.group.tripped = self.group.note("stop", "", "operator stop of every arm" +
                                              (f"; parking {', '.join(parking)}" if parking else ""), trip=True)
         self.exit_at = self.clock.now() + self.stop_hold
@@ -269,7 +334,10 @@ def cmd_run_multi(args: argparse.Namespace, clock: Any, stop_hold: float, home_p
     try:
         plans = build_plans(multi, args, home_position)
         rate = args.rate or max(e.config.feedback_frequency for e in multi.config.arms)
+        if multi.base is not None:   # its ramp's dt bound and feedback timeout count the loop's cycles
+            multi.base.period = 1.0 / rate
         run = MultiRun(multi, plans, clock, args.hold, args.stop_hold if args.stop_hold is not None else stop_hold)
+        run.base_plan = base_plan(args, multi.base)
         run.rests = rest_poses(multi) if args.stop_hold is None else {}
         run.quiet = bool(getattr(args, "quiet", False))
         run.mcap = mcap = multi_recorder(args, multi, run.group, rate)  # before the loop: a bad file moved nothing
@@ -323,13 +391,15 @@ def multi_loop(run: MultiRun, clock: Any, rate: float, args: argparse.Namespace,
     :class:`~hebictl.control.realtime.RealtimeRequest`, None: none) asked for its thread, the grant
     line said as for one arm (:func:`hebictl.cli.output.grant_notice`); every arm's feedback read
     timed as waiting by one :class:`~hebictl.control.loop.WaitMeter` (the cycle's wait is the sum over
-    the arms). Memory is locked and the heap frozen here (``prepare``); the caller ``release()``s it."""
+    the arms and the base). Memory is locked and the heap frozen here (``prepare``); the caller ``release()``s it."""
     from hebictl.cli.output import grant_notice
     from hebictl.control.loop import FixedRateLoop, WaitMeter
 
     meter = WaitMeter(clock)
     for arm in run.group.arms.values():   # this one backend's read wrapped on purpose, as for one arm
         arm.backend.read = meter.wrap(arm.backend.read)  # type: ignore[method-assign]  # instance-level wrap
+    if run.group.base is not None:   # the base's read is waiting too
+        run.group.base.backend.read = meter.wrap(run.group.base.backend.read)  # type: ignore[method-assign]
     loop = FixedRateLoop(run.step, rate, clock, report=run.windows.append, wait=meter, realtime=realtime,
                          on_grant=grant_notice(args))
     loop.prepare()
@@ -395,6 +465,11 @@ def status_table(run: MultiRun, rate: float, backend: str) -> Any:
         t.add_row(name, arm.state.value, str(arm.mode.value), f"park {park.phase}" if park else run.plans[name].phase,
                   f"{100 * arm.goal_progress:5.1f} %", "-" if math.isnan(err) else f"{err * 1e3:.3f}",
                   escape(f"{last.kind}: {last.detail}") if last is not None else "")
+    base = g.base
+    if base is not None and run.base_plan is not None:
+        last_b = base.events[-1] if base.events else None
+        t.add_row(f"{base.name} (base)", base.state.value, "velocity", run.base_plan.phase, "-",
+                  "-", escape(f"{last_b.kind}: {last_b.detail}") if last_b is not None else "")
     captions = []
     if run.windows:
         captions.append(f"loop {loop_line(run.windows[-1], rate)}")
@@ -446,8 +521,34 @@ def multi_recorder(args: argparse.Namespace, multi: Any, group: Any, rate: float
         return None
     from hebictl.recording.mcapfile import parse_mode
 
+    base = getattr(multi, "base", None)
     return multi_arm_recorder(args.record, multi, group, mode=parse_mode(getattr(args, "record_mode", "0600")),
-                              metadata={"command": "run", "backend_name": args.backend, "rate_hz": f"{rate:g}"})
+                              metadata={"command": "run", "backend_name": args.backend, "rate_hz": f"{rate:g}"},
+                              extra_topics=(wheels_topic(base.name),) if base is not None else ())
+
+
+def wheels_topic(name: str) -> Any:
+    """The base's channel of a ``--record`` file, ``/NAME/wheels`` (:func:`wheels_message` every cycle)."""
+    from hebictl.recording.schemas import Topic
+
+    numbers = {"type": "array", "items": {"type": ["number", "null"]}}
+    return Topic(f"/{name}/wheels", "hebictl.BaseWheels", "json",
+                 "the mobile base every cycle: state, wheel position [rad], measured and commanded velocity "
+                 "[rad/s], the latched stop's kind",
+                 {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "hebictl.BaseWheels",
+                  "type": "object", "properties": {"state": {"type": "string"}, "position": numbers,
+                                                   "velocity": numbers, "velocity_command": numbers,
+                                                   "stop": {"type": ["string", "null"]}}})
+
+
+def wheels_message(base: Any) -> dict[str, Any]:
+    """One cycle of the base on :func:`wheels_topic` (NaN as null)."""
+    def nums(a: Any) -> list[float | None]:
+        return [float(x) if math.isfinite(x) else None for x in a]
+
+    return {"state": base.state.value, "position": nums(base.feedback.position),
+            "velocity": nums(base.feedback.velocity), "velocity_command": nums(base.velocity_command),
+            "stop": base.latch.kind if base.latch is not None else None}
 
 
 def multi_arm_recorder(path: Any, multi: Any, group: Any, *, names: dict[str, str] | None = None,
@@ -486,6 +587,14 @@ def summary(run: MultiRun, rate: float, elapsed: float, backend: str) -> None:
             c.print(f"  {name} event {e.kind} -> {e.state.value}: {escape(e.detail)}")
         if name in run.parks:
             c.print(escape(f"  {name} park ({run.parks[name].why}): {run.parks[name].outcome}"))
+    base = run.group.base
+    if base is not None:
+        phase = run.base_plan.phase if run.base_plan is not None else "-"
+        c.print(f"base {base.name} ({base.size} wheels): state={base.state.value}, phase={phase}, velocity "
+                f"\\[rad/s] measured {' '.join(f'{x:+.4f}' for x in base.feedback.velocity)}, commanded "
+                f"{' '.join(f'{x:+.4f}' for x in base.velocity_command)}")
+        for ev in base.events:
+            c.print(f"  {base.name} event {ev.kind} -> {ev.state.value}: {escape(ev.detail)}")
     ws = [w for w in run.windows if w.cycles]
     if ws:
         c.print(f"loop: waiting for feedback (every arm's read) p50 "
@@ -498,6 +607,7 @@ def summary(run: MultiRun, rate: float, elapsed: float, backend: str) -> None:
         c.print(f"group event {when}{g.kind} {g.arm or '-'}: {escape(g.detail)}")
 
 
-__all__ = ["ArmPlan", "MultiRun", "arm_goals", "build_plans", "cmd_run_multi", "exit_code", "multi_arm_recorder",
-           "multi_loop", "multi_recorder", "plot_arms", "plot_feeds", "plot_path", "position_error",
-           "rest_poses", "run_with_status", "shows_status", "status_table", "summary"]
+__all__ = ["ArmPlan", "BasePlan", "MultiRun", "arm_goals", "base_plan", "build_plans", "cmd_run_multi", "exit_code",
+           "multi_arm_recorder", "multi_loop", "multi_recorder", "plot_arms", "plot_feeds", "plot_path",
+           "position_error", "rest_poses", "run_with_status", "shows_status", "status_table", "summary",
+           "wheels_message", "wheels_topic"]

@@ -340,6 +340,9 @@ def _teleop_multi(args: argparse.Namespace, settings: Any) -> int:
     record = _record_options(args) if args.record is not None else None   # a bad flag before any arm opens
     realtime = realtime_request(args)
     mcfg = load_multi_arm_config(args.config)
+    if mcfg.base is not None:   # before any backend opens: its wheels would be opened and never commanded
+        raise UsageError(f"{args.config.name} names a mobile base ({mcfg.base.name}): teleop does not serve a base "
+                         "yet; hebictl run holds or drives it (docs/multi_arm.md#a-mobile-base)")
     ids = {e.name: _arm_id(f"{args.arm_id}-{e.name}" if args.arm_id else e.name) for e in mcfg.arms}
     rate = args.rate or max(e.config.feedback_frequency for e in mcfg.arms)
     clock = loop_clock(args)  # after the config: a PacedClock starts on the wall clock when made

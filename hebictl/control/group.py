@@ -21,6 +21,7 @@ from hebictl.control.safety import ArmState, EventKind
 
 if TYPE_CHECKING:
     from hebictl.control.arm import Arm
+    from hebictl.control.base import VelocityBase
 
 
 @dataclass(frozen=True)
@@ -36,10 +37,14 @@ class GroupEvent:
 class ArmGroup:
     """Arms by name, updated, supervised and sent together (module doc)."""
 
-    def __init__(self, arms: Mapping[str, Arm]) -> None:
+    def __init__(self, arms: Mapping[str, Arm], base: VelocityBase | None = None) -> None:
         if not arms:
             raise ValueError("an arm group needs at least one arm")
+        if base is not None and base.name in arms:
+            raise ValueError(f"the base's name {base.name!r} is an arm's too")
         self.arms = dict(arms)
+        #: the mobile base (module doc), or None
+        self.base = base
         self.events: list[GroupEvent] = []
         #: the event that tripped the group (None: running)
         self.tripped: GroupEvent | None = None
@@ -55,6 +60,8 @@ class ArmGroup:
         """Every arm's ``update()``; :attr:`fresh` says which has had feedback at least once."""
         for name in self.arms:
             self.update_one(name)
+        if self.base is not None:
+            self.base.update()
 
     def update_one(self, name: str) -> None:
         """One arm's ``update()`` (an owner that feeds one arm from another's feedback of the same cycle)."""
@@ -63,6 +70,8 @@ class ArmGroup:
     def send(self) -> None:
         for arm in self.arms.values():
             arm.send()
+        if self.base is not None:
+            self.base.send()
 
     def hold(self, name: str, detail: str) -> None:
         """Hold one arm on purpose (not a fault)."""
@@ -83,6 +92,9 @@ class ArmGroup:
             cause = self.fault_of(name, arm)
             if cause is not None:
                 return self._trip(name, cause)
+        base = self.base
+        if base is not None and base.latch is not None:
+            return self._trip(base.name, f"{base.latch.kind}: {base.latch.detail}")
         return None
 
     def fault_of(self, name: str, arm: Arm) -> str | None:
@@ -99,12 +111,16 @@ class ArmGroup:
         for arm in self.arms.values():
             if arm.state is not ArmState.STOPPED:
                 arm.stop(EventKind.ESTOP, detail)
+        if self.base is not None:
+            self.base.stop("estop", detail)
         return self.note("estop", "", detail, trip=True)
 
     def _trip(self, culprit: str, cause: str) -> GroupEvent:
         for name, arm in self.arms.items():
             if name != culprit and arm.state is not ArmState.STOPPED:
                 arm.stop(EventKind.ESTOP, f"arm group: {culprit} stopped ({cause}); holding every arm")
+        if self.base is not None:
+            self.base.stop("group", f"arm group: {culprit} stopped ({cause}); stopping the base")
         return self.note("fault", culprit, cause, trip=True)
 
     def clear(self, detail: str = "arm group: cleared by the operator; holding where the arm is") -> bool:
@@ -112,6 +128,9 @@ class ArmGroup:
         pressed = [n for n, a in self.arms.items() if a.m_stopped]
         if pressed:
             self.note("clear_refused", pressed[0], "an M-stop is still pressed")
+            return False
+        if self.base is not None and not self.base.clear():
+            self.note("clear_refused", self.base.name, "the base has no fresh feedback")
             return False
         for arm in self.arms.values():
             arm.clear_fault(detail)

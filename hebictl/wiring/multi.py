@@ -10,6 +10,12 @@ its config declares one. Two things span the arms:
 * each arm's collision world holds the other arms as obstacles
   (:meth:`hebictl.collision.world.CollisionWorld.add_other_arm`), at their base poses, their joint
   positions updated from the measured feedback every cycle (:meth:`MultiArms.observe`).
+
+A config's mobile base (a velocity group) is opened by :func:`open_base` on the same backend and
+clock: ``mock`` (rated speed and effort from its actuator type; a velocity command integrates),
+``hebi``/``hebi-imitation`` (hebi-py's group, gains sent when the config gives them) and ``sim``
+(:mod:`sim_backend.base`: its own MuJoCo model, a chassis on wheels), wrapped in a
+:class:`~hebictl.control.base.VelocityBase`.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import numpy as np
 from hebictl.collision.attach import world_of
 from hebictl.collision.workspace import workspace_from
 from hebictl.hardware.clock import MonotonicClock
-from hebictl.multi_config import MultiArmConfig, load_multi_arm_config
+from hebictl.multi_config import BaseEntry, MultiArmConfig, load_multi_arm_config
 from hebictl.wiring.assembly import arm_from_config
 
 if TYPE_CHECKING:
@@ -45,6 +51,8 @@ class MultiArms:
     physics: Any = None
     #: per arm: the other arms its collision world holds, as (other arm's name, its index there)
     obstacles: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    #: the mobile base (hebictl.control.base.VelocityBase), or None
+    base: Any = None
 
     def observe(self) -> None:
         """Every arm's collision world gets the other arms' measured joint positions (call each cycle,
@@ -65,6 +73,8 @@ class MultiArms:
     def close(self) -> None:
         for arm in self.arms.values():
             arm.close()
+        if self.base is not None:
+            self.base.close()
 
 
 def arms_from_multi_config(arm_class: type[ArmT], config: MultiArmConfig | str | Path, backend: str = "mock", *,
@@ -92,6 +102,9 @@ def arms_from_multi_config(arm_class: type[ArmT], config: MultiArmConfig | str |
                                         if "workspace" in e.config.user_data else None for e in mcfg.arms])
         if obstacles:
             add_arm_obstacles(built)
+        if mcfg.base is not None:
+            rate = max(e.config.feedback_frequency for e in mcfg.arms)
+            built.base = open_base(mcfg.base, backend, clock, rate)
         return built
     except BaseException:
         built.close()
@@ -116,4 +129,31 @@ def add_arm_obstacles(built: MultiArms) -> None:
         world.rebuild()
 
 
-__all__ = ["MultiArms", "add_arm_obstacles", "arms_from_multi_config"]
+def open_base(entry: BaseEntry, backend: str, clock: Clock, rate: float) -> Any:
+    """The base of a multi-arm config (:class:`~hebictl.multi_config.BaseEntry`) on ``backend``, at
+    feedback ``rate`` [Hz], its modules' own command lifetime its ``command_ttl`` (if the process
+    dies the wheels stop driving within it), as a :class:`~hebictl.control.base.VelocityBase`
+    running at ``rate``."""
+    from hebictl.control.base import VelocityBase
+    from hebictl.hardware.registry import open_backend
+
+    common: dict[str, Any] = {"names": entry.names, "families": entry.families, "clock": clock,
+                              "feedback_frequency": rate, "command_lifetime": entry.command_ttl}
+    if backend == "sim":
+        from sim_backend.base import open_sim_base
+
+        group: Any = open_sim_base(rated_speed=entry.rated_speed, rated_effort=entry.rated_effort, **common)
+    elif backend == "mock":
+        group = open_backend("mock", max_speed=entry.rated_speed, max_effort=entry.rated_effort, **common)
+    else:
+        group = open_backend(backend, **common)
+    try:
+        if entry.gains is not None:
+            group.set_gains(entry.gains.broadcast_to(entry.size))
+        return VelocityBase.from_entry(entry, group, clock, 1.0 / rate)
+    except BaseException:
+        group.close()
+        raise
+
+
+__all__ = ["MultiArms", "add_arm_obstacles", "arms_from_multi_config", "open_base"]

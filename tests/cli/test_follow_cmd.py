@@ -153,6 +153,12 @@ def test_a_multi_arm_config_names_its_leader_and_follower(tmp_path, capsys):
         assert words in err and err.count("\n") == 1 and "Traceback" not in err, err
 
 
+def test_a_multi_arm_config_with_a_base_is_refused_before_any_arm_opens(capsys):
+    assert main(["follow", str(REPO_ROOT / "configs" / "x-series-6dof-omni-base.multi.yaml"), "--seconds", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "names a mobile base (base): follow does not run a base" in err and "Traceback" not in err, err
+
+
 def test_follow_on_a_multi_arm_config_in_one_sim_scene(tmp_path, capsys, simulated_time):
     """``hebictl follow PAIR.multi.yaml --backend sim``: the arms named leader and follower by default,
     built in one scene; the follower aligns and follows, exit 0 (2.5 simulated seconds)."""
