@@ -55,6 +55,7 @@ from hebictl.control.modes.context import STALE_RAD, ModeContext
 from hebictl.control.modes.context import State as State
 from hebictl.control.modes.start import hold_at, reanchor, stop_or_hold, to_brake
 from hebictl.control.monitors import MonitorSuite, Payload, goal_status
+from hebictl.control.monitors.timing import sample_time
 from hebictl.control.motion import RateLimiter, recovery_range, shrink_recovery
 from hebictl.control.payload_feedforward import PayloadFeedForward
 from hebictl.control.plausible import PlausibleVelocity
@@ -81,6 +82,9 @@ _FOLLOW, _JOG, _BRAKE, _HOLDING, _DAMP, _GRAVCOMP, _RELEASE = (Mode.FOLLOW, Mode
                                                                Mode.GRAVCOMP, Mode.RELEASE)
 #: what :meth:`Arm.react` accepts (the monitors' reactions: :class:`Reaction`'s values)
 REACTIONS = tuple(r.value for r in Reaction)
+#: samples taken before a control gap ran out (delivered after it) skipped in a row at most
+#: (:meth:`Arm._taken_before_the_gap`)
+STALE_SKIPS = 3
 
 
 class Arm:
@@ -116,6 +120,7 @@ class Arm:
         self.watchdog_timeout = float(watchdog_timeout)
         self.missed_feedback_limit = int(missed_feedback_limit)
         self._missed = 0
+        self._stale_skips = 0  # samples from before a control gap ran out, skipped in a row
         hz = backend.feedback_frequency
         self.feedback_timeout = float(feedback_timeout if feedback_timeout is not None
                                       else (2.0 / hz if hz > 0 else 0.1))
@@ -618,6 +623,8 @@ class Arm:
         if not fresh:
             return self._on_missing_feedback(now)
         self.cycle.sequence = fb.sequence
+        if self._taken_before_the_gap(fb, now):
+            return False
         self._missed = 0
         # position is what every plugin and the hold need; velocity may legitimately be NaN
         # (hebi's imitation group echoes an uncommanded velocity as NaN)
@@ -629,7 +636,10 @@ class Arm:
         self.cycle.sampled(now)
         self._input_frames_valid = False
         self.cycle.tick(now)
-        self.mode_context.velocities.push(now, fb.velocity)
+        # each velocity at its own sample's time: what could change between two samples is judged over the
+        # time between them, not between their arrivals (a sample stamped before a stall that arrived after
+        # it, then the next: 5 ms apart as read, 800 ms as measured; the fall between them was implausible)
+        self.mode_context.velocities.push(sample_time(fb, now)[0], fb.velocity)
         joint = self._check_sample(fb, now)
         if self.supervisor.level is _STOPPED:
             self._latched_command(now, feedback_ok=True)
@@ -637,6 +647,27 @@ class Arm:
         if joint >= 0 and self.supervisor.level is _RUNNING:
             self._position_limit(fb, joint, now)
         return self._command(fb, now)
+
+    def _taken_before_the_gap(self, fb: Feedback, now: float) -> bool:
+        """A new sample that arrives after a control gap but was taken before the modules' command ran
+        out (a stall between the sample and its delivery: the whole process stopped inside a read, a
+        buffered sample) shows the arm before it fell. Nothing is judged, computed or sent from it (the
+        cycle's command counts as old as the sample, so :meth:`send` refuses it); the next sample, taken
+        after the fall, names the gap and anchors the hold where the arm is. Anchored on the old one, the
+        hold drove the fallen arm back up: 334 mm (x6) and 260 mm (r6) after a 0.8 s stall on the sim.
+        At most :data:`STALE_SKIPS` samples in a row (a module clock that disagrees with the arm's cannot
+        keep the arm from being commanded)."""
+        last, lifetime = self.lifetime.last_command_time, self.lifetime.lifetime
+        if last is None or now - last <= lifetime or self._stale_skips >= STALE_SKIPS:
+            self._stale_skips = 0
+            return False
+        taken, _ = sample_time(fb, now)
+        if taken >= last + lifetime:  # taken after the command ran out: it shows the fall
+            self._stale_skips = 0
+            return False
+        self._stale_skips += 1
+        self.lifetime.computed(taken)
+        return True
 
     def _position_limit(self, fb: Feedback, joint: int, now: float) -> None:
         """A joint beyond its limit: hold at the position clamped into the limits (reached at the rated

@@ -20,6 +20,7 @@ drive the arm into it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -70,6 +71,11 @@ class VelocityHistory:
         self.times[i] = t
         self.velocities[i] = velocity
         self.count += 1
+
+    @property
+    def latest_time(self) -> float:
+        """[s] the newest sample's time (NaN before one)."""
+        return float(self.times[(self.count - 1) % HISTORY]) if self.count else math.nan
 
     def clear(self) -> None:
         """Forget the samples (after a gap in the feedback: they no longer say how the arm moves)."""

@@ -423,3 +423,56 @@ def test_teleop_sigterm_stops_the_arm_then_the_bridge_process(backend, broker):
     assert event["kind"] == "terminate" and event["state"] == "stopped" and "[hold]" in event["detail"], final
     print(f"\n[{backend}] SIGTERM: bridge process {bridges[0]} gone, offline status with {event['kind']}: "
           f"{event['detail']}")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc to see the signal handlers")
+def test_a_sigstopped_run_names_the_gap_and_holds_the_fallen_arm_where_it_is(tmp_path):
+    """The whole process stopped (SIGSTOP, as a busy robot PC or a debugger can) for 0.8 s mid-goal, on
+    the sim and the wall clock: the modules' commands expire and the arm falls; on SIGCONT the next read
+    names the stall (a latched ``control_gap`` of at least 800 ms), the brake from where the arm is
+    never commands a joint back toward where it fell from, and the unattended run then parks or holds
+    and exits by itself (status 1, a safety stop) with its recording. Order and physical state only
+    (the stall's length is whatever the kernel gave; the timing of the gap rule is
+    tests/control/monitors/test_gap.py's, in simulated time)."""
+    pytest.importorskip("mujoco", reason=extra_missing("mujoco"))
+    pytest.importorskip("mcap", reason=extra_missing("mcap"))
+    from hebictl.recording.reader import load_recorder
+
+    record = tmp_path / "run.mcap"
+    proc = subprocess.Popen([sys.executable, "-m", "hebictl", "run", "--backend", "sim", "--no-home",
+                             "--goal", *map(str, GOAL), "--goal-time", "6", "--hold", "inf", "--record", str(record)],
+                            cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        _wait(lambda: _handles_sigterm(proc.pid) and _live(record)[0] > MOVING, "the run loop moving the arm",
+              lambda: proc.poll() is None)
+        proc.send_signal(signal.SIGSTOP)
+        time.sleep(0.8)   # the stall itself (its length is measured by the run, not asserted here)
+        proc.send_signal(signal.SIGCONT)
+        _wait(lambda: any(e.startswith("control_gap -> stopped") for e in _live(record)[1]),
+              "the control_gap stop in the recording", lambda: proc.poll() is None)
+        out, _ = proc.communicate(timeout=HANG)   # unattended: it parks or holds, then exits by itself
+    finally:
+        proc.kill()
+        proc.wait(10)
+    text = out.decode()
+    assert proc.returncode == 1, text[-2000:]   # a safety stop's exit status
+    # the first stop names the stall: the gap, or (SIGSTOP between the sample and its delivery) the
+    # sample's age; the recording has the control_gap either way (below)
+    assert ("the arm stopped (control_gap: control gap of" in text
+            or "the arm stopped (feedback_late: feedback is" in text), text[-2000:]
+    assert "feedback_implausible -> stopped" not in text, text[-2000:]   # a fall over 0.8 s is possible
+    rec, logged = load_recorder(record)
+    events = [(e.time, e.text) for e in logged]
+    gap_t, gap = next((t, s) for t, s in events if s.startswith("control_gap -> stopped"))
+    length_ms = float(gap.split("control gap of ")[1].split(" ms")[0])
+    assert length_ms >= 800.0, gap
+    assert events[-1][1].startswith("recording closed: "), events
+    t = rec.times
+    after = t >= gap_t - 1e-9
+    q, c, v = rec.series("position")[after], rec.series("position_command")[after], rec.series("velocity")[after]
+    way = np.sign(v[0])
+    pulled = ((c - q) * way < -0.01) & (v * way < -0.05)
+    print(f"\n{gap}\nafter it: {len(q)} samples, fastest joint {np.abs(v[0]).max():.2f} rad/s at the first; "
+          f"cycles pulling a joint back {pulled.sum(axis=0).tolist()}; at the end |v| {np.abs(v[-1]).max():.4f} rad/s")
+    assert not pulled.any()
+    assert np.abs(v[-1]).max() < MOVING

@@ -254,3 +254,63 @@ def test_after_a_long_fall_no_joint_is_pulled_back_toward_where_it_fell_from(key
         assert not pulled.any()
     finally:
         rig.close()
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_a_sample_taken_before_the_stall_and_delivered_after_it_anchors_nothing(key):
+    """The process stalls 0.8 s between the sim taking a sample and the arm reading it (a SIGSTOP inside
+    the read; a buffered sample): the first sample after the stall shows the arm before it fell. The
+    arm judges, computes and sends nothing from it; the next sample (taken after the fall) names the
+    gap, with the motion it measures, and the hold anchors where the arm is. Anchored on the old sample,
+    the hold drove the fallen arm back up: x6 334 mm, r6 260 mm."""
+    rig = SupRig(key)
+    try:
+        arm, be = rig.arm, rig.be
+        rig.move()
+        rig.cycle()
+        pre = arm.last_feedback.copy()
+        before_q = be.true_state()[0][:arm.dof].copy()
+        t0 = rig.clock.now()
+        rig.clock.advance(0.8)
+        real, reads = be.read, []
+
+        def stale_first(into, timeout_s=0.1):
+            ok = real(into, timeout_s)   # the physics runs to now; the first read then delivers the old sample
+            if not reads:
+                for field in ("time", "position", "velocity", "effort"):
+                    getattr(into, field)[:] = getattr(pre, field)
+            reads.append(into.sequence)
+            return ok
+
+        sent: list[float] = []
+        writes = be.write
+        be.read = stale_first
+        be.write = lambda cmd: sent.append(rig.clock.now()) or writes(cmd)
+        t_back = rig.clock.now()
+        k0 = len(rig.q)
+        rig.cycle()
+        assert sent == []   # nothing computed from the old sample is sent
+        be.write = writes
+        rig.settle(2.0)
+        be.read = real
+        fall, back, moved = gap_figures(rig, before_q, t_back)
+        q, c, v = np.array(rig.q[k0:]), np.array(rig.cmd[k0:]), np.array(rig.v[k0:])
+        way = np.sign(v[0])
+        pulled = ((c - q) * way < -0.01) & (v * way < -0.05)
+        ee = np.array([rig.ee(x) for x in q])
+        reach = np.linalg.norm(ee - rig.ee(before_q), axis=1)
+        print(f"\n{key}: stale sample after a 0.8 s stall: EE fell {fall:.0f} mm, came back {back:.2f} mm from the "
+              f"first fresh sample, {(reach.max() - reach[-1]) * 1e3:.1f} mm from the furthest; cycles pulling a "
+              f"joint back {pulled.sum(axis=0).tolist()}; events {rig.events_since(t0)}")
+        gaps = [e for e in arm.events.events if e.kind is EventKind.CONTROL_GAP and e.time >= t0]
+        assert len(gaps) == 1
+        # the fall between the old sample and the next is judged over the 0.8 s between them, not the 5 ms
+        # between their arrivals: possible, not a feedback_implausible stop
+        assert EventKind.FEEDBACK_IMPLAUSIBLE not in [e.kind for e in arm.events.events if e.time >= t0]
+        first_fresh = rig.q[int(np.searchsorted(np.array(rig.t), t_back + 1e-6))]
+        reported = float(re.search(r"moved up to ([0-9.]+) rad", gaps[0].detail).group(1))
+        assert reported == pytest.approx(float(np.max(np.abs(first_fresh - before_q))), abs=0.02), gaps[0].detail
+        assert not pulled.any()
+        assert back < BACK_TOL_MM and (reach.max() - reach[-1]) * 1e3 < 10.0
+    finally:
+        rig.close()

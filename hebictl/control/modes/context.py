@@ -139,7 +139,7 @@ class ModeContext:
         ``feedback_implausible`` event, once per sample."""
         fb = self.feedback
         c = self.cycle
-        judged, new = self.velocities.judge(c.sequence, fb.position, fb.velocity, c.fresh_time,
+        judged, new = self.velocities.judge(c.sequence, fb.position, fb.velocity, self.velocities.history.latest_time,
                                             self.command.velocity, c.nominal)
         if new and bool(judged.implausible.any()):
             self.record(EventKind.FEEDBACK_IMPLAUSIBLE, judged.describe(self.model.joint_names))

@@ -39,6 +39,19 @@ class SampleTiming:
     time: float = math.nan
 
 
+def sample_time(fb: Feedback, now: float) -> tuple[float, float]:
+    """(the sample's own time, its age) [s, the arm's clock] of ``fb`` received at ``now``: its stamp
+    (one module's: a group's samples share one moment), or ``now`` and age 0 where it has none or one
+    on another clock (an age outside 0..1000 s)."""
+    t = float(fb.time[0])
+    age = fb.rx_time - t
+    if not (math.isfinite(age) and 0.0 <= age < 1000.0):  # stamped on another clock (or not at all)
+        age = 0.0
+    if not math.isfinite(t):  # no timestamp: the arm's own time of reading stands in
+        t = now
+    return t, age
+
+
 class SampleClock:
     """Timestamps of the samples the monitors judge (see the module docstring).
 
@@ -57,12 +70,7 @@ class SampleClock:
     def stamp(self, fb: Feedback, now: float) -> SampleTiming:
         """The timing of ``fb``, received at ``now`` [s, the arm's clock], against the last judged
         sample (:meth:`commit` makes it the last judged one)."""
-        t = float(fb.time[0])  # one module's stamp: a group's samples share one moment
-        age = fb.rx_time - t
-        if not (math.isfinite(age) and 0.0 <= age < 1000.0):  # stamped on another clock (or not at all)
-            age = 0.0
-        if not math.isfinite(t):  # no timestamp: the arm's own time of reading stands in
-            t = now
+        t, age = sample_time(fb, now)
         tm = self.timing
         tm.time, tm.age = t, age
         h = t - self.last if self.last is not None else 0.0
