@@ -332,8 +332,9 @@ def _teleop_multi(args: argparse.Namespace, settings: Any) -> int:
     as ``hebictl run`` builds them (one clock; on ``sim`` one scene; each arm an obstacle in the
     others' collision worlds), each served on its own topics ``hebictl/v1/<NAME>/`` (``--arm-id
     PREFIX``: ``PREFIX-NAME``) by its own bridge, all stepped in one loop under one supervisor
-    (:class:`~hebictl.teleop.server.GroupServer`, :mod:`hebictl.teleop.group`). ``--record DIR``: one
-    session recording of every arm (:func:`_group_recorder`)."""
+    (:class:`~hebictl.teleop.server.GroupServer`, :mod:`hebictl.teleop.group`); a config's mobile base on
+    its own topics ``hebictl/v1/<NAME>/`` (:func:`_base_bridge`), stepped in the same loop. ``--record
+    DIR``: one session recording of every arm (:func:`_group_recorder`)."""
     from hebictl.control.arm import Arm
     from hebictl.control.park import rest_position
     from hebictl.multi_config import load_multi_arm_config

@@ -262,8 +262,8 @@ class RunnerGroup:
             others = {n: c for n, c in self.culprits().items() if n != arm_id}
             if others:
                 name, cause = next(iter(others.items()))
-                what = "the base" if name == self.base_id else "arm"
-                raise CommandRejected(GROUP_HOLD, f"{what} {name} holds every arm ({cause}): clear it first "
+                what = f"the base ({name})" if name == self.base_id else f"arm {name}"
+                raise CommandRejected(GROUP_HOLD, f"{what} holds every arm ({cause}): clear it first "
                                                   "(release its e-stop, set its mode)")
         return admit
 

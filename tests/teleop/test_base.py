@@ -287,3 +287,52 @@ def test_the_base_schema_refuses_a_bad_velocity(body, reason):
     assert schema.validate("velocity", {"velocity": [1, -2, 9.6], "deadman": True, "ttl": 0.25}, env()).ttl == 0.25
     with pytest.raises(CommandRejected, match="unknown_topic"):
         schema.validate("jog", {}, env())
+
+
+def test_every_estop_of_a_cycle_comes_before_the_bases_commands_in_it():
+    """The base's mode queued first and its e-stop after it, taken in one cycle: the e-stop first, the mode
+    refused estop_engaged. The arm's e-stop and the base's mode in one cycle: the mode refused group_hold."""
+    rig = Rig("mock")
+    try:
+        rig.base.submit("mode", ModeCommand(env(), "velocity"))
+        rig.base.engage_estop(EstopCommand(env(), True))
+        rig.cycles(1)
+        assert [(a.topic, a.accepted, a.reason) for a in rig.base_acks] == [("estop", True, ""),
+                                                                            ("mode", False, "estop_engaged")]
+        assert rig.base.mode == "idle" and rig.multi.base.state is not BaseState.RUNNING
+        rig.base.submit("estop", EstopCommand(env(), False))
+        rig.arm.submit("mode", ModeCommand(env(), "position"))
+        rig.cycles(1)
+        assert rig.arm_acks[-1].reason == GROUP_HOLD, "the base holds every arm until its own mode clears it"
+        rig.base.submit("mode", ModeCommand(env(), "velocity"))
+        rig.cycles(1)
+        rig.arm.submit("mode", ModeCommand(env(), "position"))
+        rig.cycles(1)
+        assert rig.base_acks[-1].accepted and rig.arm_acks[-1].accepted
+        rig.arm.engage_estop(EstopCommand(env(), True))
+        rig.base.submit("mode", ModeCommand(env(), "velocity"))
+        rig.cycles(1)
+        assert rig.base_acks[-1].reason == GROUP_HOLD and rig.base.mode == "idle"
+    finally:
+        rig.multi.close()
+
+
+def test_a_lost_link_holds_the_base_without_a_fault():
+    """The base's bridge lost the broker while a stream drove it: the base holds (mode idle, last error
+    teleop_link_lost), no group trip, the arm runs on; a later sample is refused until a new mode."""
+    rig = Rig("mock")
+    try:
+        v = np.full(rig.multi.base.size, 2.0)
+        rig.velocity_mode()
+        rig.drive(v, 0.5)
+        rig.base.link_lost("lost the broker")
+        rig.cycles(1)
+        assert rig.base.mode == "idle" and rig.base.last_error.reason == "teleop_link_lost"
+        rig.until_still()
+        assert not rig.trips() and rig.arm.arm.state is ArmState.RUNNING
+        assert rig.multi.base.state is BaseState.RUNNING
+        rig.base.offer_velocity(sample(v), rig.clock.now())
+        rig.cycles(1)
+        assert rig.base_acks[-1].reason == "wrong_mode" and not rig.multi.base.velocity_command.any()
+    finally:
+        rig.multi.close()
