@@ -6,6 +6,7 @@ the base; nothing resumes by itself. No broker here (tests/teleop/test_base_brid
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import numpy as np
@@ -16,8 +17,12 @@ from hebictl.control.base import BaseState
 from hebictl.control.safety import ArmState
 from hebictl.errors import CommandRejected
 from hebictl.hardware.clock import SimClock
+from hebictl.panel.groups import overview
+from hebictl.panel.link import PanelLink
 from hebictl.teleop.base import BaseRunner, base_status_payload
+from hebictl.teleop.connection import parse_broker
 from hebictl.teleop.group import GROUP_HOLD, RunnerGroup
+from hebictl.teleop.messages import status_payload
 from hebictl.teleop.runner import ArmRunner
 from hebictl.teleop.schema import BaseSchema, BaseVelocityCommand, Envelope, EstopCommand, ModeCommand, StopCommand
 from hebictl.teleop.state_schema import validate_status
@@ -334,5 +339,29 @@ def test_a_lost_link_holds_the_base_without_a_fault():
         rig.base.offer_velocity(sample(v), rig.clock.now())
         rig.cycles(1)
         assert rig.base_acks[-1].reason == "wrong_mode" and not rig.multi.base.velocity_command.any()
+    finally:
+        rig.multi.close()
+
+
+def test_the_panel_shows_the_base_as_a_member_of_the_group():
+    """The panel (which lists every status it sees on the broker) takes the base's status, and the group
+    the arm and the base both name is confirmed, held by the base after its e-stop."""
+    rig = Rig("mock")
+    try:
+        rig.base.engage_estop(EstopCommand(env(), True))
+        rig.cycles(2)
+
+        async def main() -> dict:
+            link = PanelLink(parse_broker("mqtt://127.0.0.1:1"), name="p")
+            link.receive("hebictl/v1/base/state/status",
+                         base_status_payload(rig.base.snapshot, "base", online=True, ts=1.0))
+            link.receive("hebictl/v1/arm/state/status", status_payload(rig.arm.snapshot, "arm", online=True, ts=1.0))
+            return overview(link.arms)
+
+        seen = asyncio.run(main())
+        assert [g["arms"] for g in seen["groups"]] == [["arm", "base"]], seen
+        assert seen["groups"][0]["held"] and seen["groups"][0]["by"] == "base", seen
+        card = next(c for c in seen["arms"] if c.get("arm_id", c.get("id")) == "base")
+        assert card["in_group"], card
     finally:
         rig.multi.close()

@@ -21,15 +21,104 @@ from importlib.util import find_spec
 
 import pytest
 
+from hebictl.control.arm import Arm
+from hebictl.hardware.clock import SimClock
+from hebictl.teleop.admission import Admission, RateLimit
+from hebictl.teleop.base import BaseRunner
+from hebictl.teleop.base_bridge import BaseBridge
 from hebictl.teleop.client import TeleopClient
+from hebictl.teleop.connection import parse_broker
+from hebictl.teleop.schema import BaseSchema
+from hebictl.wiring.multi import arms_from_multi_config
 from tests._support.paths import CONFIGS_DIR, REPO_ROOT
 from tests._support.teleop import HANG_S, StderrLines, spawn_teleop
 
 pytest.importorskip("aiomqtt")
-pytestmark = pytest.mark.broker
 
 CONFIG = CONFIGS_DIR / "x-series-6dof-omni-base.multi.yaml"
 V = [2.0, 2.0, 2.0]
+
+
+class FixedWall:
+    """Wall and monotonic time for the bridge's admission, set by the test."""
+
+    def __init__(self) -> None:
+        self.t = 1_000_000.0
+
+    def wall(self) -> float:
+        return self.t
+
+    def monotonic(self) -> float:
+        return self.t
+
+
+def bridge_rig(**admission):
+    """A BaseBridge outside a session (its handle() called directly) on the config's base (mock, SimClock),
+    its admission on a fixed clock; the acks it would publish collected from its queue."""
+    clock = SimClock()
+    multi = arms_from_multi_config(Arm, CONFIG, "mock", clock=clock)
+    wall = FixedWall()
+    runner = BaseRunner(multi.base, clock=wall)
+    base = multi.base
+    bridge = BaseBridge(runner, parse_broker("mqtt://127.0.0.1:1"), "base", clock=wall,
+                        schema=BaseSchema(base.limits.max_velocity, base.limits.command_ttl),
+                        admission=Admission(wall_clock=wall.wall, monotonic=wall.monotonic, **admission),
+                        account_tags=True)
+    runner.mode = "velocity"
+    return bridge, runner, wall, multi
+
+
+def acks_of(bridge) -> list:
+    out = []
+    while (ack := bridge.acks.get_nowait()) is not None:
+        out.append(ack)
+    return out
+
+
+def test_the_base_bridge_binds_accounts_and_admits_like_an_arms():
+    """Untagged commands refused (the broker runs the account plugin), a client name not bound to its
+    account refused, stale and reordered envelopes refused, the per-topic rate limit, a retained command
+    refused; an untagged e-stop engage still taken. Each refusal counted by reason; nothing reaches the
+    runner but what was admitted."""
+    bridge, runner, wall, multi = bridge_rig(rate_limits={"velocity": RateLimit(10.0, 2.0)})
+    try:
+        seq = iter(range(1, 1000))
+
+        def body(client="op", ts=None, **fields) -> bytes:
+            return json.dumps({"seq": next(seq), "ts": wall.t if ts is None else ts, "client": client,
+                               "velocity": [1, 1, 1], "deadman": True, **fields}).encode()
+
+        topic = "hebictl/v1/base/cmd/velocity"
+        cases = [
+            (topic, body(), {}, "untagged"),
+            (topic + "/@op", body(client="intruder"), {}, "wrong_client"),
+            (topic + "/@op", body(ts=wall.t - 5.0), {}, "stale"),
+            (topic + "/@op", body(), {}, ""),
+            (topic + "/@op", body(), {}, ""),
+            (topic + "/@op", body(), {}, "rate_limited"),
+            (topic + "/@op", json.dumps({"seq": 1, "ts": wall.t, "client": "op", "velocity": [1, 1, 1],
+                                         "deadman": True}).encode(), {}, "out_of_order"),
+            (topic + "/@op", body(), {"retain": True}, "retained"),
+        ]
+        for t, payload, kw, reason in cases:
+            asyncio.run(bridge.handle(t, payload, **kw))
+            if reason:
+                got = acks_of(bridge)
+                assert [a.reason for a in got] == [reason], (reason, got)
+            else:   # handed to the runner: its next cycle takes the sample
+                runner.deadline = -1.0
+                runner.cycle_commands()
+                assert runner.deadline > 0, "the sample was not handed over"
+        asyncio.run(bridge.handle("hebictl/v1/base/cmd/estop", json.dumps(
+            {"seq": next(seq), "ts": wall.t, "client": "anyone", "engaged": True}).encode()))
+        runner.cycle_begin()
+        assert runner.estop_latched and runner.mode == "idle"
+        stats = bridge.stats_now()
+        assert stats["rejected"] == 6 and stats["accepted"] == 3, stats
+        assert {k: v for k, v in bridge.dropped.items()} == {
+            "untagged": 1, "wrong_client": 1, "stale": 1, "rate_limited": 1, "out_of_order": 1, "retained": 1}
+    finally:
+        multi.close()
 
 
 def moving(s: dict, at_least: float = 1.0) -> bool:
@@ -165,6 +254,7 @@ BACKENDS = ("mock", pytest.param("sim", marks=pytest.mark.skipif(find_spec("mujo
                                                                   reason="needs MuJoCo")))
 
 
+@pytest.mark.broker
 @pytest.mark.parametrize("bridge", ["process", "thread"])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_base_is_served_beside_the_arm(backend, bridge, broker, spawned):
