@@ -28,7 +28,7 @@ import math
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hebictl.cli.output import say
 from hebictl.cli.run_cmd import TERM_HOLD_S, add_paced_clock_flag, add_realtime_flags, loop_clock, realtime_request
@@ -393,18 +393,27 @@ def _teleop_multi(args: argparse.Namespace, settings: Any) -> int:
 
 def _base_bridge(args: argparse.Namespace, settings: Any, base: Any, base_id: str, rate: float) -> Any:
     """The mobile base's runner and bridge (:mod:`hebictl.teleop.base`, :mod:`hebictl.teleop.base_bridge`) on
-    ``hebictl/v1/<base_id>/``, with the arms' admission (``--max-age``), accounts and supervisors."""
+    ``hebictl/v1/<base_id>/``, in a process of its own or a task of this event loop as ``--bridge`` says,
+    with the arms' admission (``--max-age``), accounts and supervisors."""
     from hebictl.teleop.admission import Admission
     from hebictl.teleop.base import BaseRunner
     from hebictl.teleop.base_bridge import BaseBridge
+    from hebictl.teleop.bridge_process import BaseBridgeProcess
     from hebictl.teleop.schema import BaseSchema
+    from hebictl.teleop.silence import ThreadWatch
 
     base.period = 1.0 / rate   # its ramp's dt bound and feedback timeout count the loop's cycles
     runner = BaseRunner(base, clock=SYSTEM_CLOCK)
     schema = BaseSchema(base.limits.max_velocity, base.limits.command_ttl)
+    options: dict[str, Any] = {"account_tags": _ACCOUNT_TAGS[args.account_tags],
+                               "supervisors": frozenset(args.estop_supervisor)}
+    if args.bridge == "process":
+        return BaseBridgeProcess(runner, settings, base_id, schema=schema, max_age=args.max_age, bridge_options=options)
     admission = Admission(max_age=args.max_age, wall_clock=SYSTEM_CLOCK.wall, monotonic=SYSTEM_CLOCK.monotonic)
-    return BaseBridge(runner, settings, base_id, schema=schema, admission=admission, clock=SYSTEM_CLOCK,
-                      account_tags=_ACCOUNT_TAGS[args.account_tags], supervisors=frozenset(args.estop_supervisor))
+    bridge = BaseBridge(runner, settings, base_id, schema=schema, admission=admission, clock=SYSTEM_CLOCK, **options)
+    # the silence rule of the bridge thread, as an arm's (hebictl.teleop.silence)
+    bridge.watch = runner.port = ThreadWatch(cast(Any, runner))
+    return bridge
 
 
 def _group_recorder(args: argparse.Namespace, multi: Any, server: Any, ids: dict[str, str], rate: float,

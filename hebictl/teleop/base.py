@@ -34,20 +34,22 @@ import queue
 from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from hebictl.control.base import BaseState, VelocityBase
 from hebictl.errors import CommandRejected
+from hebictl.teleop.bridge_port import BridgePort
 from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 from hebictl.teleop.messages import Ack, dumps
+from hebictl.teleop.runner_proxy import RunnerProxy
 from hebictl.teleop.schema import BaseVelocityCommand, EstopCommand, ModeCommand, StopCommand
 from hebictl.teleop.snapshot import ErrorRecord
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BaseRunner", "base_status_payload"]
+__all__ = ["BasePort", "BaseRunner", "BaseRunnerProxy", "base_status_payload"]
 
 #: the base's own stops whose latch is no fault of the base (the group's stop, the shutdown's)
 QUIET_STOPS = frozenset({"group", "interrupt", "terminate", "teleop_shutdown"})
@@ -76,6 +78,10 @@ class BaseRunner:
         self.admit: Callable[[ModeCommand], None] | None = None
         self.fleet = None   # the bridge asks (the base takes no fleet lease yet)
         self.recorder = None
+        self.app = None
+        #: the link to the bridge (``--bridge process``: a :class:`BasePort`; ``thread``: the bridge
+        #: thread's :class:`~hebictl.teleop.silence.ThreadWatch`), polled at cycle start, flushed at its end
+        self.port: Any = None
         self.group_status: dict[str, Any] | None = None
         self.last_error: ErrorRecord | None = None
         self._priority: deque[tuple[str, Any]] = deque()
@@ -90,17 +96,20 @@ class BaseRunner:
         self.snapshot: dict[str, Any] = self._make_snapshot()
 
     # ------------------------------------------------------------------ thread-safe inputs
-    def submit(self, name: str, cmd: Any) -> None:
+    def submit(self, name: str, cmd: Any, arrival: int | None = None) -> None:
         self._queue.put((name, cmd))
 
     def offer_velocity(self, cmd: BaseVelocityCommand, received: float) -> None:
         """The newest sample (``received`` [s] on the loop's clock) replaces any not yet taken."""
         self._sample = (cmd, received)
 
-    def engage_estop(self, cmd: EstopCommand) -> None:
+    #: the bridge process's port hands samples on as it does an arm's jog
+    offer_jog = offer_velocity
+
+    def engage_estop(self, cmd: EstopCommand, detail: str = "", arrival: int | None = None) -> None:
         self._priority.append(("estop", cmd))
 
-    def link_lost(self, detail: str) -> None:
+    def link_lost(self, detail: str, arrival: int | None = None) -> None:
         self._priority.append(("link", detail))
 
     def begin_shutdown(self, reason: str = "teleop_shutdown") -> None:
@@ -111,14 +120,18 @@ class BaseRunner:
 
     # ------------------------------------------------------------------ the loop thread
     def cycle_begin(self) -> None:
-        """E-stop, lost link and shutdown, before any command of this cycle."""
+        """What the bridge process sent (priority first), then e-stop, lost link and shutdown, before any
+        command of this cycle."""
+        if self.port is not None:
+            self.port.poll()
         while self._priority:
             kind, item = self._priority.popleft()
             if kind == "estop":
                 self.counts["estops"] += 1
                 self.estop_latched = True
                 self._idle()
-                self.base.stop("estop", f"e-stop engaged by {item.envelope.client}")
+                self.base.stop("estop", f"e-stop engaged by {item.envelope.client}" if item is not None else
+                               "e-stop engaged")
                 self._answer(item, "estop")
             elif kind == "link":
                 if self.mode != "idle" or self.deadline > -math.inf:
@@ -250,11 +263,15 @@ class BaseRunner:
                     cb(ack)
                 except Exception:   # an ack must never stop the loop
                     log.exception("could not hand on a base ack")
+        if self.port is not None:
+            self.port.flush()
         if not self.stopping:
             return True
         return self.base.state is not BaseState.STOPPED and self.clock.now() < (self.stop_at or 0.0) + 2.0
 
     def _answer(self, cmd: Any, name: str) -> None:
+        if cmd is None:
+            return
         env = cmd.envelope
         self._acks.append(Ack(env.seq, env.client, name, True))
 
@@ -305,3 +322,49 @@ def base_status_payload(snap: dict[str, Any] | None, base_id: str, *, online: bo
     if bridge is not None:
         body["bridge"] = bridge
     return dumps(body)
+
+
+class BasePort(BridgePort):
+    """The loop's end of the link to the base's bridge process (``--bridge process``): an arm's
+    :class:`~hebictl.teleop.bridge_port.BridgePort` (read inside the cycle, priority first; the silence
+    rule; a dead or wedged bridge process is a lost link: the base holds), with the base's snapshot."""
+
+    def flush(self) -> None:
+        acks = self._acks
+        if self.lost.is_set():
+            acks.clear()
+            return
+        try:
+            snap: Any = self.runner.snapshot
+            key = (snap["state"], snap["mode"], snap["estop"], str(snap["latch"]), str(snap["last_error"]),
+                   str(snap.get("group")))
+            now = self.runner.clock.now()
+            due = acks or key != self._key or now >= self._next_snapshot
+            if due and self.commands.send(("snapshot", snap, None)):
+                self._key = key
+                self._next_snapshot = now + self.state_period
+            for ack in acks:
+                self.commands.send(("ack", ack))
+        except Exception:   # never let the link take the loop down
+            log.exception("could not send to the base's bridge process")
+        finally:
+            acks.clear()
+
+
+class BaseRunnerProxy(RunnerProxy):
+    """The base's runner as its bridge process sees it: the snapshot (a dict) the loop sent last, and
+    what the bridge hands over (velocity samples as an arm's jog samples)."""
+
+    def __init__(self, priority: Any, commands: Any, snapshot: dict[str, Any]) -> None:
+        super().__init__(priority, commands, cast(Any, None), cast(Any, snapshot), max_goal_duration=0.0)
+
+    @property
+    def mode(self) -> str:
+        return str(cast(Any, self.snapshot)["mode"])
+
+    @property
+    def estop_latched(self) -> bool:
+        return bool(cast(Any, self.snapshot)["estop"])
+
+    def offer_velocity(self, command: BaseVelocityCommand, received: float) -> None:
+        self.commands.put(("jog", command, received))

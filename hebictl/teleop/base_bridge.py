@@ -18,15 +18,20 @@ ttl over the bound, a stale or reordered envelope, over the rate) is one rejecti
 rejections throttled per client and reason), counted in the status (``bridge.rejected`` and by reason
 in ``dropped``), never a crash nor a stall of the loop.
 
-The bridge runs as a task of the teleop process's event loop with either ``--bridge`` mode (the arms'
-bridges may run in a process of their own; the base's does not): a wedged event loop stops feeding
-samples, and the base then holds within the last sample's ttl (the dead-man), as for a lost link.
+With ``--bridge process`` (the default) the base's bridge runs in a process of its own
+(:class:`~hebictl.teleop.bridge_process.BaseBridgeProcess`, an arm's
+:class:`~hebictl.teleop.bridge_process.BridgeProcess` whose child runs :class:`BaseBridge`; the loop
+reads the link in its cycle: :class:`~hebictl.teleop.base.BasePort`),
+with ``--bridge thread`` in the teleop process's event loop under the bridge thread's silence rule
+(:class:`~hebictl.teleop.silence.ThreadWatch`). Either way a dead or wedged bridge is a lost link: the
+base holds, and the dead-man holds it within the last sample's ttl whatever happens to the bridge.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections import Counter
 from typing import TYPE_CHECKING, Any, cast
 
@@ -174,8 +179,6 @@ class BaseBridge(MqttBridge):
         try:
             payload = self._status(self.base_runner.snapshot, online=True, bridge=self.stats_now())
         except Exception:   # a payload bug must not take the bridge down; the next tick retries
-            import logging
-
             logging.getLogger(__name__).exception("could not build the base's status payload")
             return
         await client.publish(self.topics.state("status"), payload, qos=1, retain=True, timeout=5.0)
@@ -195,3 +198,4 @@ class BaseBridge(MqttBridge):
             if key != last_key or now - last >= self.status_period:
                 last_key, last = key, now
                 await self._publish_status(client)
+

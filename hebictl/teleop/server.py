@@ -20,7 +20,7 @@ from hebictl.errors import TeleopError
 from hebictl.teleop.admission import Admission, RateLimit
 from hebictl.teleop.base_bridge import BaseBridge
 from hebictl.teleop.bridge import MqttBridge
-from hebictl.teleop.bridge_process import BridgeProcess
+from hebictl.teleop.bridge_process import BaseBridgeProcess, BridgeProcess
 from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 from hebictl.teleop.connection import BrokerSettings
 from hebictl.teleop.description import description_payload
@@ -187,7 +187,7 @@ class GroupServer:
 
     def __init__(self, servers: Mapping[str, TeleopServer], *, rate_hz: float,
                  observe: Callable[[], None] | None = None, realtime: Any = None, on_grant: Any = None,
-                 base: BaseBridge | None = None) -> None:
+                 base: BaseBridge | BaseBridgeProcess | None = None) -> None:
         self.servers = dict(servers)
         #: the mobile base's bridge (its runner stepped by the group), or None
         self.base = base
@@ -215,7 +215,7 @@ class GroupServer:
         hold every arm (never release)."""
         self.group.start()
         tasks = [asyncio.create_task(s.bridge.run(), name=f"bridge {arm_id}") for arm_id, s in self.servers.items()]
-        if self.base is not None:   # the base's bridge is a task of this event loop in either bridge mode
+        if self.base is not None:
             tasks.append(asyncio.create_task(self.base.run(), name=f"bridge {self.base.topics.arm_id}"))
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -235,6 +235,8 @@ class GroupServer:
             for s in self.servers.values():
                 if isinstance(s.bridge, BridgeProcess) and not self.group.running:
                     s.bridge.close()
+            if isinstance(self.base, BridgeProcess) and not self.group.running:
+                self.base.close()
 
     def stop(self, reason: str = "teleop_shutdown") -> None:
         """Ask :meth:`run` to finish (thread-safe): every arm brakes now, every bridge goes offline."""

@@ -19,11 +19,13 @@ from hebictl.errors import CommandRejected
 from hebictl.hardware.clock import SimClock
 from hebictl.panel.groups import overview
 from hebictl.panel.link import PanelLink
-from hebictl.teleop.base import BaseRunner, base_status_payload
+from hebictl.teleop.base import BasePort, BaseRunner, BaseRunnerProxy, base_status_payload
 from hebictl.teleop.connection import parse_broker
 from hebictl.teleop.group import GROUP_HOLD, RunnerGroup
+from hebictl.teleop.link import Channel, socket_pair
 from hebictl.teleop.messages import status_payload
 from hebictl.teleop.runner import ArmRunner
+from hebictl.teleop.runner_proxy import Outbox
 from hebictl.teleop.schema import BaseSchema, BaseVelocityCommand, Envelope, EstopCommand, ModeCommand, StopCommand
 from hebictl.teleop.state_schema import validate_status
 from hebictl.wiring.multi import arms_from_multi_config
@@ -363,5 +365,41 @@ def test_the_panel_shows_the_base_as_a_member_of_the_group():
         assert seen["groups"][0]["held"] and seen["groups"][0]["by"] == "base", seen
         card = next(c for c in seen["arms"] if c.get("arm_id", c.get("id")) == "base")
         assert card["in_group"], card
+    finally:
+        rig.multi.close()
+
+
+def test_the_bridge_process_link_hands_over_in_order_and_its_loss_holds_the_base():
+    """The loop's end of the base's bridge-process link (BasePort), fed as the child's proxy feeds it: an
+    e-stop on the priority channel and a mode and a sample on the command channel are taken in one cycle,
+    the e-stop first (the mode refused, the sample dropped); the snapshot and the acks go back. The
+    child's end closed (it died): a lost link, the base holds (mode idle, last error teleop_link_lost)
+    without a group fault."""
+    rig = Rig("mock")
+    try:
+        (p_loop, p_child), (c_loop, c_child) = socket_pair(), socket_pair()
+        port = BasePort(rig.base, Channel(p_loop), Channel(c_loop))
+        rig.base.port = port
+        proxy = BaseRunnerProxy(Outbox(Channel(p_child), 16), Outbox(Channel(c_child), 16), rig.base.snapshot)
+        proxy.submit("mode", ModeCommand(env(), "velocity"))
+        proxy.offer_velocity(sample([1.0, 1.0, 1.0]), 0.0)
+        proxy.engage_estop(EstopCommand(env(), True))
+        rig.cycles(1)
+        back = Channel(c_child).receive(16)
+        acks = [m[1] for m in back if m[0] == "ack"]
+        # (the sample waiting when the e-stop came is dropped with it)
+        assert [(a.topic, a.accepted, a.reason) for a in acks] == [("estop", True, ""),
+                                                                   ("mode", False, "estop_engaged")], acks
+        assert not rig.multi.base.velocity_command.any()
+        assert any(m[0] == "snapshot" and m[1]["estop"] for m in back)
+        proxy.submit("estop", EstopCommand(env(), False))
+        proxy.submit("mode", ModeCommand(env(), "velocity"))
+        rig.cycles(2)
+        assert rig.base.mode == "velocity" and rig.multi.base.state is BaseState.RUNNING
+        p_child.close()
+        c_child.close()
+        rig.cycles(1)
+        assert rig.base.mode == "idle" and rig.base.last_error.reason == "teleop_link_lost"
+        assert "ended" in rig.base.last_error.detail and len(rig.trips()) == 1   # the e-stop's trip only
     finally:
         rig.multi.close()

@@ -8,16 +8,19 @@ One session per case: the base set to mode velocity, a velocity stream moves its
 stops them; hostile messages on ``cmd/velocity`` are each refused and counted and the base still takes a
 good command; the arm's e-stop stops the base and holds everything with one group event naming the arm;
 the base's e-stop holds the arm (the group names the base); ``teleop-send velocity`` drives it; SIGTERM
-stops the base (latched, at rest) while a stream is still coming."""
+stops the base (latched, at rest) while a stream is still coming. With ``--bridge process`` the base's
+bridge is a process of its own, as each arm's; SIGKILL of it is a lost link: the base holds."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import subprocess
 import sys
 from importlib.util import find_spec
+from pathlib import Path
 
 import pytest
 
@@ -169,11 +172,29 @@ def hostile(c: TeleopClient) -> list[tuple[bytes, str]]:
     ]
 
 
-async def session(url: str, proc: subprocess.Popen) -> dict:
+def bridge_children(pid: int) -> list[int]:
+    """The bridge processes (``python -m hebictl.teleop.bridge_process``) ``pid`` started."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and b"hebictl.teleop.bridge_process" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+async def session(url: str, proc: subprocess.Popen, bridge: str) -> dict:
     async with TeleopClient(url, "base", name="op-b") as b, TeleopClient(url, "arm", name="op-a") as a:
         st = await b.wait_status(lambda s: s["status"] == "online" and s.get("kind") == "base", timeout=HANG_S)
         assert st["mode"] == "idle" and st["group"]["arms"] == ["arm", "base"], st
         await a.wait_status(lambda s: s["status"] == "online", timeout=HANG_S)
+        # the arm's bridge and the base's: a process each with --bridge process, none with thread
+        assert len(bridge_children(proc.pid)) == (2 if bridge == "process" else 0)
         ack = await b.base_velocity(V, wait=True, timeout=HANG_S)
         assert not ack.accepted and ack.reason == "wrong_mode", ack
         assert (await b.mode("velocity", timeout=HANG_S)).accepted
@@ -261,7 +282,7 @@ def test_the_base_is_served_beside_the_arm(backend, bridge, broker, spawned):
     proc = spawn_teleop(broker.url, str(CONFIG), "--backend", backend, "--bridge", bridge, "--stop-hold", "0.2")
     spawned.append(proc)
     err = StderrLines(proc)
-    asyncio.run(asyncio.wait_for(session(broker.url, proc), 6 * HANG_S))
+    asyncio.run(asyncio.wait_for(session(broker.url, proc, bridge), 6 * HANG_S))
     assert proc.wait(HANG_S) == 0, err.text()[-3000:]
     text = err.text()
     assert "base hebictl/v1/base/ (3 wheels, cmd/velocity)" in text, text[-3000:]
@@ -270,3 +291,39 @@ def test_the_base_is_served_beside_the_arm(backend, bridge, broker, spawned):
     assert final.startswith("base base: stopped, commanding +0.00 +0.00 +0.00"), final
     events = [line for line in lines if line.startswith("group event fault")]
     assert [e.split(":")[0] for e in events] == ["group event fault arm", "group event fault base"], events
+
+
+def started_at(pid: int) -> tuple[int, int]:
+    """(start time in clock ticks since boot, pid): the order in which processes were started."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]), pid
+
+
+@pytest.mark.broker
+def test_a_killed_base_bridge_process_is_a_lost_link_and_ends_the_run(broker, spawned):
+    """SIGKILL of the base's bridge process (the last one ``hebictl teleop`` starts) while a stream drives
+    the base: the loop sees the link closed (the base holds for the lost link), the run ends with an
+    error naming the bridge process, as a killed arm bridge's does; the base's last will says offline."""
+    proc = spawn_teleop(broker.url, str(CONFIG), "--stop-hold", "0.2")
+    spawned.append(proc)
+    err = StderrLines(proc)
+
+    async def go() -> dict:
+        async with TeleopClient(broker.url, "base", name="op-b") as b:
+            await b.wait_status(lambda s: s["status"] == "online" and s.get("kind") == "base", timeout=HANG_S)
+            assert (await b.mode("velocity", timeout=HANG_S)).accepted
+            stop = asyncio.Event()
+            task = asyncio.create_task(stream(b, stop))
+            await b.wait_status(moving, timeout=HANG_S)
+            children = sorted(bridge_children(proc.pid), key=started_at)
+            assert len(children) == 2, children
+            os.kill(children[-1], signal.SIGKILL)
+            st = await b.wait_status(lambda s: s["status"] == "offline", timeout=HANG_S)
+            stop.set()
+            await task
+            return st
+
+    st = asyncio.run(asyncio.wait_for(go(), 4 * HANG_S))
+    assert st["state"] == "offline", st
+    assert proc.wait(HANG_S) != 0
+    text = err.text()
+    assert "bridge process" in text and "ended (signal 9)" in text, text[-3000:]
