@@ -28,7 +28,7 @@ import math
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hebictl.cli.output import say
 from hebictl.cli.run_cmd import TERM_HOLD_S, add_paced_clock_flag, add_realtime_flags, loop_clock, realtime_request
@@ -195,6 +195,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     jo.add_argument("--rate", type=float, default=50.0, metavar="HZ", help="messages per second")
     jo.add_argument("--ttl", type=float, default=None, metavar="S",
                     help="how long each sample stays valid (default: the arm's)")
+    bv = a.add_parser("velocity", help="a mobile base (--arm-id its id): stream wheel velocities with the dead-man "
+                                       "held, then let go (mode velocity first)")
+    bv.add_argument("--velocity", type=float, nargs="+", required=True, metavar="RAD_S", help="one per wheel")
+    bv.add_argument("--for", dest="seconds", type=float, default=1.0, metavar="S", help="seconds to stream")
+    bv.add_argument("--rate", type=float, default=50.0, metavar="HZ", help="messages per second")
+    bv.add_argument("--ttl", type=float, default=None, metavar="S",
+                    help="how long each sample stays valid (default: the base's, 0.2 s)")
     gr = a.add_parser("gripper", help="gripper opening (a config with user_data.has_gripper moves one)")
     g = gr.add_mutually_exclusive_group(required=True)
     g.add_argument("--position", type=float, help="0 closed .. 1 open")
@@ -202,8 +209,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_parser("stop", help="decelerate and hold")
     es = a.add_parser("estop", help="engage or release the e-stop")
     es.add_argument("--engaged", type=_bool, required=True, metavar="true|false", help="engage (true) or release")
-    mo = a.add_parser("mode", help="idle | gravcomp | position | jog")
-    mo.add_argument("mode", choices=["idle", "gravcomp", "position", "jog", "app"])
+    mo = a.add_parser("mode", help="idle | gravcomp | position | jog (a mobile base: idle | velocity)")
+    mo.add_argument("mode", choices=["idle", "gravcomp", "position", "jog", "app", "velocity"])
     a.add_parser("status", help="print the arm's retained status")
     le = a.add_parser("lease", help="with --station: lease every arm that authorises the station (heartbeat at "
                                     "20 Hz) until Ctrl-C/SIGTERM or --for S")
@@ -325,8 +332,9 @@ def _teleop_multi(args: argparse.Namespace, settings: Any) -> int:
     as ``hebictl run`` builds them (one clock; on ``sim`` one scene; each arm an obstacle in the
     others' collision worlds), each served on its own topics ``hebictl/v1/<NAME>/`` (``--arm-id
     PREFIX``: ``PREFIX-NAME``) by its own bridge, all stepped in one loop under one supervisor
-    (:class:`~hebictl.teleop.server.GroupServer`, :mod:`hebictl.teleop.group`). ``--record DIR``: one
-    session recording of every arm (:func:`_group_recorder`)."""
+    (:class:`~hebictl.teleop.server.GroupServer`, :mod:`hebictl.teleop.group`); a config's mobile base on
+    its own topics ``hebictl/v1/<NAME>/`` (:func:`_base_bridge`), stepped in the same loop. ``--record
+    DIR``: one session recording of every arm (:func:`_group_recorder`)."""
     from hebictl.control.arm import Arm
     from hebictl.control.park import rest_position
     from hebictl.multi_config import load_multi_arm_config
@@ -340,10 +348,9 @@ def _teleop_multi(args: argparse.Namespace, settings: Any) -> int:
     record = _record_options(args) if args.record is not None else None   # a bad flag before any arm opens
     realtime = realtime_request(args)
     mcfg = load_multi_arm_config(args.config)
-    if mcfg.base is not None:   # before any backend opens: its wheels would be opened and never commanded
-        raise UsageError(f"{args.config.name} names a mobile base ({mcfg.base.name}): teleop does not serve a base "
-                         "yet; hebictl run holds or drives it (docs/multi_arm.md#a-mobile-base)")
     ids = {e.name: _arm_id(f"{args.arm_id}-{e.name}" if args.arm_id else e.name) for e in mcfg.arms}
+    base_id = None if mcfg.base is None else _arm_id(f"{args.arm_id}-{mcfg.base.name}" if args.arm_id
+                                                      else mcfg.base.name)
     rate = args.rate or max(e.config.feedback_frequency for e in mcfg.arms)
     clock = loop_clock(args)  # after the config: a PacedClock starts on the wall clock when made
     multi = arms_from_multi_config(Arm, mcfg, args.backend, clock=clock)
@@ -355,26 +362,58 @@ def _teleop_multi(args: argparse.Namespace, settings: Any) -> int:
             rests[arm_id] = rest_position(entry.config, arm.dof)  # SIGTERM parks there, as hebictl run's arms
             servers[arm_id] = _server(args, settings, arm, entry.config, arm_id, rate_hz=rate,
                                       gripper=multi.grippers.get(entry.name), world_base=multi.bases[entry.name])
+        base = None if base_id is None else _base_bridge(args, settings, multi.base, base_id, rate)
         server = GroupServer(servers, rate_hz=rate, observe=multi.observe, realtime=realtime,
-                             on_grant=lambda grant: _tell(grant.line()))
+                             on_grant=lambda grant: _tell(grant.line()), base=base)
         if record is not None:
             recorder = _group_recorder(args, multi, server, ids, rate, record)
             server.group.record_to(recorder)
         _prepare_realtime(realtime)
         banner = (f"hebictl teleop: {mcfg.path.name}: {len(servers)} arms on {args.backend}, one loop at {rate:g} Hz "
                   f"under one arm group; broker {settings.url}, topics "
-                  + ", ".join(f"{s.bridge.topics.root}/" for s in servers.values()) + " (Ctrl-C to stop)")
+                  + ", ".join(f"{s.bridge.topics.root}/" for s in servers.values())
+                  + ("" if base is None else f"; base {base.topics.root}/ ({multi.base.size} wheels, cmd/velocity)")
+                  + " (Ctrl-C to stop)")
         asyncio.run(_serve(server, args, rests, banner))
         for arm_id, runner in server.runners.items():   # what each arm was left doing, then the group's events
             park = runner.park
             _tell(f"arm {arm_id}: {runner.arm.state.value}" + (f", park: {park.outcome}" if park is not None else
                                                                f", holding ({runner.arm.mode.value})"))
+        if base is not None:
+            b = multi.base
+            _tell(f"base {base_id}: {b.state.value}, commanding {' '.join(f'{v:+.2f}' for v in b.velocity_command)} "
+                  f"rad/s; counts {base.base_runner.counts}")
         for event in server.group.group.events:
             _tell(f"group event {event.kind} {event.arm or '-'}: {event.detail}")
     finally:
         multi.close()
         _close_recorder(recorder)
     return 0
+
+
+def _base_bridge(args: argparse.Namespace, settings: Any, base: Any, base_id: str, rate: float) -> Any:
+    """The mobile base's runner and bridge (:mod:`hebictl.teleop.base`, :mod:`hebictl.teleop.base_bridge`) on
+    ``hebictl/v1/<base_id>/``, in a process of its own or a task of this event loop as ``--bridge`` says,
+    with the arms' admission (``--max-age``), accounts and supervisors."""
+    from hebictl.teleop.admission import Admission
+    from hebictl.teleop.base import BaseRunner
+    from hebictl.teleop.base_bridge import BaseBridge
+    from hebictl.teleop.bridge_process import BaseBridgeProcess
+    from hebictl.teleop.schema import BaseSchema
+    from hebictl.teleop.silence import ThreadWatch
+
+    base.period = 1.0 / rate   # its ramp's dt bound and feedback timeout count the loop's cycles
+    runner = BaseRunner(base, clock=SYSTEM_CLOCK)
+    schema = BaseSchema(base.limits.max_velocity, base.limits.command_ttl)
+    options: dict[str, Any] = {"account_tags": _ACCOUNT_TAGS[args.account_tags],
+                               "supervisors": frozenset(args.estop_supervisor)}
+    if args.bridge == "process":
+        return BaseBridgeProcess(runner, settings, base_id, schema=schema, max_age=args.max_age, bridge_options=options)
+    admission = Admission(max_age=args.max_age, wall_clock=SYSTEM_CLOCK.wall, monotonic=SYSTEM_CLOCK.monotonic)
+    bridge = BaseBridge(runner, settings, base_id, schema=schema, admission=admission, clock=SYSTEM_CLOCK, **options)
+    # the silence rule of the bridge thread, as an arm's (hebictl.teleop.silence)
+    bridge.watch = runner.port = ThreadWatch(cast(Any, runner))
+    return bridge
 
 
 def _group_recorder(args: argparse.Namespace, multi: Any, server: Any, ids: dict[str, str], rate: float,
@@ -656,7 +695,7 @@ async def _dispatch(client: Any, args: argparse.Namespace) -> Any:
     if args.send_action == "cartesian-goal":
         return await client.cartesian_goal(args.position, orientation=args.orientation, duration=args.duration,
                                            timeout=t)
-    if args.send_action == "jog":
+    if args.send_action in ("jog", "velocity"):
         return await _jog(client, args)
     if args.send_action == "gripper":
         return await client.gripper(position=args.position, action=args.gripper_action, timeout=t)
@@ -690,8 +729,16 @@ async def _jog(client: Any, args: argparse.Namespace) -> dict[str, Any]:
     Accepted jog samples are not acked one by one (a stream); rejected ones are, coalesced per
     reason. "Every sample answered" therefore means: the rejection acks cover all samples, or no
     further rejection ack came for JOG_ACK_QUIET_S after the release (the rest were accepted)."""
+    action = args.send_action
     if args.rate <= 0 or args.seconds < 0:
-        raise UsageError("jog --rate must be > 0 and --for >= 0")
+        raise UsageError(f"{action} --rate must be > 0 and --for >= 0")
+
+    async def sample(velocity: list[float], *, deadman: bool, seq: int) -> None:
+        if action == "velocity":   # a mobile base's wheels
+            await client.base_velocity(velocity, deadman=deadman, ttl=args.ttl, seq=seq)
+        else:
+            await client.jog(velocity, space=args.space, deadman=deadman, ttl=args.ttl, seq=seq)
+
     monotonic = SYSTEM_CLOCK.monotonic
     period = 1.0 / args.rate
     end = monotonic() + args.seconds
@@ -701,13 +748,13 @@ async def _jog(client: Any, args: argparse.Namespace) -> dict[str, Any]:
     while monotonic() < end:
         seq = client.next_seq()
         first_seq = seq if first_seq is None else first_seq
-        await client.jog(args.velocity, space=args.space, deadman=True, ttl=args.ttl, seq=seq)
+        await sample(args.velocity, deadman=True, seq=seq)
         sent += 1
         next_t += period
         await asyncio.sleep(max(0.0, next_t - monotonic()))
     release_seq = client.next_seq()
     first_seq = release_seq if first_seq is None else first_seq
-    await client.jog([0.0] * len(args.velocity), space=args.space, deadman=False, ttl=args.ttl, seq=release_seq)
+    await sample([0.0] * len(args.velocity), deadman=False, seq=release_seq)
     samples = sent + 1
 
     def rejections() -> list[Any]:
@@ -728,9 +775,9 @@ async def _jog(client: Any, args: argparse.Namespace) -> dict[str, Any]:
     for a in acks:
         print(json.dumps(_ack_dict(a)))
     first = acks[0] if acks else None
-    return {"seq": release_seq, "client": client.name, "topic": "jog", "accepted": not acks,
+    return {"seq": release_seq, "client": client.name, "topic": action, "accepted": not acks,
             "reason": "" if first is None else first.reason,
             "detail": f"{samples} samples: {sent} streamed at {args.rate:g}/s, then the dead-man release; "
-                      f"{answered} rejected (in {len(acks)} acks), {samples - answered} accepted (accepted jog "
+                      f"{answered} rejected (in {len(acks)} acks), {samples - answered} accepted (accepted {action} "
                       f"samples are not acked one by one)" + ("" if first is None else f"; {first.detail}"),
             "samples": samples, "rejected": answered}

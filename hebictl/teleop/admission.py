@@ -49,6 +49,7 @@ DEFAULT_RATE_LIMITS: dict[str, RateLimit] = {
     "gripper": RateLimit(20.0, 5.0),
     "stop": RateLimit(50.0, 10.0),
     "mode": RateLimit(10.0, 5.0),
+    "velocity": RateLimit(1000.0, 100.0),  # a mobile base's stream (hebictl.teleop.base): as jog
     "input": RateLimit(200.0, 100.0),  # a Mobile IO stream (a phone sends ~100 samples/s; the panel 20)
     "estop": RateLimit(50.0, 10.0),  # engaging is never refused; the limit applies to releases
 }

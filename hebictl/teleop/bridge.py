@@ -107,6 +107,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: streamed command topics: their rejections are acked at most every ``reject_ack_period`` per client and
+#: reason (a mobile base's ``velocity`` is streamed as a jog: :mod:`hebictl.teleop.base_bridge`)
+STREAMED = ("jog", "input", "velocity")
+
 
 def arm_client_id(arm_id: str, username: str | None, session: str) -> str:
     """The arm's MQTT client id: ``<account>:hebictl-arm-<arm_id>-<session>``, or without the
@@ -173,8 +177,7 @@ class MqttBridge:
         self.clock = clock
         self.settings = settings
         self.topics = Topics(arm_id)
-        arm = runner.arm
-        self.schema = schema or CommandSchema(arm.dof, arm.limits)
+        self.schema = schema or CommandSchema(runner.arm.dof, runner.arm.limits)
         self.admission = admission or Admission()
         self.state_period = 1.0 / state_rate_hz
         self.status_period = status_period
@@ -594,7 +597,7 @@ class MqttBridge:
         ack = Ack(seq, client, name, False, exc.reason, exc.detail)
         if self.runner.recorder is not None:  # a recorded session keeps the refusals made here too
             self.runner.recorder.ack(ack)
-        self.acks.put(ack, throttle=self.reject_ack_period if name in ("jog", "input") else 0.0)
+        self.acks.put(ack, throttle=self.reject_ack_period if name in STREAMED else 0.0)
 
     # ------------------------------------------------------------------ outbound
     def stats_now(self) -> dict[str, int]:

@@ -37,10 +37,11 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hebictl.errors import TeleopError
 from hebictl.hardware.clock import MonotonicClock
+from hebictl.teleop.base import BasePort
 from hebictl.teleop.bridge import arm_client_id
 from hebictl.teleop.bridge_port import BridgePort
 from hebictl.teleop.link import Channel, socket_pair
@@ -49,8 +50,10 @@ from hebictl.teleop.topics import Topics
 
 if TYPE_CHECKING:
     from hebictl.teleop.admission import RateLimit
+    from hebictl.teleop.base import BaseRunner
     from hebictl.teleop.connection import BrokerSettings
     from hebictl.teleop.runner import ArmRunner
+    from hebictl.teleop.schema import BaseSchema
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +73,9 @@ class BridgeProcess:
     Attaches a :class:`~hebictl.teleop.bridge_port.BridgePort` to ``runner`` (before it starts).
     ``description``: the ``state/description`` payload; the other arguments are those of
     :class:`~hebictl.teleop.server.TeleopServer` for the bridge, its schema and its admission."""
+
+    #: the loop's end of the link (a mobile base's bridge process has its own: hebictl.teleop.base)
+    port_type: type[BridgePort] = BridgePort
 
     def __init__(self, runner: ArmRunner, settings: BrokerSettings, arm_id: str, *, description: bytes,
                  state_rate_hz: float = 50.0, max_age: float = 1.0,
@@ -92,8 +98,8 @@ class BridgeProcess:
                          "bridge_options": options}
         self._priority, self._child_priority = socket_pair()
         self._commands, self._child_commands = socket_pair()
-        self.port = BridgePort(runner, Channel(self._priority), Channel(self._commands), state_rate_hz=state_rate_hz,
-                               shared_clock=isinstance(runner.clock, MonotonicClock))
+        self.port = self.port_type(runner, Channel(self._priority), Channel(self._commands),
+                                   state_rate_hz=state_rate_hz, shared_clock=isinstance(runner.clock, MonotonicClock))
         runner.port = self.port
         self.connected = self.port.connected
         self.process: subprocess.Popen[bytes] | None = None
@@ -116,14 +122,7 @@ class BridgeProcess:
         """Start the child (once); it connects to the broker on its own."""
         if self.process is not None:
             raise RuntimeError("bridge process already started")
-        from hebictl.collision.attach import world_of
-
-        arm = self.runner.arm
-        init = {**self._options, "model": arm.model, "limits": arm.limits, "world": world_of(arm.model),
-                "snapshot": self.runner.snapshot, "max_goal_duration": self.runner.max_goal_duration,
-                "fleet": self.runner.fleet is not None, "recorder": self.runner.recorder is not None,
-                "app_check": None if self.runner.app is None else self.runner.app.input_check(),
-                "log_level": logging.getLogger().getEffectiveLevel()}
+        init = self.init_values()
         fds = (self._child_priority.fileno(), self._child_commands.fileno())
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])  # the child imports this same hebictl
@@ -139,6 +138,17 @@ class BridgeProcess:
             self.process.stdin.close()
         except OSError as exc:  # it died at once: run() reports how
             log.error("could not start the bridge process: %s", exc)
+
+    def init_values(self) -> dict[str, Any]:
+        """What the child is started with (pickled once): the options, and what it needs of the arm."""
+        from hebictl.collision.attach import world_of
+
+        arm = self.runner.arm
+        return {**self._options, "model": arm.model, "limits": arm.limits, "world": world_of(arm.model),
+                "snapshot": self.runner.snapshot, "max_goal_duration": self.runner.max_goal_duration,
+                "fleet": self.runner.fleet is not None, "recorder": self.runner.recorder is not None,
+                "app_check": None if self.runner.app is None else self.runner.app.input_check(),
+                "log_level": logging.getLogger().getEffectiveLevel()}
 
     def stop(self) -> None:
         """Ask the child to publish ``offline``, disconnect and exit (thread-safe, idempotent)."""
@@ -196,6 +206,30 @@ class BridgeProcess:
             process.wait()
 
 
+class BaseBridgeProcess(BridgeProcess):
+    """The base's bridge in a process of its own (``--bridge process``, the default), as an arm's
+    (:class:`BridgeProcess`): the child runs :class:`~hebictl.teleop.base_bridge.BaseBridge` against a
+    :class:`~hebictl.teleop.base.BaseRunnerProxy`, the loop reads the link inside its cycle
+    (:class:`~hebictl.teleop.base.BasePort`: priority first; the silence rule; a dead or wedged child
+    is a lost link, and the base holds). ``runner``, ``base_id``, ``schema``: as
+    :class:`~hebictl.teleop.base_bridge.BaseBridge`'s."""
+
+    port_type = BasePort
+
+    def __init__(self, runner: BaseRunner, settings: BrokerSettings, base_id: str, *, schema: BaseSchema,
+                 state_rate_hz: float = 20.0, max_age: float = 1.0,
+                 bridge_options: dict[str, Any] | None = None) -> None:
+        super().__init__(cast(Any, runner), settings, base_id, description=b"", state_rate_hz=state_rate_hz,
+                         max_age=max_age, bridge_options=bridge_options)
+        self.base_runner = runner
+        self.base_schema = schema
+
+    def init_values(self) -> dict[str, Any]:
+        return {**self._options, "kind": "base", "snapshot": self.base_runner.snapshot,
+                "max_velocity": self.base_schema.max_velocity, "command_ttl": self.base_runner.base.limits.command_ttl,
+                "log_level": logging.getLogger().getEffectiveLevel()}
+
+
 # ---------------------------------------------------------------------- the child
 def main(argv: list[str] | None = None) -> int:
     """The child: ``python -m hebictl.teleop.bridge_process PRIORITY_FD COMMANDS_FD``, start-up
@@ -211,26 +245,41 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def _serve(init: dict[str, Any], priority_channel: Channel, command_channel: Channel) -> None:
-    from hebictl.collision.attach import attach
     from hebictl.teleop.admission import Admission
     from hebictl.teleop.bridge import MqttBridge
-    from hebictl.teleop.runner_proxy import ArmModel, Outbox, RunnerProxy
-    from hebictl.teleop.schema import CommandSchema
+    from hebictl.teleop.runner_proxy import Outbox, RunnerProxy
 
     loop = asyncio.get_running_loop()
-    model, limits = init["model"], init["limits"]
-    attach(model, init["world"])  # IK solutions are checked against the arm and its workspace here too
     priority, commands = Outbox(priority_channel, PRIORITY_BACKLOG), Outbox(command_channel, COMMAND_BACKLOG)
     priority.attach(loop)
     commands.attach(loop)
-    proxy = RunnerProxy(priority, commands, ArmModel(model, limits), init["snapshot"],
-                        max_goal_duration=init["max_goal_duration"], fleet=init["fleet"], recorder=init["recorder"],
-                        app_check=init["app_check"])
     admission = Admission(max_age=init["max_age"], rate_limits=init["rate_limits"])
-    bridge = MqttBridge(proxy, init["settings"], init["arm_id"], schema=CommandSchema(proxy.arm.dof, limits,
-                                                                                      **init["schema_options"]),
-                        admission=admission, state_rate_hz=init["state_rate_hz"], **init["bridge_options"])
-    bridge.use_description(init["description"])
+    proxy: RunnerProxy
+    bridge: MqttBridge
+    if init.get("kind") == "base":   # a mobile base (hebictl.teleop.base_bridge)
+        from hebictl.teleop.base import BaseRunnerProxy
+        from hebictl.teleop.base_bridge import BaseBridge
+        from hebictl.teleop.schema import BaseSchema
+
+        base_proxy = BaseRunnerProxy(priority, commands, init["snapshot"])
+        proxy = base_proxy
+        bridge = BaseBridge(cast(Any, base_proxy), init["settings"], init["arm_id"],
+                            schema=BaseSchema(init["max_velocity"], init["command_ttl"]), admission=admission,
+                            state_rate_hz=init["state_rate_hz"], **init["bridge_options"])
+    else:
+        from hebictl.collision.attach import attach
+        from hebictl.teleop.runner_proxy import ArmModel
+        from hebictl.teleop.schema import CommandSchema
+
+        model, limits = init["model"], init["limits"]
+        attach(model, init["world"])  # IK solutions are checked against the arm and its workspace here too
+        proxy = RunnerProxy(priority, commands, ArmModel(model, limits), init["snapshot"],
+                            max_goal_duration=init["max_goal_duration"], fleet=init["fleet"],
+                            recorder=init["recorder"], app_check=init["app_check"])
+        bridge = MqttBridge(proxy, init["settings"], init["arm_id"], schema=CommandSchema(proxy.arm.dof, limits,
+                                                                                          **init["schema_options"]),
+                            admission=admission, state_rate_hz=init["state_rate_hz"], **init["bridge_options"])
+        bridge.use_description(init["description"])
     loop.add_signal_handler(signal.SIGTERM, bridge.stop)
 
     def from_arm() -> None:

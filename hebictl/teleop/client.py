@@ -223,6 +223,15 @@ class TeleopClient:
             body["ttl"] = float(ttl)
         return await self.send("jog", body, wait=wait, **kw)
 
+    async def base_velocity(self, velocity: Sequence[float], *, deadman: bool = True, ttl: float | None = None,
+                            wait: bool = False, **kw: Any) -> Ack | None:
+        """One sample of a mobile base's wheel velocity [rad/s per wheel] (stream them; ``deadman``
+        False: the release, the base holds at once). ``arm_id`` is then the base's id."""
+        body: dict[str, Any] = {"velocity": _floats(velocity), "deadman": bool(deadman)}
+        if ttl is not None:
+            body["ttl"] = float(ttl)
+        return await self.send("velocity", body, wait=wait, **kw)
+
     async def gripper(self, *, position: float | None = None, action: str | None = None, **kw: Any) -> Ack | None:
         body: dict[str, Any] = {}
         if position is not None:

@@ -34,12 +34,13 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hebictl.control.group import ArmGroup, ClosingGuard
+from hebictl.control.group import ArmGroup, ClosingGuard, GroupEvent
 from hebictl.control.loop import FixedRateLoop, LoopStats
 from hebictl.control.park import watch_parks
 from hebictl.control.realtime import RealtimeGrant, RealtimeRequest
 from hebictl.control.safety import ArmState, EventKind
 from hebictl.errors import CommandRejected
+from hebictl.teleop.base import QUIET_STOPS, BaseRunner
 from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 from hebictl.teleop.events import ArmFault
 from hebictl.teleop.runner import OWN_EVENT_KINDS, ArmRunner, join_closing
@@ -56,11 +57,41 @@ class TeleopArmGroup(ArmGroup):
     (until its e-stop is engaged), nor is a hold its runner made (``cmd/stop``, mode ``idle``, a
     released jog: their event kinds are :data:`~hebictl.teleop.runner.OWN_EVENT_KINDS`)."""
 
-    def __init__(self, runners: Mapping[str, ArmRunner]) -> None:
-        super().__init__({name: r.arm for name, r in runners.items()})
+    def __init__(self, runners: Mapping[str, ArmRunner], base: tuple[str, BaseRunner] | None = None) -> None:
+        super().__init__({name: r.arm for name, r in runners.items()}, None if base is None else base[1].base)
         self.runners = dict(runners)
+        #: the mobile base's id (its topic level) and runner, or None
+        self.base_id: str | None = None if base is None else base[0]
+        self.base_runner: BaseRunner | None = None if base is None else base[1]
         #: arms the group stopped (their latched stop is the group's), until each is cleared
         self.held: set[str] = set()
+
+    def base_fault(self) -> str | None:
+        """The base's cause of its own: its e-stop engaged, or a latched stop that is neither the
+        group's nor the shutdown's (a stale command, lost or NaN feedback, a hardware error); None
+        otherwise (running, holding, or stopped by the group)."""
+        runner = self.base_runner
+        if runner is None:
+            return None
+        if runner.estop_latched:
+            return "e-stop engaged"
+        latch = runner.base.latch
+        if latch is None or latch.kind in QUIET_STOPS:
+            return None
+        return f"{latch.kind}: {latch.detail}"
+
+    def supervise(self) -> GroupEvent | None:
+        """:meth:`ArmGroup.supervise` with teleop's faults, the base named by its id."""
+        if self.tripped is not None:
+            return None
+        for name, arm in self.arms.items():
+            cause = self.fault_of(name, arm)
+            if cause is not None:
+                return self._trip(name, cause)
+        cause = self.base_fault()
+        if cause is not None and self.base_id is not None:
+            return self._trip(self.base_id, cause)
+        return None
 
     def fault_of(self, name: str, arm: Any) -> str | None:
         runner = self.runners[name]
@@ -90,11 +121,17 @@ class RunnerGroup:
 
     def __init__(self, runners: Mapping[str, ArmRunner], *, rate_hz: float,
                  observe: Callable[[], None] | None = None, realtime: RealtimeRequest | None = None,
-                 on_grant: Callable[[RealtimeGrant], None] | None = None, clock: TeleopClock = SYSTEM_CLOCK) -> None:
+                 on_grant: Callable[[RealtimeGrant], None] | None = None, clock: TeleopClock = SYSTEM_CLOCK,
+                 base: tuple[str, BaseRunner] | None = None) -> None:
         if not runners:
             raise ValueError("a runner group needs at least one runner")
         self.runners = dict(runners)
-        self.group = TeleopArmGroup(self.runners)
+        if base is not None and base[0] in self.runners:
+            raise ValueError(f"the base's id {base[0]!r} is an arm's too")
+        self.group = TeleopArmGroup(self.runners, base)
+        #: the mobile base's id and runner (``base``), or None
+        self.base_id: str | None = None if base is None else base[0]
+        self.base_runner: BaseRunner | None = None if base is None else base[1]
         #: during a SIGTERM's parks: a park closing in on another arm is held short (as ``hebictl run``'s)
         self.closing = ClosingGuard(self.group.arms)
         self.observe = observe
@@ -109,6 +146,8 @@ class RunnerGroup:
         for arm_id, runner in self.runners.items():
             runner.loop = self.loop   # the status's realtime object is this loop's grant
             runner.admit = self._admission(arm_id)
+        if self.base_runner is not None:
+            self.base_runner.admit = self._admission(self.base_id or "")
         self._publish_status()
         self._thread: threading.Thread | None = None
         #: the session's multi-arm recorder (:meth:`record_to`), or None
@@ -135,16 +174,23 @@ class RunnerGroup:
         rec = self.recorder
         if rec is not None:
             rec.cycle_start()
+        base = self.base_runner
         for runner in runners:
             runner.cycle_begin()   # every arm's e-stop, lost link, fleet hold, shutdown ...
+        if base is not None:
+            base.cycle_begin()     # ... and the base's ...
         if rec is not None:
             rec.phase_done()
         for runner in runners:
             runner.cycle_commands()   # ... before any arm's command
+        if base is not None:
+            base.cycle_commands()
         if rec is not None:
             rec.phase_done()
         for runner in runners:
             runner.cycle_update()
+        if base is not None:
+            base.base.update()
         if self.observe is not None:
             self.observe()
         if rec is not None:
@@ -153,6 +199,9 @@ class RunnerGroup:
         if rec is not None:
             rec.phase_done(group_first=True)   # the group trips, then stops the other arms
         going = [runner.cycle_end() for runner in runners]
+        if base is not None:
+            base.base.send()
+            going.append(base.cycle_end())
         if rec is not None:
             rec.sample()
         return any(going)
@@ -175,9 +224,12 @@ class RunnerGroup:
         event = g.supervise()
         if event is not None:
             g.stop_others(event.arm)
+            what = "the base" if event.arm == self.base_id else f"arm {event.arm}"
             for name, runner in self.runners.items():
                 if name != event.arm:
-                    runner.dispatch(ArmFault(GROUP_HOLD, f"arm {event.arm} holds every arm: {event.detail}"))
+                    runner.dispatch(ArmFault(GROUP_HOLD, f"{what} holds every arm: {event.detail}"))
+            if self.base_runner is not None and event.arm != self.base_id:
+                self.base_runner.group_hold(f"{what} holds every arm: {event.detail}")
         self._publish_status()
         self.may_park = self._may_park()
 
@@ -185,7 +237,11 @@ class RunnerGroup:
         """Arms holding for a cause of their own (not the group's stop, not an operator's plain hold),
         with that cause."""
         g = self.group
-        return {name: cause for name, arm in g.arms.items() if (cause := g.fault_of(name, arm)) is not None}
+        found = {name: cause for name, arm in g.arms.items() if (cause := g.fault_of(name, arm)) is not None}
+        base_cause = g.base_fault()
+        if base_cause is not None and self.base_id is not None:
+            found[self.base_id] = base_cause
+        return found
 
     def parkable(self) -> set[str]:
         """Arms a SIGTERM may park: none while an arm holds for a cause of its own (as ``hebictl run``
@@ -206,22 +262,28 @@ class RunnerGroup:
             others = {n: c for n, c in self.culprits().items() if n != arm_id}
             if others:
                 name, cause = next(iter(others.items()))
-                raise CommandRejected(GROUP_HOLD, f"arm {name} holds every arm ({cause}): clear it first "
+                what = f"the base ({name})" if name == self.base_id else f"arm {name}"
+                raise CommandRejected(GROUP_HOLD, f"{what} holds every arm ({cause}): clear it first "
                                                   "(release its e-stop, set its mode)")
         return admit
 
     def _publish_status(self) -> None:
         """Each arm's status ``group`` object (a new dict only when it changes: snapshots share it)."""
         trip = self.group.tripped
-        shown = {"arms": list(self.runners), "held": trip is not None,
+        members = list(self.runners) + ([] if self.base_id is None else [self.base_id])
+        shown = {"arms": members, "held": trip is not None,
                  "by": None if trip is None else (trip.arm or None), "cause": None if trip is None else trip.detail,
                  "time": None if trip is None else self.teleop_clock.wall()}
+        if self.base_id is not None:
+            shown["base"] = self.base_id
         if self._shown is not None and {k: v for k, v in self._shown.items() if k != "time"} == \
                 {k: v for k, v in shown.items() if k != "time"}:
             return
         self._shown = shown
         for runner in self.runners.values():
             runner.group_status = shown
+        if self.base_runner is not None:
+            self.base_runner.group_status = shown
 
     def _report(self, stats: LoopStats) -> None:
         for runner in self.runners.values():
@@ -246,6 +308,8 @@ class RunnerGroup:
         self._stop_note(reason)
         for runner in self.runners.values():
             runner.begin_shutdown(reason)
+        if self.base_runner is not None:
+            self.base_runner.begin_shutdown(EventKind(reason).value)
 
     def close(self, timeout: float = 5.0, *, reason: EventKind | str = EventKind.TELEOP_SHUTDOWN,
               hold: float | None = None) -> None:
@@ -254,6 +318,8 @@ class RunnerGroup:
         self._stop_note(reason)
         for runner in self.runners.values():
             runner.request_close(reason, hold)
+        if self.base_runner is not None:
+            self.base_runner.begin_shutdown(EventKind(reason).value)
         if self._thread is None:
             return
 

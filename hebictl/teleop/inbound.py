@@ -59,6 +59,7 @@ FLOOD_LIMITS: dict[str, RateLimit] = {
     "stop": RateLimit(100.0, 50.0),
     "mode": RateLimit(50.0, 50.0),
     "input": RateLimit(500.0, 200.0),
+    "velocity": RateLimit(1000.0, 200.0),   # a mobile base's stream (hebictl.teleop.base): as jog
 }
 
 

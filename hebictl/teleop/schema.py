@@ -126,8 +126,21 @@ class ModeCommand:
     mode: str
 
 
+@dataclass(frozen=True)
+class BaseVelocityCommand:
+    """A mobile base's streamed wheel velocity [rad/s per wheel]: valid for ``ttl`` [s] after
+    receipt and only while ``deadman`` (a release, ``deadman`` false, stops the base at once)."""
+
+    envelope: Envelope
+    velocity: FloatArray
+    deadman: bool
+    ttl: float
+
+
 TeleopCommand = (JointGoalCommand | CartesianGoalCommand | JogCommand | GripperCommand | StopCommand
                  | EstopCommand | ModeCommand)
+#: what a mobile base takes (:class:`BaseSchema`)
+BaseCommand = BaseVelocityCommand | StopCommand | EstopCommand | ModeCommand
 
 
 # ---------------------------------------------------------------------- primitive checks
@@ -456,14 +469,73 @@ class CommandSchema:
         return StopCommand(env)
 
     def estop(self, obj: Mapping[str, Any], env: Envelope) -> EstopCommand:
-        _only(obj, ("engaged", "override"))
-        engaged = _bool(obj, "engaged")
-        if _bool(obj, "override", required=False):
-            if engaged:
-                raise CommandRejected("out_of_range", "'override' is for a release (engaged false)")
-            return EstopOverride(env, engaged)
-        return EstopCommand(env, engaged)
+        return estop_command(obj, env)
 
     def mode(self, obj: Mapping[str, Any], env: Envelope) -> ModeCommand:
         _only(obj, ("mode",))
         return ModeCommand(env, _choice(obj, "mode", MODES))
+
+
+def estop_command(obj: Mapping[str, Any], env: Envelope) -> EstopCommand:
+    """``cmd/estop``'s body, the same for an arm and a base: engage, release, or a supervisor's override."""
+    _only(obj, ("engaged", "override"))
+    engaged = _bool(obj, "engaged")
+    if _bool(obj, "override", required=False):
+        if engaged:
+            raise CommandRejected("out_of_range", "'override' is for a release (engaged false)")
+        return EstopOverride(env, engaged)
+    return EstopCommand(env, engaged)
+
+
+#: a mobile base's modes: ``idle`` (holding zero velocity, no velocity command taken) and ``velocity``
+BASE_MODES = ("idle", "velocity")
+
+
+class BaseSchema:
+    """Validators for a mobile base (:mod:`hebictl.teleop.base`): ``cmd/velocity`` (one velocity per
+    wheel within ``max_velocity`` [rad/s], a ``deadman`` and a ``ttl`` bounded as a jog's: at most
+    :data:`MAX_JOG_TTL` and the base's ``command_ttl``, refused ``ttl_too_long`` beyond), ``cmd/stop``,
+    ``cmd/estop`` (as an arm's) and ``cmd/mode`` (:data:`BASE_MODES`). The envelope and the number
+    checks are the arm's: one schema for every command topic."""
+
+    def __init__(self, max_velocity: Any, command_ttl: float, *, default_ttl: float = 0.2) -> None:
+        self.max_velocity = np.asarray(max_velocity, dtype=np.float64)
+        self.size = len(self.max_velocity)
+        self.max_ttl = min(MAX_JOG_TTL, float(command_ttl))
+        self.default_ttl = min(default_ttl, self.max_ttl)
+        self.validators: dict[str, Callable[[Mapping[str, Any], Envelope], BaseCommand]] = {
+            "velocity": self.velocity, "stop": self.stop, "estop": estop_command, "mode": self.mode}
+
+    def parse(self, name: str, payload: bytes | bytearray | str) -> BaseCommand:
+        obj = decode(payload)
+        return self.validate(name, obj, envelope(obj))
+
+    def validate(self, name: str, obj: Mapping[str, Any], env: Envelope) -> BaseCommand:
+        validator = self.validators.get(name)
+        if validator is None:
+            raise CommandRejected("unknown_topic", f"no base command 'cmd/{name[:60]}'")
+        return validator(obj, env)
+
+    def velocity(self, obj: Mapping[str, Any], env: Envelope) -> BaseVelocityCommand:
+        _only(obj, ("velocity", "deadman", "ttl"))
+        deadman = _bool(obj, "deadman")
+        ttl = _number(obj, "ttl", required=False, default=self.default_ttl, low=0.0, low_open=True)
+        if ttl > self.max_ttl:
+            raise CommandRejected("ttl_too_long", f"a base velocity may be valid for at most {self.max_ttl:g} s, "
+                                                  f"this one asks {ttl:g} s; stream samples more often")
+        vel = _vector(obj, "velocity", self.size)
+        assert vel is not None
+        over = np.abs(vel) > self.max_velocity
+        if over.any():
+            i = int(np.argmax(over))
+            raise CommandRejected("out_of_limits", f"wheel {i} asks {vel[i]:+.3f} rad/s, max_velocity is "
+                                                   f"{self.max_velocity[i]:.3f} rad/s")
+        return BaseVelocityCommand(env, vel, deadman, ttl)
+
+    def stop(self, obj: Mapping[str, Any], env: Envelope) -> StopCommand:
+        _only(obj, ())
+        return StopCommand(env)
+
+    def mode(self, obj: Mapping[str, Any], env: Envelope) -> ModeCommand:
+        _only(obj, ("mode",))
+        return ModeCommand(env, _choice(obj, "mode", BASE_MODES))

@@ -18,8 +18,9 @@ from typing import Any
 from hebictl.control.arm import Arm
 from hebictl.errors import TeleopError
 from hebictl.teleop.admission import Admission, RateLimit
+from hebictl.teleop.base_bridge import BaseBridge
 from hebictl.teleop.bridge import MqttBridge
-from hebictl.teleop.bridge_process import BridgeProcess
+from hebictl.teleop.bridge_process import BaseBridgeProcess, BridgeProcess
 from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 from hebictl.teleop.connection import BrokerSettings
 from hebictl.teleop.description import description_payload
@@ -185,10 +186,14 @@ class GroupServer:
     group, as one arm's failing bridge stops that arm's server."""
 
     def __init__(self, servers: Mapping[str, TeleopServer], *, rate_hz: float,
-                 observe: Callable[[], None] | None = None, realtime: Any = None, on_grant: Any = None) -> None:
+                 observe: Callable[[], None] | None = None, realtime: Any = None, on_grant: Any = None,
+                 base: BaseBridge | BaseBridgeProcess | None = None) -> None:
         self.servers = dict(servers)
+        #: the mobile base's bridge (its runner stepped by the group), or None
+        self.base = base
         self.group = RunnerGroup({arm_id: s.runner for arm_id, s in self.servers.items()}, rate_hz=rate_hz,
-                                 observe=observe, realtime=realtime, on_grant=on_grant)
+                                 observe=observe, realtime=realtime, on_grant=on_grant,
+                                 base=None if base is None else (base.topics.arm_id, base.base_runner))
         self.stop_reason = "teleop_shutdown"
         self.stopping = False
 
@@ -210,11 +215,12 @@ class GroupServer:
         hold every arm (never release)."""
         self.group.start()
         tasks = [asyncio.create_task(s.bridge.run(), name=f"bridge {arm_id}") for arm_id, s in self.servers.items()]
+        if self.base is not None:
+            tasks.append(asyncio.create_task(self.base.run(), name=f"bridge {self.base.topics.arm_id}"))
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             if not self.stopping:   # a bridge ended by itself: every arm stops (the group holds them already)
-                for s in self.servers.values():
-                    s.bridge.stop()
+                self._stop_bridges()
             await asyncio.wait(tasks)
             exc = next((e for t in tasks if not t.cancelled() and (e := t.exception()) is not None), None)
             if exc is not None:
@@ -229,11 +235,18 @@ class GroupServer:
             for s in self.servers.values():
                 if isinstance(s.bridge, BridgeProcess) and not self.group.running:
                     s.bridge.close()
+            if isinstance(self.base, BridgeProcess) and not self.group.running:
+                self.base.close()
 
     def stop(self, reason: str = "teleop_shutdown") -> None:
         """Ask :meth:`run` to finish (thread-safe): every arm brakes now, every bridge goes offline."""
         self.stop_reason = reason
         self.stopping = True
         self.group.begin_shutdown(reason)
+        self._stop_bridges()
+
+    def _stop_bridges(self) -> None:
         for s in self.servers.values():
             s.bridge.stop()
+        if self.base is not None:
+            self.base.stop()

@@ -72,7 +72,8 @@ GROUP: dict[str, Any] = {
     "type": ["object", "null"], "required": ["arms"], "properties": {
         "arms": {"type": "array", "items": _ARM_ID, "minItems": 1, "maxItems": MAX_GROUP_ARMS}, "held": _BOOL,
         "by": {"type": ["string", "null"], "maxLength": 64, "pattern": "^[A-Za-z0-9_.-]{1,64}$"}, "cause": _TEXT,
-        "time": _NUM_OR_NULL}}
+        "time": _NUM_OR_NULL, "base": {"type": ["string", "null"], "maxLength": 64,
+                                       "pattern": "^[A-Za-z0-9_.-]{1,64}$"}}}
 
 STATUS: dict[str, Any] = {
     "type": "object", "required": ["status"],
@@ -114,6 +115,14 @@ STATUS: dict[str, Any] = {
             "estop": _TEXT,
             "dropped": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}}},
         "group": GROUP,
+        # a mobile base's status (hebictl/teleop/base.py): kind "base", its wheels, latch and counts
+        "kind": {"type": ["string", "null"], "maxLength": 32},
+        "base": {"type": ["object", "null"], "properties": {
+            "velocity": _PER_JOINT, "command": _PER_JOINT, "target": _PER_JOINT, "max_velocity": _PER_JOINT,
+            "max_acceleration": _PER_JOINT, "command_ttl": _NUM_OR_NULL}},
+        "latch": {"type": ["object", "null"], "properties": {"kind": _STR, "detail": _TEXT}},
+        "counts": {"type": ["object", "null"], "additionalProperties": {"type": "integer", "minimum": 0}},
+        "implausible": {"type": ["integer", "null"], "minimum": 0},
     },
 }
 

@@ -24,6 +24,7 @@ COMMAND_QOS: dict[str, int] = {
     "stop": 1,
     "estop": 1,
     "mode": 1,
+    "velocity": 0,  # a mobile base's wheel velocity stream (hebictl.teleop.base): as jog
     "input": 0,  # a Mobile IO sample stream (hebictl.inputs.schema): the next sample replaces a lost one
 }
 

@@ -548,13 +548,6 @@ def test_flags_a_multi_arm_config_does_not_take_yet_are_refused_before_any_arm_o
     assert flag[0] in err and "multi-arm config" in err, err
 
 
-def test_a_multi_arm_config_with_a_base_is_refused_before_any_arm_opens(capsys):
-    """teleop does not serve a mobile base yet: its wheels are not opened and left uncommanded."""
-    assert main(["teleop", str(CONFIGS_DIR / "x-series-6dof-omni-base.multi.yaml")]) == 2
-    err = capsys.readouterr().err
-    assert "names a mobile base (base): teleop does not serve a base yet" in err and "Traceback" not in err, err
-
-
 @pytest.mark.parametrize(("flag", "value"), [("--record-rotate-mb", "0"), ("--record-mode", "0777")])
 def test_a_bad_recording_flag_on_a_multi_arm_config_is_refused_before_any_arm_opens(flag, value, tmp_path, capsys):
     assert main(["teleop", str(MULTI), "--record", str(tmp_path / "rec"), flag, value]) == 2

@@ -1,0 +1,405 @@
+"""A mobile base in teleop (hebictl/teleop/base.py), stepped by hand in one RunnerGroup with its arm on a
+SimClock, on the mock and the sim: a velocity sample moves the wheels; a release and a silent stream
+stop them (times in simulated time, printed with pytest -s); an arm's e-stop stops the base and holds
+everything with one group event; the base's e-stop and its own fault hold the arm; the shutdown stops
+the base; nothing resumes by itself. No broker here (tests/teleop/test_base_bridge.py has it)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import numpy as np
+import pytest
+
+from hebictl.control.arm import Arm
+from hebictl.control.base import BaseState
+from hebictl.control.safety import ArmState
+from hebictl.errors import CommandRejected
+from hebictl.hardware.clock import SimClock
+from hebictl.panel.groups import overview
+from hebictl.panel.link import PanelLink
+from hebictl.teleop.base import BasePort, BaseRunner, BaseRunnerProxy, base_status_payload
+from hebictl.teleop.connection import parse_broker
+from hebictl.teleop.group import GROUP_HOLD, RunnerGroup
+from hebictl.teleop.link import Channel, socket_pair
+from hebictl.teleop.messages import status_payload
+from hebictl.teleop.runner import ArmRunner
+from hebictl.teleop.runner_proxy import Outbox
+from hebictl.teleop.schema import BaseSchema, BaseVelocityCommand, Envelope, EstopCommand, ModeCommand, StopCommand
+from hebictl.teleop.state_schema import validate_status
+from hebictl.wiring.multi import arms_from_multi_config
+from tests._support.paths import CONFIGS_DIR
+
+CONFIG = CONFIGS_DIR / "x-series-6dof-omni-base.multi.yaml"
+RATE = 200.0
+DT = 1.0 / RATE
+BACKENDS = ("mock", pytest.param("sim", marks=pytest.mark.skipif(
+    __import__("importlib").util.find_spec("mujoco") is None, reason="needs MuJoCo")))
+
+_seq = iter(range(1, 10**9))
+
+
+def env() -> Envelope:
+    return Envelope(next(_seq), 0.0, "op")
+
+
+def sample(v, *, deadman: bool = True, ttl: float = 0.1) -> BaseVelocityCommand:
+    return BaseVelocityCommand(env(), np.asarray(v, dtype=float), deadman, ttl)
+
+
+class Rig:
+    """The omni-base config's arm and base on ``backend`` and one SimClock, the arm's runner and the
+    base's in one RunnerGroup (acks collected), one cycle stepped."""
+
+    def __init__(self, backend: str) -> None:
+        self.clock = SimClock()
+        self.multi = arms_from_multi_config(Arm, CONFIG, backend, clock=self.clock)
+        self.multi.base.period = DT
+        self.arm = ArmRunner(self.multi.arms["arm"], rate_hz=RATE)
+        self.base = BaseRunner(self.multi.base)
+        self.arm_acks: list = []
+        self.base_acks: list = []
+        self.arm.on_result = self.arm_acks.append
+        self.base.on_result = self.base_acks.append
+        self.group = RunnerGroup({"arm": self.arm}, rate_hz=RATE, base=("base", self.base))
+        self.going = True
+        self.cycles(1)
+
+    def cycles(self, n: int, feed=None) -> None:
+        for _ in range(n):
+            if feed is not None:
+                feed()
+            deadline = self.clock.now() + DT
+            self.going = self.group.step()
+            self.clock.sleep_until(deadline)
+
+    def drive(self, v, seconds: float) -> None:
+        """Stream ``v`` every cycle (received now) for ``seconds``."""
+        self.cycles(round(seconds * RATE), lambda: self.base.offer_velocity(sample(v), self.clock.now()))
+
+    def velocity_mode(self) -> None:
+        self.base.submit("mode", ModeCommand(env(), "velocity"))
+        self.cycles(1)
+        assert self.base_acks[-1].accepted, self.base_acks[-1]
+        assert self.base.mode == "velocity"
+
+    def until_still(self, bound_s: float = 3.0) -> float:
+        t0 = self.clock.now()
+        wheels = self.multi.base
+        while wheels.velocity_command.any() or not wheels.still:
+            assert self.clock.now() - t0 < bound_s, f"not at rest within {bound_s} s: {wheels.feedback.velocity}"
+            self.cycles(1)
+        return self.clock.now() - t0
+
+    def trips(self) -> list:
+        return [e for e in self.group.group.events if e.kind == "fault"]
+
+
+@pytest.fixture(params=BACKENDS)
+def rig(request):
+    r = Rig(request.param)
+    r.backend = request.param
+    yield r
+    r.multi.close()
+
+
+def ideal_stop(rig: Rig, v) -> float:
+    return float(np.max(np.abs(v) / rig.multi.base.limits.max_acceleration))
+
+
+def test_a_velocity_sample_moves_the_wheels_and_a_release_stops_them_at_once(rig):
+    """Mode velocity, 3 rad/s streamed for 1 s: the wheels reach it. The dead-man release: the wheels
+    ramp down from that cycle on and are at rest within v/a plus 4 cycles; the base holds (no fault,
+    no group event) and stays still with nothing more sent."""
+    v = np.full(rig.multi.base.size, 3.0)
+    rig.velocity_mode()
+    rig.drive(v, 1.0)
+    np.testing.assert_allclose(rig.multi.base.feedback.velocity, v, rtol=0.03)
+    before = rig.multi.base.velocity_command.copy()
+    rig.base.offer_velocity(sample([0, 0, 0], deadman=False), rig.clock.now())
+    rig.cycles(1)
+    assert np.all(rig.multi.base.velocity_command < before), "the release ramps down in its own cycle"
+    t = rig.until_still() + DT
+    print(f"\n[{rig.backend}] release at {v[0]:g} rad/s: at rest after {t * 1e3:.0f} ms "
+          f"(v/a {ideal_stop(rig, v) * 1e3:.0f} ms)")
+    assert t <= ideal_stop(rig, v) + 4 * DT
+    assert rig.base.counts["released"] == 1 and rig.multi.base.state is BaseState.RUNNING
+    assert not rig.trips() and rig.arm.arm.state is ArmState.RUNNING
+    rig.cycles(100)
+    assert not rig.multi.base.velocity_command.any(), "nothing resumes by itself"
+
+
+def test_a_silent_stream_stops_the_base_once_its_ttl_has_passed(rig):
+    """The last sample (ttl 0.1 s) drives the wheels until its ttl has passed, then the base holds (counted
+    ``expired``, not a fault): ramp-down starts within one cycle after the ttl, at rest within ttl + v/a +
+    4 cycles of the last sample. A new sample moves it again; mode stays velocity."""
+    v = np.full(rig.multi.base.size, 4.0)
+    rig.velocity_mode()
+    rig.drive(v, 1.0)
+    t_last = rig.clock.now() - DT   # the last sample's receipt
+    start = rig.clock.now()
+    while rig.base.counts["expired"] == 0:
+        assert rig.clock.now() - start < 1.0
+        np.testing.assert_allclose(rig.multi.base.velocity_command, v)   # still driving within the ttl
+        rig.cycles(1)
+    held = rig.clock.now() - t_last
+    rig.until_still()
+    t = rig.clock.now() - t_last
+    print(f"\n[{rig.backend}] silent stream at {v[0]:g} rad/s, ttl 0.1 s: held {held * 1e3:.0f} ms after the "
+          f"last sample, at rest {t * 1e3:.0f} ms after it (ttl + v/a {(0.1 + ideal_stop(rig, v)) * 1e3:.0f} ms)")
+    assert 0.1 <= held <= 0.1 + 2 * DT
+    assert t <= 0.1 + ideal_stop(rig, v) + 5 * DT
+    assert rig.multi.base.state is BaseState.RUNNING and rig.base.mode == "velocity" and not rig.trips()
+    rig.drive(v, 0.5)
+    assert rig.multi.base.velocity_command.any(), "a new sample moves it again"
+
+
+def test_an_arms_estop_stops_the_base_and_holds_everything_with_one_group_event(rig):
+    """The arm's e-stop while the base drives at 4 rad/s: in that cycle the base is stopped by the group
+    (one group event, naming the arm), idle with last error group_hold; at rest within v/a + 4 cycles;
+    velocity then refused; the base's mode refused group_hold while the arm's e-stop is engaged."""
+    v = np.full(rig.multi.base.size, 4.0)
+    rig.velocity_mode()
+    rig.drive(v, 1.0)
+    rig.arm.engage_estop(EstopCommand(env(), True))
+    rig.cycles(1, lambda: rig.base.offer_velocity(sample(v), rig.clock.now()))
+    assert rig.multi.base.state is BaseState.STOPPING and rig.base.mode == "idle"
+    trips = rig.trips()
+    assert len(trips) == 1 and trips[0].arm == "arm" and "e-stop engaged" in trips[0].detail
+    assert rig.base.last_error.reason == GROUP_HOLD and "arm arm" in rig.base.last_error.detail
+    assert rig.base.snapshot["group"]["by"] == "arm" and rig.base.snapshot["group"]["base"] == "base"
+    t = rig.until_still() + DT
+    print(f"\n[{rig.backend}] arm's e-stop at {v[0]:g} rad/s: base at rest after {t * 1e3:.0f} ms "
+          f"(v/a {ideal_stop(rig, v) * 1e3:.0f} ms)")
+    assert t <= ideal_stop(rig, v) + 4 * DT
+    rig.base.submit("mode", ModeCommand(env(), "velocity"))
+    rig.cycles(1)
+    assert rig.base_acks[-1].reason == GROUP_HOLD and rig.multi.base.state is BaseState.STOPPED
+    assert len(rig.trips()) == 1
+
+
+def test_the_bases_estop_holds_the_arm_and_nothing_resumes_by_itself(rig):
+    """The base's e-stop: the base stops, the arm is held by the group (one event naming the base), idle
+    with group_hold; the arm's mode is refused group_hold while the base's e-stop is engaged; a velocity
+    sample is refused wrong_mode. Released and set to velocity the base holds zero until a sample, and
+    the arm then takes its own mode."""
+    v = np.full(rig.multi.base.size, 2.0)
+    rig.arm.submit("mode", ModeCommand(env(), "position"))
+    rig.velocity_mode()
+    rig.drive(v, 0.5)
+    rig.base.engage_estop(EstopCommand(env(), True))
+    rig.cycles(1)
+    assert rig.multi.base.state is BaseState.STOPPING and rig.arm.arm.state is ArmState.STOPPED
+    trips = rig.trips()
+    assert len(trips) == 1 and trips[0].arm == "base" and "e-stop engaged" in trips[0].detail
+    assert rig.arm.mode == "idle" and rig.arm.snapshot.last_error.reason == GROUP_HOLD
+    assert "the base holds every arm" in rig.arm.snapshot.last_error.detail
+    assert rig.arm.snapshot.group["by"] == "base"
+    rig.arm.submit("mode", ModeCommand(env(), "position"))
+    rig.base.offer_velocity(sample(v), rig.clock.now())
+    rig.cycles(1)
+    assert rig.arm_acks[-1].reason == GROUP_HOLD and rig.base_acks[-1].reason == "wrong_mode"
+    rig.base.submit("mode", ModeCommand(env(), "velocity"))
+    rig.cycles(1)
+    assert rig.base_acks[-1].reason == "estop_engaged"
+    rig.until_still()
+    rig.base.submit("estop", EstopCommand(env(), False))
+    rig.base.submit("mode", ModeCommand(env(), "velocity"))
+    rig.cycles(2)
+    assert rig.base_acks[-1].accepted and rig.multi.base.state is BaseState.RUNNING
+    rig.cycles(50)
+    assert not rig.multi.base.velocity_command.any(), "cleared: holding zero until a sample"
+    assert rig.arm.arm.state is ArmState.STOPPED, "the arm does not resume by itself"
+    rig.arm.submit("mode", ModeCommand(env(), "position"))
+    rig.cycles(1)
+    assert rig.arm_acks[-1].accepted and rig.arm.arm.state is ArmState.RUNNING
+
+
+def test_a_fault_of_the_base_holds_the_arm_with_one_event_naming_the_base(rig):
+    """A latched fault of the base's own (here a hardware error) trips the group: one event naming the
+    base and its cause, the arm stopped and told, the base idle with that error."""
+    rig.velocity_mode()
+    rig.multi.base.stop("hardware_error", "test: write failed")
+    rig.cycles(1)
+    trips = rig.trips()
+    assert len(trips) == 1 and trips[0].arm == "base" and "hardware_error" in trips[0].detail
+    assert rig.arm.arm.state is ArmState.STOPPED and rig.arm.snapshot.last_error.reason == GROUP_HOLD
+    assert rig.base.mode == "idle" and rig.base.last_error.reason == "hardware_error"
+
+
+def test_a_stop_command_holds_the_base_without_a_fault(rig):
+    v = np.full(rig.multi.base.size, 2.0)
+    rig.velocity_mode()
+    rig.drive(v, 0.5)
+    rig.base.submit("stop", StopCommand(env()))
+    rig.cycles(1)
+    assert rig.base_acks[-1].accepted and rig.base.mode == "idle"
+    rig.until_still()
+    assert not rig.trips() and rig.multi.base.state is BaseState.RUNNING
+
+
+def test_the_shutdown_stops_the_base_and_ends_once_it_is_at_rest(rig):
+    """SIGTERM's begin_shutdown: the base is stopped in the next cycle (not a fault: no group trip of its
+    own), the loop goes on until it is at rest, then the base's part of the loop is done."""
+    v = np.full(rig.multi.base.size, 4.0)
+    rig.velocity_mode()
+    rig.drive(v, 1.0)
+    t0 = rig.clock.now()
+    rig.group.begin_shutdown("terminate")
+    rig.cycles(1)
+    assert rig.multi.base.state is BaseState.STOPPING and rig.base.mode == "idle"
+    rig.base.submit("mode", ModeCommand(env(), "velocity"))
+    rig.cycles(1)
+    assert rig.base_acks[-1].reason == "shutting_down"
+    assert not rig.trips()
+    while rig.multi.base.state is not BaseState.STOPPED:
+        assert rig.clock.now() - t0 < 2.0
+        rig.cycles(1)
+    print(f"\n[{rig.backend}] SIGTERM at {v[0]:g} rad/s: base stopped after {(rig.clock.now() - t0) * 1e3:.0f} ms")
+    assert rig.multi.base.state is BaseState.STOPPED and not rig.multi.base.velocity_command.any()
+    assert rig.clock.now() - t0 <= ideal_stop(rig, v) + 4 * DT
+
+
+def test_the_base_status_passes_the_status_schema(rig):
+    rig.velocity_mode()
+    rig.drive([1.0, 1.0, 1.0], 0.2)
+    payload = base_status_payload(rig.base.snapshot, "base", online=True, ts=1.0, bridge={"received": 1})
+    status, bad_group = validate_status(payload, "base")
+    assert bad_group is None and status["group"]["arms"] == ["arm", "base"], status
+    assert status["mode"] == "velocity" and len(status["base"]["command"]) == 3
+    off = json.loads(base_status_payload(rig.base.snapshot, "base", online=False, ts=1.0))
+    assert off["state"] == "offline" and "base" not in off and "mode" not in off
+
+
+@pytest.mark.parametrize(("body", "reason"), [
+    ({"velocity": [1, 2], "deadman": True}, "wrong_length"),
+    ({"velocity": [1, 2, "x"], "deadman": True}, "wrong_type"),
+    ({"velocity": "fast", "deadman": True}, "wrong_type"),
+    ({"velocity": [1, 2, 99], "deadman": True}, "out_of_limits"),
+    ({"velocity": [1, 2, 1e999], "deadman": True}, "not_finite"),
+    ({"velocity": [1, 2, 3], "deadman": True, "ttl": 0.3}, "ttl_too_long"),
+    ({"velocity": [1, 2, 3], "deadman": True, "ttl": 0}, "out_of_range"),
+    ({"velocity": [1, 2, 3], "deadman": "yes"}, "wrong_type"),
+    ({"velocity": [1, 2, 3]}, "missing_field"),
+    ({"velocity": [1, 2, 3], "deadman": True, "space": "joint"}, "unknown_field"),
+])
+def test_the_base_schema_refuses_a_bad_velocity(body, reason):
+    """One schema with the arms' commands: the envelope, then each wheel within max_velocity, a ttl
+    bounded by the base's command_ttl (0.25 s here) and the jog bound."""
+    schema = BaseSchema([9.6, 9.6, 9.6], 0.25)
+    with pytest.raises(CommandRejected) as exc:
+        schema.validate("velocity", body, env())
+    assert exc.value.reason == reason
+    assert schema.validate("velocity", {"velocity": [1, -2, 9.6], "deadman": True, "ttl": 0.25}, env()).ttl == 0.25
+    with pytest.raises(CommandRejected, match="unknown_topic"):
+        schema.validate("jog", {}, env())
+
+
+def test_every_estop_of_a_cycle_comes_before_the_bases_commands_in_it():
+    """The base's mode queued first and its e-stop after it, taken in one cycle: the e-stop first, the mode
+    refused estop_engaged. The arm's e-stop and the base's mode in one cycle: the mode refused group_hold."""
+    rig = Rig("mock")
+    try:
+        rig.base.submit("mode", ModeCommand(env(), "velocity"))
+        rig.base.engage_estop(EstopCommand(env(), True))
+        rig.cycles(1)
+        assert [(a.topic, a.accepted, a.reason) for a in rig.base_acks] == [("estop", True, ""),
+                                                                            ("mode", False, "estop_engaged")]
+        assert rig.base.mode == "idle" and rig.multi.base.state is not BaseState.RUNNING
+        rig.base.submit("estop", EstopCommand(env(), False))
+        rig.arm.submit("mode", ModeCommand(env(), "position"))
+        rig.cycles(1)
+        assert rig.arm_acks[-1].reason == GROUP_HOLD, "the base holds every arm until its own mode clears it"
+        rig.base.submit("mode", ModeCommand(env(), "velocity"))
+        rig.cycles(1)
+        rig.arm.submit("mode", ModeCommand(env(), "position"))
+        rig.cycles(1)
+        assert rig.base_acks[-1].accepted and rig.arm_acks[-1].accepted
+        rig.arm.engage_estop(EstopCommand(env(), True))
+        rig.base.submit("mode", ModeCommand(env(), "velocity"))
+        rig.cycles(1)
+        assert rig.base_acks[-1].reason == GROUP_HOLD and rig.base.mode == "idle"
+    finally:
+        rig.multi.close()
+
+
+def test_a_lost_link_holds_the_base_without_a_fault():
+    """The base's bridge lost the broker while a stream drove it: the base holds (mode idle, last error
+    teleop_link_lost), no group trip, the arm runs on; a later sample is refused until a new mode."""
+    rig = Rig("mock")
+    try:
+        v = np.full(rig.multi.base.size, 2.0)
+        rig.velocity_mode()
+        rig.drive(v, 0.5)
+        rig.base.link_lost("lost the broker")
+        rig.cycles(1)
+        assert rig.base.mode == "idle" and rig.base.last_error.reason == "teleop_link_lost"
+        rig.until_still()
+        assert not rig.trips() and rig.arm.arm.state is ArmState.RUNNING
+        assert rig.multi.base.state is BaseState.RUNNING
+        rig.base.offer_velocity(sample(v), rig.clock.now())
+        rig.cycles(1)
+        assert rig.base_acks[-1].reason == "wrong_mode" and not rig.multi.base.velocity_command.any()
+    finally:
+        rig.multi.close()
+
+
+def test_the_panel_shows_the_base_as_a_member_of_the_group():
+    """The panel (which lists every status it sees on the broker) takes the base's status, and the group
+    the arm and the base both name is confirmed, held by the base after its e-stop."""
+    rig = Rig("mock")
+    try:
+        rig.base.engage_estop(EstopCommand(env(), True))
+        rig.cycles(2)
+
+        async def main() -> dict:
+            link = PanelLink(parse_broker("mqtt://127.0.0.1:1"), name="p")
+            link.receive("hebictl/v1/base/state/status",
+                         base_status_payload(rig.base.snapshot, "base", online=True, ts=1.0))
+            link.receive("hebictl/v1/arm/state/status", status_payload(rig.arm.snapshot, "arm", online=True, ts=1.0))
+            return overview(link.arms)
+
+        seen = asyncio.run(main())
+        assert [g["arms"] for g in seen["groups"]] == [["arm", "base"]], seen
+        assert seen["groups"][0]["held"] and seen["groups"][0]["by"] == "base", seen
+        card = next(c for c in seen["arms"] if c.get("arm_id", c.get("id")) == "base")
+        assert card["in_group"], card
+    finally:
+        rig.multi.close()
+
+
+def test_the_bridge_process_link_hands_over_in_order_and_its_loss_holds_the_base():
+    """The loop's end of the base's bridge-process link (BasePort), fed as the child's proxy feeds it: an
+    e-stop on the priority channel and a mode and a sample on the command channel are taken in one cycle,
+    the e-stop first (the mode refused, the sample dropped); the snapshot and the acks go back. The
+    child's end closed (it died): a lost link, the base holds (mode idle, last error teleop_link_lost)
+    without a group fault."""
+    rig = Rig("mock")
+    try:
+        (p_loop, p_child), (c_loop, c_child) = socket_pair(), socket_pair()
+        port = BasePort(rig.base, Channel(p_loop), Channel(c_loop))
+        rig.base.port = port
+        proxy = BaseRunnerProxy(Outbox(Channel(p_child), 16), Outbox(Channel(c_child), 16), rig.base.snapshot)
+        proxy.submit("mode", ModeCommand(env(), "velocity"))
+        proxy.offer_velocity(sample([1.0, 1.0, 1.0]), 0.0)
+        proxy.engage_estop(EstopCommand(env(), True))
+        rig.cycles(1)
+        back = Channel(c_child).receive(16)
+        acks = [m[1] for m in back if m[0] == "ack"]
+        # (the sample waiting when the e-stop came is dropped with it)
+        assert [(a.topic, a.accepted, a.reason) for a in acks] == [("estop", True, ""),
+                                                                   ("mode", False, "estop_engaged")], acks
+        assert not rig.multi.base.velocity_command.any()
+        assert any(m[0] == "snapshot" and m[1]["estop"] for m in back)
+        proxy.submit("estop", EstopCommand(env(), False))
+        proxy.submit("mode", ModeCommand(env(), "velocity"))
+        rig.cycles(2)
+        assert rig.base.mode == "velocity" and rig.multi.base.state is BaseState.RUNNING
+        p_child.close()
+        c_child.close()
+        rig.cycles(1)
+        assert rig.base.mode == "idle" and rig.base.last_error.reason == "teleop_link_lost"
+        assert "ended" in rig.base.last_error.detail and len(rig.trips()) == 1   # the e-stop's trip only
+    finally:
+        rig.multi.close()
