@@ -355,6 +355,7 @@ ARM_FIELDS: dict[str, str] = {
                 "lifetime (control/lifetime.py)",
     # fault detectors' counts: they fire a hold or stop through the supervisor, they are not a mode's data
     "_missed": "consecutive cycles without fresh feedback (a hold at missed_feedback_limit)",
+    "_stale_skips": "consecutive samples from before a control gap ran out, skipped (at most STALE_SKIPS)",
     "_firmware_limit": "a module's own limit acted at the last sample (one event per episode)",
 }
 
