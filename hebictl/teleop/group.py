@@ -152,15 +152,21 @@ class RunnerGroup:
         self._thread: threading.Thread | None = None
         #: the session's multi-arm recorder (:meth:`record_to`), or None
         self.recorder: Any = None
+        self._base_wheels: tuple[str, Callable[[Any], Mapping[str, Any]]] | None = None
 
-    def record_to(self, recorder: Any) -> None:
+    def record_to(self, recorder: Any, *,
+                  base_wheels: tuple[str, Callable[[Any], Mapping[str, Any]]] | None = None) -> None:
         """Record the session to ``recorder`` (a multi-arm :class:`~hebictl.recording.writer.McapRecorder`
         whose arms are named by arm id, with this group's :attr:`group` for ``/group/events``): each
         runner records its commands and acks through its arm's
         :class:`~hebictl.recording.writer.LaneRecorder`; the loop records each cycle once, with the
-        events of every phase in order (:meth:`step`). Before :meth:`start`."""
+        events of every phase in order (:meth:`step`). ``base_wheels``: the mobile base's channel (one of
+        the recorder's extra topics) and what to publish on it from the base every cycle, after the
+        cycle's sample (``hebictl teleop`` gives ``hebictl run --record``'s ``/NAME/wheels``). Before
+        :meth:`start`."""
         if self._thread is not None:
             raise RuntimeError("record_to before start")
+        self._base_wheels = base_wheels if self.base_runner is not None else None
         for arm_id, runner in self.runners.items():
             runner.recorder = recorder.lane(arm_id)
         self.recorder = recorder
@@ -204,6 +210,9 @@ class RunnerGroup:
             going.append(base.cycle_end())
         if rec is not None:
             rec.sample()
+            if self._base_wheels is not None and base is not None:
+                topic, message = self._base_wheels
+                rec.publish(topic, message(base.base))
         return any(going)
 
     def supervise(self) -> None:
