@@ -25,17 +25,18 @@ the shutdown) drops the mode to ``idle``; nothing resumes by itself: ``cmd/mode 
 releasing the base's e-stop, and refused ``group_hold`` while an arm holds for a cause of its own)
 clears the base's latched stop and only the next sample moves it.
 
-Fleet (``user_data.fleet`` or ``--fleet-station``, docs/fleet.md): the base takes the fleet lease
-exactly as an arm does, with a :class:`~hebictl.teleop.lease.LeaseGate` of its own (its id the base's).
-The gate is polled at the start of every cycle, before the priority deque: at the first cycle after
-the lease expired or a fleet e-stop arrived the base takes a latched stop (``lease_expired`` /
-``fleet_estop``: it decelerates to zero at ``max_acceleration``, then commands zero), its mode drops
-to ``idle`` and its last error says why. ``cmd/mode velocity`` is refused ``no_lease`` /
-``fleet_estop`` unless the lease lets it (:meth:`LeaseGate.command`: a fresh lease from an authorised
-station and no fleet e-stop; accepted, it is the explicit command that makes the lease active), and
-a velocity sample is refused so while the lease does not let the base move. After a hold only a new
-lease and ``cmd/mode velocity`` resume; stop, e-stop and mode ``idle`` are never refused for want of
-a lease. The status carries the gate's ``fleet`` object, as an arm's.
+Fleet (``user_data.fleet`` or ``--fleet-station``, docs/fleet.md): the base takes the fleet lease exactly as
+an arm does, with a :class:`~hebictl.teleop.lease.LeaseGate` of its own (its id the base's). The gate is
+polled at the start of every cycle, before the priority deque: at the first cycle after the lease expired or a
+fleet e-stop arrived the base takes a latched stop (``lease_expired`` / ``fleet_estop``: it decelerates to
+zero at ``max_acceleration``, then commands zero), its mode drops to ``idle`` and its last error says why.
+``cmd/mode velocity`` is refused ``no_lease`` / ``fleet_estop`` unless the lease lets it
+(:meth:`LeaseGate.command`: a fresh lease from an authorised station and no fleet e-stop; accepted, it is the
+explicit command that makes the lease active), and a velocity sample is refused so while the lease does not
+let the base move (leased but not yet commanded, ``ready``, the mode is ``idle``: the sample is refused
+``wrong_mode``, which names what to send). After a hold only a new lease and ``cmd/mode velocity`` resume;
+stop, e-stop and mode ``idle`` are never refused for want of a lease. The status carries the gate's ``fleet``
+object, as an arm's.
 """
 
 from __future__ import annotations
@@ -227,10 +228,10 @@ class BaseRunner:
                 return
             if self.estop_latched:
                 raise CommandRejected("estop_engaged", "the base's e-stop is engaged: release it, then set a mode")
+            if self.fleet is not None:   # the explicit command that makes a fresh lease active (as an
+                self.fleet.command(self.clock.now())   # arm's: before the group's admission)
             if self.admit is not None:
                 self.admit(cmd)
-            if self.fleet is not None:   # the explicit command that makes a fresh lease active
-                self.fleet.command(self.clock.now())
             if not self.base.clear(f"cleared by cmd/mode from {cmd.envelope.client}; holding zero velocity"):
                 raise CommandRejected("no_feedback", "the base has no fresh feedback: its stop stays")
             self.mode = "velocity"
@@ -242,7 +243,8 @@ class BaseRunner:
             raise CommandRejected("shutting_down", "teleop is shutting down: the base stops")
         if cmd.deadman and cmd.velocity.any():
             refusal = self.fleet_refusal()
-            if refusal is not None:
+            ready = self.fleet is not None and self.fleet.state is LeaseState.READY and self.mode != "velocity"
+            if refusal is not None and not ready:   # (leased but not commanded: wrong_mode says what to send)
                 raise refusal
         if self.mode != "velocity" or self.base.state is not BaseState.RUNNING:
             if not cmd.deadman:

@@ -439,13 +439,13 @@ def refusals(rig: Rig) -> list[str]:
 
 
 def test_the_base_moves_only_with_a_lease_and_stops_at_the_first_cycle_after_it_expires(fleet_rig):
-    """A base with a fleet lease, exactly as an arm: without a lease ``cmd/mode velocity`` and a
-    velocity sample are refused ``no_lease``; with one (``ready``) a sample still is, until the mode
-    is set (the explicit command: ``active``). Driving at 3 rad/s with the dead-man still held, the
-    station goes silent: the base's latched stop (``lease_expired``) comes in the first cycle whose
-    start is past the last lease + lease_timeout, the wheels are at rest within v/a + 4 cycles, mode
-    idle, the arm held by the group. The station comes back: nothing moves (samples refused
-    ``no_lease`` while ``ready``) until a new ``cmd/mode velocity``."""
+    """A base with a fleet lease, exactly as an arm: without a lease ``cmd/mode velocity`` and a velocity sample
+    are refused ``no_lease``; with one (``ready``) a sample still is (``wrong_mode``: the mode is idle), until
+    the mode is set (the explicit command: ``active``). Driving at 3 rad/s with the dead-man still held, the
+    station goes silent: the base's latched stop (``lease_expired``) comes in the first cycle whose start is
+    past the last lease + lease_timeout, the wheels are at rest within v/a + 4 cycles, mode idle, the arm held
+    by the group. The station comes back: nothing moves (samples refused ``wrong_mode`` while ``ready``) until
+    a new ``cmd/mode velocity``."""
     rig = fleet_rig
     v = np.full(rig.multi.base.size, 3.0)
     rig.base.submit("mode", ModeCommand(env(), "velocity"))
@@ -458,7 +458,7 @@ def test_the_base_moves_only_with_a_lease_and_stops_at_the_first_cycle_after_it_
     assert rig.base.snapshot["fleet"] == "ready"
     rig.base.offer_velocity(sample(v), rig.clock.now())
     rig.cycles(1)
-    assert refusals(rig)[-1] == "no_lease" and not rig.multi.base.velocity_command.any()
+    assert refusals(rig)[-1] == "wrong_mode" and not rig.multi.base.velocity_command.any()
     rig.velocity_mode()
     assert rig.base.snapshot["fleet"] == "active"
     rig.drive(v, 1.0)
@@ -494,7 +494,7 @@ def test_the_base_moves_only_with_a_lease_and_stops_at_the_first_cycle_after_it_
     assert rig.base.snapshot["fleet"] == "ready"
     n = len(rig.base_acks)
     rig.drive(v, 0.2)
-    assert set(refusals(rig)[n - len(rig.base_acks):]) == {"no_lease"}
+    assert set(refusals(rig)[n - len(rig.base_acks):]) == {"wrong_mode"}
     assert not rig.multi.base.velocity_command.any() and rig.multi.base.state is BaseState.STOPPED
     rig.cycles(100)
     assert not rig.multi.base.velocity_command.any(), "nothing resumes by itself"
@@ -532,7 +532,7 @@ def test_a_fleet_estop_stops_a_driving_base_latched_until_an_authorised_clear(fl
     rig.cycles(12)   # the next heartbeat: ready
     assert rig.base.snapshot["fleet"] == "ready"
     rig.drive(v, 0.1)
-    assert refusals(rig)[-1] == "no_lease" and not rig.multi.base.velocity_command.any()
+    assert refusals(rig)[-1] == "wrong_mode" and not rig.multi.base.velocity_command.any()
     # (the arm, held by the group for the base's cause, is cleared by its own mode, as ever)
     assert (rig.arm.arm.state is ArmState.STOPPED)
     rig.velocity_mode()
