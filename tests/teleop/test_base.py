@@ -62,6 +62,8 @@ class Rig:
         #: with ``fleet``: the base's lease gate (station st1, timeout LEASE_TIMEOUT), and the station's
         #: heartbeat every 50 ms while ``leasing`` (delivered at once, on the loop's clock)
         self.gate = FleetSettings(("st1",), LEASE_TIMEOUT).gate("base") if fleet else None
+        #: every gate the station leases (the base's; a test may add the arm's)
+        self.gates = [] if self.gate is None else [self.gate]
         self.leasing = False
         self.lease_seq = 0
         self.next_lease = 0.0
@@ -79,9 +81,10 @@ class Rig:
     def cycles(self, n: int, feed=None) -> None:
         for _ in range(n):
             now = self.clock.now()
-            if self.gate is not None and self.leasing and now >= self.next_lease:
+            if self.gates and self.leasing and now >= self.next_lease:
                 self.lease_seq += 1
-                assert self.gate.on_message(LEASE_TOPIC, lease_message("st1", "e1", self.lease_seq, sent=now), now)
+                for gate in self.gates:
+                    assert gate.on_message(LEASE_TOPIC, lease_message("st1", "e1", self.lease_seq, sent=now), now)
                 self.last_lease, self.next_lease = now, now + 0.05
             if feed is not None:
                 feed()
@@ -577,5 +580,44 @@ def test_a_sample_that_waits_in_the_cycle_of_a_stop_is_answered(what):
         expected = {"estop": "estop_engaged", "link": "link_lost", "stop": "wrong_mode", "idle": "wrong_mode"}[what]
         assert [(a.topic, a.reason) for a in refused] == [("velocity", expected)], rig.base_acks[n:]
         assert rig.base.counts["refused"] == 1 and rig.base.mode == "idle"
+    finally:
+        rig.multi.close()
+
+
+def test_a_fleet_estop_reaching_the_arm_and_the_base_in_one_cycle_leaves_each_clearable():
+    """The arm and the base both leased and moving; one fleet e-stop reaches both gates before the same
+    cycle: both latch their own ``fleet_estop`` there, the arm trips the group. After the clear and a new
+    lease the arm's ``cmd/mode`` and then the base's are accepted (the base, latched in the trip's cycle,
+    counts as held by the group, as a held arm does: neither refuses the other ``group_hold`` for ever)."""
+    rig = Rig("mock", fleet=True)
+    try:
+        arm_gate = FleetSettings(("st1",), LEASE_TIMEOUT).gate("arm")
+        rig.arm.fleet = arm_gate
+        rig.gates.append(arm_gate)
+        rig.leasing = True
+        rig.cycles(1)
+        rig.velocity_mode()
+        rig.arm.submit("mode", ModeCommand(env(), "position"))
+        rig.cycles(1)
+        assert rig.arm_acks[-1].accepted, rig.arm_acks[-1]
+        rig.drive([3.0, 3.0, 3.0], 0.5)
+        now = rig.clock.now()
+        for gate in rig.gates:
+            assert gate.on_message(ESTOP_TOPIC, estop_message("drill"), now)
+        rig.cycles(1)
+        latch = rig.multi.base.latch
+        assert latch is not None and latch.kind == "fleet_estop" and rig.arm.arm.state is ArmState.STOPPED
+        assert [e.arm for e in rig.trips()] == ["arm"]
+        rig.until_still()
+        for gate in rig.gates:
+            assert gate.on_message(ESTOP_TOPIC, estop_message("st1", clear=True), rig.clock.now())
+        rig.cycles(12)
+        assert rig.base.snapshot["fleet"] == "ready" and arm_gate.state.value == "ready"
+        rig.arm.submit("mode", ModeCommand(env(), "position"))
+        rig.cycles(1)
+        assert rig.arm_acks[-1].accepted, rig.arm_acks[-1]
+        rig.velocity_mode()
+        rig.drive([3.0, 3.0, 3.0], 0.5)
+        assert np.all(rig.multi.base.feedback.velocity > 1.0)
     finally:
         rig.multi.close()

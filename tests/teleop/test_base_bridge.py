@@ -390,9 +390,11 @@ def test_a_fleet_estop_stops_a_driving_base_and_only_a_new_lease_and_a_command_r
             task = asyncio.create_task(stream(b, stop))
             await b.wait_status(moving, timeout=HANG_S)
             assert await asyncio.to_thread(_send, broker.url, "--station", "drill", "fleet-estop") == 0
-            st = await b.wait_status(lambda s: latch_kind(s) == "fleet_estop" and s["state"] == "stopped"
+            # (the latch is the base's own fleet_estop, or the group's when the arm's bridge process handed
+            # the same e-stop over a cycle earlier and the arm tripped the group first: stopped either way)
+            st = await b.wait_status(lambda s: fleet_state(s) == "estopped" and s["state"] == "stopped"
                                      and at_rest(s), timeout=HANG_S)
-            assert fleet_state(st) == "estopped" and st["mode"] == "idle", st
+            assert latch_kind(st) in ("fleet_estop", "group") and st["mode"] == "idle", st
             stop.set()
             await task
             st = await b.wait_status(lambda s: s["bridge"].get("dropped_fleet_estop", 0) >= 1, timeout=HANG_S)
@@ -441,5 +443,5 @@ def test_a_fleet_estop_stops_a_driving_base_and_only_a_new_lease_and_a_command_r
     info = json.loads(out)
     wheels = info["topics"]["/base/wheels"]
     print(f"\n[{bridge}] recorded /base/wheels: {wheels['count']} messages over {info['duration']:.2f} s "
-          f"({info['topics'].get('/arm/feedback', {}).get('count', '?')} arm feedback messages)")
+          f"(of {len(info['topics'])} topics)")
     assert wheels["schema"] == "hebictl.BaseWheels" and wheels["count"] > 100, info["topics"]
