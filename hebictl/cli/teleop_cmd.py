@@ -335,6 +335,7 @@ def _teleop_multi(args: argparse.Namespace, settings: Any) -> int:
     (:class:`~hebictl.teleop.server.GroupServer`, :mod:`hebictl.teleop.group`); a config's mobile base on
     its own topics ``hebictl/v1/<NAME>/`` (:func:`_base_bridge`), stepped in the same loop. ``--record
     DIR``: one session recording of every arm (:func:`_group_recorder`)."""
+    from hebictl.cli.run_multi import wheels_message
     from hebictl.control.arm import Arm
     from hebictl.control.park import rest_position
     from hebictl.multi_config import load_multi_arm_config
@@ -362,12 +363,14 @@ def _teleop_multi(args: argparse.Namespace, settings: Any) -> int:
             rests[arm_id] = rest_position(entry.config, arm.dof)  # SIGTERM parks there, as hebictl run's arms
             servers[arm_id] = _server(args, settings, arm, entry.config, arm_id, rate_hz=rate,
                                       gripper=multi.grippers.get(entry.name), world_base=multi.bases[entry.name])
-        base = None if base_id is None else _base_bridge(args, settings, multi.base, base_id, rate)
+        base = None if base_id is None else _base_bridge(args, settings, multi.base, base_id, rate,
+                                                         fleet=_base_fleet(args, mcfg, base_id))
         server = GroupServer(servers, rate_hz=rate, observe=multi.observe, realtime=realtime,
                              on_grant=lambda grant: _tell(grant.line()), base=base)
         if record is not None:
-            recorder = _group_recorder(args, multi, server, ids, rate, record)
-            server.group.record_to(recorder)
+            recorder = _group_recorder(args, multi, server, ids, rate, record, base_id=base_id)
+            server.group.record_to(recorder, base_wheels=None if base_id is None else
+                                   (f"/{base_id}/wheels", wheels_message))
         _prepare_realtime(realtime)
         banner = (f"hebictl teleop: {mcfg.path.name}: {len(servers)} arms on {args.backend}, one loop at {rate:g} Hz "
                   f"under one arm group; broker {settings.url}, topics "
@@ -391,10 +394,12 @@ def _teleop_multi(args: argparse.Namespace, settings: Any) -> int:
     return 0
 
 
-def _base_bridge(args: argparse.Namespace, settings: Any, base: Any, base_id: str, rate: float) -> Any:
+def _base_bridge(args: argparse.Namespace, settings: Any, base: Any, base_id: str, rate: float, *,
+                 fleet: Any = None) -> Any:
     """The mobile base's runner and bridge (:mod:`hebictl.teleop.base`, :mod:`hebictl.teleop.base_bridge`) on
     ``hebictl/v1/<base_id>/``, in a process of its own or a task of this event loop as ``--bridge`` says,
-    with the arms' admission (``--max-age``), accounts and supervisors."""
+    with the arms' admission (``--max-age``), accounts and supervisors; ``fleet``: its lease gate
+    (:func:`_base_fleet`), None without a fleet."""
     from hebictl.teleop.admission import Admission
     from hebictl.teleop.base import BaseRunner
     from hebictl.teleop.base_bridge import BaseBridge
@@ -403,7 +408,7 @@ def _base_bridge(args: argparse.Namespace, settings: Any, base: Any, base_id: st
     from hebictl.teleop.silence import ThreadWatch
 
     base.period = 1.0 / rate   # its ramp's dt bound and feedback timeout count the loop's cycles
-    runner = BaseRunner(base, clock=SYSTEM_CLOCK)
+    runner = BaseRunner(base, clock=SYSTEM_CLOCK, fleet=fleet)
     schema = BaseSchema(base.limits.max_velocity, base.limits.command_ttl)
     options: dict[str, Any] = {"account_tags": _ACCOUNT_TAGS[args.account_tags],
                                "supervisors": frozenset(args.estop_supervisor)}
@@ -417,17 +422,19 @@ def _base_bridge(args: argparse.Namespace, settings: Any, base: Any, base_id: st
 
 
 def _group_recorder(args: argparse.Namespace, multi: Any, server: Any, ids: dict[str, str], rate: float,
-                    options: dict[str, Any]) -> Any:
+                    options: dict[str, Any], *, base_id: str | None = None) -> Any:
     """``--record DIR`` on a multi-arm config: one session recording of every arm, in ``hebictl run``'s
     multi-arm layout (:func:`~hebictl.cli.run_multi.multi_arm_recorder`: each arm's topics, its MQTT
     commands and acks among them, under ``/ARM_ID``; the group's events on ``/group/events``), named,
     made and rotated as one arm's session (``DIR/teleop-<arm ids>-<time>-001.mcap``; ``options``:
-    :func:`_record_options`)."""
-    from hebictl.cli.run_multi import multi_arm_recorder
+    :func:`_record_options`). A mobile base (``base_id``): its wheels every cycle on ``/<base_id>/wheels``,
+    as ``hebictl run --record`` records them."""
+    from hebictl.cli.run_multi import multi_arm_recorder, wheels_topic
     from hebictl.recording.writer import session_path
 
     path = session_path(args.record, arm_id="_".join(ids.values()))
-    return multi_arm_recorder(path, multi, server.group.group, names=ids, teleop=True, **options,
+    extra = (wheels_topic(base_id),) if base_id is not None else ()
+    return multi_arm_recorder(path, multi, server.group.group, names=ids, teleop=True, extra_topics=extra, **options,
                               metadata={"command": "teleop", "backend_name": args.backend, "rate_hz": f"{rate:g}",
                                         "arm_ids": json.dumps(list(ids.values()))})
 
@@ -562,6 +569,34 @@ def _fleet(args: argparse.Namespace, cfg: Any, arm_id: str) -> Any:
     _tell(f"fleet lease: the arm moves only while a station of {', '.join(settings.stations)} leases it "
           f"(timeout {settings.lease_timeout:g} s; docs/fleet.md)")
     return settings.gate(arm_id)
+
+
+def _base_fleet(args: argparse.Namespace, mcfg: Any, base_id: str) -> Any:
+    """The mobile base's fleet :class:`~hebictl.teleop.lease.LeaseGate`: a teleop process with a fleet
+    leases its base exactly as its arms. The flags (``--fleet-station``, ``--lease-timeout``), else the
+    arms' ``user_data.fleet`` (every arm that has one must name the same stations and timeout: the
+    base takes that; a config whose arms differ is refused); None when no arm has a fleet."""
+    from hebictl.teleop.fleet import fleet_settings
+
+    found: dict[Any, str] = {}
+    for entry in mcfg.arms:
+        try:
+            settings = fleet_settings(entry.config.user_data, stations=args.fleet_station,
+                                      lease_timeout=args.lease_timeout)
+        except ConfigError:
+            continue   # the arm's own _fleet reports it, with its file and line
+        if settings is not None:
+            found.setdefault(settings, entry.name)
+    if not found:
+        return None
+    if len(found) > 1:
+        raise ConfigError(f"the arms' user_data.fleet differ ({', '.join(found.values())}): the mobile base "
+                          f"{base_id} takes the fleet lease of the arms, so they must name the same stations "
+                          "and lease_timeout (or give --fleet-station)", file=mcfg.path, key="user_data.fleet")
+    settings = next(iter(found))
+    _tell(f"fleet lease: the base {base_id} moves only while a station of {', '.join(settings.stations)} leases it "
+          f"(timeout {settings.lease_timeout:g} s; docs/fleet.md)")
+    return settings.gate(base_id)
 
 
 def _session_recorder(args: argparse.Namespace, arm: Any, cfg: Any, *, inputs: bool = False) -> Any:

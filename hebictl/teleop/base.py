@@ -24,6 +24,19 @@ the base (its e-stop, a fault of its own, the group's stop when an arm holds the
 the shutdown) drops the mode to ``idle``; nothing resumes by itself: ``cmd/mode velocity`` (after
 releasing the base's e-stop, and refused ``group_hold`` while an arm holds for a cause of its own)
 clears the base's latched stop and only the next sample moves it.
+
+Fleet (``user_data.fleet`` or ``--fleet-station``, docs/fleet.md): the base takes the fleet lease exactly as
+an arm does, with a :class:`~hebictl.teleop.lease.LeaseGate` of its own (its id the base's). The gate is
+polled at the start of every cycle, before the priority deque: at the first cycle after the lease expired or a
+fleet e-stop arrived the base takes a latched stop (``lease_expired`` / ``fleet_estop``: it decelerates to
+zero at ``max_acceleration``, then commands zero), its mode drops to ``idle`` and its last error says why.
+``cmd/mode velocity`` is refused ``no_lease`` / ``fleet_estop`` unless the lease lets it
+(:meth:`LeaseGate.command`: a fresh lease from an authorised station and no fleet e-stop; accepted, it is the
+explicit command that makes the lease active), and a velocity sample is refused so while the lease does not
+let the base move (leased but not yet commanded, ``ready``, the mode is ``idle``: the sample is refused
+``wrong_mode``, which names what to send). After a hold only a new lease and ``cmd/mode velocity`` resume;
+stop, e-stop and mode ``idle`` are never refused for want of a lease. The status carries the gate's ``fleet``
+object, as an arm's.
 """
 
 from __future__ import annotations
@@ -42,6 +55,7 @@ from hebictl.control.base import BaseState, VelocityBase
 from hebictl.errors import CommandRejected
 from hebictl.teleop.bridge_port import BridgePort
 from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
+from hebictl.teleop.lease import LeaseGate, LeaseState
 from hebictl.teleop.messages import Ack, dumps
 from hebictl.teleop.runner_proxy import RunnerProxy
 from hebictl.teleop.schema import BaseVelocityCommand, EstopCommand, ModeCommand, StopCommand
@@ -65,9 +79,10 @@ class BaseRunner:
     :meth:`begin_shutdown`, :attr:`snapshot`, :attr:`mode`; the rest is the loop thread's, in the order
     :meth:`cycle_begin`, :meth:`cycle_commands`, (``base.update()``, the group's supervision),
     :meth:`cycle_end`. ``admit`` (set by the group) refuses a mode that could move the base while an
-    arm holds every arm."""
+    arm holds every arm. ``fleet``: the base's fleet lease (module doc), None without a fleet."""
 
-    def __init__(self, base: VelocityBase, *, clock: TeleopClock = SYSTEM_CLOCK) -> None:
+    def __init__(self, base: VelocityBase, *, clock: TeleopClock = SYSTEM_CLOCK,
+                 fleet: LeaseGate | None = None) -> None:
         self.base = base
         self.clock = base.clock
         self.teleop_clock = clock
@@ -76,7 +91,7 @@ class BaseRunner:
         self.stopping = False
         self.on_result: Callable[[Ack], None] | None = None
         self.admit: Callable[[ModeCommand], None] | None = None
-        self.fleet = None   # the bridge asks (the base takes no fleet lease yet)
+        self.fleet = fleet
         self.recorder = None
         self.app = None
         #: the link to the bridge (``--bridge process``: a :class:`BasePort`; ``thread``: the bridge
@@ -90,7 +105,7 @@ class BaseRunner:
         self._acks: deque[Ack] = deque()
         self.target = np.zeros(base.size)
         self.deadline = -math.inf      # [s, loop clock] when the current sample's ttl ends
-        self.counts = {"velocity": 0, "released": 0, "expired": 0, "refused": 0, "estops": 0}
+        self.counts = {"velocity": 0, "released": 0, "expired": 0, "refused": 0, "estops": 0, "fleet_holds": 0}
         self.cycle = 0
         self.stop_at: float | None = None   # [s] when the shutdown began
         self.snapshot: dict[str, Any] = self._make_snapshot()
@@ -124,25 +139,51 @@ class BaseRunner:
         command of this cycle."""
         if self.port is not None:
             self.port.poll()
+        if self.fleet is not None:   # a fleet e-stop or an expired lease: before anything queued
+            self._poll_fleet()
         while self._priority:
             kind, item = self._priority.popleft()
             if kind == "estop":
                 self.counts["estops"] += 1
                 self.estop_latched = True
-                self._idle()
+                self._idle("estop_engaged", "the base's e-stop was engaged in the same cycle")
                 self.base.stop("estop", f"e-stop engaged by {item.envelope.client}" if item is not None else
                                "e-stop engaged")
                 self._answer(item, "estop")
             elif kind == "link":
                 if self.mode != "idle" or self.deadline > -math.inf:
                     self.note_error("teleop_link_lost", item)
-                self._idle()
+                self._idle("link_lost", f"the link to the bridge was lost in the same cycle ({item})")
                 self._hold()
             else:
                 if not self.stopping:
                     self.stopping, self.stop_at = True, self.clock.now()
-                self._idle()
+                self._idle("shutting_down", "teleop is shutting down: the base stops")
                 self.base.stop(item, f"{item}: stopping the base")
+
+    def _poll_fleet(self) -> None:
+        """The cycle's look at the fleet lease (on the loop's clock): the latched stop starts in the
+        first cycle after the lease expired or a fleet e-stop arrived."""
+        assert self.fleet is not None
+        reason = self.fleet.poll(self.clock.now())
+        if reason is None:
+            return
+        kind = "fleet_estop" if self.fleet.state is LeaseState.ESTOPPED else "lease_expired"
+        self.counts["fleet_holds"] += 1
+        self._idle(kind, reason)
+        self.base.stop(kind, reason)
+        self.note_error(kind, reason)
+
+    def fleet_refusal(self) -> CommandRejected | None:
+        """Why the fleet lease does not let the base move now (``fleet_estop`` / ``no_lease``), or None
+        (no fleet, or an active, fresh lease)."""
+        fleet = self.fleet
+        if fleet is None or fleet.may_move(self.clock.now()):
+            return None
+        if fleet.state is LeaseState.ESTOPPED:
+            return CommandRejected("fleet_estop", f"{fleet.lease.estop_reason}; an authorised station must clear it")
+        return CommandRejected("no_lease", f"no active fleet lease fresher than {fleet.lease.lease_timeout:g} s "
+                                           f"(state {fleet.state.value}): a new lease and cmd/mode velocity first")
 
     def cycle_commands(self) -> None:
         """Queued commands, then the newest velocity sample, then its ttl."""
@@ -177,16 +218,18 @@ class BaseRunner:
         if self.stopping:
             raise CommandRejected("shutting_down", "teleop is shutting down: the base stops")
         if isinstance(cmd, StopCommand):
-            self._idle()
+            self._idle("wrong_mode", "cmd/stop in the same cycle: the base holds, mode idle")
             self._hold()
             return
         if isinstance(cmd, ModeCommand):
             if cmd.mode == "idle":
-                self._idle()
+                self._idle("wrong_mode", "cmd/mode idle in the same cycle: the base holds")
                 self._hold()
                 return
             if self.estop_latched:
                 raise CommandRejected("estop_engaged", "the base's e-stop is engaged: release it, then set a mode")
+            if self.fleet is not None:   # the explicit command that makes a fresh lease active (as an
+                self.fleet.command(self.clock.now())   # arm's: before the group's admission)
             if self.admit is not None:
                 self.admit(cmd)
             if not self.base.clear(f"cleared by cmd/mode from {cmd.envelope.client}; holding zero velocity"):
@@ -198,6 +241,11 @@ class BaseRunner:
     def _take(self, cmd: BaseVelocityCommand, received: float) -> None:
         if self.stopping:
             raise CommandRejected("shutting_down", "teleop is shutting down: the base stops")
+        if cmd.deadman and cmd.velocity.any():
+            refusal = self.fleet_refusal()
+            ready = self.fleet is not None and self.fleet.state is LeaseState.READY and self.mode != "velocity"
+            if refusal is not None and not ready:   # (leased but not commanded: wrong_mode says what to send)
+                raise refusal
         if self.mode != "velocity" or self.base.state is not BaseState.RUNNING:
             if not cmd.deadman:
                 return   # a release of a base that is not driving: nothing to do
@@ -215,8 +263,8 @@ class BaseRunner:
         """Renew the base's command while the sample is valid; hold once its ttl has passed."""
         if self.deadline == -math.inf:
             return
-        if self.base.state is not BaseState.RUNNING or self.mode != "velocity":
-            self._halt()
+        if self.base.state is not BaseState.RUNNING or self.mode != "velocity" or self.fleet_refusal() is not None:
+            self._halt()   # (a lost lease stops the base at the next cycle's poll: belt and braces)
             return
         if self.clock.now() > self.deadline:
             self.counts["expired"] += 1
@@ -234,15 +282,22 @@ class BaseRunner:
         if self.base.state is BaseState.RUNNING:
             self.base.hold()
 
-    def _idle(self) -> None:
+    def _idle(self, reason: str, detail: str) -> None:
+        """Mode ``idle``, no target. A velocity sample still waiting in the mailbox (it came in the same
+        cycle as what idles the base) is refused with ``reason``: the bridge counted it accepted, so its
+        sender is told it did not drive (a release or a zero sample did what it asked: no answer)."""
         self.mode = "idle"
-        self._sample = None
+        sample, self._sample = self._sample, None
+        if sample is not None and sample[0].deadman and sample[0].velocity.any():
+            self.counts["refused"] += 1
+            env = sample[0].envelope
+            self._acks.append(Ack(env.seq, env.client, "velocity", False, reason, detail))
         self.deadline = -math.inf
         self.target[:] = 0.0
 
     def group_hold(self, detail: str) -> None:
         """An arm holds every arm: the base (stopped by the group already) drops to ``idle``, told why."""
-        self._idle()
+        self._idle("group_hold", detail)
         self.note_error("group_hold", detail)
 
     def cycle_end(self) -> bool:
@@ -250,7 +305,7 @@ class BaseRunner:
         False once the shutdown has brought the base to rest (or 2 s after it began)."""
         latch = self.base.latch
         if latch is not None and self.mode != "idle":
-            self._idle()
+            self._idle(latch.kind, f"the base stopped in the same cycle ({latch.detail})")
             if latch.kind not in QUIET_STOPS:
                 self.note_error(latch.kind, latch.detail)
         self.cycle += 1
@@ -295,16 +350,18 @@ class BaseRunner:
             "last_event": None if last is None else {"kind": last.kind, "state": last.state.value,
                                                      "detail": last.detail},
             "counts": dict(self.counts), "implausible": base.implausible, "cycles": self.cycle,
-            "group": self.group_status,
+            "group": self.group_status, "fleet": None if self.fleet is None else self.fleet.state.value,
         }
 
 
 def base_status_payload(snap: dict[str, Any] | None, base_id: str, *, online: bool, ts: float,
-                        bridge: dict[str, Any] | None = None, session: str | None = None) -> bytes:
+                        bridge: dict[str, Any] | None = None, session: str | None = None,
+                        fleet: dict[str, Any] | None = None) -> bytes:
     """The base's retained ``state/status``: ``kind`` "base", online/offline, and online the runner's
     snapshot (state, mode, e-stop, ``base`` (wheel velocities measured, commanded and asked [rad/s],
-    its limits), latch, last error and event, counts, ``group``); offline only the last event and
-    error, as an arm's."""
+    its limits), latch, last error and event, counts, ``group``, ``fleet``: the lease gate's object
+    (:meth:`~hebictl.teleop.lease.LeaseGate.status`) as an arm's, absent without a fleet); offline
+    only the last event and error, as an arm's."""
     body: dict[str, Any] = {"ts": ts, "arm_id": base_id, "kind": "base", "status": "online" if online else "offline"}
     if session is not None:
         body["session"] = session
@@ -314,6 +371,9 @@ def base_status_payload(snap: dict[str, Any] | None, base_id: str, *, online: bo
             body["base"] = snap["wheels"]
             if snap.get("group") is None:
                 body.pop("group", None)
+            body.pop("fleet", None)
+            if fleet is not None:
+                body["fleet"] = fleet
         else:
             body.update({"state": "offline", "last_error": snap["last_error"], "last_event": snap["last_event"],
                          "cycles": snap["cycles"]})
@@ -337,10 +397,11 @@ class BasePort(BridgePort):
         try:
             snap: Any = self.runner.snapshot
             key = (snap["state"], snap["mode"], snap["estop"], str(snap["latch"]), str(snap["last_error"]),
-                   str(snap.get("group")))
+                   str(snap.get("group")), snap.get("fleet"))
             now = self.runner.clock.now()
             due = acks or key != self._key or now >= self._next_snapshot
-            if due and self.commands.send(("snapshot", snap, None)):
+            fleet = self.runner.fleet
+            if due and self.commands.send(("snapshot", snap, None if fleet is None else fleet.status(now))):
                 self._key = key
                 self._next_snapshot = now + self.state_period
             for ack in acks:
@@ -353,10 +414,11 @@ class BasePort(BridgePort):
 
 class BaseRunnerProxy(RunnerProxy):
     """The base's runner as its bridge process sees it: the snapshot (a dict) the loop sent last, and
-    what the bridge hands over (velocity samples as an arm's jog samples)."""
+    what the bridge hands over (velocity samples as an arm's jog samples; with ``fleet``, the fleet's
+    messages on the priority channel and its status with each snapshot, as an arm's)."""
 
-    def __init__(self, priority: Any, commands: Any, snapshot: dict[str, Any]) -> None:
-        super().__init__(priority, commands, cast(Any, None), cast(Any, snapshot), max_goal_duration=0.0)
+    def __init__(self, priority: Any, commands: Any, snapshot: dict[str, Any], *, fleet: bool = False) -> None:
+        super().__init__(priority, commands, cast(Any, None), cast(Any, snapshot), max_goal_duration=0.0, fleet=fleet)
 
     @property
     def mode(self) -> str:

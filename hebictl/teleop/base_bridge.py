@@ -13,6 +13,12 @@ e-stop ownership and retained-command clearing. What differs: the body is valida
 status is the base's (:func:`~hebictl.teleop.base.base_status_payload`), published when it changes
 (at most ``state_rate_hz``) and every ``status_period``; no joints, pose or description.
 
+Fleet (the runner has a :class:`~hebictl.teleop.lease.LeaseGate`, docs/fleet.md): as an arm's bridge,
+the e-stop connection also subscribes to the fleet lease (QoS 0) and the fleet e-stop (QoS 1), each
+message goes to the gate with its receipt time on the loop's clock, and the status carries the
+gate's ``fleet`` object. A driving sample is refused here already (``fleet_estop`` / ``no_lease``)
+when the status the bridge last saw says the lease is not there; the loop judges again.
+
 Every bad message (not JSON, too big, a wrong type or length, NaN, a velocity over ``max_velocity``, a
 ttl over the bound, a stale or reordered envelope, over the rate) is one rejection: acked (streamed
 rejections throttled per client and reason), counted in the status (``bridge.rejected`` and by reason
@@ -42,6 +48,7 @@ from hebictl.teleop.base import BaseRunner, base_status_payload
 from hebictl.teleop.bridge import MqttBridge, check_client_account
 from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 from hebictl.teleop.connection import BrokerSettings
+from hebictl.teleop.lease import ESTOP_TOPIC, LEASE_TOPIC, LeaseGate
 from hebictl.teleop.messages import Ack
 from hebictl.teleop.schema import (
     BaseSchema,
@@ -80,6 +87,9 @@ class BaseBridge(MqttBridge):
         self._cleared.clear()
         estop_topic = f"{self.topics.cmd('estop')}/#"
         await estop_client.subscribe(estop_topic, qos=1)
+        if self.base_runner.fleet is not None:   # as an arm's: the fleet e-stop first, heartbeats never queued
+            await estop_client.subscribe(ESTOP_TOPIC, qos=1)
+            await estop_client.subscribe(LEASE_TOPIC, qos=0)
         await client.subscribe(self.topics.all_commands, qos=1)
         await self._publish_status(client)
         self.connected.set()
@@ -95,6 +105,8 @@ class BaseBridge(MqttBridge):
         if self._stopping.is_set():
             with contextlib.suppress(Exception):
                 await estop_client.unsubscribe(estop_topic, timeout=2.0)
+                if self.base_runner.fleet is not None:
+                    await estop_client.unsubscribe([ESTOP_TOPIC, LEASE_TOPIC], timeout=2.0)
             with contextlib.suppress(Exception):
                 await client.publish(self.topics.state("status"),
                                      self._status(self.base_runner.snapshot, online=False, bridge=self.stats_now()),
@@ -111,11 +123,15 @@ class BaseBridge(MqttBridge):
     async def handle(self, topic: str, payload: Any, *, retain: bool = False) -> None:
         """Validate one message and hand it to the base's runner (or ack its rejection)."""
         parsed = self.topics.command_and_account(topic)
+        runner = self.base_runner
         if parsed is None:
+            fleet = runner.fleet
+            if fleet is not None and topic in LeaseGate.topics:   # validated, dropped and counted there
+                fleet.on_message(topic, payload if isinstance(payload, bytes | str) else bytes(payload or b""),
+                                 runner.clock.now(), retained=retain)
             return
         name, account = parsed
         self.stats["received"] += 1
-        runner = self.base_runner
         received = runner.clock.now()   # the loop's clock: the ttl runs on it
         if not isinstance(payload, bytes | bytearray | str):
             payload = b"" if payload is None else str(payload)
@@ -146,6 +162,11 @@ class BaseBridge(MqttBridge):
             check_client_account(env.client, account)
             self.admission.admit(name, env)
             if isinstance(cmd, BaseVelocityCommand):
+                fleet_state = runner.snapshot.get("fleet")
+                if cmd.deadman and cmd.velocity.any() and fleet_state in ("estopped", "no_lease"):
+                    raise CommandRejected("fleet_estop" if fleet_state == "estopped" else "no_lease",
+                                          f"the base's fleet lease is {fleet_state}: a new lease (and the fleet "
+                                          "e-stop cleared) and cmd/mode velocity first")
                 if runner.mode != "velocity" and cmd.deadman:
                     raise CommandRejected("wrong_mode", f"velocity needs mode 'velocity' (mode is {runner.mode!r})")
                 runner.offer_velocity(cmd, received)
@@ -172,8 +193,10 @@ class BaseBridge(MqttBridge):
     def _status(self, snap: Any, *, online: bool, bridge: dict[str, int] | None = None) -> bytes:
         if bridge is not None:
             bridge = {**bridge, **{f"dropped_{k}": v for k, v in sorted(self.dropped.items())[:32]}}
+        fleet = self.base_runner.fleet
         return base_status_payload(snap, self.topics.arm_id, online=online, ts=self.clock.wall(), bridge=bridge,
-                                   session=self.session)
+                                   session=self.session,
+                                   fleet=None if fleet is None else fleet.status(self.base_runner.clock.now()))
 
     async def _publish_status(self, client: aiomqtt.Client) -> None:
         try:
@@ -193,7 +216,7 @@ class BaseBridge(MqttBridge):
             await asyncio.sleep(self.state_period)
             snap = self.base_runner.snapshot
             key = (snap["state"], snap["mode"], snap["estop"], str(snap["latch"]), str(snap["last_error"]),
-                   str(snap["last_event"]), str(snap.get("group")))
+                   str(snap["last_event"]), str(snap.get("group")), snap.get("fleet"))
             now = monotonic()
             if key != last_key or now - last >= self.status_period:
                 last_key, last = key, now

@@ -227,7 +227,7 @@ class BaseBridgeProcess(BridgeProcess):
     def init_values(self) -> dict[str, Any]:
         return {**self._options, "kind": "base", "snapshot": self.base_runner.snapshot,
                 "max_velocity": self.base_schema.max_velocity, "command_ttl": self.base_runner.base.limits.command_ttl,
-                "log_level": logging.getLogger().getEffectiveLevel()}
+                "fleet": self.base_runner.fleet is not None, "log_level": logging.getLogger().getEffectiveLevel()}
 
 
 # ---------------------------------------------------------------------- the child
@@ -261,7 +261,7 @@ async def _serve(init: dict[str, Any], priority_channel: Channel, command_channe
         from hebictl.teleop.base_bridge import BaseBridge
         from hebictl.teleop.schema import BaseSchema
 
-        base_proxy = BaseRunnerProxy(priority, commands, init["snapshot"])
+        base_proxy = BaseRunnerProxy(priority, commands, init["snapshot"], fleet=init.get("fleet", False))
         proxy = base_proxy
         bridge = BaseBridge(cast(Any, base_proxy), init["settings"], init["arm_id"],
                             schema=BaseSchema(init["max_velocity"], init["command_ttl"]), admission=admission,

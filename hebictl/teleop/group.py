@@ -65,6 +65,10 @@ class TeleopArmGroup(ArmGroup):
         self.base_runner: BaseRunner | None = None if base is None else base[1]
         #: arms the group stopped (their latched stop is the group's), until each is cleared
         self.held: set[str] = set()
+        #: the group's trip found the base latched by a cause of its own in the same cycle (e.g. the
+        #: fleet e-stop that also tripped an arm): it counts as stopped by the group, as a held arm does,
+        #: until its latch is cleared (else the arm and the base each refuse the other's clearing mode)
+        self.base_held = False
 
     def base_fault(self) -> str | None:
         """The base's cause of its own: its e-stop engaged, or a latched stop that is neither the
@@ -75,6 +79,8 @@ class TeleopArmGroup(ArmGroup):
             return None
         if runner.estop_latched:
             return "e-stop engaged"
+        if self.base_held:
+            return None
         latch = runner.base.latch
         if latch is None or latch.kind in QUIET_STOPS:
             return None
@@ -109,6 +115,8 @@ class TeleopArmGroup(ArmGroup):
         for name, arm in self.arms.items():
             if name != culprit and arm.state is ArmState.STOPPED:
                 self.held.add(name)
+        if self.base_runner is not None and culprit != self.base_id and self.base_runner.base.latch is not None:
+            self.base_held = True
 
 
 class RunnerGroup:
@@ -152,15 +160,21 @@ class RunnerGroup:
         self._thread: threading.Thread | None = None
         #: the session's multi-arm recorder (:meth:`record_to`), or None
         self.recorder: Any = None
+        self._base_wheels: tuple[str, Callable[[Any], Mapping[str, Any]]] | None = None
 
-    def record_to(self, recorder: Any) -> None:
+    def record_to(self, recorder: Any, *,
+                  base_wheels: tuple[str, Callable[[Any], Mapping[str, Any]]] | None = None) -> None:
         """Record the session to ``recorder`` (a multi-arm :class:`~hebictl.recording.writer.McapRecorder`
         whose arms are named by arm id, with this group's :attr:`group` for ``/group/events``): each
         runner records its commands and acks through its arm's
         :class:`~hebictl.recording.writer.LaneRecorder`; the loop records each cycle once, with the
-        events of every phase in order (:meth:`step`). Before :meth:`start`."""
+        events of every phase in order (:meth:`step`). ``base_wheels``: the mobile base's channel (one of
+        the recorder's extra topics) and what to publish on it from the base every cycle, after the
+        cycle's sample (``hebictl teleop`` gives ``hebictl run --record``'s ``/NAME/wheels``). Before
+        :meth:`start`."""
         if self._thread is not None:
             raise RuntimeError("record_to before start")
+        self._base_wheels = base_wheels if self.base_runner is not None else None
         for arm_id, runner in self.runners.items():
             runner.recorder = recorder.lane(arm_id)
         self.recorder = recorder
@@ -204,6 +218,9 @@ class RunnerGroup:
             going.append(base.cycle_end())
         if rec is not None:
             rec.sample()
+            if self._base_wheels is not None and base is not None:
+                topic, message = self._base_wheels
+                rec.publish(topic, message(base.base))
         return any(going)
 
     def supervise(self) -> None:
@@ -213,6 +230,8 @@ class RunnerGroup:
         for name in list(g.held):
             if g.arms[name].state is not ArmState.STOPPED:
                 g.held.discard(name)   # its operator cleared it
+        if g.base_held and (self.base_runner is None or self.base_runner.base.latch is None):
+            g.base_held = False
         if self.stopping:   # (may_park as the signal found it)
             parks = {name: r.park for name, r in self.runners.items() if r.park is not None}
             watch_parks(parks, g.note, lambda name: self.closing.closing(name, "park"))

@@ -21,7 +21,9 @@ from hebictl.panel.groups import overview
 from hebictl.panel.link import PanelLink
 from hebictl.teleop.base import BasePort, BaseRunner, BaseRunnerProxy, base_status_payload
 from hebictl.teleop.connection import parse_broker
+from hebictl.teleop.fleet import FleetSettings
 from hebictl.teleop.group import GROUP_HOLD, RunnerGroup
+from hebictl.teleop.lease import ESTOP_TOPIC, LEASE_TOPIC, estop_message, lease_message
 from hebictl.teleop.link import Channel, socket_pair
 from hebictl.teleop.messages import status_payload
 from hebictl.teleop.runner import ArmRunner
@@ -52,12 +54,22 @@ class Rig:
     """The omni-base config's arm and base on ``backend`` and one SimClock, the arm's runner and the
     base's in one RunnerGroup (acks collected), one cycle stepped."""
 
-    def __init__(self, backend: str) -> None:
+    def __init__(self, backend: str, *, fleet: bool = False) -> None:
         self.clock = SimClock()
         self.multi = arms_from_multi_config(Arm, CONFIG, backend, clock=self.clock)
         self.multi.base.period = DT
         self.arm = ArmRunner(self.multi.arms["arm"], rate_hz=RATE)
-        self.base = BaseRunner(self.multi.base)
+        #: with ``fleet``: the base's lease gate (station st1, timeout LEASE_TIMEOUT), and the station's
+        #: heartbeat every 50 ms while ``leasing`` (delivered at once, on the loop's clock)
+        self.gate = FleetSettings(("st1",), LEASE_TIMEOUT).gate("base") if fleet else None
+        #: every gate the station leases (the base's; a test may add the arm's)
+        self.gates = [] if self.gate is None else [self.gate]
+        self.leasing = False
+        self.lease_seq = 0
+        self.next_lease = 0.0
+        self.last_lease: float | None = None
+        self.starts: list[float] = []
+        self.base = BaseRunner(self.multi.base, fleet=self.gate)
         self.arm_acks: list = []
         self.base_acks: list = []
         self.arm.on_result = self.arm_acks.append
@@ -68,8 +80,15 @@ class Rig:
 
     def cycles(self, n: int, feed=None) -> None:
         for _ in range(n):
+            now = self.clock.now()
+            if self.gates and self.leasing and now >= self.next_lease:
+                self.lease_seq += 1
+                for gate in self.gates:
+                    assert gate.on_message(LEASE_TOPIC, lease_message("st1", "e1", self.lease_seq, sent=now), now)
+                self.last_lease, self.next_lease = now, now + 0.05
             if feed is not None:
                 feed()
+            self.starts.append(now)
             deadline = self.clock.now() + DT
             self.going = self.group.step()
             self.clock.sleep_until(deadline)
@@ -372,7 +391,7 @@ def test_the_panel_shows_the_base_as_a_member_of_the_group():
 def test_the_bridge_process_link_hands_over_in_order_and_its_loss_holds_the_base():
     """The loop's end of the base's bridge-process link (BasePort), fed as the child's proxy feeds it: an
     e-stop on the priority channel and a mode and a sample on the command channel are taken in one cycle,
-    the e-stop first (the mode refused, the sample dropped); the snapshot and the acks go back. The
+    the e-stop first (the mode refused, the sample refused with it); the snapshot and the acks go back. The
     child's end closed (it died): a lost link, the base holds (mode idle, last error teleop_link_lost)
     without a group fault."""
     rig = Rig("mock")
@@ -387,8 +406,9 @@ def test_the_bridge_process_link_hands_over_in_order_and_its_loss_holds_the_base
         rig.cycles(1)
         back = Channel(c_child).receive(16)
         acks = [m[1] for m in back if m[0] == "ack"]
-        # (the sample waiting when the e-stop came is dropped with it)
-        assert [(a.topic, a.accepted, a.reason) for a in acks] == [("estop", True, ""),
+        # (the sample waiting when the e-stop came is refused with it: answered, not dropped)
+        assert [(a.topic, a.accepted, a.reason) for a in acks] == [("velocity", False, "estop_engaged"),
+                                                                   ("estop", True, ""),
                                                                    ("mode", False, "estop_engaged")], acks
         assert not rig.multi.base.velocity_command.any()
         assert any(m[0] == "snapshot" and m[1]["estop"] for m in back)
@@ -401,5 +421,203 @@ def test_the_bridge_process_link_hands_over_in_order_and_its_loss_holds_the_base
         rig.cycles(1)
         assert rig.base.mode == "idle" and rig.base.last_error.reason == "teleop_link_lost"
         assert "ended" in rig.base.last_error.detail and len(rig.trips()) == 1   # the e-stop's trip only
+    finally:
+        rig.multi.close()
+
+
+# ---------------------------------------------------------------------- the fleet lease (docs/fleet.md)
+LEASE_TIMEOUT = 0.25
+
+
+@pytest.fixture(params=BACKENDS)
+def fleet_rig(request):
+    r = Rig(request.param, fleet=True)
+    r.backend = request.param
+    yield r
+    r.multi.close()
+
+
+def refusals(rig: Rig) -> list[str]:
+    return [a.reason for a in rig.base_acks if not a.accepted]
+
+
+def test_the_base_moves_only_with_a_lease_and_stops_at_the_first_cycle_after_it_expires(fleet_rig):
+    """A base with a fleet lease, exactly as an arm: without a lease ``cmd/mode velocity`` and a velocity sample
+    are refused ``no_lease``; with one (``ready``) a sample still is (``wrong_mode``: the mode is idle), until
+    the mode is set (the explicit command: ``active``). Driving at 3 rad/s with the dead-man still held, the
+    station goes silent: the base's latched stop (``lease_expired``) comes in the first cycle whose start is
+    past the last lease + lease_timeout, the wheels are at rest within v/a + 4 cycles, mode idle, the arm held
+    by the group. The station comes back: nothing moves (samples refused ``wrong_mode`` while ``ready``) until
+    a new ``cmd/mode velocity``."""
+    rig = fleet_rig
+    v = np.full(rig.multi.base.size, 3.0)
+    rig.base.submit("mode", ModeCommand(env(), "velocity"))
+    rig.base.offer_velocity(sample(v), rig.clock.now())
+    rig.cycles(1)
+    assert refusals(rig) == ["no_lease", "no_lease"] and rig.base.mode == "idle"
+    assert rig.base.snapshot["fleet"] == "no_lease"
+    rig.leasing = True
+    rig.cycles(1)
+    assert rig.base.snapshot["fleet"] == "ready"
+    rig.base.offer_velocity(sample(v), rig.clock.now())
+    rig.cycles(1)
+    assert refusals(rig)[-1] == "wrong_mode" and not rig.multi.base.velocity_command.any()
+    rig.velocity_mode()
+    assert rig.base.snapshot["fleet"] == "active"
+    rig.drive(v, 1.0)
+    np.testing.assert_allclose(rig.multi.base.feedback.velocity, v, rtol=0.03)
+
+    rig.leasing = False   # the station dies; the operator keeps the dead-man held
+    last = rig.last_lease
+    assert last is not None
+    expiry = last + LEASE_TIMEOUT
+    t0 = rig.clock.now()
+    while rig.multi.base.latch is None:
+        assert rig.clock.now() - t0 < 1.0, "no stop within 1 s of simulated time"
+        rig.drive(v, DT)
+    latch = rig.multi.base.latch
+    stop_cycle = rig.starts[-1]
+    first_after = next(t for t in rig.starts if t > expiry)
+    late = round((stop_cycle - expiry) / DT, 3)
+    assert latch.kind == "lease_expired" and stop_cycle == first_after, (latch, stop_cycle, first_after)
+    assert rig.base.mode == "idle" and rig.base.last_error.reason == "lease_expired"
+    assert rig.base.snapshot["fleet"] == "no_lease"
+    t_stop = rig.until_still() + DT
+    print(f"\n[{rig.backend}] base lease expiry at {v[0]:g} rad/s: stop commanded in the first cycle after expiry "
+          f"({late:.3f} cycles = {(stop_cycle - expiry) * 1e3:.2f} ms past last lease + {LEASE_TIMEOUT:g} s), "
+          f"at rest {t_stop * 1e3:.0f} ms later (v/a {ideal_stop(rig, v) * 1e3:.0f} ms)")
+    assert stop_cycle - expiry <= DT
+    assert t_stop <= ideal_stop(rig, v) + 4 * DT
+    assert rig.multi.base.state is BaseState.STOPPED
+    assert rig.arm.arm.state is ArmState.STOPPED and [e.arm for e in rig.trips()] == ["base"]
+    assert "lease_expired" in refusals(rig)   # the sample of the stop's cycle: answered, not dropped
+
+    rig.leasing = True   # the station is back: leased, still stopped
+    rig.cycles(2)
+    assert rig.base.snapshot["fleet"] == "ready"
+    n = len(rig.base_acks)
+    rig.drive(v, 0.2)
+    assert set(refusals(rig)[n - len(rig.base_acks):]) == {"wrong_mode"}
+    assert not rig.multi.base.velocity_command.any() and rig.multi.base.state is BaseState.STOPPED
+    rig.cycles(100)
+    assert not rig.multi.base.velocity_command.any(), "nothing resumes by itself"
+    rig.velocity_mode()   # the new lease and the explicit command
+    rig.drive(v, 0.5)
+    assert np.all(rig.multi.base.feedback.velocity > 1.0)
+
+
+def test_a_fleet_estop_stops_a_driving_base_latched_until_an_authorised_clear(fleet_rig):
+    """A fleet e-stop (from any station) while the base drives: the latched stop ``fleet_estop`` at the
+    next cycle, at rest within v/a + 4 cycles; ``cmd/mode velocity`` refused ``fleet_estop`` while the
+    station still leases; an unauthorised clear changes nothing; st1's clear leaves it ``no_lease`` then
+    ``ready``, and only ``cmd/mode velocity`` lets a sample move it."""
+    rig = fleet_rig
+    v = np.full(rig.multi.base.size, 3.0)
+    rig.leasing = True
+    rig.cycles(1)
+    rig.velocity_mode()
+    rig.drive(v, 1.0)
+    t_msg = rig.clock.now()
+    assert rig.gate is not None
+    assert rig.gate.on_message(ESTOP_TOPIC, estop_message("drill", reason="test"), t_msg)
+    rig.drive(v, DT)
+    latch = rig.multi.base.latch
+    assert latch is not None and latch.kind == "fleet_estop" and rig.starts[-1] == t_msg, latch
+    t_stop = rig.until_still() + DT
+    print(f"\n[{rig.backend}] fleet e-stop at {v[0]:g} rad/s: stop commanded in the cycle after the message "
+          f"(0 cycles late), at rest {t_stop * 1e3:.0f} ms later (v/a {ideal_stop(rig, v) * 1e3:.0f} ms)")
+    assert t_stop <= ideal_stop(rig, v) + 4 * DT
+    rig.base.submit("mode", ModeCommand(env(), "velocity"))
+    rig.cycles(1)
+    assert refusals(rig)[-1] == "fleet_estop" and rig.base.snapshot["fleet"] == "estopped"
+    assert not rig.gate.on_message(ESTOP_TOPIC, estop_message("drill", clear=True), rig.clock.now())
+    assert rig.gate.on_message(ESTOP_TOPIC, estop_message("st1", clear=True), rig.clock.now())
+    rig.cycles(12)   # the next heartbeat: ready
+    assert rig.base.snapshot["fleet"] == "ready"
+    rig.drive(v, 0.1)
+    assert refusals(rig)[-1] == "wrong_mode" and not rig.multi.base.velocity_command.any()
+    # (the arm, held by the group for the base's cause, is cleared by its own mode, as ever)
+    assert (rig.arm.arm.state is ArmState.STOPPED)
+    rig.velocity_mode()
+    rig.drive(v, 0.5)
+    assert np.all(rig.multi.base.feedback.velocity > 1.0)
+
+
+def test_the_base_status_carries_the_fleet_object_as_an_arms(fleet_rig):
+    rig = fleet_rig
+    rig.leasing = True
+    rig.cycles(2)
+    assert rig.gate is not None
+    payload = base_status_payload(rig.base.snapshot, "base", online=True, ts=1.0,
+                                  fleet=rig.gate.status(rig.clock.now()))
+    status, _ = validate_status(payload, "base")
+    assert status["fleet"]["state"] == "ready" and status["fleet"]["holder"] == "st1"
+    assert status["fleet"]["stations"] == ["st1"] and status["fleet"]["lease_timeout"] == LEASE_TIMEOUT
+    plain = json.loads(base_status_payload(rig.base.snapshot, "base", online=True, ts=1.0))
+    assert "fleet" not in plain
+
+
+@pytest.mark.parametrize("what", ["estop", "link", "stop", "idle"])
+def test_a_sample_that_waits_in_the_cycle_of_a_stop_is_answered(what):
+    """A driving sample still in the mailbox when the same cycle's e-stop, lost link, cmd/stop or mode
+    idle idles the base: refused with that reason (the bridge counted it accepted), not dropped."""
+    rig = Rig("mock")
+    try:
+        rig.velocity_mode()
+        rig.drive([2.0, 2.0, 2.0], 0.1)
+        rig.base.offer_velocity(sample([2.0, 2.0, 2.0]), rig.clock.now())
+        if what == "estop":
+            rig.base.engage_estop(EstopCommand(env(), True))
+        elif what == "link":
+            rig.base.link_lost("the bridge died")
+        elif what == "stop":
+            rig.base.submit("stop", StopCommand(env()))
+        else:
+            rig.base.submit("mode", ModeCommand(env(), "idle"))
+        n = len(rig.base_acks)
+        rig.cycles(1)
+        refused = [a for a in rig.base_acks[n:] if not a.accepted]
+        expected = {"estop": "estop_engaged", "link": "link_lost", "stop": "wrong_mode", "idle": "wrong_mode"}[what]
+        assert [(a.topic, a.reason) for a in refused] == [("velocity", expected)], rig.base_acks[n:]
+        assert rig.base.counts["refused"] == 1 and rig.base.mode == "idle"
+    finally:
+        rig.multi.close()
+
+
+def test_a_fleet_estop_reaching_the_arm_and_the_base_in_one_cycle_leaves_each_clearable():
+    """The arm and the base both leased and moving; one fleet e-stop reaches both gates before the same
+    cycle: both latch their own ``fleet_estop`` there, the arm trips the group. After the clear and a new
+    lease the arm's ``cmd/mode`` and then the base's are accepted (the base, latched in the trip's cycle,
+    counts as held by the group, as a held arm does: neither refuses the other ``group_hold`` for ever)."""
+    rig = Rig("mock", fleet=True)
+    try:
+        arm_gate = FleetSettings(("st1",), LEASE_TIMEOUT).gate("arm")
+        rig.arm.fleet = arm_gate
+        rig.gates.append(arm_gate)
+        rig.leasing = True
+        rig.cycles(1)
+        rig.velocity_mode()
+        rig.arm.submit("mode", ModeCommand(env(), "position"))
+        rig.cycles(1)
+        assert rig.arm_acks[-1].accepted, rig.arm_acks[-1]
+        rig.drive([3.0, 3.0, 3.0], 0.5)
+        now = rig.clock.now()
+        for gate in rig.gates:
+            assert gate.on_message(ESTOP_TOPIC, estop_message("drill"), now)
+        rig.cycles(1)
+        latch = rig.multi.base.latch
+        assert latch is not None and latch.kind == "fleet_estop" and rig.arm.arm.state is ArmState.STOPPED
+        assert [e.arm for e in rig.trips()] == ["arm"]
+        rig.until_still()
+        for gate in rig.gates:
+            assert gate.on_message(ESTOP_TOPIC, estop_message("st1", clear=True), rig.clock.now())
+        rig.cycles(12)
+        assert rig.base.snapshot["fleet"] == "ready" and arm_gate.state.value == "ready"
+        rig.arm.submit("mode", ModeCommand(env(), "position"))
+        rig.cycles(1)
+        assert rig.arm_acks[-1].accepted, rig.arm_acks[-1]
+        rig.velocity_mode()
+        rig.drive([3.0, 3.0, 3.0], 0.5)
+        assert np.all(rig.multi.base.feedback.velocity > 1.0)
     finally:
         rig.multi.close()

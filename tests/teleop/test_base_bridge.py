@@ -327,3 +327,121 @@ def test_a_killed_base_bridge_process_is_a_lost_link_and_ends_the_run(broker, sp
     assert proc.wait(HANG_S) != 0
     text = err.text()
     assert "bridge process" in text and "ended (signal 9)" in text, text[-3000:]
+
+
+# ---------------------------------------------------------------------- the fleet lease (docs/fleet.md)
+def _station(url: str, station: str) -> subprocess.Popen[bytes]:
+    """``hebictl teleop-send --station ID lease``: a station process (every arm's lease), ended by the test."""
+    return subprocess.Popen([sys.executable, "-m", "hebictl", "teleop-send", "--broker", url, "--arm-id", "base",
+                             "--station", station, "lease"], cwd=REPO_ROOT,
+                            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _send(url: str, *args: str) -> int:
+    return subprocess.run([sys.executable, "-m", "hebictl", "teleop-send", "--broker", url, "--arm-id", "base",
+                           *args], cwd=REPO_ROOT, capture_output=True, timeout=HANG_S, check=False).returncode
+
+
+def fleet_state(s: dict) -> str | None:
+    return (s.get("fleet") or {}).get("state")
+
+
+def latch_kind(s: dict) -> str | None:
+    return (s.get("latch") or {}).get("kind")
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("bridge", ["process", "thread"])
+def test_a_fleet_estop_stops_a_driving_base_and_only_a_new_lease_and_a_command_resume_it(bridge, broker, spawned,
+                                                                                         tmp_path):
+    """``hebictl teleop ARMS.multi.yaml --fleet-station st1 --record DIR`` (the base's bridge a process of its
+    own, or a task of the teleop process with ``--bridge thread``) with ``teleop-send --station st1 lease``
+    as the station, through a real mosquitto. Order only
+    (every wait a hang guard; the stop timing is claimed in simulated time in tests/teleop/test_base.py):
+    without a lease the base refuses ``cmd/mode velocity`` and a sample (``no_lease``), its status carries
+    the ``fleet`` object; leased and set to velocity it drives; a fleet e-stop from ``teleop-send`` while a
+    stream still comes stops it (latched ``fleet_estop``, at rest); after the authorised clear and a new
+    lease a stream is refused (``wrong_mode``: the mode is idle) and the wheels stay still until
+    ``cmd/mode velocity``. The recording has the base's wheels on ``/base/wheels``, as ``hebictl log info`` shows."""
+    proc = spawn_teleop(broker.url, str(CONFIG), "--bridge", bridge, "--fleet-station", "st1",
+                        "--lease-timeout", "1.0", "--record", str(tmp_path / "rec"), "--stop-hold", "0.2")
+    spawned.append(proc)
+    err = StderrLines(proc)
+    stations: list[subprocess.Popen[bytes]] = []
+
+    async def go() -> dict:
+        async with TeleopClient(broker.url, "base", name="op-b") as b, \
+                TeleopClient(broker.url, "arm", name="op-a") as a:
+            st = await b.wait_status(lambda s: s["status"] == "online" and s.get("kind") == "base", timeout=HANG_S)
+            assert fleet_state(st) == "no_lease" and st["fleet"]["stations"] == ["st1"], st
+            ack = await b.mode("velocity", timeout=HANG_S)
+            assert (ack.accepted, ack.reason) == (False, "no_lease"), ack
+            ack = await b.base_velocity(V, wait=True, timeout=HANG_S)
+            assert (ack.accepted, ack.reason) == (False, "no_lease"), ack
+
+            stations.append(_station(broker.url, "st1"))
+            await b.wait_status(lambda s: fleet_state(s) == "ready", timeout=HANG_S)
+            assert (await b.mode("velocity", timeout=HANG_S)).accepted
+            await b.wait_status(lambda s: fleet_state(s) == "active", timeout=HANG_S)
+
+            # a fleet e-stop while the stream (the dead-man held) still comes: the base stops, latched
+            stop = asyncio.Event()
+            task = asyncio.create_task(stream(b, stop))
+            await b.wait_status(moving, timeout=HANG_S)
+            assert await asyncio.to_thread(_send, broker.url, "--station", "drill", "fleet-estop") == 0
+            # (the latch is the base's own fleet_estop, or the group's when the arm's bridge process handed
+            # the same e-stop over a cycle earlier and the arm tripped the group first: stopped either way)
+            st = await b.wait_status(lambda s: fleet_state(s) == "estopped" and s["state"] == "stopped"
+                                     and at_rest(s), timeout=HANG_S)
+            assert latch_kind(st) in ("fleet_estop", "group") and st["mode"] == "idle", st
+            stop.set()
+            await task
+            st = await b.wait_status(lambda s: s["bridge"].get("dropped_fleet_estop", 0) >= 1, timeout=HANG_S)
+            ack = await b.mode("velocity", timeout=HANG_S)
+            assert (ack.accepted, ack.reason) == (False, "fleet_estop"), ack
+
+            # cleared by the authorised station, leased again: still nothing moves
+            assert await asyncio.to_thread(_send, broker.url, "--station", "st1", "fleet-estop", "--clear") == 0
+            await b.wait_status(lambda s: fleet_state(s) == "ready", timeout=HANG_S)
+            stop = asyncio.Event()
+            task = asyncio.create_task(stream(b, stop))
+            ack = await b.base_velocity(V, wait=True, timeout=HANG_S)
+            assert (ack.accepted, ack.reason) == (False, "wrong_mode"), ack   # leased, not commanded: mode idle
+            await asyncio.sleep(0.5)
+            st = await b.wait_status(lambda s: True, timeout=HANG_S)
+            assert at_rest(st) and st["state"] == "stopped" and fleet_state(st) == "ready", st
+            stop.set()
+            await task
+
+            # the explicit command (the arm's too, whichever of the two tripped the group first)
+            ack = await b.mode("velocity", timeout=HANG_S)
+            if not ack.accepted:
+                assert ack.reason == "group_hold", ack
+                assert (await a.mode("position", timeout=HANG_S)).accepted
+                assert (await b.mode("velocity", timeout=HANG_S)).accepted
+            st = await drive_until(b, moving)
+            assert fleet_state(st) == "active" and st["fleet"]["holder"] == "st1", st
+            await b.base_velocity([0, 0, 0], deadman=False)
+            return await b.wait_status(at_rest, timeout=HANG_S)
+
+    try:
+        asyncio.run(asyncio.wait_for(go(), 6 * HANG_S))
+    finally:
+        for p in stations:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+            p.communicate(timeout=HANG_S)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(HANG_S) == 0, err.text()[-3000:]
+    assert "fleet lease: the base base moves only while a station of st1 leases it" in err.text()
+
+    files = sorted((tmp_path / "rec").glob("*.mcap"))
+    assert files, list((tmp_path / "rec").iterdir())
+    out = subprocess.run([sys.executable, "-m", "hebictl", "log", "info", "--json", str(files[0])], cwd=REPO_ROOT,
+                         capture_output=True, timeout=HANG_S, check=True).stdout
+    info = json.loads(out)
+    wheels = info["topics"]["/base/wheels"]
+    print(f"\n[{bridge}] recorded /base/wheels: {wheels['count']} messages over {info['duration']:.2f} s "
+          f"(of {len(info['topics'])} topics)")
+    assert wheels["schema"] == "hebictl.BaseWheels" and wheels["count"] > 100, info["topics"]

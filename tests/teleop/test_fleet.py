@@ -445,3 +445,27 @@ def test_the_acl_lets_only_station_accounts_lease(tmp_path, make_server):
                 assert ready["fleet"]["holder"] == "st1"
 
         asyncio.run(asyncio.wait_for(scenario(), 4 * GUARD))
+
+
+def test_teleop_refuses_a_base_whose_arms_name_different_fleets(tmp_path, capsys):
+    """A multi-arm config with a mobile base whose arms' ``user_data.fleet`` differ: the base takes the
+    arms' fleet lease, so it would not know whose to take: refused at start (exit 2), naming the arms,
+    before any broker is reached (docs/multi_arm.md, docs/fleet.md)."""
+    pytest.importorskip("aiomqtt")
+    text = KIT6_CONFIG.read_text()
+    text = text.replace('"../hrdf_kits/', f'"{KITS_DIR}/').replace('"gains/', f'"{CONFIGS_DIR}/gains/')
+    for name, station in (("left", "st1"), ("right", "st2")):
+        (tmp_path / f"{name}.cfg.yaml").write_text(
+            text.replace("user_data:\n", f"user_data:\n  fleet:\n    stations: [{station}]\n", 1))
+    omni = (CONFIGS_DIR / "x-series-6dof-omni-base.multi.yaml").read_text()
+    base = omni[omni.index("base:\n  name: base"):]
+    multi = tmp_path / "fleet.multi.yaml"
+    multi.write_text("multi_arm: 1\narms:\n"
+                     "  - name: left\n    config: left.cfg.yaml\n    base: {xyz: [0.0, 0.3, 0.0]}\n"
+                     "    families: [Left-Arm]\n"
+                     "  - name: right\n    config: right.cfg.yaml\n    base: {xyz: [0.0, -0.3, 0.0]}\n"
+                     "    families: [Right-Arm]\n" + base)
+    assert main(["teleop", str(multi), "--backend", "mock", "--broker", "mqtt://127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err
+    assert "user_data.fleet" in err and "left, right" in err and "base" in err, err
+    assert "Traceback" not in err
