@@ -42,13 +42,12 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, cast
 
 from hebictl.errors import CommandRejected
-from hebictl.tasks import cancel_and_wait
 from hebictl.teleop.admission import Admission
 from hebictl.teleop.base import BaseRunner, base_status_payload
 from hebictl.teleop.bridge import MqttBridge, check_client_account
 from hebictl.teleop.clock import SYSTEM_CLOCK, TeleopClock
 from hebictl.teleop.connection import BrokerSettings
-from hebictl.teleop.lease import ESTOP_TOPIC, LEASE_TOPIC, LeaseGate
+from hebictl.teleop.lease import LeaseGate
 from hebictl.teleop.messages import Ack
 from hebictl.teleop.schema import (
     BaseSchema,
@@ -83,42 +82,14 @@ class BaseBridge(MqttBridge):
 
     async def _session(self, client: aiomqtt.Client, estop_client: aiomqtt.Client) -> None:
         assert self._stopping is not None
-        self.acks.clear()
-        self._cleared.clear()
-        estop_topic = f"{self.topics.cmd('estop')}/#"
-        await estop_client.subscribe(estop_topic, qos=1)
-        if self.base_runner.fleet is not None:   # as an arm's: the fleet e-stop first, heartbeats never queued
-            await estop_client.subscribe(ESTOP_TOPIC, qos=1)
-            await estop_client.subscribe(LEASE_TOPIC, qos=0)
-        await client.subscribe(self.topics.all_commands, qos=1)
-        await self._publish_status(client)
+        await self._open_session(client, estop_client)   # as an arm's: the fleet e-stop first, heartbeats never queued
         self.connected.set()
         tasks = [asyncio.create_task(self._receive(estop_client), name="base-estop"),
                  asyncio.create_task(self._receive(client), name="base-receive"),
                  asyncio.create_task(self._publish_acks(client), name="base-acks"),
                  asyncio.create_task(self._publish_states(client), name="base-status"),
                  asyncio.create_task(self._stopping.wait(), name="base-stop")]
-        try:
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            await cancel_and_wait(tasks)
-        if self._stopping.is_set():
-            with contextlib.suppress(Exception):
-                await estop_client.unsubscribe(estop_topic, timeout=2.0)
-                if self.base_runner.fleet is not None:
-                    await estop_client.unsubscribe([ESTOP_TOPIC, LEASE_TOPIC], timeout=2.0)
-            with contextlib.suppress(Exception):
-                await client.publish(self.topics.state("status"),
-                                     self._status(self.base_runner.snapshot, online=False, bridge=self.stats_now()),
-                                     qos=1, retain=True, timeout=2.0)
-            return
-        for t in done:
-            exc = t.exception()
-            if exc is not None:
-                raise exc
-        import aiomqtt
-
-        raise aiomqtt.MqttError("session ended")
+        await self._close_session(client, estop_client, tasks)
 
     async def handle(self, topic: str, payload: Any, *, retain: bool = False) -> None:
         """Validate one message and hand it to the base's runner (or ack its rejection)."""

@@ -358,15 +358,8 @@ class MqttBridge:
 
     async def _session(self, client: aiomqtt.Client, estop_client: aiomqtt.Client) -> None:
         assert self._stopping is not None
-        self.acks.clear()  # acks for commands of a previous connection are stale
-        self._cleared.clear()
         self._ik_jobs = asyncio.Queue(self.ik_queue_size)
-        await estop_client.subscribe(f"{self.topics.cmd('estop')}/#", qos=1)
-        if self.runner.fleet is not None:  # the fleet e-stop beside the arm's own; heartbeats are never queued
-            await estop_client.subscribe(ESTOP_TOPIC, qos=1)
-            await estop_client.subscribe(LEASE_TOPIC, qos=0)
-        await client.subscribe(self.topics.all_commands, qos=1)
-        await self._publish_status(client)
+        await self._open_session(client, estop_client)
         await self._publish_description(client)
         self.connected.set()
         tasks = [asyncio.create_task(self._receive(estop_client), name="teleop-estop"),
@@ -377,12 +370,34 @@ class MqttBridge:
                  asyncio.create_task(self._republish_description(client), name="teleop-description"),
                  asyncio.create_task(self._stopping.wait(), name="teleop-stop")]
         try:
+            await self._close_session(client, estop_client, tasks)
+        finally:
+            self._ik_jobs = None
+
+    async def _open_session(self, client: aiomqtt.Client, estop_client: aiomqtt.Client) -> None:
+        """A new connection: forget its predecessor's acks, subscribe the e-stop (and the fleet's topics)
+        on the e-stop's own connection, the commands on the other, and publish the status."""
+        self.acks.clear()  # acks for commands of a previous connection are stale
+        self._cleared.clear()
+        await estop_client.subscribe(f"{self.topics.cmd('estop')}/#", qos=1)
+        if self.runner.fleet is not None:  # the fleet e-stop beside the arm's own; heartbeats are never queued
+            await estop_client.subscribe(ESTOP_TOPIC, qos=1)
+            await estop_client.subscribe(LEASE_TOPIC, qos=0)
+        await client.subscribe(self.topics.all_commands, qos=1)
+        await self._publish_status(client)
+
+    async def _close_session(self, client: aiomqtt.Client, estop_client: aiomqtt.Client,
+                             tasks: list[asyncio.Task[Any]]) -> None:
+        """Run the session's ``tasks`` until one ends; on a stop, unsubscribe the e-stop (the persistent
+        session then collects nothing once we are gone) and publish the offline status; otherwise raise
+        why the session ended."""
+        assert self._stopping is not None
+        try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
             await cancel_and_wait(tasks)
-            self._ik_jobs = None
         if self._stopping.is_set():
-            with contextlib.suppress(Exception):  # the persistent session then collects nothing once we are gone
+            with contextlib.suppress(Exception):
                 await estop_client.unsubscribe(f"{self.topics.cmd('estop')}/#", timeout=2.0)
                 if self.runner.fleet is not None:
                     await estop_client.unsubscribe([ESTOP_TOPIC, LEASE_TOPIC], timeout=2.0)
