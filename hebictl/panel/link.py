@@ -67,6 +67,7 @@ def _arm_id_ok(arm_id: str) -> bool:
     return True
 
 
+PROBE_ATTEMPTS = 4   # write probes without an answer before the panel is read-only (PanelLink.probe)
 STALE_AFTER = 1.0     # s without a valid joints/status message: the arm is shown as stale
 INVALID_SHOWN = 5.0   # s an arm stays marked "data invalid" after a dropped message
 
@@ -574,12 +575,32 @@ class PanelLink:
         client = self._client
         if view is None or client is None:
             return None
-        try:
-            code = await client.publish_checked(Topics(arm_id).root + "/cmd", b"", 1, self.probe_timeout)
-        except Exception as exc:
-            log.warning("panel: write probe for %s failed: %s", arm_id, exc)
-            view.writable = False
-            return False
+        # an unanswered probe is not a refusal: a busy broker or robot PC can take seconds to answer,
+        # and a panel made read-only by one late PUBACK stays so until it reconnects. So the answer is
+        # waited for PROBE_ATTEMPTS times, each twice as long (3 + 6 + 12 + 24 s by default), the view
+        # as it was meanwhile (unknown on a new connection: nothing but the e-stop enabled); only then
+        # is it read-only.
+        code = None
+        for attempt in range(PROBE_ATTEMPTS):
+            wait = self.probe_timeout * 2 ** attempt
+            try:
+                code = await client.publish_checked(Topics(arm_id).root + "/cmd", b"", 1, wait)
+                break
+            except TimeoutError:
+                if self._client is not client:   # reconnected meanwhile: the new connection probes again
+                    return None
+                if attempt + 1 < PROBE_ATTEMPTS:
+                    log.info("panel: the broker did not answer the write probe for %s within %.0f s; asking "
+                             "again", arm_id, wait)
+                    continue
+                log.warning("panel: the broker answered none of %d write probes for %s: read-only until it "
+                            "reconnects", PROBE_ATTEMPTS, arm_id)
+                view.writable = False
+                return False
+            except Exception as exc:
+                log.warning("panel: write probe for %s failed: %s", arm_id, exc)
+                view.writable = False
+                return False
         view.writable = not (code is not None and getattr(code, "is_failure", False))
         if not view.writable:
             log.warning("panel: account %r may not command arm %s (%s): read-only", self.settings.username,

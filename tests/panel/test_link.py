@@ -80,6 +80,53 @@ def test_write_access_comes_from_the_broker(acl_broker: LocalBroker) -> None:
     assert probes == [None]  # the operator's probe: empty, on a topic the arm's bridge ignores
 
 
+def test_a_write_probe_the_broker_answers_late_is_not_a_refusal(acl_broker: LocalBroker) -> None:
+    """A busy robot PC: the broker answers the operator's write probe seconds late (here: mosquitto
+    stopped by SIGSTOP for 3 probe timeouts). The link asks again, each time waiting twice as long,
+    and the operator's panel is writable once the answer comes; before, the first timeout made it
+    read-only until it reconnected (CI: every mode button disabled for 30 s)."""
+    import os
+    import signal
+
+    async def scenario() -> tuple[bool | None, list[bool | None], float]:
+        import aiomqtt
+
+        port = acl_broker.port
+        async with aiomqtt.Client(hostname="127.0.0.1", port=port, username="arm1", password=USERS["arm1"],
+                                  identifier="fake-arm") as arm:
+            await arm.publish("hebictl/v1/arm1/state/status", json.dumps({"status": "online", "mode": "jog"}),
+                              qos=1, retain=True)
+            link = PanelLink(parse_broker(f"mqtt://127.0.0.1:{port}", username="op", password=USERS["op"]),
+                             name="op", probe_timeout=0.2)
+            task = asyncio.create_task(link.run())
+            deadline = time.monotonic() + HANG
+            while (view := link.arms.get("arm1")) is None or view.writable is None:
+                assert time.monotonic() < deadline, "the link never learned whether it may write"
+                await asyncio.sleep(0.01)
+            assert acl_broker.process is not None
+            pid = acl_broker.process.pid
+            seen: list[bool | None] = []
+            probe = asyncio.create_task(link.probe("arm1"))
+            os.kill(pid, signal.SIGSTOP)
+            t0 = time.monotonic()
+            try:
+                while time.monotonic() - t0 < 0.9:   # 0.2 + 0.4 s of waits run out; the third (0.8 s) is waiting
+                    seen.append(view.writable)
+                    await asyncio.sleep(0.05)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            answer = await asyncio.wait_for(probe, HANG)
+            late = time.monotonic() - t0
+            link.stop()
+            await asyncio.wait_for(task, HANG)
+        return answer, seen, late
+
+    answer, seen, late = asyncio.run(asyncio.wait_for(scenario(), 2 * HANG))
+    print(f"\nwrite probe answered {late:.2f} s after the broker stopped: writable={answer}")
+    assert answer is True
+    assert False not in seen   # never read-only while the broker was silent
+
+
 # ---------------------------------------------------------------------- hostile state messages
 def _healthy(i: int) -> dict[str, bytes]:
     return {"status": json.dumps({"status": "online", "state": "hold", "mode": "jog", "estop": False, "ts": i,

@@ -445,6 +445,10 @@ def test_estop_button_and_space_bar_engage_the_estop(rig: Rig, browser: Any) -> 
         t_release = time.time()
         page.click("#estop_release")  # a status from before the release must not count as released
         tap.wait_status("armA", lambda s: s.get("estop") is False, HANG, since=t_release)
+        # and the page shows the release before the next press: the test's own client hears the arm first,
+        # so without this the next wait for the red banner could be met by this press's banner, which the
+        # release's frame then clears (CI: an empty banner right after the wait)
+        page.wait_for_function("!document.querySelector('#banner').classList.contains('estop')")
     for how, at_arm, at_tap, at_cmd in times:
         print(f"\ne-stop by {how}: cmd/estop delivered {at_cmd:.0f} ms after the press, status published by the "
               f"arm after {at_arm:.0f} ms, received on state/status after {at_tap:.0f} ms")
