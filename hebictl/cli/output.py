@@ -20,6 +20,11 @@ from typing import Any, TextIO
 GONE: set[str] = set()
 
 
+def arms_count(n: int) -> str:
+    """"1 arm", "2 arms": a multi-arm config may hold one arm (beside a mobile base)."""
+    return f"{n} arm{'' if n == 1 else 's'}"
+
+
 def ensure_streams() -> None:
     """A process started with stdout or stderr closed (``2>&-``) has ``sys.stderr is None``: give it
     /dev/null, so every later write (ours, rich's, logging's) just disappears, and remember it is gone."""

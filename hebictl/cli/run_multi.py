@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from hebictl.cli.output import console, loop_line, tolerant
+from hebictl.cli.output import arms_count, console, loop_line, tolerant
 from hebictl.control.group import ClosingGuard
 from hebictl.errors import CommandRejected, UsageError
 
@@ -455,7 +455,8 @@ def status_table(run: MultiRun, rate: float, backend: str) -> Any:
     from rich.table import Table
 
     g = run.group
-    t = Table(title=f"hebictl run: {len(g.arms)} arms on {backend}, one loop at {rate:.0f} Hz under one arm group")
+    t = Table(title=f"hebictl run: {arms_count(len(g.arms))} on {backend}, one loop at {rate:.0f} Hz "
+                    "under one arm group")
     for column in ("arm", "state", "mode", "phase", "goal", "position error \\[mrad]", "last event"):
         t.add_column(column)
     for name, arm in g.arms.items():
@@ -577,7 +578,7 @@ def summary(run: MultiRun, rate: float, elapsed: float, backend: str) -> None:
 
     c = console(soft_wrap=True)
     t0 = run.group.events[0].time if run.group.events else None
-    c.print(f"[bold]done[/bold] after {elapsed:.2f} s: {len(run.group.arms)} arms on {backend}, one loop at "
+    c.print(f"[bold]done[/bold] after {elapsed:.2f} s: {arms_count(len(run.group.arms))} on {backend}, one loop at "
             f"{rate:.0f} Hz under one arm group")
     for name, arm in run.group.arms.items():
         plan = run.plans[name]

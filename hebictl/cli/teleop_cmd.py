@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any, cast
 
-from hebictl.cli.output import say
+from hebictl.cli.output import arms_count, say
 from hebictl.cli.run_cmd import TERM_HOLD_S, add_paced_clock_flag, add_realtime_flags, loop_clock, realtime_request
 from hebictl.errors import ConfigError, TeleopError, UsageError
 from hebictl.hardware.registry import available_backends
@@ -372,7 +372,8 @@ def _teleop_multi(args: argparse.Namespace, settings: Any) -> int:
             server.group.record_to(recorder, base_wheels=None if base_id is None else
                                    (f"/{base_id}/wheels", wheels_message))
         _prepare_realtime(realtime)
-        banner = (f"hebictl teleop: {mcfg.path.name}: {len(servers)} arms on {args.backend}, one loop at {rate:g} Hz "
+        banner = (f"hebictl teleop: {mcfg.path.name}: {arms_count(len(servers))} on {args.backend}, "
+                  f"one loop at {rate:g} Hz "
                   f"under one arm group; broker {settings.url}, topics "
                   + ", ".join(f"{s.bridge.topics.root}/" for s in servers.values())
                   + ("" if base is None else f"; base {base.topics.root}/ ({multi.base.size} wheels, cmd/velocity)")

@@ -33,6 +33,7 @@ def test_the_base_drives_its_script_then_holds_zero_and_the_summary_shows_it(cap
     assert code == 0, out
     line = next(ln for ln in out.splitlines() if ln.startswith("base base "))
     assert "3 wheels): state=running, phase=hold" in line and "commanded +0.0000 +0.0000 +0.0000" in line, line
+    assert "1 arm on mock" in out and "1 arms" not in out, out   # one arm beside the base: the summary says so
 
 
 @pytest.mark.parametrize(("config", "velocity", "words"), [
