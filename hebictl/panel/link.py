@@ -578,8 +578,8 @@ class PanelLink:
         # an unanswered probe is not a refusal: a busy broker or robot PC can take seconds to answer,
         # and a panel made read-only by one late PUBACK stays so until it reconnects. So the answer is
         # waited for PROBE_ATTEMPTS times, each twice as long (3 + 6 + 12 + 24 s by default), the view
-        # as it was meanwhile (unknown on a new connection: nothing but the e-stop enabled); only then
-        # is it read-only.
+        # as it was meanwhile (unknown on a new connection: the controls the arm's state allows, each
+        # command's own PUBACK then decides); only then is it read-only.
         code = None
         for attempt in range(PROBE_ATTEMPTS):
             wait = self.probe_timeout * 2 ** attempt
