@@ -187,6 +187,16 @@ def test_a_real_contact_is_caught_when_the_loop_stalls_around_the_touch(config):
         assert a.detected is not None and b.detected is not None and a.detected <= b.detected, \
             f"{config} {name}: later with the re-baselined check"
     assert on_time.cycles <= 1
+    # the rows caught later than the cycle after the touch are grazes whose push builds slowly (the arm
+    # slowed by a stale command, or every interval late): caught at less force than the on-time run's
+    # detection (measured 2026-12-03: at most 0.76 of it, x6; x5 0.45, x7 0.48, r6 0.42)
+    slow = [(name, a) for name, _, a in late if a.cycles > 1]
+    if slow:
+        print(f"  caught later than the next cycle: {len(slow)} rows, force at detection "
+              f"{', '.join(f'{a.force:.1f}' for _, a in slow)} N against {on_time.force:.1f} N on time "
+              f"(at most {max(a.force for _, a in slow) / on_time.force:.2f} of it)")
+    for name, a in slow:
+        assert a.force <= on_time.force, (name, a, on_time)
     for name, _, a in late:
         sustained = name.startswith("every cycle")
         assert a.cycles <= WITHIN["sustained" if sustained else "stall"], (name, a)
