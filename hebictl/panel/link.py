@@ -52,6 +52,9 @@ Resend = Callable[[str, str, dict[str, Any]], Awaitable[None]]
 INBOUND_BYTES = 32 * 1024 * 1024      # payload bytes waiting to be handled, all topics together
 INBOUND_DESCRIPTION_BYTES = 12 * 1024 * 1024   # ... of which descriptions (the first dropped in a flood)
 INBOUND_MESSAGES = 2000               # messages waiting to be handled
+#: ... of which an arm's 50 Hz joints and pose: the rest is kept for statuses, acks and descriptions, which
+#: come once (a retained status refused by a full queue is not sent again until it changes)
+INBOUND_FAST_MESSAGES = 1500
 MAX_PACKET = state_schema.MAX_BYTES["description"] + 4096   # MQTT v5 Maximum Packet Size: the broker sends no larger
 RESEND_WITHIN = 5.0                   # s: a command refused as out of order later than this is not sent again
 DESCRIPTION_PARSE_EVERY = 2.0         # s: at most one new (never seen) description parsed per arm in this time
@@ -201,6 +204,9 @@ class ArmView:
                 "description_refused": self.description_refused}
 
 
+FAST_KINDS = frozenset({"joints", "ee_pose"})   # an arm's 50 Hz state topics
+
+
 def _kind(topic: str) -> str:
     parts = topic.split("/")
     return parts[4] if len(parts) == 5 else ""
@@ -210,15 +216,18 @@ def _make_queue_class() -> type:
     """An inbound queue bounded in messages *and* payload bytes (aiomqtt's is unbounded by
     default, and bounded only in messages otherwise: 4 MiB descriptions at 31/s grew the panel to
     2 GB). Descriptions may hold at most :data:`INBOUND_DESCRIPTION_BYTES` of it, so a flood of
-    them is dropped first and statuses and acks still get in; a payload larger than its topic's
-    schema allows is never queued. ``put_nowait`` raises QueueFull to refuse, which the client
-    below counts."""
+    them is dropped first and statuses and acks still get in; the 50 Hz joints and poses at most
+    :data:`INBOUND_FAST_MESSAGES` of its messages (a starved panel once held a full queue of them, and
+    the next one a fresher sample replaces anyway, while a status refused is lost); a payload larger
+    than its topic's schema allows is never queued. ``put_nowait`` raises QueueFull to refuse, which
+    the client below counts."""
 
     class _Inbound(asyncio.Queue[Any]):
         def __init__(self, maxsize: int = 0) -> None:
             super().__init__(maxsize=INBOUND_MESSAGES)
             self.bytes = 0
             self.description_bytes = 0
+            self.fast = 0   # joints and ee_pose messages waiting
 
         def put_nowait(self, item: Any) -> None:
             size = len(item.payload) if isinstance(item.payload, bytes | bytearray) else 0
@@ -227,6 +236,8 @@ def _make_queue_class() -> type:
                 raise asyncio.QueueFull
             if self.bytes + size > INBOUND_BYTES or (kind == "description" and
                                                      self.description_bytes + size > INBOUND_DESCRIPTION_BYTES):
+                raise asyncio.QueueFull
+            if kind in FAST_KINDS and self.fast >= INBOUND_FAST_MESSAGES:
                 raise asyncio.QueueFull
             super().put_nowait(item)
 
@@ -242,8 +253,11 @@ def _make_queue_class() -> type:
         def _count(self, item: Any, sign: int) -> None:
             size = len(item.payload) if isinstance(item.payload, bytes | bytearray) else 0
             self.bytes += sign * size
-            if _kind(item.topic.value) == "description":
+            kind = _kind(item.topic.value)
+            if kind == "description":
                 self.description_bytes += sign * size
+            elif kind in FAST_KINDS:
+                self.fast += sign
 
     return _Inbound
 
@@ -432,11 +446,12 @@ class PanelLink:
 
     async def _subscribe_fast(self, client: Any, arm_id: str, subscribe: bool = True) -> None:
         topics = Topics(arm_id)
-        for name in ("joints", "ee_pose"):
-            if subscribe:
-                await client.subscribe(topics.state(name), qos=0)
-            else:
-                await client.unsubscribe(topics.state(name))
+        names = [topics.state(name) for name in ("joints", "ee_pose")]
+        # both in one request: one answer that comes late (a busy broker) then leaves neither undone
+        if subscribe:
+            await client.subscribe([(name, 0) for name in names])
+        else:
+            await client.unsubscribe(names)
 
     async def watch(self, arm_id: str, on: bool = True) -> None:
         """Count a browser tab showing ``arm_id`` (``on``) or leaving it; subscribe to its joints and

@@ -127,6 +127,55 @@ def test_a_write_probe_the_broker_answers_late_is_not_a_refusal(acl_broker: Loca
     assert False not in seen   # never read-only while the broker was silent
 
 
+def test_a_status_gets_in_behind_a_backlog_of_joints(acl_broker: LocalBroker) -> None:
+    """A starved panel (its event loop blocked for 2 s) while an arm streams 3,000 joint samples and
+    then changes its status once: the joints beyond their share of the inbound queue are refused
+    (counted), the status is not: the panel shows the new mode. Before the share, the backlog of
+    joints filled the queue and the retained status was lost until it changed again."""
+    import paho.mqtt.client as mqtt
+
+    async def scenario() -> tuple[str | None, int]:
+        port = acl_broker.port
+        arm = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="fake-arm")
+        arm.username_pw_set("arm1", USERS["arm1"])
+        arm.connect("127.0.0.1", port)
+        arm.loop_start()
+        try:
+            arm.publish("hebictl/v1/arm1/state/status", json.dumps({"status": "online", "mode": "jog"}),
+                        qos=1, retain=True).wait_for_publish(HANG)
+            link = PanelLink(parse_broker(f"mqtt://127.0.0.1:{port}", username="op", password=USERS["op"]),
+                             name="op")
+            task = asyncio.create_task(link.run())
+            deadline = time.monotonic() + HANG
+            while (view := link.arms.get("arm1")) is None or view.status is None:
+                assert time.monotonic() < deadline, "the link never saw the arm"
+                await asyncio.sleep(0.01)
+            await link.watch("arm1")   # its joints too
+            await asyncio.sleep(0.2)
+            joints = [json.dumps({"ts": i, "position": [0.001 * i, 0.5]}).encode() for i in range(3000)]
+            for body in joints:
+                arm.publish("hebictl/v1/arm1/state/joints", body, qos=0)
+            arm.publish("hebictl/v1/arm1/state/status", json.dumps({"status": "online", "mode": "position"}),
+                        qos=1, retain=True).wait_for_publish(HANG)
+            time.sleep(2.0)   # the panel's loop starved: everything above arrives at once after it
+            deadline = time.monotonic() + HANG
+            while (view.status or {}).get("mode") != "position" and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            mode = (view.status or {}).get("mode")
+            dropped = link.inbound_dropped
+            link.stop()
+            await asyncio.wait_for(task, HANG)
+            return mode, dropped
+        finally:
+            arm.loop_stop()
+            arm.disconnect()
+
+    mode, dropped = asyncio.run(asyncio.wait_for(scenario(), 3 * HANG))
+    print(f"\n3,000 joints and a status behind a 2 s stall: {dropped} messages refused at the queue, mode {mode}")
+    assert dropped > 0   # the backlog did overflow the queue (else this test shows nothing)
+    assert mode == "position"
+
+
 # ---------------------------------------------------------------------- hostile state messages
 def _healthy(i: int) -> dict[str, bytes]:
     return {"status": json.dumps({"status": "online", "state": "hold", "mode": "jog", "estop": False, "ts": i,
