@@ -187,11 +187,20 @@ def _teleop(page: Any, tap: Tap, arm: str) -> int:
     (``disconnected``: no sample for 1 s, e.g. at start; ``paused``: the stream went stale), press
     B1 (home) on the emulator, as HEBI's flow asks, and wait again. Between presses it waits for 10
     more of the emulator's samples to reach the broker (a press that came as the baseline sample
-    after a gap carries no edge). Returns the number of B1 presses."""
-    presses = 0
+    after a gap carries no edge). A safety hold that took the arm out of mode ``app`` (on a starved CI
+    machine the sim arm's own loop is late: a ``tracking_error`` hold, CI once) is printed and the
+    mode set again, as an operator would after it; the claim (the page's input moves the arm) stays.
+    Returns the number of B1 presses."""
+    presses = restarts = 0
     deadline = time.monotonic() + HANG
     while _app(tap, arm).get("state") != "teleop":
         assert time.monotonic() < deadline and presses < 10, f"{arm} never reached teleop: {_app(tap, arm)}"
+        st = tap.status(arm)
+        if st.get("mode") != "app" and restarts < 2:
+            print(f"\n{arm} left mode app ({st.get('mode')}; last event {st.get('last_event')}): mode app again")
+            restarts += 1
+            _app_mode(page, tap, arm)
+            continue
         if _app(tap, arm).get("state") in ("disconnected", "paused"):
             t = time.time()
             page.click("#mio_b1")
