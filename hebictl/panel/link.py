@@ -217,8 +217,8 @@ def _make_queue_class() -> type:
     default, and bounded only in messages otherwise: 4 MiB descriptions at 31/s grew the panel to
     2 GB). Descriptions may hold at most :data:`INBOUND_DESCRIPTION_BYTES` of it, so a flood of
     them is dropped first and statuses and acks still get in; the 50 Hz joints and poses at most
-    :data:`INBOUND_FAST_MESSAGES` of its messages (a starved panel once held a full queue of them, and
-    the next one a fresher sample replaces anyway, while a status refused is lost); a payload larger
+    :data:`INBOUND_FAST_MESSAGES` of its messages (a starved panel once held a full queue of them: a
+    refused sample is followed by a fresher one 20 ms later, a refused status is lost); a payload larger
     than its topic's schema allows is never queued. ``put_nowait`` raises QueueFull to refuse, which
     the client below counts."""
 
