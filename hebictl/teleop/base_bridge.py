@@ -82,14 +82,14 @@ class BaseBridge(MqttBridge):
 
     async def _session(self, client: aiomqtt.Client, estop_client: aiomqtt.Client) -> None:
         assert self._stopping is not None
-        await self._open_session(client, estop_client)   # as an arm's: the fleet e-stop first, heartbeats never queued
+        await self._open_session(client, estop_client)   # the arm bridge's own opening and close
         self.connected.set()
         tasks = [asyncio.create_task(self._receive(estop_client), name="base-estop"),
                  asyncio.create_task(self._receive(client), name="base-receive"),
                  asyncio.create_task(self._publish_acks(client), name="base-acks"),
                  asyncio.create_task(self._publish_states(client), name="base-status"),
                  asyncio.create_task(self._stopping.wait(), name="base-stop")]
-        await self._close_session(client, estop_client, tasks)
+        await self._run_session_tasks(client, estop_client, tasks)
 
     async def handle(self, topic: str, payload: Any, *, retain: bool = False) -> None:
         """Validate one message and hand it to the base's runner (or ack its rejection)."""

@@ -370,7 +370,7 @@ class MqttBridge:
                  asyncio.create_task(self._republish_description(client), name="teleop-description"),
                  asyncio.create_task(self._stopping.wait(), name="teleop-stop")]
         try:
-            await self._close_session(client, estop_client, tasks)
+            await self._run_session_tasks(client, estop_client, tasks)
         finally:
             self._ik_jobs = None
 
@@ -386,7 +386,7 @@ class MqttBridge:
         await client.subscribe(self.topics.all_commands, qos=1)
         await self._publish_status(client)
 
-    async def _close_session(self, client: aiomqtt.Client, estop_client: aiomqtt.Client,
+    async def _run_session_tasks(self, client: aiomqtt.Client, estop_client: aiomqtt.Client,
                              tasks: list[asyncio.Task[Any]]) -> None:
         """Run the session's ``tasks`` until one ends; on a stop, unsubscribe the e-stop (the persistent
         session then collects nothing once we are gone) and publish the offline status; otherwise raise
