@@ -115,6 +115,9 @@ def rig(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     try:
         procs.append(spawn_hebictl(["teleop", str(_multi_config(tmp)), "--broker", broker.url,
                                     "--backend", backend, "--rate", "100",   # as the panel rigs: a loaded machine
+                                    # simulated time stretched when the process is late: a starved sim arm
+                                    # fell (left's elbow 0.71 rad off its command, a tracking_error hold)
+                                    "--paced-clock",
                                     "--username", "cell", "--password-file", str(tmp / "cell.pw")],
                                    tmp / "teleop.log"))
         port = free_port()
@@ -147,6 +150,24 @@ def page(rig: Rig) -> Iterator[Any]:
         p.goto(rig.panel)
         yield p
         p.close()
+
+
+def _wait_grouped(page: Any, rig: Rig, arm: str) -> None:
+    """Wait until ``arm``'s card is drawn in left and right's group box. A hang says what the arms
+    published (the tap's last status of each), what the page was given (its overview) and the end
+    of the arm process's and the panel's logs: a failure on a CI machine then says why."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_selector(f"#overview .group[data-group='left,right'] .card[data-arm='{arm}']")
+    except PlaywrightTimeout:
+        published = {a: {k: rig.tap.status(a).get(k) for k in ("status", "state", "mode", "group", "last_error")}
+                     for a in ARMS}
+        shown = page.evaluate("window.panelState.armsMsg || null")
+        logs = {name: (rig.tmp / name).read_text(errors="replace").splitlines()[-15:]
+                for name in ("teleop.log", "panel.log") if (rig.tmp / name).exists()}
+        raise AssertionError(f"hang guard: {arm} never shown in left and right's group box; the arms published "
+                             f"{published}; the page was given {shown}; logs: {logs}") from None
 
 
 def _card(page: Any, arm: str) -> str:
@@ -182,8 +203,8 @@ def _mode(page: Any, rig: Rig, arm: str, mode: str) -> tuple[float, dict[str, An
 def test_the_overview_shows_the_group_and_its_hold_from_one_arms_estop_to_the_resume(rig: Rig, page: Any) -> None:
     tap = rig.tap
     # both arms listed, in one group box, with their state, without selecting either
-    page.wait_for_selector("#overview .group[data-group='left,right'] .card[data-arm='left']")
-    page.wait_for_selector("#overview .group[data-group='left,right'] .card[data-arm='right']")
+    _wait_grouped(page, rig, "left")
+    _wait_grouped(page, rig, "right")
     for arm in ARMS:
         text = _wait_card(page, arm, "online", "mode idle")
         assert "HELD" not in text and "E-STOP" not in text, text
@@ -276,7 +297,7 @@ def test_a_group_claimed_by_another_account_or_malformed_is_not_shown_as_a_group
     rig.publish("rogue", "hebictl/v1/ghost/state/status", claim)
     text = _wait_card(page, "ghost", "group not confirmed by its members")
     assert "HELD by the group: left e-stopped" in text, text   # its own claim, on its own card only
-    page.wait_for_selector("#overview .group[data-group='left,right'] .card[data-arm='left']")
+    _wait_grouped(page, rig, "left")
     assert page.locator("#overview .group.solo .card[data-arm='ghost']").count() == 1
     assert "HELD" not in _card(page, "left"), _card(page, "left")
     bad = {**claim, "mode": "jog", "group": {"arms": ["ghost"], "held": False, "by": "left"}}
@@ -285,6 +306,6 @@ def test_a_group_claimed_by_another_account_or_malformed_is_not_shown_as_a_group
     assert "HELD" not in text and "not confirmed" not in text, text
     dropped = page.evaluate("window.panelState.armsMsg.arms.find(a => a.id === 'ghost').group_dropped")
     assert dropped >= 1, dropped
-    page.wait_for_selector("#overview .group[data-group='left,right'] .card[data-arm='right']")
+    _wait_grouped(page, rig, "right")
     assert not page.errors, page.errors
     rig.publish("rogue", "hebictl/v1/ghost/state/status", {"status": "offline", "state": "offline"})

@@ -102,6 +102,14 @@ class Fleet:
                 out.append((t, m.group(2), None if m.group(4) is None else float(m.group(4))))
         return out
 
+    def describe(self, i: int) -> str:
+        """Arm ``i``'s process (running or its exit code) and the end of its log: what a hang guard
+        reports, so a failure on a CI machine says why the arm did not get there."""
+        rc = self.arms[i].poll() if i < len(self.arms) else None
+        tail = self.log(i).read_text(errors="replace").splitlines()[-12:] if self.log(i).exists() else []
+        state = "running" if rc is None else f"exited with {rc}"
+        return f"a{i} {state}; the end of its log:\n  " + "\n  ".join(tail)
+
     def stop(self) -> None:
         procs = [*self.arms, *([self.station] if self.station is not None else [])]
         for p in procs:
@@ -136,13 +144,16 @@ def held(s: dict[str, Any], reason: str) -> bool:
     return s.get("state") == "stopped" and s.get("mode") == "idle" and error(s) == reason
 
 
-async def each(clients: dict[int, TeleopClient], pred: Callable[[dict[str, Any]], bool], what: str) -> None:
-    """Until every client's arm shows a status for which ``pred`` holds (hang guard GUARD)."""
+async def each(fleet: Fleet, clients: dict[int, TeleopClient], pred: Callable[[dict[str, Any]], bool],
+               what: str) -> None:
+    """Until every client's arm shows a status for which ``pred`` holds (hang guard GUARD); a hang
+    reports the arm's last status, its process and the end of its log."""
     async def one(i: int, c: TeleopClient) -> None:
         try:
             await c.wait_status(pred, timeout=GUARD)
         except TimeoutError:
-            raise AssertionError(f"hang guard: a{i} never showed {what}; last status {c.status}") from None
+            raise AssertionError(f"hang guard: a{i} never showed {what}; last status {c.status}\n"
+                                 f"{fleet.describe(i)}") from None
     await asyncio.gather(*(one(i, c) for i, c in clients.items()))
 
 
@@ -200,14 +211,14 @@ def test_eight_teleop_arms_on_a_3_node_rabbitmq_cluster_hold_by_their_lease(tmp_
                     clients[i] = await connect(stack, cluster.url(node_of(i)), f"a{i}")
                 frozen = {i: c for i, c in clients.items() if node_of(i) == FROZEN}
                 healthy = {i: c for i, c in clients.items() if node_of(i) != FROZEN}
-                await each(clients, lambda s: s.get("status") == "online" and lease_state(s) == "ready", "leased")
+                await each(f, clients, lambda s: s.get("status") == "online" and lease_state(s) == "ready", "leased")
                 assert accepted(await command_all(clients, "position"))
                 start = await positions(clients)
                 goals = await asyncio.gather(*(c.joint_goal([q + 0.3 * (j == 0) for j, q in enumerate(start[i])],
                                                             duration=60.0, timeout=GUARD)
                                                for i, c in clients.items()))
                 assert accepted(dict(enumerate(goals)))
-                await each(clients, lambda s: s.get("arm_mode") == "follow" and lease_state(s) == "active", "moving")
+                await each(f, clients, lambda s: s.get("arm_mode") == "follow" and lease_state(s) == "active", "moving")
 
                 # -- node 2 frozen: its arms hold by the lease; the others go on
                 t_freeze = time.time()
@@ -219,7 +230,7 @@ def test_eight_teleop_arms_on_a_3_node_rabbitmq_cluster_hold_by_their_lease(tmp_
                 figures["frozen node"] = {f"a{i}": (round(f.holds(i)[0][0] - t_freeze, 3), f.holds(i)[0][2])
                                           for i in frozen}
                 await asyncio.sleep(2.0)  # the healthy arms keep their lease meanwhile
-                await each(healthy, lambda s: s.get("ts", 0.0) > t_freeze + 2.0, "a status after the freeze")
+                await each(f, healthy, lambda s: s.get("ts", 0.0) > t_freeze + 2.0, "a status after the freeze")
                 for i, c in healthy.items():
                     s = c.status
                     assert s is not None and lease_state(s) == "active" and s["arm_mode"] == "follow", (i, s)
@@ -227,7 +238,7 @@ def test_eight_teleop_arms_on_a_3_node_rabbitmq_cluster_hold_by_their_lease(tmp_
                 cluster.thaw(FROZEN)
                 # (a status publish the frozen node did not ack within 5 s also ends the arm's session:
                 # link_lost may follow the lease's hold; the log above shows the lease's came first)
-                await each(frozen, lambda s: s.get("state") == "stopped" and s.get("mode") == "idle"
+                await each(f, frozen, lambda s: s.get("state") == "stopped" and s.get("mode") == "idle"
                            and lease_state(s) == "ready", "held, then leased again after the thaw")
                 assert all(f.holds(i)[0][1:] != ("estop", None) for i in frozen)
                 before = await positions(frozen)
@@ -236,40 +247,40 @@ def test_eight_teleop_arms_on_a_3_node_rabbitmq_cluster_hold_by_their_lease(tmp_
                 assert accepted(await command_all(frozen, "position"))
 
                 # -- the station killed: every arm holds; a new station: still held until a command
-                await each(clients, lambda s: s.get("state") == "running", "running before the station dies")
+                await each(f, clients, lambda s: s.get("state") == "running", "running before the station dies")
                 n_before = {i: len(f.holds(i)) for i in clients}
                 t_kill = time.time()
                 f.kill_station()
-                await each(clients, lambda s: held(s, "lease_expired") and lease_state(s) == "no_lease",
+                await each(f, clients, lambda s: held(s, "lease_expired") and lease_state(s) == "no_lease",
                            "held after the station died")
                 figures["station killed"] = {f"a{i}": (round(f.holds(i)[-1][0] - t_kill, 3), f.holds(i)[-1][2])
                                              for i in clients if len(f.holds(i)) > n_before[i]}
                 f.start_station()
-                await each(clients, lambda s: held(s, "lease_expired") and lease_state(s) == "ready",
+                await each(f, clients, lambda s: held(s, "lease_expired") and lease_state(s) == "ready",
                            "leased by the new station, still held")
                 assert accepted(await command_all(clients, "position"))
 
                 # -- a fleet e-stop: every arm holds, latched, though the station goes on leasing
-                await each(clients, lambda s: s.get("state") == "running" and lease_state(s) == "active", "active")
+                await each(f, clients, lambda s: s.get("state") == "running" and lease_state(s) == "active", "active")
                 n_before = {i: len(f.holds(i)) for i in clients}
                 async with aiomqtt.Client("127.0.0.1", cluster.mqtt[1], identifier="fleet-estop-test",
                                           keepalive=KEEPALIVE) as operator:
                     t_estop = time.time()
                     await operator.publish(ESTOP_TOPIC, estop_message("st0", reason="fleet check"), qos=1)
-                    await each(clients, lambda s: held(s, "fleet_estop") and lease_state(s) == "estopped",
+                    await each(f, clients, lambda s: held(s, "fleet_estop") and lease_state(s) == "estopped",
                                "held by the fleet e-stop")
                     figures["fleet e-stop"] = {f"a{i}": round(f.holds(i)[-1][0] - t_estop, 3)
                                                for i in clients if len(f.holds(i)) > n_before[i]}
                     refused = await command_all(clients, "position")
                     assert all((a.accepted, a.reason) == (False, "fleet_estop") for a in refused.values()), refused
                     await operator.publish(ESTOP_TOPIC, estop_message("st0", clear=True), qos=1)
-                await each(clients, lambda s: held(s, "fleet_estop") and lease_state(s) == "ready",
+                await each(f, clients, lambda s: held(s, "fleet_estop") and lease_state(s) == "ready",
                            "cleared and leased, still held")
                 before = await positions(clients)
                 await asyncio.sleep(1.0)
                 still(before, await positions(clients))  # nothing moves after the clear without a command
                 assert accepted(await command_all(clients, "position"))
-                await each(clients, lambda s: s.get("state") == "running" and lease_state(s) == "active",
+                await each(f, clients, lambda s: s.get("state") == "running" and lease_state(s) == "active",
                            "active after the command")
 
         asyncio.run(asyncio.wait_for(scenario(), 20 * GUARD))
