@@ -122,7 +122,7 @@ class ModeContext:
         commanded speed (its motors run out of voltage; r6's base moved 3.37 rad/s under a 3.70 rad/s
         command), and a brake ramp from the command's speed left it 30-45 mrad behind, ringing."""
         m = self.supervisor.motion
-        cmd_v = (m.trajectory.get_state(now)[1].copy() if isinstance(m, Follow)  # the command now
+        cmd_v = (m.velocity(now) if isinstance(m, Follow)  # the command now
                  else np.nan_to_num(self.command.velocity))
         fresh = self.cycle.fresh(now)
         if fresh:

@@ -72,6 +72,13 @@ class Follow:
         self.commanded_at = now
         return p, v, a
 
+    def velocity(self, now: float) -> FloatArray:
+        """The velocity the goal commands at ``now`` (the trajectory's, at the goal's pace)."""
+        v = self.trajectory.get_state(now)[1].copy()
+        if self.pace < 1.0:
+            v *= self.pace
+        return v
+
     def _advance(self, now: float) -> None:
         """The path's time from the last command to ``now`` at the rising pace: the trajectory is
         shifted by the time the path did not advance."""
