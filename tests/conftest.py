@@ -83,10 +83,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Without the corpus, skip every test that needs it with the one reason: "needs it" = marked
-    ``corpus``, or uses the ``corpus_dir`` fixture, or is the skipped placeholder of a
-    parametrization that came out empty because the corpus files are missing.
+    """Spread the ``heavy`` modules through the run (:func:`spread_heavy_modules`); without the
+    corpus, skip every test that needs it with the one reason: "needs it" = marked ``corpus``, or
+    uses the ``corpus_dir`` fixture, or is the skipped placeholder of a parametrization that came out
+    empty because the corpus files are missing.
     """
+    items[:] = spread_heavy_modules(items)
     if CORPUS_AVAILABLE:
         return
     skip = pytest.mark.skip(reason=CORPUS_SKIP_REASON)
@@ -96,6 +98,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if empty_set or item.get_closest_marker("corpus") is not None or "corpus_dir" in getattr(
                 item, "fixturenames", ()):
             item.add_marker(skip, append=False)  # first skip marker wins
+
+
+def spread_heavy_modules(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The collected tests with the modules marked ``heavy`` (each starts many processes: a browser
+    with its arm and panel processes, a RabbitMQ cluster with its arms, fuzz workers) placed evenly
+    among the others, each module's tests kept together and in order. Collected by path, they all
+    came in the last third of the suite (tests/panel, tests/teleop) and ran at once at its end: on
+    2 cores a clean-clone run reached a load average of 20 there, and the e2e tests' arms and
+    panels were starved into holds and hang guards. The order is the same on every xdist worker
+    (the scheduler requires it), and ``--dist loadfile`` hands the modules out in this order."""
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    heavy = [m for m, its in modules.items() if any(i.get_closest_marker("heavy") for i in its)]
+    light = [m for m in modules if m not in heavy]
+    order = list(light)
+    for k, module in enumerate(heavy):   # the k-th heavy module at (k + 1/2) / n of the light ones
+        order.insert(round((k + 0.5) * len(light) / len(heavy)) + k, module)
+    return [item for module in order for item in modules[module]]
 
 
 @pytest.fixture(scope="session")

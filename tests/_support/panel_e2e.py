@@ -117,6 +117,20 @@ asyncio.run(main())
 """
 
 
+def page_state(page: Any) -> dict[str, Any]:
+    """What a hang guard reports of a panel page: its selected arm, the status in its last frame (mode,
+    state, group), its allowed controls, the commands it sent (the panel's times), its toasts (acks,
+    refusals, failures to send) and the last message it dropped as invalid."""
+    try:
+        return dict(page.evaluate(
+            "(() => { const S = window.panelState || {}; const st = (S.frame || {}).status || {};"
+            " return {arm: S.arm, mode: st.mode, state: st.state, group: st.group || null, allowed: S.allowed,"
+            " sent: S.sent, toasts: [...document.querySelectorAll('#toasts .toast')].map(t => t.innerText),"
+            " invalid: S.lastInvalid || null}; })()"))
+    except Exception as exc:  # a page that cannot answer says so instead
+        return {"page": f"not readable: {exc}"}
+
+
 class Tap:
     """An independent MQTT client (a process of its own) recording every state message and jog
     command with its arrival time."""

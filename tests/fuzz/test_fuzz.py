@@ -19,6 +19,8 @@ from tests.fuzz.harness import campaign
 
 SHORT_INPUTS = 3000
 
+pytestmark = pytest.mark.heavy   # two fuzz worker processes for about three minutes
+
 
 def _corpus():
     return CORPUS_DIR if CORPUS_DIR.is_dir() else None

@@ -68,7 +68,7 @@ TABLE_RGBA, KEEP_OUT_RGBA, SHAPE_RGBA = (180, 140, 90, 0.35), (234, 88, 12, 0.95
 
 # one rig for the module's tests, in file order (test_zz stops armB): under pytest-xdist, --dist loadfile
 # keeps them on one worker (with the default --dist load each worker that gets one builds a rig of its own)
-pytestmark = [pytest.mark.broker, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.broker, pytest.mark.heavy, pytest.mark.timeout(900)]
 
 
 class Rig:

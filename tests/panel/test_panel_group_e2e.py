@@ -18,12 +18,13 @@ a group claim from another arm's account, and a malformed group: neither is show
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +38,13 @@ from tests._support.panel_e2e import (
     end_rig,
     http_ok,
     need_browser,
+    page_state,
     shared_machine,
     spawn_hebictl,
     token_url,
 )
 
-pytestmark = [pytest.mark.broker, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.broker, pytest.mark.heavy, pytest.mark.timeout(900)]
 
 MULTI = REPO / "configs" / "two-x-series-6dof.multi.yaml"
 ARMS = ("left", "right")
@@ -152,22 +154,38 @@ def page(rig: Rig) -> Iterator[Any]:
         p.close()
 
 
-def _wait_grouped(page: Any, rig: Rig, arm: str) -> None:
-    """Wait until ``arm``'s card is drawn in left and right's group box. A hang says what the arms
-    published (the tap's last status of each), what the page was given (its overview) and the end
-    of the arm process's and the panel's logs: a failure on a CI machine then says why."""
+def _diagnosis(page: Any, rig: Rig) -> str:
+    """What a hang guard reports: what the arms published (the tap's last status of each), what the
+    page was given (its overview) and shows (page_state), and the end of the arm process's and the
+    panel's logs: a failure on a CI machine then says why."""
+    published = {a: {k: rig.tap.status(a).get(k) for k in ("status", "state", "mode", "group", "last_error")}
+                 for a in ARMS}
+    try:
+        overview = page.evaluate("window.panelState.armsMsg || null")
+    except Exception as exc:  # a page that cannot answer says so instead
+        overview = f"not readable: {exc}"
+    logs = {name: (rig.tmp / name).read_text(errors="replace").splitlines()[-15:]
+            for name in ("teleop.log", "panel.log") if (rig.tmp / name).exists()}
+    return (f"the arms published {published}; the page was given {overview}; it shows {page_state(page)}; "
+            f"logs: {logs}")
+
+
+def _explain_hangs(test: Callable[[Rig, Any], None]) -> Callable[[Rig, Any], None]:
+    """A Playwright wait that ran into its hang guard fails with :func:`_diagnosis`."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    try:
-        page.wait_for_selector(f"#overview .group[data-group='left,right'] .card[data-arm='{arm}']")
-    except PlaywrightTimeout:
-        published = {a: {k: rig.tap.status(a).get(k) for k in ("status", "state", "mode", "group", "last_error")}
-                     for a in ARMS}
-        shown = page.evaluate("window.panelState.armsMsg || null")
-        logs = {name: (rig.tmp / name).read_text(errors="replace").splitlines()[-15:]
-                for name in ("teleop.log", "panel.log") if (rig.tmp / name).exists()}
-        raise AssertionError(f"hang guard: {arm} never shown in left and right's group box; the arms published "
-                             f"{published}; the page was given {shown}; logs: {logs}") from None
+    @functools.wraps(test)
+    def run(rig: Rig, page: Any) -> None:
+        try:
+            test(rig, page)
+        except PlaywrightTimeout as exc:
+            raise AssertionError(f"hang guard: {str(exc).splitlines()[0]}; {_diagnosis(page, rig)}") from None
+    return run
+
+
+def _wait_grouped(page: Any, rig: Rig, arm: str) -> None:
+    """Wait until ``arm``'s card is drawn in left and right's group box."""
+    page.wait_for_selector(f"#overview .group[data-group='left,right'] .card[data-arm='{arm}']")
 
 
 def _card(page: Any, arm: str) -> str:
@@ -200,6 +218,7 @@ def _mode(page: Any, rig: Rig, arm: str, mode: str) -> tuple[float, dict[str, An
                                       if b.get("topic") == "mode"), None), HANG, f"{arm}'s ack of its mode")
 
 
+@_explain_hangs
 def test_the_overview_shows_the_group_and_its_hold_from_one_arms_estop_to_the_resume(rig: Rig, page: Any) -> None:
     tap = rig.tap
     # both arms listed, in one group box, with their state, without selecting either
@@ -287,6 +306,7 @@ def test_the_overview_shows_the_group_and_its_hold_from_one_arms_estop_to_the_re
     assert not page.errors, page.errors
 
 
+@_explain_hangs
 def test_a_group_claimed_by_another_account_or_malformed_is_not_shown_as_a_group(rig: Rig, page: Any) -> None:
     """``rogue`` (the account of arm ``ghost``) publishes a status claiming ghost is in a group with
     left, held by left: the overview keeps left and right's group as it is and draws ghost alone,

@@ -38,13 +38,14 @@ from tests._support.panel_e2e import (
     end_rig,
     http_ok,
     need_browser,
+    page_state,
     shared_machine,
     spawn_hebictl,
     token_url,
 )
 
 # one rig for the module's tests: under pytest-xdist, --dist loadfile keeps them on one worker
-pytestmark = [pytest.mark.broker, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.broker, pytest.mark.heavy, pytest.mark.timeout(900)]
 
 USERS = {"op": "op-pw", "tap": "tap-pw", "armJ": "j-pw", "armG": "g-pw", "armA": "a-pw"}
 ARMS = {"armJ": ("sim", "jog"), "armG": ("mock", "gravcomp"), "armA": ("mock", "ar")}
@@ -157,8 +158,12 @@ def _app_mode(page: Any, tap: Tap, arm: str) -> None:
     since = time.time()
     page.wait_for_selector("#modes button[data-mode=app]:not([disabled])")
     page.click("#modes button[data-mode=app]")
-    tap.wait_status(arm, lambda s: s.get("mode") == "app" and (s.get("app") or {}).get("running"), HANG,
-                    since=since)
+    try:
+        tap.wait_status(arm, lambda s: s.get("mode") == "app" and (s.get("app") or {}).get("running"), HANG,
+                        since=since)
+    except AssertionError as exc:   # whether the command reached the arm (its acks) and what the page saw
+        acks = [b for _, b in tap.get(arm, "state/ack", since)]
+        raise AssertionError(f"{exc}; the arm's acks since the click: {acks}; the page: {page_state(page)}") from None
     page.wait_for_function("window.panelState.allowed.input === true", timeout=HANG * 1000)
     page.check("#mio_on")
 

@@ -40,7 +40,7 @@ from tests._support.extras import extra_missing
 from tests._support.paths import REPO_ROOT
 from tests._support.rabbitmq import Cluster, rabbitmq_cluster, requires_rabbitmq
 
-pytestmark = [requires_rabbitmq]
+pytestmark = [requires_rabbitmq, pytest.mark.heavy]
 
 ARMS = 8
 FROZEN = 2                  # the node frozen; the station is on node 0

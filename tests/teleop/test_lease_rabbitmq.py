@@ -32,7 +32,7 @@ from tests._support.rabbitmq import rabbitmq_cluster, requires_rabbitmq
 
 #: [s] the MQTT keepalive of every client here: far beyond any wait, so keepalive never decides a hold
 KEEPALIVE = 600
-pytestmark = [requires_rabbitmq]
+pytestmark = [requires_rabbitmq, pytest.mark.heavy]
 
 
 def test_a_frozen_node_holds_its_arms_by_the_lease_and_the_others_keep_theirs(tmp_path):
