@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hebictl.teleop.link import Channel
-from hebictl.teleop.silence import LinkWatch
+from hebictl.teleop.silence import SILENCE_LIMIT_S, LinkWatch
 
 if TYPE_CHECKING:
     from hebictl.teleop.messages import Ack
@@ -52,8 +52,9 @@ class BridgePort(LinkWatch):
     thread reads it. ``name`` goes into the lost-link detail (the bridge process's pid)."""
 
     def __init__(self, runner: ArmRunner, priority: Channel, commands: Channel, *, state_rate_hz: float = 50.0,
-                 shared_clock: bool = False, name: str = "the MQTT bridge process") -> None:
-        super().__init__(runner, name)
+                 shared_clock: bool = False, name: str = "the MQTT bridge process",
+                 silence_limit: float = SILENCE_LIMIT_S) -> None:
+        super().__init__(runner, name, limit=silence_limit)
         self.priority = priority
         self.commands = commands
         self.state_period = 1.0 / state_rate_hz

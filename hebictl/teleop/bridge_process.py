@@ -45,7 +45,7 @@ from hebictl.teleop.base import BasePort
 from hebictl.teleop.bridge import arm_client_id
 from hebictl.teleop.bridge_port import BridgePort
 from hebictl.teleop.link import Channel, socket_pair
-from hebictl.teleop.silence import REPORT_PERIOD_S
+from hebictl.teleop.silence import REPORT_PERIOD_S, SILENCE_LIMIT_S
 from hebictl.teleop.topics import Topics
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class BridgeProcess:
                  state_rate_hz: float = 50.0, max_age: float = 1.0,
                  rate_limits: Mapping[str, RateLimit] | None = None,
                  schema_options: Mapping[str, Any] | None = None,
-                 bridge_options: Mapping[str, Any] | None = None) -> None:
+                 bridge_options: Mapping[str, Any] | None = None, silence_limit: float = SILENCE_LIMIT_S) -> None:
         self.runner = runner
         self.settings = settings
         self.topics = Topics(arm_id)
@@ -99,7 +99,8 @@ class BridgeProcess:
         self._priority, self._child_priority = socket_pair()
         self._commands, self._child_commands = socket_pair()
         self.port = self.port_type(runner, Channel(self._priority), Channel(self._commands),
-                                   state_rate_hz=state_rate_hz, shared_clock=isinstance(runner.clock, MonotonicClock))
+                                   state_rate_hz=state_rate_hz, shared_clock=isinstance(runner.clock, MonotonicClock),
+                                   silence_limit=silence_limit)
         runner.port = self.port
         self.connected = self.port.connected
         self.process: subprocess.Popen[bytes] | None = None

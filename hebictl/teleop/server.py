@@ -27,7 +27,7 @@ from hebictl.teleop.description import description_payload
 from hebictl.teleop.group import RunnerGroup
 from hebictl.teleop.runner import ArmRunner
 from hebictl.teleop.schema import CommandSchema
-from hebictl.teleop.silence import ThreadWatch
+from hebictl.teleop.silence import SILENCE_LIMIT_S, ThreadWatch
 
 log = logging.getLogger(__name__)
 
@@ -42,14 +42,15 @@ class TeleopServer:
     ``schema_options`` and ``bridge_options`` go to :class:`ArmRunner`, :class:`CommandSchema`
     and :class:`MqttBridge`; ``clock`` (wall and monotonic time) to all of them; ``gripper`` is
     what ``cmd/gripper`` drives (:func:`hebictl.control.gripper.open_gripper`), None to only
-    record gripper commands."""
+    record gripper commands; ``silence_limit`` [s]: how long, on the arm's clock, the bridge may
+    stay silent once heard before the arm holds for a lost link (:mod:`hebictl.teleop.silence`)."""
 
     def __init__(self, arm: Arm, settings: BrokerSettings, arm_id: str = "arm", *, rate_hz: float | None = None,
                  state_rate_hz: float = 50.0, max_age: float = 1.0,
                  rate_limits: Mapping[str, RateLimit] | None = None,
                  runner_options: Mapping[str, Any] | None = None, schema_options: Mapping[str, Any] | None = None,
                  bridge_options: Mapping[str, Any] | None = None, clock: TeleopClock = SYSTEM_CLOCK,
-                 gripper: Any = None, bridge: str = "thread") -> None:
+                 gripper: Any = None, bridge: str = "thread", silence_limit: float = SILENCE_LIMIT_S) -> None:
         self.arm = arm
         self.runner = ArmRunner(arm, rate_hz=rate_hz, clock=clock, gripper=gripper, **dict(runner_options or {}))
         self.schema = CommandSchema(arm.dof, arm.limits, **dict(schema_options or {}))
@@ -60,7 +61,7 @@ class TeleopServer:
             self.bridge = MqttBridge(self.runner, settings, arm_id, schema=self.schema, admission=self.admission,
                                      state_rate_hz=state_rate_hz, clock=clock, **dict(bridge_options or {}))
             # the silence rule of the bridge process, for the thread's event loop (hebictl.teleop.silence)
-            self.bridge.watch = self.runner.port = ThreadWatch(self.runner)
+            self.bridge.watch = self.runner.port = ThreadWatch(self.runner, limit=silence_limit)
         elif bridge == "process":
             if clock is not SYSTEM_CLOCK:
                 raise TeleopError("the bridge process runs on the system clocks: use bridge='thread' for an "
@@ -70,7 +71,8 @@ class TeleopServer:
                                               **options.get("description", {}))
             self.bridge = BridgeProcess(self.runner, settings, arm_id, description=description,
                                         state_rate_hz=state_rate_hz, max_age=max_age, rate_limits=rate_limits,
-                                        schema_options=schema_options, bridge_options=options)
+                                        schema_options=schema_options, bridge_options=options,
+                                        silence_limit=silence_limit)
         else:
             raise ValueError(f"bridge must be 'thread' or 'process', got {bridge!r}")
         self.stop_reason = "teleop_shutdown"

@@ -35,6 +35,7 @@ from tests._support.teleop import (
     ARM_ID,
     HOME,
     LOOP_HZ,
+    PLUMBING_SILENCE_S,
     TEST_BRIDGE_OPTIONS,
     TEST_RUNNER_OPTIONS,
     WriteRecorder,
@@ -57,6 +58,7 @@ def paced_server(arm: Arm, url: str, *, rate_hz: float | None = LOOP_HZ, usernam
     options.setdefault("runner_options", dict(TEST_RUNNER_OPTIONS))
     options.setdefault("max_age", MAX_AGE)
     options.setdefault("bridge", bridge_for(options))
+    options.setdefault("silence_limit", PLUMBING_SILENCE_S)
     return TeleopServer(arm, settings, ARM_ID, rate_hz=rate_hz, **options)
 
 

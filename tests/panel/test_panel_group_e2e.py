@@ -171,11 +171,12 @@ def _diagnosis(page: Any, rig: Rig) -> str:
 
 
 def _explain_hangs(test: Callable[[Rig, Any], None]) -> Callable[[Rig, Any], None]:
-    """A Playwright wait that ran into its hang guard fails with :func:`_diagnosis`."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
+    """A Playwright wait that ran into its hang guard fails with :func:`_diagnosis` (playwright is
+    imported when the test runs: the suite collects without the test extras)."""
     @functools.wraps(test)
     def run(rig: Rig, page: Any) -> None:
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
         try:
             test(rig, page)
         except PlaywrightTimeout as exc:

@@ -25,6 +25,7 @@ import pytest
 
 from hebictl.errors import TeleopError
 from hebictl.teleop.bridge_process import BridgeProcess
+from hebictl.teleop.silence import SILENCE_LIMIT_S
 from tests._support.accounts import OPERATOR2, accounts_broker, compile_doc_plugin
 from tests._support.ordering import HANG, PatientClient, until, wait_until
 from tests._support.paced import paced_servers
@@ -157,7 +158,7 @@ def _account(port: int, account: tuple[str, str]) -> PatientClient:
 def _moving_through_the_bridge_process(make, url: str):
     """A server with the bridge in a child process and its arm moving to a goal sent through it:
     (server, the child's pid)."""
-    server = make(url, bridge="process")
+    server = make(url, bridge="process", silence_limit=SILENCE_LIMIT_S)
 
     async def go():
         async with _client(url) as c:

@@ -118,7 +118,7 @@ def test_a_wedged_bridge_thread_is_a_lost_link_before_the_server_exits(broker):
     release = threading.Event()
     blocked = threading.Event()
     with paced_servers() as make:
-        server = make(broker.url, bridge="thread")
+        server = make(broker.url, bridge="thread", silence_limit=SILENCE_LIMIT_S)
         bridge = server.bridge
         assert isinstance(bridge, MqttBridge) and bridge.watch is server.runner.port
         handle = bridge.handle
