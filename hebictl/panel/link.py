@@ -51,9 +51,8 @@ Resend = Callable[[str, str, dict[str, Any]], Awaitable[None]]
 
 INBOUND_BYTES = 32 * 1024 * 1024      # payload bytes waiting to be handled, all topics together
 INBOUND_DESCRIPTION_BYTES = 12 * 1024 * 1024   # ... of which descriptions (the first dropped in a flood)
-INBOUND_MESSAGES = 2000               # messages waiting to be handled
-#: ... of which an arm's 50 Hz joints and pose: the rest is kept for statuses, acks and descriptions, which
-#: come once (a retained status refused by a full queue is not sent again until it changes)
+INBOUND_MESSAGES = 2000               # messages waiting to be handled (one per state topic, and the acks)
+#: ... of which the arms' 50 Hz joints and poses (one per arm and topic waits: many arms)
 INBOUND_FAST_MESSAGES = 1500
 MAX_PACKET = state_schema.MAX_BYTES["description"] + 4096   # MQTT v5 Maximum Packet Size: the broker sends no larger
 RESEND_WITHIN = 5.0                   # s: a command refused as out of order later than this is not sent again
@@ -212,15 +211,24 @@ def _kind(topic: str) -> str:
     return parts[4] if len(parts) == 5 else ""
 
 
+#: state topics whose newest message is all the panel needs (an arm's status, joints, pose and
+#: description): one waits per topic, a newer one takes its place. Acks are events: each one waits.
+LATEST_KINDS = frozenset({"status", "joints", "ee_pose", "description"})
+
+
 def _make_queue_class() -> type:
     """An inbound queue bounded in messages *and* payload bytes (aiomqtt's is unbounded by
     default, and bounded only in messages otherwise: 4 MiB descriptions at 31/s grew the panel to
-    2 GB). Descriptions may hold at most :data:`INBOUND_DESCRIPTION_BYTES` of it, so a flood of
-    them is dropped first and statuses and acks still get in; the 50 Hz joints and poses at most
-    :data:`INBOUND_FAST_MESSAGES` of its messages (a starved panel once held a full queue of them: a
-    refused sample is followed by a fresher one 20 ms later, a refused status is lost); a payload larger
-    than its topic's schema allows is never queued. ``put_nowait`` raises QueueFull to refuse, which
-    the client below counts."""
+    2 GB), in which a state topic's newer message takes the place of the one still waiting
+    (:data:`LATEST_KINDS`; counted in ``superseded``). A starved panel then holds at most one
+    message per arm and state topic however long it was starved, and never refuses a one-off
+    message behind a backlog: a full queue of the arms' statuses and joints once refused a new arm's
+    retained status, and an ack with a refusal, which no broker sends again (a clean-clone CI run's
+    browser tests at load average 20: the arm never shown, the refusal never shown). Descriptions
+    may hold at most :data:`INBOUND_DESCRIPTION_BYTES` of it, the 50 Hz joints and poses at most
+    :data:`INBOUND_FAST_MESSAGES` of its messages (many arms), a payload larger than its topic's
+    schema allows is never queued. ``put_nowait`` raises QueueFull to refuse, which the client below
+    counts."""
 
     class _Inbound(asyncio.Queue[Any]):
         def __init__(self, maxsize: int = 0) -> None:
@@ -228,30 +236,48 @@ def _make_queue_class() -> type:
             self.bytes = 0
             self.description_bytes = 0
             self.fast = 0   # joints and ee_pose messages waiting
+            self.superseded = 0   # state messages a newer one of the same topic replaced while waiting
+            self._latest: dict[str, Any] = {}   # topic -> its newest waiting message (LATEST_KINDS)
 
         def put_nowait(self, item: Any) -> None:
-            size = len(item.payload) if isinstance(item.payload, bytes | bytearray) else 0
-            kind = _kind(item.topic.value)
+            size = _size(item)
+            topic = item.topic.value
+            kind = _kind(topic)
             if size > state_schema.MAX_BYTES.get(kind, state_schema.MAX_BYTES_DEFAULT) + 1:
                 raise asyncio.QueueFull
-            if self.bytes + size > INBOUND_BYTES or (kind == "description" and
-                                                     self.description_bytes + size > INBOUND_DESCRIPTION_BYTES):
+            waiting = self._latest.get(topic)
+            grows = size - (0 if waiting is None else _size(waiting))
+            if self.bytes + grows > INBOUND_BYTES or (kind == "description" and
+                                                      self.description_bytes + grows > INBOUND_DESCRIPTION_BYTES):
                 raise asyncio.QueueFull
+            if waiting is not None:   # takes the waiting one's place: the queue does not grow
+                self._latest[topic] = item
+                self._count(waiting, -1)
+                self._count(item, 1)
+                self.superseded += 1
+                return
             if kind in FAST_KINDS and self.fast >= INBOUND_FAST_MESSAGES:
                 raise asyncio.QueueFull
             super().put_nowait(item)
 
         def _put(self, item: Any) -> None:
-            super()._put(item)
+            topic = item.topic.value
+            if _kind(topic) in LATEST_KINDS:
+                self._latest[topic] = item
+                super()._put(topic)   # its place in the order; the message is looked up when taken
+            else:
+                super()._put(item)
             self._count(item, 1)
 
         def _get(self) -> Any:
             item = super()._get()
+            if isinstance(item, str):
+                item = self._latest.pop(item)
             self._count(item, -1)
             return item
 
         def _count(self, item: Any, sign: int) -> None:
-            size = len(item.payload) if isinstance(item.payload, bytes | bytearray) else 0
+            size = _size(item)
             self.bytes += sign * size
             kind = _kind(item.topic.value)
             if kind == "description":
@@ -260,6 +286,10 @@ def _make_queue_class() -> type:
                 self.fast += sign
 
     return _Inbound
+
+
+def _size(item: Any) -> int:
+    return len(item.payload) if isinstance(item.payload, bytes | bytearray) else 0
 
 
 def _make_client_class() -> type:
@@ -274,6 +304,11 @@ def _make_client_class() -> type:
             super().__init__(*args, **kwargs)
             self._puback: dict[int, asyncio.Future[Any]] = {}
             self.inbound_dropped = 0   # messages refused by the bounded inbound queue
+
+        @property
+        def inbound_superseded(self) -> int:
+            """State messages a newer one of the same topic replaced in the inbound queue."""
+            return int(getattr(self._queue, "superseded", 0))
 
         def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
             # aiomqtt's own logs a warning per dropped message: a flood would flood the log too
@@ -686,6 +721,11 @@ class PanelLink:
     def inbound_dropped(self) -> int:
         """Messages the bounded inbound queue refused on the current connection."""
         return sum(int(getattr(c, "inbound_dropped", 0)) for c in (self._client, self._side_client))
+
+    @property
+    def inbound_superseded(self) -> int:
+        """State messages a newer one of the same topic replaced in the inbound queue (current connection)."""
+        return sum(int(getattr(c, "inbound_superseded", 0)) for c in (self._client, self._side_client))
 
     def command_schema(self, arm_id: str) -> CommandSchema:
         """The bridge's validators for ``arm_id``, with the limits of its description (unbounded
