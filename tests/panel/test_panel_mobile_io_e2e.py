@@ -142,6 +142,9 @@ def browser(rig: Any) -> Iterator[Any]:
 
 def _page(browser: Any, url: str, arm: str) -> Any:
     page = browser.new_page(viewport={"width": 1400, "height": 900}, bypass_csp=True)
+    # Playwright's waits are hang guards too (its 30 s default: under load the panel's write probe,
+    # which enables the mode buttons, may be answered only on its third or fourth try, 21-45 s)
+    page.set_default_timeout(HANG * 1000)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(url)
