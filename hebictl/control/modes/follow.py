@@ -74,10 +74,7 @@ class Follow:
 
     def velocity(self, now: float) -> FloatArray:
         """The velocity the goal commands at ``now`` (the trajectory's, at the goal's pace)."""
-        v = self.trajectory.get_state(now)[1].copy()
-        if self.pace < 1.0:
-            v *= self.pace
-        return v
+        return self.pace * self.trajectory.get_state(now)[1]
 
     def _advance(self, now: float) -> None:
         """The path's time from the last command to ``now`` at the rising pace: the trajectory is
@@ -122,7 +119,7 @@ class Follow:
         shift = 0.0
         if now - lo > 0.0:
             times = np.linspace(lo, now, RESUME_SAMPLES)
-            path = np.stack([traj.get_state(float(t))[0] for t in times])
+            path = traj.get_states(times)[0]
             shift = now - float(times[int(np.argmin(np.sum((path - position) ** 2, axis=1)))])
         if shift > 0.0:
             traj = self.trajectory = traj.shifted(shift)
