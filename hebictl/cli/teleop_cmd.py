@@ -35,6 +35,7 @@ from hebictl.cli.run_cmd import TERM_HOLD_S, add_paced_clock_flag, add_realtime_
 from hebictl.errors import ConfigError, TeleopError, UsageError
 from hebictl.hardware.registry import available_backends
 from hebictl.teleop.clock import SYSTEM_CLOCK
+from hebictl.teleop.silence import REPORT_PERIOD_S, SILENCE_LIMIT_S
 
 #: with no way to ask for a second Ctrl-C (stderr gone), an endless --stop-hold ends after this [s]
 UNATTENDED_HOLD_S = 1.0
@@ -105,6 +106,23 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
+#: [s] --bridge-silence's range: above a few reports (one late report is no wedge), and short enough
+#: that an e-stop the wedged bridge holds back is still noticed as a lost link within a minute
+SILENCE_MIN_S, SILENCE_MAX_S = 5 * REPORT_PERIOD_S, 60.0
+
+
+def _silence_limit(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}")
+    if not SILENCE_MIN_S <= value <= SILENCE_MAX_S:
+        raise argparse.ArgumentTypeError(f"{value:g} s is outside {SILENCE_MIN_S:g}-{SILENCE_MAX_S:g} s")
+    return value
+
+
 #: --account-tags: None lets the bridge find the broker plugin at its first connection
 _ACCOUNT_TAGS: dict[str, bool | None] = {"auto": None, "on": True, "off": False}
 
@@ -154,6 +172,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="where the MQTT bridge runs: a child process (default: a command flood's Python work "
                         "then never holds the arm thread's GIL; --app's cmd/input too) or a thread of this "
                         "process (docs/teleop.md)")
+    p.add_argument("--bridge-silence", type=_silence_limit, default=SILENCE_LIMIT_S, metavar="S",
+                   help=f"how long the MQTT bridge, once heard, may stay silent (it reports every "
+                        f"{REPORT_PERIOD_S:g} s) before the arm brakes and holds for a lost link "
+                        f"(default {SILENCE_LIMIT_S:g} s; "
+                        f"{SILENCE_MIN_S:g}-{SILENCE_MAX_S:g}; docs/teleop.md)")
     p.add_argument("--account-tags", choices=("auto", "on", "off"), default="auto",
                    help="on: the broker runs the plugin of docs/teleop.md, refuse commands without its account tag; "
                         "auto (default): find out at the first connection")
@@ -311,7 +334,7 @@ def _server(args: argparse.Namespace, settings: Any, arm: Any, cfg: Any, arm_id:
                                                         "extra": extra or None},
                                         "account_tags": _ACCOUNT_TAGS[args.account_tags],
                                         "supervisors": frozenset(args.estop_supervisor)},
-                        bridge=args.bridge)
+                        bridge=args.bridge, silence_limit=args.bridge_silence)
 
 
 def _prepare_realtime(realtime: Any) -> None:
@@ -414,11 +437,12 @@ def _base_bridge(args: argparse.Namespace, settings: Any, base: Any, base_id: st
     options: dict[str, Any] = {"account_tags": _ACCOUNT_TAGS[args.account_tags],
                                "supervisors": frozenset(args.estop_supervisor)}
     if args.bridge == "process":
-        return BaseBridgeProcess(runner, settings, base_id, schema=schema, max_age=args.max_age, bridge_options=options)
+        return BaseBridgeProcess(runner, settings, base_id, schema=schema, max_age=args.max_age, bridge_options=options,
+                                 silence_limit=args.bridge_silence)
     admission = Admission(max_age=args.max_age, wall_clock=SYSTEM_CLOCK.wall, monotonic=SYSTEM_CLOCK.monotonic)
     bridge = BaseBridge(runner, settings, base_id, schema=schema, admission=admission, clock=SYSTEM_CLOCK, **options)
     # the silence rule of the bridge thread, as an arm's (hebictl.teleop.silence)
-    bridge.watch = runner.port = ThreadWatch(cast(Any, runner))
+    bridge.watch = runner.port = ThreadWatch(cast(Any, runner), limit=args.bridge_silence)
     return bridge
 
 

@@ -219,9 +219,9 @@ class BaseBridgeProcess(BridgeProcess):
 
     def __init__(self, runner: BaseRunner, settings: BrokerSettings, base_id: str, *, schema: BaseSchema,
                  state_rate_hz: float = 20.0, max_age: float = 1.0,
-                 bridge_options: dict[str, Any] | None = None) -> None:
+                 bridge_options: dict[str, Any] | None = None, silence_limit: float = SILENCE_LIMIT_S) -> None:
         super().__init__(cast(Any, runner), settings, base_id, description=b"", state_rate_hz=state_rate_hz,
-                         max_age=max_age, bridge_options=bridge_options)
+                         max_age=max_age, bridge_options=bridge_options, silence_limit=silence_limit)
         self.base_runner = runner
         self.base_schema = schema
 

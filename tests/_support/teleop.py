@@ -64,6 +64,8 @@ PLUMBING_MAX_AGE = 60.0
 #: itself is tested exactly in simulated time (tests/teleop/test_silence.py, test_bridge_port.py) and on
 #: a real wedge with the product's limit (test_silence.py, test_bridge_process.py pass SILENCE_LIMIT_S)
 PLUMBING_SILENCE_S = 30.0
+#: the same for a `hebictl teleop` process a plumbing test starts
+PLUMBING_SILENCE_FLAGS = ("--bridge-silence", str(PLUMBING_SILENCE_S))
 
 
 def teleop_server(arm: Arm, url: str, arm_id: str = ARM_ID, *, rate_hz: float = LOOP_HZ,
@@ -237,7 +239,7 @@ def spawn_teleop(url: str, *extra: str) -> subprocess.Popen:
     """`hebictl teleop` on the mock with a paced clock (a loaded machine stretches its simulated time
     instead of stopping the arm) and a freshness bound that only guards against a hang."""
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    return subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--broker", url,
+    return subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--broker", url, *PLUMBING_SILENCE_FLAGS,
                              "--rate", "200", "--state-rate", "20", "--paced-clock", "--max-age",
                              str(PLUMBING_MAX_AGE), *extra], cwd=REPO_ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)

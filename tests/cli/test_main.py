@@ -96,6 +96,10 @@ def test_version():
     (["teleop-send", "--broker", "http://x", "stop"],
      "hebictl: error: --broker: broker URL scheme must be mqtt:// or mqtts://, got 'http://x'"),
     (["teleop", "--backend", "hebi", "--paced-clock"], "hebictl: error: --paced-clock is for simulated backends"),
+    (["teleop", "--bridge-silence", "0.5"],
+     "hebictl: error: teleop: argument --bridge-silence: 0.5 s is outside 1-60 s"),
+    (["teleop", "--bridge-silence", "inf"],
+     "hebictl: error: teleop: argument --bridge-silence: expected seconds, got 'inf'"),
     (["run", "--backend", "hebi-imitation", "--paced-clock"],
      "hebictl: error: --paced-clock is for simulated backends; hebi-imitation runs in real time"),
 ])

@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 from tests._support.extras import extra_missing
+from tests._support.teleop import PLUMBING_SILENCE_FLAGS
 
 REPO = Path(__file__).resolve().parents[2]
 GOAL = [0.6] * 6   # from the start (zeros on mock and sim) in 6 s: the signal comes while the arm moves
@@ -235,7 +236,8 @@ def test_teleop_piped_to_head_stops_the_arm_and_exits_on_one_sigint(backend, ext
     """`hebictl teleop ... 2>&1 | head -1`, then one SIGINT: the arm stops (the retained status is
     offline with the arm stopped, by the interrupt, holding), and the process exits 0."""
     proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--backend", backend, "--broker",
-                             broker.url, "--arm-id", "pipe1", "--paced-clock", *extra], cwd=REPO, env=_env(),
+                             broker.url, *PLUMBING_SILENCE_FLAGS, "--arm-id", "pipe1", "--paced-clock", *extra],
+                            cwd=REPO, env=_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         first = proc.stdout.readline().decode()
@@ -317,7 +319,8 @@ def test_teleop_reports_its_real_time_grant_and_exits_after_one_sigterm(broker):
     brakes, parks or holds for the bounded time and exits 0 by itself (no second signal), the retained status
     offline with the 'terminate' stop as its last event."""
     proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--backend", "mock", "--broker",
-                             broker.url, "--arm-id", "term1", "--rt-priority", "80", "--paced-clock"], cwd=REPO,
+                             broker.url, *PLUMBING_SILENCE_FLAGS, "--arm-id", "term1", "--rt-priority", "80",
+                             "--paced-clock"], cwd=REPO,
                             env=_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
@@ -401,7 +404,8 @@ def test_teleop_sigterm_stops_the_arm_then_the_bridge_process(backend, broker):
     one SIGTERM to the parent brakes the arm and parks or holds it, the child publishes the offline
     status with that stop and is gone, and the parent exits 0 by itself."""
     proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--backend", backend, "--broker",
-                             broker.url, "--arm-id", "split1", "--paced-clock", "--bridge", "process"], cwd=REPO,
+                             broker.url, *PLUMBING_SILENCE_FLAGS, "--arm-id", "split1", "--paced-clock", "--bridge",
+                             "process"], cwd=REPO,
                             env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         online = asyncio.run(_status(broker.url, "split1", lambda s: s["status"] == "online"
@@ -423,6 +427,34 @@ def test_teleop_sigterm_stops_the_arm_then_the_bridge_process(backend, broker):
     assert event["kind"] == "terminate" and event["state"] == "stopped" and "[hold]" in event["detail"], final
     print(f"\n[{backend}] SIGTERM: bridge process {bridges[0]} gone, offline status with {event['kind']}: "
           f"{event['detail']}")
+
+
+@pytest.mark.broker
+def test_teleop_bridge_silence_sets_the_limit_of_a_stopped_bridge_process(broker):
+    """``--bridge-silence 1``: the bridge process stopped (SIGSTOP: alive, silent) is a lost link after
+    1 s of the arm's clock, not the default 2 s: the event says so, the arm holds, and the unattended
+    teleop (``--stop-hold 0``) exits with the bridge's error. The limit is read on the arm's paced clock
+    (judged every cycle), so its figure is exact to a cycle; the wall clock is only a hang guard."""
+    proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--backend", "mock", "--broker",
+                             broker.url, "--arm-id", "silent1", "--paced-clock", "--bridge-silence", "1",
+                             "--stop-hold", "0"], cwd=REPO, env=_env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        asyncio.run(_status(broker.url, "silent1", lambda s: s["status"] == "online" and s.get("cycles", 0) > 0,
+                            HANG))
+        bridges = [k for k in _children(proc.pid) if "hebictl.teleop.bridge_process" in _cmdline(k)]
+        assert len(bridges) == 1, [_cmdline(k) for k in _children(proc.pid)]
+        os.kill(bridges[0], signal.SIGSTOP)
+        out, _ = proc.communicate(timeout=HANG)
+    finally:
+        proc.kill()
+        proc.wait(10)
+    text = out.decode()
+    lost = [line for line in text.splitlines() if "teleop_link_lost -> stopped" in line]
+    assert proc.returncode == 2 and len(lost) == 1, text[-2000:]
+    assert f"the MQTT bridge process (pid {bridges[0]}) sent nothing for 1.0 s" in lost[0], lost[0]
+    assert "hebictl: error: the MQTT bridge process" in text, text[-2000:]
+    print(f"\n--bridge-silence 1: {lost[0].split('WARNING ')[-1]}")
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc to see the signal handlers")

@@ -49,6 +49,7 @@ from tests._support.panel_e2e import (
 from tests._support.panel_e2e import http_ok as _http_ok
 from tests._support.panel_e2e import need_browser as _need
 from tests._support.panel_e2e import spawn_hebictl as _spawn
+from tests._support.teleop import PLUMBING_SILENCE_FLAGS
 
 ARMS = {"armA": "mock", "armB": "sim"}
 #: what the tap records: the states, and the commands whose timing the tests measure
@@ -137,6 +138,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     try:
         for arm, backend in ARMS.items():
             procs.append(_spawn(["teleop", str(configs[arm]), "--broker", broker.url, "--arm-id", arm,
+                                 *PLUMBING_SILENCE_FLAGS,
                                  "--backend", backend, "--rate", "100", "--username", arm,
                                  "--password-file", str(tmp / f"{arm}.pw")],
                                 tmp / f"{arm}.log"))

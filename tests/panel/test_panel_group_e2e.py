@@ -43,6 +43,7 @@ from tests._support.panel_e2e import (
     spawn_hebictl,
     token_url,
 )
+from tests._support.teleop import PLUMBING_SILENCE_FLAGS
 
 pytestmark = [pytest.mark.broker, pytest.mark.heavy, pytest.mark.timeout(900)]
 
@@ -116,6 +117,7 @@ def rig(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     tap = Tap(broker.port, USERS["tap"], TAP_TOPICS)
     try:
         procs.append(spawn_hebictl(["teleop", str(_multi_config(tmp)), "--broker", broker.url,
+                                    *PLUMBING_SILENCE_FLAGS,
                                     "--backend", backend, "--rate", "100",   # as the panel rigs: a loaded machine
                                     # simulated time stretched when the process is late: a starved sim arm
                                     # fell (left's elbow 0.71 rad off its command, a tracking_error hold)

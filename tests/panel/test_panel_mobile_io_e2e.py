@@ -43,6 +43,7 @@ from tests._support.panel_e2e import (
     spawn_hebictl,
     token_url,
 )
+from tests._support.teleop import PLUMBING_SILENCE_FLAGS
 
 # one rig for the module's tests: under pytest-xdist, --dist loadfile keeps them on one worker
 pytestmark = [pytest.mark.broker, pytest.mark.heavy, pytest.mark.timeout(900)]
@@ -114,6 +115,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Tap, str, Pa
     try:
         for arm, (backend, app) in ARMS.items():
             procs.append(spawn_hebictl(["teleop", str(configs[arm]), "--broker", broker.url, "--arm-id", arm,
+                                        *PLUMBING_SILENCE_FLAGS,
                                         "--backend", backend, "--rate", "100", "--app", app, "--username", arm,
                                         "--password-file", str(tmp / f"{arm}.pw")], tmp / f"{arm}.log"))
         port = free_port()

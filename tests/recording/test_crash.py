@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 
 from tests._support.extras import extra_missing
+from tests._support.teleop import PLUMBING_SILENCE_FLAGS
 
 pytest.importorskip("foxglove_schemas_protobuf", reason=extra_missing("foxglove_schemas_protobuf"))  # hebictl.recording
 pytest.importorskip("mcap", reason=extra_missing("mcap"))
@@ -173,7 +174,8 @@ def test_sigkill_of_hebictl_teleop_around_rotations(broker, tmp_path):
     folder = tmp_path / "sessions"
     seconds, extra = rng.uniform(0.2, 1.0), rng.uniform(0.0, 0.5)
     killed_at, committed = _kill_after([sys.executable, "-m", "hebictl", "teleop", "--broker", broker.url,
-                                        "--arm-id", "crash1", "--rate", "200", "--record", str(folder),
+                                        "--arm-id", "crash1", "--rate", "200", *PLUMBING_SILENCE_FLAGS,
+                                        "--record", str(folder),
                                         "--record-rotate-min", "0.02"], folder, seconds, extra, min_files=2)
     files = sorted(folder.glob("*.mcap"))
     assert all(p.name.startswith("teleop-crash1-") for p in files), files

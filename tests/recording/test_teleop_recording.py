@@ -26,7 +26,7 @@ from hebictl.recording import schemas
 from hebictl.recording.writer import McapRecorder
 from hebictl.teleop.client import TeleopClient
 from tests._support.paths import KIT6_CONFIG, KIT6_HOME, REPO_ROOT
-from tests._support.teleop import HANG_S, PLUMBING_MAX_AGE, paced_kit6_arm, teleop_server
+from tests._support.teleop import HANG_S, PLUMBING_MAX_AGE, PLUMBING_SILENCE_FLAGS, paced_kit6_arm, teleop_server
 
 from .helpers import Readback
 
@@ -89,6 +89,7 @@ def test_teleop_process_records_a_session_file(broker, tmp_path):
     exit, and the live view announced on loopback."""
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     proc = subprocess.Popen([sys.executable, "-m", "hebictl", "teleop", "--broker", broker.url, "--arm-id", "rec2",
+                             *PLUMBING_SILENCE_FLAGS,
                              "--rate", "200", "--stop-hold", "0.1", "--paced-clock", "--max-age", str(PLUMBING_MAX_AGE),
                              "--record", str(tmp_path / "sessions"),
                              *(["--foxglove", "--foxglove-port", "0"] if find_spec("websockets") else [])],

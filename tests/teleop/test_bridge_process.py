@@ -9,7 +9,7 @@ account that engaged it releases it; acks come back through the arm process; wit
 ``app``, a bad one refused with the input schema's reason and counted in the app's status; SIGKILL of the bridge
 process is a lost link (the arm brakes and holds, the event names the bridge process) and the
 server's run ends with an error, as a failed bridge thread does. SIGTERM of ``hebictl teleop`` (the
-parent) is in tests/cli/test_teleop_bridge_process.py.
+parent), and ``--bridge-silence``, are in tests/cli/test_signals.py.
 """
 
 from __future__ import annotations

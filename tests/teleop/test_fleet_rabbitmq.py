@@ -39,6 +39,7 @@ from hebictl.teleop.lease import ESTOP_TOPIC, estop_message
 from tests._support.extras import extra_missing
 from tests._support.paths import REPO_ROOT
 from tests._support.rabbitmq import Cluster, rabbitmq_cluster, requires_rabbitmq
+from tests._support.teleop import PLUMBING_SILENCE_FLAGS
 
 pytestmark = [requires_rabbitmq, pytest.mark.heavy]
 
@@ -77,7 +78,8 @@ class Fleet:
                     [sys.executable, "-m", "hebictl", "teleop", "--backend", "mock", "--arm-id", f"a{i}",
                      "--broker", self.cluster.url(node_of(i)), "--keepalive", str(KEEPALIVE), "--rate", "50",
                      "--paced-clock", "--state-rate", "2", "--account-tags", "off", "--stop-hold", "0",
-                     "--fleet-station", "st0", "--lease-timeout", str(LEASE_TIMEOUT)],
+                     "--fleet-station", "st0", "--lease-timeout", str(LEASE_TIMEOUT),
+                     *PLUMBING_SILENCE_FLAGS],
                     cwd=REPO_ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=err))
 
     def start_station(self) -> None:
