@@ -1,14 +1,26 @@
-"""Print the suite's closing line from its JUnit XML report(s): ``tests: N passed, N failed, N skipped``.
+"""Print the suite's closing line from its JUnit XML report(s): ``tests: N passed, N failed, N skipped``,
+after the test modules that took the longest.
 
 CI reads that plain line; pytest's own summary varies with its options and plugins (xfails,
-warnings, reruns), and several reports (a run split by hand) add up.
+warnings, reruns), and several reports (a run split by hand) add up. The slowest modules come first
+(each module's tests' set-up, call and tear-down summed, as its xdist worker spent them) so that a
+run that got slower says where, without a second run with ``--durations``.
 """
 
 from __future__ import annotations
 
 import sys
 import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import Path
+
+#: how many of the slowest modules are listed
+SLOWEST = 12
+
+
+def _suites(report: Path) -> list[ET.Element]:
+    root = ET.parse(report).getroot()
+    return [root] if root.tag == "testsuite" else root.findall("testsuite")
 
 
 def totals(reports: list[Path]) -> tuple[int, int, int]:
@@ -17,9 +29,7 @@ def totals(reports: list[Path]) -> tuple[int, int, int]:
     for report in reports:
         if not report.is_file():
             continue
-        root = ET.parse(report).getroot()
-        suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
-        for s in suites:
+        for s in _suites(report):
             tests, fail, err, skip = (int(s.get(k, "0")) for k in ("tests", "failures", "errors", "skipped"))
             failed += fail + err
             skipped += skip
@@ -27,8 +37,37 @@ def totals(reports: list[Path]) -> tuple[int, int, int]:
     return passed, failed, skipped
 
 
+def module_times(reports: list[Path]) -> Counter[str]:
+    """[s] per test module (``tests.teleop.test_fleet``): the sum of its test cases' times."""
+    times: Counter[str] = Counter()
+    for report in reports:
+        if not report.is_file():
+            continue
+        for s in _suites(report):
+            for case in s.iter("testcase"):
+                times[case.get("classname", "?").split("::")[0]] += float(case.get("time", "0") or 0.0)
+    return times
+
+
+def _module(classname: str) -> str:
+    """``tests.teleop.test_fleet.TestX`` -> ``tests/teleop/test_fleet.py`` (a class's tests under their module)."""
+    parts = classname.split(".")
+    while parts and not parts[-1].startswith("test_"):
+        parts.pop()
+    return "/".join(parts) + ".py" if parts else classname
+
+
 def main(argv: list[str]) -> int:
-    passed, failed, skipped = totals([Path(a) for a in argv])
+    reports = [Path(a) for a in argv]
+    per_module: Counter[str] = Counter()
+    for classname, seconds in module_times(reports).items():
+        per_module[_module(classname)] += seconds
+    total = sum(per_module.values())
+    if per_module:
+        print(f"the slowest test modules (of {len(per_module)}; {total / 60:.1f} min of worker time in all):")
+        for module, seconds in per_module.most_common(SLOWEST):
+            print(f"  {seconds:7.1f} s  {100 * seconds / total:4.1f} %  {module}")
+    passed, failed, skipped = totals(reports)
     print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
     return 0
 
