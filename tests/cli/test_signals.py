@@ -8,7 +8,8 @@ Order, not durations: the processes run on ``--paced-clock`` (a loaded machine s
 simulated time instead of stopping the arm with a control gap), and the test waits for events,
 with hang guards only: the signal handlers in place, then the arm moving in the run's live MCAP
 recording (read while it is written), then the stop event in it. Hold lengths are read from the
-recording's own clock.
+recording's own clock. Beside them, SIGSTOP: of the whole run (a stall), and of teleop's bridge
+process (``--bridge-silence``: a silent bridge is a lost link after that much of the arm's clock).
 """
 
 from __future__ import annotations
