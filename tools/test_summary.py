@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import xml.etree.ElementTree as ET
-from collections import Counter
+from collections import defaultdict
 from pathlib import Path
 
 #: how many of the slowest modules are listed
@@ -37,18 +37,6 @@ def totals(reports: list[Path]) -> tuple[int, int, int]:
     return passed, failed, skipped
 
 
-def module_times(reports: list[Path]) -> Counter[str]:
-    """[s] per test module (``tests.teleop.test_fleet``): the sum of its test cases' times."""
-    times: Counter[str] = Counter()
-    for report in reports:
-        if not report.is_file():
-            continue
-        for s in _suites(report):
-            for case in s.iter("testcase"):
-                times[case.get("classname", "?").split("::")[0]] += float(case.get("time", "0") or 0.0)
-    return times
-
-
 def _module(classname: str) -> str:
     """``tests.teleop.test_fleet.TestX`` -> ``tests/teleop/test_fleet.py`` (a class's tests under their module)."""
     parts = classname.split(".")
@@ -57,15 +45,25 @@ def _module(classname: str) -> str:
     return "/".join(parts) + ".py" if parts else classname
 
 
+def module_times(reports: list[Path]) -> dict[str, float]:
+    """[s] per test module (``tests/teleop/test_fleet.py``): the sum of its test cases' times."""
+    times: defaultdict[str, float] = defaultdict(float)
+    for report in reports:
+        if not report.is_file():
+            continue
+        for s in _suites(report):
+            for case in s.iter("testcase"):
+                times[_module(case.get("classname", "?"))] += float(case.get("time", "0") or 0.0)
+    return times
+
+
 def main(argv: list[str]) -> int:
     reports = [Path(a) for a in argv]
-    per_module: Counter[str] = Counter()
-    for classname, seconds in module_times(reports).items():
-        per_module[_module(classname)] += seconds
+    per_module = module_times(reports)
     total = sum(per_module.values())
     if per_module:
         print(f"the slowest test modules (of {len(per_module)}; {total / 60:.1f} min of worker time in all):")
-        for module, seconds in per_module.most_common(SLOWEST):
+        for module, seconds in sorted(per_module.items(), key=lambda kv: -kv[1])[:SLOWEST]:
             print(f"  {seconds:7.1f} s  {100 * seconds / total:4.1f} %  {module}")
     passed, failed, skipped = totals(reports)
     print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
