@@ -10,7 +10,9 @@ which the thread was not switched out (getrusage); the share of
 random goals inside the joint limits refused as colliding, and what one goal's path check costs
 (``hebictl.collision.path.check_trajectory``, conservative advancement), next to the fixed sample
 spacing it replaced (every sample ``step_of`` apart, the check before issue 19's second round).
-Target: the per-cycle check <= 100 µs per arm, a typical goal's check < 10 ms.
+Target: the per-cycle check <= 100 µs per arm, a typical goal's check < 10 ms. Last, what a
+multi-arm cycle pays to put another arm's measured pose into each arm's world
+(``CollisionWorld.move_other_arm``: its forward kinematics and one free-joint pose per rigid group).
 
 Why CPU time: on a machine shared by many processes the wall time of a 20 µs call mostly measures
 how often the scheduler takes the core away; the CPU time is what a cycle costs on its own core.
@@ -174,9 +176,9 @@ def best_us(fn, args: tuple, repeat: int) -> float:
     return best / 1e3
 
 
-def measure(name: str, goals: int, calls: int) -> tuple[list[str], list[str]]:
-    """Two table rows (per-cycle figures, goal figures): both libraries on one bundled arm with the
-    table and two boxes."""
+def measure(name: str, goals: int, calls: int) -> tuple[list[str], list[str], list[str]]:
+    """Three table rows (per-cycle figures, goal figures, the other arm's pose update): both libraries
+    on one bundled arm with the table and two boxes."""
     cfg = load_config(REPO / "configs" / f"{name}.cfg.yaml")
     model = load_model(cfg.hrdf)
     world = CollisionWorld(model, workspace_from({"workspace": {"objects": OBJECTS}}))
@@ -212,7 +214,13 @@ def measure(name: str, goals: int, calls: int) -> tuple[list[str], list[str]]:
     goal_row = [arm, f"{mj[0]:.0%}", f"{before[0]:.0%}", f"{hpp[0]:.0%}",
                 f"{mj[1]:.1f} / {mj[2]:.1f} ({mj[3]:.0f})", f"{before[1]:.1f} / {before[2]:.1f} ({before[3]:.0f})",
                 f"{hpp[1]:.0f} / {hpp[2]:.0f} ({hpp[3]:.0f})"]
-    return cycle_row, goal_row
+    other = CollisionWorld(model, workspace_from(cfg.user_data))
+    index = other.add_other_arm("other", model, np.eye(4), 0.02)
+    other.rebuild()
+    moved = per_call_us(other.move_other_arm, [(index, q) for q in qs], calls)
+    other_row = [name, str(len(other.others[index].groups)), f"{moved[0]:.1f} / {moved[1]:.1f}",
+                 f"{moved[2]:.1f} / {moved[3]:.1f}"]
+    return cycle_row, goal_row, other_row
 
 
 def main() -> None:
@@ -231,6 +239,9 @@ def main() -> None:
           "check (median / max, median samples)",
           ["arm", "refused MuJoCo", "refused fixed spacing", "refused hpp-fcl", "MuJoCo conservative advancement",
            "MuJoCo fixed spacing (before)", "hpp-fcl conservative advancement"], [r[1] for r in rows])
+    table("Another arm's measured pose into this arm's world, once per multi-arm cycle (µs: median / p99 of "
+          "single calls)", ["arm", "rigid groups", "move_other_arm CPU µs", "move_other_arm wall µs"],
+          [r[2] for r in rows])
 
 
 if __name__ == "__main__":

@@ -710,6 +710,8 @@ class SharedPhysics:
         self.t0 = 0.0
         self.steps = 0
         self.t_next = math.inf
+        #: arm name -> its collision geoms' ids (:func:`sim_backend.world.arm_geoms`)
+        self.geom_sets: dict[str, frozenset[int]] = {}
 
     @property
     def sim_time(self) -> float:

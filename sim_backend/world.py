@@ -118,11 +118,18 @@ def _view(scene: Scene, name: str, mj: mujoco.MjModel, data: mujoco.MjData) -> S
                                actuator_offset=int(offset))
 
 
-def arm_geoms(physics: SharedPhysics, name: str) -> set[int]:
-    """The MuJoCo geom ids of arm ``name``'s collision shapes in the shared scene (contact tests)."""
-    m = physics.model
-    prefix = f"{name}/collision:"
-    return {g for g in range(m.ngeom) if (mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g) or "").startswith(prefix)}
+def arm_geoms(physics: SharedPhysics, name: str) -> frozenset[int]:
+    """The MuJoCo geom ids of arm ``name``'s collision shapes in the shared scene (contact tests).
+    Looked up by name once per arm and kept on ``physics`` (its compiled model does not change; a
+    contact test asks every cycle, and the name lookups were a third of a multi-arm sim cycle)."""
+    known = physics.geom_sets.get(name)
+    if known is None:
+        m = physics.model
+        prefix = f"{name}/collision:"
+        known = frozenset(g for g in range(m.ngeom)
+                          if (mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g) or "").startswith(prefix))
+        physics.geom_sets[name] = known
+    return known
 
 
 def contacts_between(physics: SharedPhysics, a: str, b: str) -> tuple[int, float]:
@@ -145,7 +152,8 @@ def arm_distance(physics: SharedPhysics, a: str, b: str, far: float = 0.5) -> fl
     m, d = physics.model, physics.data
     mujoco.mj_kinematics(m, d)
     best = far
+    theirs = sorted(arm_geoms(physics, b))
     for ga in sorted(arm_geoms(physics, a)):
-        for gb in sorted(arm_geoms(physics, b)):
+        for gb in theirs:
             best = min(best, float(mujoco.mj_geomDistance(m, d, ga, gb, far, None)))
     return best
