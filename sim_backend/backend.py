@@ -70,6 +70,8 @@ __all__ = ["TRACE_ENV", "SharedPhysics", "SimBackend"]
 TRACE_ENV = "HEBICTL_SIM_TRACE"
 
 log = logging.getLogger(__name__)
+#: [kg, kg·m²] the mass and inertia of an empty grip (MuJoCo's compiler gives massless bodies this)
+_MASS_FLOOR = 1e-13
 _EPS_T = 1e-9  # [s] a sample or step due within 1 ns of now counts as due now
 _VIEWER_PERIOD = 1.0 / 60.0  # [s] wall time between viewer refreshes
 
@@ -360,6 +362,27 @@ class SimBackend(ModuleGroup):
         self._pending_echo = True
         self._writes += 1
         return lost is None
+
+    def set_payload(self, mass: float, com: ArrayLike | None = None) -> None:
+        """The simulated tool picks up (or lets go of) a load now: the payload body's mass [kg] and
+        centre of mass ``com`` [m, end-effector frame; None: unchanged], as a point mass. Physics only:
+        the controller is not told, as when a real gripper closes on an object of unknown weight.
+        Needs a one-arm scene built with a payload (``payload={"mass": 0}`` for an empty grip)."""
+        m = self._m
+        body = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "payload")
+        if body < 0:
+            raise HardwareError("this sim scene has no payload body: build it with payload={'mass': 0} "
+                                "to pick a load up later")
+        if not (math.isfinite(mass) and mass >= 0.0):
+            raise HardwareError(f"payload mass must be finite and >= 0 kg, got {mass!r}")
+        self.advance_to_now()  # the physics so far with the old load
+        m.body_mass[body] = max(float(mass), _MASS_FLOOR)
+        m.body_inertia[body] = _MASS_FLOOR  # a point mass (MuJoCo needs inertia > 0 on a body with mass)
+        if com is not None:
+            c = np.asarray(com, dtype=np.float64).reshape(3)
+            if not np.all(np.isfinite(c)):
+                raise HardwareError(f"payload com must be finite, got {c.tolist()}")
+            m.body_ipos[body] = c
 
     def true_state(self) -> tuple[FloatArray, FloatArray]:
         """The joints' physical position and velocity now (whatever the feedback shows; for tests)."""

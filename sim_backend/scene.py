@@ -183,7 +183,7 @@ def build_scene(model: RobotModel, *, payload: Payload | None = None, timestep: 
     dm = _per_joint(damping, n, "damping")
     ar = _per_joint(armature, n, "armature")
     robot = strip_payload(model)
-    if payload is not None and payload.mass > 0.0:
+    if payload is not None:  # 0 kg too: an empty grip, which SimBackend.set_payload can load later
         robot = with_payload(robot, payload)
     xml = write_mjcf(robot, None)
     spec = mujoco.MjSpec.from_string(xml)

@@ -732,6 +732,8 @@ class Arm:
             if pressed:
                 sup.resync = Resync.ALL
         for f in self.monitors.after_read(self, fb, now):  # execution monitors, every fresh sample
+            if "let_go_kg" in f.values:  # the estimated load is gone: its feed-forward goes with it
+                self.loads.feedforward.let_go()
             self.react(f.kind, f.detail, f.reaction)
         self.loads.follow(self.monitors.payload_estimate, self.cycle.dt, self.mode_context.hold_target(), fb.position)
         if sup.recovery is not None:

@@ -189,6 +189,15 @@ class PayloadFeedForward:
         self.target = 0.0
         self.com_target = np.zeros(3)  # (ramped out with what mass is left)
 
+    def let_go(self) -> None:
+        """The load is gone (the model-mismatch monitor's ``let_go`` finding): nothing of it is fed
+        forward from this cycle on. A step, as the physics took one: ramped out at MASS_RATE, the
+        vanished weight lifted the arm while the ramp lasted."""
+        self.mass = self.target = 0.0
+        self.com = np.zeros(3)
+        self.com_target = np.zeros(3)
+        self.taken = 0.0
+
     def accelerate(self, acceleration: FloatArray) -> None:
         """The jog's commanded acceleration this cycle (its inertia is fed forward with the weight);
         used by the next :meth:`effort` only (nothing kept while there is nothing to feed forward)."""

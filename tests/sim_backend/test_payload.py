@@ -86,3 +86,52 @@ def test_missing_end_effector_is_a_model_error():
     """A payload needs an end effector to hang from."""
     with pytest.raises(ModelError):
         with_payload(load_model(KIT), Payload(1.0, index=1))
+
+
+@pytest.mark.parametrize(("before", "after", "com"), [(0.0, 1.5, (0.03, 0.0, 0.04)), (2.0, 0.0, (0.0, 0.0, 0.0)),
+                                                      (0.5, 3.0, (-0.02, 0.05, 0.1))])
+def test_set_payload_changes_the_simulated_gravity_to_hebi_rigid_body(hebi, before, after, com):
+    """SimBackend.set_payload (a grasp or a release mid-run): MuJoCo's gravity torques afterwards equal
+    hebi-py's model with add_rigid_body of the new mass at ``com`` (0 kg: without it)."""
+    import mujoco
+
+    from hebictl.hardware import SimClock, open_backend
+
+    config = REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml"
+    sim = open_backend("sim", config=config, clock=SimClock(), payload={"mass": before, "com": com})
+    try:
+        sim.set_payload(after, com)
+        ref = hebi.robot_model.import_from_hrdf_string(KIT.read_text().replace(EE, EE_AS_BODY))
+        if after > 0.0:
+            assert ref.add_rigid_body(np.array(com), np.zeros(6), after, np.eye(4))
+        m, d, sc = sim.mj_model, sim.mj_data, sim.scene
+        rng = np.random.default_rng(5)
+        for q in rng.uniform(-np.pi, np.pi, (10, len(sc.qadr))):
+            d.qpos[sc.qadr], d.qvel[:] = q, 0.0
+            mujoco.mj_forward(m, d)
+            np.testing.assert_allclose(d.qfrc_bias[sc.dadr], ref.get_grav_comp_efforts(q, np.array([0.0, 0.0, -9.81])),
+                                       rtol=0, atol=1e-9)
+    finally:
+        sim.close()
+
+
+def test_set_payload_needs_a_grip_and_a_sane_mass():
+    from hebictl.errors import HardwareError
+    from hebictl.hardware import SimClock, open_backend
+
+    config = REPO_ROOT / "configs" / "x-series-6dof.cfg.yaml"
+    sim = open_backend("sim", config=config, clock=SimClock())
+    try:
+        with pytest.raises(HardwareError, match="no payload body"):
+            sim.set_payload(1.0)
+    finally:
+        sim.close()
+    sim = open_backend("sim", config=config, clock=SimClock(), payload={"mass": 0.0})
+    try:
+        for bad in (-1.0, float("nan"), float("inf")):
+            with pytest.raises(HardwareError, match="finite and >= 0"):
+                sim.set_payload(bad)
+        with pytest.raises(HardwareError, match="com must be finite"):
+            sim.set_payload(1.0, (0.0, float("nan"), 0.0))
+    finally:
+        sim.close()

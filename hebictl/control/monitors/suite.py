@@ -221,6 +221,11 @@ class MonitorSuite:
         observer.point_mass = max(estimated, 0.0) + declared
         observer.track_load = kernels.all_below(arm.pending_command.velocity, 1e-3)  # a rest may start
         valid = observer.update(fb.position, fb.velocity, tau, g, timing.interval, late=timing.late, skip=skip)
+        if estimated > 0.0:  # the load let go of: judged before contact, which the same change trips
+            settled = valid and not skip and observer.since_late >= SETTLE_S
+            f = self.mismatch.let_go(observer.r_on, payload_torque_direction(self.model, fb.position, g), settled)
+            if f is not None:
+                out.append(f)
         if valid:
             self.contact.armed = self.measures_effort and self.mismatch.rested_once
             widen = self._widening(fb, g, estimated, declared, fresh)
