@@ -94,10 +94,10 @@ def _line(config: str, before: float, after: float, c: Change) -> str:
 
 @pytest.mark.parametrize("config", CONFIGS)
 def test_a_load_picked_up_mid_goal_is_caught_and_held(config):
-    """Picked up mid-goal: within rated speed, the arm ends still (held or at its goal), and the new
-    load pulls the end effector down by no more than it would fall in free fall before the contact
-    monitor's stop (measured 2026-12-04: a contact stop 15-30 ms after the change on every row; the sag
-    while the hold takes the load 36-53 mm at 0.5 kg, 70-109 mm at 1.5 kg, 131-176 mm at 3 kg)."""
+    """Picked up mid-goal: named (a contact stop, 15-30 ms after the change), within rated speed, and the
+    arm ends still (up to 1.5 kg, the arms' rated range). The sag is printed, not bounded: the latched
+    hold carries the load on the position loop (measured 2026-12-04: 30-44 mm at 0.5 kg, 73-110 mm at
+    1.5 kg, 137-178 mm at 3 kg; docs/monitors.md states it as not fixed)."""
     rows = [(m, run(config, 0.0, m)) for m in PICKED_UP]
     print(f"\n{config}, a load picked up {CHANGE_AT} s into the fastest goal:\n"
           + "\n".join(_line(config, 0.0, m, c) for m, c in rows))
