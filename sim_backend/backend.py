@@ -373,15 +373,24 @@ class SimBackend(ModuleGroup):
         if body < 0:
             raise HardwareError("this sim scene has no payload body: build it with payload={'mass': 0} "
                                 "to pick a load up later")
-        if not (math.isfinite(mass) and mass >= 0.0):
+        try:
+            kg = float(mass)
+        except (TypeError, ValueError):
+            kg = math.nan
+        if not (math.isfinite(kg) and kg >= 0.0):
             raise HardwareError(f"payload mass must be finite and >= 0 kg, got {mass!r}")
-        self.advance_to_now()  # the physics so far with the old load
-        m.body_mass[body] = max(float(mass), _MASS_FLOOR)
-        m.body_inertia[body] = _MASS_FLOOR  # a point mass (MuJoCo needs inertia > 0 on a body with mass)
+        c = None
         if com is not None:
-            c = np.asarray(com, dtype=np.float64).reshape(3)
+            try:
+                c = np.asarray(com, dtype=np.float64).reshape(3)
+            except (TypeError, ValueError):
+                raise HardwareError(f"payload com must be 3 numbers [m], got {com!r}") from None
             if not np.all(np.isfinite(c)):
                 raise HardwareError(f"payload com must be finite, got {c.tolist()}")
+        self.advance_to_now()  # the physics so far with the old load
+        m.body_mass[body] = max(kg, _MASS_FLOOR)
+        m.body_inertia[body] = _MASS_FLOOR  # a point mass (MuJoCo needs inertia > 0 on a body with mass)
+        if c is not None:
             m.body_ipos[body] = c
 
     def true_state(self) -> tuple[FloatArray, FloatArray]:

@@ -121,7 +121,7 @@ def _view(scene: Scene, name: str, mj: mujoco.MjModel, data: mujoco.MjData) -> S
 def arm_geoms(physics: SharedPhysics, name: str) -> frozenset[int]:
     """The MuJoCo geom ids of arm ``name``'s collision shapes in the shared scene (contact tests).
     Looked up by name once per arm and kept on ``physics`` (its compiled model does not change; a
-    contact test asks every cycle, and the name lookups were a third of a multi-arm sim cycle)."""
+    contact test asks every cycle, and the name lookups were a fifth of such a test's cycle)."""
     known = physics.geom_sets.get(name)
     if known is None:
         m = physics.model

@@ -128,10 +128,13 @@ def test_set_payload_needs_a_grip_and_a_sane_mass():
         sim.close()
     sim = open_backend("sim", config=config, clock=SimClock(), payload={"mass": 0.0})
     try:
-        for bad in (-1.0, float("nan"), float("inf")):
+        for bad in (-1.0, float("nan"), float("inf"), "heavy"):
             with pytest.raises(HardwareError, match="finite and >= 0"):
                 sim.set_payload(bad)
         with pytest.raises(HardwareError, match="com must be finite"):
             sim.set_payload(1.0, (0.0, float("nan"), 0.0))
+        with pytest.raises(HardwareError, match="com must be 3 numbers"):
+            sim.set_payload(1.0, (0.0, 0.1))
+        assert sim.mj_model.body_mass[-1] < 1e-12  # a refused call changes nothing
     finally:
         sim.close()

@@ -138,8 +138,8 @@ class ModelMismatchMonitor(Monitor):
         that load's weight as pulling up, ``direction`` the torque per kg of end-effector load
         (constants above). The estimate is void at once and the
         finding (``values['let_go_kg']``) tells the arm to stop feeding it forward: fed forward, the
-        vanished weight sprang the arm up 70-760 mm, and the estimate could not refresh while the
-        contact that the same residual latched lasted. ``judged``: an on-time sample the observer
+        vanished weight sprang the arm up 79-762 mm, and the estimate could not refresh while the
+        contact that the same change latched lasted. ``judged``: an on-time sample the observer
         has settled on (a late interval's residual is not evidence)."""
         m = self.unapplied_mass()
         if m < LET_GO_MIN_KG or not judged:

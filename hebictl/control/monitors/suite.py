@@ -211,6 +211,7 @@ class MonitorSuite:
         estimated = self.mismatch.unapplied_mass()
         fresh = False  # a new estimate taken over this sample
         self.gravcomp.load = max(estimated, 0.0) + declared  # (gravity compensation carries neither)
+        static: FloatArray | None = None  # the torque per kg of end-effector load here (while one is estimated)
         if estimated != 0.0 or self.carried != 0.0:  # the estimated load's weight, as if the modules held it
             static = payload_torque_direction(self.model, fb.position, g)
             tau += estimated * static
@@ -221,9 +222,9 @@ class MonitorSuite:
         observer.point_mass = max(estimated, 0.0) + declared
         observer.track_load = kernels.all_below(arm.pending_command.velocity, 1e-3)  # a rest may start
         valid = observer.update(fb.position, fb.velocity, tau, g, timing.interval, late=timing.late, skip=skip)
-        if estimated > 0.0:  # the load let go of: judged before contact, which the same change trips
-            settled = valid and not skip and observer.since_late >= SETTLE_S
-            f = self.mismatch.let_go(observer.r_on, payload_torque_direction(self.model, fb.position, g), settled)
+        if estimated > 0.0 and static is not None:  # the load let go of: judged before contact, which the
+            settled = valid and not skip and observer.since_late >= SETTLE_S  # same change trips
+            f = self.mismatch.let_go(observer.r_on, static, settled)
             if f is not None:
                 out.append(f)
         if valid:
