@@ -209,22 +209,14 @@ class MonitorSuite:
         if payload is not None:
             tau -= payload_efforts(self.model, fb.position, payload, g)
         estimated = self.mismatch.unapplied_mass()
-        fresh = False  # a new estimate taken over this sample
         self.gravcomp.load = max(estimated, 0.0) + declared  # (gravity compensation carries neither)
-        static: FloatArray | None = None  # the torque per kg of end-effector load here (while one is estimated)
-        if estimated != 0.0 or self.carried != 0.0:  # the estimated load's weight, as if the modules held it
-            static = payload_torque_direction(self.model, fb.position, g)
-            tau += estimated * static
-            if estimated != self.carried:  # a new estimate (at rest): the observer takes it over
-                observer.take_load(estimated - self.carried, static)
-                self.carried = estimated
-                fresh = True
+        static, fresh = self._carry_estimate(fb.position, g, estimated)
         observer.point_mass = max(estimated, 0.0) + declared
         observer.track_load = kernels.all_below(arm.pending_command.velocity, 1e-3)  # a rest may start
         valid = observer.update(fb.position, fb.velocity, tau, g, timing.interval, late=timing.late, skip=skip)
-        if estimated > 0.0 and static is not None:  # the load let go of: judged before contact, which the
-            settled = valid and not skip and observer.since_late >= SETTLE_S  # same change trips
-            f = self.mismatch.let_go(observer.r_on, static, settled)
+        if static is not None and estimated > 0.0:  # the load let go of: judged before contact, which
+            # the same change trips
+            f = self.mismatch.let_go(observer.r_on, static, valid and not skip and observer.since_late >= SETTLE_S)
             if f is not None:
                 out.append(f)
         if valid:
@@ -243,6 +235,21 @@ class MonitorSuite:
         if f is not None:
             out.append(f)
         return False
+
+    def _carry_estimate(self, q: FloatArray, g: FloatArray, estimated: float) -> tuple[FloatArray | None, bool]:
+        """The estimated load's weight added to this sample's efforts (``self.tau``), as if the modules
+        held it; a new estimate (at rest) the observer takes over. Returns the torque per kg of
+        end-effector load at ``q`` (None while nothing is or was estimated) and whether the estimate is
+        new this sample."""
+        if estimated == 0.0 and self.carried == 0.0:
+            return None, False
+        static = payload_torque_direction(self.model, q, g)
+        self.tau += estimated * static
+        if estimated == self.carried:
+            return static, False
+        self.observer.take_load(estimated - self.carried, static)
+        self.carried = estimated
+        return static, True
 
     def _widening(self, fb: Feedback, g: FloatArray, estimated: float, declared: float,
                   fresh: bool = False) -> FloatArray:
