@@ -128,7 +128,7 @@ ABOVE_M = 0.015
 @pytest.mark.parametrize("config", CONFIGS)
 def test_a_load_let_go_of_does_not_spring_the_arm_up(config):
     """The estimated load's feed-forward leaves with the load (the model-mismatch monitor's ``let_go``,
-    three judged samples after the re-baselined residual reads the weight gone: 15 ms). Fed forward
+    three judged samples after the re-baselined residual reads the weight gone: 15-20 ms). Fed forward
     until the estimate's ramp ran out, as before, the vanished weight sprang the end effector up
     79-762 mm (measured 2026-12-04: x6 111 / 762 mm for 1.5 / 3 kg, x5 79 / 616, x7 105 / 505, r6 158;
     now 4.3-52 mm of rise, at most 0.4-10.6 mm above the command)."""
