@@ -62,6 +62,7 @@ from hebictl.hardware.group import FeedbackGrid, ModuleGroup, check_read, discon
 from sim_backend.actuator import ActuatorGroup, actuator_step
 from sim_backend.firmware import F_HI, F_LIMIT_STATE, F_LO, FirmwareState, firmware_step, install_command
 from sim_backend.modules import ExtraModules, apply_feedback_faults, next_deliverable
+from sim_backend.payload import PAYLOAD_KEY
 from sim_backend.scene import Scene
 
 __all__ = ["TRACE_ENV", "SharedPhysics", "SimBackend"]
@@ -369,7 +370,9 @@ class SimBackend(ModuleGroup):
         the controller is not told, as when a real gripper closes on an object of unknown weight.
         Needs a one-arm scene built with a payload (``payload={"mass": 0}`` for an empty grip)."""
         m = self._m
-        body = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "payload")
+        # the body with_payload marked (named "payload", or "payload_2" beside a link of that name)
+        name = next((b.name for b in self.scene.robot.bodies if PAYLOAD_KEY in b.metadata), None)
+        body = -1 if name is None else mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name)
         if body < 0:
             raise HardwareError("this sim scene has no payload body: build it with payload={'mass': 0} "
                                 "to pick a load up later")
